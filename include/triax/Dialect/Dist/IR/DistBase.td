@@ -1,0 +1,55 @@
+//===- DistBase.td - Dist dialect definition ---------------*- tablegen -*-===//
+
+#ifndef TRIAX_DIALECT_DIST_IR_DISTBASE_TD
+#define TRIAX_DIALECT_DIST_IR_DISTBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Dist_Dialect : Dialect {
+  let name = "dist";
+  let cppNamespace = "::mlir::dist";
+  let summary = "Device meshes with named axes, shardings and collectives";
+  let description = [{
+    The `dist` dialect says how a program is spread over devices. A
+    `dist.mesh` names the axes of a device grid (`"dp"`, `"pp"`, `"tp"`);
+    `#dist.sharding` says, per tensor dimension, which mesh axes split it;
+    collectives (`all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`)
+    and point-to-point `send`/`recv` move data over one or more named axes.
+    Names and semantics follow upstream `shard` and Shardy so that import
+    and export stay a mapping.
+
+    A sharding can be attached to any op with one ranked tensor result, or
+    to an op with a tensor `type` attribute such as `triax.param`, as the
+    discardable attribute `dist.sharding`; it is verified against the
+    tensor's shape there.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute carrying a tensor's sharding.
+    static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";
+  }];
+}
+
+class Dist_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Dist_Dialect, mnemonic, traits>;
+
+class Dist_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Dist_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how a collective combines values", [
+    I32EnumAttrCase<"sum", 0>,
+    I32EnumAttrCase<"avg", 1>,
+    I32EnumAttrCase<"max", 2>,
+    I32EnumAttrCase<"min", 3>
+  ]> {
+  let cppNamespace = "::mlir::dist";
+}
+
+#endif // TRIAX_DIALECT_DIST_IR_DISTBASE_TD

@@ -1,0 +1,162 @@
+//===- DistOps.td - Dist operations ------------------------*- tablegen -*-===//
+
+#ifndef TRIAX_DIALECT_DIST_IR_DISTOPS_TD
+#define TRIAX_DIALECT_DIST_IR_DISTOPS_TD
+
+include "triax/Dialect/Dist/IR/DistBase.td"
+include "triax/Dialect/Dist/IR/DistAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
+  let summary = "A device mesh with named axes";
+  let description = [{
+    ```mlir
+    dist.mesh @cluster <["dp"=2, "pp"=2, "tp"=2]>
+    ```
+    Axis names are unique and non-empty; sizes are >= 1. The device count
+    is the product of the sizes. Ranks are laid out row-major over the axes
+    as written (the last axis is innermost).
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axis_names,
+                       DenseI64ArrayAttr:$axis_sizes);
+  let assemblyFormat = [{
+    $sym_name custom<MeshAxes>($axis_names, $axis_sizes) attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The size of `axis`, or nullopt if the mesh has no such axis.
+    std::optional<int64_t> getAxisSize(::llvm::StringRef axis);
+    /// The number of devices in the mesh.
+    int64_t getNumDevices();
+  }];
+}
+
+def Dist_ShardingConstraintOp : Dist_Op<"sharding_constraint", [
+    Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "States the sharding a value must have at this point";
+  let description = "```mlir\n%y = dist.sharding_constraint %x "
+    "<@cluster, [{\"dp\"}, {}, {\"tp\"}]> : tensor<8x16x64xf32>\n```\n";
+  let arguments = (ins AnyRankedTensor:$input, Dist_ShardingAttr:$sharding);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input $sharding attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+// Every collective runs over the devices that differ only in the coordinates
+// of `axes` (a group of prod(sizes of axes) devices) of mesh `mesh`.
+class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  code commonClassDeclaration = [{
+    /// Checks mesh and axes; on success returns the size of the group.
+    ::mlir::FailureOr<int64_t>
+    verifyGroup(::mlir::SymbolTableCollection &symbolTable);
+  }];
+  let extraClassDeclaration = commonClassDeclaration;
+}
+
+def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
+    Pure, SameOperandsAndResultType]> {
+  let summary = "Reduces a tensor over the group; every member gets the result";
+  let description = [{
+    ```mlir
+    %g = dist.all_reduce avg %grad over @cluster ["dp"] : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Dist_ReductionKind:$reduction, AnyRankedTensor:$input,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input `over` $mesh $axes attr-dict `:` type($result)
+  }];
+}
+
+def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [Pure]> {
+  let summary = "Concatenates every member's tensor along a dimension";
+  let description = [{
+    Member `i` of the group contributes slice `i` of dimension `dim`; the
+    result's `dim` is the input's times the group size.
+    ```mlir
+    %w = dist.all_gather %shard over @cluster ["dp"] dim 0 : tensor<32x256xf32> -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [Pure]> {
+  let summary = "Reduces over the group and leaves member i with slice i";
+  let description = [{
+    The input's `dim` must divide by the group size; the result's `dim` is
+    the input's divided by it.
+    ```mlir
+    %g = dist.reduce_scatter sum %grad over @cluster ["dp"] dim 0 : tensor<64x256xf32> -> tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins Dist_ReductionKind:$reduction, AnyRankedTensor:$input,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input `over` $mesh $axes `dim` $dim attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast", [
+    Pure, SameOperandsAndResultType]> {
+  let summary = "Every member gets the tensor of the root member";
+  let description = [{
+    ```mlir
+    %w = dist.broadcast %w0 over @cluster ["dp"] root 0 : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$root);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `root` $root attr-dict `:` type($result)
+  }];
+}
+
+def Dist_SendOp : Dist_CollectiveOp<"send"> {
+  let summary = "Sends a tensor to the group member at position `to`";
+  let description = [{
+    ```mlir
+    dist.send %act over @cluster ["pp"] to 1 : tensor<4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$to);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `to` $to attr-dict `:` type($input)
+  }];
+}
+
+def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
+  let summary = "Receives a tensor from the group member at position `from`";
+  let description = [{
+    ```mlir
+    %act = dist.recv over @cluster ["pp"] from 0 : tensor<4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
+                       I64Attr:$from);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    `over` $mesh $axes `from` $from attr-dict `:` type($result)
+  }];
+}
+
+#endif // TRIAX_DIALECT_DIST_IR_DISTOPS_TD

@@ -1,0 +1,31 @@
+//===- Triax.h - Triax dialect, attributes and ops ---------------*- C++ -*-===//
+//
+// One header for everything the `triax` dialect defines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_DIALECT_TRIAX_IR_TRIAX_H
+#define TRIAX_DIALECT_TRIAX_IR_TRIAX_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "triax/Dialect/Triax/IR/TriaxDialect.h.inc"
+#include "triax/Dialect/Triax/IR/TriaxEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "triax/Dialect/Triax/IR/TriaxAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "triax/Dialect/Triax/IR/TriaxOps.h.inc"
+
+#endif // TRIAX_DIALECT_TRIAX_IR_TRIAX_H

@@ -1,0 +1,58 @@
+//===- TriaxBase.td - Triax dialect definition -------------*- tablegen -*-===//
+//
+// The `triax` dialect describes a model at the level a user thinks about it:
+// parameters as symbols, layer ops on tensors, transformer blocks as regions
+// and a training configuration.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_DIALECT_TRIAX_IR_TRIAXBASE_TD
+#define TRIAX_DIALECT_TRIAX_IR_TRIAXBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Triax_Dialect : Dialect {
+  let name = "triax";
+  let cppNamespace = "::mlir::triax";
+  let summary = "Model-level ops: parameters, transformer layers, training config";
+  let description = [{
+    The `triax` dialect holds a model as a user writes it. Parameters are
+    symbols (`triax.param`) inside a `triax.model`, read with
+    `triax.get_param`; the forward graph is a `func.func @forward` taking
+    integer tokens and targets and returning the scalar mean loss. Layer ops
+    (`embedding`, `linear`, `layer_norm`, `rms_norm`, `attention`, `gelu`,
+    `silu`, `mul`, `add`, `cross_entropy`) work on f32 or bf16 tensors.
+    `triax.block` groups the ops of one transformer block: it is the unit
+    pipeline stages are cut along. The training configuration (AdamW
+    hyper-parameters, batch sizes, sequence length and dtypes) is a
+    `#triax.train_config` attribute on the model.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Triax_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Triax_Dialect, mnemonic, traits>;
+
+class Triax_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Triax_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+// Float tensors: the layer ops compute in f32 or bf16.
+def Triax_FloatTensor : RankedTensorOf<[F32, BF16]>;
+// Token ids and targets.
+def Triax_IndexTensor : RankedTensorOf<[I32, I64]>;
+
+def Triax_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
+    I32EnumAttrCase<"normal", 0>,
+    I32EnumAttrCase<"zeros", 1>,
+    I32EnumAttrCase<"ones", 2>
+  ]> {
+  let cppNamespace = "::mlir::triax";
+  let genSpecializedAttr = 0;
+}
+
+#endif // TRIAX_DIALECT_TRIAX_IR_TRIAXBASE_TD

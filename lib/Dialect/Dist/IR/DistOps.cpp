@@ -1,0 +1,255 @@
+//===- DistOps.cpp - Dist op syntax and verifiers -------------------------===//
+//
+// Collectives are checked against their mesh: the axes must exist and be
+// distinct, and the result shape must follow from the group size (all_gather
+// multiplies the gathered dimension by it, reduce_scatter divides).
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+//===----------------------------------------------------------------------===//
+// MeshOp
+//===----------------------------------------------------------------------===//
+
+// <["dp"=2, "pp"=2, "tp"=2]>
+static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
+                                 DenseI64ArrayAttr &sizes) {
+  SmallVector<Attribute> nameAttrs;
+  SmallVector<int64_t> sizeValues;
+  auto parseAxis = [&]() -> ParseResult {
+    std::string name;
+    int64_t size = 0;
+    if (parser.parseString(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    nameAttrs.push_back(parser.getBuilder().getStringAttr(name));
+    sizeValues.push_back(size);
+    return success();
+  };
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square,
+                                     parseAxis) ||
+      parser.parseGreater())
+    return failure();
+  names = parser.getBuilder().getArrayAttr(nameAttrs);
+  sizes = parser.getBuilder().getDenseI64ArrayAttr(sizeValues);
+  return success();
+}
+
+static void printMeshAxes(OpAsmPrinter &printer, MeshOp, ArrayAttr names,
+                          DenseI64ArrayAttr sizes) {
+  printer << "<[";
+  llvm::interleaveComma(llvm::zip(names, sizes.asArrayRef()), printer,
+                        [&](auto axis) {
+                          printer << "\""
+                                  << cast<StringAttr>(std::get<0>(axis))
+                                         .getValue()
+                                  << "\"=" << std::get<1>(axis);
+                        });
+  printer << "]>";
+}
+
+LogicalResult MeshOp::verify() {
+  ArrayAttr names = getAxisNames();
+  ArrayRef<int64_t> sizes = getAxisSizes();
+  if (names.empty())
+    return emitOpError("mesh needs at least one axis");
+  if (names.size() != sizes.size())
+    return emitOpError("has ") << names.size() << " axis names but "
+                               << sizes.size() << " sizes";
+  llvm::StringSet<> seen;
+  for (auto [nameAttr, size] : llvm::zip(names, sizes)) {
+    StringRef name = cast<StringAttr>(nameAttr).getValue();
+    if (name.empty())
+      return emitOpError("axis names must be non-empty");
+    if (!seen.insert(name).second)
+      return emitOpError("axis \"") << name << "\" appears more than once";
+    if (size < 1)
+      return emitOpError("axis \"")
+             << name << "\" has size " << size << "; expected a size >= 1";
+  }
+  return success();
+}
+
+std::optional<int64_t> MeshOp::getAxisSize(StringRef axis) {
+  for (auto [name, size] : llvm::zip(getAxisNames(), getAxisSizes()))
+    if (cast<StringAttr>(name).getValue() == axis)
+      return size;
+  return std::nullopt;
+}
+
+int64_t MeshOp::getNumDevices() {
+  int64_t n = 1;
+  for (int64_t size : getAxisSizes())
+    n *= size;
+  return n;
+}
+
+MeshOp mlir::dist::lookupMesh(Operation *from, FlatSymbolRefAttr name,
+                              SymbolTableCollection *symbolTable) {
+  for (Operation *op = from; op; op = op->getParentOp()) {
+    if (!op->hasTrait<OpTrait::SymbolTable>())
+      continue;
+    Operation *found =
+        symbolTable ? symbolTable->lookupSymbolIn(op, name.getAttr())
+                    : SymbolTable::lookupSymbolIn(op, name.getAttr());
+    if (auto mesh = dyn_cast_or_null<MeshOp>(found))
+      return mesh;
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingConstraintOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardingConstraintOp::verifySymbolUses(
+    SymbolTableCollection &symbolTable) {
+  MeshOp mesh = lookupMesh(*this, getSharding().getMesh(), &symbolTable);
+  if (!mesh)
+    return emitOpError("refers to unknown mesh ") << getSharding().getMesh();
+  return verifySharding(getSharding(), getType(), mesh,
+                        [&] { return emitOpError(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// Checks that `axes` name distinct axes of mesh `meshName` and returns the
+/// number of devices in one group.
+static FailureOr<int64_t> verifyCollectiveGroup(Operation *op,
+                                                FlatSymbolRefAttr meshName,
+                                                ArrayAttr axes,
+                                                SymbolTableCollection &table) {
+  MeshOp mesh = lookupMesh(op, meshName, &table);
+  if (!mesh)
+    return op->emitOpError("refers to unknown mesh ") << meshName;
+  if (axes.empty())
+    return op->emitOpError("needs at least one mesh axis");
+  llvm::StringSet<> seen;
+  int64_t group = 1;
+  for (Attribute attr : axes) {
+    StringRef axis = cast<StringAttr>(attr).getValue();
+    std::optional<int64_t> size = mesh.getAxisSize(axis);
+    if (!size)
+      return op->emitOpError("unknown axis \"")
+             << axis << "\" in mesh @" << mesh.getSymName();
+    if (!seen.insert(axis).second)
+      return op->emitOpError("axis \"") << axis << "\" is listed twice";
+    group *= *size;
+  }
+  return group;
+}
+
+#define DEFINE_VERIFY_GROUP(OP)                                                \
+  FailureOr<int64_t> OP::verifyGroup(SymbolTableCollection &symbolTable) {     \
+    return verifyCollectiveGroup(*this, getMeshAttr(), getAxes(),              \
+                                 symbolTable);                                 \
+  }
+DEFINE_VERIFY_GROUP(AllReduceOp)
+DEFINE_VERIFY_GROUP(AllGatherOp)
+DEFINE_VERIFY_GROUP(ReduceScatterOp)
+DEFINE_VERIFY_GROUP(BroadcastOp)
+DEFINE_VERIFY_GROUP(SendOp)
+DEFINE_VERIFY_GROUP(RecvOp)
+#undef DEFINE_VERIFY_GROUP
+
+/// all_gather (scale = group) and reduce_scatter (scale = 1/group): the
+/// result equals the input except along `dim`.
+static LogicalResult verifyResizedDim(Operation *op, RankedTensorType input,
+                                      RankedTensorType result, int64_t dim,
+                                      int64_t group, bool gather) {
+  if (dim < 0 || dim >= input.getRank())
+    return op->emitOpError("dim ") << dim << " is out of range for " << input;
+  if (input.getRank() != result.getRank() ||
+      input.getElementType() != result.getElementType())
+    return op->emitOpError("result ")
+           << result << " must have the input's rank and element type ("
+           << input << ")";
+  for (int64_t d = 0; d < input.getRank(); ++d) {
+    int64_t in = input.getDimSize(d), out = result.getDimSize(d);
+    if (ShapedType::isDynamic(in) || ShapedType::isDynamic(out))
+      continue;
+    int64_t expected = in;
+    if (d == dim && gather) {
+      expected = in * group;
+    } else if (d == dim) {
+      if (in % group != 0)
+        return op->emitOpError("dimension ")
+               << d << " of size " << in
+               << " is not divisible by the group size " << group;
+      expected = in / group;
+    }
+    if (out != expected)
+      return op->emitOpError("result dimension ")
+             << d << " is " << out << ", expected " << expected
+             << (d == dim ? (gather ? " (input times the group size "
+                                    : " (input divided by the group size ")
+                          : " (unchanged")
+             << (d == dim ? std::to_string(group) : std::string()) << ")";
+  }
+  return success();
+}
+
+/// broadcast's root and send/recv's peer index a member of the group.
+static LogicalResult verifyGroupMember(Operation *op, StringRef what,
+                                       int64_t index, int64_t group) {
+  if (index < 0 || index >= group)
+    return op->emitOpError() << what << " " << index
+                             << " is out of range for a group of " << group;
+  return success();
+}
+
+LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyGroup(table);
+}
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  return verifyResizedDim(*this, getInput().getType(), getType(), getDim(),
+                          *group, /*gather=*/true);
+}
+
+LogicalResult
+ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  return verifyResizedDim(*this, getInput().getType(), getType(), getDim(),
+                          *group, /*gather=*/false);
+}
+
+LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  return verifyGroupMember(*this, "root", getRoot(), *group);
+}
+
+LogicalResult SendOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  return verifyGroupMember(*this, "destination", getTo(), *group);
+}
+
+LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  return verifyGroupMember(*this, "source", getFrom(), *group);
+}
+
+#define GET_OP_CLASSES
+#include "triax/Dialect/Dist/IR/DistOps.cpp.inc"

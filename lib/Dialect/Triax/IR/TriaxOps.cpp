@@ -1,0 +1,292 @@
+//===- TriaxOps.cpp - Triax op verifiers ----------------------------------===//
+//
+// Every verifier names the actual and the expected value, so a user who
+// wrote (or generated) a wrong shape sees which dimension to fix.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::triax;
+
+/// Prints a shape as `[4, 8, 64]` (`?` for a dynamic dimension).
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return s;
+}
+
+static bool sameShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip_equal(a, b))
+    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
+      return false;
+  return true;
+}
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// All float operands and the result of a layer op share one element type.
+static LogicalResult verifySameFloatElementType(Operation *op,
+                                                ValueRange values) {
+  Type expected;
+  for (Value v : values) {
+    Type elt = tensorType(v).getElementType();
+    if (!isa<FloatType>(elt))
+      continue;
+    if (!expected)
+      expected = elt;
+    else if (elt != expected)
+      return op->emitOpError("mixes element types ")
+             << expected << " and " << elt << "; expected one float type";
+  }
+  return success();
+}
+
+static LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> actual,
+                                       ArrayRef<int64_t> expected) {
+  if (!sameShape(actual, expected))
+    return op->emitOpError("result shape ")
+           << formatShape(actual) << " does not match the expected shape "
+           << formatShape(expected);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ModelOp
+//===----------------------------------------------------------------------===//
+
+func::FuncOp ModelOp::getForward() {
+  return lookupSymbol<func::FuncOp>("forward");
+}
+
+LogicalResult ModelOp::verifyRegions() {
+  func::FuncOp forward = getForward();
+  if (!forward)
+    return emitOpError("expects a 'func.func @forward' computing the loss");
+  FunctionType fnType = forward.getFunctionType();
+  if (fnType.getNumInputs() != 2 || fnType.getNumResults() != 1)
+    return emitOpError("expects @forward to take (tokens, targets) and "
+                       "return the loss, got ")
+           << fnType;
+  TrainConfigAttr config = getConfig();
+  SmallVector<int64_t> expected = {config.getMicroBatch(), config.getSeq()};
+  const char *names[] = {"tokens", "targets"};
+  for (auto [i, name] : llvm::enumerate(names)) {
+    auto type = dyn_cast<RankedTensorType>(fnType.getInput(i));
+    if (!type || !type.getElementType().isSignlessInteger() ||
+        !(type.getElementType().isInteger(32) ||
+          type.getElementType().isInteger(64)))
+      return emitOpError("expects @forward's ")
+             << name << " to be a tensor of i32 or i64, got "
+             << fnType.getInput(i);
+    if (type.getShape() != ArrayRef<int64_t>(expected))
+      return emitOpError("@forward's ")
+             << name << " have shape " << formatShape(type.getShape())
+             << ", expected [micro_batch, seq] = " << formatShape(expected);
+  }
+  auto loss = dyn_cast<RankedTensorType>(fnType.getResult(0));
+  if (!loss || loss.getRank() != 0 || !loss.getElementType().isF32())
+    return emitOpError("expects @forward to return the loss as tensor<f32>, "
+                       "got ")
+           << fnType.getResult(0);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp, GetParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  if (!type.hasStaticShape())
+    return emitOpError("parameter must have a static shape, got ") << type;
+  if (type.getRank() < 1)
+    return emitOpError("parameter must have rank >= 1, got ") << type;
+  return success();
+}
+
+LogicalResult
+GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *symbol =
+      symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr());
+  auto param = dyn_cast_or_null<ParamOp>(symbol);
+  if (!param)
+    return emitOpError("'") << getName()
+                            << "' does not name a triax.param of the "
+                               "enclosing model";
+  if (param.getType() != getType())
+    return emitOpError("result type ")
+               << getType() << " does not match parameter @" << getName()
+               << " of type " << param.getType()
+           << "; expected them equal";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BlockOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BlockOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getArgumentTypes() != getInputs().getTypes())
+    return emitOpError("region arguments (")
+           << body.getArgumentTypes() << ") must match the inputs ("
+           << getInputs().getTypes() << ")";
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("region must end in triax.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields (")
+           << yield.getValues().getTypes() << ") but the results are ("
+           << getResultTypes() << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult PositionIdsOp::verify() {
+  if (getType().getRank() != 2)
+    return emitOpError("result must be [batch, seq], got ") << getType();
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType table = getTable().getType();
+  if (table.getRank() != 2)
+    return emitOpError("table must be [vocab, hidden], got ") << table;
+  SmallVector<int64_t> expected(getIndices().getType().getShape());
+  expected.push_back(table.getDimSize(1));
+  if (getType().getElementType() != table.getElementType())
+    return emitOpError("result element type ")
+           << getType().getElementType() << " does not match the table's "
+           << table.getElementType();
+  return verifyResultShape(*this, getType().getShape(), expected);
+}
+
+LogicalResult LinearOp::verify() {
+  RankedTensorType input = getInput().getType();
+  RankedTensorType weight = getWeight().getType();
+  if (input.getRank() < 1)
+    return emitOpError("input must have rank >= 1, got ") << input;
+  if (weight.getRank() != 2)
+    return emitOpError("weight must have rank 2, got ") << weight;
+  bool transposed = getTransposeWeight();
+  int64_t in = weight.getDimSize(transposed ? 1 : 0);
+  int64_t out = weight.getDimSize(transposed ? 0 : 1);
+  if (!sameShape(input.getShape().back(), in))
+    return emitOpError("input has ")
+           << input.getShape().back() << " features but the weight "
+           << formatShape(weight.getShape()) << " expects " << in
+           << (transposed ? " (weight is [out, in])" : " (weight is [in, out])");
+  if (Value bias = getBias()) {
+    auto biasType = tensorType(bias);
+    if (!sameShape(biasType.getShape(), out))
+      return emitOpError("bias shape ")
+             << formatShape(biasType.getShape()) << " does not match ["
+             << out << "]";
+  }
+  if (failed(verifySameFloatElementType(*this, getOperation()->getOperands())) ||
+      failed(verifySameFloatElementType(*this, {getInput(), getResult()})))
+    return failure();
+  SmallVector<int64_t> expected(input.getShape().drop_back());
+  expected.push_back(out);
+  return verifyResultShape(*this, getType().getShape(), expected);
+}
+
+/// layer_norm and rms_norm: per-feature weight (and bias) of the last dim.
+static LogicalResult verifyNorm(Operation *op, Value input, ValueRange affine,
+                                Value result, double eps) {
+  RankedTensorType type = tensorType(input);
+  if (type.getRank() < 1)
+    return op->emitOpError("input must have rank >= 1, got ") << type;
+  int64_t features = type.getShape().back();
+  for (Value v : affine)
+    if (!sameShape(tensorType(v).getShape(), features))
+      return op->emitOpError("weight and bias must be [")
+             << features << "], got " << formatShape(tensorType(v).getShape());
+  if (result.getType() != input.getType())
+    return op->emitOpError("result type ")
+           << result.getType() << " must equal the input type "
+           << input.getType();
+  if (!(eps > 0.0))
+    return op->emitOpError("eps must be > 0, got ") << eps;
+  return verifySameFloatElementType(op, op->getOperands());
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getInput(), {getWeight(), getBias()}, getResult(),
+                    getEps().convertToDouble());
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyNorm(*this, getInput(), {getWeight()}, getResult(),
+                    getEps().convertToDouble());
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
+                   v = getValue().getType();
+  for (RankedTensorType t : {q, k, v})
+    if (t.getRank() != 3)
+      return emitOpError("query, key and value must be [batch, seq, features], "
+                         "got ")
+             << t;
+  if (!sameShape(k.getShape(), v.getShape()))
+    return emitOpError("key ") << k << " and value " << v
+                               << " must have the same shape";
+  if (!sameShape(q.getShape().take_front(2), k.getShape().take_front(2)))
+    return emitOpError("query ") << q << " and key " << k
+                                 << " must agree on [batch, seq]";
+  int64_t heads = getHeads(), kvHeads = getNumKVHeads();
+  if (heads < 1 || kvHeads < 1)
+    return emitOpError("heads and kv_heads must be >= 1, got ")
+           << heads << " and " << kvHeads;
+  int64_t hidden = q.getShape().back();
+  if (hidden % heads != 0)
+    return emitOpError("hidden size ")
+           << hidden << " is not divisible by heads " << heads;
+  if (heads % kvHeads != 0)
+    return emitOpError("heads ") << heads
+                                 << " is not divisible by kv_heads " << kvHeads;
+  int64_t kvFeatures = kvHeads * (hidden / heads);
+  if (k.getShape().back() != kvFeatures)
+    return emitOpError("key and value have ")
+           << k.getShape().back() << " features, expected kv_heads * head_dim = "
+           << kvHeads << " * " << hidden / heads << " = " << kvFeatures;
+  if (getType() != q)
+    return emitOpError("result type ")
+           << getType() << " must equal the query type " << q;
+  return verifySameFloatElementType(*this, getOperation()->getOperands());
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  RankedTensorType targets = getTargets().getType();
+  if (logits.getRank() != targets.getRank() + 1 ||
+      !sameShape(logits.getShape().drop_back(), targets.getShape()))
+    return emitOpError("logits ")
+           << formatShape(logits.getShape()) << " must be the targets' shape "
+           << formatShape(targets.getShape()) << " plus a vocabulary dimension";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "triax/Dialect/Triax/IR/TriaxOps.cpp.inc"

@@ -1,0 +1,22 @@
+//===- InitAll.cpp - Register Triax's dialects and passes -----------------===//
+
+#include "triax/InitAll.h"
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+
+void triax::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::triax::TriaxDialect, mlir::dist::DistDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::tensor::TensorDialect>();
+}
+
+void triax::registerAllPasses() {
+  // Passes arrive with the issues that add them (autodiff, parallelism,
+  // lowering); nothing to register yet.
+}

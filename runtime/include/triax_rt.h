@@ -1,0 +1,429 @@
+/*===- triax_rt.h - Triax CPU runtime, C ABI --------------------*- C -*-===*\
+|*                                                                          *|
+|* The one public header of the Triax runtime library (triax_rt). Programs  *|
+|* compiled by Triax, and the hand-written training drivers around them,    *|
+|* call these functions for memory, data loading, checkpoints, the          *|
+|* training-loop helpers (lr schedule, logging, timing) and CLI parsing.    *|
+|*                                                                          *|
+|* Conventions:                                                             *|
+|*  - Every function is extern "C" and safe to call from C (C99 or later).  *|
+|*  - Functions that can fail return an int status (TRX_OK == 0, otherwise  *|
+|*    a TRX_ERR_* code) or NULL, and write a one-line, NUL-terminated       *|
+|*    message naming the file and the problem into (err, errlen). err may   *|
+|*    be NULL or errlen 0 when the caller does not want the message; a too  *|
+|*    small buffer truncates the message. Messages carry no trailing        *|
+|*    newline and no "error:" prefix.                                       *|
+|*  - Functions without an err buffer (trx_alloc, trx_free,                 *|
+|*    trx_loader_next, ...) record their failure message in a thread-local  *|
+|*    buffer read with trx_last_error().                                    *|
+|*  - Bad input (NULL pointers, bad sizes, corrupt files) is reported, never *|
+|*    a crash or an abort.                                                  *|
+|*  - Multi-byte values in files are little-endian; the library requires a  *|
+|*    little-endian host.                                                   *|
+|*                                                                          *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef TRIAX_RT_H
+#define TRIAX_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===*/
+/* Status codes                                                             */
+/*===----------------------------------------------------------------------===*/
+
+enum trx_status {
+  TRX_OK = 0,
+  TRX_ERR_ARG = 1,       /* invalid argument (NULL pointer, bad size, flag) */
+  TRX_ERR_IO = 2,        /* open/read/write/fsync/rename/mkdir failed */
+  TRX_ERR_FORMAT = 3,    /* malformed, corrupt or truncated file */
+  TRX_ERR_NOT_FOUND = 4, /* missing tensor, key, file or checkpoint */
+  TRX_ERR_MISMATCH = 5,  /* dtype or shape differs from what was expected */
+  TRX_ERR_RANGE = 6,     /* value out of range (e.g. token id >= vocab) */
+  TRX_ERR_NOMEM = 7      /* out of memory */
+};
+
+/* Short name of a status code ("ok", "invalid argument", ...). Never NULL. */
+const char *trx_status_str(int status);
+
+/* Message of the last failure of a function that has no err buffer, on the
+ * calling thread. Empty string when there is none. Never NULL. */
+const char *trx_last_error(void);
+
+/*===----------------------------------------------------------------------===*/
+/* Memory                                                                   */
+/*===----------------------------------------------------------------------===*/
+
+enum trx_mem_category {
+  TRX_MEM_PARAMS,
+  TRX_MEM_GRADS,
+  TRX_MEM_OPTIM,
+  TRX_MEM_ACTIV,
+  TRX_MEM_OTHER,
+  TRX_MEM_NCAT
+};
+
+/* Allocates `bytes` bytes, 64-byte aligned and zero-filled, and charges them
+ * to `category` (a trx_mem_category). bytes == 0 returns a valid unique
+ * pointer. Returns NULL (message in trx_last_error()) for an invalid category
+ * or when out of memory. Thread-safe. */
+void *trx_alloc(size_t bytes, int category);
+
+/* Frees a pointer returned by trx_alloc. NULL is a no-op. A pointer that was
+ * not returned by trx_alloc, or was already freed, is detected on a
+ * best-effort basis: it is reported on stderr and in trx_last_error() and
+ * not freed. Thread-safe. */
+void trx_free(void *p);
+
+/* Bytes currently allocated in `cat` (the requested sizes). 0 for an invalid
+ * category. */
+size_t trx_mem_current(int cat);
+/* Highest trx_mem_current(cat) seen since start or trx_mem_reset_peaks(). */
+size_t trx_mem_peak(int cat);
+/* Bytes currently allocated over all categories. */
+size_t trx_mem_current_total(void);
+/* Highest total over all categories, tracked at allocation time (so it is
+ * the true peak of the sum, not the sum of per-category peaks). */
+size_t trx_mem_peak_total(void);
+/* Sets every peak (per category and total) to the current value. */
+void trx_mem_reset_peaks(void);
+/* "params", "grads", "optim", "activ", "other"; "invalid" otherwise. */
+const char *trx_mem_category_name(int cat);
+
+/* Writes `bytes` as mebibytes with one decimal, e.g. "123.4 MiB", into buf.
+ * Returns buf. */
+char *trx_format_mib(size_t bytes, char *buf, size_t len);
+
+/*===----------------------------------------------------------------------===*/
+/* Data loader for llm.c token files (.bin)                                 */
+/*===----------------------------------------------------------------------===*/
+/* File format: a header of 256 little-endian int32 (header[0] = magic
+ * 20240520, header[1] = version 1, header[2] = number of tokens N, the rest
+ * unused), then exactly N little-endian uint16 token ids.
+ *
+ * Batches: every batch has B*T inputs and B*T targets (row-major [B][T]);
+ * a batch read at token offset `pos` has inputs = tok[pos : pos+B*T] and
+ * targets = tok[pos+1 : pos+B*T+1]. An epoch has
+ * trx_loader_num_batches() = floor((N - 1) / (B*T)) batches, the windows at
+ * offsets k*B*T for k = 0 .. num_batches-1.
+ *
+ * Sequential mode (shuffle = 0): batch k of an epoch is window k; when the
+ * next window would need pos+B*T+1 > N tokens, the loader wraps to pos = 0
+ * and a new epoch starts.
+ *
+ * Shuffle mode (shuffle != 0): batch k of epoch e is window perm_e[k], where
+ * perm_e is drawn with Fisher-Yates from splitmix64:
+ *     state = seed ^ (0x9E3779B97F4A7C15 * (e + 1))       (mod 2^64)
+ *     perm = [0, 1, ..., nb-1]
+ *     for i = nb-1 down to 1:
+ *         j = splitmix64_next(&state) % (i + 1); swap(perm[i], perm[j])
+ * with splitmix64_next(s): *s += 0x9E3779B97F4A7C15; z = *s;
+ *     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9;
+ *     z = (z ^ (z >> 27)) * 0x94D049BB133111EB; return z ^ (z >> 31).
+ * The same seed gives the same order on every machine.
+ *
+ * State: trx_loader_state() is (epoch << 32) | next_batch_index, where
+ * next_batch_index is in [0, num_batches]; trx_loader_set_state() restores
+ * it exactly (the permutation of that epoch is regenerated). */
+
+typedef struct trx_loader trx_loader;
+
+/* Opens (memory-maps) a token file. B, T > 0. Returns NULL and writes a
+ * message such as "data.bin: bad magic 12345 (expected 20240520)" on
+ * failure. */
+trx_loader *trx_loader_open(const char *path, int64_t B, int64_t T,
+                            int shuffle, uint64_t seed, char *err,
+                            size_t errlen);
+
+/* Same, over a whole .bin image already in memory (an embedded corpus). The
+ * bytes are not copied: they must stay valid until trx_loader_close(). They
+ * need no particular alignment. `name` is used in messages ("<memory>" when
+ * NULL). */
+trx_loader *trx_loader_open_memory(const uint8_t *bytes, size_t n,
+                                   const char *name, int64_t B, int64_t T,
+                                   int shuffle, uint64_t seed, char *err,
+                                   size_t errlen);
+
+/* Fills inputs[B*T] and targets[B*T] with the next batch and advances.
+ * Returns TRX_OK, or TRX_ERR_ARG for NULL arguments (see trx_last_error). */
+int trx_loader_next(trx_loader *l, int32_t *inputs, int32_t *targets);
+
+/* Checks that every token id in the file is < vocab. Returns TRX_OK, or
+ * TRX_ERR_RANGE with "data.bin: token 50300 at index 17 is out of range for
+ * vocab size 50257". */
+int trx_loader_check_vocab(const trx_loader *l, int64_t vocab, char *err,
+                           size_t errlen);
+
+/* (epoch << 32) | next_batch_index. 0 for NULL. */
+uint64_t trx_loader_state(const trx_loader *l);
+/* Restores a state from trx_loader_state() of a loader over the same data
+ * with the same B, T, shuffle and seed. Returns TRX_ERR_ARG for a state whose
+ * batch index exceeds num_batches. */
+int trx_loader_set_state(trx_loader *l, uint64_t state, char *err,
+                         size_t errlen);
+/* Batches per epoch, floor((N - 1) / (B*T)). 0 for NULL. */
+int64_t trx_loader_num_batches(const trx_loader *l);
+/* Number of tokens N in the file. 0 for NULL. */
+int64_t trx_loader_num_tokens(const trx_loader *l);
+/* NULL is a no-op. */
+void trx_loader_close(trx_loader *l);
+
+/*===----------------------------------------------------------------------===*/
+/* Safetensors                                                              */
+/*===----------------------------------------------------------------------===*/
+/* Format: u64 little-endian header length N; N bytes of UTF-8 JSON
+ *   {"__metadata__":{"key":"value",...},
+ *    "name":{"dtype":"F32","shape":[d0,d1,...],"data_offsets":[begin,end]},
+ *    ...}
+ * padded with spaces so that N is a multiple of 8; then the raw tensor data,
+ * row-major, little-endian, with offsets relative to the start of the data.
+ * Tensor data are contiguous (no gaps) and the writer stores tensors with
+ * 4-byte elements before those with 2-byte elements, so every tensor of a
+ * file written here is aligned to its element size. */
+
+enum trx_dtype { TRX_F32 = 0, TRX_BF16 = 1, TRX_I32 = 2 };
+
+#define TRX_MAX_RANK 8
+
+typedef struct {
+  const char *name;
+  int32_t dtype; /* enum trx_dtype */
+  int32_t rank;  /* 0 .. TRX_MAX_RANK; rank 0 is a scalar (1 element) */
+  int64_t shape[TRX_MAX_RANK];
+  const void *data;
+} trx_tensor;
+
+/* "F32", "BF16", "I32"; NULL for an unknown dtype. */
+const char *trx_dtype_name(int32_t dtype);
+/* 4, 2, 4; 0 for an unknown dtype. */
+size_t trx_dtype_size(int32_t dtype);
+/* Number of elements (product of the shape), -1 for an invalid rank, a
+ * negative dimension or overflow. */
+int64_t trx_tensor_numel(const trx_tensor *t);
+
+/* Writes n tensors to `path` atomically: the file is written to
+ * "<path>.tmp.<pid>", fsynced, renamed over `path`, and the directory is
+ * fsynced, so an interrupted write never damages an existing file.
+ * metadata_json_object_or_null, if not NULL, must be a JSON object whose
+ * values are all strings; it is stored as "__metadata__". */
+int trx_safetensors_write(const char *path, int64_t n,
+                          const trx_tensor *tensors,
+                          const char *metadata_json_object_or_null, char *err,
+                          size_t errlen);
+
+typedef struct trx_safetensors trx_safetensors;
+
+/* Opens (memory-maps) and validates a safetensors file: header length and
+ * JSON, known dtypes, shapes, offsets inside the file and consistent with the
+ * shape. Returns NULL with a message on failure. */
+trx_safetensors *trx_safetensors_open(const char *path, char *err,
+                                      size_t errlen);
+/* Number of tensors (metadata excluded). */
+int64_t trx_safetensors_count(const trx_safetensors *st);
+/* Describes tensor i (in header order): out->name and out->data point into
+ * the open file and stay valid until trx_safetensors_close(). Returns
+ * TRX_ERR_NOT_FOUND for i out of range. */
+int trx_safetensors_get(const trx_safetensors *st, int64_t i,
+                        trx_tensor *out);
+/* Same, by name. Returns TRX_ERR_NOT_FOUND if there is no such tensor. */
+int trx_safetensors_find(const trx_safetensors *st, const char *name,
+                         trx_tensor *out);
+/* Copies tensor `name` into dst after checking that it exists and has
+ * exactly this dtype and shape. Messages:
+ *   "ckpt/model.safetensors: missing tensor 'h.0.attn.q.weight'"
+ *   "ckpt/model.safetensors: tensor 'wte.weight' has shape [256, 64],
+ *    expected [256, 128]"
+ *   "ckpt/model.safetensors: tensor 'x' has dtype BF16, expected F32" */
+int trx_safetensors_read_into(const trx_safetensors *st, const char *name,
+                              int32_t dtype, int32_t rank,
+                              const int64_t *shape, void *dst, char *err,
+                              size_t errlen);
+/* Reads n tensors: specs[i] gives name, dtype, rank and shape (its data is
+ * ignored) and dst[i] the destination. With strict != 0 the file must hold
+ * no other tensor ("...: unexpected tensor 'x'"). */
+int trx_safetensors_read_tensors(const trx_safetensors *st, int64_t n,
+                                 const trx_tensor *specs, void *const *dst,
+                                 int strict, char *err, size_t errlen);
+/* Value of a "__metadata__" key, NULL if absent. Valid until close. */
+const char *trx_safetensors_metadata(const trx_safetensors *st,
+                                     const char *key);
+/* NULL is a no-op. */
+void trx_safetensors_close(trx_safetensors *st);
+
+/*===----------------------------------------------------------------------===*/
+/* Checkpoint directories                                                   */
+/*===----------------------------------------------------------------------===*/
+/* Layout of a checkpoint directory CKPT:
+ *   CKPT/step-00000100/model.safetensors  parameters, under their names
+ *   CKPT/step-00000100/optim.safetensors  AdamW state, "<name>.exp_avg" and
+ *                                         "<name>.exp_avg_sq" (F32, shape of
+ *                                         the parameter)
+ *   CKPT/step-00000100/state.json         trx_ckpt_state + "extra" strings
+ *   CKPT/latest                           "step-00000100\n"
+ * Writing step S: the files go into CKPT/step-<S>.tmp-<pid>/, each fsynced;
+ * the directory is fsynced and renamed to step-<S> (an existing step-<S> is
+ * swapped out atomically with renameat2(RENAME_EXCHANGE) and removed); CKPT
+ * is fsynced; then "latest" is replaced by temp file + fsync + rename +
+ * fsync of CKPT. A process killed at any moment leaves the previous
+ * checkpoint loadable. Leftover *.tmp-<pid> entries of processes that no
+ * longer run are removed by the next save. One writer per CKPT at a time. */
+
+typedef struct {
+  int64_t step;          /* optimizer steps completed */
+  int64_t total_steps;   /* --steps of the run (lr schedule horizon) */
+  uint64_t seed;         /* --seed of the run */
+  uint64_t loader_state; /* trx_loader_state() of the training loader */
+  uint64_t rng_state;    /* state of the program's own RNG, 0 if none */
+  float lr_max;          /* peak learning rate in use */
+  float min_lr_ratio;    /* schedule floor, lr_max * min_lr_ratio */
+  int64_t warmup;        /* warmup steps */
+  int32_t lr_schedule;   /* TRX_LR_CONSTANT or TRX_LR_COSINE */
+  float loss;            /* last training loss (informational; NaN ok) */
+} trx_ckpt_state;
+
+/* Checks that ckpt_dir is usable before training starts: creates it (and its
+ * parents) if missing, fails if it is not a directory or a probe file cannot
+ * be created in it. Messages: "out/ckpt: not a directory",
+ * "out/ckpt: cannot create directory: Permission denied",
+ * "out/ckpt: not writable: Permission denied". */
+int trx_ckpt_check_writable(const char *ckpt_dir, char *err, size_t errlen);
+
+/* Writes checkpoint `state->step` with the protocol above. params[i] are the
+ * n parameters (name, dtype, shape, data). exp_avg and exp_avg_sq are NULL
+ * (no optimizer state: optim.safetensors holds no tensor) or arrays of n F32
+ * buffers with the element count of params[i]. extra_json_object_or_null is
+ * NULL or a JSON object of string values saved in state.json. */
+int trx_ckpt_save(const char *ckpt_dir, const trx_ckpt_state *state,
+                  int64_t n, const trx_tensor *params,
+                  const float *const *exp_avg, const float *const *exp_avg_sq,
+                  const char *extra_json_object_or_null, char *err,
+                  size_t errlen);
+
+/* Writes into buf the path "<ckpt_dir>/step-XXXXXXXX" of the latest complete
+ * checkpoint: the one named by ckpt_dir/latest when it is valid, otherwise
+ * the highest-numbered complete step directory. Returns TRX_OK,
+ * TRX_ERR_NOT_FOUND when there is none (buf gets ""), TRX_ERR_ARG when buf is
+ * too small, TRX_ERR_IO when ckpt_dir cannot be read. */
+int trx_ckpt_latest(const char *ckpt_dir, char *buf, size_t len, char *err,
+                    size_t errlen);
+
+typedef struct trx_ckpt trx_ckpt;
+
+/* Opens a step directory (as returned by trx_ckpt_latest): opens both
+ * safetensors files and parses state.json. */
+trx_ckpt *trx_ckpt_open(const char *step_dir, char *err, size_t errlen);
+/* Copies the saved training state. */
+int trx_ckpt_get_state(const trx_ckpt *ck, trx_ckpt_state *out);
+/* Value of an "extra" key of state.json, NULL if absent. */
+const char *trx_ckpt_extra(const trx_ckpt *ck, const char *key);
+/* The open model / optimizer files (owned by ck). */
+const trx_safetensors *trx_ckpt_model(const trx_ckpt *ck);
+const trx_safetensors *trx_ckpt_optim(const trx_ckpt *ck);
+/* Loads the n parameters described by params (name, dtype, shape; data
+ * ignored) into param_dst[i], and when exp_avg / exp_avg_sq are not NULL the
+ * optimizer state into them. Shapes and dtypes must match exactly and the
+ * files must hold no other tensor. */
+int trx_ckpt_load(const trx_ckpt *ck, int64_t n, const trx_tensor *params,
+                  void *const *param_dst, float *const *exp_avg,
+                  float *const *exp_avg_sq, char *err, size_t errlen);
+/* NULL is a no-op. */
+void trx_ckpt_close(trx_ckpt *ck);
+
+/*===----------------------------------------------------------------------===*/
+/* Training-loop helpers                                                    */
+/*===----------------------------------------------------------------------===*/
+
+enum trx_lr_schedule { TRX_LR_CONSTANT = 0, TRX_LR_COSINE = 1 };
+
+/* Learning rate for 0-based `step`:
+ *   step < warmup:      lr_max * (step + 1) / warmup          (linear warmup)
+ *   TRX_LR_CONSTANT:    lr_max
+ *   TRX_LR_COSINE:      min_lr + 0.5 * (1 + cos(pi * r)) * (lr_max - min_lr)
+ *                       with min_lr = lr_max * min_lr_ratio and
+ *                       r = (step - warmup) / (total_steps - warmup)
+ *                       clamped to [0, 1]; so lr = lr_max right after warmup
+ *                       and lr = min_lr at step >= total_steps (the last
+ *                       step of a run, total_steps - 1, is just above min_lr).
+ *   total_steps <= warmup: lr_max after warmup.
+ * Computed in double, returned as float. A negative step counts as 0; an
+ * unknown schedule behaves as TRX_LR_CONSTANT. */
+float trx_lr_at(int64_t step, int64_t total_steps, float lr_max,
+                int64_t warmup, int schedule, float min_lr_ratio);
+
+/* Monotonic clock (CLOCK_MONOTONIC) in milliseconds. */
+double trx_now_ms(void);
+
+typedef struct trx_logger trx_logger;
+
+/* Creates a step logger that prints to `out` (stdout when NULL) and, when
+ * json_path is not NULL, appends one JSON object per line to that file.
+ * Not thread-safe. */
+trx_logger *trx_logger_open(FILE *out, const char *json_path, char *err,
+                            size_t errlen);
+/* Prints one line
+ *   step %5lld | loss %.6f | lr %.3e | grad-norm %.4f | %8.0f tok/s |
+ *   %7.2f ms | peak %s
+ * (one line, peak = trx_mem_peak_total() as "123.4 MiB"; tok/s = tokens /
+ * (ms / 1000)) and appends {"step":..,"loss":..,"lr":..,"grad_norm":..,
+ * "tok_per_s":..,"ms":..,"peak_bytes":..} to the JSON file (non-finite
+ * numbers as null). Both are flushed. Returns TRX_ERR_IO if a write fails. */
+int trx_logger_step(trx_logger *lg, int64_t step, float loss, float lr,
+                    float grad_norm, int64_t tokens, double ms);
+/* Prints "step %5lld | val loss %.6f" and appends
+ * {"step":..,"val_loss":..}. */
+int trx_logger_eval(trx_logger *lg, int64_t step, float val_loss);
+/* Flushes and closes the JSON file (not `out`). NULL is a no-op. */
+void trx_logger_close(trx_logger *lg);
+
+/*===----------------------------------------------------------------------===*/
+/* Training CLI                                                             */
+/*===----------------------------------------------------------------------===*/
+
+typedef struct {
+  const char *data;      /* --data FILE; NULL = the program's default corpus */
+  const char *val_data;  /* --val-data FILE; NULL = no validation */
+  int64_t steps;         /* --steps N (>= 0), default 100 */
+  float lr;              /* --lr F (>= 0), default 0 = model's configured lr */
+  int64_t warmup;        /* --warmup N (>= 0), default 0 */
+  int32_t lr_schedule;   /* --lr-schedule cosine|constant, default cosine */
+  uint64_t seed;         /* --seed N, default 1337 */
+  int64_t eval_every;    /* --eval-every N (>= 0), default 0 = off */
+  const char *ckpt_dir;  /* --ckpt-dir DIR, default NULL = no checkpoints */
+  int64_t ckpt_every;    /* --ckpt-every N (>= 0), default 0 = only at end */
+  int32_t resume;        /* --resume: continue from ckpt_dir's latest */
+  const char *init_from; /* --init-from FILE: initial weights */
+  int64_t log_every;     /* --log-every N (>= 0), default 1; 0 = off */
+  const char *log_json;  /* --log-json FILE: JSON-lines log */
+  int32_t verbose;       /* -v, -vv, --verbose (count) */
+  int32_t help;          /* --help / -h seen: print usage, exit 0 */
+} trx_train_args;
+
+/* Sets *out to the defaults. */
+void trx_train_args_default(trx_train_args *out);
+
+/* Parses argv[1..argc-1] into *out (defaults first). Flags take their value
+ * as the next argument or as --flag=VALUE. String fields point into argv.
+ * Returns TRX_OK (check out->help) or TRX_ERR_ARG with a message naming the
+ * flag: "unknown flag '--foo'", "--steps: missing value",
+ * "--steps: invalid integer 'abc'", "--lr: invalid number 'x'",
+ * "--warmup: must be >= 0, got -3",
+ * "--lr-schedule: expected 'cosine' or 'constant', got 'linear'",
+ * "--resume requires --ckpt-dir". With both --resume and --init-from,
+ * --resume wins when a checkpoint exists. */
+int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
+                         char *err, size_t errlen);
+
+/* Prints the usage text for the flags above. */
+void trx_print_train_usage(FILE *f, const char *prog);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TRIAX_RT_H */

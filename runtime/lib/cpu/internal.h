@@ -1,0 +1,135 @@
+//===- internal.h - Shared helpers of the Triax CPU runtime -----*- C++ -*-===//
+//
+// Not installed and not part of the ABI: error formatting, file helpers and
+// the small JSON reader/writer used by the safetensors and checkpoint code.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_RT_LIB_CPU_INTERNAL_H
+#define TRIAX_RT_LIB_CPU_INTERNAL_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the Triax runtime requires a little-endian target"
+#endif
+
+#if defined(__GNUC__)
+#define TRX_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define TRX_PRINTF(fmt, args)
+#endif
+
+namespace triax::rt {
+
+/// Formats a message into (err, errlen); tolerates err == nullptr and
+/// errlen == 0.
+void setErr(char *err, size_t errlen, const char *fmt, ...) TRX_PRINTF(3, 4);
+
+/// setErr, then returns `code`; for `return fail(...)` one-liners.
+int fail(int code, char *err, size_t errlen, const char *fmt, ...)
+    TRX_PRINTF(4, 5);
+
+/// Records the thread-local message read by trx_last_error().
+void setLastError(const char *fmt, ...) TRX_PRINTF(1, 2);
+
+/// strerror(errnum) as a std::string (thread-safe).
+std::string errnoStr(int errnum);
+
+/// Writes all of [data, data+n) to fd, retrying on EINTR and short writes.
+/// Returns 0 or an errno value.
+int writeAll(int fd, const void *data, size_t n);
+
+/// Directory part of a path ("." when it has none).
+std::string dirName(const std::string &path);
+
+/// Last component of a path.
+std::string baseName(const std::string &path);
+
+/// a + "/" + b, without doubling a trailing slash.
+std::string joinPath(const std::string &a, const std::string &b);
+
+/// Opens and fsyncs a directory. Returns 0 or an errno value (EINVAL and
+/// ENOTSUP from file systems that cannot sync directories count as success).
+int fsyncDir(const std::string &dir);
+
+/// Atomically replaces `path` with `content`: "<path>.tmp.<pid>", write,
+/// fsync, rename, fsync of the directory. Returns a TRX status.
+int atomicWriteFile(const std::string &path, std::string_view content,
+                    char *err, size_t errlen);
+
+/// Reads a whole (small) file. Returns 0 or an errno value.
+int readFile(const std::string &path, std::string &out);
+
+/// A read-only memory map of a whole regular file.
+struct MappedFile {
+  void *addr = nullptr;
+  size_t size = 0;
+  MappedFile() = default;
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  ~MappedFile();
+  const uint8_t *bytes() const { return static_cast<const uint8_t *>(addr); }
+};
+
+/// Maps `path`. On failure returns a TRX status and writes
+/// "<path>: cannot open: ..." / "<path>: not a regular file".
+int mapFile(const std::string &path, MappedFile &out, char *err,
+            size_t errlen);
+
+namespace json {
+
+enum class Kind { Null, Bool, Number, String, Array, Object };
+
+/// A parsed JSON value. Numbers keep their source text so that 64-bit
+/// integers are read back exactly.
+struct Value {
+  Kind kind = Kind::Null;
+  bool boolean = false;
+  std::string text; // String: decoded UTF-8; Number: the literal.
+  std::vector<Value> items;
+  std::vector<std::pair<std::string, Value>> members;
+
+  /// Member `key` of an object, or nullptr.
+  const Value *get(std::string_view key) const;
+  bool isString() const { return kind == Kind::String; }
+  bool isObject() const { return kind == Kind::Object; }
+  bool isArray() const { return kind == Kind::Array; }
+  bool isNumber() const { return kind == Kind::Number; }
+  /// Integer numbers only (no fraction or exponent), range-checked.
+  bool toInt64(int64_t &out) const;
+  bool toUInt64(uint64_t &out) const;
+  /// Any number; null reads as NaN.
+  bool toFloat(float &out) const;
+  bool toDouble(double &out) const;
+};
+
+/// Parses exactly one JSON value (surrounded by optional whitespace).
+/// Rejects duplicate object keys, invalid UTF-8, control characters in
+/// strings and nesting deeper than 256. On failure `error` is
+/// "at byte N: <what>".
+bool parse(std::string_view text, Value &out, std::string &error);
+
+/// Appends `s` as a quoted, escaped JSON string.
+void appendString(std::string &out, std::string_view s);
+
+/// Appends a double (shortest round-trip-safe "%.17g"; non-finite as null).
+void appendDouble(std::string &out, double v);
+/// Appends a float ("%.9g", exact round trip; non-finite as null).
+void appendFloat(std::string &out, float v);
+
+/// Parses a JSON object whose values are all strings. Returns false with
+/// `error` set otherwise.
+bool parseStringMap(std::string_view text,
+                    std::vector<std::pair<std::string, std::string>> &out,
+                    std::string &error);
+
+} // namespace json
+} // namespace triax::rt
+
+#endif // TRIAX_RT_LIB_CPU_INTERNAL_H

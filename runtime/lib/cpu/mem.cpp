@@ -1,0 +1,160 @@
+//===- mem.cpp - Tracked, aligned allocations ------------------------------===//
+//
+// trx_alloc places a 64-byte header in front of every block (so the block
+// stays 64-byte aligned) recording its size and category; lock-free atomic
+// counters track current and peak bytes per category and in total.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+#include "triax_rt.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace triax::rt;
+
+namespace {
+
+constexpr size_t kAlign = 64;
+constexpr uint64_t kLiveMagic = 0x5452584d454d4c56ULL;  // "TRXMEMLV"
+constexpr uint64_t kFreedMagic = 0x5452584d454d4652ULL; // "TRXMEMFR"
+
+struct alignas(kAlign) BlockHeader {
+  uint64_t magic;
+  uint64_t bytes;
+  int32_t category;
+};
+static_assert(sizeof(BlockHeader) == kAlign, "header must keep alignment");
+
+struct Counters {
+  std::atomic<size_t> current[TRX_MEM_NCAT];
+  std::atomic<size_t> peak[TRX_MEM_NCAT];
+  std::atomic<size_t> currentTotal;
+  std::atomic<size_t> peakTotal;
+};
+
+// Zero-initialized (static storage), usable before main.
+Counters counters;
+
+void raiseTo(std::atomic<size_t> &peak, size_t value) {
+  size_t prev = peak.load(std::memory_order_relaxed);
+  while (prev < value &&
+         !peak.compare_exchange_weak(prev, value, std::memory_order_relaxed))
+    ;
+}
+
+bool validCategory(int cat) { return cat >= 0 && cat < TRX_MEM_NCAT; }
+
+} // namespace
+
+extern "C" void *trx_alloc(size_t bytes, int category) {
+  if (!validCategory(category)) {
+    setLastError("trx_alloc: invalid memory category %d (expected 0..%d)",
+                 category, TRX_MEM_NCAT - 1);
+    return nullptr;
+  }
+  size_t rounded = (bytes + kAlign - 1) & ~(kAlign - 1);
+  if (rounded < bytes || rounded > SIZE_MAX - sizeof(BlockHeader)) {
+    setLastError("trx_alloc: size %zu bytes is too large", bytes);
+    return nullptr;
+  }
+  size_t total = rounded + sizeof(BlockHeader);
+  void *raw = std::aligned_alloc(kAlign, total);
+  if (!raw) {
+    setLastError("trx_alloc: out of memory allocating %zu bytes (%s)", bytes,
+                 trx_mem_category_name(category));
+    return nullptr;
+  }
+  std::memset(raw, 0, total);
+  auto *h = static_cast<BlockHeader *>(raw);
+  h->magic = kLiveMagic;
+  h->bytes = bytes;
+  h->category = category;
+
+  size_t cur = counters.current[category].fetch_add(
+                   bytes, std::memory_order_relaxed) +
+               bytes;
+  raiseTo(counters.peak[category], cur);
+  size_t tot =
+      counters.currentTotal.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  raiseTo(counters.peakTotal, tot);
+  return static_cast<char *>(raw) + sizeof(BlockHeader);
+}
+
+extern "C" void trx_free(void *p) {
+  if (!p)
+    return;
+  if (reinterpret_cast<uintptr_t>(p) % kAlign != 0) {
+    setLastError("trx_free: pointer %p was not returned by trx_alloc", p);
+    fprintf(stderr, "triax runtime: %s; not freed\n", trx_last_error());
+    return;
+  }
+  auto *h = reinterpret_cast<BlockHeader *>(static_cast<char *>(p) -
+                                            sizeof(BlockHeader));
+  if (h->magic != kLiveMagic || !validCategory(h->category)) {
+    setLastError("trx_free: pointer %p %s", p,
+                 h->magic == kFreedMagic
+                     ? "was already freed"
+                     : "was not returned by trx_alloc");
+    fprintf(stderr, "triax runtime: %s; not freed\n", trx_last_error());
+    return;
+  }
+  h->magic = kFreedMagic;
+  counters.current[h->category].fetch_sub(h->bytes, std::memory_order_relaxed);
+  counters.currentTotal.fetch_sub(h->bytes, std::memory_order_relaxed);
+  std::free(h);
+}
+
+extern "C" size_t trx_mem_current(int cat) {
+  return validCategory(cat)
+             ? counters.current[cat].load(std::memory_order_relaxed)
+             : 0;
+}
+
+extern "C" size_t trx_mem_peak(int cat) {
+  return validCategory(cat) ? counters.peak[cat].load(std::memory_order_relaxed)
+                            : 0;
+}
+
+extern "C" size_t trx_mem_current_total(void) {
+  return counters.currentTotal.load(std::memory_order_relaxed);
+}
+
+extern "C" size_t trx_mem_peak_total(void) {
+  return counters.peakTotal.load(std::memory_order_relaxed);
+}
+
+extern "C" void trx_mem_reset_peaks(void) {
+  for (int c = 0; c < TRX_MEM_NCAT; ++c)
+    counters.peak[c].store(counters.current[c].load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+  counters.peakTotal.store(
+      counters.currentTotal.load(std::memory_order_relaxed),
+      std::memory_order_relaxed);
+}
+
+extern "C" const char *trx_mem_category_name(int cat) {
+  switch (cat) {
+  case TRX_MEM_PARAMS:
+    return "params";
+  case TRX_MEM_GRADS:
+    return "grads";
+  case TRX_MEM_OPTIM:
+    return "optim";
+  case TRX_MEM_ACTIV:
+    return "activ";
+  case TRX_MEM_OTHER:
+    return "other";
+  default:
+    return "invalid";
+  }
+}
+
+extern "C" char *trx_format_mib(size_t bytes, char *buf, size_t len) {
+  if (buf && len > 0)
+    snprintf(buf, len, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
+  return buf;
+}

@@ -1,0 +1,36 @@
+# -*- Python -*-
+# The Triax lit suite: FileCheck tests of every dialect, pass and tool, the
+# runtime's tests and the reference checks.
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "TRIAX"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt",
+                   "README.md", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.triax_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%triax_src", config.triax_src_root))
+python = config.python_executable or shutil.which("python3")
+config.substitutions.append(("%python", python))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "OMPI_ALLOW_RUN_AS_ROOT",
+                                     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+                                     "OMPI_MCA_rmaps_base_oversubscribe",
+                                     "PYTHONPATH"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.triax_tools_dir, config.llvm_tools_dir]
+tools = ["triax-opt", "triax-model"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.triax_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

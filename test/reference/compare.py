@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Compare two training runs: loss curves (JSON) or parameters (safetensors).
+
+    compare.py A.json B.json [--rtol 1e-5] [--atol 0]
+        A and B hold {"losses": [...], "grad_norms": [...]}; every list
+        present in either file must be present in both, with equal lengths.
+    compare.py --params A.safetensors B.safetensors [--rtol 1e-5] [--atol 1e-7]
+        same tensor names and shapes; any float/int dtypes (compared in
+        float64).
+
+An element passes when |a - b| <= atol + rtol * |b| (B is the reference side,
+as numpy.isclose).  NaN or Inf anywhere fails.  The worst mismatch (largest
+|a - b| / (atol + rtol * |b|)) is printed with its location.
+
+Exit codes: 0 all within tolerance, 1 mismatch, 2 usage or file error.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+
+JSON_KEYS = ("losses", "grad_norms")
+
+
+class UsageError(Exception):
+    pass
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            obj = json.load(f)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}: invalid JSON: {e}")
+    if not isinstance(obj, dict):
+        raise UsageError(f"{path}: expected a JSON object with {' / '.join(JSON_KEYS)}")
+    out = {}
+    for k in JSON_KEYS:
+        if k in obj:
+            v = obj[k]
+            if not isinstance(v, list) or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) or x is None
+                    for x in v):
+                raise UsageError(f"{path}: '{k}' must be a list of numbers")
+            out[k] = np.array([math.nan if x is None else x for x in v], dtype=np.float64)
+    if not out:
+        raise UsageError(f"{path}: has none of the keys {', '.join(JSON_KEYS)}")
+    return out
+
+
+def worst(a, b, rtol, atol):
+    """Return (ok, index, a, b, abs_err, rel_err, ratio) for the worst element."""
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    if a.size == 0:
+        return True, None, None, None, 0.0, 0.0, 0.0
+    finite = np.isfinite(a) & np.isfinite(b)
+    diff = np.where(finite, np.abs(a - b), np.inf)
+    tol = atol + rtol * np.abs(np.where(finite, b, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(diff == 0, 0.0, diff / tol)
+    i = int(np.argmax(ratio))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = float(diff[i] / abs(b[i])) if b[i] != 0 else (0.0 if diff[i] == 0 else math.inf)
+    ok = bool(np.all(finite) and np.all(diff <= tol))
+    return ok, i, float(a[i]), float(b[i]), float(diff[i]), rel, float(ratio[i])
+
+
+def fmt_index(i, shape):
+    if i is None:
+        return "-"
+    return str(list(np.unravel_index(i, shape))) if len(shape) > 1 else f"[{i}]"
+
+
+def compare_json(pa, pb, rtol, atol):
+    A, B = load_json(pa), load_json(pb)
+    keys = sorted(set(A) | set(B))
+    problems = []
+    rows = []
+    for k in keys:
+        if k not in A or k not in B:
+            problems.append(f"'{k}' present in only {pa if k in A else pb}")
+            continue
+        if A[k].shape != B[k].shape:
+            problems.append(f"'{k}' has {A[k].size} entries in {pa} but "
+                            f"{B[k].size} in {pb}")
+            continue
+        rows.append((k, A[k].shape) + worst(A[k], B[k], rtol, atol))
+    return report(rows, problems, rtol, atol, "step")
+
+
+def compare_params(pa, pb, rtol, atol):
+    try:
+        A = safetensors_io.load(pa)
+        B = safetensors_io.load(pb)
+    except safetensors_io.SafetensorsError as e:
+        raise UsageError(str(e))
+    problems = []
+    for n in sorted(set(A) - set(B)):
+        problems.append(f"tensor {n} only in {pa}")
+    for n in sorted(set(B) - set(A)):
+        problems.append(f"tensor {n} only in {pb}")
+    rows = []
+    for n in sorted(set(A) & set(B)):
+        if A[n].shape != B[n].shape:
+            problems.append(f"tensor {n}: shape {list(A[n].shape)} vs {list(B[n].shape)}")
+            continue
+        rows.append((n, A[n].shape) + worst(A[n], B[n], rtol, atol))
+    return report(rows, problems, rtol, atol, "index")
+
+
+def report(rows, problems, rtol, atol, what):
+    for p in problems:
+        print(f"MISMATCH: {p}")
+    nbad = 0
+    for name, shape, ok, i, a, b, d, rel, ratio in rows:
+        if not ok:
+            nbad += 1
+            print(f"MISMATCH: {name} {what} {fmt_index(i, shape)}: "
+                  f"{a!r} vs {b!r} (abs {d:.3e}, rel {rel:.3e})")
+    if rows:
+        name, shape, ok, i, a, b, d, rel, ratio = max(rows, key=lambda r: r[8])
+        if i is None:
+            print("worst: all compared arrays are empty")
+        else:
+            print(f"worst: {name} {what} {fmt_index(i, shape)}: {a!r} vs {b!r} "
+                  f"abs err {d:.3e} rel err {rel:.3e} "
+                  f"({ratio:.3g}x tolerance atol={atol:g} rtol={rtol:g})")
+    failed = bool(problems) or nbad > 0
+    n = len(rows)
+    print(f"{'FAIL' if failed else 'OK'}: {n - nbad}/{n} arrays within tolerance"
+          + (f", {len(problems)} structural mismatch(es)" if problems else ""))
+    return 1 if failed else 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="compare", description=__doc__.split("\n")[0])
+    p.add_argument("json_files", nargs="*", metavar="FILE.json",
+                   help="two losses JSON files")
+    p.add_argument("--params", nargs=2, metavar=("A.safetensors", "B.safetensors"),
+                   help="compare two parameter files instead")
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=None,
+                   help="absolute tolerance (default 0 for JSON, 1e-7 for --params)")
+    args = p.parse_args(argv)
+    try:
+        if args.params:
+            if args.json_files:
+                raise UsageError("give either two JSON files or --params A B, not both")
+            atol = 1e-7 if args.atol is None else args.atol
+            return compare_params(args.params[0], args.params[1], args.rtol, atol)
+        if len(args.json_files) != 2:
+            raise UsageError("expected two JSON files (or --params A B)")
+        atol = 0.0 if args.atol is None else args.atol
+        return compare_json(args.json_files[0], args.json_files[1], args.rtol, atol)
+    except UsageError as e:
+        print(f"compare: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
