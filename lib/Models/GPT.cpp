@@ -1,1 +1,307 @@
-// placeholder
+//===- GPT.cpp - Decoder-only transformer models as Triax IR --------------===//
+//
+// One builder for the GPT and LLaMA families: the families differ only in
+// the norm, the MLP, position embeddings, biases, head tying and parameter
+// names, which are all fields of GPTConfig.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Models/GPT.h"
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::triax;
+
+namespace triax {
+
+static GPTConfig gpt2Family(StringRef name, int64_t layers, int64_t hidden,
+                            int64_t heads) {
+  GPTConfig c;
+  c.name = name.str();
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = c.kvHeads = heads;
+  c.ffn = 4 * hidden;
+  c.vocab = 50257;
+  c.seq = 1024;
+  return c;
+}
+
+std::vector<std::string> namedConfigNames() {
+  return {"tiny",    "gpt2",      "gpt2-medium", "gpt2-large",
+          "gpt2-xl", "gpt3-175b", "llama2-7b"};
+}
+
+std::optional<GPTConfig> getNamedConfig(StringRef name) {
+  if (name == "tiny") {
+    GPTConfig c; // 2 layers, hidden 64, 4 heads, vocab 256, seq 64
+    c.name = "tiny";
+    c.lr = 2e-3;
+    return c;
+  }
+  // The published GPT-2 shapes (Radford et al. 2019; HF gpt2 configs).
+  if (name == "gpt2")
+    return gpt2Family(name, 12, 768, 12);
+  if (name == "gpt2-medium")
+    return gpt2Family(name, 24, 1024, 16);
+  if (name == "gpt2-large")
+    return gpt2Family(name, 36, 1280, 20);
+  if (name == "gpt2-xl")
+    return gpt2Family(name, 48, 1600, 25);
+  if (name == "gpt3-175b") { // Brown et al. 2020, Table 2.1
+    GPTConfig c = gpt2Family(name, 96, 12288, 96);
+    c.seq = 2048;
+    c.batch = 1536;
+    c.microBatch = 1;
+    return c;
+  }
+  if (name == "llama2-7b") { // Touvron et al. 2023; HF Llama-2-7b config
+    GPTConfig c;
+    c.family = "llama";
+    c.name = name.str();
+    c.layers = 32;
+    c.hidden = 4096;
+    c.heads = c.kvHeads = 32;
+    c.ffn = 11008;
+    c.vocab = 32000;
+    c.seq = 4096;
+    c.batch = 1024;
+    c.microBatch = 1;
+    c.learnedPositions = false;
+    c.biases = false;
+    c.tiedHead = false;
+    c.rmsNorm = true;
+    c.swiglu = true;
+    c.lr = 3e-4;
+    return c;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> validate(const GPTConfig &c) {
+  auto positive = [](int64_t v) { return v >= 1; };
+  std::pair<const char *, int64_t> fields[] = {
+      {"layers", c.layers}, {"hidden", c.hidden},       {"heads", c.heads},
+      {"kv-heads", c.kvHeads}, {"ffn", c.ffn},          {"vocab", c.vocab},
+      {"seq", c.seq},       {"batch", c.batch},         {"micro-batch", c.microBatch}};
+  for (auto [name, value] : fields)
+    if (!positive(value))
+      return llvm::formatv("--{0} must be >= 1, got {1}", name, value).str();
+  if (c.hidden % c.heads != 0)
+    return llvm::formatv("hidden {0} is not divisible by heads {1}", c.hidden,
+                         c.heads)
+        .str();
+  if (c.heads % c.kvHeads != 0)
+    return llvm::formatv("heads {0} is not divisible by kv-heads {1}",
+                         c.heads, c.kvHeads)
+        .str();
+  if (c.batch % c.microBatch != 0)
+    return llvm::formatv("batch {0} is not a multiple of micro-batch {1}",
+                         c.batch, c.microBatch)
+        .str();
+  if (c.dtype != "f32" && c.dtype != "bf16")
+    return "--dtype must be f32 or bf16, got " + c.dtype;
+  if (c.family != "gpt2" && c.family != "llama")
+    return "family must be gpt2 or llama, got " + c.family;
+  return std::nullopt;
+}
+
+namespace {
+/// Builds the parameters (at the top of the model) and the forward graph.
+class GPTBuilder {
+public:
+  GPTBuilder(MLIRContext *ctx, const GPTConfig &config)
+      : c(config), b(ctx), paramBuilder(ctx),
+        elt(config.dtype == "bf16" ? Type(b.getBF16Type())
+                                   : Type(b.getF32Type())) {}
+
+  OwningOpRef<ModuleOp> build();
+
+private:
+  enum class Init { Normal, Zeros, Ones };
+
+  /// Declares parameter `name` and reads it at the current insertion point.
+  Value param(StringRef name, ArrayRef<int64_t> shape, Init init,
+              double std = 0.0);
+  Value norm(Value x, StringRef prefix);
+  Value linear(Value x, StringRef prefix, int64_t in, int64_t out,
+               double std);
+  Value block(Value x, int64_t layer);
+  RankedTensorType act(int64_t features) {
+    return RankedTensorType::get({c.microBatch, c.seq, features}, elt);
+  }
+  std::string layerName(int64_t layer, StringRef suffix) const {
+    return llvm::formatv(c.family == "llama" ? "model.layers.{0}.{1}"
+                                             : "h.{0}.{1}",
+                         layer, suffix);
+  }
+
+  const GPTConfig &c;
+  OpBuilder b, paramBuilder;
+  Type elt;
+  Location loc = b.getUnknownLoc();
+  bool llama() const { return c.family == "llama"; }
+};
+} // namespace
+
+Value GPTBuilder::param(StringRef name, ArrayRef<int64_t> shape, Init init,
+                        double std) {
+  auto type = RankedTensorType::get(shape, elt);
+  InitKind kind = init == Init::Normal  ? InitKind::normal
+                  : init == Init::Zeros ? InitKind::zeros
+                                        : InitKind::ones;
+  // AdamW decays matrices (weights, embeddings), not biases or norm gains.
+  bool decay = shape.size() >= 2;
+  Location paramLoc = NameLoc::get(b.getStringAttr(name));
+  ParamOp::create(paramBuilder, paramLoc, b.getStringAttr(name),
+                  TypeAttr::get(type), InitAttr::get(b.getContext(), kind, std),
+                  decay ? b.getUnitAttr() : UnitAttr());
+  return GetParamOp::create(b, paramLoc, type,
+                            FlatSymbolRefAttr::get(b.getContext(), name));
+}
+
+Value GPTBuilder::norm(Value x, StringRef prefix) {
+  auto type = cast<RankedTensorType>(x.getType());
+  Location l = NameLoc::get(b.getStringAttr(prefix));
+  Value w = param((prefix + ".weight").str(), {c.hidden}, Init::Ones);
+  if (c.rmsNorm)
+    return RMSNormOp::create(b, l, type, x, w, b.getF64FloatAttr(1e-5));
+  Value bias = param((prefix + ".bias").str(), {c.hidden}, Init::Zeros);
+  return LayerNormOp::create(b, l, type, x, w, bias, b.getF64FloatAttr(1e-5));
+}
+
+Value GPTBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
+                         double std) {
+  Value w = param((prefix + ".weight").str(), {in, out}, Init::Normal, std);
+  Value bias;
+  if (c.biases)
+    bias = param((prefix + ".bias").str(), {out}, Init::Zeros);
+  return LinearOp::create(b, NameLoc::get(b.getStringAttr(prefix)), act(out),
+                          x, w, bias, UnitAttr());
+}
+
+Value GPTBuilder::block(Value input, int64_t layer) {
+  int64_t headDim = c.hidden / c.heads, kv = c.kvHeads * headDim;
+  // GPT-2 scales the init of the projections into the residual stream by
+  // 1/sqrt(2 * layers) so the residual's variance does not grow with depth.
+  double residualStd = c.initStd / std::sqrt(2.0 * c.layers);
+  std::string blockName =
+      llvm::formatv(llama() ? "model.layers.{0}" : "h.{0}", layer);
+  auto blockOp = BlockOp::create(b, NameLoc::get(b.getStringAttr(blockName)),
+                                 TypeRange{act(c.hidden)},
+                                 b.getStringAttr(blockName), ValueRange{input});
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&blockOp.getBody(), {}, {act(c.hidden)}, {loc});
+  Value x = body->getArgument(0);
+
+  auto name = [&](StringRef gpt, StringRef llamaName) {
+    return layerName(layer, llama() ? llamaName : gpt);
+  };
+  Value h = norm(x, name("ln_1", "input_layernorm"));
+  Value q = linear(h, name("attn.q", "self_attn.q_proj"), c.hidden, c.hidden,
+                   c.initStd);
+  Value k = linear(h, name("attn.k", "self_attn.k_proj"), c.hidden, kv,
+                   c.initStd);
+  Value v = linear(h, name("attn.v", "self_attn.v_proj"), c.hidden, kv,
+                   c.initStd);
+  IntegerAttr kvHeads =
+      c.kvHeads == c.heads ? IntegerAttr() : b.getI64IntegerAttr(c.kvHeads);
+  Value a = AttentionOp::create(
+      b, NameLoc::get(b.getStringAttr(name("attn", "self_attn"))),
+      act(c.hidden), q, k, v, b.getI64IntegerAttr(c.heads), kvHeads);
+  Value o = linear(a, name("attn.c_proj", "self_attn.o_proj"), c.hidden,
+                   c.hidden, residualStd);
+  x = AddOp::create(b, loc, act(c.hidden), x, o);
+
+  h = norm(x, name("ln_2", "post_attention_layernorm"));
+  Value m;
+  if (c.swiglu) {
+    Value gate = linear(h, name("mlp.gate", "mlp.gate_proj"), c.hidden, c.ffn,
+                        c.initStd);
+    Value up = linear(h, name("mlp.up", "mlp.up_proj"), c.hidden, c.ffn,
+                      c.initStd);
+    Value act1 = SiluOp::create(b, loc, act(c.ffn), gate);
+    Value prod = MulOp::create(b, loc, act(c.ffn), act1, up);
+    m = linear(prod, name("mlp.down", "mlp.down_proj"), c.ffn, c.hidden,
+               residualStd);
+  } else {
+    Value fc = linear(h, name("mlp.c_fc", "mlp.fc"), c.hidden, c.ffn,
+                      c.initStd);
+    Value g = GeluOp::create(b, loc, act(c.ffn), fc);
+    m = linear(g, name("mlp.c_proj", "mlp.proj"), c.ffn, c.hidden,
+               residualStd);
+  }
+  x = AddOp::create(b, loc, act(c.hidden), x, m);
+  YieldOp::create(b, loc, ValueRange{x});
+  return blockOp.getResult(0);
+}
+
+OwningOpRef<ModuleOp> GPTBuilder::build() {
+  MLIRContext *ctx = b.getContext();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto config = TrainConfigAttr::get(
+      ctx, "adamw", llvm::APFloat(c.lr), llvm::APFloat(c.beta1),
+      llvm::APFloat(c.beta2), llvm::APFloat(c.eps),
+      llvm::APFloat(c.weightDecay), llvm::APFloat(c.gradClip), c.batch,
+      c.microBatch, c.seq, elt, b.getF32Type());
+  auto model = ModelOp::create(b, loc, b.getStringAttr(c.name), config);
+  Block *modelBody = b.createBlock(&model.getBody());
+  paramBuilder.setInsertionPointToStart(modelBody);
+
+  auto tokens = RankedTensorType::get({c.microBatch, c.seq}, b.getI32Type());
+  auto loss = RankedTensorType::get({}, b.getF32Type());
+  b.setInsertionPointToEnd(modelBody);
+  auto forward = func::FuncOp::create(
+      b, loc, "forward", b.getFunctionType({tokens, tokens}, {loss}));
+  Block *entry = forward.addEntryBlock();
+  // Parameters go above the forward function, in the order they are used.
+  paramBuilder.setInsertionPoint(forward);
+  b.setInsertionPointToStart(entry);
+  Value tok = entry->getArgument(0), targets = entry->getArgument(1);
+
+  StringRef embName = llama() ? "model.embed_tokens" : "wte";
+  Value wte = param((embName + ".weight").str(), {c.vocab, c.hidden},
+                    Init::Normal, c.initStd);
+  Value x = EmbeddingOp::create(b, NameLoc::get(b.getStringAttr(embName)),
+                                act(c.hidden), tok, wte);
+  if (c.learnedPositions) {
+    Value wpe = param("wpe.weight", {c.seq, c.hidden}, Init::Normal,
+                      c.initStd / 2);
+    Value pos = PositionIdsOp::create(b, loc, tokens);
+    Value pe = EmbeddingOp::create(b, NameLoc::get(b.getStringAttr("wpe")),
+                                   act(c.hidden), pos, wpe);
+    x = AddOp::create(b, loc, act(c.hidden), x, pe);
+  }
+  for (int64_t layer = 0; layer < c.layers; ++layer)
+    x = block(x, layer);
+  x = norm(x, llama() ? "model.norm" : "ln_f");
+  Value logits;
+  if (c.tiedHead) {
+    logits = LinearOp::create(b, NameLoc::get(b.getStringAttr("lm_head")),
+                              act(c.vocab), x, wte, Value(), b.getUnitAttr());
+  } else {
+    Value head = param("lm_head.weight", {c.hidden, c.vocab}, Init::Normal,
+                       c.initStd);
+    logits = LinearOp::create(b, NameLoc::get(b.getStringAttr("lm_head")),
+                              act(c.vocab), x, head, Value(), UnitAttr());
+  }
+  Value l = CrossEntropyOp::create(b, NameLoc::get(b.getStringAttr("loss")),
+                                   loss, logits, targets);
+  func::ReturnOp::create(b, loc, l);
+  return module;
+}
+
+OwningOpRef<ModuleOp> buildGPT(MLIRContext *context, const GPTConfig &config) {
+  context->loadDialect<TriaxDialect, func::FuncDialect>();
+  return GPTBuilder(context, config).build();
+}
+
+} // namespace triax

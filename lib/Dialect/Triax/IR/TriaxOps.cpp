@@ -75,6 +75,13 @@ func::FuncOp ModelOp::getForward() {
   return lookupSymbol<func::FuncOp>("forward");
 }
 
+int64_t ModelOp::getNumParameters() {
+  int64_t n = 0;
+  for (ParamOp param : getParams())
+    n += param.getNumElements();
+  return n;
+}
+
 LogicalResult ModelOp::verifyRegions() {
   func::FuncOp forward = getForward();
   if (!forward)

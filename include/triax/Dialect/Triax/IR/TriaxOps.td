@@ -46,6 +46,8 @@ def Triax_ModelOp : Triax_Op<"model", [
     ::mlir::func::FuncOp getForward();
     /// The parameters in declaration order.
     auto getParams() { return getBody().front().getOps<ParamOp>(); }
+    /// The number of trainable scalars (the sum over all parameters).
+    int64_t getNumParameters();
   }];
 }
 
