@@ -10,9 +10,43 @@
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::triax;
+
+/// Prints `value` as the shortest decimal that parses back to the same
+/// double (0.95, not 0.94999999999999996), always with a `.` so that MLIR's
+/// lexer reads it as a float literal.
+static void printShortestFloat(AsmPrinter &printer,
+                               const llvm::APFloat &value) {
+  double v = value.convertToDouble();
+  std::string text;
+  for (int precision = 1; precision <= 17; ++precision) {
+    text = llvm::formatv("{0}", llvm::format("%.*g", precision, v)).str();
+    if (std::strtod(text.c_str(), nullptr) == v)
+      break;
+  }
+  if (text.find_first_of(".ein") == std::string::npos)
+    text += ".0";
+  else if (text.find('.') == std::string::npos && text.find('e') != std::string::npos)
+    text.insert(text.find('e'), ".0");
+  printer << text;
+}
+
+/// Parses a float literal, or an integer literal as its value (`0` for 0.0).
+static ParseResult parseNumber(AsmParser &parser, double &value) {
+  int64_t integer = 0;
+  OptionalParseResult parsed = parser.parseOptionalInteger(integer);
+  if (parsed.has_value()) {
+    value = static_cast<double>(integer);
+    return *parsed;
+  }
+  return parser.parseFloat(value);
+}
 
 //===----------------------------------------------------------------------===//
 // InitAttr
@@ -32,7 +66,7 @@ Attribute InitAttr::parse(AsmParser &parser, Type) {
   double std = 0.0;
   if (*kind == InitKind::normal) {
     if (parser.parseComma() || parser.parseKeyword("std") ||
-        parser.parseEqual() || parser.parseFloat(std))
+        parser.parseEqual() || parseNumber(parser, std))
       return {};
   }
   if (parser.parseGreater())
@@ -45,7 +79,7 @@ void InitAttr::print(AsmPrinter &printer) const {
   printer << "<" << stringifyInitKind(getKind());
   if (getKind() == InitKind::normal) {
     printer << ", std = ";
-    printer.printFloat(getStd());
+    printShortestFloat(printer, getStd());
   }
   printer << ">";
 }
@@ -91,7 +125,7 @@ static ParseResult parseConfigField(AsmParser &parser, StringRef key,
       {"weight_decay", &f.weightDecay}, {"grad_clip", &f.gradClip}};
   for (auto [name, field] : floats)
     if (key == name)
-      return parser.parseFloat(*field);
+      return parseNumber(parser, *field);
   std::pair<StringRef, int64_t *> ints[] = {{"global_batch", &f.globalBatch},
                                             {"micro_batch", &f.microBatch},
                                             {"seq", &f.seq}};
@@ -150,7 +184,7 @@ void TrainConfigAttr::print(AsmPrinter &printer) const {
   printer << "<optimizer = " << getOptimizer();
   auto printFloatField = [&](StringRef name, const llvm::APFloat &value) {
     printer << ", " << name << " = ";
-    printer.printFloat(value);
+    printShortestFloat(printer, value);
   };
   printFloatField("lr", getLr());
   printFloatField("beta1", getBeta1());

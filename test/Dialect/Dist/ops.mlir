@@ -1,0 +1,59 @@
+// Round trip of every dist op and attribute.
+// RUN: triax-opt %s | triax-opt | FileCheck %s
+// RUN: triax-opt %s --mlir-print-op-generic | triax-opt | FileCheck %s
+
+// CHECK: dist.mesh @cluster <["dp"=2, "pp"=2, "tp"=2]>
+dist.mesh @cluster <["dp"=2, "pp"=2, "tp"=2]>
+// CHECK: dist.mesh @single <["x"=1]>
+dist.mesh @single <["x"=1]>
+
+// CHECK-LABEL: func.func @collectives
+// CHECK-SAME: %{{.*}}: tensor<8x16xf32> {dist.sharding = #dist.sharding<@cluster, [{"dp"}, {"tp"}]>}
+func.func @collectives(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@cluster, [{"dp"}, {"tp"}]>}) -> tensor<8x16xf32> {
+  // CHECK: dist.all_reduce sum %{{.*}} over @cluster ["dp"] : tensor<8x16xf32>
+  %s = dist.all_reduce sum %x over @cluster ["dp"] : tensor<8x16xf32>
+  // CHECK: dist.all_reduce avg %{{.*}} over @cluster ["dp", "pp"] : tensor<8x16xf32>
+  %a = dist.all_reduce avg %s over @cluster ["dp", "pp"] : tensor<8x16xf32>
+  // CHECK: dist.all_reduce max {{.*}} over @cluster ["tp"]
+  %mx = dist.all_reduce max %a over @cluster ["tp"] : tensor<8x16xf32>
+  // CHECK: dist.all_reduce min {{.*}} over @cluster ["tp"]
+  %mn = dist.all_reduce min %mx over @cluster ["tp"] : tensor<8x16xf32>
+  // all_gather multiplies the gathered dim by the group size (2 * 2 = 4).
+  // CHECK: dist.all_gather %{{.*}} over @cluster ["dp", "tp"] dim 1 : tensor<8x16xf32> -> tensor<8x64xf32>
+  %g = dist.all_gather %mn over @cluster ["dp", "tp"] dim 1 : tensor<8x16xf32> -> tensor<8x64xf32>
+  // reduce_scatter divides it.
+  // CHECK: dist.reduce_scatter sum %{{.*}} over @cluster ["dp", "tp"] dim 1 : tensor<8x64xf32> -> tensor<8x16xf32>
+  %rs = dist.reduce_scatter sum %g over @cluster ["dp", "tp"] dim 1 : tensor<8x64xf32> -> tensor<8x16xf32>
+  // CHECK: dist.reduce_scatter avg %{{.*}} over @cluster ["dp"] dim 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  %rs2 = dist.reduce_scatter avg %rs over @cluster ["dp"] dim 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  // CHECK: dist.broadcast %{{.*}} over @cluster ["dp"] root 1 : tensor<8x16xf32>
+  %b = dist.broadcast %rs over @cluster ["dp"] root 1 : tensor<8x16xf32>
+  // CHECK: dist.send %{{.*}} over @cluster ["pp"] to 1 : tensor<8x16xf32>
+  dist.send %b over @cluster ["pp"] to 1 : tensor<8x16xf32>
+  // CHECK: dist.recv over @cluster ["pp"] from 0 : tensor<8x16xf32>
+  %r = dist.recv over @cluster ["pp"] from 0 : tensor<8x16xf32>
+  // CHECK: dist.sharding_constraint %{{.*}} <@cluster, [{"dp"}, {}]> : tensor<8x16xf32>
+  %c = dist.sharding_constraint %r <@cluster, [{"dp"}, {}]> : tensor<8x16xf32>
+  // A dimension split over two axes, major to minor.
+  // CHECK: dist.sharding_constraint %{{.*}} <@cluster, [{"dp", "tp"}, {}]> : tensor<8x16xf32>
+  %c2 = dist.sharding_constraint %c <@cluster, [{"dp", "tp"}, {}]> : tensor<8x16xf32>
+  // The sharding as a discardable attribute on an op result.
+  // CHECK: arith.addf {{.*}} {dist.sharding = #dist.sharding<@cluster, [{}, {"tp"}]>} : tensor<8x16xf32>
+  %sum = arith.addf %c2, %c2 {dist.sharding = #dist.sharding<@cluster, [{}, {"tp"}]>} : tensor<8x16xf32>
+  return %sum : tensor<8x16xf32>
+}
+
+// Shardings on parameters, with the mesh declared above the model.
+// CHECK-LABEL: triax.model @sharded
+triax.model @sharded config = #triax.train_config<micro_batch = 2, seq = 4> {
+  // CHECK: triax.param @w : tensor<8x16xf32> init <zeros> {dist.sharding = #dist.sharding<@cluster, [{}, {"tp"}]>}
+  triax.param @w : tensor<8x16xf32> init <zeros> {dist.sharding = #dist.sharding<@cluster, [{}, {"tp"}]>}
+  func.func @forward(%t: tensor<2x4xi32>, %y: tensor<2x4xi32>) -> tensor<f32> {
+    %w = triax.get_param @w : tensor<8x16xf32>
+    // Collectives inside a model find the module-level mesh.
+    // CHECK: dist.all_gather %{{.*}} over @cluster ["tp"] dim 1 : tensor<8x16xf32> -> tensor<8x32xf32>
+    %g = dist.all_gather %w over @cluster ["tp"] dim 1 : tensor<8x16xf32> -> tensor<8x32xf32>
+    %z = arith.constant dense<0.0> : tensor<f32>
+    return %z : tensor<f32>
+  }
+}
