@@ -19,6 +19,7 @@ config.test_exec_root = os.path.join(config.triax_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%triax_src", config.triax_src_root))
+config.substitutions.append(("%triax_obj", config.triax_obj_root))
 python = config.python_executable or shutil.which("python3")
 config.substitutions.append(("%python", python))
 
