@@ -4,6 +4,7 @@
 
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
+#include "triax/Dialect/Triax/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,7 +17,4 @@ void triax::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::tensor::TensorDialect>();
 }
 
-void triax::registerAllPasses() {
-  // Passes arrive with the issues that add them (autodiff, parallelism,
-  // lowering); nothing to register yet.
-}
+void triax::registerAllPasses() { mlir::triax::registerTriaxPasses(); }

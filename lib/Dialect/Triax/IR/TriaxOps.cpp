@@ -248,36 +248,48 @@ LogicalResult RMSNormOp::verify() {
                     getEps().convertToDouble());
 }
 
-LogicalResult AttentionOp::verify() {
-  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
-                   v = getValue().getType();
+/// Shapes of attention and its gradient: q [B,S,heads*d], k and v
+/// [B,S,kv_heads*d].
+static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
+                                           RankedTensorType k,
+                                           RankedTensorType v, int64_t heads,
+                                           int64_t kvHeads) {
   for (RankedTensorType t : {q, k, v})
     if (t.getRank() != 3)
-      return emitOpError("query, key and value must be [batch, seq, features], "
-                         "got ")
+      return op->emitOpError(
+                 "query, key and value must be [batch, seq, features], got ")
              << t;
   if (!sameShape(k.getShape(), v.getShape()))
-    return emitOpError("key ") << k << " and value " << v
-                               << " must have the same shape";
+    return op->emitOpError("key ") << k << " and value " << v
+                                   << " must have the same shape";
   if (!sameShape(q.getShape().take_front(2), k.getShape().take_front(2)))
-    return emitOpError("query ") << q << " and key " << k
-                                 << " must agree on [batch, seq]";
-  int64_t heads = getHeads(), kvHeads = getNumKVHeads();
+    return op->emitOpError("query ") << q << " and key " << k
+                                     << " must agree on [batch, seq]";
   if (heads < 1 || kvHeads < 1)
-    return emitOpError("heads and kv_heads must be >= 1, got ")
+    return op->emitOpError("heads and kv_heads must be >= 1, got ")
            << heads << " and " << kvHeads;
   int64_t hidden = q.getShape().back();
   if (hidden % heads != 0)
-    return emitOpError("hidden size ")
+    return op->emitOpError("hidden size ")
            << hidden << " is not divisible by heads " << heads;
   if (heads % kvHeads != 0)
-    return emitOpError("heads ") << heads
-                                 << " is not divisible by kv_heads " << kvHeads;
+    return op->emitOpError("heads ")
+           << heads << " is not divisible by kv_heads " << kvHeads;
   int64_t kvFeatures = kvHeads * (hidden / heads);
   if (k.getShape().back() != kvFeatures)
-    return emitOpError("key and value have ")
-           << k.getShape().back() << " features, expected kv_heads * head_dim = "
-           << kvHeads << " * " << hidden / heads << " = " << kvFeatures;
+    return op->emitOpError("key and value have ")
+           << k.getShape().back()
+           << " features, expected kv_heads * head_dim = " << kvHeads << " * "
+           << hidden / heads << " = " << kvFeatures;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType q = getQuery().getType();
+  if (failed(verifyAttentionShapes(*this, q, getKey().getType(),
+                                   getValue().getType(), getHeads(),
+                                   getNumKVHeads())))
+    return failure();
   if (getType() != q)
     return emitOpError("result type ")
            << getType() << " must equal the query type " << q;
@@ -292,6 +304,121 @@ LogicalResult CrossEntropyOp::verify() {
     return emitOpError("logits ")
            << formatShape(logits.getShape()) << " must be the targets' shape "
            << formatShape(targets.getShape()) << " plus a vocabulary dimension";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+/// A gradient result must have exactly the type of what it differentiates.
+static LogicalResult verifyGradType(Operation *op, StringRef what, Type grad,
+                                    Type expected) {
+  if (grad != expected)
+    return op->emitOpError() << what << " gradient type " << grad
+                             << " must equal " << expected;
+  return success();
+}
+
+LogicalResult LinearWeightGradOp::verify() {
+  RankedTensorType x = getInput().getType(), dy = getResultGrad().getType();
+  if (x.getRank() < 1 || x.getRank() != dy.getRank() ||
+      !sameShape(x.getShape().drop_back(), dy.getShape().drop_back()))
+    return emitOpError("input ")
+           << x << " and result gradient " << dy
+           << " must agree on every dimension but the last";
+  int64_t in = x.getShape().back(), out = dy.getShape().back();
+  SmallVector<int64_t> expected =
+      getTransposeWeight() ? SmallVector<int64_t>{out, in}
+                           : SmallVector<int64_t>{in, out};
+  return verifyResultShape(*this, getType().getShape(), expected);
+}
+
+LogicalResult BiasGradOp::verify() {
+  RankedTensorType dy = getResultGrad().getType();
+  if (dy.getRank() < 1)
+    return emitOpError("result gradient must have rank >= 1, got ") << dy;
+  return verifyResultShape(*this, getType().getShape(), dy.getShape().back());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType dy = getResultGrad().getType(), table = getType();
+  SmallVector<int64_t> expected(getIndices().getType().getShape());
+  if (table.getRank() != 2)
+    return emitOpError("table gradient must be [vocab, hidden], got ") << table;
+  expected.push_back(table.getDimSize(1));
+  if (!sameShape(dy.getShape(), expected))
+    return emitOpError("result gradient shape ")
+           << formatShape(dy.getShape()) << " does not match the expected "
+           << formatShape(expected);
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(verifyNorm(*this, getInput(), {getWeight()}, getInputGrad(),
+                        getEps().convertToDouble())) ||
+      failed(verifyGradType(*this, "result", getResultGrad().getType(),
+                            getInput().getType())) ||
+      failed(verifyGradType(*this, "weight", getWeightGrad().getType(),
+                            getWeight().getType())))
+    return failure();
+  return verifyGradType(*this, "bias", getBiasGrad().getType(),
+                        getWeight().getType());
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  if (failed(verifyNorm(*this, getInput(), {getWeight()}, getInputGrad(),
+                        getEps().convertToDouble())) ||
+      failed(verifyGradType(*this, "result", getResultGrad().getType(),
+                            getInput().getType())))
+    return failure();
+  return verifyGradType(*this, "weight", getWeightGrad().getType(),
+                        getWeight().getType());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyAttentionShapes(*this, getQuery().getType(),
+                                   getKey().getType(), getValue().getType(),
+                                   getHeads(),
+                                   getKvHeads().value_or(getHeads()))))
+    return failure();
+  std::pair<StringRef, std::pair<Type, Type>> pairs[] = {
+      {"result", {getResultGrad().getType(), getQuery().getType()}},
+      {"query", {getQueryGrad().getType(), getQuery().getType()}},
+      {"key", {getKeyGrad().getType(), getKey().getType()}},
+      {"value", {getValueGrad().getType(), getValue().getType()}}};
+  for (auto [what, types] : pairs)
+    if (failed(verifyGradType(*this, what, types.first, types.second)))
+      return failure();
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  RankedTensorType logits = getLogits().getType();
+  RankedTensorType targets = getTargets().getType();
+  if (logits.getRank() != targets.getRank() + 1 ||
+      !sameShape(logits.getShape().drop_back(), targets.getShape()))
+    return emitOpError("logits ")
+           << formatShape(logits.getShape()) << " must be the targets' shape "
+           << formatShape(targets.getShape()) << " plus a vocabulary dimension";
+  return verifyGradType(*this, "logits", getType(), logits);
+}
+
+//===----------------------------------------------------------------------===//
+// AdamWOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AdamWOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = dyn_cast_or_null<ParamOp>(
+      symbolTable.lookupNearestSymbolFrom(getOperation(), getParamAttr()));
+  if (!param)
+    return emitOpError("'") << getParam()
+                            << "' does not name a triax.param of the "
+                               "enclosing model";
+  if (param.getTensorType().getShape() != getGrad().getType().getShape())
+    return emitOpError("gradient ")
+           << getGrad().getType() << " does not match parameter @"
+           << getParam() << " of type " << param.getType();
   return success();
 }
 

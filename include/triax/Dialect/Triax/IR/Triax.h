@@ -19,6 +19,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.h"
+
 #include "triax/Dialect/Triax/IR/TriaxDialect.h.inc"
 #include "triax/Dialect/Triax/IR/TriaxEnums.h.inc"
 

@@ -9,6 +9,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Structure: model, parameters, blocks
@@ -142,7 +143,7 @@ def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure]> {
+def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Table lookup: one row of the table per index";
   let description = [{
     `result[i..., :] = table[indices[i...], :]`; for indices of shape
@@ -160,7 +161,7 @@ def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_LinearOp : Triax_Op<"linear", [Pure]> {
+def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Affine map over the last dimension: x W + b";
   let description = [{
     `result = input @ weight (+ bias)` over the last dimension of `input`.
@@ -183,7 +184,7 @@ def Triax_LinearOp : Triax_Op<"linear", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure]> {
+def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + eps) * weight + bias`, statistics over the last
@@ -200,7 +201,7 @@ def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure]> {
+def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + eps) * weight`, as in LLaMA.
@@ -214,7 +215,7 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values
@@ -247,7 +248,8 @@ def Triax_AttentionOp : Triax_Op<"attention", [Pure]> {
 }
 
 class Triax_UnaryElementwiseOp<string mnemonic, string desc>
-    : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+    : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType,
+                          DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$input);
   let results = (outs Triax_FloatTensor:$result);
@@ -265,7 +267,8 @@ def Triax_SiluOp : Triax_UnaryElementwiseOp<"silu", "SiLU: x * sigmoid(x)">;
 
 class Triax_BinaryElementwiseOp<string mnemonic, string desc>
     : Triax_Op<mnemonic, [Pure, Elementwise, Commutative,
-                          SameOperandsAndResultType]> {
+                          SameOperandsAndResultType,
+                          DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$lhs, Triax_FloatTensor:$rhs);
   let results = (outs Triax_FloatTensor:$result);
@@ -275,7 +278,7 @@ class Triax_BinaryElementwiseOp<string mnemonic, string desc>
 def Triax_AddOp : Triax_BinaryElementwiseOp<"add", "Elementwise sum">;
 def Triax_MulOp : Triax_BinaryElementwiseOp<"mul", "Elementwise product">;
 
-def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure]> {
+def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Mean cross-entropy loss over tokens";
   let description = [{
     `mean over positions of (logsumexp(logits[p, :]) - logits[p, target[p]])`;
@@ -291,6 +294,187 @@ def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure]> {
     $logits `,` $targets attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+
+//===----------------------------------------------------------------------===//
+// Backward ops (built by triax-autodiff through DifferentiableOpInterface)
+//===----------------------------------------------------------------------===//
+
+def Triax_LinearWeightGradOp : Triax_Op<"linear_weight_grad", [Pure]> {
+  let summary = "Gradient of a linear op's weight: x^T dy over all tokens";
+  let description = [{
+    `dW[k, n] = sum over leading positions of x[..., k] * dy[..., n]`; with
+    `transpose_weight` the result is `[n, k]`, the layout of the weight.
+
+    ```mlir
+    %dw = triax.linear_weight_grad %x, %dy : (tensor<4x8x64xf32>, tensor<4x8x256xf32>) -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$result_grad,
+                       UnitAttr:$transpose_weight);
+  let results = (outs Triax_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Triax_BiasGradOp : Triax_Op<"bias_grad", [Pure]> {
+  let summary = "Sum over all leading dimensions: the gradient of a bias";
+  let description = [{
+    ```mlir
+    %db = triax.bias_grad %dy : tensor<4x8x256xf32> -> tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Triax_FloatTensor:$result_grad);
+  let results = (outs Triax_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $result_grad attr-dict `:` type($result_grad) `->` type($bias_grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure]> {
+  let summary = "Gradient of an embedding table: scatter-add of rows";
+  let description = [{
+    `dtable[v, :] = sum over positions p with indices[p] = v of dy[p, :]`.
+  }];
+  let arguments = (ins Triax_IndexTensor:$indices, Triax_FloatTensor:$result_grad);
+  let results = (outs Triax_FloatTensor:$table_grad);
+  let assemblyFormat = [{
+    $indices `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Triax_LayerNormGradOp : Triax_Op<"layer_norm_grad", [Pure]> {
+  let summary = "Gradients of layer_norm: input, weight and bias";
+  let description = [{
+    Recomputes the row statistics from `input` (cheaper to keep than the
+    normalized activations) and returns `(dx, dweight, dbias)`.
+  }];
+  let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$weight,
+                       Triax_FloatTensor:$result_grad,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs Triax_FloatTensor:$input_grad,
+                      Triax_FloatTensor:$weight_grad,
+                      Triax_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Triax_RMSNormGradOp : Triax_Op<"rms_norm_grad", [Pure]> {
+  let summary = "Gradients of rms_norm: input and weight";
+  let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$weight,
+                       Triax_FloatTensor:$result_grad,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs Triax_FloatTensor:$input_grad,
+                      Triax_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $result_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure]> {
+  let summary = "Gradients of causal attention: query, key and value";
+  let description = [{
+    Recomputes the attention probabilities from `query` and `key` (as a
+    flash-attention backward does) and returns `(dq, dk, dv)`; with grouped
+    query attention the key/value gradients sum over the query heads that
+    share them.
+  }];
+  let arguments = (ins Triax_FloatTensor:$query, Triax_FloatTensor:$key,
+                       Triax_FloatTensor:$value, Triax_FloatTensor:$result_grad,
+                       I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads);
+  let results = (outs Triax_FloatTensor:$query_grad,
+                      Triax_FloatTensor:$key_grad,
+                      Triax_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result_grad `heads` `=` $heads
+    (`kv_heads` `=` $kv_heads^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class Triax_ActivationGradOp<string mnemonic, string desc>
+    : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = desc;
+  let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$result_grad);
+  let results = (outs Triax_FloatTensor:$input_grad);
+  let assemblyFormat = "$input `,` $result_grad attr-dict `:` type($input_grad)";
+}
+
+def Triax_GeluGradOp : Triax_ActivationGradOp<"gelu_grad",
+    "dy * gelu'(x), tanh approximation">;
+def Triax_SiluGradOp : Triax_ActivationGradOp<"silu_grad", "dy * silu'(x)">;
+
+def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "Gradient of the mean cross-entropy with respect to logits";
+  let description = [{
+    `dlogits = (softmax(logits) - onehot(targets)) * dloss / tokens`.
+  }];
+  let arguments = (ins Triax_FloatTensor:$logits, Triax_IndexTensor:$targets,
+                       0DTensorOf<[F32]>:$loss_grad);
+  let results = (outs Triax_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $loss_grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure]> {
+  let summary = "L2 norm of all gradients taken together";
+  let description = [{
+    `sqrt(sum over every tensor and element of g^2)`, in f32.
+    ```mlir
+    %n = triax.global_norm %g0, %g1 : tensor<256x64xf32>, tensor<64xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Triax_FloatTensor>:$grads);
+  let results = (outs 0DTensorOf<[F32]>:$norm);
+  let assemblyFormat = [{
+    $grads attr-dict `:` type($grads) `->` type($norm)
+  }];
+}
+
+def Triax_AdamWOp : Triax_Op<"adamw", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "One AdamW step on a parameter and its optimizer state";
+  let description = [{
+    Updates parameter `@name` in place, with its first and second moments
+    (which live with the parameter), from gradient `grad` scaled by
+    `grad_scale` (the clipping factor):
+    ```
+    g = grad * grad_scale
+    m = beta1 m + (1 - beta1) g;    v = beta2 v + (1 - beta2) g^2
+    p = p - lr (m / (1 - beta1^step) / (sqrt(v / (1 - beta2^step)) + eps) + weight_decay p)
+    ```
+    `step` counts from 1. `weight_decay` is 0 for parameters without `decay`.
+
+    ```mlir
+    triax.adamw @wte.weight, %g, lr %lr, step %t, scale %s {beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.1} : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Triax_FloatTensor:$grad,
+                       F32:$lr, I64:$step, F32:$grad_scale,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay);
+  let assemblyFormat = [{
+    $param `,` $grad `,` `lr` $lr `,` `step` $step `,` `scale` $grad_scale
+    attr-dict `:` type($grad)
+  }];
 }
 
 #endif // TRIAX_DIALECT_TRIAX_IR_TRIAXOPS_TD

@@ -1,0 +1,35 @@
+//===- DifferentiableOpInterface.td - How an op differentiates -*- tablegen -*-===//
+
+#ifndef TRIAX_DIALECT_TRIAX_INTERFACES_DIFFERENTIABLEOPINTERFACE_TD
+#define TRIAX_DIALECT_TRIAX_INTERFACES_DIFFERENTIABLEOPINTERFACE_TD
+
+include "mlir/IR/OpBase.td"
+
+def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let description = [{
+    An op that can state its vector-Jacobian product: given the gradients of
+    the loss with respect to its results, it builds the ops that compute the
+    gradients with respect to its operands. `triax-autodiff` walks the
+    forward graph backwards and asks each op through this interface; it
+    never switches on the op's kind.
+
+    The builder's insertion point is where the backward ops go; the VJP may
+    use the op's operands and results (they become the activations the
+    backward pass keeps).
+  }];
+  let cppNamespace = "::mlir::triax";
+  let methods = [
+    InterfaceMethod<[{
+        Builds the gradients of the operands. `resultGrads` has one entry per
+        result (null where the result does not reach the loss, never all
+        null). Sets `operandGrads` to one entry per operand, null where the
+        operand has no gradient (integer ids, for instance).
+      }],
+      "::mlir::LogicalResult", "buildVJP",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::mlir::ValueRange":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
+#endif // TRIAX_DIALECT_TRIAX_INTERFACES_DIFFERENTIABLEOPINTERFACE_TD

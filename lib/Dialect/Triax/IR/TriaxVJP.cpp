@@ -1,0 +1,107 @@
+//===- TriaxVJP.cpp - Vector-Jacobian products of the layer ops -----------===//
+//
+// Each layer op states how it differentiates (DifferentiableOpInterface);
+// triax-autodiff only walks the graph. The backward of the expensive ops
+// (attention, norms) recomputes their internals from the forward inputs
+// rather than keeping them: that is what the memory accounting assumes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+using namespace mlir;
+using namespace mlir::triax;
+
+LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Value table = EmbeddingGradOp::create(b, getLoc(), getTable().getType(),
+                                        getIndices(), resultGrads[0]);
+  operandGrads.assign({Value(), table});
+  return success();
+}
+
+LogicalResult LinearOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  bool transposed = getTransposeWeight();
+  // dx = dy W^T: the same weight read the other way round.
+  Value dx = LinearOp::create(b, getLoc(), getInput().getType(), dy,
+                              getWeight(), Value(),
+                              transposed ? UnitAttr() : b.getUnitAttr());
+  Value dw = LinearWeightGradOp::create(
+      b, getLoc(), getWeight().getType(), getInput(), dy,
+      transposed ? b.getUnitAttr() : UnitAttr());
+  operandGrads.assign({dx, dw});
+  if (Value bias = getBias())
+    operandGrads.push_back(
+        BiasGradOp::create(b, getLoc(), bias.getType(), dy));
+  return success();
+}
+
+LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  auto grad = LayerNormGradOp::create(
+      b, getLoc(), getInput().getType(), getWeight().getType(),
+      getBias().getType(), getInput(), getWeight(), resultGrads[0],
+      getEpsAttr());
+  operandGrads.assign(grad->result_begin(), grad->result_end());
+  return success();
+}
+
+LogicalResult RMSNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  auto grad = RMSNormGradOp::create(b, getLoc(), getInput().getType(),
+                                    getWeight().getType(), getInput(),
+                                    getWeight(), resultGrads[0], getEpsAttr());
+  operandGrads.assign(grad->result_begin(), grad->result_end());
+  return success();
+}
+
+LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), getQuery().getType(), getKey().getType(),
+      getValue().getType(), getQuery(), getKey(), getValue(), resultGrads[0],
+      getHeadsAttr(), getKvHeadsAttr());
+  operandGrads.assign(grad->result_begin(), grad->result_end());
+  return success();
+}
+
+LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign({GeluGradOp::create(b, getLoc(), getType(), getInput(),
+                                          resultGrads[0])
+                           .getResult()});
+  return success();
+}
+
+LogicalResult SiluOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign({SiluGradOp::create(b, getLoc(), getType(), getInput(),
+                                          resultGrads[0])
+                           .getResult()});
+  return success();
+}
+
+LogicalResult AddOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign({resultGrads[0], resultGrads[0]});
+  return success();
+}
+
+LogicalResult MulOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.assign({MulOp::create(b, getLoc(), getType(), dy, getRhs()),
+                       MulOp::create(b, getLoc(), getType(), dy, getLhs())});
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dlogits = CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
+                                             getLogits(), getTargets(),
+                                             resultGrads[0]);
+  operandGrads.assign({dlogits, Value()});
+  return success();
+}

@@ -1,0 +1,345 @@
+//===- Autodiff.cpp - Backward graph and AdamW update ---------------------===//
+//
+// Adds `@train_step` to every model: the forward graph, its backward graph
+// (reverse-mode, one vector-Jacobian product per op through
+// DifferentiableOpInterface), the global gradient norm, the clipping factor
+// and one `triax.adamw` per parameter.
+//
+// Assumptions: `@forward` is a single block whose ops are triax layer ops,
+// `triax.get_param`, `triax.block` regions and side-effect-free helpers; its
+// first result is the loss. A `triax.block` is differentiated into a
+// backward `triax.block` named "<name>.grad" whose inputs are the gradients
+// of the forward block's results plus the activations it needs; those
+// activations become extra results of the forward block so that they are
+// explicit values between the two.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Triax/Transforms/Passes.h"
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::triax {
+#define GEN_PASS_DEF_TRIAXAUTODIFF
+#include "triax/Dialect/Triax/Transforms/Passes.h.inc"
+} // namespace mlir::triax
+
+using namespace mlir;
+using namespace mlir::triax;
+
+namespace {
+
+/// Gradients found so far while walking a region backwards.
+struct Gradients {
+  /// Gradient of the loss with respect to each forward value.
+  DenseMap<Value, Value> values;
+  /// Gradient of the loss with respect to each parameter, in the order the
+  /// backward pass reaches them.
+  llvm::MapVector<StringAttr, Value> params;
+};
+
+class Differentiator {
+public:
+  explicit Differentiator(OpBuilder &builder) : b(builder) {}
+
+  /// Builds, at the builder's insertion point, the backward of `ops` (given
+  /// in forward order), starting from the gradients already in `grads`.
+  LogicalResult differentiate(ArrayRef<Operation *> ops, Gradients &grads);
+
+private:
+  LogicalResult differentiateBlock(BlockOp forward, Gradients &grads);
+  Value add(Value existing, Value grad, Location loc) {
+    if (!existing)
+      return grad;
+    return AddOp::create(b, loc, existing.getType(), existing, grad);
+  }
+  void accumulate(Gradients &grads, Value value, Value grad, Location loc) {
+    if (!grad || !isa<FloatType>(getElementTypeOrSelf(value.getType())))
+      return;
+    grads.values[value] = add(grads.values.lookup(value), grad, loc);
+  }
+  void accumulateParam(Gradients &grads, StringAttr name, Value grad,
+                       Location loc) {
+    grads.params[name] = add(grads.params.lookup(name), grad, loc);
+  }
+  Value zeros(Type type, Location loc) {
+    auto tensor = cast<RankedTensorType>(type);
+    auto zero = FloatAttr::get(tensor.getElementType(), 0.0);
+    return arith::ConstantOp::create(b, loc,
+                                     DenseElementsAttr::get(tensor, zero));
+  }
+
+  OpBuilder &b;
+};
+
+} // namespace
+
+LogicalResult Differentiator::differentiate(ArrayRef<Operation *> ops,
+                                            Gradients &grads) {
+  for (Operation *op : llvm::reverse(ops)) {
+    // A parameter read is where a gradient leaves the graph.
+    if (auto read = dyn_cast<GetParamOp>(op)) {
+      if (Value grad = grads.values.lookup(read.getResult()))
+        accumulateParam(grads, read.getNameAttr().getAttr(), grad,
+                        read.getLoc());
+      continue;
+    }
+    if (auto block = dyn_cast<BlockOp>(op)) {
+      if (failed(differentiateBlock(block, grads)))
+        return failure();
+      continue;
+    }
+    SmallVector<Value> resultGrads;
+    for (Value result : op->getResults())
+      resultGrads.push_back(grads.values.lookup(result));
+    if (llvm::all_of(resultGrads, [](Value v) { return !v; }))
+      continue;
+    auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+    if (!differentiable)
+      return op->emitOpError("lies on the path to the loss but cannot be "
+                             "differentiated (it does not implement "
+                             "DifferentiableOpInterface)");
+    SmallVector<Value> operandGrads;
+    if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
+      return failure();
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitOpError("vector-Jacobian product returned ")
+             << operandGrads.size() << " gradients for "
+             << op->getNumOperands() << " operands";
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+      accumulate(grads, operand, grad, op->getLoc());
+  }
+  return success();
+}
+
+LogicalResult Differentiator::differentiateBlock(BlockOp forward,
+                                                 Gradients &outer) {
+  Location loc = forward.getLoc();
+  Block &forwardBody = forward.getBody().front();
+  auto forwardYield = cast<YieldOp>(forwardBody.getTerminator());
+
+  // Inputs of the backward block, first the gradients of the forward
+  // block's results (as outer values, and as the block arguments standing
+  // for them inside).
+  // The backward body is built inside a placeholder block op (ops need a
+  // parent to be created in) and moved to the final op once its inputs and
+  // results are known.
+  auto placeholder = BlockOp::create(b, loc, TypeRange{}, forward.getNameAttr(),
+                                     ValueRange{});
+  Block *body = new Block();
+  placeholder.getBody().push_back(body);
+  SmallVector<Value> backwardInputs;
+  Gradients inner;
+  for (auto [result, yielded] :
+       llvm::zip(forward.getResults(), forwardYield.getValues())) {
+    Value grad = outer.values.lookup(result);
+    if (!grad)
+      continue;
+    backwardInputs.push_back(grad);
+    inner.values[yielded] = body->addArgument(grad.getType(), loc);
+  }
+  if (backwardInputs.empty()) {
+    placeholder.erase();
+    return success();
+  }
+
+  SmallVector<Type> backwardTypes;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(body);
+    SmallVector<Operation *> ops;
+    for (Operation &op : forwardBody.without_terminator())
+      ops.push_back(&op);
+    if (failed(differentiate(ops, inner)))
+      return failure();
+    // Results: the gradient of each forward input, then of each parameter.
+    SmallVector<Value> yields;
+    for (BlockArgument arg : forwardBody.getArguments()) {
+      Value grad = inner.values.lookup(arg);
+      yields.push_back(grad ? grad : zeros(arg.getType(), loc));
+    }
+    for (auto &entry : inner.params)
+      yields.push_back(entry.second);
+    YieldOp::create(b, loc, yields);
+    backwardTypes = llvm::to_vector(ValueRange(yields).getTypes());
+  }
+
+  // The backward ops refer to forward values directly; make every such
+  // value an input of the (isolated) backward block. Parameter reads and
+  // other operand-free pure ops are re-done inside instead of kept.
+  SmallVector<OpOperand *> captures;
+  body->walk([&](Operation *op) {
+    for (OpOperand &use : op->getOpOperands())
+      if (use.get().getParentBlock() != body)
+        captures.push_back(&use);
+  });
+  DenseMap<Value, Value> inside;
+  llvm::SetVector<Value> activations; // forward-internal values to export
+  SmallVector<std::pair<BlockArgument, Value>> argSources;
+  OpBuilder cloneBuilder = OpBuilder::atBlockBegin(body);
+  for (OpOperand *use : captures) {
+    Value value = use->get();
+    if (Value mapped = inside.lookup(value)) {
+      use->set(mapped);
+      continue;
+    }
+    Operation *def = value.getDefiningOp();
+    Value replacement;
+    if (def && forward->isAncestor(def) && def->getNumOperands() == 0 &&
+        def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
+      replacement = cloneBuilder.clone(*def)->getResult(0);
+    } else {
+      BlockArgument arg = body->addArgument(value.getType(), value.getLoc());
+      replacement = arg;
+      auto blockArg = dyn_cast<BlockArgument>(value);
+      if (blockArg && blockArg.getOwner() == &forwardBody) {
+        argSources.push_back({arg, forward.getInputs()[blockArg.getArgNumber()]});
+      } else if (def && forward->isAncestor(def)) {
+        activations.insert(value);
+        argSources.push_back({arg, value}); // patched to the new result below
+      } else {
+        argSources.push_back({arg, value});
+      }
+    }
+    inside[value] = replacement;
+    use->set(replacement);
+  }
+
+  // Re-create the forward block with the kept activations as extra results.
+  BlockOp newForward = forward;
+  if (!activations.empty()) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forward);
+    SmallVector<Type> types(forward.getResultTypes());
+    for (Value v : activations)
+      types.push_back(v.getType());
+    newForward = BlockOp::create(b, loc, types, forward.getNameAttr(),
+                                 forward.getInputs());
+    newForward->setDiscardableAttrs(forward->getDiscardableAttrDictionary());
+    newForward.getBody().takeBody(forward.getBody());
+    forwardYield->insertOperands(forwardYield->getNumOperands(),
+                                 activations.getArrayRef());
+    for (auto [oldResult, newResult] :
+         llvm::zip(forward.getResults(), newForward.getResults())) {
+      if (Value grad = outer.values.lookup(oldResult)) {
+        outer.values.erase(oldResult);
+        outer.values[newResult] = grad;
+      }
+      oldResult.replaceAllUsesWith(newResult);
+    }
+    forward.erase();
+  }
+  unsigned numOriginal = newForward.getNumResults() - activations.size();
+  for (auto &[arg, source] : argSources) {
+    unsigned index = activations.getArrayRef().size();
+    for (auto [i, v] : llvm::enumerate(activations))
+      if (v == source)
+        index = i;
+    backwardInputs.push_back(index < activations.size()
+                                 ? newForward.getResult(numOriginal + index)
+                                 : source);
+  }
+
+  auto backward = BlockOp::create(
+      b, loc, backwardTypes,
+      b.getStringAttr(newForward.getName() + ".grad"), backwardInputs);
+  backward.getBody().takeBody(placeholder.getBody());
+  placeholder.erase();
+
+  unsigned numInputs = newForward.getInputs().size();
+  for (auto [i, input] : llvm::enumerate(newForward.getInputs()))
+    accumulate(outer, input, backward.getResult(i), loc);
+  for (auto [i, entry] : llvm::enumerate(inner.params))
+    accumulateParam(outer, entry.first, backward.getResult(numInputs + i), loc);
+  return success();
+}
+
+/// Builds `@train_step` from `@forward`.
+static LogicalResult buildTrainStep(ModelOp model) {
+  func::FuncOp forward = model.getForward();
+  if (model.lookupSymbol("train_step"))
+    return model.emitOpError("already has a @train_step; triax-autodiff runs "
+                             "once per model");
+  OpBuilder b(model.getContext());
+  b.setInsertionPointAfter(forward);
+  auto train = cast<func::FuncOp>(b.clone(*forward.getOperation()));
+  train.setSymName("train_step");
+  Block &entry = train.front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  Location loc = ret.getLoc();
+  Value lr = entry.addArgument(b.getF32Type(), loc);
+  Value step = entry.addArgument(b.getI64Type(), loc);
+
+  SmallVector<Operation *> ops;
+  for (Operation &op : entry.without_terminator())
+    ops.push_back(&op);
+  b.setInsertionPoint(ret);
+  Value loss = ret.getOperand(0);
+  Gradients grads;
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  grads.values[loss] = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(1.0f)));
+  Differentiator differentiator(b);
+  if (failed(differentiator.differentiate(ops, grads)))
+    return failure();
+
+  // The optimizer: global norm, clipping factor, one AdamW step per param.
+  TrainConfigAttr config = model.getConfig();
+  SmallVector<std::pair<ParamOp, Value>> updates;
+  for (ParamOp param : model.getParams()) {
+    Value grad = grads.params.lookup(param.getSymNameAttr());
+    if (!grad) {
+      param.emitWarning("parameter does not reach the loss; it is not "
+                        "updated");
+      continue;
+    }
+    updates.push_back({param, grad});
+  }
+  SmallVector<Value> allGrads = llvm::to_vector(llvm::make_second_range(updates));
+  Value norm = GlobalNormOp::create(b, loc, scalar, allGrads);
+  Value scale = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  if (double clip = config.getGradClipValue(); clip > 0) {
+    // scale = norm > clip ? clip / (norm + 1e-6) : 1
+    Value n = tensor::ExtractOp::create(b, loc, norm, ValueRange{});
+    Value c = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(clip));
+    Value tiny = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1e-6f));
+    Value clipped = arith::DivFOp::create(
+        b, loc, c, arith::AddFOp::create(b, loc, n, tiny));
+    Value over =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, n, c);
+    scale = arith::SelectOp::create(b, loc, over, clipped, scale);
+  }
+  for (auto [param, grad] : updates) {
+    double decay = param.getDecay() ? config.getWeightDecayValue() : 0.0;
+    AdamWOp::create(b, param.getLoc(),
+                    FlatSymbolRefAttr::get(param.getSymNameAttr()), grad, lr,
+                    step, scale, b.getF64FloatAttr(config.getBeta1Value()),
+                    b.getF64FloatAttr(config.getBeta2Value()),
+                    b.getF64FloatAttr(config.getEpsValue()),
+                    b.getF64FloatAttr(decay));
+  }
+  func::ReturnOp::create(b, loc, ValueRange{loss, norm});
+  ret.erase();
+  train.setFunctionType(
+      b.getFunctionType(entry.getArgumentTypes(), {scalar, scalar}));
+  return success();
+}
+
+namespace {
+struct TriaxAutodiffPass
+    : public mlir::triax::impl::TriaxAutodiffBase<TriaxAutodiffPass> {
+  void runOnOperation() override {
+    for (ModelOp model : getOperation().getOps<ModelOp>())
+      if (failed(buildTrainStep(model)))
+        return signalPassFailure();
+  }
+};
+} // namespace
