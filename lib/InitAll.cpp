@@ -2,6 +2,7 @@
 
 #include "triax/InitAll.h"
 
+#include "triax/Conversion/Passes.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
@@ -14,7 +15,11 @@
 void triax::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::triax::TriaxDialect, mlir::dist::DistDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::tensor::TensorDialect>();
+                  mlir::tensor::TensorDialect, mlir::math::MathDialect,
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
 }
 
-void triax::registerAllPasses() { mlir::triax::registerTriaxPasses(); }
+void triax::registerAllPasses() {
+  mlir::triax::registerTriaxPasses();
+  mlir::triax::registerTriaxConversionPasses();
+}

@@ -22,15 +22,17 @@ VAL.bin.
 Outputs are written atomically (temporary file in the destination folder,
 then os.replace).
 
+Needs only the Python standard library (plus tiktoken for --tokenizer gpt2).
+
 Exit codes: 0 ok, 1 bad input / I/O error, 2 usage error or missing tiktoken.
 """
 
 import argparse
+import array
 import os
+import struct
 import sys
 import tempfile
-
-import numpy as np
 
 MAGIC = 20240520
 VERSION = 1
@@ -51,20 +53,27 @@ class PrepError(Exception):
 
 
 def encode_bin(tokens):
-    """Return the llm.c .bin image (bytes) for a 1-D sequence of token ids."""
-    toks = np.asarray(tokens)
-    if toks.ndim != 1:
-        raise PrepError("tokens must be a 1-D sequence")
-    n = int(toks.shape[0])
+    """Return the llm.c .bin image (bytes) for a sequence of token ids.
+
+    `tokens` is either bytes (byte tokenizer: each byte is a token) or a
+    sequence of ints in [0, 65535]."""
+    n = len(tokens)
     if n > MAX_TOKENS:
         raise PrepError(f"{n} tokens do not fit the int32 token count of the header")
-    if n and (int(toks.min()) < 0 or int(toks.max()) > 0xFFFF):
+    header = struct.pack("<%di" % HEADER_INTS, MAGIC, VERSION, n,
+                         *([0] * (HEADER_INTS - 3)))
+    if isinstance(tokens, (bytes, bytearray)):
+        body = bytearray(2 * n)
+        body[0::2] = tokens  # little-endian uint16: low byte, then 0
+        return header + bytes(body)
+    if n and (min(tokens) < 0 or max(tokens) > 0xFFFF):
         raise PrepError("token ids must lie in [0, 65535] to be stored as uint16")
-    header = np.zeros(HEADER_INTS, dtype="<i4")
-    header[0] = MAGIC
-    header[1] = VERSION
-    header[2] = n
-    return header.tobytes() + toks.astype("<u2").tobytes()
+    body = array.array("H", tokens)
+    if body.itemsize != 2:
+        raise PrepError("this Python's array('H') is not 16-bit")
+    if sys.byteorder == "big":
+        body.byteswap()
+    return header + body.tobytes()
 
 
 def write_atomic(path, data):
@@ -89,7 +98,7 @@ def write_atomic(path, data):
 
 
 def tokenize_bytes(raw, path):
-    return np.frombuffer(raw, dtype=np.uint8).astype(np.uint16)
+    return raw
 
 
 def tokenize_gpt2(raw, path):
@@ -107,8 +116,7 @@ def tokenize_gpt2(raw, path):
         enc = tiktoken.get_encoding("gpt2")
     except Exception as e:  # network / cache failures surface here
         raise PrepError(f"tiktoken could not load the gpt2 encoding: {e}", code=2)
-    ids = enc.encode_ordinary(text)
-    return np.asarray(ids, dtype=np.int64)
+    return list(enc.encode_ordinary(text))
 
 
 TOKENIZERS = {"bytes": tokenize_bytes, "gpt2": tokenize_gpt2}
@@ -155,7 +163,7 @@ def run(args):
         raise PrepError(f"{path}: input is empty")
 
     tokens = TOKENIZERS[args.tokenizer](raw, path)
-    n = int(tokens.shape[0])
+    n = len(tokens)
     if n == 0:
         raise PrepError(f"{path}: tokenizer produced no tokens")
 
@@ -173,10 +181,10 @@ def run(args):
         train_img = encode_bin(train)
         val_img = encode_bin(val) if val is not None else None
         write_atomic(args.out, train_img)
-        msg = f"wrote {args.out}: {train.shape[0]} tokens ({args.tokenizer})"
+        msg = f"wrote {args.out}: {len(train)} tokens ({args.tokenizer})"
         if val_img is not None:
             write_atomic(args.val_out, val_img)
-            msg += f"; {args.val_out}: {val.shape[0]} tokens"
+            msg += f"; {args.val_out}: {len(val)} tokens"
     except OSError as e:
         raise PrepError(f"{e.filename or args.out}: cannot write: {e.strerror}")
     print(msg, file=sys.stderr)

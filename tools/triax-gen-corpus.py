@@ -11,6 +11,9 @@ The same --seed and --bytes always give the same bytes, on any platform and
 Python version: randomness comes from a built-in splitmix64 generator, not
 from Python's `random` module.
 
+Needs only the Python standard library (so a build can run it to embed the
+corpus without numpy).
+
 The structure is deliberately repetitive so that a tiny byte-level
 transformer can learn it within a few hundred steps.
 
@@ -29,10 +32,9 @@ Options:
 import argparse
 import os
 import re
+import struct
 import sys
 import tempfile
-
-import numpy as np
 
 MAGIC = 20240520
 VERSION = 1
@@ -106,9 +108,15 @@ def s_transitive(rng):
     return f"{np_(rng, plural)} {v} {np_(rng)}"
 
 
+def article(word):
+    return "an" if word[0] in "aeiou" else "a"
+
+
 def s_past_place(rng):
     verb = rng.choice(VERBS)
-    return f"{np_(rng)} {verb[2]} a {rng.choice(THINGS)} in the {rng.choice(PLACES)}"
+    thing = rng.choice(THINGS)
+    return (f"{np_(rng)} {verb[2]} {article(thing)} {thing} "
+            f"in the {rng.choice(PLACES)}")
 
 
 def s_is_adj(rng):
@@ -180,13 +188,12 @@ def generate(seed, nbytes):
 
 # ---------------------------------------------------------------- outputs
 def bin_image(data):
-    """llm.c .bin image with one token per byte."""
-    header = np.zeros(HEADER_INTS, dtype="<i4")
-    header[0] = MAGIC
-    header[1] = VERSION
-    header[2] = len(data)
-    toks = np.frombuffer(data, dtype=np.uint8).astype("<u2")
-    return header.tobytes() + toks.tobytes()
+    """llm.c .bin image with one token per byte (little-endian uint16)."""
+    header = struct.pack("<%di" % HEADER_INTS, MAGIC, VERSION, len(data),
+                         *([0] * (HEADER_INTS - 3)))
+    toks = bytearray(2 * len(data))
+    toks[0::2] = data  # low byte = the byte, high byte = 0
+    return header + bytes(toks)
 
 
 def c_source(image, symbol, seed, nbytes):

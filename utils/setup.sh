@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Triax needs on Debian 12 (LLVM/MLIR 22, Ninja, ccache, OpenMPI,
-# OpenBLAS; lit and numpy from PyPI), then configures and builds into build/.
+# OpenBLAS from Debian; numpy from PyPI), then configures and builds into build/.
 #   utils/setup.sh            # idempotent; a rebuild from a warm ccache is seconds
 # Environment: BUILD_DIR (default build), TRIAX_SKIP_INSTALL=1 to skip apt/pip.
 set -euo pipefail
@@ -21,9 +21,9 @@ if [[ "${TRIAX_SKIP_INSTALL:-0}" != 1 ]]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
-  python3 -c "import lit, numpy" 2>/dev/null ||
-    python3 -m pip install -q lit numpy 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages lit numpy
+  python3 -c "import numpy" 2>/dev/null ||
+    python3 -m pip install -q numpy 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages numpy
 fi
 
 echo "== configuring $build"

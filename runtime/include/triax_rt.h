@@ -129,17 +129,17 @@ char *trx_format_mib(size_t bytes, char *buf, size_t len);
  * The same seed gives the same order on every machine.
  *
  * State: trx_loader_state() is (epoch << 32) | next_batch_index, where
- * next_batch_index is in [0, num_batches]; trx_loader_set_state() restores
- * it exactly (the permutation of that epoch is regenerated). */
+ * next_batch_index is in [0, num_batches) (the loader wraps right after the
+ * last batch of an epoch); trx_loader_set_state() restores it exactly (the
+ * permutation of that epoch is regenerated). */
 
 typedef struct trx_loader trx_loader;
 
 /* Opens (memory-maps) a token file. B, T > 0. Returns NULL and writes a
  * message such as "data.bin: bad magic 12345 (expected 20240520)" on
  * failure. */
-trx_loader *trx_loader_open(const char *path, int64_t B, int64_t T,
-                            int shuffle, uint64_t seed, char *err,
-                            size_t errlen);
+trx_loader *trx_loader_open(const char *path, int64_t B, int64_t T, int shuffle,
+                            uint64_t seed, char *err, size_t errlen);
 
 /* Same, over a whole .bin image already in memory (an embedded corpus). The
  * bytes are not copied: they must stay valid until trx_loader_close(). They
@@ -163,7 +163,8 @@ int trx_loader_check_vocab(const trx_loader *l, int64_t vocab, char *err,
 /* (epoch << 32) | next_batch_index. 0 for NULL. */
 uint64_t trx_loader_state(const trx_loader *l);
 /* Restores a state from trx_loader_state() of a loader over the same data
- * with the same B, T, shuffle and seed. Returns TRX_ERR_ARG for a state whose
+ * with the same B, T, shuffle and seed. A batch index equal to num_batches
+ * means the start of the next epoch. Returns TRX_ERR_ARG for a state whose
  * batch index exceeds num_batches. */
 int trx_loader_set_state(trx_loader *l, uint64_t state, char *err,
                          size_t errlen);
@@ -229,8 +230,7 @@ int64_t trx_safetensors_count(const trx_safetensors *st);
 /* Describes tensor i (in header order): out->name and out->data point into
  * the open file and stay valid until trx_safetensors_close(). Returns
  * TRX_ERR_NOT_FOUND for i out of range. */
-int trx_safetensors_get(const trx_safetensors *st, int64_t i,
-                        trx_tensor *out);
+int trx_safetensors_get(const trx_safetensors *st, int64_t i, trx_tensor *out);
 /* Same, by name. Returns TRX_ERR_NOT_FOUND if there is no such tensor. */
 int trx_safetensors_find(const trx_safetensors *st, const char *name,
                          trx_tensor *out);
@@ -241,9 +241,8 @@ int trx_safetensors_find(const trx_safetensors *st, const char *name,
  *    expected [256, 128]"
  *   "ckpt/model.safetensors: tensor 'x' has dtype BF16, expected F32" */
 int trx_safetensors_read_into(const trx_safetensors *st, const char *name,
-                              int32_t dtype, int32_t rank,
-                              const int64_t *shape, void *dst, char *err,
-                              size_t errlen);
+                              int32_t dtype, int32_t rank, const int64_t *shape,
+                              void *dst, char *err, size_t errlen);
 /* Reads n tensors: specs[i] gives name, dtype, rank and shape (its data is
  * ignored) and dst[i] the destination. With strict != 0 the file must hold
  * no other tensor ("...: unexpected tensor 'x'"). */
@@ -299,9 +298,9 @@ int trx_ckpt_check_writable(const char *ckpt_dir, char *err, size_t errlen);
  * (no optimizer state: optim.safetensors holds no tensor) or arrays of n F32
  * buffers with the element count of params[i]. extra_json_object_or_null is
  * NULL or a JSON object of string values saved in state.json. */
-int trx_ckpt_save(const char *ckpt_dir, const trx_ckpt_state *state,
-                  int64_t n, const trx_tensor *params,
-                  const float *const *exp_avg, const float *const *exp_avg_sq,
+int trx_ckpt_save(const char *ckpt_dir, const trx_ckpt_state *state, int64_t n,
+                  const trx_tensor *params, const float *const *exp_avg,
+                  const float *const *exp_avg_sq,
                   const char *extra_json_object_or_null, char *err,
                   size_t errlen);
 
@@ -353,8 +352,8 @@ enum trx_lr_schedule { TRX_LR_CONSTANT = 0, TRX_LR_COSINE = 1 };
  *   total_steps <= warmup: lr_max after warmup.
  * Computed in double, returned as float. A negative step counts as 0; an
  * unknown schedule behaves as TRX_LR_CONSTANT. */
-float trx_lr_at(int64_t step, int64_t total_steps, float lr_max,
-                int64_t warmup, int schedule, float min_lr_ratio);
+float trx_lr_at(int64_t step, int64_t total_steps, float lr_max, int64_t warmup,
+                int schedule, float min_lr_ratio);
 
 /* Monotonic clock (CLOCK_MONOTONIC) in milliseconds. */
 double trx_now_ms(void);
@@ -416,8 +415,8 @@ void trx_train_args_default(trx_train_args *out);
  * "--lr-schedule: expected 'cosine' or 'constant', got 'linear'",
  * "--resume requires --ckpt-dir". With both --resume and --init-from,
  * --resume wins when a checkpoint exists. */
-int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
-                         char *err, size_t errlen);
+int trx_parse_train_args(int argc, char **argv, trx_train_args *out, char *err,
+                         size_t errlen);
 
 /* Prints the usage text for the flags above. */
 void trx_print_train_usage(FILE *f, const char *prog);

@@ -6,7 +6,11 @@
         present in either file must be present in both, with equal lengths.
     compare.py --params A.safetensors B.safetensors [--rtol 1e-5] [--atol 1e-7]
         same tensor names and shapes; any float/int dtypes (compared in
-        float64).
+        float64).  --exclude REGEX (repeatable) skips tensors whose name
+        matches (re.search), e.g. --exclude 'attn\.k\.bias$': that bias has
+        an exactly-zero gradient, so after AdamW its value is rounding noise
+        amplified by the 1/sqrt(v) normalization and differs between any two
+        float32 implementations.
 
 An element passes when |a - b| <= atol + rtol * |b| (B is the reference side,
 as numpy.isclose).  NaN or Inf anywhere fails.  The worst mismatch (largest
@@ -19,6 +23,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -78,7 +83,8 @@ def worst(a, b, rtol, atol):
 def fmt_index(i, shape):
     if i is None:
         return "-"
-    return str(list(np.unravel_index(i, shape))) if len(shape) > 1 else f"[{i}]"
+    return (str([int(j) for j in np.unravel_index(i, shape)]) if len(shape) > 1
+            else f"[{i}]")
 
 
 def compare_json(pa, pb, rtol, atol):
@@ -98,12 +104,17 @@ def compare_json(pa, pb, rtol, atol):
     return report(rows, problems, rtol, atol, "step")
 
 
-def compare_params(pa, pb, rtol, atol):
+def compare_params(pa, pb, rtol, atol, exclude=()):
     try:
         A = safetensors_io.load(pa)
         B = safetensors_io.load(pb)
     except safetensors_io.SafetensorsError as e:
         raise UsageError(str(e))
+    skipped = sorted(n for n in set(A) | set(B) if any(r.search(n) for r in exclude))
+    if skipped:
+        print(f"excluded {len(skipped)} tensor(s): {', '.join(skipped)}")
+    A = {n: v for n, v in A.items() if n not in skipped}
+    B = {n: v for n, v in B.items() if n not in skipped}
     problems = []
     for n in sorted(set(A) - set(B)):
         problems.append(f"tensor {n} only in {pa}")
@@ -148,16 +159,27 @@ def main(argv=None):
                    help="two losses JSON files")
     p.add_argument("--params", nargs=2, metavar=("A.safetensors", "B.safetensors"),
                    help="compare two parameter files instead")
+    p.add_argument("--exclude", action="append", default=[], metavar="REGEX",
+                   help="with --params: skip tensors whose name matches")
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--atol", type=float, default=None,
                    help="absolute tolerance (default 0 for JSON, 1e-7 for --params)")
     args = p.parse_args(argv)
     try:
+        if args.rtol < 0 or (args.atol is not None and args.atol < 0):
+            raise UsageError("--rtol and --atol must be >= 0")
+        try:
+            exclude = [re.compile(r) for r in args.exclude]
+        except re.error as e:
+            raise UsageError(f"bad --exclude regex: {e}")
+        if exclude and not args.params:
+            raise UsageError("--exclude applies only to --params")
         if args.params:
             if args.json_files:
                 raise UsageError("give either two JSON files or --params A B, not both")
             atol = 1e-7 if args.atol is None else args.atol
-            return compare_params(args.params[0], args.params[1], args.rtol, atol)
+            return compare_params(args.params[0], args.params[1], args.rtol, atol,
+                                  exclude)
         if len(args.json_files) != 2:
             raise UsageError("expected two JSON files (or --params A B)")
         atol = 0.0 if args.atol is None else args.atol

@@ -12,9 +12,9 @@ as little-endian uint16.  The file size must be exactly 1024 + 2 * count.
 """
 
 import argparse
+import array
+import struct
 import sys
-
-import numpy as np
 
 MAGIC = 20240520
 VERSION = 1
@@ -25,8 +25,8 @@ class TokenFileError(ValueError):
     pass
 
 
-def read_tokens(path):
-    """Return the tokens of an llm.c .bin file as a uint16 numpy array."""
+def read_token_bytes(path):
+    """Validate an llm.c .bin file; return its token section (raw bytes)."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
@@ -35,21 +35,35 @@ def read_tokens(path):
     if len(blob) < HEADER_BYTES:
         raise TokenFileError(f"{path}: {len(blob)} bytes, shorter than the "
                              f"{HEADER_BYTES}-byte header")
-    header = np.frombuffer(blob[:HEADER_BYTES], dtype="<i4")
-    if int(header[0]) != MAGIC:
-        raise TokenFileError(f"{path}: bad magic {int(header[0])} "
-                             f"(expected {MAGIC}); not an llm.c token file")
-    if int(header[1]) != VERSION:
-        raise TokenFileError(f"{path}: unsupported version {int(header[1])} "
+    magic, version, n = struct.unpack("<3i", blob[:12])
+    if magic != MAGIC:
+        raise TokenFileError(f"{path}: bad magic {magic} (expected {MAGIC}); "
+                             "not an llm.c token file")
+    if version != VERSION:
+        raise TokenFileError(f"{path}: unsupported version {version} "
                              f"(expected {VERSION})")
-    n = int(header[2])
     if n < 0:
         raise TokenFileError(f"{path}: negative token count {n}")
     expected = HEADER_BYTES + 2 * n
     if len(blob) != expected:
         raise TokenFileError(f"{path}: header says {n} tokens ({expected} "
                              f"bytes) but the file has {len(blob)} bytes")
-    return np.frombuffer(blob[HEADER_BYTES:], dtype="<u2").astype(np.uint16)
+    return blob[HEADER_BYTES:]
+
+
+def read_tokens(path):
+    """Return the tokens of an llm.c .bin file as a uint16 numpy array."""
+    import numpy as np  # noqa: PLC0415 (the CLI below works without numpy)
+    return np.frombuffer(read_token_bytes(path), dtype="<u2").astype(np.uint16)
+
+
+def read_token_list(path):
+    """Return the tokens as a Python array('H') (no numpy needed)."""
+    toks = array.array("H")
+    toks.frombytes(read_token_bytes(path))
+    if sys.byteorder == "big":
+        toks.byteswap()
+    return toks
 
 
 def main(argv=None):
@@ -62,22 +76,22 @@ def main(argv=None):
     pd.add_argument("-o", "--out", required=True)
     args = p.parse_args(argv)
     try:
-        toks = read_tokens(args.file)
+        toks = read_token_list(args.file)
     except TokenFileError as e:
         print(f"llmc_bin: error: {e}", file=sys.stderr)
         return 1
+    lo = min(toks) if toks else 0
+    hi = max(toks) if toks else 0
     if args.cmd == "info":
-        lo = int(toks.min()) if toks.size else 0
-        hi = int(toks.max()) if toks.size else 0
-        print(f"magic {MAGIC} version {VERSION} tokens {toks.size} min {lo} max {hi}")
+        print(f"magic {MAGIC} version {VERSION} tokens {len(toks)} min {lo} max {hi}")
         return 0
-    if toks.size and int(toks.max()) > 255:
-        print(f"llmc_bin: error: {args.file}: token {int(toks.max())} > 255 "
+    if hi > 255:
+        print(f"llmc_bin: error: {args.file}: token {hi} > 255 "
               "is not a byte token", file=sys.stderr)
         return 1
     try:
         with open(args.out, "wb") as f:
-            f.write(toks.astype(np.uint8).tobytes())
+            f.write(bytes(toks.tolist()))
     except OSError as e:
         print(f"llmc_bin: error: {args.out}: cannot write: {e.strerror}",
               file=sys.stderr)

@@ -193,8 +193,35 @@ def safetensors_check():
     return failed
 
 
+def data_check():
+    """Batch windows: p_k = (k mod nb) * B*T, nb = (ntok - 1) // (B*T)."""
+    failed = []
+    B, T = 2, 3
+    for ntok, want in ((2 * B * T + 1, [0, 6, 0, 6]), (2 * B * T, [0, 0, 0]),
+                       (3 * B * T + 5, [0, 6, 12, 0])):
+        toks = np.arange(ntok, dtype=np.uint16)
+        bt = G.Batches(toks, B, T, "synthetic")
+        got = [bt.position(k) for k in range(len(want))]
+        if got != want:
+            failed.append(f"batch positions for {ntok} tokens {got} != {want}")
+        for k in range(len(want)):
+            x, y = bt.get(k)
+            p = want[k]
+            if not (np.array_equal(x.reshape(-1), np.arange(p, p + B * T)) and
+                    np.array_equal(y.reshape(-1), np.arange(p + 1, p + B * T + 1))):
+                failed.append(f"batch {k} for {ntok} tokens has wrong tokens")
+    try:
+        G.Batches(np.arange(B * T, dtype=np.uint16), B, T, "short")
+        failed.append("B*T tokens (< B*T+1) were accepted")
+    except G.RefError:
+        pass
+    print(f"data: {'ok' if not failed else 'FAIL'}")
+    return failed
+
+
 def main():
     failed = gradcheck()
+    failed += data_check()
     failed += adamw_check()
     failed += float32_check()
     failed += safetensors_check()

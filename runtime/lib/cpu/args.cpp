@@ -1,4 +1,5 @@
-//===- args.cpp - Command-line parsing for Triax training binaries ---------===//
+//===- args.cpp - Command-line parsing for Triax training binaries
+//---------===//
 //
 // trx_parse_train_args: the flags every generated training binary accepts.
 // Strict: unknown flags, missing values, malformed or out-of-range numbers
@@ -65,8 +66,8 @@ int setValue(const Option &opt, const char *value, trx_train_args *out,
     char *end = nullptr;
     errno = 0;
     long long v = std::strtoll(value, &end, 10);
-    bool digitsOnly = *value == '-' || *value == '+' || (*value >= '0' &&
-                                                         *value <= '9');
+    bool digitsOnly =
+        *value == '-' || *value == '+' || (*value >= '0' && *value <= '9');
     if (!digitsOnly || end == value || *end != '\0' || errno == ERANGE)
       return fail(TRX_ERR_ARG, err, errlen, "%s: invalid integer '%s'", flag,
                   value);
@@ -81,8 +82,8 @@ int setValue(const Option &opt, const char *value, trx_train_args *out,
     errno = 0;
     unsigned long long v = std::strtoull(value, &end, 10);
     if (!(*value >= '0' && *value <= '9') || *end != '\0' || errno == ERANGE)
-      return fail(TRX_ERR_ARG, err, errlen,
-                  "%s: invalid unsigned integer '%s'", flag, value);
+      return fail(TRX_ERR_ARG, err, errlen, "%s: invalid unsigned integer '%s'",
+                  flag, value);
     *reinterpret_cast<uint64_t *>(field) = uint64_t(v);
     return TRX_OK;
   }
@@ -109,8 +110,7 @@ int setValue(const Option &opt, const char *value, trx_train_args *out,
       *reinterpret_cast<int32_t *>(field) = TRX_LR_CONSTANT;
     else
       return fail(TRX_ERR_ARG, err, errlen,
-                  "%s: expected 'cosine' or 'constant', got '%s'", flag,
-                  value);
+                  "%s: expected 'cosine' or 'constant', got '%s'", flag, value);
     return TRX_OK;
   case Kind::Flag:
     *reinterpret_cast<int32_t *>(field) = 1;
@@ -173,8 +173,8 @@ extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
           std::strncmp(o.name, arg, nameLen) == 0)
         opt = &o;
     if (!opt)
-      return fail(TRX_ERR_ARG, err, errlen, "unknown flag '%.*s'",
-                  int(nameLen), arg);
+      return fail(TRX_ERR_ARG, err, errlen, "unknown flag '%.*s'", int(nameLen),
+                  arg);
     const char *value;
     if (opt->kind == Kind::Flag) {
       if (eq)
@@ -203,37 +203,38 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
     f = stdout;
   if (!prog || !*prog)
     prog = "train";
-  fprintf(f,
-          "usage: %s [options]\n"
-          "\n"
-          "Data:\n"
-          "  --data FILE           training tokens (llm.c .bin); default: the\n"
-          "                        program's built-in corpus\n"
-          "  --val-data FILE       validation tokens (.bin)\n"
-          "\n"
-          "Optimization:\n"
-          "  --steps N             optimizer steps to run (default 100)\n"
-          "  --lr F                peak learning rate (default 0 = the model's\n"
-          "                        configured lr)\n"
-          "  --warmup N            linear warmup steps (default 0)\n"
-          "  --lr-schedule S       cosine | constant (default cosine)\n"
-          "  --seed N              random seed (default 1337)\n"
-          "\n"
-          "Evaluation and checkpoints:\n"
-          "  --eval-every N        validate every N steps (default 0 = off)\n"
-          "  --ckpt-dir DIR        write checkpoints under DIR\n"
-          "  --ckpt-every N        checkpoint every N steps (default 0 = only\n"
-          "                        at the end)\n"
-          "  --resume              continue from the latest checkpoint in\n"
-          "                        --ckpt-dir (if there is one)\n"
-          "  --init-from FILE      initial weights (.safetensors)\n"
-          "\n"
-          "Logging:\n"
-          "  --log-every N         print every N steps (default 1, 0 = off)\n"
-          "  --log-json FILE       append one JSON object per step to FILE\n"
-          "  -v, --verbose         more output (repeatable)\n"
-          "  -h, --help            show this help and exit\n"
-          "\n"
-          "Flags take their value as the next argument or as --flag=VALUE.\n",
-          prog);
+  fprintf(
+      f,
+      "usage: %s [options]\n"
+      "\n"
+      "Data:\n"
+      "  --data FILE           training tokens (llm.c .bin); default: the\n"
+      "                        program's built-in corpus\n"
+      "  --val-data FILE       validation tokens (.bin)\n"
+      "\n"
+      "Optimization:\n"
+      "  --steps N             optimizer steps to run (default 100)\n"
+      "  --lr F                peak learning rate (default 0 = the model's\n"
+      "                        configured lr)\n"
+      "  --warmup N            linear warmup steps (default 0)\n"
+      "  --lr-schedule S       cosine | constant (default cosine)\n"
+      "  --seed N              random seed (default 1337)\n"
+      "\n"
+      "Evaluation and checkpoints:\n"
+      "  --eval-every N        validate every N steps (default 0 = off)\n"
+      "  --ckpt-dir DIR        write checkpoints under DIR\n"
+      "  --ckpt-every N        checkpoint every N steps (default 0 = only\n"
+      "                        at the end)\n"
+      "  --resume              continue from the latest checkpoint in\n"
+      "                        --ckpt-dir (if there is one)\n"
+      "  --init-from FILE      initial weights (.safetensors)\n"
+      "\n"
+      "Logging:\n"
+      "  --log-every N         print every N steps (default 1, 0 = off)\n"
+      "  --log-json FILE       append one JSON object per step to FILE\n"
+      "  -v, --verbose         more output (repeatable)\n"
+      "  -h, --help            show this help and exit\n"
+      "\n"
+      "Flags take their value as the next argument or as --flag=VALUE.\n",
+      prog);
 }

@@ -1,4 +1,5 @@
-//===- ckpt.cpp - Crash-safe checkpoint directories ------------------------===//
+//===- ckpt.cpp - Crash-safe checkpoint directories
+//------------------------===//
 //
 // Implements the step-directory protocol described in triax_rt.h: write into
 // "step-XXXXXXXX.tmp-<pid>", fsync everything, rename into place, then
@@ -156,9 +157,9 @@ void removeStale(const std::string &dir) {
   }
 }
 
-std::string stateJson(const trx_ckpt_state &s,
-                      const std::vector<std::pair<std::string, std::string>>
-                          &extra) {
+std::string
+stateJson(const trx_ckpt_state &s,
+          const std::vector<std::pair<std::string, std::string>> &extra) {
   std::string j = "{\n  \"format\": ";
   json::appendString(j, kStateFormat);
   j += ",\n  \"version\": " + std::to_string(kStateVersion);
@@ -173,8 +174,8 @@ std::string stateJson(const trx_ckpt_state &s,
   json::appendFloat(j, s.min_lr_ratio);
   j += ",\n  \"warmup\": " + std::to_string(s.warmup);
   j += ",\n  \"lr_schedule\": ";
-  json::appendString(j, s.lr_schedule == TRX_LR_CONSTANT ? "constant"
-                                                         : "cosine");
+  json::appendString(j,
+                     s.lr_schedule == TRX_LR_CONSTANT ? "constant" : "cosine");
   j += ",\n  \"loss\": ";
   json::appendFloat(j, s.loss);
   j += ",\n  \"extra\": {";
@@ -193,16 +194,18 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
              const float *const *expAvgSq, const char *extraJson, char *err,
              size_t errlen) {
   if (!ckptDir || !*ckptDir)
-    return fail(TRX_ERR_ARG, err, errlen, "trx_ckpt_save: no checkpoint "
-                                          "directory given");
+    return fail(TRX_ERR_ARG, err, errlen,
+                "trx_ckpt_save: no checkpoint "
+                "directory given");
   if (!state)
     return fail(TRX_ERR_ARG, err, errlen, "%s: NULL checkpoint state", ckptDir);
   if (state->step < 0)
     return fail(TRX_ERR_ARG, err, errlen,
                 "%s: invalid checkpoint step %" PRId64, ckptDir, state->step);
-  if (n < 0 || (n > 0 && !params))
-    return fail(TRX_ERR_ARG, err, errlen,
-                "%s: invalid parameter list (n = %" PRId64 ")", ckptDir, n);
+  std::vector<uint64_t> sizes;
+  int rc = validateTensors(ckptDir, n, params, sizes, err, errlen);
+  if (rc != TRX_OK)
+    return rc;
   if ((expAvg == nullptr) != (expAvgSq == nullptr))
     return fail(TRX_ERR_ARG, err, errlen,
                 "%s: exp_avg and exp_avg_sq must both be given or both be NULL",
@@ -222,10 +225,7 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
   if (expAvg) {
     optNames.reserve(size_t(2 * n));
     for (int64_t i = 0; i < n; ++i) {
-      if (!params[i].name)
-        return fail(TRX_ERR_ARG, err, errlen,
-                    "%s: parameter #%" PRId64 " has no name", ckptDir, i);
-      if (trx_tensor_numel(&params[i]) > 0 && (!expAvg[i] || !expAvgSq[i]))
+      if (sizes[size_t(i)] > 0 && (!expAvg[i] || !expAvgSq[i]))
         return fail(TRX_ERR_ARG, err, errlen,
                     "%s: NULL optimizer state for parameter '%s'", ckptDir,
                     params[i].name);
@@ -244,7 +244,7 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
     }
   }
 
-  int rc = trx_ckpt_check_writable(ckptDir, err, errlen);
+  rc = trx_ckpt_check_writable(ckptDir, err, errlen);
   if (rc != TRX_OK)
     return rc;
   std::string dir = ckptDir;
@@ -259,8 +259,8 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
     return fail(TRX_ERR_IO, err, errlen, "%s: cannot create directory: %s",
                 tmpDir.c_str(), errnoStr(errno).c_str());
 
-  std::string meta = "{\"format\":\"triax\",\"step\":\"" +
-                     std::to_string(state->step) + "\"}";
+  std::string meta =
+      "{\"format\":\"triax\",\"step\":\"" + std::to_string(state->step) + "\"}";
   rc = trx_safetensors_write(joinPath(tmpDir, kModelFile).c_str(), n, params,
                              meta.c_str(), err, errlen);
   if (rc == TRX_OK)
@@ -284,8 +284,9 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
     if (::rename(tmpDir.c_str(), finalDir.c_str()) != 0) {
       e = errno;
       removeFlatDir(tmpDir);
-      return fail(TRX_ERR_IO, err, errlen, "%s: cannot rename %s into place: %s",
-                  finalDir.c_str(), tmpDir.c_str(), errnoStr(e).c_str());
+      return fail(TRX_ERR_IO, err, errlen,
+                  "%s: cannot rename %s into place: %s", finalDir.c_str(),
+                  tmpDir.c_str(), errnoStr(e).c_str());
     }
   } else if ((e = exchangePaths(tmpDir, finalDir)) == 0) {
     removeFlatDir(tmpDir); // Now holds the replaced checkpoint.
@@ -334,14 +335,13 @@ extern "C" int trx_ckpt_check_writable(const char *ckpt_dir, char *err,
                     errnoStr(errno).c_str());
       int e = makeDirs(dir);
       if (e != 0)
-        return fail(TRX_ERR_IO, err, errlen,
-                    "%s: cannot create directory: %s", ckpt_dir,
-                    errnoStr(e).c_str());
+        return fail(TRX_ERR_IO, err, errlen, "%s: cannot create directory: %s",
+                    ckpt_dir, errnoStr(e).c_str());
     }
     std::string probe =
         joinPath(dir, ".trx-write-probe." + std::to_string(::getpid()));
-    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                    0644);
+    int fd =
+        ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
       return fail(TRX_ERR_IO, err, errlen, "%s: not writable: %s", ckpt_dir,
                   errnoStr(errno).c_str());
@@ -545,12 +545,12 @@ extern "C" trx_ckpt *trx_ckpt_open(const char *step_dir, char *err,
     }
     if (parseState(*ck, statePath, text, err, errlen) != TRX_OK)
       return nullptr;
-    ck->model = trx_safetensors_open(joinPath(ck->dir, kModelFile).c_str(),
-                                     err, errlen);
+    ck->model = trx_safetensors_open(joinPath(ck->dir, kModelFile).c_str(), err,
+                                     errlen);
     if (!ck->model)
       return nullptr;
-    ck->optim = trx_safetensors_open(joinPath(ck->dir, kOptimFile).c_str(),
-                                     err, errlen);
+    ck->optim = trx_safetensors_open(joinPath(ck->dir, kOptimFile).c_str(), err,
+                                     errlen);
     if (!ck->optim)
       return nullptr;
     const char *ms = trx_safetensors_metadata(ck->model, "step");

@@ -8,6 +8,8 @@
 #ifndef TRIAX_RT_LIB_CPU_INTERNAL_H
 #define TRIAX_RT_LIB_CPU_INTERNAL_H
 
+#include "triax_rt.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -63,6 +65,17 @@ int fsyncDir(const std::string &dir);
 int atomicWriteFile(const std::string &path, std::string_view content,
                     char *err, size_t errlen);
 
+/// Removes the files "<dir>/<prefix><pid>" left by writers (pid) that no
+/// longer run, e.g. prefix "model.safetensors.tmp.". Best effort.
+void removeStaleTemps(const std::string &dir, const std::string &prefix);
+
+/// Validates tensors for writing (names present, unique and not
+/// "__metadata__", known dtype, rank 0..8, non-negative shape, data present
+/// when non-empty) and returns their byte sizes. Messages start with
+/// "<label>: ".
+int validateTensors(const char *label, int64_t n, const trx_tensor *tensors,
+                    std::vector<uint64_t> &sizes, char *err, size_t errlen);
+
 /// Reads a whole (small) file. Returns 0 or an errno value.
 int readFile(const std::string &path, std::string &out);
 
@@ -79,8 +92,7 @@ struct MappedFile {
 
 /// Maps `path`. On failure returns a TRX status and writes
 /// "<path>: cannot open: ..." / "<path>: not a regular file".
-int mapFile(const std::string &path, MappedFile &out, char *err,
-            size_t errlen);
+int mapFile(const std::string &path, MappedFile &out, char *err, size_t errlen);
 
 namespace json {
 

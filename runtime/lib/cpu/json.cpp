@@ -1,4 +1,5 @@
-//===- json.cpp - Minimal JSON reader and writer ---------------------------===//
+//===- json.cpp - Minimal JSON reader and writer
+//---------------------------===//
 //
 // A strict RFC 8259 parser (recursive descent with a depth limit) and the
 // string/number writers used for safetensors headers and state.json. No
@@ -116,8 +117,8 @@ private:
   }
 
   void skipWs() {
-    while (pos < s.size() &&
-           (s[pos] == ' ' || s[pos] == '\t' || s[pos] == '\n' || s[pos] == '\r'))
+    while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' ||
+                              s[pos] == '\n' || s[pos] == '\r'))
       ++pos;
   }
 
@@ -195,9 +196,9 @@ private:
       }
       skipWs();
       if (pos >= s.size() || s[pos] != ':')
-        return fail(pos >= s.size() ? "unexpected end of input, expected ':'"
-                                    : "unexpected " + describe(s[pos]) +
-                                          ", expected ':'");
+        return fail(pos >= s.size()
+                        ? "unexpected end of input, expected ':'"
+                        : "unexpected " + describe(s[pos]) + ", expected ':'");
       ++pos;
       skipWs();
       v.members.emplace_back(std::move(key), Value());

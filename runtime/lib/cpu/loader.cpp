@@ -1,4 +1,5 @@
-//===- loader.cpp - llm.c token-file data loader ---------------------------===//
+//===- loader.cpp - llm.c token-file data loader
+//---------------------------===//
 //
 // Memory-maps an llm.c .bin token file (or uses an in-memory image) and
 // serves [B, T] input/target batches sequentially or in a deterministic
@@ -43,7 +44,7 @@ uint64_t splitmix64Next(uint64_t &state) {
 
 struct trx_loader {
   std::string name;
-  MappedFile file;              // Owns the mapping when opened from a path.
+  MappedFile file;                 // Owns the mapping when opened from a path.
   const uint8_t *tokens = nullptr; // First token byte (maybe unaligned).
   int64_t numTokens = 0;
   int64_t B = 0, T = 0, BT = 0;
@@ -51,7 +52,7 @@ struct trx_loader {
   uint64_t seed = 0;
   int64_t numBatches = 0;
   uint64_t epoch = 0;
-  int64_t next = 0; // Next batch index within the epoch, in [0, numBatches].
+  int64_t next = 0; // Next batch index within the epoch, in [0, numBatches).
   std::vector<uint32_t> perm;
 
   uint16_t token(int64_t i) const {
@@ -110,14 +111,13 @@ int validate(trx_loader &l, const uint8_t *bytes, size_t n, char *err,
     return fail(TRX_ERR_FORMAT, err, errlen,
                 "%s: size mismatch: header says %" PRId32
                 " tokens (%zu bytes) but file is %zu bytes",
-                name, headerTokens,
-                kHeaderBytes + size_t(headerTokens) * 2, n);
+                name, headerTokens, kHeaderBytes + size_t(headerTokens) * 2, n);
   l.tokens = bytes + kHeaderBytes;
   l.numTokens = headerTokens;
   if (l.numTokens < l.BT + 1)
     return fail(TRX_ERR_FORMAT, err, errlen,
-                "%s: %" PRId64 " tokens is fewer than one batch (B*T+1 = %" PRId64
-                ")",
+                "%s: %" PRId64
+                " tokens is fewer than one batch (B*T+1 = %" PRId64 ")",
                 name, l.numTokens, l.BT + 1);
   l.numBatches = (l.numTokens - 1) / l.BT;
   return TRX_OK;
@@ -144,8 +144,8 @@ std::unique_ptr<trx_loader> create(const char *name, int64_t B, int64_t T,
   }
   // Token counts are int32 in the header, so B*T beyond that never fits.
   if (B > INT32_MAX / T) {
-    setErr(err, errlen,
-           "%s: batch B*T = %" PRId64 "*%" PRId64 " is too large", name, B, T);
+    setErr(err, errlen, "%s: batch B*T = %" PRId64 "*%" PRId64 " is too large",
+           name, B, T);
     return nullptr;
   }
   auto l = std::make_unique<trx_loader>();
@@ -211,25 +211,32 @@ extern "C" int trx_loader_next(trx_loader *l, int32_t *inputs,
                  !l ? "loader" : (!inputs ? "inputs" : "targets"));
     return TRX_ERR_ARG;
   }
-  if (l->next >= l->numBatches) {
-    l->next = 0;
-    ++l->epoch;
-    l->makePermutation();
-  }
   int64_t window = l->shuffle ? int64_t(l->perm[size_t(l->next)]) : l->next;
   int64_t start = window * l->BT;
   for (int64_t i = 0; i < l->BT; ++i) {
     inputs[i] = l->token(start + i);
     targets[i] = l->token(start + i + 1);
   }
-  ++l->next;
+  // The next window would need pos + B*T + 1 > N tokens: wrap now, so that
+  // the state always names the batch that comes next.
+  if (++l->next >= l->numBatches) {
+    try {
+      l->epoch += 1;
+      l->next = 0;
+      l->makePermutation();
+    } catch (const std::bad_alloc &) {
+      setLastError("%s: out of memory", l->name.c_str());
+      return TRX_ERR_NOMEM;
+    }
+  }
   return TRX_OK;
 }
 
 extern "C" int trx_loader_check_vocab(const trx_loader *l, int64_t vocab,
                                       char *err, size_t errlen) {
   if (!l)
-    return fail(TRX_ERR_ARG, err, errlen, "trx_loader_check_vocab: NULL loader");
+    return fail(TRX_ERR_ARG, err, errlen,
+                "trx_loader_check_vocab: NULL loader");
   if (vocab <= 0)
     return fail(TRX_ERR_ARG, err, errlen,
                 "%s: invalid vocab size %" PRId64 " (must be positive)",
@@ -263,6 +270,10 @@ extern "C" int trx_loader_set_state(trx_loader *l, uint64_t state, char *err,
                 " but an epoch has only %" PRId64
                 " batches (different data, B or T?)",
                 l->name.c_str(), state, next, l->numBatches);
+  if (next == l->numBatches) { // Same position as the start of the next epoch.
+    epoch += 1;
+    next = 0;
+  }
   try {
     bool newEpoch = epoch != l->epoch;
     l->epoch = epoch;

@@ -1,4 +1,5 @@
-//===- mem.cpp - Tracked, aligned allocations ------------------------------===//
+//===- mem.cpp - Tracked, aligned allocations
+//------------------------------===//
 //
 // trx_alloc places a 64-byte header in front of every block (so the block
 // stays 64-byte aligned) recording its size and category; lock-free atomic
@@ -74,9 +75,9 @@ extern "C" void *trx_alloc(size_t bytes, int category) {
   h->bytes = bytes;
   h->category = category;
 
-  size_t cur = counters.current[category].fetch_add(
-                   bytes, std::memory_order_relaxed) +
-               bytes;
+  size_t cur =
+      counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
+      bytes;
   raiseTo(counters.peak[category], cur);
   size_t tot =
       counters.currentTotal.fetch_add(bytes, std::memory_order_relaxed) + bytes;
@@ -96,9 +97,8 @@ extern "C" void trx_free(void *p) {
                                             sizeof(BlockHeader));
   if (h->magic != kLiveMagic || !validCategory(h->category)) {
     setLastError("trx_free: pointer %p %s", p,
-                 h->magic == kFreedMagic
-                     ? "was already freed"
-                     : "was not returned by trx_alloc");
+                 h->magic == kFreedMagic ? "was already freed"
+                                         : "was not returned by trx_alloc");
     fprintf(stderr, "triax runtime: %s; not freed\n", trx_last_error());
     return;
   }

@@ -1,4 +1,5 @@
-//===- safetensors.cpp - Safetensors reader and crash-safe writer ----------===//
+//===- safetensors.cpp - Safetensors reader and crash-safe writer
+//----------===//
 //
 // Reads safetensors files through a read-only memory map after validating
 // the whole header, and writes them atomically (temp file, fsync, rename,
@@ -16,9 +17,9 @@
 #include <fcntl.h>
 #include <memory>
 #include <new>
+#include <unistd.h>
 #include <unordered_map>
 #include <unordered_set>
-#include <unistd.h>
 
 using namespace triax::rt;
 
@@ -139,34 +140,20 @@ extern "C" int64_t trx_tensor_numel(const trx_tensor *t) {
 // Writing
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-int writeImpl(const char *path, int64_t n, const trx_tensor *tensors,
-              const char *metadata, char *err, size_t errlen) {
-  if (!path || !*path)
-    return fail(TRX_ERR_ARG, err, errlen,
-                "trx_safetensors_write: no output path given");
+int triax::rt::validateTensors(const char *path, int64_t n,
+                               const trx_tensor *tensors,
+                               std::vector<uint64_t> &sizes, char *err,
+                               size_t errlen) {
   if (n < 0 || (n > 0 && !tensors))
     return fail(TRX_ERR_ARG, err, errlen,
                 "%s: invalid tensor list (n = %" PRId64 ")", path, n);
-
-  std::vector<std::pair<std::string, std::string>> meta;
-  if (metadata) {
-    std::string e;
-    if (!json::parseStringMap(metadata, meta, e))
-      return fail(TRX_ERR_ARG, err, errlen,
-                  "%s: metadata must be a JSON object of string values: %s",
-                  path, e.c_str());
-  }
-
-  // Validate every tensor and compute its size.
-  std::vector<uint64_t> sizes(size_t(n));
+  sizes.assign(size_t(n), 0);
   std::unordered_set<std::string> names;
   for (int64_t i = 0; i < n; ++i) {
     const trx_tensor &t = tensors[i];
     if (!t.name || !*t.name)
-      return fail(TRX_ERR_ARG, err, errlen, "%s: tensor #%" PRId64 " has no name",
-                  path, i);
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "%s: tensor #%" PRId64 " has no name", path, i);
     if (std::strcmp(t.name, "__metadata__") == 0)
       return fail(TRX_ERR_ARG, err, errlen,
                   "%s: '__metadata__' is reserved and cannot name a tensor",
@@ -191,16 +178,40 @@ int writeImpl(const char *path, int64_t n, const trx_tensor *tensors,
       return fail(TRX_ERR_ARG, err, errlen, "%s: tensor '%s' has NULL data",
                   path, t.name);
   }
+  return TRX_OK;
+}
+
+namespace {
+
+int writeImpl(const char *path, int64_t n, const trx_tensor *tensors,
+              const char *metadata, char *err, size_t errlen) {
+  if (!path || !*path)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "trx_safetensors_write: no output path given");
+  std::vector<std::pair<std::string, std::string>> meta;
+  if (metadata) {
+    std::string e;
+    if (!json::parseStringMap(metadata, meta, e))
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "%s: metadata must be a JSON object of string values: %s",
+                  path, e.c_str());
+  }
+
+  std::vector<uint64_t> sizes;
+  int rc = validateTensors(path, n, tensors, sizes, err, errlen);
+  if (rc != TRX_OK)
+    return rc;
+  const size_t count = size_t(n);
 
   // Data order: 4-byte elements first, then 2-byte ones, keeping the caller's
   // order otherwise, so every tensor is aligned to its element size.
-  std::vector<size_t> order(size_t(n));
+  std::vector<size_t> order(count);
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return trx_dtype_size(tensors[a].dtype) > trx_dtype_size(tensors[b].dtype);
   });
-  std::vector<uint64_t> begin(size_t(n));
+  std::vector<uint64_t> begin(count);
   uint64_t off = 0;
   for (size_t i : order) {
     begin[i] = off;
@@ -246,6 +257,8 @@ int writeImpl(const char *path, int64_t n, const trx_tensor *tensors,
     header += ' ';
 
   std::string target = path;
+  std::string dir = dirName(target);
+  removeStaleTemps(dir, baseName(target) + ".tmp.");
   std::string tmp = target + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -281,7 +294,6 @@ int writeImpl(const char *path, int64_t n, const trx_tensor *tensors,
     return fail(TRX_ERR_IO, err, errlen, "%s: cannot rename %s into place: %s",
                 path, tmp.c_str(), errnoStr(e).c_str());
   }
-  std::string dir = dirName(target);
   if ((e = fsyncDir(dir)) != 0)
     return fail(TRX_ERR_IO, err, errlen, "%s: cannot fsync directory: %s",
                 dir.c_str(), errnoStr(e).c_str());
@@ -397,7 +409,8 @@ int parseHeader(trx_safetensors &st, char *err, size_t errlen) {
     if (e.end > st.dataSize)
       return fail(TRX_ERR_FORMAT, err, errlen,
                   "%s: truncated: tensor '%s' data_offsets [%" PRIu64
-                  ", %" PRIu64 "] exceed the %" PRIu64 " data bytes in the file",
+                  ", %" PRIu64 "] exceed the %" PRIu64
+                  " data bytes in the file",
                   path, tn, e.begin, e.end, st.dataSize);
     st.index.emplace(name, st.entries.size());
     st.entries.push_back(std::move(e));
@@ -467,8 +480,8 @@ extern "C" int trx_safetensors_get(const trx_safetensors *st, int64_t i,
   return TRX_OK;
 }
 
-extern "C" int trx_safetensors_find(const trx_safetensors *st,
-                                    const char *name, trx_tensor *out) {
+extern "C" int trx_safetensors_find(const trx_safetensors *st, const char *name,
+                                    trx_tensor *out) {
   if (!st || !name || !out)
     return TRX_ERR_ARG;
   auto it = st->index.find(name);
@@ -483,8 +496,8 @@ extern "C" int trx_safetensors_read_into(const trx_safetensors *st,
                                          int32_t rank, const int64_t *shape,
                                          void *dst, char *err, size_t errlen) {
   if (!st || !name)
-    return fail(TRX_ERR_ARG, err, errlen,
-                "trx_safetensors_read_into: NULL %s", !st ? "file" : "name");
+    return fail(TRX_ERR_ARG, err, errlen, "trx_safetensors_read_into: NULL %s",
+                !st ? "file" : "name");
   const char *path = st->path.c_str();
   if (rank < 0 || rank > TRX_MAX_RANK || (rank > 0 && !shape))
     return fail(TRX_ERR_ARG, err, errlen,

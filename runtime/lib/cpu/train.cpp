@@ -1,4 +1,5 @@
-//===- train.cpp - Learning-rate schedule, timer and step logger -----------===//
+//===- train.cpp - Learning-rate schedule, timer and step logger
+//-----------===//
 //
 // Helpers for the generated training loop: trx_lr_at (warmup + cosine),
 // a monotonic millisecond clock and the per-step console/JSON-lines logger.

@@ -1,4 +1,5 @@
-//===- util.cpp - Errors and file helpers of the Triax runtime -------------===//
+//===- util.cpp - Errors and file helpers of the Triax runtime
+//-------------===//
 //
 // Error-message plumbing (err buffers, trx_last_error, status names) and the
 // POSIX file helpers used for crash-safe writes: full writes, fsync of files
@@ -12,8 +13,11 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -124,13 +128,36 @@ int fsyncDir(const std::string &dir) {
   return rc;
 }
 
+void removeStaleTemps(const std::string &dir, const std::string &prefix) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  std::vector<std::string> victims;
+  while (struct dirent *ent = ::readdir(d)) {
+    if (std::strncmp(ent->d_name, prefix.c_str(), prefix.size()) != 0)
+      continue;
+    const char *digits = ent->d_name + prefix.size();
+    char *end = nullptr;
+    long pid = std::strtol(digits, &end, 10);
+    if (end == digits || *end != '\0' || pid <= 0 || pid == ::getpid())
+      continue;
+    if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+      victims.push_back(ent->d_name);
+  }
+  ::closedir(d);
+  for (const std::string &v : victims)
+    ::unlink(joinPath(dir, v).c_str());
+}
+
 int atomicWriteFile(const std::string &path, std::string_view content,
                     char *err, size_t errlen) {
+  std::string dir = dirName(path);
+  removeStaleTemps(dir, baseName(path) + ".tmp.");
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return fail(TRX_ERR_IO, err, errlen, "%s: cannot create: %s", tmp.c_str(),
-                errnoStr(errno).c_str());
+    return fail(TRX_ERR_IO, err, errlen, "%s: cannot create %s: %s",
+                path.c_str(), tmp.c_str(), errnoStr(errno).c_str());
   int e = writeAll(fd, content.data(), content.size());
   const char *what = "write failed";
   if (e == 0 && ::fsync(fd) != 0) {
@@ -152,7 +179,6 @@ int atomicWriteFile(const std::string &path, std::string_view content,
     return fail(TRX_ERR_IO, err, errlen, "%s: cannot rename %s into place: %s",
                 path.c_str(), tmp.c_str(), errnoStr(e).c_str());
   }
-  std::string dir = dirName(path);
   if ((e = fsyncDir(dir)) != 0)
     return fail(TRX_ERR_IO, err, errlen, "%s: cannot fsync directory: %s",
                 dir.c_str(), errnoStr(e).c_str());

@@ -3,6 +3,7 @@
 #include "triax/Dialect/Dist/IR/Dist.h"
 
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -35,11 +36,14 @@ static LogicalResult verifyShardingAnnotation(Operation *op,
     return emitError() << "'" << DistDialect::kShardingAttrName
                        << "' must be a #dist.sharding attribute, got "
                        << attr.getValue();
-  auto tensor = dyn_cast_or_null<RankedTensorType>(type);
+  if (!type)
+    return emitError() << "'" << DistDialect::kShardingAttrName
+                       << "' needs an op with one ranked tensor result or a "
+                          "tensor 'type' attribute";
+  auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
     return emitError() << "'" << DistDialect::kShardingAttrName
-                       << "' needs a ranked tensor to shard, got "
-                       << (type ? type : Type());
+                       << "' needs a ranked tensor to shard, got " << type;
   MeshOp mesh = lookupMesh(op, sharding.getMesh());
   if (!mesh)
     return emitError() << "sharding refers to unknown mesh "
@@ -51,7 +55,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() != kShardingAttrName)
     return op->emitError("unknown dist attribute '")
-           << attr.getName() << "'; expected '" << kShardingAttrName << "'";
+           << attr.getName().getValue() << "'; expected '" << kShardingAttrName
+           << "'";
   // The sharded tensor is the op's `type` attribute (e.g. triax.param) or
   // its single result.
   Type type;
@@ -69,9 +74,30 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() != kShardingAttrName)
     return op->emitError("unknown dist argument attribute '")
-           << attr.getName() << "'";
-  BlockArgument arg = op->getRegion(regionIndex).getArgument(argIndex);
-  return verifyShardingAnnotation(op, attr, arg.getType(), [&] {
+           << attr.getName().getValue() << "'";
+  // Declarations have no entry block: take the type from the signature.
+  Type type;
+  if (auto fn = dyn_cast<FunctionOpInterface>(op))
+    type = fn.getArgumentTypes()[argIndex];
+  else
+    type = op->getRegion(regionIndex).getArgument(argIndex).getType();
+  return verifyShardingAnnotation(op, attr, type, [&] {
     return op->emitOpError("argument #") << argIndex << ": ";
   });
+}
+
+LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError("unknown dist result attribute '")
+           << attr.getName().getValue() << "'";
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitOpError("'")
+           << kShardingAttrName << "' on a result needs a function";
+  return verifyShardingAnnotation(
+      op, attr, fn.getResultTypes()[resultIndex],
+      [&] { return op->emitOpError("result #") << resultIndex << ": "; });
 }

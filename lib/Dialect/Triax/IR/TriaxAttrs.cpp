@@ -37,15 +37,22 @@ static void printShortestFloat(AsmPrinter &printer,
   printer << text;
 }
 
-/// Parses a float literal, or an integer literal as its value (`0` for 0.0).
+/// Parses a number: a float literal, or an integer literal as its value
+/// (`0` for 0.0), either possibly negative.
 static ParseResult parseNumber(AsmParser &parser, double &value) {
-  int64_t integer = 0;
-  OptionalParseResult parsed = parser.parseOptionalInteger(integer);
-  if (parsed.has_value()) {
-    value = static_cast<double>(integer);
-    return *parsed;
+  SMLoc loc = parser.getCurrentLocation();
+  Attribute attr;
+  if (parser.parseAttribute(attr))
+    return failure();
+  if (auto f = dyn_cast<FloatAttr>(attr)) {
+    value = f.getValueAsDouble();
+    return success();
   }
-  return parser.parseFloat(value);
+  if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    value = static_cast<double>(i.getValue().getSExtValue());
+    return success();
+  }
+  return parser.emitError(loc, "expected a number, got ") << attr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -105,7 +112,8 @@ struct TrainConfigFields {
   std::string optimizer = "adamw";
   double lr = 6e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weightDecay = 0.1,
          gradClip = 1.0;
-  int64_t globalBatch = -1, microBatch = 1, seq = 1024;
+  std::optional<int64_t> globalBatch;
+  int64_t microBatch = 1, seq = 1024;
   Type compute, master;
 };
 } // namespace
@@ -126,8 +134,11 @@ static ParseResult parseConfigField(AsmParser &parser, StringRef key,
   for (auto [name, field] : floats)
     if (key == name)
       return parseNumber(parser, *field);
-  std::pair<StringRef, int64_t *> ints[] = {{"global_batch", &f.globalBatch},
-                                            {"micro_batch", &f.microBatch},
+  if (key == "global_batch") {
+    f.globalBatch = 0;
+    return parser.parseInteger(*f.globalBatch);
+  }
+  std::pair<StringRef, int64_t *> ints[] = {{"micro_batch", &f.microBatch},
                                             {"seq", &f.seq}};
   for (auto [name, field] : ints)
     if (key == name)
@@ -167,8 +178,8 @@ Attribute TrainConfigAttr::parse(AsmParser &parser, Type) {
       return {};
   }
   MLIRContext *ctx = parser.getContext();
-  if (f.globalBatch < 0)
-    f.globalBatch = f.microBatch;
+  // The global batch defaults to one micro-batch.
+  int64_t globalBatch = f.globalBatch.value_or(f.microBatch);
   if (!f.compute)
     f.compute = Float32Type::get(ctx);
   if (!f.master)
@@ -176,7 +187,7 @@ Attribute TrainConfigAttr::parse(AsmParser &parser, Type) {
   return parser.getChecked<TrainConfigAttr>(
       loc, ctx, StringRef(f.optimizer), llvm::APFloat(f.lr), llvm::APFloat(f.beta1),
       llvm::APFloat(f.beta2), llvm::APFloat(f.eps),
-      llvm::APFloat(f.weightDecay), llvm::APFloat(f.gradClip), f.globalBatch,
+      llvm::APFloat(f.weightDecay), llvm::APFloat(f.gradClip), globalBatch,
       f.microBatch, f.seq, f.compute, f.master);
 }
 

@@ -227,7 +227,8 @@ static LogicalResult verifyNorm(Operation *op, Value input, ValueRange affine,
   int64_t features = type.getShape().back();
   for (Value v : affine)
     if (!sameShape(tensorType(v).getShape(), features))
-      return op->emitOpError("weight and bias must be [")
+      return op->emitOpError(affine.size() == 1 ? "weight must be ["
+                                                : "weight and bias must be [")
              << features << "], got " << formatShape(tensorType(v).getShape());
   if (result.getType() != input.getType())
     return op->emitOpError("result type ")
@@ -254,11 +255,16 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
                                            RankedTensorType k,
                                            RankedTensorType v, int64_t heads,
                                            int64_t kvHeads) {
-  for (RankedTensorType t : {q, k, v})
+  for (RankedTensorType t : {q, k, v}) {
     if (t.getRank() != 3)
       return op->emitOpError(
                  "query, key and value must be [batch, seq, features], got ")
              << t;
+    if (t.isDynamicDim(2))
+      return op->emitOpError("query, key and value need a static feature "
+                             "dimension (heads are cut along it), got ")
+             << t;
+  }
   if (!sameShape(k.getShape(), v.getShape()))
     return op->emitOpError("key ") << k << " and value " << v
                                    << " must have the same shape";
@@ -331,6 +337,9 @@ LogicalResult LinearWeightGradOp::verify() {
   SmallVector<int64_t> expected =
       getTransposeWeight() ? SmallVector<int64_t>{out, in}
                            : SmallVector<int64_t>{in, out};
+  if (failed(verifySameFloatElementType(*this, {getInput(), getResultGrad(),
+                                                getWeightGrad()})))
+    return failure();
   return verifyResultShape(*this, getType().getShape(), expected);
 }
 
@@ -338,6 +347,8 @@ LogicalResult BiasGradOp::verify() {
   RankedTensorType dy = getResultGrad().getType();
   if (dy.getRank() < 1)
     return emitOpError("result gradient must have rank >= 1, got ") << dy;
+  if (failed(verifySameFloatElementType(*this, {getResultGrad(), getBiasGrad()})))
+    return failure();
   return verifyResultShape(*this, getType().getShape(), dy.getShape().back());
 }
 
@@ -351,7 +362,7 @@ LogicalResult EmbeddingGradOp::verify() {
     return emitOpError("result gradient shape ")
            << formatShape(dy.getShape()) << " does not match the expected "
            << formatShape(expected);
-  return success();
+  return verifySameFloatElementType(*this, {getResultGrad(), getTableGrad()});
 }
 
 LogicalResult LayerNormGradOp::verify() {

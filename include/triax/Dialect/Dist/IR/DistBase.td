@@ -28,6 +28,7 @@ def Dist_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Name of the discardable attribute carrying a tensor's sharding.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";

@@ -40,11 +40,12 @@ def Triax_TrainConfigAttr : Triax_Attr<"TrainConfig", "train_config"> {
     #triax.train_config<optimizer = adamw, lr = 6.000000e-04, beta1 = 9.000000e-01,
                         beta2 = 9.500000e-01, eps = 1.000000e-08,
                         weight_decay = 1.000000e-01, grad_clip = 1.000000e+00,
-                        global_batch = 8, micro_batch = 8, seq = 1024,
+                        global_batch = 1, micro_batch = 1, seq = 1024,
                         compute = f32, master = f32>
     ```
 
-    `global_batch` and `micro_batch` count sequences; `global_batch` must be
+    `global_batch` and `micro_batch` count sequences (`global_batch`
+    defaults to `micro_batch`); `global_batch` must be
     a multiple of `micro_batch` (the quotient is the number of micro-batches
     a step accumulates over, times the data-parallel degree). `grad_clip = 0`
     turns global-norm clipping off. `compute` is f32 or bf16; `master` (the

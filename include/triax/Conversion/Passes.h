@@ -1,0 +1,25 @@
+//===- Passes.h - Triax conversion passes ------------------------*- C++ -*-===//
+
+#ifndef TRIAX_CONVERSION_PASSES_H
+#define TRIAX_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::triax {
+
+#define GEN_PASS_DECL
+#include "triax/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "triax/Conversion/Passes.h.inc"
+
+} // namespace mlir::triax
+
+#endif // TRIAX_CONVERSION_PASSES_H

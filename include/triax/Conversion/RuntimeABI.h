@@ -1,0 +1,40 @@
+//===- RuntimeABI.h - The runtime entry points compiled code calls -*- C++ -*-===//
+//
+// The one place the compiler names the runtime's ABI. Every symbol here is
+// implemented in runtime/ (C ABI, memref descriptors through MLIR's
+// `llvm.emit_c_interface`: `_mlir_ciface_<name>`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_CONVERSION_RUNTIMEABI_H
+#define TRIAX_CONVERSION_RUNTIMEABI_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace triax::rt {
+
+/// `C = alpha * op(A) op(B) + beta * C` on f32 2-D strided memrefs, op =
+/// transpose when the flag is non-zero (OpenBLAS on CPU, cuBLAS on GPU):
+/// (memref A, memref B, memref C, i32 transA, i32 transB, f32 alpha, f32 beta)
+constexpr llvm::StringLiteral kSgemm = "trx_sgemm";
+
+/// A rank-1 or rank-2 f32 view of a training state buffer owned by the
+/// runtime: (i32 kind, i64 parameter index) -> memref<?xf32> / memref<?x?xf32>.
+constexpr llvm::StringLiteral kState1D = "trx_state_1d";
+constexpr llvm::StringLiteral kState2D = "trx_state_2d";
+
+/// The kinds of state buffers, per parameter (the index is the position of
+/// the `triax.param` in its model).
+enum StateKind : int {
+  kParam = 0,    ///< the parameter (f32 master copy)
+  kAdamM = 1,    ///< AdamW first moment
+  kAdamV = 2,    ///< AdamW second moment
+};
+
+/// The entry points the lowering produces from `@forward` and `@train_step`.
+constexpr llvm::StringLiteral kForwardEntry = "triax_forward";
+constexpr llvm::StringLiteral kTrainStepEntry = "triax_train_step";
+
+} // namespace triax::rt
+
+#endif // TRIAX_CONVERSION_RUNTIMEABI_H

@@ -1,0 +1,63 @@
+//===- EmbeddingKernels.cpp - table lookups and their gradient ------------===//
+
+#include "KernelBuilder.h"
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+using namespace mlir;
+using namespace mlir::triax;
+using namespace mlir::triax::kernels;
+
+namespace {
+
+/// out[t, h] = table[ids[t], h], parallel over tokens and features.
+struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = k.alloc(op.getType());
+    Value ids = k.flat(adaptor.getIndices()), rows = k.rows(out);
+    Value table = adaptor.getTable();
+    auto [tokens, hidden] = KernelBuilder::rowsCols(rows);
+    k.parallel({tokens, hidden}, [&](KernelBuilder &k, ValueRange ivs) {
+      Value id = k.toIndex(k.load(ids, ivs[0]));
+      k.store(k.load(table, {id, ivs[1]}), rows, ivs);
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// dtable[ids[t], h] += dy[t, h]: parallel over features, sequential over
+/// tokens (two tokens may share a row), so the sum order is fixed.
+struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value table = k.allocFilled(op.getType(), 0.0);
+    Value ids = k.flat(adaptor.getIndices());
+    Value dy = k.rows(adaptor.getResultGrad());
+    auto [tokens, hidden] = KernelBuilder::rowsCols(dy);
+    k.parallel({hidden}, [&](KernelBuilder &k, ValueRange h) {
+      k.loop({tokens}, [&](KernelBuilder &k, ValueRange t) {
+        Value id = k.toIndex(k.load(ids, t[0]));
+        Value sum = k.add(k.load(table, {id, h[0]}), k.load(dy, {t[0], h[0]}));
+        k.store(sum, table, {id, h[0]});
+      });
+    });
+    rewriter.replaceOp(op, table);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::triax::kernels::populateEmbeddingPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<EmbeddingLowering, EmbeddingGradLowering>(converter,
+                                                         patterns.getContext());
+}

@@ -1,0 +1,162 @@
+//===- KernelBuilder.h - Building loop kernels on buffers --------*- C++ -*-===//
+//
+// A thin layer over OpBuilder for the kernels of TriaxToKernels: buffers,
+// parallel and sequential loops, scalar arithmetic and the runtime's GEMM.
+// Every kernel is written with these so that they read like the math.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H
+#define TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::triax::kernels {
+
+/// Maps parameter symbols to their index in the model (the runtime's key).
+using ParamIndex = llvm::StringMap<int64_t>;
+
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+
+  OpBuilder &builder() { return b; }
+  Location getLoc() const { return loc; }
+
+  //===--- constants ------------------------------------------------------===//
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value f64(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+  }
+  Value i32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+
+  //===--- buffers --------------------------------------------------------===//
+  /// A new buffer of the given tensor's shape and element type.
+  Value alloc(ShapedType type) {
+    return memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+  }
+  /// A new buffer filled with `value`.
+  Value allocFilled(ShapedType type, double value);
+  /// A view of a contiguous buffer as [rows, last dim] (rank >= 1).
+  Value rows(Value buffer);
+  /// A view of a contiguous buffer as one dimension.
+  Value flat(Value buffer);
+  /// Number of rows and columns of rows(buffer).
+  static std::pair<int64_t, int64_t> rowsCols(Value buffer);
+  /// The [rows, cols] block at [row, col] of a 2-D buffer (a strided view).
+  Value block(Value buffer2d, Value row, Value col, int64_t rows, int64_t cols);
+
+  Value load(Value buffer, ValueRange indices) {
+    return memref::LoadOp::create(b, loc, buffer, indices);
+  }
+  void store(Value value, Value buffer, ValueRange indices) {
+    memref::StoreOp::create(b, loc, value, buffer, indices);
+  }
+
+  //===--- loops ----------------------------------------------------------===//
+  using BodyFn = function_ref<void(KernelBuilder &, ValueRange)>;
+  /// An `scf.parallel` nest over [0, ub) per dimension: iterations are
+  /// independent (each writes its own outputs).
+  void parallel(ArrayRef<int64_t> upperBounds, BodyFn body);
+  /// A sequential `scf.for` over [0, ub) (nests for several bounds).
+  void loop(ArrayRef<int64_t> upperBounds, BodyFn body);
+  /// A sequential loop from `lower` to `upper` carrying `init`; the body
+  /// returns the next values. Returns the final values.
+  using ReduceFn =
+      function_ref<SmallVector<Value>(KernelBuilder &, Value, ValueRange)>;
+  SmallVector<Value> reduce(Value lower, Value upper, ValueRange init,
+                            ReduceFn body);
+  SmallVector<Value> reduce(int64_t upper, ValueRange init, ReduceFn body) {
+    return reduce(index(0), index(upper), init, body);
+  }
+
+  //===--- scalar arithmetic (f32 unless noted) ---------------------------===//
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value neg(Value x) { return arith::NegFOp::create(b, loc, x); }
+  Value max(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value log(Value x) { return math::LogOp::create(b, loc, x); }
+  Value tanh(Value x) { return math::TanhOp::create(b, loc, x); }
+  Value sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
+  Value rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
+  Value pow(Value x, Value y) { return math::PowFOp::create(b, loc, x, y); }
+  Value sigmoid(Value x) { return div(f32(1.0), add(f32(1.0), exp(neg(x)))); }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+  Value lessThan(Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
+  }
+  Value toF64(Value x) { return arith::ExtFOp::create(b, loc, b.getF64Type(), x); }
+  Value toF32(Value x) {
+    return arith::TruncFOp::create(b, loc, b.getF32Type(), x);
+  }
+  /// Index arithmetic.
+  Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value muli(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value divui(Value x, Value y) {
+    return arith::DivUIOp::create(b, loc, x, y);
+  }
+  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  /// An integer token id as an index.
+  Value toIndex(Value integer) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), integer);
+  }
+  Value indexToF32(Value idx);
+
+  //===--- runtime calls --------------------------------------------------===//
+  /// C = alpha * op(A) op(B) + beta * C through the runtime's GEMM.
+  void gemm(Value a, Value bm, Value c, bool transA, bool transB,
+            double alpha = 1.0, double beta = 0.0);
+  /// A runtime-owned state buffer (parameter, AdamW moment) as `type`.
+  Value state(int kind, int64_t param, MemRefType type);
+
+private:
+  func::FuncOp declareRuntime(StringRef name, FunctionType type);
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// The pattern sets, one per family of ops.
+void populateStructuralPatterns(TypeConverter &converter,
+                                RewritePatternSet &patterns,
+                                const ParamIndex &params);
+void populateLinearPatterns(TypeConverter &converter,
+                            RewritePatternSet &patterns);
+void populateElementwisePatterns(TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+void populateEmbeddingPatterns(TypeConverter &converter,
+                               RewritePatternSet &patterns);
+void populateNormPatterns(TypeConverter &converter,
+                          RewritePatternSet &patterns);
+void populateAttentionPatterns(TypeConverter &converter,
+                               RewritePatternSet &patterns);
+void populateLossPatterns(TypeConverter &converter,
+                          RewritePatternSet &patterns);
+void populateOptimizerPatterns(TypeConverter &converter,
+                               RewritePatternSet &patterns,
+                               const ParamIndex &params);
+
+} // namespace mlir::triax::kernels
+
+#endif // TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H

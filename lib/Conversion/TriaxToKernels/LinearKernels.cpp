@@ -1,0 +1,91 @@
+//===- LinearKernels.cpp - linear and its gradients -----------------------===//
+//
+// All matrix products go to the runtime's GEMM; the loops here only add the
+// bias (before the GEMM, which then accumulates with beta = 1) and reduce
+// the bias gradient.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+using namespace mlir;
+using namespace mlir::triax;
+using namespace mlir::triax::kernels;
+
+namespace {
+
+/// y[m, :] = x[m, :] W (+ b), with the tokens of all leading dims as rows.
+struct LinearLowering : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = k.alloc(op.getType());
+    Value x = k.rows(adaptor.getInput()), y = k.rows(out);
+    auto [rows, cols] = KernelBuilder::rowsCols(y);
+    double beta = 0.0;
+    if (Value bias = adaptor.getBias()) {
+      k.parallel({rows, cols}, [&](KernelBuilder &k, ValueRange ivs) {
+        k.store(k.load(bias, ivs[1]), y, ivs);
+      });
+      beta = 1.0;
+    }
+    k.gemm(x, adaptor.getWeight(), y, /*transA=*/false,
+           /*transB=*/op.getTransposeWeight(), 1.0, beta);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// dW = x^T dy ([in, out]) or dy^T x ([out, in]), summed over tokens by the
+/// GEMM itself.
+struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearWeightGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value dw = k.alloc(op.getType());
+    Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
+    if (op.getTransposeWeight())
+      k.gemm(dy, x, dw, /*transA=*/true, /*transB=*/false);
+    else
+      k.gemm(x, dy, dw, /*transA=*/true, /*transB=*/false);
+    rewriter.replaceOp(op, dw);
+    return success();
+  }
+};
+
+/// db[n] = sum over rows of dy[m, n]: one column per iteration.
+struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BiasGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value db = k.alloc(op.getType());
+    Value dy = k.rows(adaptor.getResultGrad());
+    auto [rows, cols] = KernelBuilder::rowsCols(dy);
+    k.parallel({cols}, [&](KernelBuilder &k, ValueRange n) {
+      Value sum = k.reduce(rows, {k.f32(0.0)},
+                           [&](KernelBuilder &k, Value m, ValueRange acc) {
+                             return SmallVector<Value>{
+                                 k.add(acc[0], k.load(dy, {m, n[0]}))};
+                           })[0];
+      k.store(sum, db, n);
+    });
+    rewriter.replaceOp(op, db);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::triax::kernels::populateLinearPatterns(TypeConverter &converter,
+                                                  RewritePatternSet &patterns) {
+  patterns.add<LinearLowering, LinearWeightGradLowering, BiasGradLowering>(
+      converter, patterns.getContext());
+}

@@ -1,0 +1,115 @@
+//===- LossKernels.cpp - cross-entropy and its gradient -------------------===//
+//
+// The logits are viewed as [rows, V] with one target per row. Each row is
+// independent (one `scf.parallel` over rows); the softmax denominator of a
+// row, a sum of up to ~1e5 terms, is accumulated in f64, and the mean over
+// rows is a sequential f64 sum in row order, so the loss is the same bit for
+// bit on every run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+using namespace mlir;
+using namespace mlir::triax;
+using namespace mlir::triax::kernels;
+
+namespace {
+
+/// The max of row `r` of logits [rows, V] and sum(exp(logit - max)) (f64).
+std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
+                                     int64_t vocab) {
+  Value max = k.reduce(vocab, {k.load(logits, {r, k.index(0)})},
+                       [&](KernelBuilder &k, Value v, ValueRange acc) {
+                         return SmallVector<Value>{
+                             k.max(acc[0], k.load(logits, {r, v}))};
+                       })[0];
+  Value sum = k.reduce(vocab, {k.f64(0.0)},
+                       [&](KernelBuilder &k, Value v, ValueRange acc) {
+                         Value e = k.exp(k.sub(k.load(logits, {r, v}), max));
+                         return SmallVector<Value>{k.add(acc[0], k.toF64(e))};
+                       })[0];
+  return {max, sum};
+}
+
+LogicalResult checkF32Logits(Operation *op, Value logits) {
+  if (!cast<ShapedType>(logits.getType()).getElementType().isF32())
+    return op->emitOpError("only f32 kernels are generated on the CPU yet");
+  return success();
+}
+
+/// loss = mean over rows of (logsumexp(row) - row[target]),
+/// logsumexp(row) = max + log(sum(exp(row - max))).
+struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(checkF32Logits(op, op.getLogits())))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    Value logits = k.rows(adaptor.getLogits());
+    Value targets = k.flat(adaptor.getTargets());
+    auto [rows, vocab] = KernelBuilder::rowsCols(logits);
+    Value perRow =
+        k.alloc(MemRefType::get({rows}, rewriter.getF32Type()));
+    k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+      auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
+      Value target = k.toIndex(k.load(targets, r));
+      // (max - picked) + log(sum), in f64 before the one rounding to f32.
+      Value picked = k.load(logits, {r[0], target});
+      Value loss = k.add(k.toF64(k.sub(max, picked)), k.log(sum));
+      k.store(k.toF32(loss), perRow, r);
+    });
+    Value total = k.reduce(rows, {k.f64(0.0)},
+                           [&](KernelBuilder &k, Value r, ValueRange acc) {
+                             return SmallVector<Value>{
+                                 k.add(acc[0], k.toF64(k.load(perRow, r)))};
+                           })[0];
+    Value out = k.alloc(op.getType());
+    k.store(k.toF32(k.div(total, k.f64(static_cast<double>(rows)))), out, {});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// dlogits[r, v] = (softmax(row)[v] - [v == target]) * dloss / rows.
+struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(checkF32Logits(op, op.getLogits())))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    Value outBuf = k.alloc(op.getType());
+    Value logits = k.rows(adaptor.getLogits()), out = k.rows(outBuf);
+    Value targets = k.flat(adaptor.getTargets());
+    auto [rows, vocab] = KernelBuilder::rowsCols(logits);
+    Value scale = k.div(k.load(adaptor.getLossGrad(), {}),
+                        k.f32(static_cast<double>(rows)));
+    k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+      auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
+      Value denom = k.toF32(sum);
+      Value target = k.toIndex(k.load(targets, r));
+      k.loop({vocab}, [&](KernelBuilder &k, ValueRange v) {
+        Value p = k.div(k.exp(k.sub(k.load(logits, {r[0], v[0]}), max)), denom);
+        Value isTarget = k.cmpi(arith::CmpIPredicate::eq, v[0], target);
+        Value grad = k.select(isTarget, k.sub(p, k.f32(1.0)), p);
+        k.store(k.mul(grad, scale), out, {r[0], v[0]});
+      });
+    });
+    rewriter.replaceOp(op, outBuf);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::triax::kernels::populateLossPatterns(TypeConverter &converter,
+                                                RewritePatternSet &patterns) {
+  patterns.add<CrossEntropyLowering, CrossEntropyGradLowering>(
+      converter, patterns.getContext());
+}

@@ -1,0 +1,270 @@
+//===- NormKernels.cpp - layer_norm, rms_norm and their gradients ---------===//
+//
+// All four ops normalize over the last dimension: the input is viewed as
+// [rows, H] and each row is independent.
+//
+// - The forward ops are one `scf.parallel` over rows; each row computes its
+//   statistics with sequential reductions and then writes its outputs (one
+//   fused nest per op).
+// - The gradients compute dx the same way (parallel over rows), keeping the
+//   per-row statistics in small scratch buffers, and then the parameter
+//   gradients in a second nest, parallel over columns with a sequential sum
+//   over rows: a fixed summation order and no atomics.
+//
+// Statistics are two-pass (mean, then the biased variance of x - mean) in
+// f32, as the numpy reference computes them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+using namespace mlir;
+using namespace mlir::triax;
+using namespace mlir::triax::kernels;
+
+namespace {
+
+/// A scratch f32 buffer of the given shape.
+// TODO: could move to KernelBuilder (alloc of a shape and element type).
+Value allocScratch(KernelBuilder &k, ArrayRef<int64_t> shape) {
+  return k.alloc(MemRefType::get(shape, k.builder().getF32Type()));
+}
+
+/// Sum over c in [0, cols) of fn(c), f32, in order.
+// TODO: could move to KernelBuilder (a one-accumulator reduce).
+Value rowSum(KernelBuilder &k, int64_t cols,
+             function_ref<Value(KernelBuilder &, Value)> fn) {
+  return k.reduce(cols, {k.f32(0.0)},
+                  [&](KernelBuilder &k, Value c, ValueRange acc) {
+                    return SmallVector<Value>{k.add(acc[0], fn(k, c))};
+                  })[0];
+}
+
+/// mean and rstd = 1 / sqrt(var + eps) of row `r` of x [rows, cols], with
+/// the biased variance var = mean((x - mean)^2) (two passes).
+std::pair<Value, Value> meanRstd(KernelBuilder &k, Value x, Value r,
+                                 int64_t cols, double eps) {
+  Value n = k.f32(static_cast<double>(cols));
+  Value mean = k.div(
+      rowSum(k, cols, [&](KernelBuilder &k, Value c) {
+        return k.load(x, {r, c});
+      }),
+      n);
+  Value var = k.div(rowSum(k, cols,
+                           [&](KernelBuilder &k, Value c) {
+                             Value xc = k.sub(k.load(x, {r, c}), mean);
+                             return k.mul(xc, xc);
+                           }),
+                    n);
+  Value rstd = k.div(k.f32(1.0), k.sqrt(k.add(var, k.f32(eps))));
+  return {mean, rstd};
+}
+
+/// 1 / sqrt(mean(x^2) + eps) of row `r` of x [rows, cols].
+Value rmsRstd(KernelBuilder &k, Value x, Value r, int64_t cols, double eps) {
+  Value ms = k.div(rowSum(k, cols,
+                          [&](KernelBuilder &k, Value c) {
+                            Value xi = k.load(x, {r, c});
+                            return k.mul(xi, xi);
+                          }),
+                   k.f32(static_cast<double>(cols)));
+  return k.div(k.f32(1.0), k.sqrt(k.add(ms, k.f32(eps))));
+}
+
+LogicalResult checkF32(Operation *op, Type type) {
+  if (!cast<ShapedType>(type).getElementType().isF32())
+    return op->emitOpError("only f32 kernels are generated on the CPU yet");
+  return success();
+}
+
+/// y = (x - mean) * rstd * w + b.
+struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(checkF32(op, op.getType())))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    double eps = op.getEps().convertToDouble();
+    Value out = k.alloc(op.getType());
+    Value x = k.rows(adaptor.getInput()), y = k.rows(out);
+    Value w = adaptor.getWeight(), b = adaptor.getBias();
+    auto [rows, cols] = KernelBuilder::rowsCols(x);
+    k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+      auto [mean, rstd] = meanRstd(k, x, r[0], cols, eps);
+      k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
+        Value xhat = k.mul(k.sub(k.load(x, {r[0], c[0]}), mean), rstd);
+        k.store(k.add(k.mul(xhat, k.load(w, c)), k.load(b, c)), y,
+                {r[0], c[0]});
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// With xhat = (x - mean) rstd and g = dy w (the gradient reaching xhat),
+/// per row of H features:
+///   dx = rstd (g - mean(g) - xhat mean(g xhat))
+/// (the derivative of xhat through mean and rstd: d mean / dx_i = 1/H,
+/// d rstd / dx_i = -rstd^3 (x_i - mean) / H = -rstd^2 xhat_i / H, so
+/// dx_i = rstd g_i - rstd mean(g) - rstd xhat_i mean(g xhat)), and, over
+/// all rows, dw[h] = sum dy xhat and db[h] = sum dy.
+struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(checkF32(op, op.getInput().getType())))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    double eps = op.getEps().convertToDouble();
+    Value dxBuf = k.alloc(op.getInputGrad().getType());
+    Value dw = k.alloc(op.getWeightGrad().getType());
+    Value db = k.alloc(op.getBiasGrad().getType());
+    Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
+    Value dx = k.rows(dxBuf), w = adaptor.getWeight();
+    auto [rows, cols] = KernelBuilder::rowsCols(x);
+    // The row statistics, kept for the column sums below.
+    Value meanBuf = allocScratch(k, {rows}), rstdBuf = allocScratch(k, {rows});
+    Value n = k.f32(static_cast<double>(cols));
+
+    k.parallel({rows}, [&](KernelBuilder &k, ValueRange rv) {
+      Value r = rv[0];
+      auto [mean, rstd] = meanRstd(k, x, r, cols, eps);
+      k.store(mean, meanBuf, r);
+      k.store(rstd, rstdBuf, r);
+      auto xhatAt = [&](KernelBuilder &k, Value c) {
+        return k.mul(k.sub(k.load(x, {r, c}), mean), rstd);
+      };
+      auto gAt = [&](KernelBuilder &k, Value c) {
+        return k.mul(k.load(dy, {r, c}), k.load(w, c));
+      };
+      // sum(g) and sum(g xhat) in one pass.
+      SmallVector<Value> sums = k.reduce(
+          cols, {k.f32(0.0), k.f32(0.0)},
+          [&](KernelBuilder &k, Value c, ValueRange acc) {
+            Value g = gAt(k, c);
+            return SmallVector<Value>{k.add(acc[0], g),
+                                      k.add(acc[1], k.mul(g, xhatAt(k, c)))};
+          });
+      Value meanG = k.div(sums[0], n), meanGX = k.div(sums[1], n);
+      k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
+        Value v = k.sub(k.sub(gAt(k, c[0]), meanG),
+                        k.mul(xhatAt(k, c[0]), meanGX));
+        k.store(k.mul(rstd, v), dx, {r, c[0]});
+      });
+    });
+
+    k.parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
+      SmallVector<Value> sums = k.reduce(
+          rows, {k.f32(0.0), k.f32(0.0)},
+          [&](KernelBuilder &k, Value r, ValueRange acc) {
+            Value d = k.load(dy, {r, c[0]});
+            Value xhat = k.mul(k.sub(k.load(x, {r, c[0]}), k.load(meanBuf, r)),
+                               k.load(rstdBuf, r));
+            return SmallVector<Value>{k.add(acc[0], k.mul(d, xhat)),
+                                      k.add(acc[1], d)};
+          });
+      k.store(sums[0], dw, c);
+      k.store(sums[1], db, c);
+    });
+    rewriter.replaceOp(op, {dxBuf, dw, db});
+    return success();
+  }
+};
+
+/// y = x rstd w, rstd = 1 / sqrt(mean(x^2) + eps).
+struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(checkF32(op, op.getType())))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    double eps = op.getEps().convertToDouble();
+    Value out = k.alloc(op.getType());
+    Value x = k.rows(adaptor.getInput()), y = k.rows(out);
+    Value w = adaptor.getWeight();
+    auto [rows, cols] = KernelBuilder::rowsCols(x);
+    k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+      Value rstd = rmsRstd(k, x, r[0], cols, eps);
+      k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
+        Value xhat = k.mul(k.load(x, {r[0], c[0]}), rstd);
+        k.store(k.mul(xhat, k.load(w, c)), y, {r[0], c[0]});
+      });
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// With rstd = (mean(x^2) + eps)^(-1/2), xhat = x rstd and g = dy w:
+/// d rstd / dx_i = -rstd^3 x_i / H, so
+///   dx_i = rstd g_i + sum_j g_j x_j (-rstd^3 x_i / H)
+///        = rstd (g_i - xhat_i mean(g xhat)),
+/// and dw[h] = sum over rows of dy xhat.
+struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(checkF32(op, op.getInput().getType())))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    double eps = op.getEps().convertToDouble();
+    Value dxBuf = k.alloc(op.getInputGrad().getType());
+    Value dw = k.alloc(op.getWeightGrad().getType());
+    Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
+    Value dx = k.rows(dxBuf), w = adaptor.getWeight();
+    auto [rows, cols] = KernelBuilder::rowsCols(x);
+    Value rstdBuf = allocScratch(k, {rows});
+    Value n = k.f32(static_cast<double>(cols));
+
+    k.parallel({rows}, [&](KernelBuilder &k, ValueRange rv) {
+      Value r = rv[0];
+      Value rstd = rmsRstd(k, x, r, cols, eps);
+      k.store(rstd, rstdBuf, r);
+      auto xhatAt = [&](KernelBuilder &k, Value c) {
+        return k.mul(k.load(x, {r, c}), rstd);
+      };
+      auto gAt = [&](KernelBuilder &k, Value c) {
+        return k.mul(k.load(dy, {r, c}), k.load(w, c));
+      };
+      Value meanGX = k.div(rowSum(k, cols,
+                                  [&](KernelBuilder &k, Value c) {
+                                    return k.mul(gAt(k, c), xhatAt(k, c));
+                                  }),
+                           n);
+      k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
+        Value v = k.sub(gAt(k, c[0]), k.mul(xhatAt(k, c[0]), meanGX));
+        k.store(k.mul(rstd, v), dx, {r, c[0]});
+      });
+    });
+
+    k.parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
+      Value sum = k.reduce(rows, {k.f32(0.0)},
+                           [&](KernelBuilder &k, Value r, ValueRange acc) {
+                             Value xhat = k.mul(k.load(x, {r, c[0]}),
+                                                k.load(rstdBuf, r));
+                             return SmallVector<Value>{k.add(
+                                 acc[0], k.mul(k.load(dy, {r, c[0]}), xhat))};
+                           })[0];
+      k.store(sum, dw, c);
+    });
+    rewriter.replaceOp(op, {dxBuf, dw});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::triax::kernels::populateNormPatterns(TypeConverter &converter,
+                                                RewritePatternSet &patterns) {
+  patterns.add<LayerNormLowering, LayerNormGradLowering, RMSNormLowering,
+               RMSNormGradLowering>(converter, patterns.getContext());
+}

@@ -1,0 +1,93 @@
+//===- OptimizerKernels.cpp - global norm and the fused AdamW update ------===//
+
+#include "KernelBuilder.h"
+
+#include "triax/Conversion/RuntimeABI.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+using namespace mlir;
+using namespace mlir::triax;
+using namespace mlir::triax::kernels;
+
+namespace {
+
+/// sqrt(sum of squares) over all gradients, accumulated in f64 in a fixed
+/// order (the same norm, bit for bit, on every run).
+struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value total = k.f64(0.0);
+    for (Value grad : adaptor.getGrads()) {
+      Value flat = k.flat(grad);
+      int64_t n = cast<MemRefType>(flat.getType()).getNumElements();
+      total = k.reduce(n, {total},
+                       [&](KernelBuilder &k, Value i, ValueRange acc) {
+                         Value g = k.toF64(k.load(flat, i));
+                         return SmallVector<Value>{k.add(acc[0], k.mul(g, g))};
+                       })[0];
+    }
+    Value out = k.alloc(op.getType());
+    k.store(k.toF32(k.sqrt(total)), out, {});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// One fused pass over parameter, gradient and moments (see AdamWOp).
+struct AdamWLowering : OpConversionPattern<AdamWOp> {
+  AdamWLowering(TypeConverter &converter, MLIRContext *ctx,
+                const ParamIndex &params)
+      : OpConversionPattern(converter, ctx), params(params) {}
+  LogicalResult
+  matchAndRewrite(AdamWOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto it = params.find(op.getParam());
+    if (it == params.end())
+      return op.emitOpError("unknown parameter");
+    KernelBuilder k(rewriter, op.getLoc());
+    auto type = cast<MemRefType>(adaptor.getGrad().getType());
+    if (!type.getElementType().isF32())
+      return op.emitOpError("only f32 parameters are updated on the CPU yet");
+    Value p = k.flat(k.state(::triax::rt::kParam, it->second, type));
+    Value m = k.flat(k.state(::triax::rt::kAdamM, it->second, type));
+    Value v = k.flat(k.state(::triax::rt::kAdamV, it->second, type));
+    Value g = k.flat(adaptor.getGrad());
+    double beta1 = op.getBeta1().convertToDouble();
+    double beta2 = op.getBeta2().convertToDouble();
+    Value step = arith::SIToFPOp::create(rewriter, op.getLoc(),
+                                         rewriter.getF32Type(), op.getStep());
+    Value bc1 = k.sub(k.f32(1.0), k.pow(k.f32(beta1), step));
+    Value bc2 = k.sub(k.f32(1.0), k.pow(k.f32(beta2), step));
+    Value lr = adaptor.getLr(), scale = adaptor.getGradScale();
+    Value eps = k.f32(op.getEps().convertToDouble());
+    Value wd = k.f32(op.getWeightDecay().convertToDouble());
+    k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
+      Value gi = k.mul(k.load(g, i), scale);
+      Value mi = k.add(k.mul(k.f32(beta1), k.load(m, i)),
+                       k.mul(k.f32(1.0 - beta1), gi));
+      Value vi = k.add(k.mul(k.f32(beta2), k.load(v, i)),
+                       k.mul(k.f32(1.0 - beta2), k.mul(gi, gi)));
+      Value mhat = k.div(mi, bc1), vhat = k.div(vi, bc2);
+      Value pi = k.load(p, i);
+      Value update = k.add(k.div(mhat, k.add(k.sqrt(vhat), eps)), k.mul(wd, pi));
+      k.store(k.sub(pi, k.mul(lr, update)), p, i);
+      k.store(mi, m, i);
+      k.store(vi, v, i);
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+  const ParamIndex &params;
+};
+
+} // namespace
+
+void mlir::triax::kernels::populateOptimizerPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns,
+    const ParamIndex &params) {
+  patterns.add<GlobalNormLowering>(converter, patterns.getContext());
+  patterns.add<AdamWLowering>(converter, patterns.getContext(), params);
+}

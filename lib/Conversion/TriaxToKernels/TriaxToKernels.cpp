@@ -1,0 +1,211 @@
+//===- TriaxToKernels.cpp - Layer ops to loop kernels on buffers ----------===//
+//
+// The pass prepares the model (inlines blocks, moves the entry functions to
+// the module, returns the loss as a scalar) and then runs one dialect
+// conversion from tensors to memrefs with the kernel patterns of each op
+// family (Linear/Elementwise/Embedding/Norm/Attention/Loss/Optimizer
+// Kernels.cpp). Which kernel an op becomes is decided by its pattern, never
+// by this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Conversion/Passes.h"
+
+#include "KernelBuilder.h"
+#include "triax/Conversion/RuntimeABI.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::triax {
+#define GEN_PASS_DEF_CONVERTTRIAXTOKERNELS
+#include "triax/Conversion/Passes.h.inc"
+} // namespace mlir::triax
+
+using namespace mlir;
+using namespace mlir::triax;
+using namespace mlir::triax::kernels;
+
+void declareRuntimeFunctions(ModuleOp module);
+
+/// Replaces each `triax.block` in `fn` by its body.
+static void inlineBlocks(func::FuncOp fn) {
+  SmallVector<BlockOp> blocks;
+  fn.walk([&](BlockOp op) { blocks.push_back(op); });
+  for (BlockOp op : blocks) {
+    Block &body = op.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
+      arg.replaceAllUsesWith(input);
+    op->getBlock()->getOperations().splice(Block::iterator(op),
+                                           body.getOperations(), body.begin(),
+                                           Block::iterator(yield));
+    op.replaceAllUsesWith(yield.getValues());
+    op.erase();
+  }
+}
+
+/// Moves `fn` to the module as `name` and makes it return its 0-d tensor
+/// results as f32 scalars.
+static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name) {
+  inlineBlocks(fn);
+  auto ret = cast<func::ReturnOp>(fn.front().getTerminator());
+  OpBuilder b(ret);
+  SmallVector<Value> scalars;
+  for (Value v : ret.getOperands())
+    scalars.push_back(tensor::ExtractOp::create(b, ret.getLoc(), v, ValueRange{}));
+  ret->setOperands(scalars);
+  fn.setFunctionType(b.getFunctionType(
+      fn.getArgumentTypes(), ValueRange(scalars).getTypes()));
+  fn->moveBefore(module.getBody(), module.getBody()->end());
+  fn.setSymName(name);
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Structural patterns: parameters, constants, scalars, positions
+//===----------------------------------------------------------------------===//
+
+struct GetParamLowering : OpConversionPattern<GetParamOp> {
+  GetParamLowering(TypeConverter &converter, MLIRContext *ctx,
+                   const ParamIndex &params)
+      : OpConversionPattern(converter, ctx), params(params) {}
+  LogicalResult
+  matchAndRewrite(GetParamOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto it = params.find(op.getName());
+    if (it == params.end())
+      return op.emitOpError("unknown parameter");
+    KernelBuilder k(rewriter, op.getLoc());
+    auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
+    if (type.getRank() > 2)
+      return op.emitOpError("parameters of rank > 2 are not lowered yet");
+    rewriter.replaceOp(op, k.state(::triax::rt::kParam, it->second, type));
+    return success();
+  }
+  const ParamIndex &params;
+};
+
+struct SplatConstantLowering : OpConversionPattern<arith::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(arith::ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
+    auto type = dyn_cast<RankedTensorType>(op.getType());
+    if (!splat || !type || !isa<FloatType>(type.getElementType()))
+      return rewriter.notifyMatchFailure(op, "not a float tensor splat");
+    KernelBuilder k(rewriter, op.getLoc());
+    double value = splat.getSplatValue<APFloat>().convertToDouble();
+    rewriter.replaceOp(op, k.allocFilled(type, value));
+    return success();
+  }
+};
+
+struct ExtractLowering : OpConversionPattern<tensor::ExtractOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(tensor::ExtractOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<memref::LoadOp>(op, adaptor.getTensor(),
+                                                adaptor.getIndices());
+    return success();
+  }
+};
+
+struct PositionIdsLowering : OpConversionPattern<PositionIdsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PositionIdsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    RankedTensorType type = op.getType();
+    Value out = k.alloc(type);
+    Type elt = type.getElementType();
+    k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
+      Value pos = arith::IndexCastOp::create(k.builder(), k.getLoc(), elt,
+                                             ivs[1]);
+      k.store(pos, out, ivs);
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct ConvertTriaxToKernelsPass
+    : public mlir::triax::impl::ConvertTriaxToKernelsBase<ConvertTriaxToKernelsPass> {
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void mlir::triax::kernels::populateStructuralPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns,
+    const ParamIndex &params) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<GetParamLowering>(converter, ctx, params);
+  patterns.add<SplatConstantLowering, ExtractLowering, PositionIdsLowering>(
+      converter, ctx);
+}
+
+void ConvertTriaxToKernelsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<ModelOp> models = llvm::to_vector(module.getOps<ModelOp>());
+  if (models.size() != 1) {
+    module.emitError("convert-triax-to-kernels expects exactly one "
+                     "triax.model, found ")
+        << models.size();
+    return signalPassFailure();
+  }
+  ModelOp model = models.front();
+  ParamIndex params;
+  for (auto [i, param] : llvm::enumerate(model.getParams()))
+    params[param.getSymName()] = i;
+  func::FuncOp forward = model.getForward();
+  auto train = model.lookupSymbol<func::FuncOp>("train_step");
+  exportEntry(forward, module, ::triax::rt::kForwardEntry);
+  if (train)
+    exportEntry(train, module, ::triax::rt::kTrainStepEntry);
+  // Parameter reads keep referring to the model's symbols until they are
+  // rewritten; the model goes once the conversion is done.
+  declareRuntimeFunctions(module);
+
+  MLIRContext *ctx = &getContext();
+  TypeConverter converter;
+  converter.addConversion([](Type type) { return type; });
+  converter.addConversion([](RankedTensorType type) -> Type {
+    return MemRefType::get(type.getShape(), type.getElementType());
+  });
+
+  ConversionTarget target(*ctx);
+  target.addLegalDialect<arith::ArithDialect, math::MathDialect,
+                         memref::MemRefDialect, scf::SCFDialect>();
+  target.addIllegalDialect<TriaxDialect, tensor::TensorDialect>();
+  target.addLegalOp<ModelOp, ParamOp>();
+  target.addDynamicallyLegalOp<arith::ConstantOp>(
+      [](arith::ConstantOp op) { return !isa<TensorType>(op.getType()); });
+  target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+    return converter.isSignatureLegal(op.getFunctionType());
+  });
+  target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+      [&](Operation *op) { return converter.isLegal(op); });
+
+  RewritePatternSet patterns(ctx);
+  populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                 converter);
+  populateReturnOpTypeConversionPattern(patterns, converter);
+  populateStructuralPatterns(converter, patterns, params);
+  populateLinearPatterns(converter, patterns);
+  populateElementwisePatterns(converter, patterns);
+  populateEmbeddingPatterns(converter, patterns);
+  populateNormPatterns(converter, patterns);
+  populateAttentionPatterns(converter, patterns);
+  populateLossPatterns(converter, patterns);
+  populateOptimizerPatterns(converter, patterns, params);
+  if (failed(applyPartialConversion(module, target, std::move(patterns))))
+    return signalPassFailure();
+  model.erase();
+}

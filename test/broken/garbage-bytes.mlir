@@ -1,0 +1,7 @@
+ÿþÃ( €garbage
+// Bytes that are not UTF-8 (and not MLIR) at the very start of the file.
+// RUN: not triax-opt %s 2>&1 | FileCheck %s
+// CHECK: {{.*}}garbage-bytes.mlir:[[@LINE-3]]:1: error: unexpected character
+// CHECK-NOT: {{Stack dump|PLEASE submit}}
+triax.model @tiny config = #triax.train_config<micro_batch = 2, seq = 4> {
+}

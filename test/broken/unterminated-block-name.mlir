@@ -1,0 +1,16 @@
+// A triax.block name whose closing quote is missing.
+// RUN: not triax-opt %s 2>&1 | FileCheck %s
+// CHECK: {{.*}}unterminated-block-name.mlir:[[@LINE+6]]:{{[0-9]+}}: error: expected '"' in string literal
+// CHECK-NOT: {{Stack dump|PLEASE submit}}
+
+triax.model @tiny config = #triax.train_config<micro_batch = 2, seq = 4> {
+  func.func @forward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {
+    %x = arith.constant dense<0.0> : tensor<2x4x8xf32>
+    %y = triax.block "h.0 (%x) : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+    ^bb0(%in: tensor<2x4x8xf32>):
+      triax.yield %in : tensor<2x4x8xf32>
+    }
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+}
