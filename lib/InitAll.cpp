@@ -6,20 +6,27 @@
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
+#include "triax/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 
 void triax::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::triax::TriaxDialect, mlir::dist::DistDialect,
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::tensor::TensorDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::LLVM::LLVMDialect, mlir::omp::OpenMPDialect,
+                  mlir::cf::ControlFlowDialect>();
 }
 
 void triax::registerAllPasses() {
   mlir::triax::registerTriaxPasses();
   mlir::triax::registerTriaxConversionPasses();
+  triax::registerPipelines();
 }

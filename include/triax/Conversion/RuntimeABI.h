@@ -29,11 +29,14 @@ enum StateKind : int {
   kParam = 0,    ///< the parameter (f32 master copy)
   kAdamM = 1,    ///< AdamW first moment
   kAdamV = 2,    ///< AdamW second moment
+  kGrad = 3,     ///< gradient buffer (sum over the micro-batches of a step)
 };
 
-/// The entry points the lowering produces from `@forward` and `@train_step`.
+/// The entry points the lowering produces from `@forward`,
+/// `@forward_backward` and `@optimizer_step`.
 constexpr llvm::StringLiteral kForwardEntry = "triax_forward";
-constexpr llvm::StringLiteral kTrainStepEntry = "triax_train_step";
+constexpr llvm::StringLiteral kForwardBackwardEntry = "triax_forward_backward";
+constexpr llvm::StringLiteral kOptimizerStepEntry = "triax_optimizer_step";
 
 } // namespace triax::rt
 

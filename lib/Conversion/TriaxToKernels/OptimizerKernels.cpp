@@ -83,11 +83,55 @@ struct AdamWLowering : OpConversionPattern<AdamWOp> {
   const ParamIndex &params;
 };
 
+/// grad[p] += g: one parallel loop into the runtime's gradient buffer.
+struct AccumulateGradLowering : OpConversionPattern<AccumulateGradOp> {
+  AccumulateGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                         const ParamIndex &params)
+      : OpConversionPattern(converter, ctx), params(params) {}
+  LogicalResult
+  matchAndRewrite(AccumulateGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto it = params.find(op.getParam());
+    if (it == params.end())
+      return op.emitOpError("unknown parameter");
+    KernelBuilder k(rewriter, op.getLoc());
+    auto type = cast<MemRefType>(adaptor.getGrad().getType());
+    Value buffer = k.flat(k.state(::triax::rt::kGrad, it->second, type));
+    Value g = k.flat(adaptor.getGrad());
+    k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
+      k.store(k.add(k.load(buffer, i), k.load(g, i)), buffer, i);
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+  const ParamIndex &params;
+};
+
+/// The gradient buffer, read in place.
+struct GetGradLowering : OpConversionPattern<GetGradOp> {
+  GetGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                  const ParamIndex &params)
+      : OpConversionPattern(converter, ctx), params(params) {}
+  LogicalResult
+  matchAndRewrite(GetGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto it = params.find(op.getParam());
+    if (it == params.end())
+      return op.emitOpError("unknown parameter");
+    KernelBuilder k(rewriter, op.getLoc());
+    auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
+    rewriter.replaceOp(op, k.state(::triax::rt::kGrad, it->second, type));
+    return success();
+  }
+  const ParamIndex &params;
+};
+
 } // namespace
 
 void mlir::triax::kernels::populateOptimizerPatterns(
     TypeConverter &converter, RewritePatternSet &patterns,
     const ParamIndex &params) {
   patterns.add<GlobalNormLowering>(converter, patterns.getContext());
-  patterns.add<AdamWLowering>(converter, patterns.getContext(), params);
+  patterns.add<AdamWLowering, AccumulateGradLowering, GetGradLowering>(
+      converter, patterns.getContext(), params);
 }

@@ -16,6 +16,7 @@
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::triax {
@@ -54,13 +55,49 @@ static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name) {
   OpBuilder b(ret);
   SmallVector<Value> scalars;
   for (Value v : ret.getOperands())
-    scalars.push_back(tensor::ExtractOp::create(b, ret.getLoc(), v, ValueRange{}));
+    scalars.push_back(isa<TensorType>(v.getType())
+                          ? tensor::ExtractOp::create(b, ret.getLoc(), v,
+                                                      ValueRange{})
+                                .getResult()
+                          : v);
   ret->setOperands(scalars);
   fn.setFunctionType(b.getFunctionType(
       fn.getArgumentTypes(), ValueRange(scalars).getTypes()));
   fn->moveBefore(module.getBody(), module.getBody()->end());
   fn.setSymName(name);
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+}
+
+/// Frees each buffer the kernels allocated right after its last use (through
+/// any view of it), so a step holds only the activations still needed.
+static void insertDeallocs(func::FuncOp fn) {
+  SmallVector<memref::AllocOp> allocs;
+  fn.walk([&](memref::AllocOp op) { allocs.push_back(op); });
+  for (memref::AllocOp alloc : allocs) {
+    Block *block = alloc->getBlock();
+    Operation *last = alloc;
+    bool escapes = false;
+    SmallVector<Value> worklist = {alloc.getResult()};
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      for (Operation *user : value.getUsers()) {
+        if (isa<func::ReturnOp>(user))
+          escapes = true;
+        if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+          if (view.getViewSource() == value)
+            for (Value result : user->getResults())
+              worklist.push_back(result);
+        Operation *ancestor = block->findAncestorOpInBlock(*user);
+        if (ancestor && last->isBeforeInBlock(ancestor))
+          last = ancestor;
+      }
+    }
+    if (escapes)
+      continue;
+    OpBuilder b(last->getContext());
+    b.setInsertionPointAfter(last);
+    memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
+  }
 }
 
 namespace {
@@ -164,11 +201,13 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   ParamIndex params;
   for (auto [i, param] : llvm::enumerate(model.getParams()))
     params[param.getSymName()] = i;
-  func::FuncOp forward = model.getForward();
-  auto train = model.lookupSymbol<func::FuncOp>("train_step");
-  exportEntry(forward, module, ::triax::rt::kForwardEntry);
-  if (train)
-    exportEntry(train, module, ::triax::rt::kTrainStepEntry);
+  exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry);
+  std::pair<StringRef, StringRef> entries[] = {
+      {"forward_backward", ::triax::rt::kForwardBackwardEntry},
+      {"optimizer_step", ::triax::rt::kOptimizerStepEntry}};
+  for (auto [name, entry] : entries)
+    if (auto fn = model.lookupSymbol<func::FuncOp>(name))
+      exportEntry(fn, module, entry);
   // Parameter reads keep referring to the model's symbols until they are
   // rewritten; the model goes once the conversion is done.
   declareRuntimeFunctions(module);
@@ -208,4 +247,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   if (failed(applyPartialConversion(module, target, std::move(patterns))))
     return signalPassFailure();
   model.erase();
+  for (func::FuncOp fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal())
+      insertDeallocs(fn);
 }

@@ -419,18 +419,37 @@ LogicalResult CrossEntropyGradOp::verify() {
 // AdamWOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AdamWOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+/// The optimizer-side ops name a parameter and carry a tensor of its shape.
+static LogicalResult verifyParamUse(Operation *op, FlatSymbolRefAttr name,
+                                    RankedTensorType type,
+                                    SymbolTableCollection &symbolTable) {
   auto param = dyn_cast_or_null<ParamOp>(
-      symbolTable.lookupNearestSymbolFrom(getOperation(), getParamAttr()));
+      symbolTable.lookupNearestSymbolFrom(op, name));
   if (!param)
-    return emitOpError("'") << getParam()
-                            << "' does not name a triax.param of the "
-                               "enclosing model";
-  if (param.getTensorType().getShape() != getGrad().getType().getShape())
-    return emitOpError("gradient ")
-           << getGrad().getType() << " does not match parameter @"
-           << getParam() << " of type " << param.getType();
+    return op->emitOpError("'")
+           << name.getValue()
+           << "' does not name a triax.param of the enclosing model";
+  if (param.getTensorType().getShape() != type.getShape())
+    return op->emitOpError("gradient ")
+           << type << " does not match parameter " << name << " of type "
+           << param.getType();
   return success();
+}
+
+LogicalResult AdamWOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyParamUse(*this, getParamAttr(), getGrad().getType(),
+                        symbolTable);
+}
+
+LogicalResult
+AccumulateGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyParamUse(*this, getParamAttr(), getGrad().getType(),
+                        symbolTable);
+}
+
+LogicalResult GetGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyParamUse(*this, getParamAttr(), getGrad().getType(),
+                        symbolTable);
 }
 
 #define GET_OP_CLASSES

@@ -1,9 +1,12 @@
 //===- Autodiff.cpp - Backward graph and AdamW update ---------------------===//
 //
-// Adds `@train_step` to every model: the forward graph, its backward graph
-// (reverse-mode, one vector-Jacobian product per op through
-// DifferentiableOpInterface), the global gradient norm, the clipping factor
-// and one `triax.adamw` per parameter.
+// Adds two functions to every model: `@forward_backward`, the forward graph
+// and its backward graph (reverse-mode, one vector-Jacobian product per op
+// through DifferentiableOpInterface) ending in one `triax.accumulate_grad`
+// per parameter; and `@optimizer_step`, the global gradient norm, the
+// clipping factor and one `triax.adamw` per parameter. Splitting the two is
+// what gradient accumulation and the data-parallel passes act on: the
+// gradient buffers between them are what gets reduced across ranks.
 //
 // Assumptions: `@forward` is a single block whose ops are triax layer ops,
 // `triax.get_param`, `triax.block` regions and side-effect-free helpers; its
@@ -262,38 +265,32 @@ LogicalResult Differentiator::differentiateBlock(BlockOp forward,
   return success();
 }
 
-/// Builds `@train_step` from `@forward`.
-static LogicalResult buildTrainStep(ModelOp model) {
+/// Builds `@forward_backward` from `@forward`: the loss, and each
+/// parameter's gradient added to its gradient buffer. Returns the params
+/// that received a gradient, in declaration order.
+static FailureOr<SmallVector<ParamOp>> buildForwardBackward(ModelOp model) {
   func::FuncOp forward = model.getForward();
-  if (model.lookupSymbol("train_step"))
-    return model.emitOpError("already has a @train_step; triax-autodiff runs "
-                             "once per model");
   OpBuilder b(model.getContext());
   b.setInsertionPointAfter(forward);
-  auto train = cast<func::FuncOp>(b.clone(*forward.getOperation()));
-  train.setSymName("train_step");
-  Block &entry = train.front();
+  auto fn = cast<func::FuncOp>(b.clone(*forward.getOperation()));
+  fn.setSymName("forward_backward");
+  Block &entry = fn.front();
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   Location loc = ret.getLoc();
-  Value lr = entry.addArgument(b.getF32Type(), loc);
-  Value step = entry.addArgument(b.getI64Type(), loc);
 
   SmallVector<Operation *> ops;
   for (Operation &op : entry.without_terminator())
     ops.push_back(&op);
   b.setInsertionPoint(ret);
-  Value loss = ret.getOperand(0);
   Gradients grads;
   auto scalar = RankedTensorType::get({}, b.getF32Type());
-  grads.values[loss] = arith::ConstantOp::create(
+  grads.values[ret.getOperand(0)] = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(1.0f)));
   Differentiator differentiator(b);
   if (failed(differentiator.differentiate(ops, grads)))
     return failure();
 
-  // The optimizer: global norm, clipping factor, one AdamW step per param.
-  TrainConfigAttr config = model.getConfig();
-  SmallVector<std::pair<ParamOp, Value>> updates;
+  SmallVector<ParamOp> updated;
   for (ParamOp param : model.getParams()) {
     Value grad = grads.params.lookup(param.getSymNameAttr());
     if (!grad) {
@@ -301,23 +298,58 @@ static LogicalResult buildTrainStep(ModelOp model) {
                         "updated");
       continue;
     }
-    updates.push_back({param, grad});
+    AccumulateGradOp::create(b, param.getLoc(),
+                             FlatSymbolRefAttr::get(param.getSymNameAttr()),
+                             grad);
+    updated.push_back(param);
   }
-  SmallVector<Value> allGrads = llvm::to_vector(llvm::make_second_range(updates));
-  Value norm = GlobalNormOp::create(b, loc, scalar, allGrads);
-  Value scale = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
+  return updated;
+}
+
+/// Builds `@optimizer_step(%lr, %step, %grad_scale) -> grad_norm`: the
+/// global norm of the (scaled) gradient buffers, the clipping factor and
+/// one AdamW update per parameter.
+static void buildOptimizerStep(ModelOp model, ArrayRef<ParamOp> params) {
+  OpBuilder b(model.getContext());
+  b.setInsertionPointToEnd(&model.getBody().front());
+  Location loc = model.getLoc();
+  Type f32 = b.getF32Type();
+  auto fn = func::FuncOp::create(
+      b, loc, "optimizer_step",
+      b.getFunctionType({f32, b.getI64Type(), f32}, {f32}));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value lr = entry->getArgument(0), step = entry->getArgument(1);
+  Value gradScale = entry->getArgument(2);
+
+  SmallVector<Value> grads;
+  for (ParamOp param : params)
+    grads.push_back(GetGradOp::create(
+        b, param.getLoc(), param.getType(),
+        FlatSymbolRefAttr::get(param.getSymNameAttr())));
+  auto scalar = RankedTensorType::get({}, f32);
+  Value rawNorm = GlobalNormOp::create(b, loc, scalar, grads);
+  // The buffers hold sums over micro-batches: scale first (1/micro-batches),
+  // then clip the scaled gradient: norm(s g) = s norm(g).
+  Value norm = arith::MulFOp::create(
+      b, loc, tensor::ExtractOp::create(b, loc, rawNorm, ValueRange{}),
+      gradScale);
+  TrainConfigAttr config = model.getConfig();
+  Value scale = gradScale;
   if (double clip = config.getGradClipValue(); clip > 0) {
-    // scale = norm > clip ? clip / (norm + 1e-6) : 1
-    Value n = tensor::ExtractOp::create(b, loc, norm, ValueRange{});
+    // factor = norm > clip ? clip / (norm + 1e-6) : 1
     Value c = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(clip));
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f));
     Value tiny = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1e-6f));
     Value clipped = arith::DivFOp::create(
-        b, loc, c, arith::AddFOp::create(b, loc, n, tiny));
+        b, loc, c, arith::AddFOp::create(b, loc, norm, tiny));
     Value over =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, n, c);
-    scale = arith::SelectOp::create(b, loc, over, clipped, scale);
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, norm, c);
+    Value factor = arith::SelectOp::create(b, loc, over, clipped, one);
+    scale = arith::MulFOp::create(b, loc, gradScale, factor);
   }
-  for (auto [param, grad] : updates) {
+  for (auto [constParam, grad] : llvm::zip(params, grads)) {
+    ParamOp param = constParam;
     double decay = param.getDecay() ? config.getWeightDecayValue() : 0.0;
     AdamWOp::create(b, param.getLoc(),
                     FlatSymbolRefAttr::get(param.getSymNameAttr()), grad, lr,
@@ -326,10 +358,18 @@ static LogicalResult buildTrainStep(ModelOp model) {
                     b.getF64FloatAttr(config.getEpsValue()),
                     b.getF64FloatAttr(decay));
   }
-  func::ReturnOp::create(b, loc, ValueRange{loss, norm});
-  ret.erase();
-  train.setFunctionType(
-      b.getFunctionType(entry.getArgumentTypes(), {scalar, scalar}));
+  func::ReturnOp::create(b, loc, norm);
+}
+
+static LogicalResult buildTraining(ModelOp model) {
+  for (StringRef name : {"forward_backward", "optimizer_step"})
+    if (model.lookupSymbol(name))
+      return model.emitOpError("already has a @")
+             << name << "; triax-autodiff runs once per model";
+  FailureOr<SmallVector<ParamOp>> params = buildForwardBackward(model);
+  if (failed(params))
+    return failure();
+  buildOptimizerStep(model, *params);
   return success();
 }
 
@@ -338,7 +378,7 @@ struct TriaxAutodiffPass
     : public mlir::triax::impl::TriaxAutodiffBase<TriaxAutodiffPass> {
   void runOnOperation() override {
     for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(buildTrainStep(model)))
+      if (failed(buildTraining(model)))
         return signalPassFailure();
   }
 };

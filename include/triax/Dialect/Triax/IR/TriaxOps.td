@@ -434,6 +434,37 @@ def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure]> {
 // Optimizer ops
 //===----------------------------------------------------------------------===//
 
+def Triax_AccumulateGradOp : Triax_Op<"accumulate_grad", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Adds a gradient to the gradient buffer of a parameter";
+  let description = [{
+    Every parameter has a gradient buffer next to it (zeroed by the runtime
+    before the first micro-batch of a step). The backward pass adds each
+    parameter's gradient to it, so micro-batches accumulate; data-parallel
+    passes reduce these buffers across ranks.
+
+    ```mlir
+    triax.accumulate_grad @wte.weight, %g : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Triax_FloatTensor:$grad);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
+}
+
+def Triax_GetGradOp : Triax_Op<"get_grad", [
+    MemoryEffects<[MemRead]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads the gradient buffer of a parameter";
+  let description = [{
+    ```mlir
+    %g = triax.get_grad @wte.weight : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param);
+  let results = (outs Triax_FloatTensor:$grad);
+  let assemblyFormat = "$param attr-dict `:` type($grad)";
+}
+
 def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure]> {
   let summary = "L2 norm of all gradients taken together";
   let description = [{

@@ -8,11 +8,20 @@ include "mlir/Pass/PassBase.td"
 def TriaxAutodiff : Pass<"triax-autodiff", "::mlir::ModuleOp"> {
   let summary = "Build the backward graph and the AdamW update of each model";
   let description = [{
-    For every `triax.model`, adds `func.func @train_step(%tokens, %targets,
-    %lr: f32, %step: i64) -> (loss, grad_norm)`: the forward graph of
-    `@forward`, then its backward graph, the global gradient norm, the
-    clipping factor and one `triax.adamw` per parameter. `@forward` stays
-    as it is (evaluation).
+    For every `triax.model`, adds
+
+    - `func.func @forward_backward(%tokens, %targets) -> loss`: the forward
+      graph of `@forward`, then its backward graph, ending with one
+      `triax.accumulate_grad` per parameter (gradient buffers sum over the
+      micro-batches of a step);
+    - `func.func @optimizer_step(%lr: f32, %step: i64, %grad_scale: f32) ->
+      f32`: reads the gradient buffers, scales them by `%grad_scale`
+      (1 / micro-batches), computes the global norm (returned), the
+      clipping factor, and applies one `triax.adamw` per parameter.
+
+    `@forward` stays as it is (evaluation). The split is where the parallel
+    passes act: data parallelism reduces the gradient buffers between the
+    two functions, ZeRO shards what `@optimizer_step` touches.
 
     The backward graph is built by walking the forward ops in reverse and
     asking each for its vector-Jacobian product through
@@ -40,7 +49,7 @@ def TriaxAutodiff : Pass<"triax-autodiff", "::mlir::ModuleOp"> {
     ```
     After (added):
     ```mlir
-    func.func @train_step(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>, %lr: f32, %step: i64) -> (tensor<f32>, tensor<f32>) {
+    func.func @forward_backward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {
       ... forward ...
       %one = arith.constant dense<1.0> : tensor<f32>
       %dlogits = triax.cross_entropy_grad %logits, %targets, %one : ...
@@ -48,10 +57,15 @@ def TriaxAutodiff : Pass<"triax-autodiff", "::mlir::ModuleOp"> {
       %dw1 = triax.linear_weight_grad %x, %dlogits {transpose_weight} : ...
       %dw2 = triax.embedding_grad %tokens, %dx : ...
       %dw = triax.add %dw1, %dw2 : tensor<16x8xf32>
-      %norm = triax.global_norm %dw : tensor<16x8xf32> -> tensor<f32>
-      ... clipping factor %scale ...
-      triax.adamw @w, %dw, lr %lr, step %step, scale %scale {...} : tensor<16x8xf32>
-      return %loss, %norm : tensor<f32>, tensor<f32>
+      triax.accumulate_grad @w, %dw : tensor<16x8xf32>
+      return %loss : tensor<f32>
+    }
+    func.func @optimizer_step(%lr: f32, %step: i64, %grad_scale: f32) -> f32 {
+      %g = triax.get_grad @w : tensor<16x8xf32>
+      %n = triax.global_norm %g : tensor<16x8xf32> -> tensor<f32>
+      ... clipping factor %s ...
+      triax.adamw @w, %g, lr %lr, step %step, scale %s {...} : tensor<16x8xf32>
+      return %norm : f32
     }
     ```
   }];

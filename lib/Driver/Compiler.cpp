@@ -1,0 +1,279 @@
+//===- Compiler.cpp - triaxc: model IR to a training binary ---------------===//
+//
+//   parse + verify -> triax-autodiff (unless done) -> triax-lower-cpu
+//   -> LLVM IR (-O3) -> object -> + model descriptor (C) -> link with the
+//   runtime and BLAS.
+//
+// Each step can be shown (--emit) and timed (-v).
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Driver/Compiler.h"
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+#include "triax/Dialect/Triax/Transforms/Passes.h"
+#include "triax/InitAll.h"
+#include "triax/Pipelines/Pipelines.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <chrono>
+
+using namespace mlir;
+
+namespace {
+/// Prints "[triaxc] <stage> <ms>" for each stage with -v.
+class StageTimer {
+public:
+  StageTimer(bool enabled, llvm::raw_ostream &os) : enabled(enabled), os(os) {}
+  void done(llvm::StringRef stage) {
+    auto now = std::chrono::steady_clock::now();
+    if (enabled)
+      os << llvm::formatv("[triaxc] {0,-28} {1,8:f1} ms\n", stage,
+                          std::chrono::duration<double, std::milli>(now - last)
+                              .count());
+    last = now;
+  }
+
+private:
+  bool enabled;
+  llvm::raw_ostream &os;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+} // namespace
+
+/// Writes `text` to `path` atomically (a temp file renamed over it).
+static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef text,
+                               llvm::raw_ostream &errs) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+  if (!file) {
+    errs << "triaxc: " << error << "\n";
+    return failure();
+  }
+  file->os() << text;
+  file->keep();
+  return success();
+}
+
+static std::unique_ptr<llvm::TargetMachine>
+createHostTargetMachine(llvm::raw_ostream &errs) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) {
+    errs << "triaxc: no target for " << triple.str() << ": " << error << "\n";
+    return nullptr;
+  }
+  llvm::SubtargetFeatures features;
+  for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(name, enabled);
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(),
+      llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+}
+
+static int run(llvm::ArrayRef<std::string> argv, llvm::raw_ostream &errs,
+               bool verbose) {
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(argv[0]);
+  if (!program) {
+    errs << "triaxc: cannot find '" << argv[0] << "' on PATH\n";
+    return 1;
+  }
+  llvm::SmallVector<llvm::StringRef> args(argv.begin(), argv.end());
+  if (verbose) {
+    errs << "[triaxc]";
+    for (llvm::StringRef a : args)
+      errs << " " << a;
+    errs << "\n";
+  }
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
+                                     &error);
+  if (rc != 0)
+    errs << "triaxc: '" << argv[0] << "' failed"
+         << (error.empty() ? "" : ": " + error) << "\n";
+  return rc;
+}
+
+int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
+  StageTimer timer(options.verbose, errs);
+  if (options.target != "cpu") {
+    errs << "triaxc: unknown target '" << options.target
+         << "'; expected cpu (cuda is not built yet)\n";
+    return 1;
+  }
+
+  DialectRegistry registry;
+  ::triax::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      openInputFile(options.inputFile, &error);
+  if (!input) {
+    errs << "triaxc: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context, errs);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  auto models = llvm::to_vector(module->getOps<mlir::triax::ModelOp>());
+  if (models.size() != 1) {
+    emitError(module->getLoc())
+        << "triaxc compiles one triax.model per file, found " << models.size();
+    return 1;
+  }
+  timer.done("parse + verify");
+
+  // Autodiff unless the input already has a training step.
+  if (!models.front().lookupSymbol("train_step")) {
+    PassManager pm(&context);
+    pm.addPass(mlir::triax::createTriaxAutodiff());
+    if (failed(pm.run(*module)))
+      return 1;
+    timer.done("triax-autodiff");
+  }
+  if (options.emit == "mlir") {
+    module->print(llvm::outs());
+    return 0;
+  }
+  std::string descriptor = emitModelDescriptor(*module);
+
+  PassManager pm(&context);
+  ::triax::LowerCPUOptions lowerOptions;
+  lowerOptions.openmp = options.openmp;
+  ::triax::buildLowerCPUPipeline(pm, lowerOptions);
+  llvm::StringRef emit = options.emit;
+  if (emit.consume_front("mlir-after=")) {
+    std::string passName = emit.str();
+    bool known = false;
+    for (Pass &pass : pm.getPasses())
+      known |= pass.getArgument() == passName;
+    if (!known) {
+      errs << "triaxc: --emit=mlir-after=" << passName
+           << ": no such pass in the pipeline; it runs:";
+      for (Pass &pass : pm.getPasses())
+        errs << " " << pass.getArgument();
+      errs << "\n";
+      return 1;
+    }
+    pm.enableIRPrinting(
+        /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+        /*shouldPrintAfterPass=*/
+        [passName](Pass *pass, Operation *) {
+          return pass->getArgument() == passName;
+        },
+        /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
+        /*printAfterOnlyOnFailure=*/false, llvm::outs());
+  }
+  if (options.verbose)
+    pm.enableTiming();
+  if (failed(pm.run(*module)))
+    return 1;
+  timer.done("triax-lower-cpu");
+  if (!options.emit.empty() && llvm::StringRef(options.emit).starts_with("mlir-after="))
+    return 0;
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, "triax-model");
+  if (!llvmModule) {
+    errs << "triaxc: translation to LLVM IR failed\n";
+    return 1;
+  }
+  std::unique_ptr<llvm::TargetMachine> machine = createHostTargetMachine(errs);
+  if (!machine)
+    return 1;
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  if (llvm::Error err = makeOptimizingTransformer(3, 0, machine.get())(
+          llvmModule.get())) {
+    errs << "triaxc: LLVM optimization failed: "
+         << llvm::toString(std::move(err)) << "\n";
+    return 1;
+  }
+  timer.done("LLVM IR -O3");
+  if (options.emit == "llvm") {
+    llvmModule->print(llvm::outs(), nullptr);
+    return 0;
+  }
+
+  std::string objPath = options.emit == "obj" ? options.outputFile
+                                                : options.outputFile + ".o";
+  {
+    std::unique_ptr<llvm::ToolOutputFile> obj = openOutputFile(objPath, &error);
+    if (!obj) {
+      errs << "triaxc: " << error << "\n";
+      return 1;
+    }
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, obj->os(), nullptr,
+                                     llvm::CodeGenFileType::ObjectFile)) {
+      errs << "triaxc: the target cannot emit object files\n";
+      return 1;
+    }
+    codegen.run(*llvmModule);
+    obj->os().flush();
+    obj->keep();
+  }
+  timer.done("object");
+  if (options.emit == "obj")
+    return 0;
+  if (!options.emit.empty()) {
+    errs << "triaxc: unknown --emit value '" << options.emit
+         << "'; expected mlir, mlir-after=<pass>, llvm or obj\n";
+    return 1;
+  }
+
+  // The model descriptor, compiled and linked with the runtime.
+  std::string descPath = options.outputFile + ".desc.c";
+  if (failed(writeFile(descPath, descriptor, errs)))
+    return 1;
+  std::vector<std::string> link = {
+      options.cc, "-O2", "-o", options.outputFile, objPath, descPath,
+      "-I" + options.runtimeIncludeDir, options.runtimeLibDir + "/libtriax_rt.a",
+      "-lopenblas", "-lstdc++", "-lm"};
+  if (options.openmp)
+    link.push_back("-l:libomp.so.5");
+  int rc = run(link, errs, options.verbose);
+  llvm::sys::fs::remove(objPath);
+  llvm::sys::fs::remove(descPath);
+  if (rc != 0)
+    return rc;
+  timer.done("link");
+  return 0;
+}

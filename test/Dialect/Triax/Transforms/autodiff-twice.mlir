@@ -1,0 +1,14 @@
+// The pass refuses to run twice on a model.
+// RUN: triax-opt %s --triax-autodiff --triax-autodiff -verify-diagnostics -o /dev/null
+
+// expected-error @+1 {{'triax.model' op already has a @forward_backward; triax-autodiff runs once per model}}
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02> decay
+  func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x2xi32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<1x2x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x2x4xf32>, tensor<1x2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

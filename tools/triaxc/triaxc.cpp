@@ -1,0 +1,64 @@
+//===- triaxc.cpp - Compile a model to a training binary ------------------===//
+//
+//   triaxc model.mlir --target cpu -o train
+//   triaxc model.mlir --emit=mlir-after=convert-triax-to-kernels
+//
+// Option parsing only; the work is lib/Driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Driver/Compiler.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+using namespace llvm;
+
+static cl::OptionCategory category("triaxc options");
+static cl::opt<std::string> input(cl::Positional, cl::desc("<model.mlir>"),
+                                  cl::init("-"), cl::cat(category));
+static cl::opt<std::string> output("o", cl::desc("Output binary"),
+                                   cl::value_desc("file"), cl::init("train"),
+                                   cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("Target: cpu"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("Stop early and print a stage: mlir (after autodiff), "
+                  "mlir-after=<pass> (after that pass of triax-lower-cpu), "
+                  "llvm (optimized LLVM IR), obj (write the object to -o)"),
+         cl::init(""), cl::cat(category));
+static cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
+                             cl::cat(category));
+static cl::opt<bool> openmp("openmp",
+                            cl::desc("Run parallel loops on OpenMP threads"),
+                            cl::cat(category));
+static cl::opt<std::string>
+    runtimeDir("runtime-dir", cl::desc("Directory holding libtriax_rt.a"),
+               cl::init(TRIAX_RUNTIME_LIB_DIR), cl::cat(category));
+static cl::opt<std::string>
+    runtimeInclude("runtime-include", cl::desc("Directory holding triax_rt.h"),
+                   cl::init(TRIAX_RUNTIME_INCLUDE_DIR), cl::cat(category));
+static cl::opt<std::string> cc("cc", cl::desc("C compiler used to link"),
+                               cl::init("cc"), cl::cat(category));
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "triaxc: compile a Triax model into a training binary\n\n"
+      "  triax-model tiny > tiny.mlir && triaxc tiny.mlir -o train && "
+      "./train --steps 300\n");
+  triax::CompileOptions options;
+  options.inputFile = input;
+  options.outputFile = output;
+  options.target = target;
+  options.emit = emit;
+  options.verbose = verbose;
+  options.openmp = openmp;
+  options.runtimeLibDir = runtimeDir;
+  options.runtimeIncludeDir = runtimeInclude;
+  options.cc = cc;
+  return triax::compile(options, errs());
+}
