@@ -15,6 +15,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllPasses.h"
 
 void triax::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::triax::TriaxDialect, mlir::dist::DistDialect,
@@ -26,6 +27,9 @@ void triax::registerAllDialects(mlir::DialectRegistry &registry) {
 }
 
 void triax::registerAllPasses() {
+  // Every upstream pass, so that any stage of a Triax pipeline can be
+  // reproduced and inspected with triax-opt.
+  mlir::registerAllPasses();
   mlir::triax::registerTriaxPasses();
   mlir::triax::registerTriaxConversionPasses();
   triax::registerPipelines();

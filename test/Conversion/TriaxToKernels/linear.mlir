@@ -1,0 +1,57 @@
+// linear and its gradients: bias broadcast, then GEMMs through the runtime
+// with the right transposes; parameters are runtime-owned state views.
+// RUN: triax-opt %s --convert-triax-to-kernels --cse | FileCheck %s
+
+triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
+  triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay
+  triax.param @w : tensor<8x12xf32> init <normal, std = 0.02> decay
+  triax.param @b : tensor<12xf32> init <zeros>
+  func.func @forward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<16x8xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %w = triax.get_param @w : tensor<8x12xf32>
+    %b = triax.get_param @b : tensor<12xf32>
+    %y = triax.linear %x, %w, %b : (tensor<2x4x8xf32>, tensor<8x12xf32>, tensor<12xf32>) -> tensor<2x4x12xf32>
+    %dx = triax.linear %y, %w {transpose_weight} : (tensor<2x4x12xf32>, tensor<8x12xf32>) -> tensor<2x4x8xf32>
+    %dw = triax.linear_weight_grad %x, %y : (tensor<2x4x8xf32>, tensor<2x4x12xf32>) -> tensor<8x12xf32>
+    %dwt = triax.linear_weight_grad %x, %y {transpose_weight} : (tensor<2x4x8xf32>, tensor<2x4x12xf32>) -> tensor<12x8xf32>
+    %db = triax.bias_grad %y : tensor<2x4x12xf32> -> tensor<12xf32>
+    %logits = triax.linear %dx, %emb {transpose_weight} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// The model is gone; the runtime ABI is declared once.
+// CHECK-NOT: triax.model
+// CHECK-DAG: func.func private @trx_sgemm(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32, f32, f32) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @trx_state_1d(i32, i64) -> memref<?xf32> attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @trx_state_2d(i32, i64) -> memref<?x?xf32> attributes {llvm.emit_c_interface}
+
+// CHECK-LABEL: func.func @triax_forward(
+// CHECK-SAME: %{{.*}}: memref<2x4xi32>, %{{.*}}: memref<2x4xi32>) -> f32 attributes {llvm.emit_c_interface}
+// Parameters are views of runtime state: kind 0, index = position in the model.
+// CHECK: call @trx_state_2d(%{{.*}}, %{{.*}}) : (i32, i64) -> memref<?x?xf32>
+// CHECK: %[[I1:.*]] = arith.constant 1 : i64
+// CHECK: call @trx_state_2d(%{{.*}}, %[[I1]]) : (i32, i64) -> memref<?x?xf32>
+// CHECK: memref.cast %{{.*}} : memref<?x?xf32> to memref<8x12xf32>
+// Bias first (every row), then x W accumulated with beta = 1.
+// CHECK: %[[Y:.*]] = memref.alloc() {{.*}}: memref<2x4x12xf32>
+// CHECK: %[[YR:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1], [2]] : memref<2x4x12xf32> into memref<8x12xf32>
+// CHECK: scf.parallel (%[[M:.*]], %[[N:.*]]) = {{.*}} to {{.*}} {
+// CHECK:   memref.load %{{.*}}[%[[N]]] : memref<12xf32>
+// CHECK:   memref.store %{{.*}}, %[[YR]][%[[M]], %[[N]]] : memref<8x12xf32>
+// CHECK: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i32, %c0_i32, %[[ONE:.*]], %[[ONE]])
+// dx = dy W^T: transB.
+// CHECK: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i32, %c1_i32, %[[ONE]], %{{.*}})
+// dW = x^T dy and (transposed layout) dy^T x: transA.
+// CHECK: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32,
+// CHECK: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32,
+// Bias gradient: one column per parallel iteration, a sequential sum.
+// CHECK: scf.parallel (%[[COL:.*]]) =
+// CHECK:   scf.for %{{.*}} = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK:     arith.addf %[[ACC]]
+// No tensors are left, and every buffer is freed.
+// CHECK-NOT: tensor<
+// CHECK: memref.dealloc
+// CHECK: return %{{.*}} : f32
