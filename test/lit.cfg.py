@@ -31,7 +31,7 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.triax_tools_dir, config.llvm_tools_dir]
-tools = ["triax-opt", "triax-model"]
+tools = ["triax-opt", "triax-model", "triaxc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.triax_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -124,6 +124,13 @@ static int run(llvm::ArrayRef<std::string> argv, llvm::raw_ostream &errs,
 
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
+  llvm::StringRef emitKind = options.emit;
+  if (!(emitKind.empty() || emitKind == "mlir" || emitKind == "llvm" ||
+        emitKind == "obj" || emitKind.starts_with("mlir-after="))) {
+    errs << "triaxc: unknown --emit value '" << options.emit
+         << "'; expected mlir, mlir-after=<pass>, llvm or obj\n";
+    return 1;
+  }
   if (options.target != "cpu") {
     errs << "triaxc: unknown target '" << options.target
          << "'; expected cpu (cuda is not built yet)\n";
@@ -153,8 +160,12 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   auto models = llvm::to_vector(module->getOps<mlir::triax::ModelOp>());
   if (models.size() != 1) {
-    emitError(module->getLoc())
-        << "triaxc compiles one triax.model per file, found " << models.size();
+    Location loc = models.size() > 1
+                       ? models[1].getLoc()
+                       : Location(FileLineColLoc::get(
+                             &context, options.inputFile, 1, 1));
+    emitError(loc) << "triaxc compiles one triax.model per file, found "
+                   << models.size();
     return 1;
   }
   timer.done("parse + verify");
@@ -191,6 +202,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
       errs << "\n";
       return 1;
     }
+    // IR printing needs one thread.
+    context.disableMultithreading();
     pm.enableIRPrinting(
         /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
         /*shouldPrintAfterPass=*/
@@ -253,11 +266,6 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   timer.done("object");
   if (options.emit == "obj")
     return 0;
-  if (!options.emit.empty()) {
-    errs << "triaxc: unknown --emit value '" << options.emit
-         << "'; expected mlir, mlir-after=<pass>, llvm or obj\n";
-    return 1;
-  }
 
   // The model descriptor, compiled and linked with the runtime.
   std::string descPath = options.outputFile + ".desc.c";
