@@ -3,8 +3,8 @@
 // q is [B, S, heads*d], k and v are [B, S, kv*d]; they are viewed as rows
 // [B*S, features], and the operands of head j of batch b are the strided
 // [S, d] blocks at (b*S, j*d) (query head j reads kv head j / (heads/kv)).
-// Each (b, j) is two or five GEMMs through the runtime around a causal
-// softmax that is parallel over the S rows of the scores.
+// Each (b, j) is two GEMMs (forward) or five (backward) through the runtime
+// around a causal softmax that is parallel over the S rows of the scores.
 //
 // The (b, j) loop is sequential: the [S, S] scratch matrices are reused by
 // every (b, j), and with grouped-query attention several query heads add
@@ -27,7 +27,7 @@ namespace {
 
 /// A sequential loop over [lower, upper) with index bounds and no carried
 /// values.
-// TODO: could move to KernelBuilder (loop() with Value bounds).
+// (A candidate for KernelBuilder: loop() with Value bounds.)
 void loopRange(KernelBuilder &k, Value lower, Value upper,
                function_ref<void(KernelBuilder &, Value)> body) {
   k.reduce(lower, upper, {}, [&](KernelBuilder &k, Value i, ValueRange) {
@@ -59,19 +59,20 @@ void attentionProbs(KernelBuilder &k, Value q, Value key, Value p,
   k.gemm(q, key, p, /*transA=*/false, /*transB=*/true, dims.scale, 0.0);
   k.parallel({seq}, [&](KernelBuilder &k, ValueRange iv) {
     Value i = iv[0];
-    Value end = k.addi(i, k.index(1)); // columns [0, i] are visible
-    Value max = k.reduce(k.index(1), end, {k.load(p, {i, k.index(0)})},
-                         [&](KernelBuilder &k, Value t, ValueRange acc) {
-                           return SmallVector<Value>{
-                               k.max(acc[0], k.load(p, {i, t}))};
-                         })[0];
-    Value sum = k.reduce(k.index(0), end, {k.f32(0.0)},
+    Value zero = k.index(0), one = k.index(1);
+    Value end = k.addi(i, one); // columns [0, i] are visible
+    Value first = k.load(p, {i, zero});
+    Value max = k.reduce(
+        one, end, {first}, [&](KernelBuilder &k, Value t, ValueRange acc) {
+          return SmallVector<Value>{k.max(acc[0], k.load(p, {i, t}))};
+        })[0];
+    Value sum = k.reduce(zero, end, {k.f32(0.0)},
                          [&](KernelBuilder &k, Value t, ValueRange acc) {
                            Value e = k.exp(k.sub(k.load(p, {i, t}), max));
                            k.store(e, p, {i, t});
                            return SmallVector<Value>{k.add(acc[0], e)};
                          })[0];
-    loopRange(k, k.index(0), end, [&](KernelBuilder &k, Value t) {
+    loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
       k.store(k.div(k.load(p, {i, t}), sum), p, {i, t});
     });
     loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
@@ -80,8 +81,7 @@ void attentionProbs(KernelBuilder &k, Value q, Value key, Value p,
   });
 }
 
-template <typename OpT>
-FailureOr<AttentionDims> getDims(OpT op) {
+template <typename OpT> FailureOr<AttentionDims> getDims(OpT op) {
   RankedTensorType q = op.getQuery().getType();
   if (!q.getElementType().isF32()) {
     op.emitOpError("only f32 kernels are generated on the CPU yet");
@@ -97,9 +97,12 @@ FailureOr<AttentionDims> getDims(OpT op) {
   return dims;
 }
 
-/// The kv head query head `j` reads.
+/// The kv head query head `j` reads: j / (heads / kv_heads).
 Value kvHead(KernelBuilder &k, Value j, const AttentionDims &dims) {
-  return k.divui(j, k.index(dims.heads / dims.kvHeads));
+  int64_t group = dims.heads / dims.kvHeads;
+  if (group == 1)
+    return j;
+  return k.divui(j, k.index(group));
 }
 
 /// out_bj = causal_softmax(q_bj k_bj^T / sqrt(d)) v_bj.
@@ -116,14 +119,18 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     Value outBuf = k.alloc(op.getType());
     Value q = k.rows(adaptor.getQuery()), key = k.rows(adaptor.getKey());
     Value v = k.rows(adaptor.getValue()), out = k.rows(outBuf);
-    Value p = k.alloc(
-        MemRefType::get({dims.seq, dims.seq}, rewriter.getF32Type()));
+    Value p =
+        k.alloc(MemRefType::get({dims.seq, dims.seq}, rewriter.getF32Type()));
     k.loop({dims.batch, dims.heads}, [&](KernelBuilder &k, ValueRange bj) {
+      // (Blocks are built one statement each: the IR order must not depend
+      // on the order the compiler evaluates arguments in.)
       Value b = bj[0], j = bj[1], kv = kvHead(k, j, dims);
-      attentionProbs(k, headBlock(k, q, b, j, dims),
-                     headBlock(k, key, b, kv, dims), p, dims);
-      k.gemm(p, headBlock(k, v, b, kv, dims), headBlock(k, out, b, j, dims),
-             /*transA=*/false, /*transB=*/false);
+      Value qbj = headBlock(k, q, b, j, dims);
+      Value kbj = headBlock(k, key, b, kv, dims);
+      Value vbj = headBlock(k, v, b, kv, dims);
+      Value obj = headBlock(k, out, b, j, dims);
+      attentionProbs(k, qbj, kbj, p, dims);
+      k.gemm(p, vbj, obj, /*transA=*/false, /*transB=*/false);
     });
     rewriter.replaceOp(op, outBuf);
     return success();
@@ -151,7 +158,8 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     Value dkBuf = k.allocFilled(op.getKeyGrad().getType(), 0.0);
     Value dvBuf = k.allocFilled(op.getValueGrad().getType(), 0.0);
     Value q = k.rows(adaptor.getQuery()), key = k.rows(adaptor.getKey());
-    Value v = k.rows(adaptor.getValue()), dout = k.rows(adaptor.getResultGrad());
+    Value v = k.rows(adaptor.getValue()),
+          dout = k.rows(adaptor.getResultGrad());
     Value dq = k.rows(dqBuf), dk = k.rows(dkBuf), dv = k.rows(dvBuf);
     auto square = MemRefType::get({seq, seq}, rewriter.getF32Type());
     Value p = k.alloc(square), ds = k.alloc(square);
@@ -161,23 +169,27 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
       Value kbj = headBlock(k, key, b, kv, dims);
       Value vbj = headBlock(k, v, b, kv, dims);
       Value dobj = headBlock(k, dout, b, j, dims);
+      Value dqbj = headBlock(k, dq, b, j, dims);
+      Value dkbj = headBlock(k, dk, b, kv, dims);
+      Value dvbj = headBlock(k, dv, b, kv, dims);
       attentionProbs(k, qbj, kbj, p, dims);
       // dP = dO v^T (into ds), dV += P^T dO.
       k.gemm(dobj, vbj, ds, /*transA=*/false, /*transB=*/true);
-      k.gemm(p, dobj, headBlock(k, dv, b, kv, dims), /*transA=*/true,
-             /*transB=*/false, 1.0, 1.0);
+      k.gemm(p, dobj, dvbj, /*transA=*/true, /*transB=*/false, 1.0, 1.0);
       // dS = P * (dP - sum_t dP P), in place; columns past i are 0.
       k.parallel({seq}, [&](KernelBuilder &k, ValueRange iv) {
         Value i = iv[0];
+        Value zero = k.index(0);
         Value end = k.addi(i, k.index(1));
-        Value dot = k.reduce(k.index(0), end, {k.f32(0.0)},
+        Value dot = k.reduce(zero, end, {k.f32(0.0)},
                              [&](KernelBuilder &k, Value t, ValueRange acc) {
-                               Value prod = k.mul(k.load(ds, {i, t}),
-                                                  k.load(p, {i, t}));
+                               Value dpt = k.load(ds, {i, t});
+                               Value prod = k.mul(dpt, k.load(p, {i, t}));
                                return SmallVector<Value>{k.add(acc[0], prod)};
                              })[0];
-        loopRange(k, k.index(0), end, [&](KernelBuilder &k, Value t) {
-          Value g = k.mul(k.load(p, {i, t}), k.sub(k.load(ds, {i, t}), dot));
+        loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
+          Value pt = k.load(p, {i, t});
+          Value g = k.mul(pt, k.sub(k.load(ds, {i, t}), dot));
           k.store(g, ds, {i, t});
         });
         loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
@@ -185,10 +197,9 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
         });
       });
       // dQ = scale dS k, dK += scale dS^T q.
-      k.gemm(ds, kbj, headBlock(k, dq, b, j, dims), /*transA=*/false,
-             /*transB=*/false, dims.scale, 0.0);
-      k.gemm(ds, qbj, headBlock(k, dk, b, kv, dims), /*transA=*/true,
-             /*transB=*/false, dims.scale, 1.0);
+      k.gemm(ds, kbj, dqbj, /*transA=*/false, /*transB=*/false, dims.scale,
+             0.0);
+      k.gemm(ds, qbj, dkbj, /*transA=*/true, /*transB=*/false, dims.scale, 1.0);
     });
     rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});
     return success();

@@ -21,11 +21,14 @@ namespace {
 /// The max of row `r` of logits [rows, V] and sum(exp(logit - max)) (f64).
 std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
                                      int64_t vocab) {
-  Value max = k.reduce(vocab, {k.load(logits, {r, k.index(0)})},
-                       [&](KernelBuilder &k, Value v, ValueRange acc) {
-                         return SmallVector<Value>{
-                             k.max(acc[0], k.load(logits, {r, v}))};
-                       })[0];
+  // (Operands that build ops are built one statement each, so that the IR
+  // order does not depend on the compiler's argument evaluation order.)
+  Value first = k.load(logits, {r, k.index(0)});
+  Value one = k.index(1), end = k.index(vocab);
+  Value max = k.reduce(
+      one, end, {first}, [&](KernelBuilder &k, Value v, ValueRange acc) {
+        return SmallVector<Value>{k.max(acc[0], k.load(logits, {r, v}))};
+      })[0];
   Value sum = k.reduce(vocab, {k.f64(0.0)},
                        [&](KernelBuilder &k, Value v, ValueRange acc) {
                          Value e = k.exp(k.sub(k.load(logits, {r, v}), max));
@@ -53,21 +56,20 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     Value logits = k.rows(adaptor.getLogits());
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
-    Value perRow =
-        k.alloc(MemRefType::get({rows}, rewriter.getF32Type()));
+    Value perRow = k.alloc(MemRefType::get({rows}, rewriter.getF32Type()));
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
       auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
       Value target = k.toIndex(k.load(targets, r));
       // (max - picked) + log(sum), in f64 before the one rounding to f32.
       Value picked = k.load(logits, {r[0], target});
-      Value loss = k.add(k.toF64(k.sub(max, picked)), k.log(sum));
+      Value margin = k.toF64(k.sub(max, picked));
+      Value loss = k.add(margin, k.log(sum));
       k.store(k.toF32(loss), perRow, r);
     });
-    Value total = k.reduce(rows, {k.f64(0.0)},
-                           [&](KernelBuilder &k, Value r, ValueRange acc) {
-                             return SmallVector<Value>{
-                                 k.add(acc[0], k.toF64(k.load(perRow, r)))};
-                           })[0];
+    Value total = k.reduce(
+        rows, {k.f64(0.0)}, [&](KernelBuilder &k, Value r, ValueRange acc) {
+          return SmallVector<Value>{k.add(acc[0], k.toF64(k.load(perRow, r)))};
+        })[0];
     Value out = k.alloc(op.getType());
     k.store(k.toF32(k.div(total, k.f64(static_cast<double>(rows)))), out, {});
     rewriter.replaceOp(op, out);
@@ -88,8 +90,8 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
     Value logits = k.rows(adaptor.getLogits()), out = k.rows(outBuf);
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
-    Value scale = k.div(k.load(adaptor.getLossGrad(), {}),
-                        k.f32(static_cast<double>(rows)));
+    Value dloss = k.load(adaptor.getLossGrad(), {});
+    Value scale = k.div(dloss, k.f32(static_cast<double>(rows)));
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
       auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
       Value denom = k.toF32(sum);

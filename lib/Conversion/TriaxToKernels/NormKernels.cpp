@@ -11,8 +11,8 @@
 //   gradients in a second nest, parallel over columns with a sequential sum
 //   over rows: a fixed summation order and no atomics.
 //
-// Statistics are two-pass (mean, then the biased variance of x - mean) in
-// f32, as the numpy reference computes them.
+// Statistics are accumulated in f32 and two-pass (the mean, then the biased
+// variance of x - mean), the way the numpy reference computes them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +27,13 @@ using namespace mlir::triax::kernels;
 namespace {
 
 /// A scratch f32 buffer of the given shape.
-// TODO: could move to KernelBuilder (alloc of a shape and element type).
+// (A candidate for KernelBuilder: alloc of a shape and element type.)
 Value allocScratch(KernelBuilder &k, ArrayRef<int64_t> shape) {
   return k.alloc(MemRefType::get(shape, k.builder().getF32Type()));
 }
 
 /// Sum over c in [0, cols) of fn(c), f32, in order.
-// TODO: could move to KernelBuilder (a one-accumulator reduce).
+// (A candidate for KernelBuilder: a one-accumulator reduce.)
 Value rowSum(KernelBuilder &k, int64_t cols,
              function_ref<Value(KernelBuilder &, Value)> fn) {
   return k.reduce(cols, {k.f32(0.0)},
@@ -42,35 +42,41 @@ Value rowSum(KernelBuilder &k, int64_t cols,
                   })[0];
 }
 
+/// 1 / sqrt(v + eps), as the reference computes it (not an approximate
+/// rsqrt).
+Value reciprocalSqrt(KernelBuilder &k, Value v, double eps) {
+  Value root = k.sqrt(k.add(v, k.f32(eps)));
+  Value one = k.f32(1.0);
+  return k.div(one, root);
+}
+
 /// mean and rstd = 1 / sqrt(var + eps) of row `r` of x [rows, cols], with
 /// the biased variance var = mean((x - mean)^2) (two passes).
 std::pair<Value, Value> meanRstd(KernelBuilder &k, Value x, Value r,
                                  int64_t cols, double eps) {
   Value n = k.f32(static_cast<double>(cols));
-  Value mean = k.div(
-      rowSum(k, cols, [&](KernelBuilder &k, Value c) {
-        return k.load(x, {r, c});
-      }),
-      n);
+  Value mean = k.div(rowSum(k, cols,
+                            [&](KernelBuilder &k, Value c) {
+                              return k.load(x, {r, c});
+                            }),
+                     n);
   Value var = k.div(rowSum(k, cols,
                            [&](KernelBuilder &k, Value c) {
                              Value xc = k.sub(k.load(x, {r, c}), mean);
                              return k.mul(xc, xc);
                            }),
                     n);
-  Value rstd = k.div(k.f32(1.0), k.sqrt(k.add(var, k.f32(eps))));
-  return {mean, rstd};
+  return {mean, reciprocalSqrt(k, var, eps)};
 }
 
 /// 1 / sqrt(mean(x^2) + eps) of row `r` of x [rows, cols].
 Value rmsRstd(KernelBuilder &k, Value x, Value r, int64_t cols, double eps) {
-  Value ms = k.div(rowSum(k, cols,
-                          [&](KernelBuilder &k, Value c) {
-                            Value xi = k.load(x, {r, c});
-                            return k.mul(xi, xi);
-                          }),
-                   k.f32(static_cast<double>(cols)));
-  return k.div(k.f32(1.0), k.sqrt(k.add(ms, k.f32(eps))));
+  Value sumSq = rowSum(k, cols, [&](KernelBuilder &k, Value c) {
+    Value xi = k.load(x, {r, c});
+    return k.mul(xi, xi);
+  });
+  Value ms = k.div(sumSq, k.f32(static_cast<double>(cols)));
+  return reciprocalSqrt(k, ms, eps);
 }
 
 LogicalResult checkF32(Operation *op, Type type) {
@@ -97,8 +103,8 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
       auto [mean, rstd] = meanRstd(k, x, r[0], cols, eps);
       k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
         Value xhat = k.mul(k.sub(k.load(x, {r[0], c[0]}), mean), rstd);
-        k.store(k.add(k.mul(xhat, k.load(w, c)), k.load(b, c)), y,
-                {r[0], c[0]});
+        Value scaled = k.mul(xhat, k.load(w, c));
+        k.store(k.add(scaled, k.load(b, c)), y, {r[0], c[0]});
       });
     });
     rewriter.replaceOp(op, out);
@@ -141,7 +147,8 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
         return k.mul(k.sub(k.load(x, {r, c}), mean), rstd);
       };
       auto gAt = [&](KernelBuilder &k, Value c) {
-        return k.mul(k.load(dy, {r, c}), k.load(w, c));
+        Value d = k.load(dy, {r, c});
+        return k.mul(d, k.load(w, c));
       };
       // sum(g) and sum(g xhat) in one pass.
       SmallVector<Value> sums = k.reduce(
@@ -153,22 +160,23 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
           });
       Value meanG = k.div(sums[0], n), meanGX = k.div(sums[1], n);
       k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
-        Value v = k.sub(k.sub(gAt(k, c[0]), meanG),
-                        k.mul(xhatAt(k, c[0]), meanGX));
+        Value centered = k.sub(gAt(k, c[0]), meanG);
+        Value v = k.sub(centered, k.mul(xhatAt(k, c[0]), meanGX));
         k.store(k.mul(rstd, v), dx, {r, c[0]});
       });
     });
 
     k.parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
-      SmallVector<Value> sums = k.reduce(
-          rows, {k.f32(0.0), k.f32(0.0)},
-          [&](KernelBuilder &k, Value r, ValueRange acc) {
-            Value d = k.load(dy, {r, c[0]});
-            Value xhat = k.mul(k.sub(k.load(x, {r, c[0]}), k.load(meanBuf, r)),
-                               k.load(rstdBuf, r));
-            return SmallVector<Value>{k.add(acc[0], k.mul(d, xhat)),
-                                      k.add(acc[1], d)};
-          });
+      SmallVector<Value> sums =
+          k.reduce(rows, {k.f32(0.0), k.f32(0.0)},
+                   [&](KernelBuilder &k, Value r, ValueRange acc) {
+                     Value d = k.load(dy, {r, c[0]});
+                     Value xr = k.load(x, {r, c[0]});
+                     Value xc = k.sub(xr, k.load(meanBuf, r));
+                     Value xhat = k.mul(xc, k.load(rstdBuf, r));
+                     return SmallVector<Value>{k.add(acc[0], k.mul(d, xhat)),
+                                               k.add(acc[1], d)};
+                   });
       k.store(sums[0], dw, c);
       k.store(sums[1], db, c);
     });
@@ -233,27 +241,30 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
         return k.mul(k.load(x, {r, c}), rstd);
       };
       auto gAt = [&](KernelBuilder &k, Value c) {
-        return k.mul(k.load(dy, {r, c}), k.load(w, c));
+        Value d = k.load(dy, {r, c});
+        return k.mul(d, k.load(w, c));
       };
       Value meanGX = k.div(rowSum(k, cols,
                                   [&](KernelBuilder &k, Value c) {
-                                    return k.mul(gAt(k, c), xhatAt(k, c));
+                                    Value g = gAt(k, c);
+                                    return k.mul(g, xhatAt(k, c));
                                   }),
                            n);
       k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
-        Value v = k.sub(gAt(k, c[0]), k.mul(xhatAt(k, c[0]), meanGX));
+        Value g = gAt(k, c[0]);
+        Value v = k.sub(g, k.mul(xhatAt(k, c[0]), meanGX));
         k.store(k.mul(rstd, v), dx, {r, c[0]});
       });
     });
 
     k.parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
-      Value sum = k.reduce(rows, {k.f32(0.0)},
-                           [&](KernelBuilder &k, Value r, ValueRange acc) {
-                             Value xhat = k.mul(k.load(x, {r, c[0]}),
-                                                k.load(rstdBuf, r));
-                             return SmallVector<Value>{k.add(
-                                 acc[0], k.mul(k.load(dy, {r, c[0]}), xhat))};
-                           })[0];
+      Value sum = k.reduce(
+          rows, {k.f32(0.0)}, [&](KernelBuilder &k, Value r, ValueRange acc) {
+            Value xr = k.load(x, {r, c[0]});
+            Value xhat = k.mul(xr, k.load(rstdBuf, r));
+            Value d = k.load(dy, {r, c[0]});
+            return SmallVector<Value>{k.add(acc[0], k.mul(d, xhat))};
+          })[0];
       k.store(sum, dw, c);
     });
     rewriter.replaceOp(op, {dxBuf, dw});
