@@ -401,6 +401,13 @@ typedef struct {
   const char *log_json;  /* --log-json FILE: JSON-lines log */
   int32_t verbose;       /* -v, -vv, --verbose (count) */
   int32_t help;          /* --help / -h seen: print usage, exit 0 */
+  const char *save_init; /* --save-init FILE: write the initial parameters */
+  int64_t threads;       /* --threads N (>= 0), default 0 = BLAS default */
+  int64_t val_batches;   /* --val-batches N (>= 1), default 8 */
+  float min_lr_ratio;    /* --min-lr-ratio F in [0, 1], default 0.1 */
+  int64_t stop_at;       /* --stop-at STEP (>= 0), default 0 = off: end the
+                            run after optimizer step STEP as if interrupted;
+                            the lr schedule still spans --steps */
 } trx_train_args;
 
 /* Sets *out to the defaults. */
@@ -413,6 +420,8 @@ void trx_train_args_default(trx_train_args *out);
  * "--steps: invalid integer 'abc'", "--lr: invalid number 'x'",
  * "--warmup: must be >= 0, got -3",
  * "--lr-schedule: expected 'cosine' or 'constant', got 'linear'",
+ * "--val-batches: must be >= 1, got 0",
+ * "--min-lr-ratio: must be <= 1, got 2",
  * "--resume requires --ckpt-dir". With both --resume and --init-from,
  * --resume wins when a checkpoint exists. */
 int trx_parse_train_args(int argc, char **argv, trx_train_args *out, char *err,
@@ -420,6 +429,184 @@ int trx_parse_train_args(int argc, char **argv, trx_train_args *out, char *err,
 
 /* Prints the usage text for the flags above. */
 void trx_print_train_usage(FILE *f, const char *prog);
+
+/*===----------------------------------------------------------------------===*/
+/* Kernel ABI: the functions compiled code calls                            */
+/*===----------------------------------------------------------------------===*/
+/* Programs compiled by Triax call these through MLIR's C interface
+ * (`llvm.emit_c_interface`): a memref argument is passed as a pointer to its
+ * descriptor, and a memref result is returned through a descriptor pointer
+ * passed as the first argument. The names and MLIR signatures are those of
+ * include/triax/Conversion/RuntimeABI.h and declareRuntimeFunctions() in
+ * lib/Conversion/TriaxToKernels/KernelBuilder.cpp.
+ *
+ * Compiled code cannot handle an error status, so these functions check
+ * their arguments and, on a violation (a compiler or driver bug), print
+ * "triax runtime: <function>: <problem>" on stderr and call abort(). */
+
+/* MLIR descriptors of memref<?xf32> and memref<?x?xf32> (any strides). The
+ * element at (i, j) is aligned[offset + i*strides[0] + j*strides[1]]. */
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} trx_memref_f32_1d;
+
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} trx_memref_f32_2d;
+
+/* C = alpha * op(A) * op(B) + beta * C, op(X) = X^T when the flag is
+ * non-zero, through cblas_sgemm (row-major). M, N are C's sizes, K is
+ * A.sizes[1] (A.sizes[0] with transA); op(A) must be M x K and op(B) K x N.
+ * The inner stride of each operand must be 1 (for more than one column) and
+ * the row stride >= the number of columns; it is passed as lda/ldb/ldc.
+ * beta == 0 overwrites C without reading it. C must not overlap A or B.
+ * Aborts with a message on a shape, stride or overlap violation. */
+void _mlir_ciface_trx_sgemm(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
+                            trx_memref_f32_2d *C, int32_t transA,
+                            int32_t transB, float alpha, float beta);
+
+/* Sets the number of BLAS threads (OpenBLAS); n <= 0 keeps the default
+ * (OPENBLAS_NUM_THREADS or all cores). */
+void trx_blas_set_threads(int n);
+
+/* The state buffers of each parameter (StateKind in RuntimeABI.h). */
+enum trx_state_kind {
+  TRX_STATE_PARAM = 0,      /* the parameter (f32 master copy) */
+  TRX_STATE_EXP_AVG = 1,    /* AdamW first moment */
+  TRX_STATE_EXP_AVG_SQ = 2, /* AdamW second moment */
+  TRX_STATE_GRAD = 3,       /* gradient buffer: forward_backward adds to it,
+                               optimizer_step reads it; the driver zeroes it
+                               before the first micro-batch of a step */
+  TRX_STATE_NKINDS = 4
+};
+
+typedef struct trx_param_desc trx_param_desc; /* defined below */
+
+/* Binds the training-state buffers that the trx_state_* views show: for
+ * parameter i of params[0..n-1], param_bufs[i], exp_avg[i], exp_avg_sq[i]
+ * and grads[i] each hold its numel floats (row-major, contiguous). The
+ * pointer arrays are copied; params and the buffers must stay valid while
+ * bound. n = 0 unbinds. trx_train_main binds its own buffers; a
+ * hand-written driver calls this itself. Returns TRX_ERR_ARG for a NULL
+ * buffer or an invalid parameter description. Not thread-safe with respect
+ * to concurrent trx_state_* calls. */
+int trx_state_bind(int64_t n, const trx_param_desc *params,
+                   float *const *param_bufs, float *const *exp_avg,
+                   float *const *exp_avg_sq, float *const *grads, char *err,
+                   size_t errlen);
+
+/* Fills *out with a view of the state buffer `kind` (trx_state_kind) of
+ * parameter `index` (its position in the model descriptor): sizes = the
+ * parameter's shape, strides [1] / [cols, 1], offset 0. Aborts with a
+ * message when nothing is bound, or for a bad kind, index or rank (a rank-2
+ * parameter through _1d or the reverse). */
+void _mlir_ciface_trx_state_1d(trx_memref_f32_1d *out, int32_t kind,
+                               int64_t index);
+void _mlir_ciface_trx_state_2d(trx_memref_f32_2d *out, int32_t kind,
+                               int64_t index);
+
+/* The allocator of compiled code (MLIR's generic allocation functions,
+ * finalize-memref-to-llvm{use-generic-functions}): activations, gradients
+ * and other temporaries, charged to TRX_MEM_ACTIV so the peak is measured.
+ * Memory is zero-filled and at least 64-byte aligned; `alignment` must be a
+ * power of two. Both are freed by _mlir_memref_to_llvm_free (NULL is a
+ * no-op). Out of memory, a bad alignment, or freeing anything else (a
+ * state buffer, a foreign or already freed pointer) aborts with a
+ * message. */
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+void _mlir_memref_to_llvm_free(void *ptr);
+
+/* Like trx_alloc, aligned to max(alignment, 64) bytes; alignment must be a
+ * power of two (TRX_ERR_ARG message in trx_last_error() otherwise). Freed by
+ * trx_free. */
+void *trx_alloc_aligned(size_t bytes, size_t alignment, int category);
+
+/*===----------------------------------------------------------------------===*/
+/* Model descriptor and training driver                                     */
+/*===----------------------------------------------------------------------===*/
+/* The compiler emits one trx_model_desc per model plus
+ *     int main(int argc, char **argv) {
+ *       return trx_train_main(argc, argv, &desc);
+ *     }
+ * and trx_train_main is the whole training program: CLI, data, parameter
+ * init, the training loop, evaluation, logging and checkpoints. */
+
+enum trx_param_init {
+  TRX_INIT_NORMAL = 0, /* N(0, init_std^2), see trx_init_normal */
+  TRX_INIT_ZEROS = 1,
+  TRX_INIT_ONES = 2
+};
+
+struct trx_param_desc {
+  const char *name; /* unique, e.g. "wte.weight" (the checkpoint name) */
+  int32_t rank;     /* 1 or 2 */
+  int64_t shape[2]; /* shape[0] (and shape[1] for rank 2), all > 0 */
+  int32_t init;     /* trx_param_init */
+  float init_std;   /* standard deviation for TRX_INIT_NORMAL (>= 0) */
+  int32_t decay;    /* non-zero: AdamW weight decay applies */
+};
+
+/* The layout lib/Driver/ModelDescriptor.cpp generates (a positional
+ * initializer: keep the field order). */
+typedef struct {
+  const char *model_name;
+  int64_t num_params;           /* >= 1 */
+  const trx_param_desc *params; /* num_params entries, in the compiler's
+                                   parameter-index order */
+  int64_t micro_batch, global_batch, seq, vocab;
+  /* From the model's training config. lr is the default peak lr. */
+  float lr, beta1, beta2, eps, weight_decay, grad_clip;
+  /* Compiled entry points (wrapped by generated C code). They reach the
+   * parameters, moments and gradient buffers through trx_state_1d/2d.
+   * tokens and targets are micro_batch x seq, row-major. */
+  /* Forward and backward on one micro-batch: returns its mean loss and
+   * adds its gradients to the gradient buffers (TRX_STATE_GRAD). */
+  float (*forward_backward)(const int32_t *tokens, const int32_t *targets);
+  /* One AdamW step (`step` counts from 1) at learning rate `lr` from the
+   * gradient buffers scaled by grad_scale (1 / micro-batches): clips by the
+   * global norm and returns that norm (of the scaled gradients, before
+   * clipping). */
+  float (*optimizer_step)(float lr, int64_t step, float grad_scale);
+  /* Mean loss only, no update. May be NULL (then --val-data is refused). */
+  float (*forward)(const int32_t *tokens, const int32_t *targets);
+} trx_model_desc;
+
+/* Deterministic N(0, std^2) fill used for TRX_INIT_NORMAL: parameter
+ * `index` draws from its own stream, so adding a parameter does not change
+ * the others:
+ *   sm = seed ^ (0xD1B54A32D192ED03 * (index + 1))             (mod 2^64)
+ *   xoshiro256** state s[0..3] = four splitmix64_next(&sm)  (see the loader)
+ *   for each pair of elements (row-major): x = next(), y = next();
+ *     u1 = ((x >> 11) + 1) * 2^-53          (in (0, 1])
+ *     u2 = (y >> 11) * 2^-53                (in [0, 1))
+ *     r = sqrt(-2 ln u1); z0 = r cos(2 pi u2); z1 = r sin(2 pi u2)
+ *     elements get (float)(std * z0), (float)(std * z1)  (in double)
+ *   an odd last element uses z0 of a final pair.
+ * xoshiro256** next(): result = rotl(s1 * 5, 7) * 9; t = s1 << 17;
+ *   s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotl(s3, 45). */
+void trx_init_normal(float *dst, int64_t n, float std, uint64_t seed,
+                     int64_t index);
+
+/* The training program. Returns the process exit status: 0 on success (and
+ * for --help), 1 on an error (message "error: ..." naming the file and the
+ * problem on stderr; nothing that exists is overwritten), 2 for a bad
+ * command line. See runtime/README.md for the whole behaviour. */
+int trx_train_main(int argc, char **argv, const trx_model_desc *model);
+
+/* The built-in training corpus (an llm.c .bin image of the toy-grammar
+ * corpus of tools/triax-gen-corpus.py, byte tokens, vocab 256), used when
+ * no --data is given. */
+extern const unsigned char trx_default_corpus[];
+extern const unsigned long trx_default_corpus_size;
 
 #ifdef __cplusplus
 } /* extern "C" */

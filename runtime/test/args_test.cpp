@@ -59,6 +59,11 @@ void testDefaults() {
   CHECK_EQ(a.resume, 0);
   CHECK_EQ(a.verbose, 0);
   CHECK_EQ(a.help, 0);
+  CHECK(a.save_init == nullptr);
+  CHECK_EQ(a.threads, int64_t(0));
+  CHECK_EQ(a.val_batches, int64_t(8));
+  CHECK_EQ(a.min_lr_ratio, 0.1f);
+  CHECK_EQ(a.stop_at, int64_t(0));
   trx_train_args d;
   trx_train_args_default(&d);
   CHECK(memcmp(&a, &d, sizeof(a)) == 0);
@@ -89,6 +94,17 @@ void testAllFlags() {
   CHECK_EQ(a.log_every, int64_t(10));
   CHECK_STREQ(a.log_json, "log.jsonl");
   CHECK_EQ(a.verbose, 3);
+
+  // The driver's flags.
+  CHECK_EQ(parse("--save-init init.safetensors --threads 4 --val-batches 3 "
+                 "--min-lr-ratio 0 --stop-at 40 --steps 50",
+                 a, err),
+           TRX_OK);
+  CHECK_STREQ(a.save_init, "init.safetensors");
+  CHECK_EQ(a.threads, int64_t(4));
+  CHECK_EQ(a.val_batches, int64_t(3));
+  CHECK_EQ(a.min_lr_ratio, 0.0f);
+  CHECK_EQ(a.stop_at, int64_t(40));
 
   // --flag=value, last one wins, --verbose.
   CHECK_EQ(parse("--steps=7 --lr=0.5 --steps 9 --lr-schedule=cosine --verbose "
@@ -144,6 +160,12 @@ void testErrors() {
       {"--resume", "--resume requires --ckpt-dir"},
       {"--resume=1 --ckpt-dir d", "--resume takes no value"},
       {"--ckpt-every 10", "--ckpt-every requires --ckpt-dir"},
+      {"--val-batches 0", "--val-batches: must be >= 1, got 0"},
+      {"--min-lr-ratio 2", "--min-lr-ratio: must be <= 1, got 2"},
+      {"--min-lr-ratio -0.5", "--min-lr-ratio: must be >= 0, got -0.5"},
+      {"--threads 5000", "--threads: must be <= 4096, got 5000"},
+      {"--stop-at -1", "--stop-at: must be >= 0, got -1"},
+      {"--save-init=", "--save-init: empty value"},
   };
   for (const Case &c : cases) {
     int rc = parse(c.line, a, err);
@@ -171,10 +193,13 @@ void testUsage() {
   fclose(f);
   CHECK(s.rfind("usage: gpt2-train [options]\n", 0) == 0);
   for (const char *flag :
-       {"--data FILE", "--val-data FILE", "--steps N", "--lr F", "--warmup N",
-        "--lr-schedule S", "--seed N", "--eval-every N", "--ckpt-dir DIR",
-        "--ckpt-every N", "--resume", "--init-from FILE", "--log-every N",
-        "--log-json FILE", "-v, --verbose", "-h, --help"})
+       {"--data FILE",     "--val-data FILE",  "--steps N",
+        "--lr F",          "--warmup N",       "--lr-schedule S",
+        "--seed N",        "--eval-every N",   "--ckpt-dir DIR",
+        "--ckpt-every N",  "--resume",         "--init-from FILE",
+        "--log-every N",   "--log-json FILE",  "-v, --verbose",
+        "-h, --help",      "--save-init FILE", "--threads N",
+        "--val-batches N", "--min-lr-ratio F", "--stop-at STEP"})
     CHECK(s.find(flag) != std::string::npos);
 }
 
@@ -195,11 +220,14 @@ int cmdParse(int argc, char **argv) {
   printf("data=%s val_data=%s steps=%" PRId64 " lr=%g warmup=%" PRId64
          " lr_schedule=%s seed=%" PRIu64 " eval_every=%" PRId64
          " ckpt_dir=%s ckpt_every=%" PRId64 " resume=%d init_from=%s"
-         " log_every=%" PRId64 " log_json=%s verbose=%d\n",
+         " log_every=%" PRId64 " log_json=%s verbose=%d save_init=%s"
+         " threads=%" PRId64 " val_batches=%" PRId64 " min_lr_ratio=%g"
+         " stop_at=%" PRId64 "\n",
          s(a.data), s(a.val_data), a.steps, double(a.lr), a.warmup,
          a.lr_schedule == TRX_LR_COSINE ? "cosine" : "constant", a.seed,
          a.eval_every, s(a.ckpt_dir), a.ckpt_every, a.resume, s(a.init_from),
-         a.log_every, s(a.log_json), a.verbose);
+         a.log_every, s(a.log_json), a.verbose, s(a.save_init), a.threads,
+         a.val_batches, double(a.min_lr_ratio), a.stop_at);
   return 0;
 }
 

@@ -44,6 +44,11 @@ const Option kOptions[] = {
     {"--init-from", Kind::Path, TRX_FIELD(init_from)},
     {"--log-every", Kind::Int, TRX_FIELD(log_every)},
     {"--log-json", Kind::Path, TRX_FIELD(log_json)},
+    {"--save-init", Kind::Path, TRX_FIELD(save_init)},
+    {"--threads", Kind::Int, TRX_FIELD(threads)},
+    {"--val-batches", Kind::Int, TRX_FIELD(val_batches)},
+    {"--min-lr-ratio", Kind::Float, TRX_FIELD(min_lr_ratio)},
+    {"--stop-at", Kind::Int, TRX_FIELD(stop_at)},
 };
 #undef TRX_FIELD
 
@@ -133,6 +138,10 @@ extern "C" void trx_train_args_default(trx_train_args *out) {
   out->eval_every = 0;
   out->ckpt_every = 0;
   out->log_every = 1;
+  out->threads = 0;
+  out->val_batches = 8;
+  out->min_lr_ratio = 0.1f;
+  out->stop_at = 0;
 }
 
 extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
@@ -195,6 +204,16 @@ extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
     return fail(TRX_ERR_ARG, err, errlen, "--resume requires --ckpt-dir");
   if (out->ckpt_every > 0 && !out->ckpt_dir)
     return fail(TRX_ERR_ARG, err, errlen, "--ckpt-every requires --ckpt-dir");
+  if (out->val_batches < 1)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "--val-batches: must be >= 1, got %" PRId64, out->val_batches);
+  if (out->min_lr_ratio > 1.0f)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "--min-lr-ratio: must be <= 1, got %g",
+                double(out->min_lr_ratio));
+  if (out->threads > 4096)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "--threads: must be <= 4096, got %" PRId64, out->threads);
   return TRX_OK;
 }
 
@@ -218,16 +237,25 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "                        configured lr)\n"
       "  --warmup N            linear warmup steps (default 0)\n"
       "  --lr-schedule S       cosine | constant (default cosine)\n"
-      "  --seed N              random seed (default 1337)\n"
+      "  --min-lr-ratio F      cosine floor as a fraction of the peak lr\n"
+      "                        (default 0.1)\n"
+      "  --seed N              random seed of the initialization (default\n"
+      "                        1337)\n"
+      "  --threads N           BLAS threads (default 0 = OpenBLAS default)\n"
       "\n"
       "Evaluation and checkpoints:\n"
-      "  --eval-every N        validate every N steps (default 0 = off)\n"
+      "  --eval-every N        validate every N steps (default 0 = only\n"
+      "                        after the last step, when --val-data is given)\n"
+      "  --val-batches N       validation batches per evaluation (default 8)\n"
       "  --ckpt-dir DIR        write checkpoints under DIR\n"
       "  --ckpt-every N        checkpoint every N steps (default 0 = only\n"
       "                        at the end)\n"
       "  --resume              continue from the latest checkpoint in\n"
       "                        --ckpt-dir (if there is one)\n"
       "  --init-from FILE      initial weights (.safetensors)\n"
+      "  --save-init FILE      write the initial weights (.safetensors)\n"
+      "  --stop-at STEP        stop after step STEP as if interrupted (the lr\n"
+      "                        schedule still spans --steps)\n"
       "\n"
       "Logging:\n"
       "  --log-every N         print every N steps (default 1, 0 = off)\n"

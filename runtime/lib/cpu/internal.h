@@ -76,6 +76,10 @@ void removeStaleTemps(const std::string &dir, const std::string &prefix);
 int validateTensors(const char *label, int64_t n, const trx_tensor *tensors,
                     std::vector<uint64_t> &sizes, char *err, size_t errlen);
 
+/// The category of a live trx_alloc block, or -1 when `p` does not look like
+/// one (best effort, like trx_free's check). NULL gives -1.
+int allocCategory(const void *p);
+
 /// Reads a whole (small) file. Returns 0 or an errno value.
 int readFile(const std::string &path, std::string &out);
 

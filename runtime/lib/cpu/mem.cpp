@@ -2,8 +2,10 @@
 //------------------------------===//
 //
 // trx_alloc places a 64-byte header in front of every block (so the block
-// stays 64-byte aligned) recording its size and category; lock-free atomic
-// counters track current and peak bytes per category and in total.
+// stays 64-byte aligned) recording its size, category and the start of the
+// underlying allocation (trx_alloc_aligned pads in front for alignments
+// above 64); lock-free atomic counters track current and peak bytes per
+// category and in total.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,7 @@ struct alignas(kAlign) BlockHeader {
   uint64_t magic;
   uint64_t bytes;
   int32_t category;
+  void *base; // What aligned_alloc returned (freed by trx_free).
 };
 static_assert(sizeof(BlockHeader) == kAlign, "header must keep alignment");
 
@@ -49,31 +52,36 @@ void raiseTo(std::atomic<size_t> &peak, size_t value) {
 
 bool validCategory(int cat) { return cat >= 0 && cat < TRX_MEM_NCAT; }
 
-} // namespace
-
-extern "C" void *trx_alloc(size_t bytes, int category) {
+/// The block layout: [padding][BlockHeader][bytes...], where the user
+/// pointer is `align`-aligned (align >= kAlign) and the header sits right
+/// before it. With align == kAlign there is no padding.
+void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   if (!validCategory(category)) {
-    setLastError("trx_alloc: invalid memory category %d (expected 0..%d)",
+    setLastError("%s: invalid memory category %d (expected 0..%d)", fn,
                  category, TRX_MEM_NCAT - 1);
     return nullptr;
   }
-  size_t rounded = (bytes + kAlign - 1) & ~(kAlign - 1);
-  if (rounded < bytes || rounded > SIZE_MAX - sizeof(BlockHeader)) {
-    setLastError("trx_alloc: size %zu bytes is too large", bytes);
+  size_t rounded = (bytes + align - 1) & ~(align - 1);
+  if (rounded < bytes || rounded > SIZE_MAX - align) {
+    setLastError("%s: size %zu bytes is too large", fn, bytes);
     return nullptr;
   }
-  size_t total = rounded + sizeof(BlockHeader);
-  void *raw = std::aligned_alloc(kAlign, total);
+  // The header needs kAlign bytes in front of the block; with a larger
+  // alignment a whole `align` bytes keep the block aligned.
+  size_t total = rounded + align;
+  void *raw = std::aligned_alloc(align, total);
   if (!raw) {
-    setLastError("trx_alloc: out of memory allocating %zu bytes (%s)", bytes,
+    setLastError("%s: out of memory allocating %zu bytes (%s)", fn, bytes,
                  trx_mem_category_name(category));
     return nullptr;
   }
   std::memset(raw, 0, total);
-  auto *h = static_cast<BlockHeader *>(raw);
+  char *user = static_cast<char *>(raw) + align;
+  auto *h = reinterpret_cast<BlockHeader *>(user - sizeof(BlockHeader));
   h->magic = kLiveMagic;
   h->bytes = bytes;
   h->category = category;
+  h->base = raw;
 
   size_t cur =
       counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
@@ -82,7 +90,28 @@ extern "C" void *trx_alloc(size_t bytes, int category) {
   size_t tot =
       counters.currentTotal.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   raiseTo(counters.peakTotal, tot);
-  return static_cast<char *>(raw) + sizeof(BlockHeader);
+  return user;
+}
+
+} // namespace
+
+extern "C" void *trx_alloc(size_t bytes, int category) {
+  return allocImpl("trx_alloc", bytes, kAlign, category);
+}
+
+extern "C" void *trx_alloc_aligned(size_t bytes, size_t alignment,
+                                   int category) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    setLastError("trx_alloc_aligned: alignment %zu is not a power of two",
+                 alignment);
+    return nullptr;
+  }
+  if (alignment > (size_t(1) << 30)) {
+    setLastError("trx_alloc_aligned: alignment %zu is too large", alignment);
+    return nullptr;
+  }
+  return allocImpl("trx_alloc_aligned", bytes,
+                   alignment < kAlign ? kAlign : alignment, category);
 }
 
 extern "C" void trx_free(void *p) {
@@ -105,7 +134,16 @@ extern "C" void trx_free(void *p) {
   h->magic = kFreedMagic;
   counters.current[h->category].fetch_sub(h->bytes, std::memory_order_relaxed);
   counters.currentTotal.fetch_sub(h->bytes, std::memory_order_relaxed);
-  std::free(h);
+  std::free(h->base);
+}
+
+int triax::rt::allocCategory(const void *p) {
+  if (!p || reinterpret_cast<uintptr_t>(p) % kAlign != 0)
+    return -1;
+  auto *h = reinterpret_cast<const BlockHeader *>(static_cast<const char *>(p) -
+                                                  sizeof(BlockHeader));
+  return h->magic == kLiveMagic && validCategory(h->category) ? h->category
+                                                              : -1;
 }
 
 extern "C" size_t trx_mem_current(int cat) {

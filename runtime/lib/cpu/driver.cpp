@@ -1,0 +1,711 @@
+//===- driver.cpp - The training program around a compiled model ----------===//
+//
+// trx_train_main: the main() of every Triax training binary. It parses the
+// command line, opens the data, allocates and initializes (or loads) the
+// parameters and AdamW moments, binds them for the compiled code's
+// trx_state_* views, and runs the training loop with logging, evaluation
+// and crash-safe checkpoints. Every input (data, init file, checkpoint,
+// checkpoint directory) is checked before the first step, so a bad one
+// stops the run with a message naming the file, before anything is written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+#include "triax_rt.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace triax::rt;
+
+namespace {
+
+constexpr const char *kBuiltinCorpus = "<built-in corpus>";
+constexpr int64_t kByteVocab = 256;
+
+//===----------------------------------------------------------------------===//
+// Initialization PRNG (documented with trx_init_normal in triax_rt.h)
+//===----------------------------------------------------------------------===//
+
+uint64_t splitmix64Next(uint64_t &state) {
+  state += 0x9E3779B97F4A7C15ULL;
+  uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+struct Xoshiro256 {
+  uint64_t s[4];
+  explicit Xoshiro256(uint64_t seed) {
+    for (uint64_t &w : s)
+      w = splitmix64Next(seed);
+  }
+  uint64_t next() {
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Messages
+//===----------------------------------------------------------------------===//
+
+void printError(const char *fmt, ...) TRX_PRINTF(1, 2);
+void printError(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+}
+
+void printNote(const char *fmt, ...) TRX_PRINTF(1, 2);
+void printNote(const char *fmt, ...) {
+  fflush(stdout);
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("note: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+}
+
+int64_t numel(const trx_param_desc &p) {
+  return p.rank == 2 ? p.shape[0] * p.shape[1] : p.shape[0];
+}
+
+bool badModel(std::string &msg, const char *fmt, ...) TRX_PRINTF(2, 3);
+/// Sets msg to "model descriptor: <formatted>" and returns false.
+bool badModel(std::string &msg, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  msg = std::string("model descriptor: ") + buf;
+  return false;
+}
+
+/// Checks the descriptor the compiler generated. Messages start with
+/// "model descriptor: ".
+bool validateModel(const trx_model_desc *m, std::string &msg) {
+#define bad(...) badModel(msg, __VA_ARGS__)
+  if (!m)
+    return bad("%s", "no model descriptor (NULL)");
+  if (!m->model_name || !*m->model_name)
+    return bad("%s", "the model has no name");
+  if (m->num_params < 1 || !m->params)
+    return bad("model '%s' has no parameters", m->model_name);
+  for (int64_t i = 0; i < m->num_params; ++i) {
+    const trx_param_desc &p = m->params[i];
+    if (!p.name || !*p.name)
+      return bad("parameter %" PRId64 " has no name", i);
+    for (int64_t j = 0; j < i; ++j)
+      if (std::strcmp(m->params[j].name, p.name) == 0)
+        return bad("parameter name '%s' is used twice", p.name);
+    if (p.rank != 1 && p.rank != 2)
+      return bad("parameter '%s' has rank %" PRId32 " (expected 1 or 2)",
+                 p.name, p.rank);
+    for (int32_t d = 0; d < p.rank; ++d)
+      if (p.shape[d] <= 0 || p.shape[d] > (int64_t(1) << 31))
+        return bad("parameter '%s' has invalid dimension %" PRId64, p.name,
+                   p.shape[d]);
+    if (numel(p) > (int64_t(1) << 36))
+      return bad("parameter '%s' has %" PRId64 " elements, too many", p.name,
+                 numel(p));
+    if (p.init != TRX_INIT_NORMAL && p.init != TRX_INIT_ZEROS &&
+        p.init != TRX_INIT_ONES)
+      return bad("parameter '%s' has unknown init %" PRId32
+                 " (0 normal, 1 zeros, 2 ones)",
+                 p.name, p.init);
+    if (!std::isfinite(p.init_std) || p.init_std < 0)
+      return bad("parameter '%s' has invalid init_std %g", p.name,
+                 double(p.init_std));
+  }
+  if (m->micro_batch <= 0 || m->global_batch <= 0 || m->seq <= 0 ||
+      m->vocab <= 0)
+    return bad("model '%s' has invalid sizes micro_batch %" PRId64
+               ", global_batch %" PRId64 ", seq %" PRId64 ", vocab %" PRId64,
+               m->model_name, m->micro_batch, m->global_batch, m->seq,
+               m->vocab);
+  if (m->micro_batch > (int64_t(1) << 20) || m->seq > (int64_t(1) << 24) ||
+      m->micro_batch * m->seq > (int64_t(1) << 30))
+    return bad("model '%s' has a too large batch %" PRId64 "x%" PRId64,
+               m->model_name, m->micro_batch, m->seq);
+  if (!std::isfinite(m->lr) || m->lr < 0)
+    return bad("model '%s' has invalid lr %g", m->model_name, double(m->lr));
+  if (!m->forward_backward || !m->optimizer_step)
+    return bad("model '%s' has no %s entry point", m->model_name,
+               m->forward_backward ? "optimizer_step" : "forward_backward");
+  return true;
+#undef bad
+}
+
+//===----------------------------------------------------------------------===//
+// The run
+//===----------------------------------------------------------------------===//
+
+/// Everything a run owns; released in the destructor on every path.
+struct Run {
+  const trx_model_desc *model = nullptr;
+  trx_train_args args{};
+  std::string dataName;
+  trx_loader *train = nullptr;
+  trx_loader *val = nullptr;
+  trx_logger *logger = nullptr;
+  std::vector<float *> params, expAvg, expAvgSq, grads;
+  std::vector<trx_tensor> specs; // name, F32, shape; data = the parameter.
+  int32_t *inputs = nullptr;
+  int32_t *targets = nullptr;
+  bool bound = false;
+  float lrMax = 0;
+
+  ~Run() {
+    if (bound)
+      trx_state_bind(0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                     0);
+    for (auto *v : {&params, &expAvg, &expAvgSq, &grads})
+      for (float *p : *v)
+        trx_free(p);
+    trx_free(inputs);
+    trx_free(targets);
+    trx_loader_close(train);
+    trx_loader_close(val);
+    trx_logger_close(logger);
+  }
+
+  int64_t n() const { return model->num_params; }
+  int64_t tokensPerStep() const { return model->micro_batch * model->seq; }
+  void zeroGrads() {
+    for (int64_t i = 0; i < n(); ++i)
+      std::memset(grads[size_t(i)], 0,
+                  size_t(numel(model->params[i])) * sizeof(float));
+  }
+
+  int openData();
+  int allocate();
+  int initialize(int64_t &startStep, std::string &source);
+  int resume(const char *stepDir, int64_t &startStep);
+  void initFromSeed();
+  int saveInit(const std::string &source);
+  int checkpoint(int64_t step, float loss);
+  float evaluate(int &rc);
+  std::string extraJson() const;
+};
+
+int Run::openData() {
+  char err[1024];
+  const int64_t B = model->micro_batch, T = model->seq;
+  if (args.data) {
+    dataName = args.data;
+    train = trx_loader_open(args.data, B, T, /*shuffle=*/0, args.seed, err,
+                            sizeof(err));
+  } else {
+    dataName = kBuiltinCorpus;
+    if (model->vocab < kByteVocab) {
+      printError("the built-in corpus has byte tokens (vocab %" PRId64
+                 ") but model '%s' has vocab %" PRId64 "; pass --data FILE",
+                 kByteVocab, model->model_name, model->vocab);
+      return 1;
+    }
+    train = trx_loader_open_memory(
+        trx_default_corpus, size_t(trx_default_corpus_size), kBuiltinCorpus, B,
+        T, 0, args.seed, err, sizeof(err));
+  }
+  if (!train ||
+      trx_loader_check_vocab(train, model->vocab, err, sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    return 1;
+  }
+  if (args.val_data) {
+    val = trx_loader_open(args.val_data, B, T, 0, args.seed, err, sizeof(err));
+    if (!val ||
+        trx_loader_check_vocab(val, model->vocab, err, sizeof(err)) != TRX_OK) {
+      printError("%s", err);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int Run::allocate() {
+  char err[512];
+  for (int64_t i = 0; i < n(); ++i) {
+    const trx_param_desc &p = model->params[i];
+    size_t bytes = size_t(numel(p)) * sizeof(float);
+    // Zero-filled: the moments start at 0, the gradient buffers too.
+    const std::pair<std::vector<float *> *, int> kinds[] = {
+        {&params, TRX_MEM_PARAMS},
+        {&expAvg, TRX_MEM_OPTIM},
+        {&expAvgSq, TRX_MEM_OPTIM},
+        {&grads, TRX_MEM_GRADS}};
+    for (const auto &k : kinds) {
+      float *buf = static_cast<float *>(trx_alloc(bytes, k.second));
+      if (!buf) {
+        printError("parameter '%s': %s", p.name, trx_last_error());
+        return 1;
+      }
+      k.first->push_back(buf);
+    }
+    float *w = params.back();
+    trx_tensor t{};
+    t.name = p.name;
+    t.dtype = TRX_F32;
+    t.rank = p.rank;
+    t.shape[0] = p.shape[0];
+    t.shape[1] = p.rank == 2 ? p.shape[1] : 0;
+    t.data = w;
+    specs.push_back(t);
+  }
+  size_t tokBytes = size_t(tokensPerStep()) * sizeof(int32_t);
+  inputs = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
+  targets = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
+  if (!inputs || !targets) {
+    printError("token buffers: %s", trx_last_error());
+    return 1;
+  }
+  if (trx_state_bind(n(), model->params, params.data(), expAvg.data(),
+                     expAvgSq.data(), grads.data(), err,
+                     sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    return 1;
+  }
+  bound = true;
+  return 0;
+}
+
+void Run::initFromSeed() {
+  for (int64_t i = 0; i < n(); ++i) {
+    const trx_param_desc &p = model->params[i];
+    float *w = params[size_t(i)];
+    int64_t count = numel(p);
+    switch (p.init) {
+    case TRX_INIT_NORMAL:
+      trx_init_normal(w, count, p.init_std, args.seed, i);
+      break;
+    case TRX_INIT_ZEROS:
+      std::memset(w, 0, size_t(count) * sizeof(float));
+      break;
+    default:
+      for (int64_t k = 0; k < count; ++k)
+        w[k] = 1.0f;
+      break;
+    }
+  }
+}
+
+std::string Run::extraJson() const {
+  std::string j = "{\"model\":";
+  json::appendString(j, model->model_name);
+  j += ",\"micro_batch\":\"" + std::to_string(model->micro_batch) + "\"";
+  j += ",\"seq\":\"" + std::to_string(model->seq) + "\"";
+  j += ",\"data\":";
+  json::appendString(j, dataName);
+  j += "}";
+  return j;
+}
+
+int Run::resume(const char *stepDir, int64_t &startStep) {
+  char err[1024];
+  std::unique_ptr<trx_ckpt, void (*)(trx_ckpt *)> ck(
+      trx_ckpt_open(stepDir, err, sizeof(err)), trx_ckpt_close);
+  if (!ck) {
+    printError("%s", err);
+    return 1;
+  }
+  const char *name = trx_ckpt_extra(ck.get(), "model");
+  if (name && std::strcmp(name, model->model_name) != 0) {
+    printError("%s: checkpoint is of model '%s', this program trains '%s'",
+               stepDir, name, model->model_name);
+    return 1;
+  }
+  const char *mb = trx_ckpt_extra(ck.get(), "micro_batch");
+  const char *sq = trx_ckpt_extra(ck.get(), "seq");
+  if ((mb && std::to_string(model->micro_batch) != mb) ||
+      (sq && std::to_string(model->seq) != sq)) {
+    printError("%s: checkpoint was trained on batches of %sx%s, this program "
+               "uses %" PRId64 "x%" PRId64,
+               stepDir, mb ? mb : "?", sq ? sq : "?", model->micro_batch,
+               model->seq);
+    return 1;
+  }
+  std::vector<void *> dst(params.begin(), params.end());
+  if (trx_ckpt_load(ck.get(), n(), specs.data(), dst.data(), expAvg.data(),
+                    expAvgSq.data(), err, sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    return 1;
+  }
+  trx_ckpt_state st{};
+  trx_ckpt_get_state(ck.get(), &st);
+  if (trx_loader_set_state(train, st.loader_state, err, sizeof(err)) !=
+      TRX_OK) {
+    printError("%s: loader state does not fit %s: %s", stepDir,
+               dataName.c_str(), err);
+    return 1;
+  }
+  const char *data = trx_ckpt_extra(ck.get(), "data");
+  if (data && dataName != data)
+    printNote("%s was trained on %s; continuing on %s", stepDir, data,
+              dataName.c_str());
+  if (st.total_steps != args.steps || st.lr_max != lrMax ||
+      st.warmup != args.warmup || st.lr_schedule != args.lr_schedule ||
+      st.min_lr_ratio != args.min_lr_ratio)
+    printNote("%s was written by a run with a different lr schedule (steps "
+              "%" PRId64 ", lr %g, warmup %" PRId64 ", %s, min-lr-ratio %g); "
+              "this run uses steps %" PRId64 ", lr %g, warmup %" PRId64
+              ", %s, min-lr-ratio %g",
+              stepDir, st.total_steps, double(st.lr_max), st.warmup,
+              st.lr_schedule == TRX_LR_CONSTANT ? "constant" : "cosine",
+              double(st.min_lr_ratio), args.steps, double(lrMax), args.warmup,
+              args.lr_schedule == TRX_LR_CONSTANT ? "constant" : "cosine",
+              double(args.min_lr_ratio));
+  startStep = st.step;
+  return 0;
+}
+
+int Run::initialize(int64_t &startStep, std::string &source) {
+  char err[1024];
+  startStep = 0;
+  if (args.resume) {
+    char stepDir[4096];
+    int rc = trx_ckpt_latest(args.ckpt_dir, stepDir, sizeof(stepDir), err,
+                             sizeof(err));
+    if (rc == TRX_OK) {
+      if (resume(stepDir, startStep) != 0)
+        return 1;
+      source = std::string("resumed from ") + stepDir + " (step " +
+               std::to_string(startStep) + ")";
+      return 0;
+    }
+    if (rc != TRX_ERR_NOT_FOUND) {
+      printError("%s", err);
+      return 1;
+    }
+    printNote("no checkpoint in %s yet; starting from step 0", args.ckpt_dir);
+  } else if (args.ckpt_dir) {
+    char stepDir[4096];
+    if (trx_ckpt_latest(args.ckpt_dir, stepDir, sizeof(stepDir), nullptr, 0) ==
+        TRX_OK)
+      printNote("%s already holds checkpoints (latest %s); without --resume "
+                "this run starts over and replaces them as it saves",
+                args.ckpt_dir, stepDir);
+  }
+  if (args.init_from) {
+    std::unique_ptr<trx_safetensors, void (*)(trx_safetensors *)> st(
+        trx_safetensors_open(args.init_from, err, sizeof(err)),
+        trx_safetensors_close);
+    std::vector<void *> dst(params.begin(), params.end());
+    if (!st || trx_safetensors_read_tensors(st.get(), n(), specs.data(),
+                                            dst.data(), /*strict=*/1, err,
+                                            sizeof(err)) != TRX_OK) {
+      printError("%s", err);
+      return 1;
+    }
+    source = std::string("loaded from ") + args.init_from;
+    return 0;
+  }
+  initFromSeed();
+  source = "seed " + std::to_string(args.seed);
+  return 0;
+}
+
+int Run::saveInit(const std::string &source) {
+  char err[1024];
+  std::string meta = "{\"format\":\"triax\",\"model\":";
+  json::appendString(meta, model->model_name);
+  meta += ",\"init\":";
+  json::appendString(meta, source);
+  meta += "}";
+  if (trx_safetensors_write(args.save_init, n(), specs.data(), meta.c_str(),
+                            err, sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    return 1;
+  }
+  printf("wrote the initial parameters to %s\n", args.save_init);
+  return 0;
+}
+
+int Run::checkpoint(int64_t step, float loss) {
+  char err[1024];
+  trx_ckpt_state st{};
+  st.step = step;
+  st.total_steps = args.steps;
+  st.seed = args.seed;
+  st.loader_state = trx_loader_state(train);
+  st.rng_state = 0; // The loop draws no random numbers.
+  st.lr_max = lrMax;
+  st.min_lr_ratio = args.min_lr_ratio;
+  st.warmup = args.warmup;
+  st.lr_schedule = args.lr_schedule;
+  st.loss = loss;
+  std::vector<const float *> m(expAvg.begin(), expAvg.end());
+  std::vector<const float *> v(expAvgSq.begin(), expAvgSq.end());
+  if (trx_ckpt_save(args.ckpt_dir, &st, n(), specs.data(), m.data(), v.data(),
+                    extraJson().c_str(), err, sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    return 1;
+  }
+  if (args.log_every > 0)
+    printf("step %5" PRId64 " | checkpoint %s/step-%08" PRId64 "\n", step,
+           args.ckpt_dir, step);
+  return 0;
+}
+
+/// Mean of forward() over the first min(--val-batches, batches in the file)
+/// batches of the validation data, always the same ones.
+float Run::evaluate(int &rc) {
+  char err[512];
+  rc = 0;
+  if (trx_loader_set_state(val, 0, err, sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    rc = 1;
+    return NAN;
+  }
+  int64_t nb = trx_loader_num_batches(val);
+  if (nb > args.val_batches)
+    nb = args.val_batches;
+  double sum = 0;
+  for (int64_t k = 0; k < nb; ++k) {
+    trx_loader_next(val, inputs, targets);
+    sum += double(model->forward(inputs, targets));
+  }
+  return float(sum / double(nb));
+}
+
+void printPeaks() {
+  char buf[32];
+  printf("peak memory:");
+  for (int c = 0; c < TRX_MEM_NCAT; ++c)
+    printf(" %s %s |", trx_mem_category_name(c),
+           trx_format_mib(trx_mem_peak(c), buf, sizeof(buf)));
+  printf(" total %s\n", trx_format_mib(trx_mem_peak_total(), buf, sizeof(buf)));
+}
+
+int trainMain(int argc, char **argv, const trx_model_desc *model) {
+  const char *prog = "train";
+  if (argc > 0 && argv && argv[0] && *argv[0]) {
+    prog =
+        std::strrchr(argv[0], '/') ? std::strrchr(argv[0], '/') + 1 : argv[0];
+  }
+  Run run;
+  run.model = model;
+  trx_train_args &a = run.args;
+  char err[1024];
+  if (trx_parse_train_args(argc, argv, &a, err, sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    fprintf(stderr, "run '%s --help' for the options\n", prog);
+    return 2;
+  }
+  if (a.help) {
+    trx_print_train_usage(stdout, prog);
+    return 0;
+  }
+  std::string msg;
+  if (!validateModel(model, msg)) {
+    printError("%s", msg.c_str());
+    return 1;
+  }
+  if (model->global_batch != model->micro_batch) {
+    printError("gradient accumulation is not supported yet: global_batch "
+               "%" PRId64 " != micro_batch %" PRId64,
+               model->global_batch, model->micro_batch);
+    return 1;
+  }
+  if (a.eval_every > 0 && !a.val_data) {
+    printError("--eval-every requires --val-data");
+    return 2;
+  }
+  if (a.val_data && !model->forward) {
+    printError("model '%s' has no forward entry point; --val-data cannot be "
+               "used",
+               model->model_name);
+    return 1;
+  }
+  if (a.stop_at > a.steps) {
+    printError("--stop-at %" PRId64 " is after the last step (--steps %" PRId64
+               ")",
+               a.stop_at, a.steps);
+    return 2;
+  }
+  run.lrMax = a.lr > 0 ? a.lr : model->lr;
+  if (a.threads > 0)
+    trx_blas_set_threads(int(a.threads));
+
+  // Check every input before anything is allocated, trained or written.
+  if (a.ckpt_dir &&
+      trx_ckpt_check_writable(a.ckpt_dir, err, sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    return 1;
+  }
+  if (run.openData() != 0 || run.allocate() != 0)
+    return 1;
+  int64_t startStep = 0;
+  std::string source;
+  if (run.initialize(startStep, source) != 0)
+    return 1;
+  run.logger = trx_logger_open(stdout, a.log_json, err, sizeof(err));
+  if (!run.logger) {
+    printError("%s", err);
+    return 1;
+  }
+  if (a.save_init && run.saveInit(source) != 0)
+    return 1;
+
+  int64_t total = 0;
+  for (int64_t i = 0; i < run.n(); ++i)
+    total += numel(model->params[i]);
+  printf("model %s: %" PRId64 " parameter tensors, %" PRId64
+         " parameters; init: %s\n",
+         model->model_name, run.n(), total, source.c_str());
+  printf("data %s: %" PRId64 " tokens, %" PRId64 " batches of %" PRId64
+         "x%" PRId64 "\n",
+         run.dataName.c_str(), trx_loader_num_tokens(run.train),
+         trx_loader_num_batches(run.train), model->micro_batch, model->seq);
+  if (run.val)
+    printf("val data %s: %" PRId64 " tokens, %" PRId64
+           " batches per evaluation\n",
+           a.val_data, trx_loader_num_tokens(run.val),
+           std::min(a.val_batches, trx_loader_num_batches(run.val)));
+  printf("training steps %" PRId64 "..%" PRId64 " of %" PRId64
+         ", lr %.3e %s, warmup %" PRId64 "\n",
+         startStep + 1, a.stop_at > 0 ? a.stop_at : a.steps, a.steps,
+         double(run.lrMax),
+         a.lr_schedule == TRX_LR_CONSTANT ? "constant" : "cosine", a.warmup);
+  if (a.verbose > 0)
+    for (int64_t i = 0; i < run.n(); ++i) {
+      const trx_param_desc &p = model->params[i];
+      if (p.rank == 2)
+        printf("  param %" PRId64 " %s [%" PRId64 ", %" PRId64 "]\n", i, p.name,
+               p.shape[0], p.shape[1]);
+      else
+        printf("  param %" PRId64 " %s [%" PRId64 "]\n", i, p.name, p.shape[0]);
+    }
+  fflush(stdout);
+
+  const int64_t endStep = a.stop_at > 0 ? a.stop_at : a.steps;
+  int64_t step = startStep;
+  int64_t lastSaved = a.resume && startStep > 0 ? startStep : -1;
+  int64_t lastEval = -1;
+  float loss = NAN;
+  if (startStep >= endStep)
+    printf("nothing to train: already at step %" PRId64 "\n", startStep);
+  // Micro-batches per optimizer step: 1, since global_batch == micro_batch
+  // is required above until gradient accumulation is enabled.
+  const int64_t accum = 1;
+  while (step < endStep) {
+    ++step;
+    double t0 = trx_now_ms();
+    run.zeroGrads();
+    double lossSum = 0;
+    for (int64_t k = 0; k < accum; ++k) {
+      if (trx_loader_next(run.train, run.inputs, run.targets) != TRX_OK) {
+        printError("%s: %s", run.dataName.c_str(), trx_last_error());
+        return 1;
+      }
+      lossSum += double(model->forward_backward(run.inputs, run.targets));
+    }
+    loss = float(lossSum / double(accum));
+    float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
+                         a.min_lr_ratio);
+    float gradNorm = model->optimizer_step(lr, step, 1.0f / float(accum));
+    double ms = trx_now_ms() - t0;
+    if (!std::isfinite(loss)) {
+      printError("step %" PRId64 ": the loss is %s; training diverged, "
+                 "stopping without writing a checkpoint",
+                 step, std::isnan(loss) ? "nan" : (loss > 0 ? "inf" : "-inf"));
+      return 1;
+    }
+    if (a.log_every > 0 && (step % a.log_every == 0 || step == endStep) &&
+        trx_logger_step(run.logger, step, loss, lr, gradNorm,
+                        run.tokensPerStep(), ms) != TRX_OK) {
+      printError("%s", trx_last_error());
+      return 1;
+    }
+    if (run.val && a.eval_every > 0 && step % a.eval_every == 0) {
+      int rc;
+      float vl = run.evaluate(rc);
+      if (rc != 0)
+        return 1;
+      lastEval = step;
+      if (trx_logger_eval(run.logger, step, vl) != TRX_OK) {
+        printError("%s", trx_last_error());
+        return 1;
+      }
+    }
+    if (a.ckpt_dir && a.ckpt_every > 0 && step % a.ckpt_every == 0) {
+      if (run.checkpoint(step, loss) != 0)
+        return 1;
+      lastSaved = step;
+    }
+  }
+  if (run.val && lastEval != step) {
+    int rc;
+    float vl = run.evaluate(rc);
+    if (rc != 0)
+      return 1;
+    if (trx_logger_eval(run.logger, step, vl) != TRX_OK) {
+      printError("%s", trx_last_error());
+      return 1;
+    }
+  }
+  if (a.ckpt_dir && lastSaved != step && run.checkpoint(step, loss) != 0)
+    return 1;
+  printf("done: step %" PRId64, step);
+  if (std::isfinite(loss))
+    printf(", last loss %.6f", double(loss));
+  printf("\n");
+  printPeaks();
+  fflush(stdout);
+  return 0;
+}
+
+} // namespace
+
+extern "C" void trx_init_normal(float *dst, int64_t n, float std, uint64_t seed,
+                                int64_t index) {
+  if (!dst || n <= 0)
+    return;
+  constexpr double kTwoPi = 6.28318530717958647692;
+  constexpr double k2m53 = 1.0 / 9007199254740992.0; // 2^-53
+  Xoshiro256 rng(seed ^ (0xD1B54A32D192ED03ULL * uint64_t(index + 1)));
+  for (int64_t i = 0; i < n; i += 2) {
+    uint64_t x = rng.next(), y = rng.next();
+    double u1 = double((x >> 11) + 1) * k2m53;
+    double u2 = double(y >> 11) * k2m53;
+    double r = std::sqrt(-2.0 * std::log(u1));
+    dst[i] = float(double(std) * r * std::cos(kTwoPi * u2));
+    if (i + 1 < n)
+      dst[i + 1] = float(double(std) * r * std::sin(kTwoPi * u2));
+  }
+}
+
+extern "C" int trx_train_main(int argc, char **argv,
+                              const trx_model_desc *model) {
+  try {
+    return trainMain(argc, argv, model);
+  } catch (const std::bad_alloc &) {
+    printError("out of memory");
+    return 1;
+  }
+}
