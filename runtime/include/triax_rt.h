@@ -408,6 +408,12 @@ typedef struct {
   int64_t stop_at;       /* --stop-at STEP (>= 0), default 0 = off: end the
                             run after optimizer step STEP as if interrupted;
                             the lr schedule still spans --steps */
+  int64_t gradcheck;     /* --gradcheck N (>= 0), default 0 = off: compare
+                            each parameter's gradient with central finite
+                            differences of the loss along N directions on
+                            the first batch, then exit (see README) */
+  float gradcheck_tol;   /* --gradcheck-tol F (> 0), default 1e-2: the
+                            largest relative L2 error allowed per tensor */
 } trx_train_args;
 
 /* Sets *out to the defaults. */

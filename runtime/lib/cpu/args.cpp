@@ -49,6 +49,8 @@ const Option kOptions[] = {
     {"--val-batches", Kind::Int, TRX_FIELD(val_batches)},
     {"--min-lr-ratio", Kind::Float, TRX_FIELD(min_lr_ratio)},
     {"--stop-at", Kind::Int, TRX_FIELD(stop_at)},
+    {"--gradcheck", Kind::Int, TRX_FIELD(gradcheck)},
+    {"--gradcheck-tol", Kind::Float, TRX_FIELD(gradcheck_tol)},
 };
 #undef TRX_FIELD
 
@@ -142,6 +144,8 @@ extern "C" void trx_train_args_default(trx_train_args *out) {
   out->val_batches = 8;
   out->min_lr_ratio = 0.1f;
   out->stop_at = 0;
+  out->gradcheck = 0;
+  out->gradcheck_tol = 1e-2f;
 }
 
 extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
@@ -256,6 +260,11 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "  --save-init FILE      write the initial weights (.safetensors)\n"
       "  --stop-at STEP        stop after step STEP as if interrupted (the lr\n"
       "                        schedule still spans --steps)\n"
+      "\n"
+      "Checking:\n"
+      "  --gradcheck N         check each parameter's gradient against central\n"
+      "                        finite differences along N directions, then exit\n"
+      "  --gradcheck-tol F     largest relative L2 error per tensor (1e-2)\n"
       "\n"
       "Logging:\n"
       "  --log-every N         print every N steps (default 1, 0 = off)\n"

@@ -211,8 +211,94 @@ struct Run {
   int saveInit(const std::string &source);
   int checkpoint(int64_t step, float loss);
   float evaluate(int &rc);
+  int gradcheck(int64_t samples, float tol);
   std::string extraJson() const;
 };
+
+/// Checks the compiled backward against central finite differences of the
+/// compiled forward on the first batch. Per parameter tensor it compares a
+/// directional derivative: with g the tensor's gradient and r a fixed
+/// pseudo-random +-1 vector, u = (g/|g| + r/|r|) normalized (u = r/|r| when
+/// g = 0), the finite difference (L(p + h u) - L(p - h u)) / 2h against
+/// g . u, with h = 1e-2 * max(1, rms(p)). Mixing g and r checks the
+/// gradient's magnitude and, through r, its direction; a whole-tensor
+/// direction keeps the signal well above f32 rounding of the loss even
+/// where single elements have gradients near 1e-5 (attention at init).
+/// It passes when the relative error |fd - g.u| / |g.u| is below `tol`, or
+/// when the absolute error is below 2e-5, the rounding floor of an f32 loss
+/// (~5 * 6e-8) divided by 2h: below it a finite difference cannot tell
+/// (a key bias's gradient is exactly zero under softmax; its computed |g|
+/// is ~1e-11). `samples` > 1 repeats the check with that many r.
+int Run::gradcheck(int64_t samples, float tol) {
+  if (trx_loader_next(train, inputs, targets) != TRX_OK) {
+    printError("%s: %s", dataName.c_str(), trx_last_error());
+    return 1;
+  }
+  zeroGrads();
+  float loss = model->forward_backward(inputs, targets);
+  printf("gradcheck: loss %.6f, %" PRId64 " directions per parameter, "
+         "tolerance %.1e\n",
+         double(loss), samples, double(tol));
+  constexpr double kNoiseFloor = 2e-5;
+  int failures = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < n(); ++i) {
+    const trx_param_desc &p = model->params[i];
+    const int64_t count = numel(p);
+    float *w = params[size_t(i)];
+    const float *g = grads[size_t(i)];
+    std::vector<float> saved(w, w + count);
+    double gNorm = 0, pSq = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      gNorm += double(g[k]) * double(g[k]);
+      pSq += double(w[k]) * double(w[k]);
+    }
+    gNorm = std::sqrt(gNorm);
+    double h = 1e-2 * std::max(1.0, std::sqrt(pSq / double(count)));
+    double tensorWorst = 0, tensorAbs = 0;
+    bool ok = true;
+    for (int64_t trial = 0; trial < samples; ++trial) {
+      uint64_t state = 0x9E3779B97F4A7C15ULL * uint64_t(i + 1) + uint64_t(trial);
+      std::vector<double> u(static_cast<size_t>(count));
+      double uNorm = 0;
+      for (int64_t k = 0; k < count; ++k) {
+        double r = (splitmix64Next(state) >> 63) ? 1.0 : -1.0;
+        u[size_t(k)] = r / std::sqrt(double(count)) +
+                       (gNorm > 0 ? double(g[k]) / gNorm : 0.0);
+        uNorm += u[size_t(k)] * u[size_t(k)];
+      }
+      uNorm = std::sqrt(uNorm);
+      double expected = 0;
+      for (int64_t k = 0; k < count; ++k) {
+        u[size_t(k)] /= uNorm;
+        expected += double(g[k]) * u[size_t(k)];
+      }
+      for (int64_t k = 0; k < count; ++k)
+        w[k] = float(double(saved[size_t(k)]) + h * u[size_t(k)]);
+      double plus = model->forward(inputs, targets);
+      for (int64_t k = 0; k < count; ++k)
+        w[k] = float(double(saved[size_t(k)]) - h * u[size_t(k)]);
+      double minus = model->forward(inputs, targets);
+      std::copy(saved.begin(), saved.end(), w);
+      double fd = (plus - minus) / (2.0 * h);
+      double absErr = std::fabs(fd - expected);
+      double err = expected != 0 ? absErr / std::fabs(expected) : absErr;
+      ok &= err < double(tol) || absErr < kNoiseFloor;
+      tensorWorst = std::max(tensorWorst, err);
+      tensorAbs = std::max(tensorAbs, absErr);
+    }
+    if (tensorAbs >= kNoiseFloor)
+      worst = std::max(worst, tensorWorst);
+    failures += !ok;
+    printf("gradcheck %-40s |g| %.3e  rel error %.3e  abs error %.1e  %s\n",
+           p.name, gNorm, tensorWorst, tensorAbs,
+           !ok ? "FAIL" : tensorWorst < double(tol) ? "ok" : "ok (noise floor)");
+  }
+  printf("gradcheck: %d of %" PRId64 " tensors over tolerance, worst "
+         "relative error above the noise floor %.3e\n",
+         failures, n(), worst);
+  return failures ? 1 : 0;
+}
 
 int Run::openData() {
   char err[1024];
@@ -526,11 +612,16 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     printError("%s", msg.c_str());
     return 1;
   }
-  if (model->global_batch != model->micro_batch) {
-    printError("gradient accumulation is not supported yet: global_batch "
-               "%" PRId64 " != micro_batch %" PRId64,
+  if (model->global_batch % model->micro_batch != 0) {
+    printError("global_batch %" PRId64 " is not a multiple of micro_batch "
+               "%" PRId64,
                model->global_batch, model->micro_batch);
     return 1;
+  }
+  if (a.gradcheck > 0 && !model->forward) {
+    printError("model '%s' has no forward entry point; --gradcheck needs it",
+               model->model_name);
+    return 2;
   }
   if (a.eval_every > 0 && !a.val_data) {
     printError("--eval-every requires --val-data");
@@ -610,9 +701,11 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   float loss = NAN;
   if (startStep >= endStep)
     printf("nothing to train: already at step %" PRId64 "\n", startStep);
-  // Micro-batches per optimizer step: 1, since global_batch == micro_batch
-  // is required above until gradient accumulation is enabled.
-  const int64_t accum = 1;
+  if (a.gradcheck > 0)
+    return run.gradcheck(a.gradcheck, a.gradcheck_tol);
+  // Micro-batches per optimizer step: the gradient buffers sum them and the
+  // optimizer scales by 1 / accum, so the update equals one global batch.
+  const int64_t accum = model->global_batch / model->micro_batch;
   while (step < endStep) {
     ++step;
     double t0 = trx_now_ms();
@@ -638,7 +731,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     }
     if (a.log_every > 0 && (step % a.log_every == 0 || step == endStep) &&
         trx_logger_step(run.logger, step, loss, lr, gradNorm,
-                        run.tokensPerStep(), ms) != TRX_OK) {
+                        run.tokensPerStep() * accum, ms) != TRX_OK) {
       printError("%s", trx_last_error());
       return 1;
     }

@@ -1,0 +1,15 @@
+// Gradient check of embedding, linear with tied head and cross_entropy: the compiled backward against central finite
+// differences of the compiled forward, every parameter, 3 directions each
+// (f32; tolerance 1e-2 relative, see --gradcheck in runtime/README.md).
+// RUN: triaxc %s -o %t && %t --gradcheck 3 | FileCheck %s
+// CHECK: gradcheck: 0 of {{[0-9]+}} tensors over tolerance
+triax.model @embedding config = #triax.train_config<micro_batch = 2, seq = 8, grad_clip = 0.0> {
+  triax.param @wte : tensor<256x16xf32> init <normal, std = 0.5> decay
+  func.func @forward(%tokens: tensor<2x8xi32>, %targets: tensor<2x8xi32>) -> tensor<f32> {
+    %wte = triax.get_param @wte : tensor<256x16xf32>
+    %x = triax.embedding %tokens, %wte : (tensor<2x8xi32>, tensor<256x16xf32>) -> tensor<2x8x16xf32>
+    %logits = triax.linear %x, %wte {transpose_weight} : (tensor<2x8x16xf32>, tensor<256x16xf32>) -> tensor<2x8x256xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<2x8x256xf32>, tensor<2x8xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
