@@ -12,6 +12,13 @@
         amplified by the 1/sqrt(v) normalization and differs between any two
         float32 implementations.
 
+    compare.py --params A B --norm l2 [--rtol 1e-5] [--atol 0]
+        per tensor instead of per element: ||a - b||_2 <= atol + rtol *
+        ||b||_2. Elementwise comparison of two float32 trainings fails on
+        elements whose gradient is near zero, where AdamW's m / sqrt(v)
+        turns rounding differences into full-size updates; the tensor norm
+        is what "the same parameters" means there.
+
 An element passes when |a - b| <= atol + rtol * |b| (B is the reference side,
 as numpy.isclose).  NaN or Inf anywhere fails.  The worst mismatch (largest
 |a - b| / (atol + rtol * |b|)) is printed with its location.
@@ -104,7 +111,21 @@ def compare_json(pa, pb, rtol, atol):
     return report(rows, problems, rtol, atol, "step")
 
 
-def compare_params(pa, pb, rtol, atol, exclude=()):
+def worst_l2(a, b, rtol, atol):
+    """Per-tensor L2 comparison, in the same row format as worst()."""
+    a = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(b, dtype=np.float64).ravel()
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return (False, 0, float("nan"), float("nan"), float("nan"), float("nan"), math.inf)
+    d = float(np.linalg.norm(a - b))
+    nb = float(np.linalg.norm(b))
+    bound = atol + rtol * nb
+    ratio = d / bound if bound > 0 else (0.0 if d == 0 else math.inf)
+    rel = d / nb if nb > 0 else (0.0 if d == 0 else math.inf)
+    return (d <= bound, 0, float(np.linalg.norm(a)), nb, d, rel, ratio)
+
+
+def compare_params(pa, pb, rtol, atol, exclude=(), norm=None):
     try:
         A = safetensors_io.load(pa)
         B = safetensors_io.load(pb)
@@ -125,8 +146,11 @@ def compare_params(pa, pb, rtol, atol, exclude=()):
         if A[n].shape != B[n].shape:
             problems.append(f"tensor {n}: shape {list(A[n].shape)} vs {list(B[n].shape)}")
             continue
-        rows.append((n, A[n].shape) + worst(A[n], B[n], rtol, atol))
-    return report(rows, problems, rtol, atol, "index")
+        if norm == "l2":
+            rows.append((n, (1,)) + worst_l2(A[n], B[n], rtol, atol))
+        else:
+            rows.append((n, A[n].shape) + worst(A[n], B[n], rtol, atol))
+    return report(rows, problems, rtol, atol, "L2 norms" if norm == "l2" else "index")
 
 
 def report(rows, problems, rtol, atol, what):
@@ -161,6 +185,8 @@ def main(argv=None):
                    help="compare two parameter files instead")
     p.add_argument("--exclude", action="append", default=[], metavar="REGEX",
                    help="with --params: skip tensors whose name matches")
+    p.add_argument("--norm", choices=["l2"], default=None,
+                   help="with --params: compare each tensor's L2 norm of the difference")
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--atol", type=float, default=None,
                    help="absolute tolerance (default 0 for JSON, 1e-7 for --params)")
@@ -172,14 +198,15 @@ def main(argv=None):
             exclude = [re.compile(r) for r in args.exclude]
         except re.error as e:
             raise UsageError(f"bad --exclude regex: {e}")
-        if exclude and not args.params:
-            raise UsageError("--exclude applies only to --params")
+        if (exclude or args.norm) and not args.params:
+            raise UsageError("--exclude and --norm apply only to --params")
         if args.params:
             if args.json_files:
                 raise UsageError("give either two JSON files or --params A B, not both")
-            atol = 1e-7 if args.atol is None else args.atol
+            default_atol = 0.0 if args.norm else 1e-7
+            atol = default_atol if args.atol is None else args.atol
             return compare_params(args.params[0], args.params[1], args.rtol, atol,
-                                  exclude)
+                                  exclude, args.norm)
         if len(args.json_files) != 2:
             raise UsageError("expected two JSON files (or --params A B)")
         atol = 0.0 if args.atol is None else args.atol
