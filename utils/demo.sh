@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The main job, as far as Triax goes today: generate the GPT models, verify
-# them with triax-opt and show the IR of one transformer block of gpt2.
-#   utils/setup.sh && utils/demo.sh
+# The main job: generate the tiny GPT, compile it to a native training binary
+# with triaxc, and train it on the built-in corpus (a toy grammar generated
+# by tools/triax-gen-corpus.py, byte tokens) — the loss falls from ~5.5.
+#   utils/setup.sh && utils/demo.sh [--steps N] [other training flags]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${BUILD_DIR:-$root/build}/bin"
-for m in tiny gpt2 gpt3-175b llama2-7b; do
-  printf '%-10s %15s parameters, IR verifies: ' "$m" "$("$bin/triax-model" "$m" --print-param-count)"
-  "$bin/triax-model" "$m" | "$bin/triax-opt" >/dev/null && echo yes
-done
-echo
-echo "== gpt2, block h.0 (triax-model gpt2 | triax-opt):"
-"$bin/triax-model" gpt2 | "$bin/triax-opt" | sed -n '/triax.block "h.0"/,/triax.yield/p'
+work="${DEMO_DIR:-$root/build/demo}"
+mkdir -p "$work"
+cd "$work"
+echo "== triax-model tiny > tiny.mlir   ($("$bin/triax-model" tiny --print-param-count) parameters)"
+"$bin/triax-model" tiny -o tiny.mlir
+echo "== triaxc tiny.mlir --target cpu -o train"
+"$bin/triaxc" tiny.mlir --target cpu -o train -v 2>&1 | grep '^\[triaxc\] [a-zA-Z]' || true
+echo "== ./train --steps 300 --log-every 25"
+./train --steps 300 --log-every 25 "$@"

@@ -64,11 +64,16 @@ std::string emitModelDescriptor(ModuleOp module) {
     mlir::triax::InitAttr init = param.getInit();
     int64_t d0 = type.getDimSize(0);
     int64_t d1 = type.getRank() > 1 ? type.getDimSize(1) : 0;
-    os << llvm::formatv("  {{\"{0}\", {1}, {{{2}, {3}}, {4}, {5}f, {6}},\n",
-                        param.getSymName(), type.getRank(), d0, d1,
-                        static_cast<int>(init.getKind()),
-                        llvm::formatv("{0:e9}", init.getStdValue()).str(),
-                        param.getDecay() ? 1 : 0);
+    auto ckpt = param->getAttrOfType<StringAttr>(
+        mlir::triax::TriaxDialect::kCheckpointNameAttrName);
+    std::string ckptName =
+        ckpt ? ("\"" + ckpt.getValue() + "\"").str() : std::string("NULL");
+    os << llvm::formatv(
+        "  {{\"{0}\", {1}, {{{2}, {3}}, {4}, {5}f, {6}, {7}},\n",
+        param.getSymName(), type.getRank(), d0, d1,
+        static_cast<int>(init.getKind()),
+        llvm::formatv("{0:e9}", init.getStdValue()).str(),
+        param.getDecay() ? 1 : 0, ckptName);
   }
   os << "};\n\n";
   auto num = [](double v) { return llvm::formatv("{0:e9}", v).str(); };

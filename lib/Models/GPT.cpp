@@ -129,10 +129,10 @@ private:
 
   /// Declares parameter `name` and reads it at the current insertion point.
   Value param(StringRef name, ArrayRef<int64_t> shape, Init init,
-              double std = 0.0);
+              double std = 0.0, StringRef checkpointName = {});
   Value norm(Value x, StringRef prefix);
   Value linear(Value x, StringRef prefix, int64_t in, int64_t out,
-               double std);
+               double std, StringRef checkpointPrefix = {});
   Value block(Value x, int64_t layer);
   RankedTensorType act(int64_t features) {
     return RankedTensorType::get({c.microBatch, c.seq, features}, elt);
@@ -152,7 +152,7 @@ private:
 } // namespace
 
 Value GPTBuilder::param(StringRef name, ArrayRef<int64_t> shape, Init init,
-                        double std) {
+                        double std, StringRef checkpointName) {
   auto type = RankedTensorType::get(shape, elt);
   InitKind kind = init == Init::Normal  ? InitKind::normal
                   : init == Init::Zeros ? InitKind::zeros
@@ -160,9 +160,13 @@ Value GPTBuilder::param(StringRef name, ArrayRef<int64_t> shape, Init init,
   // AdamW decays matrices (weights, embeddings), not biases or norm gains.
   bool decay = shape.size() >= 2;
   Location paramLoc = NameLoc::get(b.getStringAttr(name));
-  ParamOp::create(paramBuilder, paramLoc, b.getStringAttr(name),
-                  TypeAttr::get(type), InitAttr::get(b.getContext(), kind, std),
-                  decay ? b.getUnitAttr() : UnitAttr());
+  auto op = ParamOp::create(
+      paramBuilder, paramLoc, b.getStringAttr(name), TypeAttr::get(type),
+      InitAttr::get(b.getContext(), kind, std),
+      decay ? b.getUnitAttr() : UnitAttr());
+  if (!checkpointName.empty())
+    op->setAttr(TriaxDialect::kCheckpointNameAttrName,
+               b.getStringAttr(checkpointName));
   return GetParamOp::create(b, paramLoc, type,
                             FlatSymbolRefAttr::get(b.getContext(), name));
 }
@@ -178,11 +182,17 @@ Value GPTBuilder::norm(Value x, StringRef prefix) {
 }
 
 Value GPTBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
-                         double std) {
-  Value w = param((prefix + ".weight").str(), {in, out}, Init::Normal, std);
+                         double std, StringRef checkpointPrefix) {
+  auto ckpt = [&](StringRef suffix) {
+    return checkpointPrefix.empty() ? std::string()
+                                    : (checkpointPrefix + suffix).str();
+  };
+  Value w = param((prefix + ".weight").str(), {in, out}, Init::Normal, std,
+                  ckpt(".weight"));
   Value bias;
   if (c.biases)
-    bias = param((prefix + ".bias").str(), {out}, Init::Zeros);
+    bias = param((prefix + ".bias").str(), {out}, Init::Zeros, 0.0,
+                 ckpt(".bias"));
   return LinearOp::create(b, NameLoc::get(b.getStringAttr(prefix)), act(out),
                           x, w, bias, UnitAttr());
 }
@@ -205,12 +215,14 @@ Value GPTBuilder::block(Value input, int64_t layer) {
     return layerName(layer, llama() ? llamaName : gpt);
   };
   Value h = norm(x, name("ln_1", "input_layernorm"));
+  // GPT-2 checkpoints hold q, k and v as one fused c_attn projection.
+  std::string cAttn = llama() ? "" : layerName(layer, "attn.c_attn");
   Value q = linear(h, name("attn.q", "self_attn.q_proj"), c.hidden, c.hidden,
-                   c.initStd);
+                   c.initStd, cAttn);
   Value k = linear(h, name("attn.k", "self_attn.k_proj"), c.hidden, kv,
-                   c.initStd);
+                   c.initStd, cAttn);
   Value v = linear(h, name("attn.v", "self_attn.v_proj"), c.hidden, kv,
-                   c.initStd);
+                   c.initStd, cAttn);
   IntegerAttr kvHeads =
       c.kvHeads == c.heads ? IntegerAttr() : b.getI64IntegerAttr(c.kvHeads);
   Value a = AttentionOp::create(

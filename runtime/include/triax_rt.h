@@ -559,6 +559,12 @@ struct trx_param_desc {
   int32_t init;     /* trx_param_init */
   float init_std;   /* standard deviation for TRX_INIT_NORMAL (>= 0) */
   int32_t decay;    /* non-zero: AdamW weight decay applies */
+  /* The tensor this parameter is stored in by checkpoints, --save-init and
+   * --init-from; NULL = its own name. Parameters sharing a checkpoint name
+   * are concatenated along their last dimension in parameter order (their
+   * other dimensions must agree): GPT-2's separate q, k and v projections
+   * are stored as Hugging Face's fused h.N.attn.c_attn.weight [H, 3H]. */
+  const char *ckpt_name;
 };
 
 /* The layout lib/Driver/ModelDescriptor.cpp generates (a positional

@@ -6,7 +6,8 @@
         present in either file must be present in both, with equal lengths.
     compare.py --params A.safetensors B.safetensors [--rtol 1e-5] [--atol 1e-7]
         same tensor names and shapes; any float/int dtypes (compared in
-        float64).  --exclude REGEX (repeatable) skips tensors whose name
+        float64).  --include REGEX (repeatable) compares only the tensors
+        whose name matches.  --exclude REGEX (repeatable) skips tensors whose name
         matches (re.search), e.g. --exclude 'attn\.k\.bias$': that bias has
         an exactly-zero gradient, so after AdamW its value is rounding noise
         amplified by the 1/sqrt(v) normalization and differs between any two
@@ -125,13 +126,15 @@ def worst_l2(a, b, rtol, atol):
     return (d <= bound, 0, float(np.linalg.norm(a)), nb, d, rel, ratio)
 
 
-def compare_params(pa, pb, rtol, atol, exclude=(), norm=None):
+def compare_params(pa, pb, rtol, atol, exclude=(), norm=None, include=()):
     try:
         A = safetensors_io.load(pa)
         B = safetensors_io.load(pb)
     except safetensors_io.SafetensorsError as e:
         raise UsageError(str(e))
-    skipped = sorted(n for n in set(A) | set(B) if any(r.search(n) for r in exclude))
+    skipped = sorted(n for n in set(A) | set(B)
+                     if any(r.search(n) for r in exclude)
+                     or (include and not any(r.search(n) for r in include)))
     if skipped:
         print(f"excluded {len(skipped)} tensor(s): {', '.join(skipped)}")
     A = {n: v for n, v in A.items() if n not in skipped}
@@ -183,6 +186,8 @@ def main(argv=None):
                    help="two losses JSON files")
     p.add_argument("--params", nargs=2, metavar=("A.safetensors", "B.safetensors"),
                    help="compare two parameter files instead")
+    p.add_argument("--include", action="append", default=[], metavar="REGEX",
+                   help="with --params: compare only tensors whose name matches")
     p.add_argument("--exclude", action="append", default=[], metavar="REGEX",
                    help="with --params: skip tensors whose name matches")
     p.add_argument("--norm", choices=["l2"], default=None,
@@ -196,17 +201,18 @@ def main(argv=None):
             raise UsageError("--rtol and --atol must be >= 0")
         try:
             exclude = [re.compile(r) for r in args.exclude]
+            include = [re.compile(r) for r in args.include]
         except re.error as e:
             raise UsageError(f"bad --exclude regex: {e}")
-        if (exclude or args.norm) and not args.params:
-            raise UsageError("--exclude and --norm apply only to --params")
+        if (exclude or include or args.norm) and not args.params:
+            raise UsageError("--include, --exclude and --norm apply only to --params")
         if args.params:
             if args.json_files:
                 raise UsageError("give either two JSON files or --params A B, not both")
             default_atol = 0.0 if args.norm else 1e-7
             atol = default_atol if args.atol is None else args.atol
             return compare_params(args.params[0], args.params[1], args.rtol, atol,
-                                  exclude, args.norm)
+                                  exclude, args.norm, include)
         if len(args.json_files) != 2:
             raise UsageError("expected two JSON files (or --params A B)")
         atol = 0.0 if args.atol is None else args.atol

@@ -445,6 +445,34 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def split_c_attn(raw, cfg, source):
+    """Hugging Face GPT-2 stores q, k and v as one fused projection,
+    h.N.attn.c_attn.{weight [H, 3H], bias [3H]}; the model uses them apart.
+    Accepts either naming and returns the separate one."""
+    out = dict(raw)
+    for i in range(cfg.layers):
+        for kind in ("weight", "bias"):
+            name = f"h.{i}.attn.c_attn.{kind}"
+            if name in out:
+                fused = out.pop(name)
+                if fused.shape[-1] != 3 * cfg.hidden:
+                    raise RefError(f"{source}: parameter {name} has shape {list(fused.shape)}, "
+                                   f"expected a last dimension of 3 x hidden = {3 * cfg.hidden}")
+                for part, value in zip("qkv", np.split(fused, 3, axis=-1)):
+                    out[f"h.{i}.attn.{part}.{kind}"] = np.ascontiguousarray(value)
+    return out
+
+
+def fuse_c_attn(params, cfg):
+    """The inverse of split_c_attn: the Hugging Face GPT-2 tensor names."""
+    out = dict(params)
+    for i in range(cfg.layers):
+        for kind in ("weight", "bias"):
+            parts = [out.pop(f"h.{i}.attn.{p}.{kind}") for p in "qkv"]
+            out[f"h.{i}.attn.c_attn.{kind}"] = np.concatenate(parts, axis=-1)
+    return out
+
+
 def run(args):
     cfg = Config(args.layers, args.hidden, args.heads, args.vocab, args.seq)
     dtype = np.float64 if args.dtype == "float64" else np.float32
@@ -452,7 +480,7 @@ def run(args):
     if args.write_init:
         init = init_params(cfg, args.init_seed)
         try:
-            safetensors_io.save(args.write_init, init, metadata={
+            safetensors_io.save(args.write_init, fuse_c_attn(init, cfg), metadata={
                 "format": "pt", "producer": "triax gpt_numpy.py --write-init",
                 "init_seed": str(args.init_seed), "layers": str(cfg.layers),
                 "hidden": str(cfg.hidden), "heads": str(cfg.heads),
@@ -478,7 +506,7 @@ def run(args):
         raw = safetensors_io.load(args.init)
     except safetensors_io.SafetensorsError as e:
         raise RefError(str(e))
-    params = check_params(raw, cfg, args.init, dtype)
+    params = check_params(split_c_attn(raw, cfg, args.init), cfg, args.init, dtype)
 
     try:
         tokens = llmc_bin.read_tokens(args.data)
@@ -516,7 +544,8 @@ def run(args):
             write_json_atomic(args.losses_out, {"losses": losses, "grad_norms": norms})
         if args.params_out:
             st = {"same": None, "F32": np.float32, "F64": np.float64}[args.params_out_dtype]
-            out = {n: (p.astype(st) if st else p) for n, p in params.items()}
+            out = {n: (p.astype(st) if st else p)
+                   for n, p in fuse_c_attn(params, cfg).items()}
             safetensors_io.save(args.params_out, out, metadata={
                 "format": "pt", "producer": "triax gpt_numpy.py",
                 "steps": str(args.steps), "dtype": args.dtype})

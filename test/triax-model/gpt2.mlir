@@ -8,8 +8,9 @@
 // CHECK: triax.param @wpe.weight : tensor<1024x768xf32> init <normal, std = 0.01> decay
 // CHECK: triax.param @h.0.ln_1.weight : tensor<768xf32> init <ones>
 // CHECK: triax.param @h.0.ln_1.bias : tensor<768xf32> init <zeros>
-// CHECK: triax.param @h.0.attn.q.weight : tensor<768x768xf32> init <normal, std = 0.02> decay
-// CHECK: triax.param @h.0.attn.q.bias : tensor<768xf32> init <zeros>{{$}}
+// Checkpoints store q, k and v as HF GPT-2's fused c_attn.
+// CHECK: triax.param @h.0.attn.q.weight : tensor<768x768xf32> init <normal, std = 0.02> decay {triax.checkpoint_name = "h.0.attn.c_attn.weight"}
+// CHECK: triax.param @h.0.attn.q.bias : tensor<768xf32> init <zeros> {triax.checkpoint_name = "h.0.attn.c_attn.bias"}
 // CHECK: triax.param @h.0.attn.k.weight : tensor<768x768xf32>
 // CHECK: triax.param @h.0.attn.v.weight : tensor<768x768xf32>
 // Residual projections are scaled by 1/sqrt(2 * 12 layers).

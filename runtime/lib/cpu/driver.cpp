@@ -19,6 +19,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -167,6 +168,98 @@ bool validateModel(const trx_model_desc *m, std::string &msg) {
 //===----------------------------------------------------------------------===//
 
 /// Everything a run owns; released in the destructor on every path.
+/// The tensors checkpoints hold. Parameters sharing a checkpoint name are
+/// concatenated along their last dimension, in parameter order (see
+/// trx_param_desc::ckpt_name); every other parameter is its own tensor and
+/// is read and written in place.
+struct CheckpointLayout {
+  struct Group {
+    std::string name;
+    int32_t rank = 0;
+    int64_t rows = 1, cols = 0; // rows x cols, cols = the concatenated dim
+    std::vector<int64_t> members;
+    std::vector<float> packed[3]; // parameter, exp_avg, exp_avg_sq
+  };
+  std::vector<Group> groups;
+  std::vector<trx_tensor> specs; // one per group; data = the parameter data
+
+  /// Builds the groups; false with a message if members disagree in shape.
+  bool build(const trx_model_desc *m, std::string &msg) {
+    std::map<std::string, size_t> index;
+    for (int64_t i = 0; i < m->num_params; ++i) {
+      const trx_param_desc &p = m->params[i];
+      std::string name = p.ckpt_name ? p.ckpt_name : p.name;
+      int64_t cols = p.shape[p.rank - 1];
+      int64_t rows = p.rank == 2 ? p.shape[0] : 1;
+      auto [it, fresh] = index.emplace(name, groups.size());
+      if (fresh) {
+        groups.push_back(Group{name, p.rank, rows, 0, {}, {}});
+      } else if (groups[it->second].rank != p.rank ||
+                 groups[it->second].rows != rows) {
+        msg = "parameter '" + std::string(p.name) + "' cannot join checkpoint "
+              "tensor '" + name + "': its leading dimensions differ";
+        return false;
+      }
+      Group &g = groups[it->second];
+      g.cols += cols;
+      g.members.push_back(i);
+    }
+    return true;
+  }
+  bool fused(const Group &g) const { return g.members.size() > 1; }
+
+  /// Points the specs at the parameters (single members) or at the packed
+  /// buffers (fused groups), allocating those.
+  void bind(const std::vector<float *> &params) {
+    specs.clear();
+    for (Group &g : groups) {
+      if (fused(g))
+        for (auto &buf : g.packed)
+          buf.assign(size_t(g.rows * g.cols), 0.0f);
+      trx_tensor t{};
+      t.name = g.name.c_str();
+      t.dtype = TRX_F32;
+      t.rank = g.rank;
+      t.shape[0] = g.rank == 2 ? g.rows : g.cols;
+      t.shape[1] = g.rank == 2 ? g.cols : 0;
+      t.data = fused(g) ? g.packed[0].data() : params[size_t(g.members[0])];
+      specs.push_back(t);
+    }
+  }
+  /// Copies (pack) or splits (unpack) buffers of `kind` between the
+  /// per-parameter arrays and the fused tensors.
+  void transfer(const trx_model_desc *m, std::vector<float *> &perParam,
+                int kind, bool pack) {
+    for (Group &g : groups) {
+      if (!fused(g))
+        continue;
+      float *packed = g.packed[kind].data();
+      for (int64_t r = 0; r < g.rows; ++r) {
+        int64_t offset = 0;
+        for (int64_t i : g.members) {
+          const trx_param_desc &p = m->params[i];
+          int64_t cols = p.shape[p.rank - 1];
+          float *row = perParam[size_t(i)] + r * cols;
+          float *slot = packed + r * g.cols + offset;
+          if (pack)
+            std::copy(row, row + cols, slot);
+          else
+            std::copy(slot, slot + cols, row);
+          offset += cols;
+        }
+      }
+    }
+  }
+  /// The data pointers of `kind` per checkpoint tensor.
+  std::vector<float *> pointers(std::vector<float *> &perParam, int kind) {
+    std::vector<float *> out;
+    for (Group &g : groups)
+      out.push_back(fused(g) ? g.packed[kind].data()
+                             : perParam[size_t(g.members[0])]);
+    return out;
+  }
+};
+
 struct Run {
   const trx_model_desc *model = nullptr;
   trx_train_args args{};
@@ -175,7 +268,7 @@ struct Run {
   trx_loader *val = nullptr;
   trx_logger *logger = nullptr;
   std::vector<float *> params, expAvg, expAvgSq, grads;
-  std::vector<trx_tensor> specs; // name, F32, shape; data = the parameter.
+  CheckpointLayout layout; // what checkpoints, --save-init, --init-from hold
   int32_t *inputs = nullptr;
   int32_t *targets = nullptr;
   bool bound = false;
@@ -354,16 +447,13 @@ int Run::allocate() {
       }
       k.first->push_back(buf);
     }
-    float *w = params.back();
-    trx_tensor t{};
-    t.name = p.name;
-    t.dtype = TRX_F32;
-    t.rank = p.rank;
-    t.shape[0] = p.shape[0];
-    t.shape[1] = p.rank == 2 ? p.shape[1] : 0;
-    t.data = w;
-    specs.push_back(t);
   }
+  std::string msg;
+  if (!layout.build(model, msg)) {
+    printError("model '%s': %s", model->model_name, msg.c_str());
+    return 1;
+  }
+  layout.bind(params);
   size_t tokBytes = size_t(tokensPerStep()) * sizeof(int32_t);
   inputs = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
   targets = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
@@ -436,12 +526,19 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
                model->seq);
     return 1;
   }
-  std::vector<void *> dst(params.begin(), params.end());
-  if (trx_ckpt_load(ck.get(), n(), specs.data(), dst.data(), expAvg.data(),
-                    expAvgSq.data(), err, sizeof(err)) != TRX_OK) {
+  std::vector<float *> p = layout.pointers(params, 0);
+  std::vector<float *> m = layout.pointers(expAvg, 1);
+  std::vector<float *> v = layout.pointers(expAvgSq, 2);
+  std::vector<void *> dst(p.begin(), p.end());
+  if (trx_ckpt_load(ck.get(), int64_t(layout.specs.size()),
+                    layout.specs.data(), dst.data(), m.data(), v.data(), err,
+                    sizeof(err)) != TRX_OK) {
     printError("%s", err);
     return 1;
   }
+  layout.transfer(model, params, 0, /*pack=*/false);
+  layout.transfer(model, expAvg, 1, /*pack=*/false);
+  layout.transfer(model, expAvgSq, 2, /*pack=*/false);
   trx_ckpt_state st{};
   trx_ckpt_get_state(ck.get(), &st);
   if (trx_loader_set_state(train, st.loader_state, err, sizeof(err)) !=
@@ -501,13 +598,15 @@ int Run::initialize(int64_t &startStep, std::string &source) {
     std::unique_ptr<trx_safetensors, void (*)(trx_safetensors *)> st(
         trx_safetensors_open(args.init_from, err, sizeof(err)),
         trx_safetensors_close);
-    std::vector<void *> dst(params.begin(), params.end());
-    if (!st || trx_safetensors_read_tensors(st.get(), n(), specs.data(),
-                                            dst.data(), /*strict=*/1, err,
-                                            sizeof(err)) != TRX_OK) {
+    std::vector<float *> p = layout.pointers(params, 0);
+    std::vector<void *> dst(p.begin(), p.end());
+    if (!st || trx_safetensors_read_tensors(
+                   st.get(), int64_t(layout.specs.size()), layout.specs.data(),
+                   dst.data(), /*strict=*/1, err, sizeof(err)) != TRX_OK) {
       printError("%s", err);
       return 1;
     }
+    layout.transfer(model, params, 0, /*pack=*/false);
     source = std::string("loaded from ") + args.init_from;
     return 0;
   }
@@ -523,8 +622,10 @@ int Run::saveInit(const std::string &source) {
   meta += ",\"init\":";
   json::appendString(meta, source);
   meta += "}";
-  if (trx_safetensors_write(args.save_init, n(), specs.data(), meta.c_str(),
-                            err, sizeof(err)) != TRX_OK) {
+  layout.transfer(model, params, 0, /*pack=*/true);
+  if (trx_safetensors_write(args.save_init, int64_t(layout.specs.size()),
+                            layout.specs.data(), meta.c_str(), err,
+                            sizeof(err)) != TRX_OK) {
     printError("%s", err);
     return 1;
   }
@@ -545,9 +646,15 @@ int Run::checkpoint(int64_t step, float loss) {
   st.warmup = args.warmup;
   st.lr_schedule = args.lr_schedule;
   st.loss = loss;
-  std::vector<const float *> m(expAvg.begin(), expAvg.end());
-  std::vector<const float *> v(expAvgSq.begin(), expAvgSq.end());
-  if (trx_ckpt_save(args.ckpt_dir, &st, n(), specs.data(), m.data(), v.data(),
+  layout.transfer(model, params, 0, /*pack=*/true);
+  layout.transfer(model, expAvg, 1, /*pack=*/true);
+  layout.transfer(model, expAvgSq, 2, /*pack=*/true);
+  std::vector<float *> mp = layout.pointers(expAvg, 1);
+  std::vector<float *> vp = layout.pointers(expAvgSq, 2);
+  std::vector<const float *> m(mp.begin(), mp.end());
+  std::vector<const float *> v(vp.begin(), vp.end());
+  if (trx_ckpt_save(args.ckpt_dir, &st, int64_t(layout.specs.size()),
+                    layout.specs.data(), m.data(), v.data(),
                     extraJson().c_str(), err, sizeof(err)) != TRX_OK) {
     printError("%s", err);
     return 1;

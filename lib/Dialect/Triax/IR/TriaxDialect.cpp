@@ -24,3 +24,20 @@ void TriaxDialect::initialize() {
 #include "triax/Dialect/Triax/IR/TriaxAttrs.cpp.inc"
       >();
 }
+
+LogicalResult TriaxDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() != kCheckpointNameAttrName)
+    return op->emitError("unknown triax attribute '")
+           << attr.getName().getValue() << "'; expected '"
+           << kCheckpointNameAttrName << "'";
+  if (!isa<ParamOp>(op))
+    return op->emitOpError("'")
+           << kCheckpointNameAttrName << "' applies to triax.param only";
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitOpError("'")
+           << kCheckpointNameAttrName << "' must be a non-empty string, got "
+           << attr.getValue();
+  return success();
+}

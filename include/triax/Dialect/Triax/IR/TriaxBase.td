@@ -31,6 +31,14 @@ def Triax_Dialect : Dialect {
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// On a `triax.param`: the checkpoint tensor it is stored in. Parameters
+    /// sharing one are concatenated along their last dimension, in order
+    /// (GPT-2's q, k and v as Hugging Face's fused `h.N.attn.c_attn`).
+    static constexpr ::llvm::StringLiteral kCheckpointNameAttrName =
+        "triax.checkpoint_name";
+  }];
 }
 
 class Triax_Op<string mnemonic, list<Trait> traits = []>
