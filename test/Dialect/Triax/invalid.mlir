@@ -953,3 +953,23 @@ func.func @dyn(%q: tensor<2x4x?xf32>, %k: tensor<2x4x8xf32>) -> tensor<2x4x?xf32
   %a = triax.attention %q, %k, %k heads = 2 : (tensor<2x4x?xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x?xf32>
   return %a : tensor<2x4x?xf32>
 }
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{unknown triax attribute 'triax.checkpoint'; expected 'triax.checkpoint_name'}}
+  triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint = "x"}
+}
+
+// -----
+
+// expected-error @+1 {{'triax.model' op 'triax.checkpoint_name' applies to triax.param only}}
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> attributes {triax.checkpoint_name = "x"} {
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_name' must be a non-empty string, got 3 : i64}}
+  triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint_name = 3}
+}
