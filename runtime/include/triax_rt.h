@@ -620,6 +620,224 @@ int trx_train_main(int argc, char **argv, const trx_model_desc *model);
 extern const unsigned char trx_default_corpus[];
 extern const unsigned long trx_default_corpus_size;
 
+/*===----------------------------------------------------------------------===*/
+/* Distributed runtime (CPU: MPI)                                           */
+/*===----------------------------------------------------------------------===*/
+/* One process (rank) per device of a mesh with named axes, started by
+ * mpirun. Implemented in lib/cpu/comm.cpp; the library then needs MPI
+ * (CMake: MPI::MPI_C; by hand: -lmpi). runtime/README.md has the details.
+ *
+ * Layout: the axes are in the order given to trx_dist_init, the last one
+ * innermost, so for sizes s0..s{k-1} and coordinates c0..c{k-1}
+ *     rank = ((c0*s1 + c1)*s2 + c2)*... + c{k-1}
+ * e.g. ["dp","pp","tp"]: rank = (dp_i*pp + pp_i)*tp + tp_i.
+ *
+ * Groups: a collective over an axis list runs among the ranks that differ
+ * only in the coordinates of those axes (prod of their sizes ranks). A
+ * member's position in the group linearizes its coordinates on the listed
+ * axes in the order they are listed, first major, last minor (the same
+ * formula as the rank). ["dp","tp"] and ["tp","dp"] are the same ranks in a
+ * different order. Axis lists are arrays of axis indices (positions in the
+ * mesh); they must be non-empty, in range and without repetitions.
+ *
+ * Threads: MPI is initialized with MPI_THREAD_FUNNELED; every trx_dist_*,
+ * collective and point-to-point call must come from the thread that called
+ * trx_dist_init. The counters may be read from any thread.
+ *
+ * Errors: trx_dist_init reports through (err, errlen) like the rest of the
+ * library. Everything after it cannot fail quietly in a multi-process job:
+ * misuse (not initialized, a bad axis list, a bad root, peer, tag or size)
+ * and every MPI error (MPI_ERRORS_RETURN is set on all communicators) end
+ * the whole job through trx_dist_abort, with a message naming the function
+ * (and the MPI call). */
+
+#define TRX_DIST_MAX_AXES 8
+/* Largest tag of trx_send/trx_recv (tags 32760..32767 are internal). */
+#define TRX_DIST_MAX_TAG 32759
+
+/* The reductions, numbered like the dist dialect's ReductionKind. avg is
+ * the sum divided by the group size (integer division, truncating, for
+ * i32). max and min propagate NaN. */
+enum trx_reduce_op {
+  TRX_REDUCE_SUM = 0,
+  TRX_REDUCE_AVG = 1,
+  TRX_REDUCE_MAX = 2,
+  TRX_REDUCE_MIN = 3
+};
+
+/* Starts MPI (MPI_Init_thread, MPI_THREAD_FUNNELED; an MPI that is already
+ * initialized is used as it is and left running by trx_dist_finalize) and
+ * sets up the mesh: naxes (0..TRX_DIST_MAX_AXES) axes named axis_names[i]
+ * ([A-Za-z0-9_]+, at most 31 characters, unique) of sizes axis_sizes[i] >= 1.
+ * The product of the sizes must equal the MPI world size:
+ *   "mesh dp=2 x pp=2 x tp=2 needs 8 ranks but mpirun started 4"
+ * A mesh of one device also runs as a plain process without mpirun (MPI
+ * singleton). Creates one communicator per axis (MPI_Comm_split, color = the
+ * coordinates on the other axes, key = the coordinate on the axis); this
+ * is collective over all ranks. Returns TRX_OK, TRX_ERR_ARG for bad
+ * arguments, a second call or a wrong world size, or TRX_ERR_IO when MPI
+ * fails. On failure after MPI was started here, MPI is finalized again
+ * (every rank fails the same way, so this does not hang), so the caller
+ * only prints the message and exits non-zero. argc/argv may be NULL.
+ * Test hook: the environment variable TRX_COMM_MAX_MESSAGE (bytes, 1..2^30,
+ * default 2^30) caps the size of one MPI message; larger transfers are
+ * split. */
+int trx_dist_init(int *argc, char ***argv, const char *const *axis_names,
+                  const int64_t *axis_sizes, int32_t naxes, char *err,
+                  size_t errlen);
+
+/* Frees the communicators and calls MPI_Finalize (when trx_dist_init
+ * started MPI). Collective: every rank must call it. A no-op without a
+ * successful trx_dist_init; afterwards the trx_dist_* queries answer as
+ * if not initialized. MPI cannot be started a second time. */
+void trx_dist_finalize(void);
+
+/* Non-zero between a successful trx_dist_init and trx_dist_finalize. */
+int trx_dist_initialized(void);
+
+/* This process's world rank, and the world size (0 and 1 when not
+ * initialized). */
+int trx_dist_rank(void);
+int trx_dist_world_size(void);
+
+/* The mesh: number of axes, name, size and this rank's coordinate of axis
+ * `axis`; the index of the axis called `name`. Out of range or not
+ * initialized: NULL, -1. */
+int32_t trx_dist_num_axes(void);
+const char *trx_dist_axis_name(int32_t axis);
+int64_t trx_dist_axis_size(int32_t axis);
+int64_t trx_dist_coord(int32_t axis);
+int32_t trx_dist_axis_index(const char *name);
+
+/* Writes this rank's coordinates as "dp=1 pp=0 tp=1" into buf (empty for a
+ * mesh without axes). Returns buf. */
+char *trx_dist_coord_str(char *buf, size_t len);
+
+/* The group of axis list axes[0..n-1] (see "Groups" above): the
+ * communicator of that axis set, created on first use and cached. The
+ * single axes' communicators exist from trx_dist_init on; the first use
+ * of a set of several axes creates its communicator with
+ * MPI_Comm_create_group, which is collective over that group's members
+ * only (every member must reach it; the first collective over the set does
+ * so automatically). The same axes in another order share the
+ * communicator. Returns NULL with a message in trx_last_error() for a bad
+ * list or when not initialized. Valid until trx_dist_finalize. */
+typedef struct trx_dist_group trx_dist_group;
+const trx_dist_group *trx_dist_comm(const int32_t *axes, int32_t n);
+
+/* Size of the group, this rank's position in it, the world rank of the
+ * member at position `pos` (-1 when out of range), and the set of its axes
+ * as a bit mask (bit i = axis i). */
+int32_t trx_dist_group_size(const trx_dist_group *g);
+int32_t trx_dist_group_position(const trx_dist_group *g);
+int32_t trx_dist_group_member(const trx_dist_group *g, int32_t pos);
+uint32_t trx_dist_group_mask(const trx_dist_group *g);
+
+/* MPI_Barrier over all ranks. */
+void trx_dist_barrier(void);
+
+/* Ends the whole job: prints "rank 3 (dp=1 pp=0 tp=1): <message>" on
+ * stderr and calls MPI_Abort(MPI_COMM_WORLD, 1), so mpirun stops every rank
+ * and exits non-zero instead of letting the others wait forever in a
+ * collective. Without an initialized MPI it prints
+ * "triax runtime: <message>" and exits with 1. Never returns. */
+void trx_dist_abort(const char *message);
+
+/* For callers that make their own MPI calls: returns when mpi_rc is
+ * MPI_SUCCESS (0), otherwise calls trx_dist_abort with
+ * "<call> failed: <MPI error string>". */
+void trx_dist_check_mpi(int mpi_rc, const char *call);
+
+/* Collectives over the group of axes[0..naxes-1], every member calling with
+ * the same arguments (sizes, op, root, axes in the same order). Element
+ * counts are int64 and may be 0. They are ring algorithms on
+ * MPI_Sendrecv with a fixed schedule, so a result depends only on the
+ * inputs, the group size and n: bit for bit the same on every member and
+ * in every run.
+ *
+ * all_reduce: buf[0..n-1] in place becomes the reduction over the group.
+ *   Ring reduce-scatter then ring all-gather over p chunks,
+ *   chunk c = [n*c/p, n*(c+1)/p).
+ * all_gather: recv[0 .. p*n_per_rank-1] = the members' send blocks
+ *   concatenated in group order (send may be recv + pos*n_per_rank, in
+ *   place).
+ * reduce_scatter: send has p*n_per_rank elements; recv (n_per_rank) gets
+ *   block `pos` of the reduction over the group. recv may alias send.
+ * broadcast: buf of every member becomes the one of position root
+ *   (pipelined chain root -> root+1 -> ... in segments of 256 KiB).
+ * send/recv: blocking MPI_Send/MPI_Recv to/from the member at position
+ *   peer (not this rank's own position), 0 <= tag <= TRX_DIST_MAX_TAG. A
+ *   send may wait for the matching recv. recv aborts when the message's
+ *   size differs from n. */
+void trx_all_reduce(float *buf, int64_t n, int32_t op, const int32_t *axes,
+                    int32_t naxes);
+void trx_all_gather(const float *send, int64_t n_per_rank, float *recv,
+                    const int32_t *axes, int32_t naxes);
+void trx_reduce_scatter(const float *send, int64_t n_per_rank, float *recv,
+                        int32_t op, const int32_t *axes, int32_t naxes);
+void trx_broadcast(float *buf, int64_t n, int32_t root, const int32_t *axes,
+                   int32_t naxes);
+void trx_send(const float *buf, int64_t n, int32_t peer, const int32_t *axes,
+              int32_t naxes, int32_t tag);
+void trx_recv(float *buf, int64_t n, int32_t peer, const int32_t *axes,
+              int32_t naxes, int32_t tag);
+/* The same on int32 elements. */
+void trx_all_reduce_i32(int32_t *buf, int64_t n, int32_t op,
+                        const int32_t *axes, int32_t naxes);
+void trx_all_gather_i32(const int32_t *send, int64_t n_per_rank,
+                        int32_t *recv, const int32_t *axes, int32_t naxes);
+void trx_reduce_scatter_i32(const int32_t *send, int64_t n_per_rank,
+                            int32_t *recv, int32_t op, const int32_t *axes,
+                            int32_t naxes);
+void trx_broadcast_i32(int32_t *buf, int64_t n, int32_t root,
+                       const int32_t *axes, int32_t naxes);
+void trx_send_i32(const int32_t *buf, int64_t n, int32_t peer,
+                  const int32_t *axes, int32_t naxes, int32_t tag);
+void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer, const int32_t *axes,
+                  int32_t naxes, int32_t tag);
+
+/* Communication counters of this rank, per collective kind and axis set
+ * (the unordered set: a bit mask, bit i = axis i). Bytes are the bytes this
+ * rank actually handed to MPI as sender, counted in the ring loops, which
+ * equal the ring algorithms' volumes; with B = n * element size and p the
+ * group size, summed over the group's members:
+ *   all_reduce      2(p-1) B        (per member 2(p-1)/p B when p divides n;
+ *                                   otherwise 2B minus its chunks
+ *                                   pos+1 and pos+2 (mod p), in bytes)
+ *   all_gather      (p-1) * p * n_per_rank * size   (per member (p-1)/p of
+ *   reduce_scatter  (p-1) * p * n_per_rank * size    the gathered/input size)
+ *   broadcast       (p-1) B         (every member but the last of the chain,
+ *                                   position root-1 mod p, sends B)
+ *   send            B per call
+ *   recv            B per call: bytes RECEIVED (a recv sends nothing)
+ * A group of one member sends nothing (0 bytes). Calls count every call,
+ * including those over a group of one. Counters are atomic. */
+enum trx_comm_kind {
+  TRX_COMM_ALL_REDUCE = 0,
+  TRX_COMM_ALL_GATHER = 1,
+  TRX_COMM_REDUCE_SCATTER = 2,
+  TRX_COMM_BROADCAST = 3,
+  TRX_COMM_SEND = 4,
+  TRX_COMM_RECV = 5,
+  TRX_COMM_NKINDS = 6
+};
+#define TRX_COMM_ANY_KIND (-1) /* kind: sum over all kinds */
+#define TRX_COMM_ANY_AXES 0u   /* axis_mask: sum over all axis sets */
+
+/* Bytes and calls of `kind` (or TRX_COMM_ANY_KIND) over axis set
+ * `axis_mask` (or TRX_COMM_ANY_AXES). 0 for an invalid kind or mask. */
+uint64_t trx_comm_bytes(int32_t kind, uint32_t axis_mask);
+uint64_t trx_comm_calls(int32_t kind, uint32_t axis_mask);
+/* "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send",
+ * "recv"; "invalid" otherwise. */
+const char *trx_comm_kind_name(int32_t kind);
+/* Sets every counter to 0. */
+void trx_comm_reset_counters(void);
+/* Prints this rank's counters as a table: one row per axis set that was
+ * used (axes in mesh order), one column per kind, "bytes (calls)", and a
+ * total row. See runtime/README.md for an example. */
+void trx_comm_print_table(FILE *out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -155,8 +155,8 @@ void testSgemm() {
 }
 
 const trx_param_desc kParams[] = {
-    {"w", 2, {3, 5}, TRX_INIT_NORMAL, 0.02f, 1},
-    {"b", 1, {5, 0}, TRX_INIT_ZEROS, 0.0f, 0},
+    {"w", 2, {3, 5}, TRX_INIT_NORMAL, 0.02f, 1, nullptr},
+    {"b", 1, {5, 0}, TRX_INIT_ZEROS, 0.0f, 0, nullptr},
 };
 
 void testState() {

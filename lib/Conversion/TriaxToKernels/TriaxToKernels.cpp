@@ -16,7 +16,10 @@
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::triax {
@@ -97,6 +100,54 @@ static void insertDeallocs(func::FuncOp fn) {
     OpBuilder b(last->getContext());
     b.setInsertionPointAfter(last);
     memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
+  }
+}
+
+/// Moves each top-level loop nest of `fn` into a private function of its own
+/// (`<fn>_kernel<N>`) and calls it. The entry functions of a 96-layer model
+/// hold thousands of loop nests; as separate functions the later lowering
+/// (SCF to CFG in particular) and LLVM's optimizer stay linear in the model
+/// size, and each kernel is a unit the GPU outlining can take as it is.
+/// Constants are re-created inside the kernel instead of passed.
+static void outlineKernels(func::FuncOp fn) {
+  SmallVector<Operation *> loops;
+  for (Operation &op : fn.front())
+    if (isa<scf::ParallelOp, scf::ForOp>(op))
+      loops.push_back(&op);
+  OpBuilder b(fn.getContext());
+  b.setInsertionPointAfter(fn);
+  for (auto [n, loop] : llvm::enumerate(loops)) {
+    llvm::SetVector<Value> captures;
+    for (Value v : loop->getOperands())
+      captures.insert(v);
+    getUsedValuesDefinedAbove(loop->getRegions(), captures);
+    SmallVector<Value> args;
+    SmallVector<Operation *> constants;
+    for (Value v : captures) {
+      Operation *def = v.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>())
+        constants.push_back(def);
+      else
+        args.push_back(v);
+    }
+    Location loc = loop->getLoc();
+    auto kernel = func::FuncOp::create(
+        b, loc, (fn.getName() + "_kernel" + Twine(n)).str(),
+        b.getFunctionType(ValueRange(args).getTypes(),
+                          loop->getResultTypes()));
+    kernel.setPrivate();
+    Block *entry = kernel.addEntryBlock();
+    OpBuilder body = OpBuilder::atBlockBegin(entry);
+    IRMapping mapping;
+    mapping.map(args, entry->getArguments());
+    for (Operation *constant : constants)
+      body.clone(*constant, mapping);
+    Operation *moved = body.clone(*loop, mapping);
+    func::ReturnOp::create(body, loc, moved->getResults());
+    OpBuilder call(loop);
+    auto callOp = func::CallOp::create(call, loc, kernel, args);
+    loop->replaceAllUsesWith(callOp.getResults());
+    loop->erase();
   }
 }
 
@@ -247,7 +298,12 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   if (failed(applyPartialConversion(module, target, std::move(patterns))))
     return signalPassFailure();
   model.erase();
+  SmallVector<func::FuncOp> lowered;
   for (func::FuncOp fn : module.getOps<func::FuncOp>())
     if (!fn.isExternal())
-      insertDeallocs(fn);
+      lowered.push_back(fn);
+  for (func::FuncOp fn : lowered) {
+    insertDeallocs(fn);
+    outlineKernels(fn);
+  }
 }

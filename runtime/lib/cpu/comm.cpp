@@ -1,0 +1,1059 @@
+//===- comm.cpp - The distributed runtime on the CPU: MPI ----------------===//
+//
+// World setup for a mesh with named axes (coordinates, one communicator per
+// axis, communicators of axis sets on demand), the collectives of the dist
+// dialect as ring algorithms over MPI_Sendrecv, point-to-point transfers,
+// per-kind and per-axis-set byte counters, and the job-wide abort.
+//
+// Why our own rings rather than MPI_Allreduce and friends: the schedule is
+// fixed here (chunk c = [n*c/p, n*(c+1)/p), reduced in ring order), so a
+// result depends only on the inputs, p and n, whatever MPI library or
+// algorithm selection runs underneath; and the byte counters count what the
+// loops really hand to MPI, so "measured equals the analytic ring volume"
+// is a real check (runtime/test/comm_test.cpp).
+//
+// Everything after trx_dist_init that goes wrong ends the job through
+// trx_dist_abort (MPI_Abort), because a rank that returns an error while
+// its peers wait in a collective would hang the job.
+//
+//===----------------------------------------------------------------------===//
+
+#include "internal.h"
+#include "triax_rt.h"
+
+// The C API only (no C++ bindings, whatever the MPI build has).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <climits>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using namespace triax::rt;
+
+/// One ordered axis list: the members' positions map to ranks of the
+/// communicator of the (unordered) axis set.
+struct trx_dist_group {
+  std::vector<int32_t> axes; // as listed
+  uint32_t mask = 0;
+  MPI_Comm comm = MPI_COMM_NULL; // owned by DistState::setComms
+  int32_t size = 1;
+  int32_t position = 0;
+  std::vector<int> posToCommRank; // position -> rank in `comm`
+  std::vector<int> posToWorld;    // position -> world rank
+};
+
+namespace {
+
+constexpr int kMaxAxes = TRX_DIST_MAX_AXES;
+constexpr uint32_t kNumMasks = 1u << kMaxAxes;
+// Internal tags: one per collective kind, above the user range.
+constexpr int kTagBase = TRX_DIST_MAX_TAG + 1; // 32760 .. 32767
+// Largest message handed to MPI (counts are int): 1 GiB, or the value of
+// the environment variable TRX_COMM_MAX_MESSAGE at trx_dist_init (a test
+// hook: the tests use a few KiB to run the many-message paths).
+int64_t gMaxPieceBytes = int64_t(1) << 30;
+// Segment of the pipelined broadcast chain.
+constexpr int64_t kBcastSegmentBytes = 256 * 1024;
+
+struct DistState {
+  bool active = false;
+  bool everStarted = false; // MPI cannot be initialized twice
+  bool ownsMpi = false;
+  int worldRank = 0, worldSize = 1;
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> coords;
+  std::map<uint32_t, MPI_Comm> setComms; // axis set -> communicator
+  std::map<std::vector<int32_t>, std::unique_ptr<trx_dist_group>> groups;
+};
+
+DistState &state() {
+  static DistState s;
+  return s;
+}
+
+std::atomic<uint64_t> gBytes[TRX_COMM_NKINDS][kNumMasks];
+std::atomic<uint64_t> gCalls[TRX_COMM_NKINDS][kNumMasks];
+
+const char *const kKindNames[TRX_COMM_NKINDS] = {
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv"};
+
+std::string vformat(const char *fmt, va_list ap) {
+  char buf[1024];
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  return buf;
+}
+
+[[noreturn]] void abortf(const char *fmt, ...) TRX_PRINTF(1, 2);
+[[noreturn]] void abortf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string msg = vformat(fmt, ap);
+  va_end(ap);
+  trx_dist_abort(msg.c_str());
+  _Exit(1); // not reached: trx_dist_abort does not return
+}
+
+std::string mpiErrorString(int rc) {
+  char buf[MPI_MAX_ERROR_STRING + 1];
+  int len = 0;
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(rc);
+  buf[std::min(len, int(MPI_MAX_ERROR_STRING))] = '\0';
+  return buf;
+}
+
+/// Aborts the job when an MPI call inside `fn` failed.
+void checkMpi(int rc, const char *fn, const char *call) {
+  if (rc != MPI_SUCCESS)
+    abortf("%s: %s failed: %s", fn, call, mpiErrorString(rc).c_str());
+}
+
+/// "dp=2 x pp=2 x tp=2".
+std::string meshString(const std::vector<std::string> &names,
+                       const std::vector<int64_t> &sizes) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i)
+      s += " x ";
+    s += names[i] + "=" + std::to_string(sizes[i]);
+  }
+  return s.empty() ? "without axes" : s;
+}
+
+/// Mixed-radix linearization of `coords` over `axes` (first major).
+int64_t linearize(const std::vector<int64_t> &coords,
+                  const std::vector<int32_t> &axes) {
+  const DistState &st = state();
+  int64_t r = 0;
+  for (int32_t a : axes)
+    r = r * st.sizes[size_t(a)] + coords[size_t(a)];
+  return r;
+}
+
+/// The world rank of `coords` (all axes in mesh order).
+int worldRankOf(const std::vector<int64_t> &coords) {
+  const DistState &st = state();
+  int64_t r = 0;
+  for (size_t a = 0; a < st.sizes.size(); ++a)
+    r = r * st.sizes[a] + coords[a];
+  return int(r);
+}
+
+std::vector<int32_t> axesOfMask(uint32_t mask) {
+  std::vector<int32_t> axes;
+  for (int32_t a = 0; a < kMaxAxes; ++a)
+    if (mask & (1u << a))
+      axes.push_back(a);
+  return axes;
+}
+
+/// Checks an axis list; returns the message of the first problem or "".
+std::string checkAxes(const int32_t *axes, int32_t n) {
+  const DistState &st = state();
+  if (!st.active)
+    return "the distributed runtime is not initialized (call trx_dist_init "
+           "first)";
+  int32_t k = int32_t(st.sizes.size());
+  if (k == 0)
+    return "the mesh has no axes to run over";
+  if (n < 1 || n > k)
+    return "an axis list needs 1.." + std::to_string(k) + " axes, got " +
+           std::to_string(n);
+  if (!axes)
+    return "NULL axis list";
+  uint32_t seen = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (axes[i] < 0 || axes[i] >= k)
+      return "axis " + std::to_string(axes[i]) + " is out of range (the mesh " +
+             meshString(st.names, st.sizes) + " has " + std::to_string(k) +
+             (k == 1 ? " axis)" : " axes)");
+    if (seen & (1u << axes[i]))
+      return "axis " + std::to_string(axes[i]) + " ('" +
+             st.names[size_t(axes[i])] + "') is listed twice";
+    seen |= 1u << axes[i];
+  }
+  return "";
+}
+
+/// The communicator of axis set `mask`, created on first use (collective
+/// over the members of this rank's group).
+MPI_Comm commOfSet(uint32_t mask, const char *fn) {
+  DistState &st = state();
+  auto it = st.setComms.find(mask);
+  if (it != st.setComms.end())
+    return it->second;
+  // Members in mesh order of the set's axes, so that the communicator rank
+  // is the mesh-order position (as MPI_Comm_split gives for one axis).
+  std::vector<int32_t> setAxes = axesOfMask(mask);
+  int64_t p = 1;
+  for (int32_t a : setAxes)
+    p *= st.sizes[size_t(a)];
+  std::vector<int> members(static_cast<size_t>(p));
+  std::vector<int64_t> c = st.coords;
+  for (int64_t i = 0; i < p; ++i) {
+    int64_t rem = i;
+    for (size_t j = setAxes.size(); j-- > 0;) {
+      int64_t s = st.sizes[size_t(setAxes[j])];
+      c[size_t(setAxes[j])] = rem % s;
+      rem /= s;
+    }
+    members[size_t(i)] = worldRankOf(c);
+  }
+  MPI_Group world, group;
+  checkMpi(MPI_Comm_group(MPI_COMM_WORLD, &world), fn, "MPI_Comm_group");
+  checkMpi(MPI_Group_incl(world, int(p), members.data(), &group), fn,
+           "MPI_Group_incl");
+  MPI_Comm comm;
+  // The tag (the mask) tells apart creations of different axis sets that a
+  // rank's peers may be running at the same time.
+  checkMpi(MPI_Comm_create_group(MPI_COMM_WORLD, group, int(mask), &comm), fn,
+           "MPI_Comm_create_group");
+  checkMpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), fn,
+           "MPI_Comm_set_errhandler");
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  st.setComms[mask] = comm;
+  return comm;
+}
+
+/// The group of an ordered axis list, or nullptr with `error` set.
+trx_dist_group *lookupGroup(const int32_t *axes, int32_t n, const char *fn,
+                            std::string &error) {
+  error = checkAxes(axes, n);
+  if (!error.empty())
+    return nullptr;
+  DistState &st = state();
+  std::vector<int32_t> key(axes, axes + n);
+  auto it = st.groups.find(key);
+  if (it != st.groups.end())
+    return it->second.get();
+
+  auto g = std::make_unique<trx_dist_group>();
+  g->axes = key;
+  for (int32_t a : key)
+    g->mask |= 1u << a;
+  g->comm = commOfSet(g->mask, fn);
+  int64_t p = 1;
+  for (int32_t a : key)
+    p *= st.sizes[size_t(a)];
+  g->size = int32_t(p);
+  g->position = int32_t(linearize(st.coords, key));
+  std::vector<int32_t> setAxes = axesOfMask(g->mask);
+  std::vector<int64_t> c = st.coords;
+  for (int64_t pos = 0; pos < p; ++pos) {
+    int64_t rem = pos;
+    for (size_t j = key.size(); j-- > 0;) {
+      int64_t s = st.sizes[size_t(key[j])];
+      c[size_t(key[j])] = rem % s;
+      rem /= s;
+    }
+    g->posToWorld.push_back(worldRankOf(c));
+    g->posToCommRank.push_back(int(linearize(c, setAxes)));
+  }
+  int commRank = -1, commSize = 0;
+  checkMpi(MPI_Comm_rank(g->comm, &commRank), fn, "MPI_Comm_rank");
+  checkMpi(MPI_Comm_size(g->comm, &commSize), fn, "MPI_Comm_size");
+  if (commSize != p || commRank != g->posToCommRank[size_t(g->position)])
+    abortf("%s: internal error: communicator of mask 0x%x has rank %d of "
+           "%d, expected %d of %" PRId64,
+           fn, g->mask, commRank, commSize,
+           g->posToCommRank[size_t(g->position)], p);
+  trx_dist_group *raw = g.get();
+  st.groups.emplace(std::move(key), std::move(g));
+  return raw;
+}
+
+trx_dist_group &groupOrAbort(const int32_t *axes, int32_t n, const char *fn) {
+  std::string error;
+  trx_dist_group *g = lookupGroup(axes, n, fn, error);
+  if (!g)
+    abortf("%s: %s", fn, error.c_str());
+  return *g;
+}
+
+void count(int kind, uint32_t mask, uint64_t bytes) {
+  gCalls[kind][mask].fetch_add(1, std::memory_order_relaxed);
+  if (bytes)
+    gBytes[kind][mask].fetch_add(bytes, std::memory_order_relaxed);
+}
+
+/// Sends `sendBytes` to comm rank `dst` while receiving `recvBytes` from
+/// `src`. A transfer of b bytes is max(1, ceil(b / 1 GiB)) messages (MPI
+/// counts are int); sender and receiver of a transfer agree on b, so they
+/// agree on its messages. Returns the bytes sent.
+uint64_t sendrecv(const trx_dist_group &g, const void *sendp, int64_t sendBytes,
+                  int dst, void *recvp, int64_t recvBytes, int src, int tag,
+                  const char *fn) {
+  const char *s = static_cast<const char *>(sendp);
+  char *r = static_cast<char *>(recvp);
+  if (sendBytes <= gMaxPieceBytes && recvBytes <= gMaxPieceBytes) {
+    checkMpi(MPI_Sendrecv(s, int(sendBytes), MPI_BYTE, dst, tag, r,
+                          int(recvBytes), MPI_BYTE, src, tag, g.comm,
+                          MPI_STATUS_IGNORE),
+             fn, "MPI_Sendrecv");
+    return uint64_t(sendBytes);
+  }
+  std::vector<MPI_Request> reqs;
+  int64_t o = 0;
+  do {
+    int b = int(std::min(recvBytes - o, gMaxPieceBytes));
+    reqs.emplace_back();
+    checkMpi(MPI_Irecv(r + o, b, MPI_BYTE, src, tag, g.comm, &reqs.back()), fn,
+             "MPI_Irecv");
+    o += b;
+  } while (o < recvBytes);
+  o = 0;
+  do {
+    int b = int(std::min(sendBytes - o, gMaxPieceBytes));
+    reqs.emplace_back();
+    checkMpi(MPI_Isend(s + o, b, MPI_BYTE, dst, tag, g.comm, &reqs.back()), fn,
+             "MPI_Isend");
+    o += b;
+  } while (o < sendBytes);
+  checkMpi(MPI_Waitall(int(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE), fn,
+           "MPI_Waitall");
+  return uint64_t(sendBytes);
+}
+
+void sendBytesTo(const trx_dist_group &g, const void *p, int64_t bytes, int dst,
+                 int tag, const char *fn) {
+  const char *s = static_cast<const char *>(p);
+  int64_t o = 0;
+  do {
+    int b = int(std::min(bytes - o, gMaxPieceBytes));
+    checkMpi(MPI_Send(s + o, b, MPI_BYTE, dst, tag, g.comm), fn, "MPI_Send");
+    o += b;
+  } while (o < bytes);
+}
+
+/// Receives exactly `bytes` (a different message size aborts).
+void recvBytesFrom(const trx_dist_group &g, void *p, int64_t bytes, int src,
+                   int tag, int32_t peerPos, const char *fn) {
+  char *r = static_cast<char *>(p);
+  int64_t o = 0;
+  do {
+    int b = int(std::min(bytes - o, gMaxPieceBytes));
+    MPI_Status status;
+    // Probe first so that a larger message gives our message rather than
+    // MPI_ERR_TRUNCATE.
+    checkMpi(MPI_Probe(src, tag, g.comm, &status), fn, "MPI_Probe");
+    int got = 0;
+    checkMpi(MPI_Get_count(&status, MPI_BYTE, &got), fn, "MPI_Get_count");
+    if (got != b)
+      abortf("%s: expected %" PRId64 " bytes from position %d (tag %d) but "
+             "the message has %d bytes",
+             fn, bytes, peerPos, tag, got);
+    checkMpi(MPI_Recv(r + o, b, MPI_BYTE, src, tag, g.comm, MPI_STATUS_IGNORE),
+             fn, "MPI_Recv");
+    o += b;
+  } while (o < bytes);
+}
+
+/// Scratch memory of the collectives, charged to TRX_MEM_OTHER.
+struct Scratch {
+  void *p = nullptr;
+  Scratch(int64_t bytes, const char *fn) {
+    p = trx_alloc(size_t(bytes), TRX_MEM_OTHER);
+    if (!p)
+      abortf("%s: %s", fn, trx_last_error());
+  }
+  ~Scratch() { trx_free(p); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  template <typename T> T *as() { return static_cast<T *>(p); }
+};
+
+/// acc[i] = in[i] (op) acc[i], with in the partial result that arrived.
+template <typename T> void combine(T *acc, const T *in, int64_t n, int32_t op) {
+  switch (op) {
+  case TRX_REDUCE_SUM:
+  case TRX_REDUCE_AVG:
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] = in[i] + acc[i];
+    break;
+  case TRX_REDUCE_MAX:
+    for (int64_t i = 0; i < n; ++i) {
+      T a = in[i], b = acc[i];
+      if constexpr (std::is_floating_point_v<T>)
+        acc[i] = std::isnan(a) ? a : (std::isnan(b) || b > a ? b : a);
+      else
+        acc[i] = b > a ? b : a;
+    }
+    break;
+  case TRX_REDUCE_MIN:
+    for (int64_t i = 0; i < n; ++i) {
+      T a = in[i], b = acc[i];
+      if constexpr (std::is_floating_point_v<T>)
+        acc[i] = std::isnan(a) ? a : (std::isnan(b) || b < a ? b : a);
+      else
+        acc[i] = b < a ? b : a;
+    }
+    break;
+  }
+}
+
+template <typename T> void divideBy(T *buf, int64_t n, int32_t p) {
+  for (int64_t i = 0; i < n; ++i)
+    buf[i] = buf[i] / T(p);
+}
+
+void checkOp(int32_t op, const char *fn) {
+  if (op < TRX_REDUCE_SUM || op > TRX_REDUCE_MIN)
+    abortf("%s: invalid reduction %d (expected 0 sum, 1 avg, 2 max, 3 min)", fn,
+           op);
+}
+
+void checkBuffer(const void *p, int64_t n, const char *what, const char *fn) {
+  if (n < 0)
+    abortf("%s: negative element count %" PRId64, fn, n);
+  if (n > 0 && !p)
+    abortf("%s: NULL %s buffer for %" PRId64 " elements", fn, what, n);
+}
+
+int nextRank(const trx_dist_group &g, int32_t delta) {
+  return g
+      .posToCommRank[size_t(((g.position + delta) % g.size + g.size) % g.size)];
+}
+
+int64_t chunkBegin(int64_t n, int64_t c, int64_t p) { return n * c / p; }
+
+template <typename T>
+void allReduce(T *buf, int64_t n, int32_t op, const int32_t *axes,
+               int32_t naxes, const char *fn) {
+  checkBuffer(buf, n, "data", fn);
+  checkOp(op, fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  const int64_t p = g.size, pos = g.position;
+  const int tag = kTagBase + TRX_COMM_ALL_REDUCE;
+  uint64_t sent = 0;
+  if (p > 1 && n > 0) {
+    const int next = nextRank(g, 1), prev = nextRank(g, -1);
+    auto begin = [&](int64_t c) { return chunkBegin(n, (c % p + p) % p, p); };
+    auto len = [&](int64_t c) {
+      c = (c % p + p) % p;
+      return chunkBegin(n, c + 1, p) - chunkBegin(n, c, p);
+    };
+    Scratch tmp(int64_t(sizeof(T)) * ((n + p - 1) / p), fn);
+    // Reduce-scatter: at step s, send chunk pos-s, receive chunk pos-s-1
+    // and fold it in; this rank ends with chunk pos+1 complete.
+    for (int64_t s = 0; s < p - 1; ++s) {
+      int64_t sc = pos - s, rc = pos - s - 1;
+      sent +=
+          sendrecv(g, buf + begin(sc), len(sc) * int64_t(sizeof(T)), next,
+                   tmp.as<T>(), len(rc) * int64_t(sizeof(T)), prev, tag, fn);
+      combine(buf + begin(rc), tmp.as<T>(), len(rc), op);
+    }
+    // All-gather: at step s, pass on chunk pos+1-s, receive chunk pos-s.
+    for (int64_t s = 0; s < p - 1; ++s) {
+      int64_t sc = pos + 1 - s, rc = pos - s;
+      sent += sendrecv(g, buf + begin(sc), len(sc) * int64_t(sizeof(T)), next,
+                       buf + begin(rc), len(rc) * int64_t(sizeof(T)), prev, tag,
+                       fn);
+    }
+  }
+  if (op == TRX_REDUCE_AVG && p > 1)
+    divideBy(buf, n, int32_t(p));
+  count(TRX_COMM_ALL_REDUCE, g.mask, sent);
+}
+
+template <typename T>
+void allGather(const T *send, int64_t npr, T *recv, const int32_t *axes,
+               int32_t naxes, const char *fn) {
+  checkBuffer(send, npr, "send", fn);
+  checkBuffer(recv, npr, "recv", fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  const int64_t p = g.size, pos = g.position;
+  const int tag = kTagBase + TRX_COMM_ALL_GATHER;
+  uint64_t sent = 0;
+  if (npr > 0) {
+    if (recv + pos * npr != send)
+      memmove(recv + pos * npr, send, size_t(npr) * sizeof(T));
+    const int next = nextRank(g, 1), prev = nextRank(g, -1);
+    const int64_t bytes = npr * int64_t(sizeof(T));
+    // Step s: pass on block pos-s, receive block pos-s-1.
+    for (int64_t s = 0; s < p - 1; ++s) {
+      int64_t sb = ((pos - s) % p + p) % p, rb = ((pos - s - 1) % p + p) % p;
+      sent += sendrecv(g, recv + sb * npr, bytes, next, recv + rb * npr, bytes,
+                       prev, tag, fn);
+    }
+  }
+  count(TRX_COMM_ALL_GATHER, g.mask, sent);
+}
+
+template <typename T>
+void reduceScatter(const T *send, int64_t npr, T *recv, int32_t op,
+                   const int32_t *axes, int32_t naxes, const char *fn) {
+  checkBuffer(send, npr, "send", fn);
+  checkBuffer(recv, npr, "recv", fn);
+  checkOp(op, fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  const int64_t p = g.size, pos = g.position;
+  const int tag = kTagBase + TRX_COMM_REDUCE_SCATTER;
+  uint64_t sent = 0;
+  if (npr > 0) {
+    if (p == 1) {
+      if (recv != send)
+        memmove(recv, send, size_t(npr) * sizeof(T));
+    } else {
+      const int next = nextRank(g, 1), prev = nextRank(g, -1);
+      const int64_t bytes = npr * int64_t(sizeof(T));
+      auto block = [&](int64_t c) { return send + ((c % p + p) % p) * npr; };
+      Scratch acc(2 * bytes, fn);
+      T *partial = acc.as<T>(), *in = partial + npr;
+      // Step s: send the partial of block pos-s-1 (at s = 0 the own input
+      // block), receive the partial of block pos-s-2 and add the own input
+      // block; this rank ends with block pos.
+      for (int64_t s = 0; s < p - 1; ++s) {
+        const T *out = s == 0 ? block(pos - 1) : partial;
+        sent += sendrecv(g, out, bytes, next, in, bytes, prev, tag, fn);
+        memcpy(partial, block(pos - s - 2), size_t(bytes));
+        combine(partial, in, npr, op);
+      }
+      memcpy(recv, partial, size_t(bytes));
+    }
+    if (op == TRX_REDUCE_AVG && p > 1)
+      divideBy(recv, npr, int32_t(p));
+  }
+  count(TRX_COMM_REDUCE_SCATTER, g.mask, sent);
+}
+
+template <typename T>
+void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
+               int32_t naxes, const char *fn) {
+  checkBuffer(buf, n, "data", fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  if (root < 0 || root >= g.size)
+    abortf("%s: root %d is out of range (the group has %d member%s)", fn, root,
+           g.size, g.size == 1 ? "" : "s");
+  const int64_t p = g.size;
+  const int64_t d = ((g.position - root) % p + p) % p; // place in the chain
+  const int tag = kTagBase + TRX_COMM_BROADCAST;
+  uint64_t sent = 0;
+  if (p > 1 && n > 0) {
+    const int next = nextRank(g, 1), prev = nextRank(g, -1);
+    char *bytes = reinterpret_cast<char *>(buf);
+    const int64_t total = n * int64_t(sizeof(T));
+    for (int64_t o = 0; o < total; o += kBcastSegmentBytes) {
+      int seg = int(std::min(total - o, kBcastSegmentBytes));
+      if (d > 0)
+        checkMpi(MPI_Recv(bytes + o, seg, MPI_BYTE, prev, tag, g.comm,
+                          MPI_STATUS_IGNORE),
+                 fn, "MPI_Recv");
+      if (d < p - 1) {
+        checkMpi(MPI_Send(bytes + o, seg, MPI_BYTE, next, tag, g.comm), fn,
+                 "MPI_Send");
+        sent += uint64_t(seg);
+      }
+    }
+  }
+  count(TRX_COMM_BROADCAST, g.mask, sent);
+}
+
+trx_dist_group &p2pGroup(const void *buf, int64_t n, int32_t peer,
+                         const int32_t *axes, int32_t naxes, int32_t tag,
+                         const char *fn) {
+  checkBuffer(buf, n, "data", fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  if (tag < 0 || tag > TRX_DIST_MAX_TAG)
+    abortf("%s: tag %d is out of range (0..%d)", fn, tag, TRX_DIST_MAX_TAG);
+  if (peer < 0 || peer >= g.size)
+    abortf("%s: peer %d is out of range (the group has %d member%s)", fn, peer,
+           g.size, g.size == 1 ? "" : "s");
+  if (peer == g.position)
+    abortf("%s: peer %d is this rank's own position", fn, peer);
+  return g;
+}
+
+template <typename T>
+void sendTo(const T *buf, int64_t n, int32_t peer, const int32_t *axes,
+            int32_t naxes, int32_t tag, const char *fn) {
+  trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
+  int64_t bytes = n * int64_t(sizeof(T));
+  sendBytesTo(g, buf, bytes, g.posToCommRank[size_t(peer)], tag, fn);
+  count(TRX_COMM_SEND, g.mask, uint64_t(bytes));
+}
+
+template <typename T>
+void recvFrom(T *buf, int64_t n, int32_t peer, const int32_t *axes,
+              int32_t naxes, int32_t tag, const char *fn) {
+  trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
+  int64_t bytes = n * int64_t(sizeof(T));
+  recvBytesFrom(g, buf, bytes, g.posToCommRank[size_t(peer)], tag, peer, fn);
+  count(TRX_COMM_RECV, g.mask, uint64_t(bytes));
+}
+
+bool validAxisName(const char *s) {
+  size_t len = strlen(s);
+  if (len == 0 || len > 31)
+    return false;
+  for (size_t i = 0; i < len; ++i) {
+    char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  }
+  return true;
+}
+
+/// Whether this process was started by a launcher (mpirun, srun) rather
+/// than as an MPI singleton.
+bool underLauncher() {
+  for (const char *v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                        "PMI_RANK", "MPI_LOCALNRANKS"})
+    if (getenv(v))
+      return true;
+  return false;
+}
+
+void freeComms() {
+  DistState &st = state();
+  st.groups.clear();
+  for (auto &entry : st.setComms)
+    if (entry.second != MPI_COMM_NULL)
+      MPI_Comm_free(&entry.second);
+  st.setComms.clear();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// World setup
+//===----------------------------------------------------------------------===//
+
+extern "C" int trx_dist_init(int *argc, char ***argv,
+                             const char *const *axis_names,
+                             const int64_t *axis_sizes, int32_t naxes,
+                             char *err, size_t errlen) {
+  DistState &st = state();
+  if (st.active)
+    return fail(TRX_ERR_ARG, err, errlen, "trx_dist_init: already initialized");
+  if (st.everStarted)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "trx_dist_init: MPI was already finalized and cannot be "
+                "started again");
+  if (naxes < 0 || naxes > kMaxAxes)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "trx_dist_init: %d mesh axes (expected 0..%d)", naxes,
+                kMaxAxes);
+  if (naxes > 0 && (!axis_names || !axis_sizes))
+    return fail(TRX_ERR_ARG, err, errlen,
+                "trx_dist_init: NULL axis names or sizes");
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  int64_t devices = 1;
+  for (int32_t i = 0; i < naxes; ++i) {
+    const char *name = axis_names[i];
+    if (!name || !validAxisName(name))
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "trx_dist_init: axis %d: invalid name %s%s%s (expected "
+                  "[A-Za-z0-9_]+, at most 31 characters)",
+                  i, name ? "'" : "", name ? name : "NULL", name ? "'" : "");
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "trx_dist_init: axis '%s' is listed twice", name);
+    if (axis_sizes[i] < 1)
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "trx_dist_init: axis '%s' has size %" PRId64
+                  " (must be >= 1)",
+                  name, axis_sizes[i]);
+    if (axis_sizes[i] > INT_MAX / devices)
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "trx_dist_init: the mesh has more than %d devices", INT_MAX);
+    devices *= axis_sizes[i];
+    names.push_back(name);
+    sizes.push_back(axis_sizes[i]);
+  }
+
+  gMaxPieceBytes = int64_t(1) << 30;
+  if (const char *v = getenv("TRX_COMM_MAX_MESSAGE")) {
+    char *end = nullptr;
+    long long b = strtoll(v, &end, 10);
+    if (!*v || *end || b < 1 || b > (1ll << 30))
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "TRX_COMM_MAX_MESSAGE='%s' is not a byte count in 1..%lld", v,
+                  1ll << 30);
+    gMaxPieceBytes = b;
+  }
+  // Before MPI_Init: a singleton's MPI sets these variables itself.
+  const bool launched = underLauncher();
+  int already = 0;
+  MPI_Initialized(&already);
+  if (!already) {
+    int provided = 0;
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+      return fail(TRX_ERR_IO, err, errlen, "MPI_Init_thread failed: %s",
+                  mpiErrorString(rc).c_str());
+    st.everStarted = true;
+    st.ownsMpi = true;
+    if (provided < MPI_THREAD_FUNNELED) {
+      MPI_Finalize();
+      return fail(TRX_ERR_IO, err, errlen,
+                  "MPI provides thread level %d, below MPI_THREAD_FUNNELED",
+                  provided);
+    }
+  }
+  // From here on MPI errors come back as codes; checkMpi turns them into
+  // trx_dist_abort with the call's name.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  if (devices != size) {
+    std::string mesh = meshString(names, sizes);
+    if (size == 1 && !launched)
+      setErr(err, errlen,
+             "mesh %s needs %" PRId64 " ranks but the program runs as one "
+             "process without mpirun (start it with mpirun -np %" PRId64 ")",
+             mesh.c_str(), devices, devices);
+    else
+      setErr(err, errlen,
+             "mesh %s needs %" PRId64 " rank%s but mpirun "
+             "started %d",
+             mesh.c_str(), devices, devices == 1 ? "" : "s", size);
+    // Every rank sees the same sizes, so all of them get here.
+    if (st.ownsMpi) {
+      MPI_Finalize();
+      st.ownsMpi = false;
+    }
+    return TRX_ERR_ARG;
+  }
+
+  st.worldRank = rank;
+  st.worldSize = size;
+  st.names = names;
+  st.sizes = sizes;
+  st.coords.assign(size_t(naxes), 0);
+  for (int32_t a = naxes, rem = rank; a-- > 0;) {
+    st.coords[size_t(a)] = rem % sizes[size_t(a)];
+    rem = int32_t(rem / sizes[size_t(a)]);
+  }
+  st.active = true;
+
+  // One communicator per axis: the ranks that agree on every other axis
+  // (color) ordered by their coordinate on this one (key).
+  for (int32_t a = 0; a < naxes; ++a) {
+    std::vector<int32_t> others;
+    for (int32_t b = 0; b < naxes; ++b)
+      if (b != a)
+        others.push_back(b);
+    int color = int(linearize(st.coords, others));
+    MPI_Comm comm;
+    checkMpi(
+        MPI_Comm_split(MPI_COMM_WORLD, color, int(st.coords[size_t(a)]), &comm),
+        "trx_dist_init", "MPI_Comm_split");
+    checkMpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "trx_dist_init",
+             "MPI_Comm_set_errhandler");
+    st.setComms[1u << a] = comm;
+  }
+  return TRX_OK;
+}
+
+extern "C" void trx_dist_finalize(void) {
+  DistState &st = state();
+  if (!st.active)
+    return;
+  freeComms();
+  st.active = false;
+  st.names.clear();
+  st.sizes.clear();
+  st.coords.clear();
+  st.worldRank = 0;
+  st.worldSize = 1;
+  if (st.ownsMpi) {
+    MPI_Finalize();
+    st.ownsMpi = false;
+  }
+}
+
+extern "C" int trx_dist_initialized(void) { return state().active ? 1 : 0; }
+extern "C" int trx_dist_rank(void) { return state().worldRank; }
+extern "C" int trx_dist_world_size(void) { return state().worldSize; }
+
+extern "C" int32_t trx_dist_num_axes(void) {
+  return state().active ? int32_t(state().sizes.size()) : 0;
+}
+
+extern "C" const char *trx_dist_axis_name(int32_t axis) {
+  const DistState &st = state();
+  if (axis < 0 || size_t(axis) >= st.names.size())
+    return nullptr;
+  return st.names[size_t(axis)].c_str();
+}
+
+extern "C" int64_t trx_dist_axis_size(int32_t axis) {
+  const DistState &st = state();
+  if (axis < 0 || size_t(axis) >= st.sizes.size())
+    return -1;
+  return st.sizes[size_t(axis)];
+}
+
+extern "C" int64_t trx_dist_coord(int32_t axis) {
+  const DistState &st = state();
+  if (axis < 0 || size_t(axis) >= st.coords.size())
+    return -1;
+  return st.coords[size_t(axis)];
+}
+
+extern "C" int32_t trx_dist_axis_index(const char *name) {
+  const DistState &st = state();
+  if (!name)
+    return -1;
+  for (size_t i = 0; i < st.names.size(); ++i)
+    if (st.names[i] == name)
+      return int32_t(i);
+  return -1;
+}
+
+extern "C" char *trx_dist_coord_str(char *buf, size_t len) {
+  if (!buf || len == 0)
+    return buf;
+  const DistState &st = state();
+  std::string s;
+  for (size_t i = 0; i < st.coords.size(); ++i) {
+    if (i)
+      s += ' ';
+    s += st.names[i] + "=" + std::to_string(st.coords[i]);
+  }
+  snprintf(buf, len, "%s", s.c_str());
+  return buf;
+}
+
+extern "C" const trx_dist_group *trx_dist_comm(const int32_t *axes, int32_t n) {
+  std::string error;
+  trx_dist_group *g = lookupGroup(axes, n, "trx_dist_comm", error);
+  if (!g)
+    setLastError("trx_dist_comm: %s", error.c_str());
+  return g;
+}
+
+extern "C" int32_t trx_dist_group_size(const trx_dist_group *g) {
+  return g ? g->size : 0;
+}
+extern "C" int32_t trx_dist_group_position(const trx_dist_group *g) {
+  return g ? g->position : -1;
+}
+extern "C" int32_t trx_dist_group_member(const trx_dist_group *g, int32_t pos) {
+  if (!g || pos < 0 || pos >= g->size)
+    return -1;
+  return g->posToWorld[size_t(pos)];
+}
+extern "C" uint32_t trx_dist_group_mask(const trx_dist_group *g) {
+  return g ? g->mask : 0;
+}
+
+extern "C" void trx_dist_barrier(void) {
+  if (!state().active)
+    abortf("trx_dist_barrier: the distributed runtime is not initialized");
+  checkMpi(MPI_Barrier(MPI_COMM_WORLD), "trx_dist_barrier", "MPI_Barrier");
+}
+
+//===----------------------------------------------------------------------===//
+// Failure handling
+//===----------------------------------------------------------------------===//
+
+extern "C" void trx_dist_abort(const char *message) {
+  if (!message)
+    message = "(no message)";
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  fflush(stdout);
+  if (!initialized || finalized) {
+    fprintf(stderr, "triax runtime: %s\n", message);
+    fflush(stderr);
+    exit(1);
+  }
+  const DistState &st = state();
+  int rank = st.worldRank;
+  if (!st.active)
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char coords[512];
+  trx_dist_coord_str(coords, sizeof(coords));
+  if (st.active && !st.coords.empty())
+    fprintf(stderr, "rank %d (%s): %s\n", rank, coords, message);
+  else
+    fprintf(stderr, "rank %d: %s\n", rank, message);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  // MPI_Abort does not return; should an MPI let it, still end this rank.
+  _Exit(1);
+}
+
+extern "C" void trx_dist_check_mpi(int mpi_rc, const char *call) {
+  if (mpi_rc != MPI_SUCCESS)
+    abortf("%s failed: %s", call ? call : "MPI call",
+           mpiErrorString(mpi_rc).c_str());
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives and point-to-point
+//===----------------------------------------------------------------------===//
+
+extern "C" void trx_all_reduce(float *buf, int64_t n, int32_t op,
+                               const int32_t *axes, int32_t naxes) {
+  allReduce(buf, n, op, axes, naxes, "trx_all_reduce");
+}
+extern "C" void trx_all_gather(const float *send, int64_t n_per_rank,
+                               float *recv, const int32_t *axes,
+                               int32_t naxes) {
+  allGather(send, n_per_rank, recv, axes, naxes, "trx_all_gather");
+}
+extern "C" void trx_reduce_scatter(const float *send, int64_t n_per_rank,
+                                   float *recv, int32_t op, const int32_t *axes,
+                                   int32_t naxes) {
+  reduceScatter(send, n_per_rank, recv, op, axes, naxes, "trx_reduce_scatter");
+}
+extern "C" void trx_broadcast(float *buf, int64_t n, int32_t root,
+                              const int32_t *axes, int32_t naxes) {
+  broadcast(buf, n, root, axes, naxes, "trx_broadcast");
+}
+extern "C" void trx_send(const float *buf, int64_t n, int32_t peer,
+                         const int32_t *axes, int32_t naxes, int32_t tag) {
+  sendTo(buf, n, peer, axes, naxes, tag, "trx_send");
+}
+extern "C" void trx_recv(float *buf, int64_t n, int32_t peer,
+                         const int32_t *axes, int32_t naxes, int32_t tag) {
+  recvFrom(buf, n, peer, axes, naxes, tag, "trx_recv");
+}
+
+extern "C" void trx_all_reduce_i32(int32_t *buf, int64_t n, int32_t op,
+                                   const int32_t *axes, int32_t naxes) {
+  allReduce(buf, n, op, axes, naxes, "trx_all_reduce_i32");
+}
+extern "C" void trx_all_gather_i32(const int32_t *send, int64_t n_per_rank,
+                                   int32_t *recv, const int32_t *axes,
+                                   int32_t naxes) {
+  allGather(send, n_per_rank, recv, axes, naxes, "trx_all_gather_i32");
+}
+extern "C" void trx_reduce_scatter_i32(const int32_t *send, int64_t n_per_rank,
+                                       int32_t *recv, int32_t op,
+                                       const int32_t *axes, int32_t naxes) {
+  reduceScatter(send, n_per_rank, recv, op, axes, naxes,
+                "trx_reduce_scatter_i32");
+}
+extern "C" void trx_broadcast_i32(int32_t *buf, int64_t n, int32_t root,
+                                  const int32_t *axes, int32_t naxes) {
+  broadcast(buf, n, root, axes, naxes, "trx_broadcast_i32");
+}
+extern "C" void trx_send_i32(const int32_t *buf, int64_t n, int32_t peer,
+                             const int32_t *axes, int32_t naxes, int32_t tag) {
+  sendTo(buf, n, peer, axes, naxes, tag, "trx_send_i32");
+}
+extern "C" void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer,
+                             const int32_t *axes, int32_t naxes, int32_t tag) {
+  recvFrom(buf, n, peer, axes, naxes, tag, "trx_recv_i32");
+}
+
+//===----------------------------------------------------------------------===//
+// Counters
+//===----------------------------------------------------------------------===//
+
+namespace {
+uint64_t sumCounter(std::atomic<uint64_t> (&table)[TRX_COMM_NKINDS][kNumMasks],
+                    int32_t kind, uint32_t mask) {
+  if (kind < TRX_COMM_ANY_KIND || kind >= TRX_COMM_NKINDS || mask >= kNumMasks)
+    return 0;
+  uint64_t total = 0;
+  for (int32_t k = 0; k < TRX_COMM_NKINDS; ++k) {
+    if (kind != TRX_COMM_ANY_KIND && k != kind)
+      continue;
+    if (mask != TRX_COMM_ANY_AXES) {
+      total += table[k][mask].load(std::memory_order_relaxed);
+      continue;
+    }
+    for (uint32_t m = 0; m < kNumMasks; ++m)
+      total += table[k][m].load(std::memory_order_relaxed);
+  }
+  return total;
+}
+} // namespace
+
+extern "C" uint64_t trx_comm_bytes(int32_t kind, uint32_t axis_mask) {
+  return sumCounter(gBytes, kind, axis_mask);
+}
+
+extern "C" uint64_t trx_comm_calls(int32_t kind, uint32_t axis_mask) {
+  return sumCounter(gCalls, kind, axis_mask);
+}
+
+extern "C" const char *trx_comm_kind_name(int32_t kind) {
+  if (kind < 0 || kind >= TRX_COMM_NKINDS)
+    return "invalid";
+  return kKindNames[kind];
+}
+
+extern "C" void trx_comm_reset_counters(void) {
+  for (int k = 0; k < TRX_COMM_NKINDS; ++k)
+    for (uint32_t m = 0; m < kNumMasks; ++m) {
+      gBytes[k][m].store(0, std::memory_order_relaxed);
+      gCalls[k][m].store(0, std::memory_order_relaxed);
+    }
+}
+
+extern "C" void trx_comm_print_table(FILE *out) {
+  if (!out)
+    return;
+  const DistState &st = state();
+  char coords[512];
+  trx_dist_coord_str(coords, sizeof(coords));
+  fprintf(out,
+          "comm of rank %d (%s): bytes sent (calls); recv: bytes "
+          "received\n",
+          st.worldRank, coords);
+  // Rows: the axis sets used, fewer axes first, then in mesh order.
+  std::vector<std::pair<std::vector<int32_t>, uint32_t>> sets;
+  for (uint32_t m = 1; m < kNumMasks; ++m)
+    if (trx_comm_calls(TRX_COMM_ANY_KIND, m))
+      sets.emplace_back(axesOfMask(m), m);
+  std::sort(sets.begin(), sets.end(), [](const auto &a, const auto &b) {
+    if (a.first.size() != b.first.size())
+      return a.first.size() < b.first.size();
+    return a.first < b.first;
+  });
+  std::vector<std::string> labels;
+  int width = 12;
+  for (const auto &set : sets) {
+    std::string label;
+    for (int32_t a : set.first) {
+      if (!label.empty())
+        label += ',';
+      label += size_t(a) < st.names.size() ? st.names[size_t(a)]
+                                           : "axis" + std::to_string(a);
+    }
+    width = std::max(width, int(label.size()));
+    labels.push_back(label);
+  }
+  fprintf(out, "%-*s", width, "axes");
+  for (int k = 0; k < TRX_COMM_NKINDS; ++k)
+    fprintf(out, " %20s", kKindNames[k]);
+  fprintf(out, "\n");
+  auto row = [&](const std::string &label, uint32_t mask) {
+    fprintf(out, "%-*s", width, label.c_str());
+    for (int k = 0; k < TRX_COMM_NKINDS; ++k) {
+      char cell[64];
+      snprintf(cell, sizeof(cell), "%" PRIu64 " (%" PRIu64 ")",
+               trx_comm_bytes(k, mask), trx_comm_calls(k, mask));
+      fprintf(out, " %20s", cell);
+    }
+    fprintf(out, "\n");
+  };
+  for (size_t i = 0; i < sets.size(); ++i)
+    row(labels[i], sets[i].second);
+  row("total", TRX_COMM_ANY_AXES);
+}

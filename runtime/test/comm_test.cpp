@@ -1,0 +1,906 @@
+//===- comm_test.cpp - Tests of the distributed runtime (MPI) -------------===//
+//
+// Usage (MESH is "dp=2,pp=2,tp=2": axis names and sizes, major to minor):
+//   triax-rt-comm-test              as a plain process (MPI singleton):
+//                                   argument errors of trx_dist_init, a
+//                                   one-device mesh and every collective
+//                                   over a group of one
+//   triax-rt-comm-test run MESH     under mpirun: layout and groups against
+//                                   the formula, every collective over every
+//                                   axis list (all subsets, and reordered
+//                                   lists) with exact expected values, the
+//                                   ring summation order bit for bit, and
+//                                   the byte counters against the analytic
+//                                   volumes; rank 0 prints the layout, the
+//                                   groups and the counter table of a fixed
+//                                   workload
+//   triax-rt-comm-test init MESH    trx_dist_init only; "error: <message>"
+//                                   and exit 1 when it fails
+//   triax-rt-comm-test abort MESH R rank R calls trx_dist_abort while the
+//                                   others wait in an all_reduce
+//   triax-rt-comm-test mpi-error MESH
+//                                   an MPI call with an invalid rank goes
+//                                   through trx_dist_check_mpi
+//   triax-rt-comm-test misuse MESH WHAT
+//                                   a collective used wrongly (WHAT: axis,
+//                                   dup, root, op, count, null, peer, self,
+//                                   tag, size, uninit); it must abort with a
+//                                   message
+//
+//===----------------------------------------------------------------------===//
+
+#include "check.h"
+#include "triax_rt.h"
+
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Mesh {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  std::string text;
+};
+
+Mesh parseMesh(const char *text) {
+  Mesh m;
+  m.text = text;
+  std::string s = text;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t comma = s.find(',', start);
+    std::string item = s.substr(start, comma - start);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      fprintf(stderr, "bad mesh '%s' (expected dp=2,tp=2)\n", text);
+      exit(2);
+    }
+    m.names.push_back(item.substr(0, eq));
+    m.sizes.push_back(atoll(item.c_str() + eq + 1));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return m;
+}
+
+int initMesh(const Mesh &m, int *argc, char ***argv, char *err, size_t errlen) {
+  std::vector<const char *> names;
+  for (const std::string &n : m.names)
+    names.push_back(n.c_str());
+  return trx_dist_init(argc, argv, names.data(), m.sizes.data(),
+                       int32_t(m.names.size()), err, errlen);
+}
+
+void initOrExit(const Mesh &m, int *argc, char ***argv) {
+  char err[512];
+  if (initMesh(m, argc, argv, err, sizeof(err)) != TRX_OK) {
+    fprintf(stderr, "error: %s\n", err);
+    exit(1);
+  }
+}
+
+/// A failed CHECK exits; make sure the whole job ends at once.
+void abortJobIfStillRunning() {
+  if (trx_dist_initialized())
+    trx_dist_abort("exited without trx_dist_finalize (a check failed?)");
+}
+
+/// Test inputs: functions of (world rank, index) so that any rank can
+/// compute any member's input. Sums of up to 8 of them are exact.
+float valueF(int rank, int64_t j) {
+  return float(int((rank * 37 + j * 11) % 23) - 11) + 0.25f * float(rank % 4);
+}
+int32_t valueI(int rank, int64_t j) {
+  return int32_t((rank * 37 + j * 11) % 23) - 11 + rank * 1000;
+}
+/// Arbitrary floats (inexact sums) for the summation-order checks.
+float noiseF(int rank, int64_t j) {
+  uint64_t z = uint64_t(rank) * 0x9E3779B97F4A7C15ULL +
+               uint64_t(j) * 0xBF58476D1CE4E5B9ULL + 1;
+  z = (z ^ (z >> 31)) * 0x94D049BB133111EBULL;
+  z ^= z >> 29;
+  return float(int64_t(z % 2000001) - 1000000) * 1.0e-3f / 7.0f;
+}
+
+template <typename T> T reduce2(T a, T b, int32_t op) {
+  switch (op) {
+  case TRX_REDUCE_MAX:
+    return b > a ? b : a;
+  case TRX_REDUCE_MIN:
+    return b < a ? b : a;
+  default:
+    return a + b;
+  }
+}
+
+/// Axis list bookkeeping of the test, from the layout formula alone.
+struct ListInfo {
+  std::vector<int32_t> axes;
+  uint32_t mask = 0;
+  int p = 1, pos = 0;
+  std::vector<int> members; // world rank of each position
+  std::string label;
+};
+
+ListInfo describe(const Mesh &m, const std::vector<int32_t> &axes) {
+  ListInfo li;
+  li.axes = axes;
+  int rank = trx_dist_rank();
+  size_t k = m.sizes.size();
+  std::vector<int64_t> coords(k);
+  int64_t rem = rank;
+  for (size_t a = k; a-- > 0;) {
+    coords[a] = rem % m.sizes[a];
+    rem /= m.sizes[a];
+  }
+  for (int32_t a : axes) {
+    li.mask |= 1u << a;
+    li.p *= int(m.sizes[size_t(a)]);
+    li.pos = li.pos * int(m.sizes[size_t(a)]) + int(coords[size_t(a)]);
+    li.label += (li.label.empty() ? "" : ",") + m.names[size_t(a)];
+  }
+  for (int q = 0; q < li.p; ++q) {
+    std::vector<int64_t> c = coords;
+    int64_t left = q;
+    for (size_t j = axes.size(); j-- > 0;) {
+      c[size_t(axes[j])] = left % m.sizes[size_t(axes[j])];
+      left /= m.sizes[size_t(axes[j])];
+    }
+    int64_t r = 0;
+    for (size_t a = 0; a < k; ++a)
+      r = r * m.sizes[a] + c[a];
+    li.members.push_back(int(r));
+  }
+  return li;
+}
+
+/// Every non-empty subset of the axes in mesh order, then each subset of
+/// two or more axes reversed, and one rotation of a three-axis subset.
+std::vector<std::vector<int32_t>> axisLists(size_t k) {
+  std::vector<std::vector<int32_t>> lists;
+  for (uint32_t mask = 1; mask < (1u << k); ++mask) {
+    std::vector<int32_t> l;
+    for (int32_t a = 0; a < int32_t(k); ++a)
+      if (mask & (1u << a))
+        l.push_back(a);
+    lists.push_back(l);
+  }
+  size_t n = lists.size();
+  for (size_t i = 0; i < n; ++i)
+    if (lists[i].size() >= 2)
+      lists.push_back(std::vector<int32_t>(lists[i].rbegin(), lists[i].rend()));
+  for (size_t i = 0; i < n; ++i)
+    if (lists[i].size() == 3) {
+      lists.push_back({lists[i][2], lists[i][0], lists[i][1]});
+      break;
+    }
+  return lists;
+}
+
+/// Counter deltas of one (kind, axis set).
+struct Delta {
+  int kind;
+  uint32_t mask;
+  uint64_t bytes0, calls0;
+  Delta(int k, uint32_t m)
+      : kind(k), mask(m), bytes0(trx_comm_bytes(k, m)),
+        calls0(trx_comm_calls(k, m)) {}
+  uint64_t bytes() const { return trx_comm_bytes(kind, mask) - bytes0; }
+  uint64_t calls() const { return trx_comm_calls(kind, mask) - calls0; }
+};
+
+int64_t chunkLen(int64_t n, int64_t c, int64_t p) {
+  c = (c % p + p) % p;
+  return n * (c + 1) / p - n * c / p;
+}
+
+/// The analytic ring volume of one member's all_reduce, in bytes.
+uint64_t allReduceBytes(int64_t n, int p, int pos, size_t elem) {
+  if (p == 1)
+    return 0;
+  return uint64_t(2 * n - chunkLen(n, pos + 1, p) - chunkLen(n, pos + 2, p)) *
+         elem;
+}
+
+/// The group-wide sum of a per-member count (over the list's group).
+uint64_t groupSum(uint64_t v, const ListInfo &li) {
+  std::vector<int32_t> all(static_cast<size_t>(li.p));
+  int32_t mine = int32_t(v);
+  trx_all_gather_i32(&mine, 1, all.data(), li.axes.data(),
+                     int32_t(li.axes.size()));
+  uint64_t s = 0;
+  for (int32_t x : all)
+    s += uint64_t(x);
+  return s;
+}
+
+void checkGroup(const ListInfo &li) {
+  const trx_dist_group *g =
+      trx_dist_comm(li.axes.data(), int32_t(li.axes.size()));
+  CHECK(g != nullptr);
+  CHECK_EQ(trx_dist_group_size(g), li.p);
+  CHECK_EQ(trx_dist_group_position(g), li.pos);
+  CHECK_EQ(trx_dist_group_mask(g), li.mask);
+  for (int q = 0; q < li.p; ++q)
+    CHECK_EQ(trx_dist_group_member(g, q), li.members[size_t(q)]);
+  CHECK_EQ(trx_dist_group_member(g, li.p), -1);
+  CHECK_EQ(trx_dist_group_member(g, li.pos), trx_dist_rank());
+  // The same list again is the cached group.
+  CHECK(trx_dist_comm(li.axes.data(), int32_t(li.axes.size())) == g);
+  // Data goes where the positions say: gather the world ranks.
+  std::vector<int32_t> ranks(static_cast<size_t>(li.p), -1);
+  int32_t me = trx_dist_rank();
+  trx_all_gather_i32(&me, 1, ranks.data(), li.axes.data(),
+                     int32_t(li.axes.size()));
+  for (int q = 0; q < li.p; ++q)
+    CHECK_EQ(ranks[size_t(q)], li.members[size_t(q)]);
+}
+
+void checkAllReduce(const ListInfo &li) {
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int rank = trx_dist_rank();
+  for (int64_t n :
+       {int64_t(0), int64_t(1), int64_t(5), int64_t(64), int64_t(1003)}) {
+    for (int32_t op = 0; op < 4; ++op) {
+      std::vector<float> f(static_cast<size_t>(n));
+      std::vector<int32_t> i(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) {
+        f[size_t(j)] = valueF(rank, j);
+        i[size_t(j)] = valueI(rank, j);
+      }
+      Delta df(TRX_COMM_ALL_REDUCE, li.mask);
+      trx_all_reduce(f.data(), n, op, ax, na);
+      CHECK_EQ(df.calls(), 1u);
+      CHECK_EQ(df.bytes(), allReduceBytes(n, li.p, li.pos, 4));
+      if (n % li.p == 0) // the textbook 2(p-1)/p * bytes
+        CHECK_EQ(df.bytes(), uint64_t(2 * (li.p - 1) * (n / li.p) * 4));
+      trx_all_reduce_i32(i.data(), n, op, ax, na);
+      bool ok = true;
+      for (int64_t j = 0; j < n; ++j) {
+        float ef = valueF(li.members[0], j);
+        int32_t ei = valueI(li.members[0], j);
+        for (int q = 1; q < li.p; ++q) {
+          ef = reduce2(ef, valueF(li.members[size_t(q)], j), op);
+          ei = reduce2(ei, valueI(li.members[size_t(q)], j), op);
+        }
+        if (op == TRX_REDUCE_AVG) {
+          ef = ef / float(li.p);
+          ei = ei / int32_t(li.p);
+        }
+        if (f[size_t(j)] != ef || i[size_t(j)] != ei) {
+          fprintf(stderr,
+                  "all_reduce over %s op %d n %" PRId64 " [%" PRId64
+                  "]: %g/%d, expected %g/%d\n",
+                  li.label.c_str(), op, n, j, double(f[size_t(j)]),
+                  i[size_t(j)], double(ef), ei);
+          ok = false;
+        }
+      }
+      CHECK(ok);
+    }
+  }
+  // Uneven chunks: the group together sends exactly 2(p-1) * bytes.
+  std::vector<float> f(1003, 1.0f);
+  Delta d(TRX_COMM_ALL_REDUCE, li.mask);
+  trx_all_reduce(f.data(), 1003, TRX_REDUCE_SUM, ax, na);
+  CHECK_EQ(groupSum(d.bytes(), li), uint64_t(2 * (li.p - 1) * 1003 * 4));
+}
+
+void checkGatherScatter(const ListInfo &li) {
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int rank = trx_dist_rank();
+  const int p = li.p;
+  for (int64_t npr : {int64_t(0), int64_t(1), int64_t(7)}) {
+    // all_gather: the blocks of every member in group order.
+    std::vector<float> send(static_cast<size_t>(npr)),
+        recv(static_cast<size_t>(p * npr), -1.0f);
+    for (int64_t j = 0; j < npr; ++j)
+      send[size_t(j)] = valueF(rank, j);
+    Delta dg(TRX_COMM_ALL_GATHER, li.mask);
+    trx_all_gather(send.data(), npr, recv.data(), ax, na);
+    CHECK_EQ(dg.calls(), 1u);
+    CHECK_EQ(dg.bytes(), uint64_t((p - 1) * npr * 4));
+    bool ok = true;
+    for (int q = 0; q < p; ++q)
+      for (int64_t j = 0; j < npr; ++j)
+        ok =
+            ok && recv[size_t(q * npr + j)] == valueF(li.members[size_t(q)], j);
+    CHECK(ok);
+    // In place: the own block already sits at position pos.
+    std::vector<int32_t> inPlace(static_cast<size_t>(p * npr), -1);
+    for (int64_t j = 0; j < npr; ++j)
+      inPlace[size_t(li.pos * npr + j)] = valueI(rank, j);
+    trx_all_gather_i32(inPlace.data() + li.pos * npr, npr, inPlace.data(), ax,
+                       na);
+    for (int q = 0; q < p; ++q)
+      for (int64_t j = 0; j < npr; ++j)
+        ok = ok &&
+             inPlace[size_t(q * npr + j)] == valueI(li.members[size_t(q)], j);
+    CHECK(ok);
+
+    // reduce_scatter: block pos of the reduction.
+    for (int32_t op = 0; op < 4; ++op) {
+      std::vector<float> in(static_cast<size_t>(p * npr)),
+          out(static_cast<size_t>(npr), -1.0f);
+      std::vector<int32_t> inI(static_cast<size_t>(p * npr));
+      for (int64_t j = 0; j < p * npr; ++j) {
+        in[size_t(j)] = valueF(rank, j);
+        inI[size_t(j)] = valueI(rank, j);
+      }
+      Delta dr(TRX_COMM_REDUCE_SCATTER, li.mask);
+      trx_reduce_scatter(in.data(), npr, out.data(), op, ax, na);
+      CHECK_EQ(dr.calls(), 1u);
+      CHECK_EQ(dr.bytes(), uint64_t((p - 1) * npr * 4));
+      // i32 with recv aliasing the start of send.
+      trx_reduce_scatter_i32(inI.data(), npr, inI.data(), op, ax, na);
+      for (int64_t j = 0; j < npr; ++j) {
+        int64_t g = li.pos * npr + j;
+        float ef = valueF(li.members[0], g);
+        int32_t ei = valueI(li.members[0], g);
+        for (int q = 1; q < p; ++q) {
+          ef = reduce2(ef, valueF(li.members[size_t(q)], g), op);
+          ei = reduce2(ei, valueI(li.members[size_t(q)], g), op);
+        }
+        if (op == TRX_REDUCE_AVG) {
+          ef = ef / float(p);
+          ei = ei / int32_t(p);
+        }
+        CHECK_EQ(out[size_t(j)], ef);
+        CHECK_EQ(inI[size_t(j)], ei);
+      }
+    }
+  }
+}
+
+void checkBroadcastP2P(const ListInfo &li) {
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int rank = trx_dist_rank();
+  const int p = li.p;
+  const int64_t n = 37;
+  for (int32_t root = 0; root < p; ++root) {
+    std::vector<float> buf(static_cast<size_t>(n), -5.0f);
+    std::vector<int32_t> bufI(static_cast<size_t>(n), -5);
+    if (li.pos == root)
+      for (int64_t j = 0; j < n; ++j) {
+        buf[size_t(j)] = valueF(rank, j);
+        bufI[size_t(j)] = valueI(rank, j);
+      }
+    Delta db(TRX_COMM_BROADCAST, li.mask);
+    trx_broadcast(buf.data(), n, root, ax, na);
+    CHECK_EQ(db.calls(), 1u);
+    // Every member but the last of the chain (position root-1) sends n.
+    bool last = (li.pos - root + p) % p == p - 1;
+    CHECK_EQ(db.bytes(), last ? uint64_t(0) : uint64_t(n * 4));
+    trx_broadcast_i32(bufI.data(), n, root, ax, na);
+    bool ok = true;
+    for (int64_t j = 0; j < n; ++j)
+      ok = ok && buf[size_t(j)] == valueF(li.members[size_t(root)], j) &&
+           bufI[size_t(j)] == valueI(li.members[size_t(root)], j);
+    CHECK(ok);
+  }
+  if (p == 1)
+    return;
+  // A ring shift: position q sends to q+1 and receives from q-1; even
+  // positions send first, odd ones receive first.
+  int to = (li.pos + 1) % p, from = (li.pos - 1 + p) % p;
+  std::vector<float> out(19), in(19, 0.0f);
+  std::vector<int32_t> outI(19), inI(19, 0);
+  for (int64_t j = 0; j < 19; ++j) {
+    out[size_t(j)] = valueF(rank, j);
+    outI[size_t(j)] = valueI(rank, j);
+  }
+  Delta ds(TRX_COMM_SEND, li.mask), dr(TRX_COMM_RECV, li.mask);
+  auto sendAll = [&] {
+    trx_send(out.data(), 19, to, ax, na, 7);
+    trx_send_i32(outI.data(), 19, to, ax, na, TRX_DIST_MAX_TAG);
+  };
+  auto recvAll = [&] {
+    trx_recv(in.data(), 19, from, ax, na, 7);
+    trx_recv_i32(inI.data(), 19, from, ax, na, TRX_DIST_MAX_TAG);
+  };
+  if (li.pos % 2 == 0) {
+    sendAll();
+    recvAll();
+  } else {
+    recvAll();
+    sendAll();
+  }
+  bool ok = true;
+  for (int64_t j = 0; j < 19; ++j)
+    ok = ok && in[size_t(j)] == valueF(li.members[size_t(from)], j) &&
+         inI[size_t(j)] == valueI(li.members[size_t(from)], j);
+  CHECK(ok);
+  CHECK_EQ(ds.calls(), 2u);
+  CHECK_EQ(ds.bytes(), uint64_t(2 * 19 * 4));
+  CHECK_EQ(dr.calls(), 2u);
+  CHECK_EQ(dr.bytes(), uint64_t(2 * 19 * 4));
+}
+
+/// Inexact float sums in the documented ring order, bit for bit: chunk c
+/// of an all_reduce is ((x_c + x_{c+1}) + ...) + x_{c-1} (positions mod
+/// p); block c of a reduce_scatter is ((x_{c+1} + x_{c+2}) + ...) + x_c.
+void checkSummationOrder(const ListInfo &li) {
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int p = li.p, rank = trx_dist_rank();
+  const int64_t n = 1000;
+  std::vector<float> buf(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    buf[size_t(j)] = noiseF(rank, j);
+  std::vector<float> again = buf;
+  trx_all_reduce(buf.data(), n, TRX_REDUCE_SUM, ax, na);
+  trx_all_reduce(again.data(), n, TRX_REDUCE_SUM, ax, na);
+  CHECK(memcmp(buf.data(), again.data(), size_t(n) * 4) == 0);
+  bool orderOk = true;
+  for (int64_t c = 0; c < p; ++c)
+    for (int64_t j = n * c / p; j < n * (c + 1) / p; ++j) {
+      float acc = noiseF(li.members[size_t(c)], j);
+      for (int s = 1; s < p; ++s)
+        acc = acc + noiseF(li.members[size_t((c + s) % p)], j);
+      orderOk = orderOk && memcmp(&acc, &buf[size_t(j)], 4) == 0;
+    }
+  CHECK(orderOk);
+
+  const int64_t npr = 100;
+  std::vector<float> in(static_cast<size_t>(p * npr)),
+      out(static_cast<size_t>(npr));
+  for (int64_t j = 0; j < p * npr; ++j)
+    in[size_t(j)] = noiseF(rank, j);
+  trx_reduce_scatter(in.data(), npr, out.data(), TRX_REDUCE_SUM, ax, na);
+  orderOk = true;
+  for (int64_t j = 0; j < npr; ++j) {
+    int64_t g = li.pos * npr + j;
+    int c = li.pos;
+    float acc = noiseF(li.members[size_t((c + 1) % p)], g);
+    for (int s = 2; s <= p; ++s)
+      acc = acc + noiseF(li.members[size_t((c + s) % p)], g);
+    orderOk = orderOk && memcmp(&acc, &out[size_t(j)], 4) == 0;
+  }
+  CHECK(orderOk);
+}
+
+/// Buffers larger than a broadcast segment and many ring chunks.
+void checkLarge(const ListInfo &li) {
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int rank = trx_dist_rank();
+  const int64_t n = 3 * (int64_t(1) << 18) + 5; // 3 MiB of floats
+  std::vector<float> buf(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    buf[size_t(j)] = valueF(rank, j);
+  Delta d(TRX_COMM_ALL_REDUCE, li.mask);
+  trx_all_reduce(buf.data(), n, TRX_REDUCE_SUM, ax, na);
+  CHECK_EQ(d.bytes(), allReduceBytes(n, li.p, li.pos, 4));
+  bool ok = true;
+  for (int64_t j = 0; j < n; ++j) {
+    float e = 0.0f;
+    for (int m : li.members)
+      e += valueF(m, j);
+    ok = ok && buf[size_t(j)] == e;
+  }
+  CHECK(ok);
+  const int64_t nb = 200003; // four segments of 256 KiB
+  std::vector<float> b(static_cast<size_t>(nb), 0.0f);
+  int32_t root = li.p - 1;
+  if (li.pos == root)
+    for (int64_t j = 0; j < nb; ++j)
+      b[size_t(j)] = valueF(rank, j);
+  trx_broadcast(b.data(), nb, root, ax, na);
+  ok = true;
+  for (int64_t j = 0; j < nb; ++j)
+    ok = ok && b[size_t(j)] == valueF(li.members[size_t(root)], j);
+  CHECK(ok);
+}
+
+/// Rank 0 prints every rank's coordinates (gathered) and the groups of
+/// every axis list in mesh order.
+void printLayout(const Mesh &m) {
+  const int world = trx_dist_world_size(), rank = trx_dist_rank();
+  const int k = int(m.sizes.size());
+  std::vector<int32_t> all(static_cast<size_t>(k));
+  for (int32_t a = 0; a < k; ++a)
+    all[size_t(a)] = a;
+  std::vector<int32_t> mine(static_cast<size_t>(k)),
+      coords(static_cast<size_t>(world * k));
+  for (int32_t a = 0; a < k; ++a)
+    mine[size_t(a)] = int32_t(trx_dist_coord(a));
+  trx_all_gather_i32(mine.data(), k, coords.data(), all.data(), k);
+  if (rank == 0) {
+    printf("mesh %s: %d ranks\n", m.text.c_str(), world);
+    for (int r = 0; r < world; ++r) {
+      printf("rank %d:", r);
+      for (int a = 0; a < k; ++a)
+        printf(" %s=%d", m.names[size_t(a)].c_str(), coords[size_t(r * k + a)]);
+      printf("\n");
+    }
+  }
+  // The axis sets in mesh order, fewer axes first.
+  std::vector<std::vector<int32_t>> sets;
+  for (const std::vector<int32_t> &l : axisLists(static_cast<size_t>(k)))
+    if (std::is_sorted(l.begin(), l.end()))
+      sets.push_back(l);
+  std::stable_sort(sets.begin(), sets.end(), [](const auto &a, const auto &b) {
+    return a.size() < b.size() || (a.size() == b.size() && a < b);
+  });
+  for (const std::vector<int32_t> &l : sets) {
+    ListInfo li = describe(m, l);
+    std::vector<int32_t> members(li.members.begin(), li.members.end());
+    std::vector<int32_t> gathered(static_cast<size_t>(world * li.p));
+    trx_all_gather_i32(members.data(), li.p, gathered.data(), all.data(), k);
+    if (rank != 0)
+      continue;
+    std::set<std::vector<int32_t>> seen;
+    printf("groups %s:", li.label.c_str());
+    for (int r = 0; r < world; ++r) {
+      std::vector<int32_t> grp(gathered.begin() + r * li.p,
+                               gathered.begin() + (r + 1) * li.p);
+      if (!seen.insert(grp).second)
+        continue;
+      printf(" [");
+      for (size_t i = 0; i < grp.size(); ++i)
+        printf(i ? " %d" : "%d", grp[i]);
+      printf("]");
+    }
+    printf("\n");
+  }
+}
+
+/// A fixed workload over each single axis and over all axes; rank 0 prints
+/// its counter table. Every count is also checked against the formulas.
+void workloadTable(const Mesh &m) {
+  const int k = int(m.sizes.size());
+  std::vector<std::vector<int32_t>> lists;
+  for (int32_t a = 0; a < k; ++a)
+    lists.push_back({a});
+  if (k > 1) {
+    std::vector<int32_t> all;
+    for (int32_t a = 0; a < k; ++a)
+      all.push_back(a);
+    lists.push_back(all);
+  }
+  trx_dist_barrier();
+  trx_comm_reset_counters();
+  uint64_t expectTotal = 0, expectCalls = 0;
+  for (const std::vector<int32_t> &l : lists) {
+    ListInfo li = describe(m, l);
+    const int32_t *ax = l.data();
+    int32_t na = int32_t(l.size());
+    std::vector<float> a(1024, 1.0f), g(static_cast<size_t>(256 * li.p)),
+        s(256);
+    trx_all_reduce(a.data(), 1024, TRX_REDUCE_AVG, ax, na);
+    trx_all_gather(a.data(), 256, g.data(), ax, na);
+    trx_reduce_scatter(g.data(), 256, s.data(), TRX_REDUCE_SUM, ax, na);
+    trx_broadcast(a.data(), 1000, 0, ax, na);
+    // A ring shift of 100 f32 (even positions send first).
+    std::vector<float> in(100);
+    int32_t to = (li.pos + 1) % li.p, from = (li.pos + li.p - 1) % li.p;
+    if (li.p > 1 && li.pos % 2 == 0) {
+      trx_send(a.data(), 100, to, ax, na, 1);
+      trx_recv(in.data(), 100, from, ax, na, 1);
+    } else if (li.p > 1) {
+      trx_recv(in.data(), 100, from, ax, na, 1);
+      trx_send(a.data(), 100, to, ax, na, 1);
+    }
+    uint64_t ar = allReduceBytes(1024, li.p, li.pos, 4);
+    uint64_t ag = uint64_t((li.p - 1) * 256 * 4);
+    uint64_t bc = li.pos == li.p - 1 ? 0 : 4000;
+    CHECK_EQ(trx_comm_bytes(TRX_COMM_ALL_REDUCE, li.mask), ar);
+    CHECK_EQ(trx_comm_bytes(TRX_COMM_ALL_GATHER, li.mask), ag);
+    CHECK_EQ(trx_comm_bytes(TRX_COMM_REDUCE_SCATTER, li.mask), ag);
+    CHECK_EQ(trx_comm_bytes(TRX_COMM_BROADCAST, li.mask), bc);
+    uint64_t p2p = li.p > 1 ? 400 : 0;
+    CHECK_EQ(trx_comm_bytes(TRX_COMM_SEND, li.mask), p2p);
+    CHECK_EQ(trx_comm_bytes(TRX_COMM_RECV, li.mask), p2p);
+    CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, li.mask), li.p > 1 ? 6u : 4u);
+    expectTotal += ar + 2 * ag + bc + 2 * p2p;
+    expectCalls += li.p > 1 ? 6 : 4;
+  }
+  CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), expectTotal);
+  CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), expectCalls);
+  if (trx_dist_rank() == 0) {
+    printf("workload per axis list: all_reduce avg 1024 f32, all_gather 256 "
+           "f32/rank, reduce_scatter 256 f32/rank, broadcast 1000 f32 from "
+           "position 0, send/recv 100 f32 to the next position\n");
+    trx_comm_print_table(stdout);
+    fflush(stdout);
+  }
+}
+
+std::vector<int32_t> allAxes(const Mesh &m) {
+  std::vector<int32_t> all;
+  for (int32_t a = 0; a < int32_t(m.sizes.size()); ++a)
+    all.push_back(a);
+  return all;
+}
+
+int cmdRun(const Mesh &m, int *argc, char ***argv) {
+  initOrExit(m, argc, argv);
+  atexit(abortJobIfStillRunning);
+  const int k = int(m.sizes.size());
+  const int rank = trx_dist_rank(), world = trx_dist_world_size();
+  int64_t prod = 1;
+  for (int64_t s : m.sizes)
+    prod *= s;
+  CHECK_EQ(int64_t(world), prod);
+  CHECK_EQ(trx_dist_num_axes(), k);
+  // The layout formula: rank = ((c0*s1 + c1)*s2 + c2)...
+  int64_t r = 0;
+  for (int32_t a = 0; a < k; ++a) {
+    CHECK_STREQ(trx_dist_axis_name(a), m.names[size_t(a)].c_str());
+    CHECK_EQ(trx_dist_axis_size(a), m.sizes[size_t(a)]);
+    CHECK_EQ(trx_dist_axis_index(m.names[size_t(a)].c_str()), a);
+    CHECK(trx_dist_coord(a) >= 0 && trx_dist_coord(a) < m.sizes[size_t(a)]);
+    r = r * m.sizes[size_t(a)] + trx_dist_coord(a);
+  }
+  CHECK_EQ(r, int64_t(rank));
+  CHECK_EQ(trx_dist_coord(k), int64_t(-1));
+  CHECK_EQ(trx_dist_axis_index("nope"), -1);
+
+  printLayout(m);
+  for (const std::vector<int32_t> &l : axisLists(static_cast<size_t>(k))) {
+    ListInfo li = describe(m, l);
+    checkGroup(li);
+    checkAllReduce(li);
+    checkGatherScatter(li);
+    checkBroadcastP2P(li);
+    checkSummationOrder(li);
+  }
+  checkLarge(describe(m, allAxes(m)));
+  workloadTable(m);
+  // Every rank got here: add up the check counts.
+  int32_t checks = trxtest::checkCount();
+  std::vector<int32_t> axes = allAxes(m);
+  trx_all_reduce_i32(&checks, 1, TRX_REDUCE_SUM, axes.data(), k);
+  trx_dist_finalize();
+  CHECK(!trx_dist_initialized());
+  if (rank == 0)
+    printf("comm %s: all %d checks passed on %d ranks\n", m.text.c_str(),
+           checks, world);
+  return 0;
+}
+
+/// As a plain process: argument errors, then a one-device mesh.
+int cmdSingleton(int *argc, char ***argv) {
+  char err[512];
+  const char *names[] = {"dp", "tp", "pp"};
+  int64_t sizes[] = {1, 1, 1};
+  // Queries before init.
+  CHECK_EQ(trx_dist_initialized(), 0);
+  CHECK_EQ(trx_dist_rank(), 0);
+  CHECK_EQ(trx_dist_world_size(), 1);
+  CHECK_EQ(trx_dist_num_axes(), 0);
+  CHECK_EQ(trx_dist_coord(0), int64_t(-1));
+  CHECK_EQ(trx_dist_axis_size(0), int64_t(-1));
+  CHECK(trx_dist_axis_name(0) == nullptr);
+  int32_t ax0 = 0;
+  CHECK(trx_dist_comm(&ax0, 1) == nullptr);
+  CHECK_STREQ(trx_last_error(),
+              "trx_dist_comm: the distributed runtime is not initialized "
+              "(call trx_dist_init first)");
+  // Argument errors come before MPI starts.
+  CHECK_ERR(trx_dist_init(argc, argv, names, sizes, -1, err, sizeof(err)),
+            TRX_ERR_ARG, err, "trx_dist_init: -1 mesh axes (expected 0..8)");
+  CHECK_ERR(trx_dist_init(argc, argv, names, sizes, 9, err, sizeof(err)),
+            TRX_ERR_ARG, err, "trx_dist_init: 9 mesh axes (expected 0..8)");
+  CHECK_ERR(trx_dist_init(argc, argv, nullptr, sizes, 1, err, sizeof(err)),
+            TRX_ERR_ARG, err, "trx_dist_init: NULL axis names or sizes");
+  {
+    const char *bad[] = {"dp", "t p"};
+    CHECK_ERR(trx_dist_init(argc, argv, bad, sizes, 2, err, sizeof(err)),
+              TRX_ERR_ARG, err,
+              "trx_dist_init: axis 1: invalid name 't p' (expected "
+              "[A-Za-z0-9_]+, at most 31 characters)");
+    const char *empty[] = {""};
+    CHECK_ERR(trx_dist_init(argc, argv, empty, sizes, 1, err, sizeof(err)),
+              TRX_ERR_ARG, err,
+              "trx_dist_init: axis 0: invalid name '' (expected "
+              "[A-Za-z0-9_]+, at most 31 characters)");
+    const char *null[] = {nullptr};
+    CHECK_ERR(trx_dist_init(argc, argv, null, sizes, 1, err, sizeof(err)),
+              TRX_ERR_ARG, err,
+              "trx_dist_init: axis 0: invalid name NULL (expected "
+              "[A-Za-z0-9_]+, at most 31 characters)");
+    const char *dup[] = {"dp", "tp", "dp"};
+    CHECK_ERR(trx_dist_init(argc, argv, dup, sizes, 3, err, sizeof(err)),
+              TRX_ERR_ARG, err, "trx_dist_init: axis 'dp' is listed twice");
+    int64_t zero[] = {1, 0};
+    CHECK_ERR(trx_dist_init(argc, argv, names, zero, 2, err, sizeof(err)),
+              TRX_ERR_ARG, err,
+              "trx_dist_init: axis 'tp' has size 0 (must be >= 1)");
+    int64_t huge[] = {65536, 65536};
+    CHECK_ERR(trx_dist_init(argc, argv, names, huge, 2, err, sizeof(err)),
+              TRX_ERR_ARG, err,
+              "trx_dist_init: the mesh has more than 2147483647 devices");
+  }
+  CHECK_EQ(trx_dist_initialized(), 0);
+
+  // Counters start at 0; names.
+  CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);
+  CHECK_STREQ(trx_comm_kind_name(TRX_COMM_ALL_REDUCE), "all_reduce");
+  CHECK_STREQ(trx_comm_kind_name(TRX_COMM_RECV), "recv");
+  CHECK_STREQ(trx_comm_kind_name(6), "invalid");
+  CHECK_STREQ(trx_comm_kind_name(-1), "invalid");
+
+  // A mesh of one device runs without mpirun.
+  CHECK_EQ(trx_dist_init(argc, argv, names, sizes, 2, err, sizeof(err)),
+           TRX_OK);
+  atexit(abortJobIfStillRunning);
+  CHECK_EQ(trx_dist_initialized(), 1);
+  CHECK_EQ(trx_dist_world_size(), 1);
+  CHECK_EQ(trx_dist_rank(), 0);
+  CHECK_EQ(trx_dist_num_axes(), 2);
+  CHECK_EQ(trx_dist_coord(1), int64_t(0));
+  CHECK_EQ(trx_dist_axis_index("tp"), 1);
+  CHECK_EQ(trx_dist_axis_index("pp"), -1);
+  CHECK_EQ(trx_dist_axis_index(nullptr), -1);
+  char cs[64];
+  CHECK_STREQ(trx_dist_coord_str(cs, sizeof(cs)), "dp=0 tp=0");
+  CHECK_ERR(trx_dist_init(argc, argv, names, sizes, 2, err, sizeof(err)),
+            TRX_ERR_ARG, err, "trx_dist_init: already initialized");
+  // Bad axis lists through trx_dist_comm.
+  int32_t bad2[] = {2};
+  CHECK(trx_dist_comm(bad2, 1) == nullptr);
+  CHECK_STREQ(trx_last_error(), "trx_dist_comm: axis 2 is out of range (the "
+                                "mesh dp=1 x tp=1 has 2 axes)");
+  int32_t dup[] = {1, 1};
+  CHECK(trx_dist_comm(dup, 2) == nullptr);
+  CHECK_STREQ(trx_last_error(), "trx_dist_comm: axis 1 ('tp') is listed twice");
+  CHECK(trx_dist_comm(dup, 0) == nullptr);
+  CHECK_STREQ(trx_last_error(),
+              "trx_dist_comm: an axis list needs 1..2 axes, got 0");
+  CHECK(trx_dist_comm(nullptr, 1) == nullptr);
+  CHECK_STREQ(trx_last_error(), "trx_dist_comm: NULL axis list");
+
+  // Every collective over a group of one: values unchanged, 0 bytes, calls
+  // counted.
+  Mesh m = parseMesh("dp=1,tp=1");
+  for (const std::vector<int32_t> &l : axisLists(2)) {
+    ListInfo li = describe(m, l);
+    checkGroup(li);
+    checkAllReduce(li);
+    checkGatherScatter(li);
+    checkBroadcastP2P(li);
+    checkSummationOrder(li);
+  }
+  CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);
+  CHECK(trx_comm_calls(TRX_COMM_ALL_REDUCE, 1u) > 0);
+  CHECK(trx_comm_calls(TRX_COMM_ALL_REDUCE, 3u) > 0);
+  CHECK_EQ(trx_comm_bytes(-2, 1u), 0u);
+  CHECK_EQ(trx_comm_calls(TRX_COMM_NKINDS, 1u), 0u);
+  CHECK_EQ(trx_comm_calls(TRX_COMM_ALL_REDUCE, 1u << 8), 0u);
+  trx_comm_reset_counters();
+  CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);
+
+  trx_dist_finalize();
+  CHECK_EQ(trx_dist_initialized(), 0);
+  CHECK_EQ(trx_dist_num_axes(), 0);
+  trx_dist_finalize(); // a no-op now
+  CHECK_ERR(trx_dist_init(argc, argv, names, sizes, 2, err, sizeof(err)),
+            TRX_ERR_ARG, err,
+            "trx_dist_init: MPI was already finalized and cannot be started "
+            "again");
+  trxtest::done("comm");
+  return 0;
+}
+
+int cmdInit(const Mesh &m, int *argc, char ***argv) {
+  initOrExit(m, argc, argv);
+  char cs[256];
+  printf("rank %d of %d: %s\n", trx_dist_rank(), trx_dist_world_size(),
+         trx_dist_coord_str(cs, sizeof(cs)));
+  trx_dist_finalize();
+  return 0;
+}
+
+int cmdAbort(const Mesh &m, int failing, int *argc, char ***argv) {
+  initOrExit(m, argc, argv);
+  trx_dist_barrier();
+  std::vector<int32_t> all = allAxes(m);
+  if (trx_dist_rank() == failing)
+    trx_dist_abort("injected failure at step 7");
+  // The others wait for the failing rank, which never comes.
+  std::vector<float> buf(16, 1.0f);
+  trx_all_reduce(buf.data(), 16, TRX_REDUCE_SUM, all.data(),
+                 int32_t(all.size()));
+  printf("rank %d: the all_reduce returned without the failing rank\n",
+         trx_dist_rank());
+  return 0;
+}
+
+int cmdMpiError(const Mesh &m, int *argc, char ***argv) {
+  initOrExit(m, argc, argv);
+  // An invalid destination rank: with MPI_ERRORS_RETURN the call returns
+  // the code and trx_dist_check_mpi ends the job with our message.
+  float x = 1.0f;
+  int rc =
+      MPI_Send(&x, 1, MPI_FLOAT, trx_dist_world_size() + 5, 0, MPI_COMM_WORLD);
+  printf("rank %d: MPI_Send returned %s\n", trx_dist_rank(),
+         rc == MPI_SUCCESS ? "success" : "an error code");
+  fflush(stdout);
+  trx_dist_check_mpi(rc, "MPI_Send");
+  return 0;
+}
+
+int cmdMisuse(const Mesh &m, const std::string &what, int *argc, char ***argv) {
+  if (what == "uninit") {
+    float x = 0;
+    int32_t a = 0;
+    trx_all_reduce(&x, 1, TRX_REDUCE_SUM, &a, 1);
+    return 0;
+  }
+  initOrExit(m, argc, argv);
+  std::vector<float> buf(8, 1.0f);
+  int32_t ax0[] = {0};
+  int32_t k = int32_t(m.sizes.size());
+  if (what == "axis") {
+    trx_all_reduce(buf.data(), 8, TRX_REDUCE_SUM, &k, 1);
+  } else if (what == "dup") {
+    int32_t d[] = {0, 0};
+    trx_all_gather(buf.data(), 1, buf.data(), d, 2);
+  } else if (what == "root") {
+    trx_broadcast(buf.data(), 8, int32_t(m.sizes[0]), ax0, 1);
+  } else if (what == "op") {
+    trx_reduce_scatter(buf.data(), 1, buf.data(), 4, ax0, 1);
+  } else if (what == "count") {
+    trx_all_reduce(buf.data(), -3, TRX_REDUCE_SUM, ax0, 1);
+  } else if (what == "null") {
+    trx_all_reduce(nullptr, 8, TRX_REDUCE_SUM, ax0, 1);
+  } else if (what == "peer") {
+    trx_send(buf.data(), 8, int32_t(m.sizes[0]), ax0, 1, 0);
+  } else if (what == "self") {
+    trx_send(buf.data(), 8, int32_t(trx_dist_coord(0)), ax0, 1, 0);
+  } else if (what == "tag") {
+    trx_recv(buf.data(), 8, 0, ax0, 1, TRX_DIST_MAX_TAG + 1);
+  } else if (what == "size") {
+    // Position 0 sends 8 floats; position 1 expects 4.
+    if (trx_dist_coord(0) == 0)
+      trx_send(buf.data(), 8, 1, ax0, 1, 3);
+    else if (trx_dist_coord(0) == 1)
+      trx_recv(buf.data(), 4, 0, ax0, 1, 3);
+    trx_dist_barrier();
+  } else {
+    fprintf(stderr, "unknown misuse '%s'\n", what.c_str());
+    return 2;
+  }
+  printf("misuse %s: no abort\n", what.c_str());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 1)
+    return cmdSingleton(&argc, &argv);
+  std::string cmd = argv[1];
+  if (argc >= 3) {
+    Mesh m = parseMesh(argv[2]);
+    if (cmd == "run" && argc == 3)
+      return cmdRun(m, &argc, &argv);
+    if (cmd == "init" && argc == 3)
+      return cmdInit(m, &argc, &argv);
+    if (cmd == "abort" && argc == 4)
+      return cmdAbort(m, atoi(argv[3]), &argc, &argv);
+    if (cmd == "mpi-error" && argc == 3)
+      return cmdMpiError(m, &argc, &argv);
+    if (cmd == "misuse" && argc == 4)
+      return cmdMisuse(m, argv[3], &argc, &argv);
+  }
+  fprintf(stderr, "usage: triax-rt-comm-test [run|init|mpi-error MESH | "
+                  "abort MESH RANK | misuse MESH WHAT]\n");
+  return 2;
+}
