@@ -36,4 +36,43 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def TriaxOutlineKernels : Pass<"triax-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Move each kernel loop nest of the entry functions into a function of its own";
+  let description = [{
+    After `convert-triax-to-kernels`, every top-level loop nest (`scf.parallel`
+    or `scf.for`) of a public function becomes a private function
+    `@<entry>_kernel<N>` taking the buffers and scalars it uses (constants are
+    re-created inside), and the loop is replaced by a call.
+
+    Why: the entry functions of a 96-layer model hold thousands of loop nests.
+    As one function, the later lowering (SCF to control flow) and LLVM's
+    optimizer grow super-linearly with it: gpt3-175b's front half used over
+    24 GB before it was killed; with kernels outlined it takes 28 s and 416
+    MB on this machine. Each kernel is also the unit GPU outlining maps to a
+    launch.
+
+    Before:
+    ```mlir
+    func.func @triax_forward(...) -> f32 {
+      scf.parallel (%i) = (%c0) to (%c64) step (%c1) { ... %buf ... }
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    func.func @triax_forward(...) -> f32 {
+      call @triax_forward_kernel0(%buf) : (memref<64xf32>) -> ()
+      ...
+    }
+    func.func private @triax_forward_kernel0(%buf: memref<64xf32>) {
+      %c0 = arith.constant 0 : index
+      ...
+      scf.parallel (%i) = (%c0) to (%c64) step (%c1) { ... }
+      return
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
 #endif // TRIAX_CONVERSION_PASSES_TD

@@ -1,10 +1,19 @@
-//===- ElementwiseKernels.cpp - add, mul, activations and their grads -----===//
+//===- ElementwiseKernels.cpp - Elementwise ops and fused groups ----------===//
+//
+// An elementwise op (ScalarElementwiseOpInterface: add, mul, activations
+// and their gradients) is one parallel loop over all elements whose body is
+// the op's own scalar formula (`buildScalar`, TriaxScalar.cpp): nothing
+// here knows any op's math. A `triax.fused_elementwise` is one parallel loop
+// for the whole group: each input loaded once, the region's scalar ops
+// cloned, each result stored.
+//
+//===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
 
 #include "triax/Dialect/Triax/IR/Triax.h"
 
-#include <cmath>
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace mlir::triax;
@@ -12,88 +21,83 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
-/// One parallel loop over all elements: out[i] = fn(in0[i], in1[i], ...).
-template <typename OpT>
-struct ElementwiseLowering : OpConversionPattern<OpT> {
-  using ScalarFn =
-      std::function<Value(KernelBuilder &, ArrayRef<Value> operands)>;
-  ElementwiseLowering(TypeConverter &converter, MLIRContext *ctx, ScalarFn fn)
-      : OpConversionPattern<OpT>(converter, ctx), fn(std::move(fn)) {}
+/// The CPU kernels are generated for f32 only.
+LogicalResult checkF32(Operation *op) {
+  for (Type type :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+    if (!cast<RankedTensorType>(type).getElementType().isF32())
+      return op->emitOpError("only f32 kernels are generated on the CPU yet");
+  return success();
+}
+
+/// One parallel loop over all elements: out[i] = op's formula(in0[i], ...).
+struct ElementwiseLowering
+    : OpInterfaceConversionPattern<ScalarElementwiseOpInterface> {
+  using OpInterfaceConversionPattern::OpInterfaceConversionPattern;
 
   LogicalResult
-  matchAndRewrite(OpT op, typename OpConversionPattern<OpT>::OpAdaptor adaptor,
+  matchAndRewrite(ScalarElementwiseOpInterface op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
+    if (failed(checkF32(op)))
+      return failure();
+    KernelBuilder k(rewriter, op->getLoc());
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type.getElementType().isF32())
-      return op.emitOpError("only f32 kernels are generated on the CPU yet");
     Value out = k.alloc(type);
     Value flatOut = k.flat(out);
     SmallVector<Value> inputs;
-    for (Value operand : adaptor.getOperands())
+    for (Value operand : operands)
       inputs.push_back(k.flat(operand));
     k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
       SmallVector<Value> scalars;
       for (Value in : inputs)
         scalars.push_back(k.load(in, i));
-      k.store(fn(k, scalars), flatOut, i);
+      k.store(op.buildScalar(k.builder(), k.getLoc(), scalars), flatOut, i);
     });
     rewriter.replaceOp(op, out);
     return success();
   }
-  ScalarFn fn;
 };
 
-constexpr double kGeluCoeff = 0.044715;
+/// One parallel loop for a fused group: load each input, run the region's
+/// scalar ops, store each result.
+struct FusedElementwiseLowering : OpConversionPattern<FusedElementwiseOp> {
+  using OpConversionPattern::OpConversionPattern;
 
-/// tanh(sqrt(2/pi) (x + 0.044715 x^3)).
-Value geluTanh(KernelBuilder &k, Value x) {
-  double c = std::sqrt(2.0 / M_PI);
-  Value x3 = k.mul(k.mul(x, x), x);
-  return k.tanh(k.mul(k.f32(c), k.add(x, k.mul(k.f32(kGeluCoeff), x3))));
-}
+  LogicalResult
+  matchAndRewrite(FusedElementwiseOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(checkF32(op)))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    SmallVector<Value> outs, flatOuts, flatIns;
+    for (Type type : op.getResultTypes()) {
+      outs.push_back(k.alloc(cast<RankedTensorType>(type)));
+      flatOuts.push_back(k.flat(outs.back()));
+    }
+    for (Value input : adaptor.getInputs())
+      flatIns.push_back(k.flat(input));
+    Block &body = op.getBodyBlock();
+    int64_t elements =
+        cast<RankedTensorType>(op.getResult(0).getType()).getNumElements();
+    k.parallel({elements}, [&](KernelBuilder &k, ValueRange i) {
+      IRMapping scalars;
+      for (auto [arg, in] : llvm::zip_equal(body.getArguments(), flatIns))
+        scalars.map(arg, k.load(in, i));
+      for (Operation &scalarOp : body.without_terminator())
+        k.builder().clone(scalarOp, scalars);
+      for (auto [value, out] :
+           llvm::zip_equal(op.getYield().getValues(), flatOuts))
+        k.store(scalars.lookupOrDefault(value), out, i);
+    });
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
 
 } // namespace
 
 void mlir::triax::kernels::populateElementwisePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ElementwiseLowering<AddOp>>(
-      converter, ctx,
-      [](KernelBuilder &k, ArrayRef<Value> v) { return k.add(v[0], v[1]); });
-  patterns.add<ElementwiseLowering<MulOp>>(
-      converter, ctx,
-      [](KernelBuilder &k, ArrayRef<Value> v) { return k.mul(v[0], v[1]); });
-  // gelu(x) = 0.5 x (1 + t)
-  patterns.add<ElementwiseLowering<GeluOp>>(
-      converter, ctx, [](KernelBuilder &k, ArrayRef<Value> v) {
-        Value t = geluTanh(k, v[0]);
-        return k.mul(k.mul(k.f32(0.5), v[0]), k.add(k.f32(1.0), t));
-      });
-  // gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-  patterns.add<ElementwiseLowering<GeluGradOp>>(
-      converter, ctx, [](KernelBuilder &k, ArrayRef<Value> v) {
-        Value x = v[0], dy = v[1];
-        Value t = geluTanh(k, x);
-        Value du = k.mul(k.f32(std::sqrt(2.0 / M_PI)),
-                         k.add(k.f32(1.0),
-                               k.mul(k.f32(3.0 * kGeluCoeff), k.mul(x, x))));
-        Value left = k.mul(k.f32(0.5), k.add(k.f32(1.0), t));
-        Value right = k.mul(k.mul(k.mul(k.f32(0.5), x),
-                                  k.sub(k.f32(1.0), k.mul(t, t))),
-                            du);
-        return k.mul(dy, k.add(left, right));
-      });
-  // silu(x) = x s, s = sigmoid(x)
-  patterns.add<ElementwiseLowering<SiluOp>>(
-      converter, ctx, [](KernelBuilder &k, ArrayRef<Value> v) {
-        return k.mul(v[0], k.sigmoid(v[0]));
-      });
-  // silu'(x) = s (1 + x (1 - s))
-  patterns.add<ElementwiseLowering<SiluGradOp>>(
-      converter, ctx, [](KernelBuilder &k, ArrayRef<Value> v) {
-        Value x = v[0], s = k.sigmoid(x);
-        Value d = k.mul(s, k.add(k.f32(1.0), k.mul(x, k.sub(k.f32(1.0), s))));
-        return k.mul(v[1], d);
-      });
+  patterns.add<ElementwiseLowering, FusedElementwiseLowering>(converter, ctx);
 }

@@ -24,6 +24,7 @@
 
 namespace mlir::triax {
 #define GEN_PASS_DEF_CONVERTTRIAXTOKERNELS
+#define GEN_PASS_DEF_TRIAXOUTLINEKERNELS
 #include "triax/Conversion/Passes.h.inc"
 } // namespace mlir::triax
 
@@ -226,6 +227,19 @@ struct PositionIdsLowering : OpConversionPattern<PositionIdsOp> {
 struct ConvertTriaxToKernelsPass
     : public mlir::triax::impl::ConvertTriaxToKernelsBase<ConvertTriaxToKernelsPass> {
   void runOnOperation() override;
+};
+
+struct TriaxOutlineKernelsPass
+    : public mlir::triax::impl::TriaxOutlineKernelsBase<
+          TriaxOutlineKernelsPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> entries;
+    for (func::FuncOp fn : getOperation().getOps<func::FuncOp>())
+      if (fn.isPublic() && !fn.isExternal())
+        entries.push_back(fn);
+    for (func::FuncOp fn : entries)
+      outlineKernels(fn);
+  }
 };
 
 } // namespace

@@ -20,6 +20,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.h"
+#include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.h"
 
 #include "triax/Dialect/Triax/IR/TriaxDialect.h.inc"
 #include "triax/Dialect/Triax/IR/TriaxEnums.h.inc"

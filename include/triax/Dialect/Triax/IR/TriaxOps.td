@@ -10,6 +10,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.td"
+include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Structure: model, parameters, blocks
@@ -249,7 +250,8 @@ def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<D
 
 class Triax_UnaryElementwiseOp<string mnemonic, string desc>
     : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType,
-                          DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+                          DeclareOpInterfaceMethods<DifferentiableOpInterface>,
+                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$input);
   let results = (outs Triax_FloatTensor:$result);
@@ -268,7 +270,8 @@ def Triax_SiluOp : Triax_UnaryElementwiseOp<"silu", "SiLU: x * sigmoid(x)">;
 class Triax_BinaryElementwiseOp<string mnemonic, string desc>
     : Triax_Op<mnemonic, [Pure, Elementwise, Commutative,
                           SameOperandsAndResultType,
-                          DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+                          DeclareOpInterfaceMethods<DifferentiableOpInterface>,
+                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$lhs, Triax_FloatTensor:$rhs);
   let results = (outs Triax_FloatTensor:$result);
@@ -404,7 +407,8 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure]> {
 }
 
 class Triax_ActivationGradOp<string mnemonic, string desc>
-    : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+    : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType,
+                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$result_grad);
   let results = (outs Triax_FloatTensor:$input_grad);
@@ -507,5 +511,7 @@ def Triax_AdamWOp : Triax_Op<"adamw", [
     attr-dict `:` type($grad)
   }];
 }
+
+include "triax/Dialect/Triax/IR/TriaxFusedOps.td"
 
 #endif // TRIAX_DIALECT_TRIAX_IR_TRIAXOPS_TD

@@ -73,4 +73,59 @@ def TriaxAutodiff : Pass<"triax-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TriaxFuseElementwise : Pass<"triax-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuse chains of elementwise ops into triax.fused_elementwise";
+  let description = [{
+    Groups connected chains of elementwise ops (those implementing
+    `ScalarElementwiseOpInterface`: `add`, `mul`, `gelu`, `silu`,
+    `gelu_grad`, `silu_grad`) whose tensors all have one shape into one
+    `triax.fused_elementwise`, so that the CPU lowering emits one loop over
+    the elements per group, loading each input once and storing only the
+    values used outside the group, instead of one loop and one buffer per
+    op. It runs at the start of `triax-lower-cpu`, after `triax-autodiff`
+    (a fused op is not differentiable).
+
+    Every block of the module is handled on its own (function bodies and
+    the `triax.block` regions, which the kernel conversion inlines later);
+    nothing is fused across blocks. Ops are taken in block order: an op
+    joins the groups of the operands it uses when they have its shape and
+    when moving those groups down to it is legal, that is when no value of
+    theirs is used by an op outside the group that comes before it (such a
+    use would then precede its definition) and when no op between them may
+    write memory (the kernels read parameters and gradient buffers through
+    views, so a read must not move below a write). A group keeps as
+    results the values used outside it; a group of one op is left as it
+    is. The pass never switches on op kind: the fused region is built from
+    each op's `buildScalar`.
+
+    Design: the region holds the scalar computation (`arith`/`math` on the
+    element type, built through the interface when the group is formed)
+    rather than the triax ops on tensors. The region is then the loop body
+    as it is: the lowering clones it into one `scf.parallel` without asking
+    any op anything, the verifier can state exactly what a body may hold
+    (scalars, no memory effects) and the IR after this pass shows the exact
+    per-element formula of each group. Keeping tensor ops in the region
+    would give ops whose types say "whole tensor" but that the lowering
+    reads as "one element", and a second tensor-to-scalar walk in the
+    lowering. What the scalar form gives up, the op-level meaning inside a
+    group, is only read by `triax-autodiff`, which runs before.
+
+    Before:
+    ```mlir
+    %s = triax.silu %a : tensor<4x8x128xf32>
+    %p = triax.mul %s, %b : tensor<4x8x128xf32>
+    ```
+    After:
+    ```mlir
+    %p = triax.fused_elementwise(%a, %b) : (tensor<4x8x128xf32>, tensor<4x8x128xf32>) -> tensor<4x8x128xf32> {
+    ^bb0(%x: f32, %y: f32):
+      ... x * sigmoid(x) * y on f32 ...
+      triax.fused_yield %r : f32
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 #endif // TRIAX_DIALECT_TRIAX_TRANSFORMS_PASSES_TD

@@ -1,0 +1,5 @@
+//===- ScalarElementwiseOpInterface.cpp -----------------------------------===//
+
+#include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.h"
+
+#include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.cpp.inc"
