@@ -4,6 +4,7 @@
 
 #include "triax/Conversion/Passes.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/Transforms/Passes.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
 #include "triax/Pipelines/Pipelines.h"
@@ -31,6 +32,7 @@ void triax::registerAllPasses() {
   // reproduced and inspected with triax-opt.
   mlir::registerAllPasses();
   mlir::triax::registerTriaxPasses();
+  mlir::dist::registerDistPasses();
   mlir::triax::registerTriaxConversionPasses();
   triax::registerPipelines();
 }

@@ -10,6 +10,7 @@
 
 #include "triax/Driver/Compiler.h"
 
+#include "triax/Dialect/Dist/Transforms/Passes.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
 #include "triax/InitAll.h"
@@ -99,6 +100,53 @@ createHostTargetMachine(llvm::raw_ostream &errs) {
       llvm::CodeGenOptLevel::Aggressive));
 }
 
+namespace triax {
+FailureOr<MeshSpec> parseMeshSpec(llvm::StringRef text,
+                                  llvm::raw_ostream &errs) {
+  MeshSpec spec;
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',');
+  for (llvm::StringRef item : items) {
+    auto [name, value] = item.trim().split('=');
+    int64_t size = 0;
+    if (name.empty() || value.empty() || value.getAsInteger(10, size) ||
+        size < 1) {
+      errs << "triaxc: --mesh: expected axis=size items such as "
+              "dp=2,pp=2,tp=2 (sizes >= 1), got '"
+           << item << "'\n";
+      return failure();
+    }
+    int64_t *slot = name == "dp"   ? &spec.dp
+                    : name == "pp" ? &spec.pp
+                    : name == "tp" ? &spec.tp
+                                   : nullptr;
+    if (!slot) {
+      errs << "triaxc: --mesh: unknown axis '" << name
+           << "'; the axes are dp, pp and tp\n";
+      return failure();
+    }
+    if (*slot != 0) {
+      errs << "triaxc: --mesh: axis '" << name << "' is given twice\n";
+      return failure();
+    }
+    *slot = size;
+  }
+  if (spec.pp > 1) {
+    errs << "triaxc: --mesh: pipeline parallelism (pp=" << spec.pp
+         << ") is not implemented yet\n";
+    return failure();
+  }
+  if (spec.tp > 1) {
+    errs << "triaxc: --mesh: tensor parallelism (tp=" << spec.tp
+         << ") is not implemented yet\n";
+    return failure();
+  }
+  if (spec.dp == 0)
+    spec.dp = 1;
+  return spec;
+}
+} // namespace triax
+
 static int run(llvm::ArrayRef<std::string> argv, llvm::raw_ostream &errs,
                bool verbose) {
   llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(argv[0]);
@@ -135,6 +183,14 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     errs << "triaxc: unknown target '" << options.target
          << "'; expected cpu (cuda is not built yet)\n";
     return 1;
+  }
+
+  std::optional<MeshSpec> mesh;
+  if (!options.mesh.empty()) {
+    FailureOr<MeshSpec> parsed = parseMeshSpec(options.mesh, errs);
+    if (failed(parsed))
+      return 1;
+    mesh = *parsed;
   }
 
   DialectRegistry registry;
@@ -177,6 +233,18 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     if (failed(pm.run(*module)))
       return 1;
     timer.done("triax-autodiff");
+  }
+  // Parallelism (--mesh), on the training step autodiff built: data
+  // parallelism averages the gradients where @optimizer_step reads them.
+  // (dp=1 needs no collective: the descriptor's default mesh is dp=1.)
+  if (mesh && mesh->dp > 1) {
+    PassManager pm(&context);
+    mlir::dist::DistDataParallelOptions dpOptions;
+    dpOptions.dp = mesh->dp;
+    pm.addPass(mlir::dist::createDistDataParallel(dpOptions));
+    if (failed(pm.run(*module)))
+      return 1;
+    timer.done("dist-data-parallel");
   }
   if (options.emit == "mlir") {
     module->print(llvm::outs());
@@ -275,6 +343,12 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
       options.cc, "-O2", "-o", options.outputFile, objPath, descPath,
       "-I" + options.runtimeIncludeDir, options.runtimeLibDir + "/libtriax_rt.a",
       "-lopenblas", "-lstdc++", "-lm"};
+  // MPI (the runtime's distributed part): mpicc's link flags, found when
+  // triaxc was configured. A one-device binary runs without mpirun.
+  llvm::SmallVector<llvm::StringRef> mpiFlags;
+  llvm::StringRef(TRIAX_MPI_LINK_FLAGS).split(mpiFlags, ' ', -1, false);
+  for (llvm::StringRef flag : mpiFlags)
+    link.push_back(flag.str());
   if (options.openmp)
     link.push_back("-l:libomp.so.5");
   int rc = run(link, errs, options.verbose);

@@ -10,6 +10,7 @@
 
 #include "triax/Driver/Compiler.h"
 
+#include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -76,6 +77,26 @@ std::string emitModelDescriptor(ModuleOp module) {
         param.getDecay() ? 1 : 0, ckptName);
   }
   os << "};\n\n";
+  // The mesh, axes in the order of the dist.mesh: the order the compiled
+  // collectives number the axes in (their axis masks), so it is handed to
+  // trx_dist_init as it is. No mesh: one device on a "dp" axis.
+  SmallVector<std::string> axisNames = {"dp"};
+  SmallVector<int64_t> axisSizes = {1};
+  auto meshes = llvm::to_vector(module.getOps<mlir::dist::MeshOp>());
+  if (!meshes.empty()) {
+    axisNames.clear();
+    for (Attribute name : meshes.front().getAxisNames())
+      axisNames.push_back(cast<StringAttr>(name).getValue().str());
+    axisSizes.assign(meshes.front().getAxisSizes().begin(),
+                     meshes.front().getAxisSizes().end());
+  }
+  os << "static const char *const mesh_axis_names[] = {";
+  for (auto [i, name] : llvm::enumerate(axisNames))
+    os << (i ? ", " : "") << "\"" << name << "\"";
+  os << "};\nstatic const int64_t mesh_axis_sizes[] = {";
+  for (auto [i, size] : llvm::enumerate(axisSizes))
+    os << (i ? ", " : "") << size;
+  os << "};\n\n";
   auto num = [](double v) { return llvm::formatv("{0:e9}", v).str(); };
   os << llvm::formatv(
       "static const trx_model_desc model = {{\n"
@@ -84,14 +105,16 @@ std::string emitModelDescriptor(ModuleOp module) {
       "/*vocab=*/{5},\n"
       "  /*lr=*/{6}f, /*beta1=*/{7}f, /*beta2=*/{8}f, /*eps=*/{9}f,\n"
       "  /*weight_decay=*/{10}f, /*grad_clip=*/{11}f,\n"
-      "  forward_backward, optimizer_step, forward,\n};\n\n"
+      "  forward_backward, optimizer_step, forward,\n"
+      "  /*num_mesh_axes=*/{12}, mesh_axis_names, mesh_axis_sizes,\n};\n\n"
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,
       config.getGlobalBatch(), seq, findVocab(model),
       num(config.getLrValue()), num(config.getBeta1Value()),
       num(config.getBeta2Value()), num(config.getEpsValue()),
-      num(config.getWeightDecayValue()), num(config.getGradClipValue()));
+      num(config.getWeightDecayValue()), num(config.getGradClipValue()),
+      axisNames.size());
   return out;
 }
 } // namespace triax

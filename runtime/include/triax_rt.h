@@ -479,6 +479,14 @@ void _mlir_ciface_trx_sgemm(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
                             trx_memref_f32_2d *C, int32_t transA,
                             int32_t transB, float alpha, float beta);
 
+/* In place: buf (contiguous, f32) becomes its reduction (trx_reduce_op)
+ * over the group of the mesh axes in axis_mask (bit i = axis i of the mesh
+ * given to trx_dist_init), through trx_all_reduce. The collective that
+ * dist.all_reduce is lowered to. Aborts the job with a message for a bad
+ * mask or view, or when the mesh is not initialized. */
+void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf, int32_t op,
+                                     int64_t axis_mask);
+
 /* Sets the number of BLAS threads (OpenBLAS); n <= 0 keeps the default
  * (OPENBLAS_NUM_THREADS or all cores). */
 void trx_blas_set_threads(int n);
@@ -590,6 +598,15 @@ typedef struct {
   float (*optimizer_step)(float lr, int64_t step, float grad_scale);
   /* Mean loss only, no update. May be NULL (then --val-data is refused). */
   float (*forward)(const int32_t *tokens, const int32_t *targets);
+  /* The device mesh the model was compiled for (the module's dist.mesh; a
+   * one-axis "dp"=1 mesh when it has none), axes in mesh order: the order
+   * of the axis masks in the compiled collectives, handed as it is to
+   * trx_dist_init. num_mesh_axes = 0 (a descriptor without these fields)
+   * is a mesh of one device. The driver splits the data over the axis
+   * named "dp" (size 1 when there is none). */
+  int32_t num_mesh_axes;
+  const char *const *mesh_axis_names;
+  const int64_t *mesh_axis_sizes;
 } trx_model_desc;
 
 /* Deterministic N(0, std^2) fill used for TRX_INIT_NORMAL: parameter

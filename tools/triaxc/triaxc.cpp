@@ -39,6 +39,11 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     runtimeInclude("runtime-include", cl::desc("Directory holding triax_rt.h"),
                    cl::init(TRIAX_RUNTIME_INCLUDE_DIR), cl::cat(category));
+static cl::opt<std::string>
+    mesh("mesh",
+         cl::desc("Device mesh, e.g. dp=2 (data parallel over 2 ranks; run "
+                  "with mpirun -np 2). pp and tp are not implemented yet"),
+         cl::value_desc("dp=N[,pp=N,tp=N]"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> cc("cc", cl::desc("C compiler used to link"),
                                cl::init("cc"), cl::cat(category));
 
@@ -60,5 +65,6 @@ int main(int argc, char **argv) {
   options.runtimeLibDir = runtimeDir;
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;
+  options.mesh = mesh;
   return triax::compile(options, errs());
 }

@@ -23,6 +23,13 @@ constexpr llvm::StringLiteral kSgemm = "trx_sgemm";
 constexpr llvm::StringLiteral kState1D = "trx_state_1d";
 constexpr llvm::StringLiteral kState2D = "trx_state_2d";
 
+/// In-place all_reduce of a contiguous f32 buffer over a group of mesh axes:
+/// (memref<?xf32> buf, i32 op, i64 axis_mask). `op` is the dist dialect's
+/// ReductionKind (sum 0, avg 1, max 2, min 3); bit i of `axis_mask` selects
+/// mesh axis i, the axes numbered in the order of the module's `dist.mesh`,
+/// which is the order the model descriptor hands to trx_dist_init.
+constexpr llvm::StringLiteral kAllReduceF32 = "trx_all_reduce_f32";
+
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {

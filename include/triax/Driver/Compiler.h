@@ -4,6 +4,7 @@
 #define TRIAX_DRIVER_COMPILER_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -24,7 +25,21 @@ struct CompileOptions {
   std::string runtimeLibDir, runtimeIncludeDir;
   /// The C compiler that compiles the model descriptor and links.
   std::string cc = "cc";
+  /// The device mesh, "dp=2" or "dp=2,pp=1,tp=1" ("" = one device, no
+  /// parallel pass). Only dp > 1 is implemented.
+  std::string mesh;
 };
+
+/// The axis sizes of a --mesh value (0 = not given; dp defaults to 1).
+struct MeshSpec {
+  int64_t dp = 0, pp = 0, tp = 0;
+};
+
+/// Parses "dp=2,pp=2,tp=2" (any subset, any order); refuses unknown or
+/// repeated axes, bad sizes, and pp or tp > 1 (not implemented yet), with
+/// a message on `errs`.
+mlir::FailureOr<MeshSpec> parseMeshSpec(llvm::StringRef text,
+                                        llvm::raw_ostream &errs);
 
 /// Runs the whole compilation; errors are printed to `errs` with their
 /// location. Returns the process exit code.

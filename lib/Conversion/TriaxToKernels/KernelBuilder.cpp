@@ -175,4 +175,6 @@ void declareRuntimeFunctions(ModuleOp module) {
           b.getFunctionType({i32, i64}, {MemRefType::get({dyn}, f32)}));
   declare(::triax::rt::kState2D,
           b.getFunctionType({i32, i64}, {MemRefType::get({dyn, dyn}, f32)}));
+  declare(::triax::rt::kAllReduceF32,
+          b.getFunctionType({MemRefType::get({dyn}, f32), i32, i64}, {}));
 }

@@ -153,6 +153,8 @@ void populateAttentionPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns);
 void populateLossPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
+void populateCollectivePatterns(TypeConverter &converter,
+                                RewritePatternSet &patterns);
 void populateOptimizerPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                const ParamIndex &params);

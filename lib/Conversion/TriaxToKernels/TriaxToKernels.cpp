@@ -13,6 +13,7 @@
 
 #include "KernelBuilder.h"
 #include "triax/Conversion/RuntimeABI.h"
+#include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -289,6 +290,10 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                          memref::MemRefDialect, scf::SCFDialect>();
   target.addIllegalDialect<TriaxDialect, tensor::TensorDialect>();
   target.addLegalOp<ModelOp, ParamOp>();
+  // Collectives become runtime calls; the mesh stays until they are
+  // lowered (they look up its axis order) and goes with the model.
+  target.addIllegalDialect<dist::DistDialect>();
+  target.addLegalOp<dist::MeshOp>();
   target.addDynamicallyLegalOp<arith::ConstantOp>(
       [](arith::ConstantOp op) { return !isa<TensorType>(op.getType()); });
   target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
@@ -309,15 +314,16 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateAttentionPatterns(converter, patterns);
   populateLossPatterns(converter, patterns);
   populateOptimizerPatterns(converter, patterns, params);
+  populateCollectivePatterns(converter, patterns);
   if (failed(applyPartialConversion(module, target, std::move(patterns))))
     return signalPassFailure();
   model.erase();
+  for (dist::MeshOp mesh : llvm::to_vector(module.getOps<dist::MeshOp>()))
+    mesh.erase();
   SmallVector<func::FuncOp> lowered;
   for (func::FuncOp fn : module.getOps<func::FuncOp>())
     if (!fn.isExternal())
       lowered.push_back(fn);
-  for (func::FuncOp fn : lowered) {
+  for (func::FuncOp fn : lowered)
     insertDeallocs(fn);
-    outlineKernels(fn);
-  }
 }

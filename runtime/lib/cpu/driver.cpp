@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -273,6 +274,12 @@ struct Run {
   int32_t *targets = nullptr;
   bool bound = false;
   float lrMax = 0;
+  // Data parallelism: this rank's position on the "dp" axis of the mesh, the
+  // axis size, and the axis index (-1 without one).
+  int64_t dpRank = 0, dpSize = 1;
+  int32_t dpAxis = -1;
+  bool leader = true; // world rank 0: logs, writes checkpoints
+  std::vector<int32_t> skipInputs, skipTargets; // other dp ranks' batches
 
   ~Run() {
     if (bound)
@@ -298,6 +305,7 @@ struct Run {
 
   int openData();
   int allocate();
+  int nextBatch();
   int initialize(int64_t &startStep, std::string &source);
   int resume(const char *stepDir, int64_t &startStep);
   void initFromSeed();
@@ -391,6 +399,29 @@ int Run::gradcheck(int64_t samples, float tol) {
          "relative error above the noise floor %.3e\n",
          failures, n(), worst);
   return failures ? 1 : 0;
+}
+
+/// The next micro-batch of this rank. The loader reads the data in one
+/// sequential order; dp rank r of R keeps batch r of every R consecutive
+/// ones, so micro-batch k of optimizer step s (from 0, accum micro-batches
+/// per rank and step) is global batch (s*accum + k)*R + r, and the dp ranks
+/// together see exactly the batches one rank with R*accum micro-batches
+/// per step sees. Every rank reads all R batches, so the loader position
+/// (the one checkpoints save) is the same on every rank.
+int Run::nextBatch() {
+  for (int64_t j = 0; j < dpSize; ++j) {
+    bool mine = j == dpRank;
+    if (!mine && skipInputs.empty()) {
+      skipInputs.resize(size_t(tokensPerStep()));
+      skipTargets.resize(size_t(tokensPerStep()));
+    }
+    if (trx_loader_next(train, mine ? inputs : skipInputs.data(),
+                        mine ? targets : skipTargets.data()) != TRX_OK) {
+      printError("%s: %s", dataName.c_str(), trx_last_error());
+      return 1;
+    }
+  }
+  return 0;
 }
 
 int Run::openData() {
@@ -750,8 +781,75 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   if (a.threads > 0)
     trx_blas_set_threads(int(a.threads));
 
+  // The mesh the model was compiled for: one process per device (MPI; a
+  // one-device mesh also runs without mpirun).
+  if (model->num_mesh_axes < 0 || model->num_mesh_axes > TRX_DIST_MAX_AXES ||
+      (model->num_mesh_axes > 0 &&
+       (!model->mesh_axis_names || !model->mesh_axis_sizes))) {
+    printError("model '%s': bad mesh description (%" PRId32 " axes)",
+               model->model_name, model->num_mesh_axes);
+    return 1;
+  }
+  // MPI starts for a mesh of several devices, or under mpirun (so that a
+  // one-device binary started on several ranks is refused). A plain run of
+  // a one-device mesh skips it: nothing to communicate, and many MPI
+  // singletons starting at once on one machine can fail in OpenMPI's
+  // session-directory setup.
+  int64_t devices = 1;
+  for (int32_t i = 0; i < model->num_mesh_axes; ++i)
+    devices *= model->mesh_axis_sizes[i];
+  bool underMpirun = std::getenv("OMPI_COMM_WORLD_SIZE") ||
+                     std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+  if ((devices != 1 || underMpirun) &&
+      trx_dist_init(nullptr, nullptr, model->mesh_axis_names,
+                    model->mesh_axis_sizes, model->num_mesh_axes, err,
+                    sizeof(err)) != TRX_OK) {
+    printError("%s", err);
+    return 1;
+  }
+  run.dpAxis = trx_dist_axis_index("dp");
+  if (run.dpAxis >= 0) {
+    run.dpSize = trx_dist_axis_size(run.dpAxis);
+    run.dpRank = trx_dist_coord(run.dpAxis);
+  }
+  run.leader = trx_dist_rank() == 0;
+  if (a.verbose > 0) {
+    char coords[256];
+    std::string mesh;
+    for (int32_t i = 0; i < model->num_mesh_axes; ++i)
+      mesh += std::string(i ? " x " : "") + model->mesh_axis_names[i] + "=" +
+              std::to_string(model->mesh_axis_sizes[i]);
+    printf("mesh %s (%d ranks); rank %d: %s\n",
+           mesh.empty() ? "of one device" : mesh.c_str(),
+           trx_dist_world_size(), trx_dist_rank(),
+           trx_dist_initialized() ? trx_dist_coord_str(coords, sizeof(coords))
+                                  : "all coordinates 0");
+    fflush(stdout);
+  }
+  if (model->global_batch % (model->micro_batch * run.dpSize) != 0) {
+    printError("global_batch %" PRId64 " is not a multiple of micro_batch "
+               "%" PRId64 " x dp %" PRId64,
+               model->global_batch, model->micro_batch, run.dpSize);
+    return 1;
+  }
+  if (a.gradcheck > 0 && trx_dist_world_size() > 1) {
+    printError("--gradcheck runs on one rank only (this job has %d)",
+               trx_dist_world_size());
+    return 2;
+  }
+  // Only rank 0 logs and writes (checkpoints, --save-init, --log-json);
+  // every rank computes the same parameters.
+  if (!run.leader) {
+    a.log_json = nullptr;
+    a.save_init = nullptr;
+    if (!std::freopen("/dev/null", "w", stdout)) {
+      printError("cannot silence stdout of rank %d", trx_dist_rank());
+      return 1;
+    }
+  }
+
   // Check every input before anything is allocated, trained or written.
-  if (a.ckpt_dir &&
+  if (run.leader && a.ckpt_dir &&
       trx_ckpt_check_writable(a.ckpt_dir, err, sizeof(err)) != TRX_OK) {
     printError("%s", err);
     return 1;
@@ -810,25 +908,36 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     printf("nothing to train: already at step %" PRId64 "\n", startStep);
   if (a.gradcheck > 0)
     return run.gradcheck(a.gradcheck, a.gradcheck_tol);
-  // Micro-batches per optimizer step: the gradient buffers sum them and the
-  // optimizer scales by 1 / accum, so the update equals one global batch.
-  const int64_t accum = model->global_batch / model->micro_batch;
+  // Micro-batches per optimizer step and rank: the gradient buffers sum them
+  // and the optimizer scales by 1 / accum; with dp ranks the compiled step
+  // averages the buffers over dp first (dist-data-parallel), so the update
+  // equals one global batch.
+  const int64_t accum = model->global_batch / (model->micro_batch * run.dpSize);
+  const uint32_t dpMask = run.dpAxis >= 0 ? 1u << run.dpAxis : 0u;
   while (step < endStep) {
     ++step;
     double t0 = trx_now_ms();
     run.zeroGrads();
     double lossSum = 0;
     for (int64_t k = 0; k < accum; ++k) {
-      if (trx_loader_next(run.train, run.inputs, run.targets) != TRX_OK) {
-        printError("%s: %s", run.dataName.c_str(), trx_last_error());
+      if (run.nextBatch() != 0)
         return 1;
-      }
       lossSum += double(model->forward_backward(run.inputs, run.targets));
     }
     loss = float(lossSum / double(accum));
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
                          a.min_lr_ratio);
+    uint64_t gradBytes = dpMask ? trx_comm_bytes(TRX_COMM_ALL_REDUCE, dpMask) : 0;
+    uint64_t gradCalls = dpMask ? trx_comm_calls(TRX_COMM_ALL_REDUCE, dpMask) : 0;
     float gradNorm = model->optimizer_step(lr, step, 1.0f / float(accum));
+    if (a.verbose > 0 && step == startStep + 1 && dpMask)
+      printf("step %5" PRId64 " | gradient all_reduce over dp: %" PRIu64
+             " bytes sent by this rank in %" PRIu64 " calls\n",
+             step, trx_comm_bytes(TRX_COMM_ALL_REDUCE, dpMask) - gradBytes,
+             trx_comm_calls(TRX_COMM_ALL_REDUCE, dpMask) - gradCalls);
+    // The logged loss is the mean over the global batch.
+    if (run.dpSize > 1)
+      trx_all_reduce(&loss, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
     double ms = trx_now_ms() - t0;
     if (!std::isfinite(loss)) {
       printError("step %" PRId64 ": the loss is %s; training diverged, "
@@ -838,7 +947,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     }
     if (a.log_every > 0 && (step % a.log_every == 0 || step == endStep) &&
         trx_logger_step(run.logger, step, loss, lr, gradNorm,
-                        run.tokensPerStep() * accum, ms) != TRX_OK) {
+                        run.tokensPerStep() * accum * run.dpSize,
+                        ms) != TRX_OK) {
       printError("%s", trx_last_error());
       return 1;
     }
@@ -853,7 +963,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
         return 1;
       }
     }
-    if (a.ckpt_dir && a.ckpt_every > 0 && step % a.ckpt_every == 0) {
+    if (run.leader && a.ckpt_dir && a.ckpt_every > 0 &&
+        step % a.ckpt_every == 0) {
       if (run.checkpoint(step, loss) != 0)
         return 1;
       lastSaved = step;
@@ -869,13 +980,16 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       return 1;
     }
   }
-  if (a.ckpt_dir && lastSaved != step && run.checkpoint(step, loss) != 0)
+  if (run.leader && a.ckpt_dir && lastSaved != step &&
+      run.checkpoint(step, loss) != 0)
     return 1;
   printf("done: step %" PRId64, step);
   if (std::isfinite(loss))
     printf(", last loss %.6f", double(loss));
   printf("\n");
   printPeaks();
+  if (a.verbose > 0 && trx_dist_world_size() > 1)
+    trx_comm_print_table(stdout);
   fflush(stdout);
   return 0;
 }
@@ -902,10 +1016,18 @@ extern "C" void trx_init_normal(float *dst, int64_t n, float std, uint64_t seed,
 
 extern "C" int trx_train_main(int argc, char **argv,
                               const trx_model_desc *model) {
+  int rc;
   try {
-    return trainMain(argc, argv, model);
+    rc = trainMain(argc, argv, model);
   } catch (const std::bad_alloc &) {
     printError("out of memory");
-    return 1;
+    rc = 1;
   }
+  // A rank that fails ends the whole job (the others would wait forever in
+  // the next collective); the message names the rank.
+  if (rc != 0 && trx_dist_initialized() && trx_dist_world_size() > 1)
+    trx_dist_abort("training failed (the error is above)");
+  fflush(stdout);
+  trx_dist_finalize();
+  return rc;
 }

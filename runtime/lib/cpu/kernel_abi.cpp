@@ -307,3 +307,39 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
         ptr, cat < 0 ? "unknown or already freed" : trx_mem_category_name(cat));
   trx_free(ptr);
 }
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+extern "C" void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf,
+                                                int32_t op,
+                                                int64_t axis_mask) {
+  char msg[256];
+  if (!buf) {
+    trx_dist_abort("trx_all_reduce_f32: buffer is NULL");
+  }
+  if (buf->sizes[0] > 1 && buf->strides[0] != 1) {
+    snprintf(msg, sizeof(msg),
+             "trx_all_reduce_f32: buffer has stride %" PRId64
+             " (must be contiguous)",
+             buf->strides[0]);
+    trx_dist_abort(msg);
+  }
+  int32_t naxes = trx_dist_num_axes();
+  if (axis_mask <= 0 || axis_mask >= (int64_t(1) << TRX_DIST_MAX_AXES) ||
+      (naxes >= 0 && (axis_mask >> naxes) != 0)) {
+    snprintf(msg, sizeof(msg),
+             "trx_all_reduce_f32: axis mask 0x%" PRIx64
+             " does not fit the mesh of %" PRId32
+             " axes (was the binary started with its mesh?)",
+             uint64_t(axis_mask), naxes);
+    trx_dist_abort(msg);
+  }
+  int32_t axes[TRX_DIST_MAX_AXES];
+  int32_t n = 0;
+  for (int32_t i = 0; i < TRX_DIST_MAX_AXES; ++i)
+    if (axis_mask & (int64_t(1) << i))
+      axes[n++] = i;
+  trx_all_reduce(buf->aligned + buf->offset, buf->sizes[0], op, axes, n);
+}
