@@ -35,3 +35,7 @@ tools = ["triax-opt", "triax-model", "triaxc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.triax_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# Optional tools: tests that need them say REQUIRES.
+if shutil.which("clang-format"):
+    config.available_features.add("clang-format")

@@ -1,4 +1,5 @@
-//===- InitAll.h - Register Triax's dialects and passes ----------*- C++ -*-===//
+//===- InitAll.h - Register Triax's dialects and passes ----------*- C++
+//-*-===//
 
 #ifndef TRIAX_INITALL_H
 #define TRIAX_INITALL_H

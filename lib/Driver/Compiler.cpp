@@ -31,7 +31,6 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
@@ -40,6 +39,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <chrono>
 
@@ -53,9 +53,9 @@ public:
   void done(llvm::StringRef stage) {
     auto now = std::chrono::steady_clock::now();
     if (enabled)
-      os << llvm::formatv("[triaxc] {0,-28} {1,8:f1} ms\n", stage,
-                          std::chrono::duration<double, std::milli>(now - last)
-                              .count());
+      os << llvm::formatv(
+          "[triaxc] {0,-28} {1,8:f1} ms\n", stage,
+          std::chrono::duration<double, std::milli>(now - last).count());
     last = now;
   }
 
@@ -86,7 +86,8 @@ createHostTargetMachine(llvm::raw_ostream &errs) {
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target) {
     errs << "triaxc: no target for " << triple.str() << ": " << error << "\n";
     return nullptr;
@@ -162,8 +163,8 @@ static int run(llvm::ArrayRef<std::string> argv, llvm::raw_ostream &errs,
     errs << "\n";
   }
   std::string error;
-  int rc = llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0,
-                                     &error);
+  int rc =
+      llvm::sys::ExecuteAndWait(*program, args, std::nullopt, {}, 0, 0, &error);
   if (rc != 0)
     errs << "triaxc: '" << argv[0] << "' failed"
          << (error.empty() ? "" : ": " + error) << "\n";
@@ -216,10 +217,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   auto models = llvm::to_vector(module->getOps<mlir::triax::ModelOp>());
   if (models.size() != 1) {
-    Location loc = models.size() > 1
-                       ? models[1].getLoc()
-                       : Location(FileLineColLoc::get(
-                             &context, options.inputFile, 1, 1));
+    Location loc =
+        models.size() > 1
+            ? models[1].getLoc()
+            : Location(FileLineColLoc::get(&context, options.inputFile, 1, 1));
     emitError(loc) << "triaxc compiles one triax.model per file, found "
                    << models.size();
     return 1;
@@ -286,7 +287,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   if (failed(pm.run(*module)))
     return 1;
   timer.done("triax-lower-cpu");
-  if (!options.emit.empty() && llvm::StringRef(options.emit).starts_with("mlir-after="))
+  if (!options.emit.empty() &&
+      llvm::StringRef(options.emit).starts_with("mlir-after="))
     return 0;
 
   llvm::LLVMContext llvmContext;
@@ -301,8 +303,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple());
-  if (llvm::Error err = makeOptimizingTransformer(3, 0, machine.get())(
-          llvmModule.get())) {
+  if (llvm::Error err =
+          makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get())) {
     errs << "triaxc: LLVM optimization failed: "
          << llvm::toString(std::move(err)) << "\n";
     return 1;
@@ -313,8 +315,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 0;
   }
 
-  std::string objPath = options.emit == "obj" ? options.outputFile
-                                                : options.outputFile + ".o";
+  std::string objPath =
+      options.emit == "obj" ? options.outputFile : options.outputFile + ".o";
   {
     std::unique_ptr<llvm::ToolOutputFile> obj = openOutputFile(objPath, &error);
     if (!obj) {
@@ -339,10 +341,17 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   std::string descPath = options.outputFile + ".desc.c";
   if (failed(writeFile(descPath, descriptor, errs)))
     return 1;
-  std::vector<std::string> link = {
-      options.cc, "-O2", "-o", options.outputFile, objPath, descPath,
-      "-I" + options.runtimeIncludeDir, options.runtimeLibDir + "/libtriax_rt.a",
-      "-lopenblas", "-lstdc++", "-lm"};
+  std::vector<std::string> link = {options.cc,
+                                   "-O2",
+                                   "-o",
+                                   options.outputFile,
+                                   objPath,
+                                   descPath,
+                                   "-I" + options.runtimeIncludeDir,
+                                   options.runtimeLibDir + "/libtriax_rt.a",
+                                   "-lopenblas",
+                                   "-lstdc++",
+                                   "-lm"};
   // MPI (the runtime's distributed part): mpicc's link flags, found when
   // triaxc was configured. A one-device binary runs without mpirun.
   llvm::SmallVector<llvm::StringRef> mpiFlags;

@@ -110,11 +110,10 @@ std::string emitModelDescriptor(ModuleOp module) {
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,
-      config.getGlobalBatch(), seq, findVocab(model),
-      num(config.getLrValue()), num(config.getBeta1Value()),
-      num(config.getBeta2Value()), num(config.getEpsValue()),
-      num(config.getWeightDecayValue()), num(config.getGradClipValue()),
-      axisNames.size());
+      config.getGlobalBatch(), seq, findVocab(model), num(config.getLrValue()),
+      num(config.getBeta1Value()), num(config.getBeta2Value()),
+      num(config.getEpsValue()), num(config.getWeightDecayValue()),
+      num(config.getGradClipValue()), axisNames.size());
   return out;
 }
 } // namespace triax

@@ -87,10 +87,15 @@ std::optional<GPTConfig> getNamedConfig(StringRef name) {
 
 std::optional<std::string> validate(const GPTConfig &c) {
   auto positive = [](int64_t v) { return v >= 1; };
-  std::pair<const char *, int64_t> fields[] = {
-      {"layers", c.layers}, {"hidden", c.hidden},       {"heads", c.heads},
-      {"kv-heads", c.kvHeads}, {"ffn", c.ffn},          {"vocab", c.vocab},
-      {"seq", c.seq},       {"batch", c.batch},         {"micro-batch", c.microBatch}};
+  std::pair<const char *, int64_t> fields[] = {{"layers", c.layers},
+                                               {"hidden", c.hidden},
+                                               {"heads", c.heads},
+                                               {"kv-heads", c.kvHeads},
+                                               {"ffn", c.ffn},
+                                               {"vocab", c.vocab},
+                                               {"seq", c.seq},
+                                               {"batch", c.batch},
+                                               {"micro-batch", c.microBatch}};
   for (auto [name, value] : fields)
     if (!positive(value))
       return llvm::formatv("--{0} must be >= 1, got {1}", name, value).str();
@@ -99,8 +104,8 @@ std::optional<std::string> validate(const GPTConfig &c) {
                          c.heads)
         .str();
   if (c.heads % c.kvHeads != 0)
-    return llvm::formatv("heads {0} is not divisible by kv-heads {1}",
-                         c.heads, c.kvHeads)
+    return llvm::formatv("heads {0} is not divisible by kv-heads {1}", c.heads,
+                         c.kvHeads)
         .str();
   if (c.batch % c.microBatch != 0)
     return llvm::formatv("batch {0} is not a multiple of micro-batch {1}",
@@ -131,8 +136,8 @@ private:
   Value param(StringRef name, ArrayRef<int64_t> shape, Init init,
               double std = 0.0, StringRef checkpointName = {});
   Value norm(Value x, StringRef prefix);
-  Value linear(Value x, StringRef prefix, int64_t in, int64_t out,
-               double std, StringRef checkpointPrefix = {});
+  Value linear(Value x, StringRef prefix, int64_t in, int64_t out, double std,
+               StringRef checkpointPrefix = {});
   Value block(Value x, int64_t layer);
   RankedTensorType act(int64_t features) {
     return RankedTensorType::get({c.microBatch, c.seq, features}, elt);
@@ -160,13 +165,13 @@ Value GPTBuilder::param(StringRef name, ArrayRef<int64_t> shape, Init init,
   // AdamW decays matrices (weights, embeddings), not biases or norm gains.
   bool decay = shape.size() >= 2;
   Location paramLoc = NameLoc::get(b.getStringAttr(name));
-  auto op = ParamOp::create(
-      paramBuilder, paramLoc, b.getStringAttr(name), TypeAttr::get(type),
-      InitAttr::get(b.getContext(), kind, std),
-      decay ? b.getUnitAttr() : UnitAttr());
+  auto op = ParamOp::create(paramBuilder, paramLoc, b.getStringAttr(name),
+                            TypeAttr::get(type),
+                            InitAttr::get(b.getContext(), kind, std),
+                            decay ? b.getUnitAttr() : UnitAttr());
   if (!checkpointName.empty())
     op->setAttr(TriaxDialect::kCheckpointNameAttrName,
-               b.getStringAttr(checkpointName));
+                b.getStringAttr(checkpointName));
   return GetParamOp::create(b, paramLoc, type,
                             FlatSymbolRefAttr::get(b.getContext(), name));
 }
@@ -191,10 +196,10 @@ Value GPTBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
                   ckpt(".weight"));
   Value bias;
   if (c.biases)
-    bias = param((prefix + ".bias").str(), {out}, Init::Zeros, 0.0,
-                 ckpt(".bias"));
-  return LinearOp::create(b, NameLoc::get(b.getStringAttr(prefix)), act(out),
-                          x, w, bias, UnitAttr());
+    bias =
+        param((prefix + ".bias").str(), {out}, Init::Zeros, 0.0, ckpt(".bias"));
+  return LinearOp::create(b, NameLoc::get(b.getStringAttr(prefix)), act(out), x,
+                          w, bias, UnitAttr());
 }
 
 Value GPTBuilder::block(Value input, int64_t layer) {
@@ -237,18 +242,17 @@ Value GPTBuilder::block(Value input, int64_t layer) {
   if (c.swiglu) {
     Value gate = linear(h, name("mlp.gate", "mlp.gate_proj"), c.hidden, c.ffn,
                         c.initStd);
-    Value up = linear(h, name("mlp.up", "mlp.up_proj"), c.hidden, c.ffn,
-                      c.initStd);
+    Value up =
+        linear(h, name("mlp.up", "mlp.up_proj"), c.hidden, c.ffn, c.initStd);
     Value act1 = SiluOp::create(b, loc, act(c.ffn), gate);
     Value prod = MulOp::create(b, loc, act(c.ffn), act1, up);
     m = linear(prod, name("mlp.down", "mlp.down_proj"), c.ffn, c.hidden,
                residualStd);
   } else {
-    Value fc = linear(h, name("mlp.c_fc", "mlp.fc"), c.hidden, c.ffn,
-                      c.initStd);
+    Value fc =
+        linear(h, name("mlp.c_fc", "mlp.fc"), c.hidden, c.ffn, c.initStd);
     Value g = GeluOp::create(b, loc, act(c.ffn), fc);
-    m = linear(g, name("mlp.c_proj", "mlp.proj"), c.ffn, c.hidden,
-               residualStd);
+    m = linear(g, name("mlp.c_proj", "mlp.proj"), c.ffn, c.hidden, residualStd);
   }
   x = AddOp::create(b, loc, act(c.hidden), x, m);
   YieldOp::create(b, loc, ValueRange{x});
@@ -285,8 +289,8 @@ OwningOpRef<ModuleOp> GPTBuilder::build() {
   Value x = EmbeddingOp::create(b, NameLoc::get(b.getStringAttr(embName)),
                                 act(c.hidden), tok, wte);
   if (c.learnedPositions) {
-    Value wpe = param("wpe.weight", {c.seq, c.hidden}, Init::Normal,
-                      c.initStd / 2);
+    Value wpe =
+        param("wpe.weight", {c.seq, c.hidden}, Init::Normal, c.initStd / 2);
     Value pos = PositionIdsOp::create(b, loc, tokens);
     Value pe = EmbeddingOp::create(b, NameLoc::get(b.getStringAttr("wpe")),
                                    act(c.hidden), pos, wpe);
@@ -300,8 +304,8 @@ OwningOpRef<ModuleOp> GPTBuilder::build() {
     logits = LinearOp::create(b, NameLoc::get(b.getStringAttr("lm_head")),
                               act(c.vocab), x, wte, Value(), b.getUnitAttr());
   } else {
-    Value head = param("lm_head.weight", {c.hidden, c.vocab}, Init::Normal,
-                       c.initStd);
+    Value head =
+        param("lm_head.weight", {c.hidden, c.vocab}, Init::Normal, c.initStd);
     logits = LinearOp::create(b, NameLoc::get(b.getStringAttr("lm_head")),
                               act(c.vocab), x, head, Value(), UnitAttr());
   }

@@ -801,8 +801,8 @@ void trx_recv(float *buf, int64_t n, int32_t peer, const int32_t *axes,
 /* The same on int32 elements. */
 void trx_all_reduce_i32(int32_t *buf, int64_t n, int32_t op,
                         const int32_t *axes, int32_t naxes);
-void trx_all_gather_i32(const int32_t *send, int64_t n_per_rank,
-                        int32_t *recv, const int32_t *axes, int32_t naxes);
+void trx_all_gather_i32(const int32_t *send, int64_t n_per_rank, int32_t *recv,
+                        const int32_t *axes, int32_t naxes);
 void trx_reduce_scatter_i32(const int32_t *send, int64_t n_per_rank,
                             int32_t *recv, int32_t op, const int32_t *axes,
                             int32_t naxes);

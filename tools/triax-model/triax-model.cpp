@@ -27,9 +27,9 @@ static cl::OptionCategory category("triax-model options");
 
 static cl::opt<std::string> modelName(cl::Positional, cl::desc("<config>"),
                                       cl::init("tiny"), cl::cat(category));
-static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
-                                       cl::value_desc("file"), cl::init("-"),
-                                       cl::cat(category));
+static cl::opt<std::string>
+    outputFile("o", cl::desc("Output file (default: stdout)"),
+               cl::value_desc("file"), cl::init("-"), cl::cat(category));
 static cl::opt<bool> printParamCount(
     "print-param-count",
     cl::desc("Print the number of parameters instead of the IR"),
@@ -47,12 +47,14 @@ INT_FLAG(kvHeads, "kv-heads",
          "Key/value heads (grouped-query attention; default: heads)");
 INT_FLAG(ffn, "ffn", "MLP inner size (default: 4 x hidden for the GPT family)");
 INT_FLAG(vocab, "vocab", "Vocabulary size");
-INT_FLAG(seqLen, "seq", "Sequence length (also the number of learned positions)");
+INT_FLAG(seqLen, "seq",
+         "Sequence length (also the number of learned positions)");
 INT_FLAG(batch, "batch", "Global batch in sequences per optimizer step");
 INT_FLAG(microBatch, "micro-batch",
          "Sequences per forward/backward pass (default: batch)");
 #undef INT_FLAG
-static cl::opt<std::string> dtype("dtype", cl::desc("Compute dtype: f32 or bf16"),
+static cl::opt<std::string> dtype("dtype",
+                                  cl::desc("Compute dtype: f32 or bf16"),
                                   cl::init(""), cl::cat(category));
 static cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(0),
                           cl::cat(category));
@@ -79,8 +81,8 @@ int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::AddExtraVersionPrinter([](raw_ostream &os) { os << "triax-model\n"; });
-  std::string overview = "Triax model generator: prints a model as Triax IR\n\n" +
-                         configHelp();
+  std::string overview =
+      "Triax model generator: prints a model as Triax IR\n\n" + configHelp();
   cl::ParseCommandLineOptions(argc, argv, overview);
 
   if (listConfigs) {
@@ -90,7 +92,8 @@ int main(int argc, char **argv) {
   }
   std::optional<triax::GPTConfig> config = triax::getNamedConfig(modelName);
   if (!config) {
-    errs() << "triax-model: unknown config '" << modelName << "'; expected one of:";
+    errs() << "triax-model: unknown config '" << modelName
+           << "'; expected one of:";
     for (const std::string &n : triax::namedConfigNames())
       errs() << " " << n;
     errs() << "\n";
@@ -98,21 +101,32 @@ int main(int argc, char **argv) {
   }
   triax::GPTConfig &c = *config;
   bool hiddenChanged = hidden != 0;
-  if (layers) c.layers = layers;
-  if (hidden) c.hidden = hidden;
-  if (heads) c.heads = c.kvHeads = heads;
-  if (kvHeads) c.kvHeads = kvHeads;
+  if (layers)
+    c.layers = layers;
+  if (hidden)
+    c.hidden = hidden;
+  if (heads)
+    c.heads = c.kvHeads = heads;
+  if (kvHeads)
+    c.kvHeads = kvHeads;
   if (ffn)
     c.ffn = ffn;
   else if (hiddenChanged && !c.swiglu)
     c.ffn = 4 * c.hidden;
-  if (vocab) c.vocab = vocab;
-  if (seqLen) c.seq = seqLen;
-  if (batch) c.batch = c.microBatch = batch;
-  if (microBatch) c.microBatch = microBatch;
-  if (!dtype.empty()) c.dtype = dtype;
-  if (lr != 0) c.lr = lr;
-  if (!name.empty()) c.name = name;
+  if (vocab)
+    c.vocab = vocab;
+  if (seqLen)
+    c.seq = seqLen;
+  if (batch)
+    c.batch = c.microBatch = batch;
+  if (microBatch)
+    c.microBatch = microBatch;
+  if (!dtype.empty())
+    c.dtype = dtype;
+  if (lr != 0)
+    c.lr = lr;
+  if (!name.empty())
+    c.name = name;
   if (std::optional<std::string> error = triax::validate(c)) {
     errs() << "triax-model: " << *error << "\n";
     return 1;

@@ -1,4 +1,5 @@
-//===- Passes.h - Triax conversion passes ------------------------*- C++ -*-===//
+//===- Passes.h - Triax conversion passes ------------------------*- C++
+//-*-===//
 
 #ifndef TRIAX_CONVERSION_PASSES_H
 #define TRIAX_CONVERSION_PASSES_H

@@ -1,4 +1,5 @@
-//===- RuntimeABI.h - The runtime entry points compiled code calls -*- C++ -*-===//
+//===- RuntimeABI.h - The runtime entry points compiled code calls -*- C++
+//-*-===//
 //
 // The one place the compiler names the runtime's ABI. Every symbol here is
 // implemented in runtime/ (C ABI, memref descriptors through MLIR's
@@ -33,10 +34,10 @@ constexpr llvm::StringLiteral kAllReduceF32 = "trx_all_reduce_f32";
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {
-  kParam = 0,    ///< the parameter (f32 master copy)
-  kAdamM = 1,    ///< AdamW first moment
-  kAdamV = 2,    ///< AdamW second moment
-  kGrad = 3,     ///< gradient buffer (sum over the micro-batches of a step)
+  kParam = 0, ///< the parameter (f32 master copy)
+  kAdamM = 1, ///< AdamW first moment
+  kAdamV = 2, ///< AdamW second moment
+  kGrad = 3,  ///< gradient buffer (sum over the micro-batches of a step)
 };
 
 /// The entry points the lowering produces from `@forward`,

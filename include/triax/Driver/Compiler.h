@@ -1,4 +1,5 @@
-//===- Compiler.h - triaxc: model IR to a training binary --------*- C++ -*-===//
+//===- Compiler.h - triaxc: model IR to a training binary --------*- C++
+//-*-===//
 
 #ifndef TRIAX_DRIVER_COMPILER_H
 #define TRIAX_DRIVER_COMPILER_H

@@ -1,4 +1,5 @@
-//===- GPT.h - Decoder-only transformer models as Triax IR -------*- C++ -*-===//
+//===- GPT.h - Decoder-only transformer models as Triax IR -------*- C++
+//-*-===//
 //
 // Builds GPT-2/GPT-3 style (LayerNorm, GELU MLP, learned positions, tied
 // head) and LLaMA style (RMSNorm, SwiGLU MLP, untied head) models as a
@@ -37,8 +38,8 @@ struct GPTConfig {
   bool tiedHead = true;         ///< LM head reads the embedding table
   bool rmsNorm = false;         ///< RMSNorm instead of LayerNorm
   bool swiglu = false;          ///< SwiGLU MLP instead of GELU MLP
-  double lr = 6e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8,
-         weightDecay = 0.1, gradClip = 1.0, initStd = 0.02;
+  double lr = 6e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weightDecay = 0.1,
+         gradClip = 1.0, initStd = 0.02;
 };
 
 /// The named configurations, in the order `--help` lists them.

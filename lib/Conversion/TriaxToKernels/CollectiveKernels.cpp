@@ -64,9 +64,10 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
       });
       buffer = copy;
     }
-    auto dynType = MemRefType::get({ShapedType::kDynamic}, rewriter.getF32Type());
-    Value view = memref::CastOp::create(rewriter, op.getLoc(), dynType,
-                                        k.flat(buffer));
+    auto dynType =
+        MemRefType::get({ShapedType::kDynamic}, rewriter.getF32Type());
+    Value view =
+        memref::CastOp::create(rewriter, op.getLoc(), dynType, k.flat(buffer));
     Value mode = k.i32(static_cast<int32_t>(op.getReduction()));
     Value axes = arith::ConstantOp::create(rewriter, op.getLoc(),
                                            rewriter.getI64IntegerAttr(*mask));

@@ -22,10 +22,10 @@ Value KernelBuilder::rows(Value buffer) {
   if (type.getRank() == 2)
     return buffer;
   if (type.getRank() == 1) {
-    auto expanded = MemRefType::get({1, type.getDimSize(0)},
-                                    type.getElementType());
-    return memref::ExpandShapeOp::create(b, loc, expanded, buffer,
-                                         ArrayRef<ReassociationIndices>{{0, 1}});
+    auto expanded =
+        MemRefType::get({1, type.getDimSize(0)}, type.getElementType());
+    return memref::ExpandShapeOp::create(
+        b, loc, expanded, buffer, ArrayRef<ReassociationIndices>{{0, 1}});
   }
   ReassociationIndices leading;
   for (int64_t d = 0; d + 1 < type.getRank(); ++d)
@@ -84,21 +84,20 @@ void KernelBuilder::parallel(ArrayRef<int64_t> upperBounds, BodyFn body) {
 void KernelBuilder::loop(ArrayRef<int64_t> upperBounds, BodyFn body) {
   SmallVector<Value> ivs;
   std::function<void(KernelBuilder &, size_t)> nest = [&](KernelBuilder &k,
-                                                           size_t depth) {
+                                                          size_t depth) {
     if (depth == upperBounds.size()) {
       body(k, ivs);
       return;
     }
-    scf::ForOp::create(k.b, k.loc, k.index(0), k.index(upperBounds[depth]),
-                       k.index(1), ValueRange{},
-                       [&](OpBuilder &nested, Location l, Value iv,
-                           ValueRange) {
-                         KernelBuilder inner(nested, l);
-                         ivs.push_back(iv);
-                         nest(inner, depth + 1);
-                         ivs.pop_back();
-                         scf::YieldOp::create(nested, l);
-                       });
+    scf::ForOp::create(
+        k.b, k.loc, k.index(0), k.index(upperBounds[depth]), k.index(1),
+        ValueRange{}, [&](OpBuilder &nested, Location l, Value iv, ValueRange) {
+          KernelBuilder inner(nested, l);
+          ivs.push_back(iv);
+          nest(inner, depth + 1);
+          ivs.pop_back();
+          scf::YieldOp::create(nested, l);
+        });
   };
   nest(*this, 0);
 }
@@ -146,9 +145,8 @@ Value KernelBuilder::state(int kind, int64_t param, MemRefType type) {
       func::CallOp::create(
           b, loc, matrix ? ::triax::rt::kState2D : ::triax::rt::kState1D,
           TypeRange{dynType},
-          ValueRange{i32(kind),
-                     arith::ConstantOp::create(b, loc,
-                                               b.getI64IntegerAttr(param))})
+          ValueRange{i32(kind), arith::ConstantOp::create(
+                                    b, loc, b.getI64IntegerAttr(param))})
           .getResult(0);
   return memref::CastOp::create(b, loc, type, view);
 }

@@ -1,4 +1,5 @@
-//===- KernelBuilder.h - Building loop kernels on buffers --------*- C++ -*-===//
+//===- KernelBuilder.h - Building loop kernels on buffers --------*- C++
+//-*-===//
 //
 // A thin layer over OpBuilder for the kernels of TriaxToKernels: buffers,
 // parallel and sequential loops, scalar arithmetic and the runtime's GEMM.
@@ -104,16 +105,16 @@ public:
   Value lessThan(Value x, Value y) {
     return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
   }
-  Value toF64(Value x) { return arith::ExtFOp::create(b, loc, b.getF64Type(), x); }
+  Value toF64(Value x) {
+    return arith::ExtFOp::create(b, loc, b.getF64Type(), x);
+  }
   Value toF32(Value x) {
     return arith::TruncFOp::create(b, loc, b.getF32Type(), x);
   }
   /// Index arithmetic.
   Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value muli(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
-  Value divui(Value x, Value y) {
-    return arith::DivUIOp::create(b, loc, x, y);
-  }
+  Value divui(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
   Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, p, x, y);
   }

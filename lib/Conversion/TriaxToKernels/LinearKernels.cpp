@@ -70,11 +70,10 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
     Value dy = k.rows(adaptor.getResultGrad());
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
     k.parallel({cols}, [&](KernelBuilder &k, ValueRange n) {
-      Value sum = k.reduce(rows, {k.f32(0.0)},
-                           [&](KernelBuilder &k, Value m, ValueRange acc) {
-                             return SmallVector<Value>{
-                                 k.add(acc[0], k.load(dy, {m, n[0]}))};
-                           })[0];
+      Value sum = k.reduce(
+          rows, {k.f32(0.0)}, [&](KernelBuilder &k, Value m, ValueRange acc) {
+            return SmallVector<Value>{k.add(acc[0], k.load(dy, {m, n[0]}))};
+          })[0];
       k.store(sum, db, n);
     });
     rewriter.replaceOp(op, db);

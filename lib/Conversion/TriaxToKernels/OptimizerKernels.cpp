@@ -23,11 +23,11 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
     for (Value grad : adaptor.getGrads()) {
       Value flat = k.flat(grad);
       int64_t n = cast<MemRefType>(flat.getType()).getNumElements();
-      total = k.reduce(n, {total},
-                       [&](KernelBuilder &k, Value i, ValueRange acc) {
-                         Value g = k.toF64(k.load(flat, i));
-                         return SmallVector<Value>{k.add(acc[0], k.mul(g, g))};
-                       })[0];
+      total =
+          k.reduce(n, {total}, [&](KernelBuilder &k, Value i, ValueRange acc) {
+            Value g = k.toF64(k.load(flat, i));
+            return SmallVector<Value>{k.add(acc[0], k.mul(g, g))};
+          })[0];
     }
     Value out = k.alloc(op.getType());
     k.store(k.toF32(k.sqrt(total)), out, {});
@@ -72,7 +72,8 @@ struct AdamWLowering : OpConversionPattern<AdamWOp> {
                        k.mul(k.f32(1.0 - beta2), k.mul(gi, gi)));
       Value mhat = k.div(mi, bc1), vhat = k.div(vi, bc2);
       Value pi = k.load(p, i);
-      Value update = k.add(k.div(mhat, k.add(k.sqrt(vhat), eps)), k.mul(wd, pi));
+      Value update =
+          k.add(k.div(mhat, k.add(k.sqrt(vhat), eps)), k.mul(wd, pi));
       k.store(k.sub(pi, k.mul(lr, update)), p, i);
       k.store(mi, m, i);
       k.store(vi, v, i);

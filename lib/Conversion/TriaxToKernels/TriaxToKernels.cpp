@@ -19,9 +19,9 @@
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
-#include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::triax {
 #define GEN_PASS_DEF_CONVERTTRIAXTOKERNELS
@@ -60,14 +60,14 @@ static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name) {
   OpBuilder b(ret);
   SmallVector<Value> scalars;
   for (Value v : ret.getOperands())
-    scalars.push_back(isa<TensorType>(v.getType())
-                          ? tensor::ExtractOp::create(b, ret.getLoc(), v,
-                                                      ValueRange{})
-                                .getResult()
-                          : v);
+    scalars.push_back(
+        isa<TensorType>(v.getType())
+            ? tensor::ExtractOp::create(b, ret.getLoc(), v, ValueRange{})
+                  .getResult()
+            : v);
   ret->setOperands(scalars);
-  fn.setFunctionType(b.getFunctionType(
-      fn.getArgumentTypes(), ValueRange(scalars).getTypes()));
+  fn.setFunctionType(
+      b.getFunctionType(fn.getArgumentTypes(), ValueRange(scalars).getTypes()));
   fn->moveBefore(module.getBody(), module.getBody()->end());
   fn.setSymName(name);
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
@@ -135,8 +135,7 @@ static void outlineKernels(func::FuncOp fn) {
     Location loc = loop->getLoc();
     auto kernel = func::FuncOp::create(
         b, loc, (fn.getName() + "_kernel" + Twine(n)).str(),
-        b.getFunctionType(ValueRange(args).getTypes(),
-                          loop->getResultTypes()));
+        b.getFunctionType(ValueRange(args).getTypes(), loop->getResultTypes()));
     kernel.setPrivate();
     Block *entry = kernel.addEntryBlock();
     OpBuilder body = OpBuilder::atBlockBegin(entry);
@@ -216,8 +215,8 @@ struct PositionIdsLowering : OpConversionPattern<PositionIdsOp> {
     Value out = k.alloc(type);
     Type elt = type.getElementType();
     k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
-      Value pos = arith::IndexCastOp::create(k.builder(), k.getLoc(), elt,
-                                             ivs[1]);
+      Value pos =
+          arith::IndexCastOp::create(k.builder(), k.getLoc(), elt, ivs[1]);
       k.store(pos, out, ivs);
     });
     rewriter.replaceOp(op, out);
@@ -226,7 +225,8 @@ struct PositionIdsLowering : OpConversionPattern<PositionIdsOp> {
 };
 
 struct ConvertTriaxToKernelsPass
-    : public mlir::triax::impl::ConvertTriaxToKernelsBase<ConvertTriaxToKernelsPass> {
+    : public mlir::triax::impl::ConvertTriaxToKernelsBase<
+          ConvertTriaxToKernelsPass> {
   void runOnOperation() override;
 };
 

@@ -197,8 +197,10 @@ struct CheckpointLayout {
         groups.push_back(Group{name, p.rank, rows, 0, {}, {}});
       } else if (groups[it->second].rank != p.rank ||
                  groups[it->second].rows != rows) {
-        msg = "parameter '" + std::string(p.name) + "' cannot join checkpoint "
-              "tensor '" + name + "': its leading dimensions differ";
+        msg = "parameter '" + std::string(p.name) +
+              "' cannot join checkpoint "
+              "tensor '" +
+              name + "': its leading dimensions differ";
         return false;
       }
       Group &g = groups[it->second];
@@ -359,7 +361,8 @@ int Run::gradcheck(int64_t samples, float tol) {
     double tensorWorst = 0, tensorAbs = 0;
     bool ok = true;
     for (int64_t trial = 0; trial < samples; ++trial) {
-      uint64_t state = 0x9E3779B97F4A7C15ULL * uint64_t(i + 1) + uint64_t(trial);
+      uint64_t state =
+          0x9E3779B97F4A7C15ULL * uint64_t(i + 1) + uint64_t(trial);
       std::vector<double> u(static_cast<size_t>(count));
       double uNorm = 0;
       for (int64_t k = 0; k < count; ++k) {
@@ -393,7 +396,9 @@ int Run::gradcheck(int64_t samples, float tol) {
     failures += !ok;
     printf("gradcheck %-40s |g| %.3e  rel error %.3e  abs error %.1e  %s\n",
            p.name, gNorm, tensorWorst, tensorAbs,
-           !ok ? "FAIL" : tensorWorst < double(tol) ? "ok" : "ok (noise floor)");
+           !ok                         ? "FAIL"
+           : tensorWorst < double(tol) ? "ok"
+                                       : "ok (noise floor)");
   }
   printf("gradcheck: %d of %" PRId64 " tensors over tolerance, worst "
          "relative error above the noise floor %.3e\n",
@@ -561,8 +566,8 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
   std::vector<float *> m = layout.pointers(expAvg, 1);
   std::vector<float *> v = layout.pointers(expAvgSq, 2);
   std::vector<void *> dst(p.begin(), p.end());
-  if (trx_ckpt_load(ck.get(), int64_t(layout.specs.size()),
-                    layout.specs.data(), dst.data(), m.data(), v.data(), err,
+  if (trx_ckpt_load(ck.get(), int64_t(layout.specs.size()), layout.specs.data(),
+                    dst.data(), m.data(), v.data(), err,
                     sizeof(err)) != TRX_OK) {
     printError("%s", err);
     return 1;
@@ -820,8 +825,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       mesh += std::string(i ? " x " : "") + model->mesh_axis_names[i] + "=" +
               std::to_string(model->mesh_axis_sizes[i]);
     printf("mesh %s (%d ranks); rank %d: %s\n",
-           mesh.empty() ? "of one device" : mesh.c_str(),
-           trx_dist_world_size(), trx_dist_rank(),
+           mesh.empty() ? "of one device" : mesh.c_str(), trx_dist_world_size(),
+           trx_dist_rank(),
            trx_dist_initialized() ? trx_dist_coord_str(coords, sizeof(coords))
                                   : "all coordinates 0");
     fflush(stdout);
@@ -927,8 +932,10 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     loss = float(lossSum / double(accum));
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
                          a.min_lr_ratio);
-    uint64_t gradBytes = dpMask ? trx_comm_bytes(TRX_COMM_ALL_REDUCE, dpMask) : 0;
-    uint64_t gradCalls = dpMask ? trx_comm_calls(TRX_COMM_ALL_REDUCE, dpMask) : 0;
+    uint64_t gradBytes =
+        dpMask ? trx_comm_bytes(TRX_COMM_ALL_REDUCE, dpMask) : 0;
+    uint64_t gradCalls =
+        dpMask ? trx_comm_calls(TRX_COMM_ALL_REDUCE, dpMask) : 0;
     float gradNorm = model->optimizer_step(lr, step, 1.0f / float(accum));
     if (a.verbose > 0 && step == startStep + 1 && dpMask)
       printf("step %5" PRId64 " | gradient all_reduce over dp: %" PRIu64

@@ -313,8 +313,7 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
 //===----------------------------------------------------------------------===//
 
 extern "C" void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf,
-                                                int32_t op,
-                                                int64_t axis_mask) {
+                                                int32_t op, int64_t axis_mask) {
   char msg[256];
   if (!buf) {
     trx_dist_abort("trx_all_reduce_f32: buffer is NULL");

@@ -14,8 +14,7 @@ Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   MLIRContext *ctx = parser.getContext();
   FlatSymbolRefAttr mesh;
   SmallVector<Attribute> dims;
-  if (parser.parseLess() || parser.parseAttribute(mesh) ||
-      parser.parseComma())
+  if (parser.parseLess() || parser.parseAttribute(mesh) || parser.parseComma())
     return {};
   auto parseDim = [&]() -> ParseResult {
     SmallVector<Attribute> axes;

@@ -27,10 +27,9 @@ void DistDialect::initialize() {
 }
 
 /// Checks a `dist.sharding` attribute placed on a value of type `type`.
-static LogicalResult verifyShardingAnnotation(Operation *op,
-                                              NamedAttribute attr, Type type,
-                                              function_ref<InFlightDiagnostic()>
-                                                  emitError) {
+static LogicalResult
+verifyShardingAnnotation(Operation *op, NamedAttribute attr, Type type,
+                         function_ref<InFlightDiagnostic()> emitError) {
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
   if (!sharding)
     return emitError() << "'" << DistDialect::kShardingAttrName

@@ -47,13 +47,11 @@ static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
 static void printMeshAxes(OpAsmPrinter &printer, MeshOp, ArrayAttr names,
                           DenseI64ArrayAttr sizes) {
   printer << "<[";
-  llvm::interleaveComma(llvm::zip(names, sizes.asArrayRef()), printer,
-                        [&](auto axis) {
-                          printer << "\""
-                                  << cast<StringAttr>(std::get<0>(axis))
-                                         .getValue()
-                                  << "\"=" << std::get<1>(axis);
-                        });
+  llvm::interleaveComma(
+      llvm::zip(names, sizes.asArrayRef()), printer, [&](auto axis) {
+        printer << "\"" << cast<StringAttr>(std::get<0>(axis)).getValue()
+                << "\"=" << std::get<1>(axis);
+      });
   printer << "]>";
 }
 
@@ -63,8 +61,8 @@ LogicalResult MeshOp::verify() {
   if (names.empty())
     return emitOpError("mesh needs at least one axis");
   if (names.size() != sizes.size())
-    return emitOpError("has ") << names.size() << " axis names but "
-                               << sizes.size() << " sizes";
+    return emitOpError("has ")
+           << names.size() << " axis names but " << sizes.size() << " sizes";
   llvm::StringSet<> seen;
   for (auto [nameAttr, size] : llvm::zip(names, sizes)) {
     StringRef name = cast<StringAttr>(nameAttr).getValue();
@@ -98,9 +96,9 @@ MeshOp mlir::dist::lookupMesh(Operation *from, FlatSymbolRefAttr name,
   for (Operation *op = from; op; op = op->getParentOp()) {
     if (!op->hasTrait<OpTrait::SymbolTable>())
       continue;
-    Operation *found =
-        symbolTable ? symbolTable->lookupSymbolIn(op, name.getAttr())
-                    : SymbolTable::lookupSymbolIn(op, name.getAttr());
+    Operation *found = symbolTable
+                           ? symbolTable->lookupSymbolIn(op, name.getAttr())
+                           : SymbolTable::lookupSymbolIn(op, name.getAttr());
     if (auto mesh = dyn_cast_or_null<MeshOp>(found))
       return mesh;
   }
@@ -111,8 +109,8 @@ MeshOp mlir::dist::lookupMesh(Operation *from, FlatSymbolRefAttr name,
 // ShardingConstraintOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ShardingConstraintOp::verifySymbolUses(
-    SymbolTableCollection &symbolTable) {
+LogicalResult
+ShardingConstraintOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   MeshOp mesh = lookupMesh(*this, getSharding().getMesh(), &symbolTable);
   if (!mesh)
     return emitOpError("refers to unknown mesh ") << getSharding().getMesh();
@@ -221,8 +219,7 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &table) {
                           *group, /*gather=*/true);
 }
 
-LogicalResult
-ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
+LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
   FailureOr<int64_t> group = verifyGroup(table);
   if (failed(group))
     return failure();

@@ -46,7 +46,8 @@ MeshOp DataParallelPass::getOrCreateMesh(ModuleOp module) {
     std::optional<int64_t> size = mesh.getAxisSize(dpAxis);
     if (!size) {
       mesh.emitError("dist-data-parallel: mesh @")
-          << mesh.getSymName() << " has no axis \"" << dpAxis.getValue() << "\"";
+          << mesh.getSymName() << " has no axis \"" << dpAxis.getValue()
+          << "\"";
       return nullptr;
     }
     if (dp > 0 && *size != dp) {

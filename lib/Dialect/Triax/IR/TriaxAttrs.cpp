@@ -32,7 +32,8 @@ static void printShortestFloat(AsmPrinter &printer,
   }
   if (text.find_first_of(".ein") == std::string::npos)
     text += ".0";
-  else if (text.find('.') == std::string::npos && text.find('e') != std::string::npos)
+  else if (text.find('.') == std::string::npos &&
+           text.find('e') != std::string::npos)
     text.insert(text.find('e'), ".0");
   printer << text;
 }
@@ -127,10 +128,12 @@ static ParseResult parseConfigField(AsmParser &parser, StringRef key,
     f.optimizer = name.str();
     return success();
   }
-  std::pair<StringRef, double *> floats[] = {
-      {"lr", &f.lr},     {"beta1", &f.beta1},
-      {"beta2", &f.beta2}, {"eps", &f.eps},
-      {"weight_decay", &f.weightDecay}, {"grad_clip", &f.gradClip}};
+  std::pair<StringRef, double *> floats[] = {{"lr", &f.lr},
+                                             {"beta1", &f.beta1},
+                                             {"beta2", &f.beta2},
+                                             {"eps", &f.eps},
+                                             {"weight_decay", &f.weightDecay},
+                                             {"grad_clip", &f.gradClip}};
   for (auto [name, field] : floats)
     if (key == name)
       return parseNumber(parser, *field);
@@ -167,8 +170,8 @@ Attribute TrainConfigAttr::parse(AsmParser &parser, Type) {
       if (parser.parseKeyword(&key) || parser.parseEqual())
         return {};
       if (!seen.insert(key).second) {
-        parser.emitError(keyLoc) << "train_config key '" << key
-                                 << "' is given twice";
+        parser.emitError(keyLoc)
+            << "train_config key '" << key << "' is given twice";
         return {};
       }
       if (parseConfigField(parser, key, f))
@@ -185,8 +188,8 @@ Attribute TrainConfigAttr::parse(AsmParser &parser, Type) {
   if (!f.master)
     f.master = Float32Type::get(ctx);
   return parser.getChecked<TrainConfigAttr>(
-      loc, ctx, StringRef(f.optimizer), llvm::APFloat(f.lr), llvm::APFloat(f.beta1),
-      llvm::APFloat(f.beta2), llvm::APFloat(f.eps),
+      loc, ctx, StringRef(f.optimizer), llvm::APFloat(f.lr),
+      llvm::APFloat(f.beta1), llvm::APFloat(f.beta2), llvm::APFloat(f.eps),
       llvm::APFloat(f.weightDecay), llvm::APFloat(f.gradClip), globalBatch,
       f.microBatch, f.seq, f.compute, f.master);
 }

@@ -128,8 +128,7 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
-LogicalResult
-GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *symbol =
       symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr());
   auto param = dyn_cast_or_null<ParamOp>(symbol);
@@ -139,9 +138,8 @@ GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                                "enclosing model";
   if (param.getType() != getType())
     return emitOpError("result type ")
-               << getType() << " does not match parameter @" << getName()
-               << " of type " << param.getType()
-           << "; expected them equal";
+           << getType() << " does not match parameter @" << getName()
+           << " of type " << param.getType() << "; expected them equal";
   return success();
 }
 
@@ -202,15 +200,16 @@ LogicalResult LinearOp::verify() {
     return emitOpError("input has ")
            << input.getShape().back() << " features but the weight "
            << formatShape(weight.getShape()) << " expects " << in
-           << (transposed ? " (weight is [out, in])" : " (weight is [in, out])");
+           << (transposed ? " (weight is [out, in])"
+                          : " (weight is [in, out])");
   if (Value bias = getBias()) {
     auto biasType = tensorType(bias);
     if (!sameShape(biasType.getShape(), out))
-      return emitOpError("bias shape ")
-             << formatShape(biasType.getShape()) << " does not match ["
-             << out << "]";
+      return emitOpError("bias shape ") << formatShape(biasType.getShape())
+                                        << " does not match [" << out << "]";
   }
-  if (failed(verifySameFloatElementType(*this, getOperation()->getOperands())) ||
+  if (failed(
+          verifySameFloatElementType(*this, getOperation()->getOperands())) ||
       failed(verifySameFloatElementType(*this, {getInput(), getResult()})))
     return failure();
   SmallVector<int64_t> expected(input.getShape().drop_back());
@@ -266,11 +265,11 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
              << t;
   }
   if (!sameShape(k.getShape(), v.getShape()))
-    return op->emitOpError("key ") << k << " and value " << v
-                                   << " must have the same shape";
+    return op->emitOpError("key ")
+           << k << " and value " << v << " must have the same shape";
   if (!sameShape(q.getShape().take_front(2), k.getShape().take_front(2)))
-    return op->emitOpError("query ") << q << " and key " << k
-                                     << " must agree on [batch, seq]";
+    return op->emitOpError("query ")
+           << q << " and key " << k << " must agree on [batch, seq]";
   if (heads < 1 || kvHeads < 1)
     return op->emitOpError("heads and kv_heads must be >= 1, got ")
            << heads << " and " << kvHeads;
@@ -321,8 +320,8 @@ LogicalResult CrossEntropyOp::verify() {
 static LogicalResult verifyGradType(Operation *op, StringRef what, Type grad,
                                     Type expected) {
   if (grad != expected)
-    return op->emitOpError() << what << " gradient type " << grad
-                             << " must equal " << expected;
+    return op->emitOpError()
+           << what << " gradient type " << grad << " must equal " << expected;
   return success();
 }
 
@@ -334,11 +333,11 @@ LogicalResult LinearWeightGradOp::verify() {
            << x << " and result gradient " << dy
            << " must agree on every dimension but the last";
   int64_t in = x.getShape().back(), out = dy.getShape().back();
-  SmallVector<int64_t> expected =
-      getTransposeWeight() ? SmallVector<int64_t>{out, in}
-                           : SmallVector<int64_t>{in, out};
-  if (failed(verifySameFloatElementType(*this, {getInput(), getResultGrad(),
-                                                getWeightGrad()})))
+  SmallVector<int64_t> expected = getTransposeWeight()
+                                      ? SmallVector<int64_t>{out, in}
+                                      : SmallVector<int64_t>{in, out};
+  if (failed(verifySameFloatElementType(
+          *this, {getInput(), getResultGrad(), getWeightGrad()})))
     return failure();
   return verifyResultShape(*this, getType().getShape(), expected);
 }
@@ -347,7 +346,8 @@ LogicalResult BiasGradOp::verify() {
   RankedTensorType dy = getResultGrad().getType();
   if (dy.getRank() < 1)
     return emitOpError("result gradient must have rank >= 1, got ") << dy;
-  if (failed(verifySameFloatElementType(*this, {getResultGrad(), getBiasGrad()})))
+  if (failed(
+          verifySameFloatElementType(*this, {getResultGrad(), getBiasGrad()})))
     return failure();
   return verifyResultShape(*this, getType().getShape(), dy.getShape().back());
 }
@@ -388,10 +388,9 @@ LogicalResult RMSNormGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  if (failed(verifyAttentionShapes(*this, getQuery().getType(),
-                                   getKey().getType(), getValue().getType(),
-                                   getHeads(),
-                                   getKvHeads().value_or(getHeads()))))
+  if (failed(verifyAttentionShapes(
+          *this, getQuery().getType(), getKey().getType(), getValue().getType(),
+          getHeads(), getKvHeads().value_or(getHeads()))))
     return failure();
   std::pair<StringRef, std::pair<Type, Type>> pairs[] = {
       {"result", {getResultGrad().getType(), getQuery().getType()}},
@@ -423,8 +422,8 @@ LogicalResult CrossEntropyGradOp::verify() {
 static LogicalResult verifyParamUse(Operation *op, FlatSymbolRefAttr name,
                                     RankedTensorType type,
                                     SymbolTableCollection &symbolTable) {
-  auto param = dyn_cast_or_null<ParamOp>(
-      symbolTable.lookupNearestSymbolFrom(op, name));
+  auto param =
+      dyn_cast_or_null<ParamOp>(symbolTable.lookupNearestSymbolFrom(op, name));
   if (!param)
     return op->emitOpError("'")
            << name.getValue()

@@ -25,16 +25,15 @@ LogicalResult LinearOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   Value dy = resultGrads[0];
   bool transposed = getTransposeWeight();
   // dx = dy W^T: the same weight read the other way round.
-  Value dx = LinearOp::create(b, getLoc(), getInput().getType(), dy,
-                              getWeight(), Value(),
-                              transposed ? UnitAttr() : b.getUnitAttr());
-  Value dw = LinearWeightGradOp::create(
-      b, getLoc(), getWeight().getType(), getInput(), dy,
-      transposed ? b.getUnitAttr() : UnitAttr());
+  Value dx =
+      LinearOp::create(b, getLoc(), getInput().getType(), dy, getWeight(),
+                       Value(), transposed ? UnitAttr() : b.getUnitAttr());
+  Value dw =
+      LinearWeightGradOp::create(b, getLoc(), getWeight().getType(), getInput(),
+                                 dy, transposed ? b.getUnitAttr() : UnitAttr());
   operandGrads.assign({dx, dw});
   if (Value bias = getBias())
-    operandGrads.push_back(
-        BiasGradOp::create(b, getLoc(), bias.getType(), dy));
+    operandGrads.push_back(BiasGradOp::create(b, getLoc(), bias.getType(), dy));
   return success();
 }
 
@@ -69,17 +68,17 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign({GeluGradOp::create(b, getLoc(), getType(), getInput(),
-                                          resultGrads[0])
-                           .getResult()});
+  operandGrads.assign(
+      {GeluGradOp::create(b, getLoc(), getType(), getInput(), resultGrads[0])
+           .getResult()});
   return success();
 }
 
 LogicalResult SiluOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign({SiluGradOp::create(b, getLoc(), getType(), getInput(),
-                                          resultGrads[0])
-                           .getResult()});
+  operandGrads.assign(
+      {SiluGradOp::create(b, getLoc(), getType(), getInput(), resultGrads[0])
+           .getResult()});
   return success();
 }
 
@@ -99,9 +98,9 @@ LogicalResult MulOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  Value dlogits = CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
-                                             getLogits(), getTargets(),
-                                             resultGrads[0]);
+  Value dlogits =
+      CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
+                                 getLogits(), getTargets(), resultGrads[0]);
   operandGrads.assign({dlogits, Value()});
   return success();
 }

@@ -115,8 +115,8 @@ LogicalResult Differentiator::differentiate(ArrayRef<Operation *> ops,
       return failure();
     if (operandGrads.size() != op->getNumOperands())
       return op->emitOpError("vector-Jacobian product returned ")
-             << operandGrads.size() << " gradients for "
-             << op->getNumOperands() << " operands";
+             << operandGrads.size() << " gradients for " << op->getNumOperands()
+             << " operands";
     for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
       accumulate(grads, operand, grad, op->getLoc());
   }
@@ -135,8 +135,8 @@ LogicalResult Differentiator::differentiateBlock(BlockOp forward,
   // The backward body is built inside a placeholder block op (ops need a
   // parent to be created in) and moved to the final op once its inputs and
   // results are known.
-  auto placeholder = BlockOp::create(b, loc, TypeRange{}, forward.getNameAttr(),
-                                     ValueRange{});
+  auto placeholder =
+      BlockOp::create(b, loc, TypeRange{}, forward.getNameAttr(), ValueRange{});
   Block *body = new Block();
   placeholder.getBody().push_back(body);
   SmallVector<Value> backwardInputs;
@@ -204,7 +204,8 @@ LogicalResult Differentiator::differentiateBlock(BlockOp forward,
       replacement = arg;
       auto blockArg = dyn_cast<BlockArgument>(value);
       if (blockArg && blockArg.getOwner() == &forwardBody) {
-        argSources.push_back({arg, forward.getInputs()[blockArg.getArgNumber()]});
+        argSources.push_back(
+            {arg, forward.getInputs()[blockArg.getArgNumber()]});
       } else if (def && forward->isAncestor(def)) {
         activations.insert(value);
         argSources.push_back({arg, value}); // patched to the new result below
@@ -252,8 +253,8 @@ LogicalResult Differentiator::differentiateBlock(BlockOp forward,
   }
 
   auto backward = BlockOp::create(
-      b, loc, backwardTypes,
-      b.getStringAttr(newForward.getName() + ".grad"), backwardInputs);
+      b, loc, backwardTypes, b.getStringAttr(newForward.getName() + ".grad"),
+      backwardInputs);
   backward.getBody().takeBody(placeholder.getBody());
   placeholder.erase();
 
@@ -324,9 +325,9 @@ static void buildOptimizerStep(ModelOp model, ArrayRef<ParamOp> params) {
 
   SmallVector<Value> grads;
   for (ParamOp param : params)
-    grads.push_back(GetGradOp::create(
-        b, param.getLoc(), param.getType(),
-        FlatSymbolRefAttr::get(param.getSymNameAttr())));
+    grads.push_back(
+        GetGradOp::create(b, param.getLoc(), param.getType(),
+                          FlatSymbolRefAttr::get(param.getSymNameAttr())));
   auto scalar = RankedTensorType::get({}, f32);
   Value rawNorm = GlobalNormOp::create(b, loc, scalar, grads);
   // The buffers hold sums over micro-batches: scale first (1/micro-batches),
@@ -351,12 +352,11 @@ static void buildOptimizerStep(ModelOp model, ArrayRef<ParamOp> params) {
   for (auto [constParam, grad] : llvm::zip(params, grads)) {
     ParamOp param = constParam;
     double decay = param.getDecay() ? config.getWeightDecayValue() : 0.0;
-    AdamWOp::create(b, param.getLoc(),
-                    FlatSymbolRefAttr::get(param.getSymNameAttr()), grad, lr,
-                    step, scale, b.getF64FloatAttr(config.getBeta1Value()),
-                    b.getF64FloatAttr(config.getBeta2Value()),
-                    b.getF64FloatAttr(config.getEpsValue()),
-                    b.getF64FloatAttr(decay));
+    AdamWOp::create(
+        b, param.getLoc(), FlatSymbolRefAttr::get(param.getSymNameAttr()), grad,
+        lr, step, scale, b.getF64FloatAttr(config.getBeta1Value()),
+        b.getF64FloatAttr(config.getBeta2Value()),
+        b.getF64FloatAttr(config.getEpsValue()), b.getF64FloatAttr(decay));
   }
   func::ReturnOp::create(b, loc, norm);
 }

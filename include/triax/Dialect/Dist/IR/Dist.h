@@ -1,4 +1,5 @@
-//===- Dist.h - Dist dialect, attributes and ops -----------------*- C++ -*-===//
+//===- Dist.h - Dist dialect, attributes and ops -----------------*- C++
+//-*-===//
 
 #ifndef TRIAX_DIALECT_DIST_IR_DIST_H
 #define TRIAX_DIALECT_DIST_IR_DIST_H

@@ -1,4 +1,5 @@
-//===- Passes.h - Dist dialect passes ----------------------------*- C++ -*-===//
+//===- Passes.h - Dist dialect passes ----------------------------*- C++
+//-*-===//
 
 #ifndef TRIAX_DIALECT_DIST_TRANSFORMS_PASSES_H
 #define TRIAX_DIALECT_DIST_TRANSFORMS_PASSES_H

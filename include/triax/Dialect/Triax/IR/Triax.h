@@ -1,4 +1,5 @@
-//===- Triax.h - Triax dialect, attributes and ops ---------------*- C++ -*-===//
+//===- Triax.h - Triax dialect, attributes and ops ---------------*- C++
+//-*-===//
 //
 // One header for everything the `triax` dialect defines.
 //

@@ -1,4 +1,5 @@
-//===- DifferentiableOpInterface.h - How an op differentiates ----*- C++ -*-===//
+//===- DifferentiableOpInterface.h - How an op differentiates ----*- C++
+//-*-===//
 
 #ifndef TRIAX_DIALECT_TRIAX_INTERFACES_DIFFERENTIABLEOPINTERFACE_H
 #define TRIAX_DIALECT_TRIAX_INTERFACES_DIFFERENTIABLEOPINTERFACE_H

@@ -1,4 +1,5 @@
-//===- Passes.h - Triax dialect passes ---------------------------*- C++ -*-===//
+//===- Passes.h - Triax dialect passes ---------------------------*- C++
+//-*-===//
 
 #ifndef TRIAX_DIALECT_TRIAX_TRANSFORMS_PASSES_H
 #define TRIAX_DIALECT_TRIAX_TRANSFORMS_PASSES_H
