@@ -138,6 +138,24 @@ private:
   Location loc;
 };
 
+/// A pattern for an op that names a parameter: it keeps the model's
+/// parameter index, the key of the runtime's state buffers.
+template <typename OpT> struct ParamPattern : OpConversionPattern<OpT> {
+  ParamPattern(TypeConverter &converter, MLIRContext *ctx,
+               const ParamIndex &params)
+      : OpConversionPattern<OpT>(converter, ctx), params(params) {}
+
+  /// The index of parameter `name`; an op error when the model has none.
+  FailureOr<int64_t> paramIndex(Operation *op, StringRef name) const {
+    auto it = params.find(name);
+    if (it == params.end())
+      return op->emitOpError("unknown parameter '") << name << "'";
+    return it->second;
+  }
+
+  const ParamIndex &params;
+};
+
 /// The pattern sets, one per family of ops.
 void populateStructuralPatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns,

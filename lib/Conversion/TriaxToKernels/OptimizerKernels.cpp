@@ -37,23 +37,21 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
 };
 
 /// One fused pass over parameter, gradient and moments (see AdamWOp).
-struct AdamWLowering : OpConversionPattern<AdamWOp> {
-  AdamWLowering(TypeConverter &converter, MLIRContext *ctx,
-                const ParamIndex &params)
-      : OpConversionPattern(converter, ctx), params(params) {}
+struct AdamWLowering : ParamPattern<AdamWOp> {
+  using ParamPattern::ParamPattern;
   LogicalResult
   matchAndRewrite(AdamWOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto it = params.find(op.getParam());
-    if (it == params.end())
-      return op.emitOpError("unknown parameter");
+    FailureOr<int64_t> index = paramIndex(op, op.getParam());
+    if (failed(index))
+      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     auto type = cast<MemRefType>(adaptor.getGrad().getType());
     if (!type.getElementType().isF32())
       return op.emitOpError("only f32 parameters are updated on the CPU yet");
-    Value p = k.flat(k.state(::triax::rt::kParam, it->second, type));
-    Value m = k.flat(k.state(::triax::rt::kAdamM, it->second, type));
-    Value v = k.flat(k.state(::triax::rt::kAdamV, it->second, type));
+    Value p = k.flat(k.state(::triax::rt::kParam, *index, type));
+    Value m = k.flat(k.state(::triax::rt::kAdamM, *index, type));
+    Value v = k.flat(k.state(::triax::rt::kAdamV, *index, type));
     Value g = k.flat(adaptor.getGrad());
     double beta1 = op.getBeta1().convertToDouble();
     double beta2 = op.getBeta2().convertToDouble();
@@ -81,23 +79,20 @@ struct AdamWLowering : OpConversionPattern<AdamWOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const ParamIndex &params;
 };
 
 /// grad[p] += g: one parallel loop into the runtime's gradient buffer.
-struct AccumulateGradLowering : OpConversionPattern<AccumulateGradOp> {
-  AccumulateGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                         const ParamIndex &params)
-      : OpConversionPattern(converter, ctx), params(params) {}
+struct AccumulateGradLowering : ParamPattern<AccumulateGradOp> {
+  using ParamPattern::ParamPattern;
   LogicalResult
   matchAndRewrite(AccumulateGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto it = params.find(op.getParam());
-    if (it == params.end())
-      return op.emitOpError("unknown parameter");
+    FailureOr<int64_t> index = paramIndex(op, op.getParam());
+    if (failed(index))
+      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     auto type = cast<MemRefType>(adaptor.getGrad().getType());
-    Value buffer = k.flat(k.state(::triax::rt::kGrad, it->second, type));
+    Value buffer = k.flat(k.state(::triax::rt::kGrad, *index, type));
     Value g = k.flat(adaptor.getGrad());
     k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
       k.store(k.add(k.load(buffer, i), k.load(g, i)), buffer, i);
@@ -105,26 +100,22 @@ struct AccumulateGradLowering : OpConversionPattern<AccumulateGradOp> {
     rewriter.eraseOp(op);
     return success();
   }
-  const ParamIndex &params;
 };
 
 /// The gradient buffer, read in place.
-struct GetGradLowering : OpConversionPattern<GetGradOp> {
-  GetGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                  const ParamIndex &params)
-      : OpConversionPattern(converter, ctx), params(params) {}
+struct GetGradLowering : ParamPattern<GetGradOp> {
+  using ParamPattern::ParamPattern;
   LogicalResult
   matchAndRewrite(GetGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto it = params.find(op.getParam());
-    if (it == params.end())
-      return op.emitOpError("unknown parameter");
+    FailureOr<int64_t> index = paramIndex(op, op.getParam());
+    if (failed(index))
+      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-    rewriter.replaceOp(op, k.state(::triax::rt::kGrad, it->second, type));
+    rewriter.replaceOp(op, k.state(::triax::rt::kGrad, *index, type));
     return success();
   }
-  const ParamIndex &params;
 };
 
 } // namespace

@@ -158,24 +158,21 @@ namespace {
 // Structural patterns: parameters, constants, scalars, positions
 //===----------------------------------------------------------------------===//
 
-struct GetParamLowering : OpConversionPattern<GetParamOp> {
-  GetParamLowering(TypeConverter &converter, MLIRContext *ctx,
-                   const ParamIndex &params)
-      : OpConversionPattern(converter, ctx), params(params) {}
+struct GetParamLowering : ParamPattern<GetParamOp> {
+  using ParamPattern::ParamPattern;
   LogicalResult
   matchAndRewrite(GetParamOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto it = params.find(op.getName());
-    if (it == params.end())
-      return op.emitOpError("unknown parameter");
+    FailureOr<int64_t> index = paramIndex(op, op.getName());
+    if (failed(index))
+      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
     if (type.getRank() > 2)
       return op.emitOpError("parameters of rank > 2 are not lowered yet");
-    rewriter.replaceOp(op, k.state(::triax::rt::kParam, it->second, type));
+    rewriter.replaceOp(op, k.state(::triax::rt::kParam, *index, type));
     return success();
   }
-  const ParamIndex &params;
 };
 
 struct SplatConstantLowering : OpConversionPattern<arith::ConstantOp> {
