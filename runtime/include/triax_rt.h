@@ -414,6 +414,9 @@ typedef struct {
                             the first batch, then exit (see README) */
   float gradcheck_tol;   /* --gradcheck-tol F (> 0), default 1e-2: the
                             largest relative L2 error allowed per tensor */
+  int32_t shuffle;       /* --shuffle: visit the training batches in a
+                            random order drawn from --seed (a new order each
+                            epoch); default: sequential */
 } trx_train_args;
 
 /* Sets *out to the defaults. */

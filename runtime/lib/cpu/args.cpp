@@ -41,6 +41,7 @@ const Option kOptions[] = {
     {"--ckpt-dir", Kind::Path, TRX_FIELD(ckpt_dir)},
     {"--ckpt-every", Kind::Int, TRX_FIELD(ckpt_every)},
     {"--resume", Kind::Flag, TRX_FIELD(resume)},
+    {"--shuffle", Kind::Flag, TRX_FIELD(shuffle)},
     {"--init-from", Kind::Path, TRX_FIELD(init_from)},
     {"--log-every", Kind::Int, TRX_FIELD(log_every)},
     {"--log-json", Kind::Path, TRX_FIELD(log_json)},
@@ -145,6 +146,7 @@ extern "C" void trx_train_args_default(trx_train_args *out) {
   out->min_lr_ratio = 0.1f;
   out->stop_at = 0;
   out->gradcheck = 0;
+  out->shuffle = 0;
   out->gradcheck_tol = 1e-2f;
 }
 
@@ -234,6 +236,8 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "  --data FILE           training tokens (llm.c .bin); default: the\n"
       "                        program's built-in corpus\n"
       "  --val-data FILE       validation tokens (.bin)\n"
+      "  --shuffle             random batch order from --seed (default:\n"
+      "                        sequential)\n"
       "\n"
       "Optimization:\n"
       "  --steps N             optimizer steps to run (default 100)\n"

@@ -434,7 +434,7 @@ int Run::openData() {
   const int64_t B = model->micro_batch, T = model->seq;
   if (args.data) {
     dataName = args.data;
-    train = trx_loader_open(args.data, B, T, /*shuffle=*/0, args.seed, err,
+    train = trx_loader_open(args.data, B, T, args.shuffle, args.seed, err,
                             sizeof(err));
   } else {
     dataName = kBuiltinCorpus;
@@ -446,7 +446,7 @@ int Run::openData() {
     }
     train = trx_loader_open_memory(
         trx_default_corpus, size_t(trx_default_corpus_size), kBuiltinCorpus, B,
-        T, 0, args.seed, err, sizeof(err));
+        T, args.shuffle, args.seed, err, sizeof(err));
   }
   if (!train ||
       trx_loader_check_vocab(train, model->vocab, err, sizeof(err)) != TRX_OK) {
