@@ -66,7 +66,7 @@ private:
 };
 } // namespace
 
-/// Writes `text` to `path` atomically (a temp file renamed over it).
+/// Writes `text` to `path` (a file that fails to be written is removed).
 static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef text,
                                llvm::raw_ostream &errs) {
   std::string error;
@@ -258,7 +258,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   lowerOptions.openmp = options.openmp;
   ::triax::buildLowerCPUPipeline(pm, lowerOptions);
   llvm::StringRef emit = options.emit;
-  if (emit.consume_front("mlir-after=")) {
+  bool stopAfterLowering = emit.consume_front("mlir-after=");
+  if (stopAfterLowering) {
     std::string passName = emit.str();
     bool known = false;
     for (Pass &pass : pm.getPasses())
@@ -287,8 +288,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   if (failed(pm.run(*module)))
     return 1;
   timer.done("triax-lower-cpu");
-  if (!options.emit.empty() &&
-      llvm::StringRef(options.emit).starts_with("mlir-after="))
+  if (stopAfterLowering)
     return 0;
 
   llvm::LLVMContext llvmContext;
