@@ -154,6 +154,7 @@ static FailureOr<int64_t> verifyCollectiveGroup(Operation *op,
                                  symbolTable);                                 \
   }
 DEFINE_VERIFY_GROUP(AllReduceOp)
+DEFINE_VERIFY_GROUP(CopyToGroupOp)
 DEFINE_VERIFY_GROUP(AllGatherOp)
 DEFINE_VERIFY_GROUP(ReduceScatterOp)
 DEFINE_VERIFY_GROUP(BroadcastOp)
@@ -208,6 +209,10 @@ static LogicalResult verifyGroupMember(Operation *op, StringRef what,
 }
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &table) {
+  return verifyGroup(table);
+}
+
+LogicalResult CopyToGroupOp::verifySymbolUses(SymbolTableCollection &table) {
   return verifyGroup(table);
 }
 

@@ -186,7 +186,20 @@ LogicalResult EmbeddingOp::verify() {
   return verifyResultShape(*this, getType().getShape(), expected);
 }
 
+/// `vocab_parallel over @mesh [axes]` names a mesh and at least one of its
+/// axes (which the lowering resolves; this dialect does not know meshes).
+static LogicalResult verifyVocabParallel(Operation *op, Attribute mesh,
+                                         ArrayAttr axes) {
+  if (bool(mesh) != bool(axes))
+    return op->emitOpError("vocab_parallel needs both the mesh and its axes");
+  if (axes && axes.empty())
+    return op->emitOpError("vocab_parallel needs at least one mesh axis");
+  return success();
+}
+
 LogicalResult LinearOp::verify() {
+  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
+    return failure();
   RankedTensorType input = getInput().getType();
   RankedTensorType weight = getWeight().getType();
   if (input.getRank() < 1)
@@ -314,7 +327,21 @@ LogicalResult CrossEntropyOp::verify() {
 
 //===----------------------------------------------------------------------===//
 // Backward ops
+LogicalResult BiasAddOp::verify() {
+  RankedTensorType input = getInput().getType(), bias = getBias().getType();
+  if (input.getRank() < 1)
+    return emitOpError("input must have rank >= 1, got ") << input;
+  if (bias.getRank() != 1 ||
+      !sameShape(bias.getDimSize(0), input.getShape().back()))
+    return emitOpError("bias ")
+           << bias << " must be a vector of the input's last dimension "
+           << input.getShape().back();
+  return verifySameFloatElementType(*this, {getInput(), getBias()});
+}
+
 //===----------------------------------------------------------------------===//
+  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
+    return failure();
 
 /// A gradient result must have exactly the type of what it differentiates.
 static LogicalResult verifyGradType(Operation *op, StringRef what, Type grad,
@@ -366,6 +393,8 @@ LogicalResult EmbeddingGradOp::verify() {
 }
 
 LogicalResult LayerNormGradOp::verify() {
+  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
+    return failure();
   if (failed(verifyNorm(*this, getInput(), {getWeight()}, getInputGrad(),
                         getEps().convertToDouble())) ||
       failed(verifyGradType(*this, "result", getResultGrad().getType(),
@@ -417,6 +446,8 @@ LogicalResult CrossEntropyGradOp::verify() {
 //===----------------------------------------------------------------------===//
 // AdamWOp
 //===----------------------------------------------------------------------===//
+  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
+    return failure();
 
 /// The optimizer-side ops name a parameter and carry a tensor of its shape.
 static LogicalResult verifyParamUse(Operation *op, FlatSymbolRefAttr name,

@@ -14,8 +14,10 @@ using namespace mlir::triax;
 
 LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
-  Value table = EmbeddingGradOp::create(b, getLoc(), getTable().getType(),
-                                        getIndices(), resultGrads[0]);
+  // A vocab-parallel lookup has a vocab-parallel gradient: this rank's rows.
+  Value table =
+      EmbeddingGradOp::create(b, getLoc(), getTable().getType(), getIndices(),
+                              resultGrads[0], getMeshAttr(), getAxesAttr());
   operandGrads.assign({Value(), table});
   return success();
 }
@@ -88,6 +90,14 @@ LogicalResult AddOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult BiasAddOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.assign(
+      {dy, BiasGradOp::create(b, getLoc(), getBias().getType(), dy)});
+  return success();
+}
+
 LogicalResult MulOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
@@ -98,9 +108,9 @@ LogicalResult MulOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  Value dlogits =
-      CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
-                                 getLogits(), getTargets(), resultGrads[0]);
+  Value dlogits = CrossEntropyGradOp::create(
+      b, getLoc(), getLogits().getType(), getLogits(), getTargets(),
+      resultGrads[0], getMeshAttr(), getAxesAttr());
   operandGrads.assign({dlogits, Value()});
   return success();
 }

@@ -8,6 +8,7 @@ include "triax/Dialect/Dist/IR/DistAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.td"
 
 def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
   let summary = "A device mesh with named axes";
@@ -62,12 +63,24 @@ class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
 }
 
 def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
-    Pure, SameOperandsAndResultType]> {
+    Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces a tensor over the group; every member gets the result";
   let description = [{
     ```mlir
     %g = dist.all_reduce avg %grad over @cluster ["dp"] : tensor<64x256xf32>
     ```
+
+    Differentiation (`triax-autodiff`): the vector-Jacobian product of a
+    `sum` is the identity. This assumes what the programs Triax builds guarantee: the
+    cotangent of the result is the same on every member of the group (the
+    loss is replicated, and a reduced value is only used in replicated
+    computations). Then the gradient of the global loss with respect to
+    member i's input, sum over members j of d(result_j)/d(input_i) times
+    the cotangent, is the cotangent itself. This is Megatron's `g` (the
+    all_reduce after a row-split linear), whose backward is the identity;
+    its conjugate is `dist.copy_to_group`. The other reductions are not
+    differentiable here.
   }];
   let arguments = (ins Dist_ReductionKind:$reduction, AnyRankedTensor:$input,
                        FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
@@ -77,7 +90,36 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
   }];
 }
 
-def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [Pure]> {
+def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
+    Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+  let summary = "Identity in forward; sums the gradient over the group";
+  let description = [{
+    Marks a value that is replicated over the group and about to be used
+    by each member for a different part of a computation (the input of a
+    column-split linear in tensor parallelism). In forward it is the
+    identity and moves no data. Its vector-Jacobian product is
+    `dist.all_reduce sum` of the cotangent over the same group: every
+    member's use contributes a part of the gradient of the replicated
+    value, and the sum is the gradient of the global loss. This is
+    Megatron's `f`; its conjugate is `dist.all_reduce sum`, whose
+    backward is the identity.
+
+    ```mlir
+    %h = dist.copy_to_group %x over @cluster ["tp"] : tensor<4x8x64xf32>
+    %q = triax.linear %h, %wq, %bq : (tensor<4x8x64xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<4x8x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes attr-dict `:` type($result)
+  }];
+}
+
+def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
+    Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Concatenates every member's tensor along a dimension";
   let description = [{
     Member `i` of the group contributes slice `i` of dimension `dim`; the
@@ -85,6 +127,8 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [Pure]> {
     ```mlir
     %w = dist.all_gather %shard over @cluster ["dp"] dim 0 : tensor<32x256xf32> -> tensor<64x256xf32>
     ```
+    Its vector-Jacobian product is `dist.reduce_scatter sum` of the
+    cotangent along `dim` (each member's slice is used by every member).
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$dim);
@@ -95,7 +139,8 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [Pure]> {
   }];
 }
 
-def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [Pure]> {
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [
+    Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces over the group and leaves member i with slice i";
   let description = [{
     The input's `dim` must divide by the group size; the result's `dim` is
@@ -103,6 +148,8 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [Pure]> {
     ```mlir
     %g = dist.reduce_scatter sum %grad over @cluster ["dp"] dim 0 : tensor<64x256xf32> -> tensor<32x256xf32>
     ```
+    The vector-Jacobian product of a `sum` is `dist.all_gather` of the
+    cotangent along `dim`; other reductions are not differentiable here.
   }];
   let arguments = (ins Dist_ReductionKind:$reduction, AnyRankedTensor:$input,
                        FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,

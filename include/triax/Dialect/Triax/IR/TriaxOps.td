@@ -153,12 +153,34 @@ def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<D
     ```mlir
     %x = triax.embedding %tokens, %wte : (tensor<4x8xi32>, tensor<256x64xf32>) -> tensor<4x8x64xf32>
     ```
+
+    Vocab-parallel (`vocab_parallel over @mesh [axes]`, built by
+    `dist-tensor-parallel`): the table is this rank's block of rows of a
+    table split along the vocabulary over the group of those mesh axes;
+    member `c` of a group of `n` holds the `V/n` rows starting at `c*V/n`
+    (`V/n` is the local table's first dimension). Indices stay global: a
+    row the rank holds is looked up, any other index gives a row of zeros,
+    so the sum over the group (a `dist.all_reduce sum` after the op) is the
+    full lookup.
+    ```mlir
+    %x = triax.embedding %tokens, %wte vocab_parallel over @mesh ["tp"] : (tensor<4x8xi32>, tensor<128x64xf32>) -> tensor<4x8x64xf32>
+    %y = dist.all_reduce sum %x over @mesh ["tp"] : tensor<4x8x64xf32>
+    ```
   }];
-  let arguments = (ins Triax_IndexTensor:$indices, Triax_FloatTensor:$table);
+  let arguments = (ins Triax_IndexTensor:$indices, Triax_FloatTensor:$table,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes);
   let results = (outs Triax_FloatTensor:$result);
   let assemblyFormat = [{
-    $indices `,` $table attr-dict `:` functional-type(operands, results)
+    $indices `,` $table (`vocab_parallel` `over` $mesh^ $axes)? attr-dict `:`
+    functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$indices,
+                   "::mlir::Value":$table), [{
+      build($_builder, $_state, result, indices, table, nullptr, nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -281,6 +303,29 @@ class Triax_BinaryElementwiseOp<string mnemonic, string desc>
 def Triax_AddOp : Triax_BinaryElementwiseOp<"add", "Elementwise sum">;
 def Triax_MulOp : Triax_BinaryElementwiseOp<"mul", "Elementwise product">;
 
+def Triax_BiasAddOp : Triax_Op<"bias_add", [
+    Pure, AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+  let summary = "Adds a vector along the last dimension: x + b";
+  let description = [{
+    `result[..., n] = input[..., n] + bias[n]`. `dist-tensor-parallel`
+    builds it for the bias of a row-split linear, which must be added once
+    after the partial products are summed over the group, not on every
+    member:
+    ```mlir
+    %p = triax.linear %a, %w : (tensor<4x8x32xf32>, tensor<32x64xf32>) -> tensor<4x8x64xf32>
+    %s = dist.all_reduce sum %p over @mesh ["tp"] : tensor<4x8x64xf32>
+    %y = triax.bias_add %s, %b : tensor<4x8x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$bias);
+  let results = (outs Triax_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $bias attr-dict `:` type($input) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
 def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Mean cross-entropy loss over tokens";
   let description = [{
@@ -290,12 +335,32 @@ def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMe
     ```mlir
     %loss = triax.cross_entropy %logits, %targets : (tensor<4x8x256xf32>, tensor<4x8xi32>) -> tensor<f32>
     ```
+
+    Vocab-parallel (`vocab_parallel over @mesh [axes]`, built by
+    `dist-tensor-parallel`): the logits are this rank's block of the
+    vocabulary (member `c` of a group of `n` holds the `V/n` columns
+    starting at `c*V/n`); targets stay global. The row maximum, the sum of
+    exponentials and the target's logit are each reduced over the group
+    (the logits are never gathered), and every member gets the loss of the
+    whole vocabulary.
+    ```mlir
+    %loss = triax.cross_entropy %logits, %targets vocab_parallel over @mesh ["tp"] : (tensor<4x8x128xf32>, tensor<4x8xi32>) -> tensor<f32>
+    ```
   }];
-  let arguments = (ins Triax_FloatTensor:$logits, Triax_IndexTensor:$targets);
+  let arguments = (ins Triax_FloatTensor:$logits, Triax_IndexTensor:$targets,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes);
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
-    $logits `,` $targets attr-dict `:` functional-type(operands, results)
+    $logits `,` $targets (`vocab_parallel` `over` $mesh^ $axes)? attr-dict `:`
+    functional-type(operands, results)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$loss, "::mlir::Value":$logits,
+                   "::mlir::Value":$targets), [{
+      build($_builder, $_state, loss, logits, targets, nullptr, nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -342,11 +407,17 @@ def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure]> {
   let summary = "Gradient of an embedding table: scatter-add of rows";
   let description = [{
     `dtable[v, :] = sum over positions p with indices[p] = v of dy[p, :]`.
+    With `vocab_parallel over @mesh [axes]` (the gradient of a
+    vocab-parallel `triax.embedding`) the result is this rank's block of
+    rows, and only the indices that fall in it contribute.
   }];
-  let arguments = (ins Triax_IndexTensor:$indices, Triax_FloatTensor:$result_grad);
+  let arguments = (ins Triax_IndexTensor:$indices, Triax_FloatTensor:$result_grad,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes);
   let results = (outs Triax_FloatTensor:$table_grad);
   let assemblyFormat = [{
-    $indices `,` $result_grad attr-dict `:` functional-type(operands, results)
+    $indices `,` $result_grad (`vocab_parallel` `over` $mesh^ $axes)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -423,13 +494,19 @@ def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure]> {
   let summary = "Gradient of the mean cross-entropy with respect to logits";
   let description = [{
     `dlogits = (softmax(logits) - onehot(targets)) * dloss / tokens`.
+    With `vocab_parallel over @mesh [axes]` (the gradient of a
+    vocab-parallel `triax.cross_entropy`) the logits and the result are
+    this rank's block of the vocabulary; the softmax uses the maximum and
+    the sum of exponentials reduced over the group.
   }];
   let arguments = (ins Triax_FloatTensor:$logits, Triax_IndexTensor:$targets,
-                       0DTensorOf<[F32]>:$loss_grad);
+                       0DTensorOf<[F32]>:$loss_grad,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes);
   let results = (outs Triax_FloatTensor:$logits_grad);
   let assemblyFormat = [{
-    $logits `,` $targets `,` $loss_grad attr-dict `:`
-    functional-type(operands, results)
+    $logits `,` $targets `,` $loss_grad (`vocab_parallel` `over` $mesh^ $axes)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

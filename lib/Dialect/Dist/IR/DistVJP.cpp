@@ -1,0 +1,74 @@
+//===- DistVJP.cpp - Vector-Jacobian products of the collectives ----------===//
+//
+// The collectives differentiate like the ops of the triax dialect, through
+// DifferentiableOpInterface, so that triax-autodiff derives the backward
+// collectives of a tensor-parallel forward (Megatron's conjugate pairs f/g)
+// without knowing about meshes:
+//
+//   forward                      backward (vector-Jacobian product)
+//   dist.copy_to_group     (f)   dist.all_reduce sum
+//   dist.all_reduce sum    (g)   identity
+//   dist.all_gather dim d        dist.reduce_scatter sum dim d
+//   dist.reduce_scatter sum      dist.all_gather
+//
+// The identity for all_reduce relies on the cotangent of its result being
+// the same on every member of the group (DistOps.td says why that holds).
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+LogicalResult AllReduceOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  switch (getReduction()) {
+  case ReductionKind::sum:
+    operandGrads.assign({dy});
+    return success();
+  case ReductionKind::avg: // (dy / group: not needed by any pass yet)
+  case ReductionKind::max:
+  case ReductionKind::min:
+    break;
+  }
+  return emitOpError("a '")
+         << stringifyReductionKind(getReduction())
+         << "' all_reduce is not differentiable; only 'sum' is";
+}
+
+LogicalResult CopyToGroupOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  operandGrads.assign(
+      {AllReduceOp::create(b, getLoc(), dy.getType(), ReductionKind::sum, dy,
+                           getMesh(), getAxes())
+           .getResult()});
+  return success();
+}
+
+LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(
+      {ReduceScatterOp::create(b, getLoc(), getInput().getType(),
+                               ReductionKind::sum, resultGrads[0], getMesh(),
+                               getAxes(), getDim())
+           .getResult()});
+  return success();
+}
+
+LogicalResult ReduceScatterOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                        SmallVectorImpl<Value> &operandGrads) {
+  if (getReduction() != ReductionKind::sum)
+    return emitOpError("a '")
+           << stringifyReductionKind(getReduction())
+           << "' reduce_scatter is not differentiable; only 'sum' is";
+  operandGrads.assign(
+      {AllGatherOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                           getMesh(), getAxes(), getDim())
+           .getResult()});
+  return success();
+}
