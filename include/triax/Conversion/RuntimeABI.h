@@ -31,6 +31,13 @@ constexpr llvm::StringLiteral kState2D = "trx_state_2d";
 /// which is the order the model descriptor hands to trx_dist_init.
 constexpr llvm::StringLiteral kAllReduceF32 = "trx_all_reduce_f32";
 
+/// This rank's position in the group of the mesh axes in `axis_mask` (the
+/// coordinates on those axes linearized in mesh order, first axis major; 0
+/// without a mesh): (i64 axis_mask) -> i64. A plain C function (no memref
+/// arguments, no `_mlir_ciface_` wrapper). Vocab-parallel kernels use it to
+/// find the block of the vocabulary the rank holds.
+constexpr llvm::StringLiteral kGroupPosition = "trx_group_position";
+
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {

@@ -17,9 +17,9 @@
 using namespace mlir;
 using namespace mlir::triax::kernels;
 
-/// The axis mask (bit i = axis i of the mesh) of a collective's group.
-static FailureOr<int64_t> axisMask(Operation *op, FlatSymbolRefAttr meshName,
-                                   ArrayAttr axes) {
+FailureOr<int64_t> mlir::triax::kernels::axisMask(Operation *op,
+                                                  FlatSymbolRefAttr meshName,
+                                                  ArrayAttr axes) {
   dist::MeshOp mesh = dist::lookupMesh(op, meshName);
   if (!mesh)
     return op->emitOpError("refers to unknown mesh ") << meshName;
@@ -34,7 +34,68 @@ static FailureOr<int64_t> axisMask(Operation *op, FlatSymbolRefAttr meshName,
   return mask;
 }
 
+void mlir::triax::kernels::allReduceInPlace(KernelBuilder &k, Value buffer,
+                                            int32_t kind, int64_t mask) {
+  OpBuilder &b = k.builder();
+  auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  Value view = memref::CastOp::create(b, k.getLoc(), dynType, k.flat(buffer));
+  Value mode = k.i32(kind);
+  Value axes =
+      arith::ConstantOp::create(b, k.getLoc(), b.getI64IntegerAttr(mask));
+  func::CallOp::create(b, k.getLoc(), ::triax::rt::kAllReduceF32, TypeRange{},
+                       ValueRange{view, mode, axes});
+}
+
+Value mlir::triax::kernels::groupPosition(KernelBuilder &k, int64_t mask) {
+  OpBuilder &b = k.builder();
+  Value axes =
+      arith::ConstantOp::create(b, k.getLoc(), b.getI64IntegerAttr(mask));
+  Value pos = func::CallOp::create(b, k.getLoc(), ::triax::rt::kGroupPosition,
+                                   TypeRange{b.getI64Type()}, ValueRange{axes})
+                  .getResult(0);
+  return k.toIndex(pos);
+}
+
+/// The first global row the rank holds, or null for a replicated table.
+FailureOr<Value> mlir::triax::kernels::vocabOffset(KernelBuilder &k,
+                                                   Operation *op,
+                                                   FlatSymbolRefAttr mesh,
+                                                   ArrayAttr axes,
+                                                   int64_t localVocab) {
+  if (!mesh)
+    return Value();
+  FailureOr<int64_t> mask = axisMask(op, mesh, axes);
+  if (failed(mask))
+    return failure();
+  Value position = groupPosition(k, *mask);
+  return k.muli(position, k.index(localVocab));
+}
+
+/// The local row of global index `id` (any index when outside the block)
+/// and whether the rank holds it; (id, null) for a replicated table.
+std::pair<Value, Value> mlir::triax::kernels::localRow(KernelBuilder &k,
+                                                       Value id, Value offset,
+                                                       int64_t localVocab) {
+  if (!offset)
+    return {id, Value()};
+  Value local = arith::SubIOp::create(k.builder(), k.getLoc(), id, offset);
+  // Unsigned: a negative difference is out of range too.
+  Value inside = k.cmpi(arith::CmpIPredicate::ult, local, k.index(localVocab));
+  return {k.select(inside, local, k.index(0)), inside};
+}
+
 namespace {
+
+/// copy_to_group moves no data in forward: its result is its input.
+struct CopyToGroupLowering : OpConversionPattern<dist::CopyToGroupOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::CopyToGroupOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
 
 /// The result is reduced in place when the input is a gradient buffer read
 /// only by this op (the dist-data-parallel case: the runtime zeroes the
@@ -82,5 +143,6 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
 
 void mlir::triax::kernels::populateCollectivePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AllReduceLowering>(converter, patterns.getContext());
+  patterns.add<AllReduceLowering, CopyToGroupLowering>(converter,
+                                                       patterns.getContext());
 }

@@ -175,4 +175,8 @@ void declareRuntimeFunctions(ModuleOp module) {
           b.getFunctionType({i32, i64}, {MemRefType::get({dyn, dyn}, f32)}));
   declare(::triax::rt::kAllReduceF32,
           b.getFunctionType({MemRefType::get({dyn}, f32), i32, i64}, {}));
+  if (!module.lookupSymbol(::triax::rt::kGroupPosition))
+    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kGroupPosition,
+                         b.getFunctionType({i64}, {i64}))
+        .setPrivate();
 }

@@ -166,6 +166,30 @@ void populateElementwisePatterns(TypeConverter &converter,
                                  RewritePatternSet &patterns);
 void populateEmbeddingPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns);
+/// Collectives inside kernels (CollectiveKernels.cpp), for the ops that work
+/// on a vocabulary split over a group of mesh axes.
+/// The axis mask (bit i = axis i of the module's mesh) of group `axes` of
+/// mesh `mesh`; an op error when the mesh or an axis is unknown.
+FailureOr<int64_t> axisMask(Operation *op, FlatSymbolRefAttr mesh,
+                            ArrayAttr axes);
+/// In-place all_reduce of the contiguous f32 buffer `buffer` over the group
+/// `mask` (`kind`: the dist dialect's ReductionKind).
+void allReduceInPlace(KernelBuilder &k, Value buffer, int32_t kind,
+                      int64_t mask);
+/// This rank's position in group `mask`, as an index.
+Value groupPosition(KernelBuilder &k, int64_t mask);
+/// The first global vocabulary entry of this rank's block of `localVocab`
+/// entries of a vocab-parallel op (`vocab_parallel over @mesh [axes]`), or
+/// null when `mesh` is null (the op is not vocab-parallel).
+FailureOr<Value> vocabOffset(KernelBuilder &k, Operation *op,
+                             FlatSymbolRefAttr mesh, ArrayAttr axes,
+                             int64_t localVocab);
+/// The local entry of global vocabulary index `id` (clamped to 0 when the
+/// rank does not hold it) and an i1 saying whether it does; (id, null) when
+/// `offset` is null.
+std::pair<Value, Value> localRow(KernelBuilder &k, Value id, Value offset,
+                                 int64_t localVocab);
+
 void populateNormPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateAttentionPatterns(TypeConverter &converter,

@@ -40,6 +40,28 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
   }
 };
 
+/// y[m, n] = x[m, n] + b[n]: the bias of a row-split linear, added after
+/// the partial products are summed.
+struct BiasAddLowering : OpConversionPattern<BiasAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BiasAddOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = k.alloc(op.getType());
+    Value x = k.rows(adaptor.getInput()), y = k.rows(out);
+    Value bias = adaptor.getBias();
+    auto [rows, cols] = KernelBuilder::rowsCols(y);
+    k.parallel({rows, cols}, [&](KernelBuilder &k, ValueRange ivs) {
+      Value xv = k.load(x, ivs);
+      Value bv = k.load(bias, ivs[1]);
+      k.store(k.add(xv, bv), y, ivs);
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 /// dW = x^T dy ([in, out]) or dy^T x ([out, in]), summed over tokens by the
 /// GEMM itself.
 struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
@@ -85,6 +107,6 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
 
 void mlir::triax::kernels::populateLinearPatterns(TypeConverter &converter,
                                                   RewritePatternSet &patterns) {
-  patterns.add<LinearLowering, LinearWeightGradLowering, BiasGradLowering>(
-      converter, patterns.getContext());
+  patterns.add<LinearLowering, BiasAddLowering, LinearWeightGradLowering,
+               BiasGradLowering>(converter, patterns.getContext());
 }

@@ -6,6 +6,12 @@
 // rows is a sequential f64 sum in row order, so the loss is the same bit for
 // bit on every run.
 //
+// Vocab-parallel (`vocab_parallel over @mesh [axes]`): each rank holds V
+// columns of the vocabulary starting at its position in the group times V.
+// The row maxima are all_reduced (max), then the sums of exp(logit - max)
+// and the targets' logits (0 on the ranks that do not hold the target) in
+// one all_reduce (sum) of a [2, rows] buffer; the logits never move.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -37,6 +43,51 @@ std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
   return {max, sum};
 }
 
+/// The statistics of vocab-parallel logits [rows, V], reduced over the
+/// group: `max[r]` the maximum of row r over the whole vocabulary,
+/// `stats[0, r]` the sum of exp(logit - max) and `stats[1, r]` the target's
+/// logit.
+struct VocabStats {
+  Value max, stats;
+};
+
+VocabStats vocabParallelStats(KernelBuilder &k, Value logits, Value targets,
+                              Value offset, int64_t mask) {
+  auto [rows, vocab] = KernelBuilder::rowsCols(logits);
+  Type f32 = k.builder().getF32Type();
+  Value maxBuf = k.alloc(MemRefType::get({rows}, f32));
+  k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+    Value first = k.load(logits, {r[0], k.index(0)});
+    Value one = k.index(1), end = k.index(vocab);
+    Value max = k.reduce(one, end, {first},
+                         [&](KernelBuilder &k, Value v, ValueRange acc) {
+                           Value l = k.load(logits, {r[0], v});
+                           return SmallVector<Value>{k.max(acc[0], l)};
+                         })[0];
+    k.store(max, maxBuf, r);
+  });
+  allReduceInPlace(k, maxBuf, /*max=*/2, mask);
+  Value stats = k.alloc(MemRefType::get({2, rows}, f32));
+  k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+    Value max = k.load(maxBuf, r);
+    Value sum = k.reduce(vocab, {k.f64(0.0)},
+                         [&](KernelBuilder &k, Value v, ValueRange acc) {
+                           Value l = k.load(logits, {r[0], v});
+                           Value e = k.exp(k.sub(l, max));
+                           return SmallVector<Value>{k.add(acc[0], k.toF64(e))};
+                         })[0];
+    Value sum32 = k.toF32(sum);
+    k.store(sum32, stats, {k.index(0), r[0]});
+    Value target = k.toIndex(k.load(targets, r));
+    auto [column, inside] = localRow(k, target, offset, vocab);
+    Value picked = k.load(logits, {r[0], column});
+    Value kept = k.select(inside, picked, k.f32(0.0));
+    k.store(kept, stats, {k.index(1), r[0]});
+  });
+  allReduceInPlace(k, stats, /*sum=*/0, mask);
+  return {maxBuf, stats};
+}
+
 LogicalResult checkF32Logits(Operation *op, Value logits) {
   if (!cast<ShapedType>(logits.getType()).getElementType().isF32())
     return op->emitOpError("only f32 kernels are generated on the CPU yet");
@@ -57,15 +108,33 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
     Value perRow = k.alloc(MemRefType::get({rows}, rewriter.getF32Type()));
-    k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-      auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
-      Value target = k.toIndex(k.load(targets, r));
-      // (max - picked) + log(sum), in f64 before the one rounding to f32.
-      Value picked = k.load(logits, {r[0], target});
-      Value margin = k.toF64(k.sub(max, picked));
-      Value loss = k.add(margin, k.log(sum));
-      k.store(k.toF32(loss), perRow, r);
-    });
+    FailureOr<Value> offset =
+        vocabOffset(k, op, op.getMeshAttr(), op.getAxesAttr(), vocab);
+    if (failed(offset))
+      return failure();
+    if (*offset) {
+      int64_t mask = *axisMask(op, op.getMeshAttr(), op.getAxesAttr());
+      auto [maxBuf, stats] =
+          vocabParallelStats(k, logits, targets, *offset, mask);
+      k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+        Value max = k.load(maxBuf, r);
+        Value picked = k.load(stats, {k.index(1), r[0]});
+        Value sum = k.toF64(k.load(stats, {k.index(0), r[0]}));
+        Value margin = k.toF64(k.sub(max, picked));
+        Value loss = k.add(margin, k.log(sum));
+        k.store(k.toF32(loss), perRow, r);
+      });
+    } else {
+      k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+        auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
+        Value target = k.toIndex(k.load(targets, r));
+        // (max - picked) + log(sum), in f64 before the one rounding to f32.
+        Value picked = k.load(logits, {r[0], target});
+        Value margin = k.toF64(k.sub(max, picked));
+        Value loss = k.add(margin, k.log(sum));
+        k.store(k.toF32(loss), perRow, r);
+      });
+    }
     Value total = k.reduce(
         rows, {k.f64(0.0)}, [&](KernelBuilder &k, Value r, ValueRange acc) {
           return SmallVector<Value>{k.add(acc[0], k.toF64(k.load(perRow, r)))};
@@ -92,6 +161,30 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
     Value dloss = k.load(adaptor.getLossGrad(), {});
     Value scale = k.div(dloss, k.f32(static_cast<double>(rows)));
+    FailureOr<Value> offset =
+        vocabOffset(k, op, op.getMeshAttr(), op.getAxesAttr(), vocab);
+    if (failed(offset))
+      return failure();
+    if (*offset) {
+      int64_t mask = *axisMask(op, op.getMeshAttr(), op.getAxesAttr());
+      auto [maxBuf, stats] =
+          vocabParallelStats(k, logits, targets, *offset, mask);
+      k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+        Value max = k.load(maxBuf, r);
+        Value denom = k.load(stats, {k.index(0), r[0]});
+        Value target = k.toIndex(k.load(targets, r));
+        k.loop({vocab}, [&](KernelBuilder &k, ValueRange v) {
+          Value l = k.load(logits, {r[0], v[0]});
+          Value p = k.div(k.exp(k.sub(l, max)), denom);
+          Value global = k.addi(v[0], *offset);
+          Value isTarget = k.cmpi(arith::CmpIPredicate::eq, global, target);
+          Value grad = k.select(isTarget, k.sub(p, k.f32(1.0)), p);
+          k.store(k.mul(grad, scale), out, {r[0], v[0]});
+        });
+      });
+      rewriter.replaceOp(op, outBuf);
+      return success();
+    }
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
       auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
       Value denom = k.toF32(sum);

@@ -128,6 +128,17 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
+/// A parameter split over a device mesh carries attributes of the dist
+/// dialect (`dist.sharding`: tensor parallelism; `dist.zero`: ZeRO). Each
+/// rank then holds a piece of it, whose shape the dist passes decide, so the
+/// ops that read and update it are not held to the parameter's full shape
+/// here (this dialect does not know meshes).
+static bool isDistributed(ParamOp param) {
+  return llvm::any_of(param->getDiscardableAttrs(), [](NamedAttribute attr) {
+    return attr.getName().getValue().starts_with("dist.");
+  });
+}
+
 LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *symbol =
       symbolTable.lookupNearestSymbolFrom(getOperation(), getNameAttr());
@@ -136,6 +147,8 @@ LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError("'") << getName()
                             << "' does not name a triax.param of the "
                                "enclosing model";
+  if (isDistributed(param))
+    return success();
   if (param.getType() != getType())
     return emitOpError("result type ")
            << getType() << " does not match parameter @" << getName()
@@ -459,6 +472,8 @@ static LogicalResult verifyParamUse(Operation *op, FlatSymbolRefAttr name,
     return op->emitOpError("'")
            << name.getValue()
            << "' does not name a triax.param of the enclosing model";
+  if (isDistributed(param))
+    return success();
   if (param.getTensorType().getShape() != type.getShape())
     return op->emitOpError("gradient ")
            << type << " does not match parameter " << name << " of type "

@@ -266,10 +266,15 @@ LogicalResult Differentiator::differentiateBlock(BlockOp forward,
   return success();
 }
 
+/// A parameter that receives a gradient, and the gradient's type: the
+/// parameter's own, or the shape of this rank's piece of it when a dist pass
+/// has split the parameter (tensor parallelism reads it with local shapes).
+using ParamGrad = std::pair<ParamOp, Type>;
+
 /// Builds `@forward_backward` from `@forward`: the loss, and each
 /// parameter's gradient added to its gradient buffer. Returns the params
 /// that received a gradient, in declaration order.
-static FailureOr<SmallVector<ParamOp>> buildForwardBackward(ModelOp model) {
+static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
   func::FuncOp forward = model.getForward();
   OpBuilder b(model.getContext());
   b.setInsertionPointAfter(forward);
@@ -291,7 +296,7 @@ static FailureOr<SmallVector<ParamOp>> buildForwardBackward(ModelOp model) {
   if (failed(differentiator.differentiate(ops, grads)))
     return failure();
 
-  SmallVector<ParamOp> updated;
+  SmallVector<ParamGrad> updated;
   for (ParamOp param : model.getParams()) {
     Value grad = grads.params.lookup(param.getSymNameAttr());
     if (!grad) {
@@ -302,7 +307,7 @@ static FailureOr<SmallVector<ParamOp>> buildForwardBackward(ModelOp model) {
     AccumulateGradOp::create(b, param.getLoc(),
                              FlatSymbolRefAttr::get(param.getSymNameAttr()),
                              grad);
-    updated.push_back(param);
+    updated.push_back({param, grad.getType()});
   }
   return updated;
 }
@@ -310,7 +315,7 @@ static FailureOr<SmallVector<ParamOp>> buildForwardBackward(ModelOp model) {
 /// Builds `@optimizer_step(%lr, %step, %grad_scale) -> grad_norm`: the
 /// global norm of the (scaled) gradient buffers, the clipping factor and
 /// one AdamW update per parameter.
-static void buildOptimizerStep(ModelOp model, ArrayRef<ParamOp> params) {
+static void buildOptimizerStep(ModelOp model, ArrayRef<ParamGrad> params) {
   OpBuilder b(model.getContext());
   b.setInsertionPointToEnd(&model.getBody().front());
   Location loc = model.getLoc();
@@ -324,9 +329,9 @@ static void buildOptimizerStep(ModelOp model, ArrayRef<ParamOp> params) {
   Value gradScale = entry->getArgument(2);
 
   SmallVector<Value> grads;
-  for (ParamOp param : params)
+  for (auto [param, type] : params)
     grads.push_back(
-        GetGradOp::create(b, param.getLoc(), param.getType(),
+        GetGradOp::create(b, param.getLoc(), type,
                           FlatSymbolRefAttr::get(param.getSymNameAttr())));
   auto scalar = RankedTensorType::get({}, f32);
   Value rawNorm = GlobalNormOp::create(b, loc, scalar, grads);
@@ -349,8 +354,8 @@ static void buildOptimizerStep(ModelOp model, ArrayRef<ParamOp> params) {
     Value factor = arith::SelectOp::create(b, loc, over, clipped, one);
     scale = arith::MulFOp::create(b, loc, gradScale, factor);
   }
-  for (auto [constParam, grad] : llvm::zip(params, grads)) {
-    ParamOp param = constParam;
+  for (auto [paramGrad, grad] : llvm::zip(params, grads)) {
+    ParamOp param = paramGrad.first;
     double decay = param.getDecay() ? config.getWeightDecayValue() : 0.0;
     AdamWOp::create(
         b, param.getLoc(), FlatSymbolRefAttr::get(param.getSymNameAttr()), grad,
@@ -366,7 +371,7 @@ static LogicalResult buildTraining(ModelOp model) {
     if (model.lookupSymbol(name))
       return model.emitOpError("already has a @")
              << name << "; triax-autodiff runs once per model";
-  FailureOr<SmallVector<ParamOp>> params = buildForwardBackward(model);
+  FailureOr<SmallVector<ParamGrad>> params = buildForwardBackward(model);
   if (failed(params))
     return failure();
   buildOptimizerStep(model, *params);

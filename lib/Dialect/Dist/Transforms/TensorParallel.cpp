@@ -1,0 +1,494 @@
+//===- TensorParallel.cpp - Megatron tensor parallelism over the tp axis --===//
+//
+// dist-tensor-parallel: column/row-split linear pairs, heads split in
+// attention, vocab-parallel embedding and cross-entropy (Passes.td has the
+// rules and an example). The pass plans every split first and changes the
+// IR only when the whole model can be split, so an error leaves the module
+// as it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Dist/Transforms/Passes.h"
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_DISTTENSORPARALLEL
+#include "triax/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+namespace tx = mlir::triax;
+
+namespace {
+
+/// A column/row-split group: the column linears, the ops between them and
+/// the row linears (in program order), all in one block.
+struct LinearPair {
+  SmallVector<tx::LinearOp> columns;
+  SmallVector<Operation *> locals;
+  SmallVector<tx::LinearOp> rows;
+};
+
+/// The splits planned for one model.
+class Planner {
+public:
+  Planner(tx::ModelOp model, int64_t tp, StringRef axis)
+      : model(model), tp(tp), axis(axis) {}
+
+  /// Finds the pairs and the vocab-parallel ops; fails with an error when
+  /// something that must be split cannot be.
+  LogicalResult plan();
+  /// Rewrites the model (after a successful plan()).
+  void apply(MeshOp mesh);
+
+private:
+  bool tracePair(Value v, LinearPair &pair,
+                 llvm::SmallPtrSetImpl<Operation *> &seen);
+  bool closePair(LinearPair &pair);
+  LogicalResult checkPair(const LinearPair &pair);
+  LogicalResult requestSplit(Value weight, int64_t dim, Operation *user,
+                             StringRef what);
+  LogicalResult planHeads();
+  LogicalResult planEmbeddings();
+  LogicalResult checkVocab(Operation *op, int64_t vocab) const {
+    if (vocab % tp != 0)
+      return op->emitOpError("dist-tensor-parallel: the vocab size ")
+             << vocab << " is not divisible by tp=" << tp;
+    return success();
+  }
+  LogicalResult checkParamUses();
+
+  RankedTensorType localType(Type global, int64_t dim) const {
+    auto type = cast<RankedTensorType>(global);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[dim] /= tp;
+    return type.clone(shape);
+  }
+  Value copyToGroup(OpBuilder &b, Value x, Operation *before);
+
+  tx::ModelOp model;
+  int64_t tp;
+  StringRef axis;
+  FlatSymbolRefAttr meshRef;
+  ArrayAttr axes;
+
+  /// Linears already in a pair or the head (so no linear is split twice).
+  llvm::SmallPtrSet<Operation *, 16> assigned;
+  SmallVector<LinearPair> pairs;
+  /// The LM heads and their losses; the vocab-parallel embeddings.
+  SmallVector<std::pair<tx::LinearOp, tx::CrossEntropyOp>> heads;
+  SmallVector<tx::EmbeddingOp> embeddings;
+  /// Parameter name -> split dimension, and the operands that read the
+  /// split parameter in a way the plan accounts for.
+  llvm::MapVector<StringAttr, int64_t> splits;
+  llvm::DenseSet<OpOperand *> splitUses;
+};
+
+} // namespace
+
+/// Walks back from `v` (the input of a row linear or something it is
+/// computed from) to column linears through elementwise ops and attention.
+bool Planner::tracePair(Value v, LinearPair &pair,
+                        llvm::SmallPtrSetImpl<Operation *> &seen) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (seen.contains(def))
+    return true;
+  if (auto linear = dyn_cast<tx::LinearOp>(def)) {
+    if (assigned.contains(linear))
+      return false;
+    seen.insert(def);
+    pair.columns.push_back(linear);
+    return true;
+  }
+  bool local =
+      def->hasTrait<OpTrait::Elementwise>() || isa<tx::AttentionOp>(def);
+  if (!local || def->getNumResults() != 1)
+    return false;
+  seen.insert(def);
+  pair.locals.push_back(def);
+  for (Value operand : def->getOperands())
+    if (!tracePair(operand, pair, seen))
+      return false;
+  return true;
+}
+
+/// Checks that the values between the columns and the rows are used only
+/// inside the pair (or as the input of a row linear, which joins the pair),
+/// and puts everything in program order.
+bool Planner::closePair(LinearPair &pair) {
+  llvm::SmallPtrSet<Operation *, 16> inside;
+  for (tx::LinearOp column : pair.columns)
+    inside.insert(column);
+  for (Operation *op : pair.locals)
+    inside.insert(op);
+  Block *block = pair.columns.front()->getBlock();
+  llvm::SetVector<Operation *> rows;
+  for (Operation *op : inside) {
+    if (op->getBlock() != block)
+      return false;
+    for (OpOperand &use : op->getResult(0).getUses()) {
+      Operation *user = use.getOwner();
+      if (inside.contains(user))
+        continue;
+      auto row = dyn_cast<tx::LinearOp>(user);
+      if (!row || use.getOperandNumber() != 0 || assigned.contains(row) ||
+          row->getBlock() != block)
+        return false;
+      rows.insert(row);
+    }
+  }
+  auto before = [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  };
+  llvm::sort(pair.columns, before);
+  llvm::sort(pair.locals, before);
+  pair.rows.clear();
+  for (Operation *row : rows)
+    pair.rows.push_back(cast<tx::LinearOp>(row));
+  llvm::sort(pair.rows, before);
+  return true;
+}
+
+/// The divisibility a pair needs; the errors name the op, the quantity and
+/// both numbers.
+LogicalResult Planner::checkPair(const LinearPair &pair) {
+  for (tx::LinearOp column : pair.columns) {
+    int64_t size = column.getType().getShape().back();
+    bool feedsAttention = llvm::any_of(column->getUsers(), [](Operation *u) {
+      return isa<tx::AttentionOp>(u);
+    });
+    if (size % tp != 0)
+      return column.emitOpError("dist-tensor-parallel: the ")
+             << (feedsAttention ? "hidden" : "ffn") << " size " << size
+             << " (the output size of a column-split linear) is not "
+                "divisible by tp="
+             << tp;
+  }
+  for (Operation *op : pair.locals) {
+    auto attention = dyn_cast<tx::AttentionOp>(op);
+    if (!attention)
+      continue;
+    if (attention.getHeads() % tp != 0)
+      return attention.emitOpError("dist-tensor-parallel: heads ")
+             << attention.getHeads() << " is not divisible by tp=" << tp;
+    if (attention.getNumKVHeads() % tp != 0)
+      return attention.emitOpError("dist-tensor-parallel: kv_heads ")
+             << attention.getNumKVHeads() << " is not divisible by tp=" << tp;
+  }
+  return success();
+}
+
+/// Plans splitting the parameter read by `weight` along `dim`.
+LogicalResult Planner::requestSplit(Value weight, int64_t dim, Operation *user,
+                                    StringRef what) {
+  auto read = weight.getDefiningOp<tx::GetParamOp>();
+  if (!read)
+    return user->emitOpError("dist-tensor-parallel: the ")
+           << what << " to split is not a parameter (triax.get_param)";
+  StringAttr name = read.getNameAttr().getAttr();
+  auto [it, inserted] = splits.insert({name, dim});
+  if (!inserted && it->second != dim)
+    return user->emitOpError("dist-tensor-parallel: parameter @")
+           << name.getValue() << " would be split along dimension " << dim
+           << " here and along dimension " << it->second << " elsewhere";
+  for (OpOperand &use : user->getOpOperands())
+    if (use.get() == weight)
+      splitUses.insert(&use);
+  return success();
+}
+
+LogicalResult Planner::plan() {
+  func::FuncOp forward = model.getForward();
+  for (tx::ParamOp param : model.getParams())
+    if (param->hasAttr(DistDialect::kShardingAttrName))
+      return param.emitOpError("dist-tensor-parallel: parameter @")
+             << param.getSymName()
+             << " is split already; the pass runs once per model";
+
+  // The heads first: a head is never the row linear of a pair.
+  if (failed(planHeads()))
+    return failure();
+  // Column/row pairs, found from their row linears in program order.
+  SmallVector<tx::LinearOp> linears;
+  forward.walk([&](tx::LinearOp op) { linears.push_back(op); });
+  for (tx::LinearOp row : linears) {
+    if (assigned.contains(row))
+      continue;
+    LinearPair pair;
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    if (!tracePair(row.getInput(), pair, seen) || pair.columns.empty() ||
+        !closePair(pair))
+      continue;
+    if (failed(checkPair(pair)))
+      return failure();
+    for (tx::LinearOp column : pair.columns) {
+      int64_t out = column.getTransposeWeight() ? 0 : 1;
+      if (failed(requestSplit(column.getWeight(), out, column, "weight")))
+        return failure();
+      if (Value bias = column.getBias())
+        if (failed(requestSplit(bias, 0, column, "bias")))
+          return failure();
+      assigned.insert(column);
+    }
+    for (tx::LinearOp r : pair.rows) {
+      int64_t in = r.getTransposeWeight() ? 1 : 0;
+      if (failed(requestSplit(r.getWeight(), in, r, "weight")))
+        return failure();
+      assigned.insert(r);
+    }
+    pairs.push_back(std::move(pair));
+  }
+  if (failed(planEmbeddings()))
+    return failure();
+  return checkParamUses();
+}
+
+LogicalResult Planner::planHeads() {
+  func::FuncOp forward = model.getForward();
+  // The LM head: a linear whose only use is the logits of a cross-entropy.
+  SmallVector<tx::CrossEntropyOp> losses;
+  forward.walk([&](tx::CrossEntropyOp op) { losses.push_back(op); });
+  for (tx::CrossEntropyOp loss : losses) {
+    auto head = loss.getLogits().getDefiningOp<tx::LinearOp>();
+    if (!head || assigned.contains(head) || !head->hasOneUse())
+      continue;
+    if (failed(checkVocab(head, head.getType().getShape().back())))
+      return failure();
+    int64_t out = head.getTransposeWeight() ? 0 : 1;
+    if (failed(requestSplit(head.getWeight(), out, head, "weight")))
+      return failure();
+    if (Value bias = head.getBias())
+      if (failed(requestSplit(bias, 0, head, "bias")))
+        return failure();
+    assigned.insert(head);
+    heads.push_back({head, loss});
+  }
+  return success();
+}
+
+LogicalResult Planner::planEmbeddings() {
+  func::FuncOp forward = model.getForward();
+  // Embeddings of the token ids, or of a table already split by rows (a
+  // head tied to it).
+  Value tokens = forward.getArgument(0);
+  SmallVector<tx::EmbeddingOp> lookups;
+  forward.walk([&](tx::EmbeddingOp op) { lookups.push_back(op); });
+  for (tx::EmbeddingOp lookup : lookups) {
+    auto read = lookup.getTable().getDefiningOp<tx::GetParamOp>();
+    auto split =
+        read ? splits.find(read.getNameAttr().getAttr()) : splits.end();
+    bool tied = split != splits.end();
+    if (lookup.getIndices() != tokens && !tied)
+      continue;
+    if (failed(checkVocab(lookup, lookup.getTable().getType().getDimSize(0))))
+      return failure();
+    if (failed(requestSplit(lookup.getTable(), 0, lookup, "table")))
+      return failure();
+    embeddings.push_back(lookup);
+  }
+  return success();
+}
+
+/// Every read of a split parameter must be one the plan rewrites.
+LogicalResult Planner::checkParamUses() {
+  WalkResult result = model.getForward().walk([&](tx::GetParamOp read) {
+    if (!splits.contains(read.getNameAttr().getAttr()))
+      return WalkResult::advance();
+    for (OpOperand &use : read->getUses())
+      if (!splitUses.contains(&use)) {
+        InFlightDiagnostic diag =
+            use.getOwner()->emitOpError("dist-tensor-parallel: reads "
+                                        "parameter @")
+            << read.getName()
+            << ", which tensor parallelism splits, but is not split itself";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// `dist.copy_to_group %x` before `before` (one per value and pair is
+/// enough: its backward sums the gradients of all the uses at once).
+Value Planner::copyToGroup(OpBuilder &b, Value x, Operation *before) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(before);
+  return CopyToGroupOp::create(b, before->getLoc(), x.getType(), x,
+                               meshRef.getValue(), axes)
+      .getResult();
+}
+
+void Planner::apply(MeshOp mesh) {
+  MLIRContext *ctx = model.getContext();
+  OpBuilder b(ctx);
+  meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  axes = b.getStrArrayAttr({axis});
+  auto lastDimLocal = [&](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    v.setType(localType(type, type.getRank() - 1));
+  };
+
+  // Parameters: the sharding on the declaration, local shapes on the reads.
+  for (auto [name, dim] : splits) {
+    auto param = model.lookupSymbol<tx::ParamOp>(name);
+    SmallVector<Attribute> dims;
+    for (int64_t d = 0; d < param.getTensorType().getRank(); ++d)
+      dims.push_back(d == dim ? Attribute(axes) : b.getArrayAttr({}));
+    param->setAttr(DistDialect::kShardingAttrName,
+                   ShardingAttr::get(ctx, meshRef, b.getArrayAttr(dims)));
+  }
+  model.getForward().walk([&](tx::GetParamOp read) {
+    auto it = splits.find(read.getNameAttr().getAttr());
+    if (it != splits.end())
+      read.getResult().setType(localType(read.getType(), it->second));
+  });
+
+  for (LinearPair &pair : pairs) {
+    // Columns: the replicated input through copy_to_group, local outputs.
+    DenseMap<Value, Value> copies;
+    for (tx::LinearOp column : pair.columns) {
+      Value &copy = copies[column.getInput()];
+      if (!copy)
+        copy = copyToGroup(b, column.getInput(), column);
+      column.getInputMutable().assign(copy);
+      lastDimLocal(column.getResult());
+    }
+    // The ops in between run on the local columns.
+    for (Operation *op : pair.locals) {
+      if (auto attention = dyn_cast<tx::AttentionOp>(op)) {
+        attention.setHeads(attention.getHeads() / tp);
+        if (attention.getKvHeads())
+          attention.setKvHeads(*attention.getKvHeads() / tp);
+        lastDimLocal(attention.getResult());
+        continue;
+      }
+      op->getResult(0).setType(op->getOperand(0).getType());
+    }
+    // Rows: partial products summed over the group, then the bias.
+    for (tx::LinearOp row : pair.rows) {
+      b.setInsertionPoint(row);
+      auto partial = tx::LinearOp::create(
+          b, row.getLoc(), row.getType(), row.getInput(), row.getWeight(),
+          Value(), row.getTransposeWeightAttr());
+      Value sum = AllReduceOp::create(b, row.getLoc(), row.getType(),
+                                      ReductionKind::sum, partial,
+                                      meshRef.getValue(), axes);
+      if (Value bias = row.getBias())
+        sum = tx::BiasAddOp::create(b, row.getLoc(), row.getType(), sum, bias);
+      row.getResult().replaceAllUsesWith(sum);
+      row.erase();
+    }
+  }
+
+  // The head computes the local logits from the replicated hidden states;
+  // the loss reduces over the group.
+  for (auto [head, loss] : heads) {
+    head.getInputMutable().assign(copyToGroup(b, head.getInput(), head));
+    lastDimLocal(head.getResult());
+    loss.setMeshAttr(meshRef);
+    loss.setAxesAttr(axes);
+  }
+  // Each rank looks up the rows it holds; the sum over the group is the
+  // full lookup.
+  for (tx::EmbeddingOp lookup : embeddings) {
+    lookup.setMeshAttr(meshRef);
+    lookup.setAxesAttr(axes);
+    b.setInsertionPointAfter(lookup);
+    auto sum = AllReduceOp::create(b, lookup.getLoc(), lookup.getType(),
+                                   ReductionKind::sum, lookup,
+                                   meshRef.getValue(), axes);
+    lookup.getResult().replaceAllUsesExcept(sum, sum);
+  }
+}
+
+namespace {
+
+struct TensorParallelPass
+    : public mlir::dist::impl::DistTensorParallelBase<TensorParallelPass> {
+  using DistTensorParallelBase::DistTensorParallelBase;
+  void runOnOperation() override;
+
+  /// The module's mesh with the tp axis, created when there is none.
+  MeshOp getOrCreateMesh(ModuleOp module);
+};
+
+} // namespace
+
+MeshOp TensorParallelPass::getOrCreateMesh(ModuleOp module) {
+  SmallVector<MeshOp> meshes = llvm::to_vector(module.getOps<MeshOp>());
+  if (meshes.size() > 1) {
+    meshes[1].emitError("dist-tensor-parallel: the module has ")
+        << meshes.size() << " meshes; expected at most one";
+    return nullptr;
+  }
+  if (!meshes.empty()) {
+    MeshOp mesh = meshes.front();
+    std::optional<int64_t> size = mesh.getAxisSize(tpAxis);
+    if (!size) {
+      mesh.emitError("dist-tensor-parallel: mesh @")
+          << mesh.getSymName() << " has no axis \"" << tpAxis.getValue()
+          << "\"";
+      return nullptr;
+    }
+    if (tp > 0 && *size != tp) {
+      mesh.emitError("dist-tensor-parallel: mesh @")
+          << mesh.getSymName() << " has " << tpAxis.getValue() << "=" << *size
+          << " but the pass was asked for tp=" << tp.getValue();
+      return nullptr;
+    }
+    return mesh;
+  }
+  if (tp < 1) {
+    module.emitError("dist-tensor-parallel: the module has no dist.mesh; "
+                     "give the size of the \"")
+        << tpAxis.getValue() << "\" axis with the pass option tp=N";
+    return nullptr;
+  }
+  if (module.lookupSymbol("mesh")) {
+    module.emitError("dist-tensor-parallel: cannot create @mesh: the symbol "
+                     "is taken");
+    return nullptr;
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  return MeshOp::create(b, module.getLoc(), "mesh",
+                        b.getStrArrayAttr({tpAxis.getValue()}),
+                        b.getDenseI64ArrayAttr({tp.getValue()}));
+}
+
+void TensorParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<tx::ModelOp> models =
+      llvm::to_vector(module.getOps<tx::ModelOp>());
+  for (tx::ModelOp model : models) {
+    for (StringRef name : {"forward_backward", "optimizer_step"})
+      if (model.lookupSymbol(name)) {
+        model.emitError("dist-tensor-parallel: model @")
+            << model.getSymName() << " already has @" << name
+            << "; run dist-tensor-parallel before triax-autodiff";
+        return signalPassFailure();
+      }
+  }
+  MeshOp mesh = getOrCreateMesh(module);
+  if (!mesh)
+    return signalPassFailure();
+  int64_t size = *mesh.getAxisSize(tpAxis);
+  // Plan every model before changing any.
+  SmallVector<std::unique_ptr<Planner>> planners;
+  for (tx::ModelOp model : models) {
+    planners.push_back(std::make_unique<Planner>(model, size, tpAxis));
+    if (failed(planners.back()->plan()))
+      return signalPassFailure();
+  }
+  for (std::unique_ptr<Planner> &planner : planners)
+    planner->apply(mesh);
+}
