@@ -236,9 +236,19 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     timer.done("triax-autodiff");
   }
   // Parallelism (--mesh), on the training step autodiff built: data
-  // parallelism averages the gradients where @optimizer_step reads them.
+  // parallelism averages the gradients where @optimizer_step reads them;
+  // ZeRO instead reduce-scatters them and shards the state.
   // (dp=1 needs no collective: the descriptor's default mesh is dp=1.)
-  if (mesh && mesh->dp > 1) {
+  if (options.zero != 0) {
+    PassManager pm(&context);
+    mlir::dist::DistZeroOptions zeroOptions;
+    zeroOptions.stage = options.zero;
+    zeroOptions.dp = mesh ? mesh->dp : 0;
+    pm.addPass(mlir::dist::createDistZero(zeroOptions));
+    if (failed(pm.run(*module)))
+      return 1;
+    timer.done("dist-zero");
+  } else if (mesh && mesh->dp > 1) {
     PassManager pm(&context);
     mlir::dist::DistDataParallelOptions dpOptions;
     dpOptions.dp = mesh->dp;

@@ -18,13 +18,66 @@
 using namespace mlir;
 using namespace mlir::triax;
 
-/// The vocabulary: the last dimension of the logits the loss reads.
+/// The vocabulary: the rows of the (whole) table the tokens are looked up
+/// in (tensor parallelism may split the logits the loss reads), else the
+/// last dimension of those logits.
 static int64_t findVocab(ModelOp model) {
   int64_t vocab = 0;
   model.walk([&](CrossEntropyOp op) {
     vocab = op.getLogits().getType().getShape().back();
   });
+  auto forward = model.lookupSymbol<func::FuncOp>("forward");
+  if (!forward || forward.getNumArguments() == 0)
+    return vocab;
+  for (Operation *user : forward.getArgument(0).getUsers()) {
+    auto lookup = dyn_cast<EmbeddingOp>(user);
+    auto table = lookup ? lookup->getOperand(1).getDefiningOp<GetParamOp>()
+                        : GetParamOp();
+    if (!table)
+      continue;
+    if (auto param = model.lookupSymbol<ParamOp>(table.getNameAttr()))
+      return param.getTensorType().getDimSize(0);
+  }
   return vocab;
+}
+
+/// The mask (bit i = axis i of `axes`) of the mesh axes `names`.
+static uint32_t maskOf(ArrayRef<std::string> axes, ArrayRef<StringRef> names) {
+  uint32_t mask = 0;
+  for (StringRef name : names)
+    for (auto [i, axis] : llvm::enumerate(axes))
+      if (axis == name)
+        mask |= uint32_t(1) << i;
+  return mask;
+}
+
+/// The placement fields of a parameter's descriptor: "split_dim,
+/// split_axes, zero_stage, zero_axes" (see trx_param_desc).
+static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
+  int64_t splitDim = 0;
+  uint32_t splitAxes = 0, zeroAxes = 0;
+  int64_t zeroStage = 0;
+  if (auto sharding = param->getAttrOfType<mlir::dist::ShardingAttr>(
+          mlir::dist::DistDialect::kShardingAttrName)) {
+    for (unsigned d = 0; d < sharding.getRank(); ++d) {
+      SmallVector<StringRef> dimAxes = sharding.getDimAxes(d);
+      if (dimAxes.empty())
+        continue;
+      splitDim = d;
+      splitAxes = maskOf(axes, dimAxes);
+    }
+  }
+  if (auto zero = param->getAttrOfType<mlir::dist::ZeroAttr>(
+          mlir::dist::DistDialect::kZeroAttrName)) {
+    zeroStage = zero.getStage();
+    SmallVector<StringRef> names;
+    for (Attribute axis : zero.getAxes())
+      names.push_back(cast<StringAttr>(axis).getValue());
+    zeroAxes = maskOf(axes, names);
+  }
+  return llvm::formatv("{0}, {1}u, {2}, {3}u", splitDim, splitAxes, zeroStage,
+                       zeroAxes)
+      .str();
 }
 
 namespace triax {
@@ -59,24 +112,6 @@ std::string emitModelDescriptor(ModuleOp module) {
       "{{\n  triax_i32_view t = view(tokens), y = view(targets);\n"
       "  return _mlir_ciface_triax_forward(&t, &y);\n}\n\n",
       batch, seq);
-  os << "static const trx_param_desc params[] = {\n";
-  for (mlir::triax::ParamOp param : model.getParams()) {
-    RankedTensorType type = param.getTensorType();
-    mlir::triax::InitAttr init = param.getInit();
-    int64_t d0 = type.getDimSize(0);
-    int64_t d1 = type.getRank() > 1 ? type.getDimSize(1) : 0;
-    auto ckpt = param->getAttrOfType<StringAttr>(
-        mlir::triax::TriaxDialect::kCheckpointNameAttrName);
-    std::string ckptName =
-        ckpt ? ("\"" + ckpt.getValue() + "\"").str() : std::string("NULL");
-    os << llvm::formatv(
-        "  {{\"{0}\", {1}, {{{2}, {3}}, {4}, {5}f, {6}, {7}},\n",
-        param.getSymName(), type.getRank(), d0, d1,
-        static_cast<int>(init.getKind()),
-        llvm::formatv("{0:e9}", init.getStdValue()).str(),
-        param.getDecay() ? 1 : 0, ckptName);
-  }
-  os << "};\n\n";
   // The mesh, axes in the order of the dist.mesh: the order the compiled
   // collectives number the axes in (their axis masks), so it is handed to
   // trx_dist_init as it is. No mesh: one device on a "dp" axis.
@@ -90,6 +125,24 @@ std::string emitModelDescriptor(ModuleOp module) {
     axisSizes.assign(meshes.front().getAxisSizes().begin(),
                      meshes.front().getAxisSizes().end());
   }
+  os << "static const trx_param_desc params[] = {\n";
+  for (mlir::triax::ParamOp param : model.getParams()) {
+    RankedTensorType type = param.getTensorType();
+    mlir::triax::InitAttr init = param.getInit();
+    int64_t d0 = type.getDimSize(0);
+    int64_t d1 = type.getRank() > 1 ? type.getDimSize(1) : 0;
+    auto ckpt = param->getAttrOfType<StringAttr>(
+        mlir::triax::TriaxDialect::kCheckpointNameAttrName);
+    std::string ckptName =
+        ckpt ? ("\"" + ckpt.getValue() + "\"").str() : std::string("NULL");
+    os << llvm::formatv(
+        "  {{\"{0}\", {1}, {{{2}, {3}}, {4}, {5}f, {6}, {7}, {8}},\n",
+        param.getSymName(), type.getRank(), d0, d1,
+        static_cast<int>(init.getKind()),
+        llvm::formatv("{0:e9}", init.getStdValue()).str(),
+        param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames));
+  }
+  os << "};\n\n";
   os << "static const char *const mesh_axis_names[] = {";
   for (auto [i, name] : llvm::enumerate(axisNames))
     os << (i ? ", " : "") << "\"" << name << "\"";

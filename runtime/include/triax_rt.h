@@ -530,6 +530,43 @@ void _mlir_ciface_trx_state_1d(trx_memref_f32_1d *out, int32_t kind,
 void _mlir_ciface_trx_state_2d(trx_memref_f32_2d *out, int32_t kind,
                                int64_t index);
 
+/* The view of this rank's ZeRO chunk of state `kind` of parameter `index`
+ * (1-D, ceil(numel / g) elements, see trx_param_desc::zero_stage): the
+ * whole buffer of a sharded kind, the chunk at the rank's group position in
+ * the padded parameter buffer at stages 1 and 2. Aborts for a parameter
+ * without ZeRO. */
+void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out, int32_t kind,
+                                  int64_t index);
+
+/* ZeRO stages 1 and 2: after every member updated its chunk of parameter
+ * `index`, gathers the chunks into every member's full (padded) copy, in
+ * place, over the parameter's ZeRO group (`axis_mask` must name it). */
+void trx_zero_all_gather_param(int64_t index, int64_t axis_mask);
+
+/* Collectives of compiled code on contiguous f32 buffers over the group of
+ * the mesh axes in axis_mask (bit i = axis i):
+ * reduce_scatter: `in` (n elements) is padded with zeros to g*k, k = size
+ *   of `out`, n <= g*k; out = block (group position) of the reduction.
+ * all_gather: out (n <= g*k elements) = the members' `in` blocks (k
+ *   elements each) concatenated in group order, cut to n.
+ * broadcast: buf of every member becomes the one of group position root.
+ * send/recv: to/from group position `peer`, tag 0..TRX_DIST_MAX_TAG. */
+void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
+                                         trx_memref_f32_1d *out, int32_t op,
+                                         int64_t axis_mask);
+void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
+                                     trx_memref_f32_1d *out, int64_t axis_mask);
+void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf, int64_t root,
+                                    int64_t axis_mask);
+void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
+                               int64_t tag, int64_t axis_mask);
+void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
+                               int64_t tag, int64_t axis_mask);
+
+/* This rank's position in the group of the mesh axes in axis_mask (0
+ * without a mesh). */
+int64_t trx_group_position(int64_t axis_mask);
+
 /* The allocator of compiled code (MLIR's generic allocation functions,
  * finalize-memref-to-llvm{use-generic-functions}): activations, gradients
  * and other temporaries, charged to TRX_MEM_ACTIV so the peak is measured.
@@ -576,6 +613,21 @@ struct trx_param_desc {
    * other dimensions must agree): GPT-2's separate q, k and v projections
    * are stored as Hugging Face's fused h.N.attn.c_attn.weight [H, 3H]. */
   const char *ckpt_name;
+  /* Placement over the device mesh (all 0: every rank holds all of it).
+   * Tensor parallelism: dimension split_dim is split evenly over the mesh
+   * axes of split_axes (bit i = axis i, one axis today); the member at
+   * group position c holds block c. */
+  int32_t split_dim;
+  uint32_t split_axes;
+  /* ZeRO (#dist.zero) over the mesh axes of zero_axes: stage 1 shards the
+   * AdamW moments, 2 also the gradient buffer, 3 also the parameter. A
+   * sharded buffer is chunk c = [c*k, (c+1)*k) of the (split) parameter's
+   * row-major elements padded with zeros to g*k, k = ceil(numel / g), g the
+   * group size, c this rank's group position. At stages 1 and 2 the
+   * replicated parameter buffer is allocated padded to g*k so that the
+   * chunks can be gathered in place. Stage 0: none. */
+  int32_t zero_stage;
+  uint32_t zero_axes;
 };
 
 /* The layout lib/Driver/ModelDescriptor.cpp generates (a positional

@@ -44,6 +44,11 @@ static cl::opt<std::string>
          cl::desc("Device mesh, e.g. dp=2 (data parallel over 2 ranks; run "
                   "with mpirun -np 2). pp and tp are not implemented yet"),
          cl::value_desc("dp=N[,pp=N,tp=N]"), cl::init(""), cl::cat(category));
+static cl::opt<int64_t>
+    zero("zero",
+         cl::desc("ZeRO stage over dp: 1 shards the optimizer state, 2 also "
+                  "the gradients, 3 also the parameters (0: none)"),
+         cl::value_desc("stage"), cl::init(0), cl::cat(category));
 static cl::opt<std::string> cc("cc", cl::desc("C compiler used to link"),
                                cl::init("cc"), cl::cat(category));
 
@@ -66,5 +71,6 @@ int main(int argc, char **argv) {
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;
   options.mesh = mesh;
+  options.zero = zero;
   return triax::compile(options, errs());
 }

@@ -38,6 +38,22 @@ constexpr llvm::StringLiteral kAllReduceF32 = "trx_all_reduce_f32";
 /// find the block of the vocabulary the rank holds.
 constexpr llvm::StringLiteral kGroupPosition = "trx_group_position";
 
+/// ZeRO's flat-chunk collectives and state (see triax_rt.h):
+/// reduce_scatter (memref<?xf32> in, memref<?xf32> out, i32 op, i64 mask):
+///   `in` padded with zeros to g chunks of out's size, out = this rank's
+///   chunk of the reduction;
+/// all_gather (memref<?xf32> in, memref<?xf32> out, i64 mask): out = the
+///   members' chunks concatenated, cut to out's size;
+/// state_chunk (i32 kind, i64 param) -> memref<?xf32>: this rank's chunk of a
+///   state buffer of a parameter with `dist.zero`;
+/// zero_all_gather_param (i64 param, i64 mask): gathers the updated chunks
+///   of a ZeRO-1/2 parameter into every member's whole copy, in place (a
+///   plain C function).
+constexpr llvm::StringLiteral kReduceScatterF32 = "trx_reduce_scatter_f32";
+constexpr llvm::StringLiteral kAllGatherF32 = "trx_all_gather_f32";
+constexpr llvm::StringLiteral kStateChunk = "trx_state_chunk";
+constexpr llvm::StringLiteral kZeroAllGatherParam = "trx_zero_all_gather_param";
+
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {

@@ -27,8 +27,10 @@ struct CompileOptions {
   /// The C compiler that compiles the model descriptor and links.
   std::string cc = "cc";
   /// The device mesh, "dp=2" or "dp=2,pp=1,tp=1" ("" = one device, no
-  /// parallel pass). Only dp > 1 is implemented.
+  /// parallel pass). pp > 1 is not implemented yet.
   std::string mesh;
+  /// ZeRO stage over dp (0: plain data parallelism).
+  int64_t zero = 0;
 };
 
 /// The axis sizes of a --mesh value (0 = not given; dp defaults to 1).

@@ -136,6 +136,22 @@ void KernelBuilder::gemm(Value a, Value bm, Value c, bool transA, bool transB,
   func::CallOp::create(b, loc, ::triax::rt::kSgemm, TypeRange{}, args);
 }
 
+Value KernelBuilder::stateChunk(int kind, int64_t param, MemRefType type) {
+  auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  Value view =
+      func::CallOp::create(
+          b, loc, ::triax::rt::kStateChunk, TypeRange{dynType},
+          ValueRange{i32(kind), arith::ConstantOp::create(
+                                    b, loc, b.getI64IntegerAttr(param))})
+          .getResult(0);
+  return memref::CastOp::create(b, loc, type, view);
+}
+
+Value KernelBuilder::dynamicFlat(Value buffer) {
+  auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  return memref::CastOp::create(b, loc, dynType, flat(buffer));
+}
+
 Value KernelBuilder::state(int kind, int64_t param, MemRefType type) {
   int64_t dyn = ShapedType::kDynamic;
   bool matrix = type.getRank() == 2;
@@ -175,6 +191,15 @@ void declareRuntimeFunctions(ModuleOp module) {
           b.getFunctionType({i32, i64}, {MemRefType::get({dyn, dyn}, f32)}));
   declare(::triax::rt::kAllReduceF32,
           b.getFunctionType({MemRefType::get({dyn}, f32), i32, i64}, {}));
+  MemRefType flat = MemRefType::get({dyn}, f32);
+  declare(::triax::rt::kReduceScatterF32,
+          b.getFunctionType({flat, flat, i32, i64}, {}));
+  declare(::triax::rt::kAllGatherF32, b.getFunctionType({flat, flat, i64}, {}));
+  declare(::triax::rt::kStateChunk, b.getFunctionType({i32, i64}, {flat}));
+  if (!module.lookupSymbol(::triax::rt::kZeroAllGatherParam))
+    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kZeroAllGatherParam,
+                         b.getFunctionType({i64, i64}, {}))
+        .setPrivate();
   if (!module.lookupSymbol(::triax::rt::kGroupPosition))
     func::FuncOp::create(b, module.getLoc(), ::triax::rt::kGroupPosition,
                          b.getFunctionType({i64}, {i64}))

@@ -17,11 +17,16 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::triax::kernels {
 
-/// Maps parameter symbols to their index in the model (the runtime's key).
-using ParamIndex = llvm::StringMap<int64_t>;
+/// Maps parameter symbols to their index in the model (the runtime's key),
+/// and names those whose state ZeRO shards (`dist.zero`): the kernels of
+/// those work on chunks.
+struct ParamIndex : llvm::StringMap<int64_t> {
+  llvm::StringSet<> zeroSharded;
+};
 
 class KernelBuilder {
 public:
@@ -130,6 +135,11 @@ public:
             double alpha = 1.0, double beta = 0.0);
   /// A runtime-owned state buffer (parameter, AdamW moment) as `type`.
   Value state(int kind, int64_t param, MemRefType type);
+  /// This rank's ZeRO chunk of a state buffer (1-D `type`).
+  Value stateChunk(int kind, int64_t param, MemRefType type);
+  /// A contiguous f32 buffer as memref<?xf32>, the runtime's collectives'
+  /// operand type.
+  Value dynamicFlat(Value buffer);
 
 private:
   func::FuncOp declareRuntime(StringRef name, FunctionType type);
@@ -156,16 +166,6 @@ template <typename OpT> struct ParamPattern : OpConversionPattern<OpT> {
   const ParamIndex &params;
 };
 
-/// The pattern sets, one per family of ops.
-void populateStructuralPatterns(TypeConverter &converter,
-                                RewritePatternSet &patterns,
-                                const ParamIndex &params);
-void populateLinearPatterns(TypeConverter &converter,
-                            RewritePatternSet &patterns);
-void populateElementwisePatterns(TypeConverter &converter,
-                                 RewritePatternSet &patterns);
-void populateEmbeddingPatterns(TypeConverter &converter,
-                               RewritePatternSet &patterns);
 /// Collectives inside kernels (CollectiveKernels.cpp), for the ops that work
 /// on a vocabulary split over a group of mesh axes.
 /// The axis mask (bit i = axis i of the module's mesh) of group `axes` of
@@ -190,6 +190,16 @@ FailureOr<Value> vocabOffset(KernelBuilder &k, Operation *op,
 std::pair<Value, Value> localRow(KernelBuilder &k, Value id, Value offset,
                                  int64_t localVocab);
 
+/// The pattern sets, one per family of ops.
+void populateStructuralPatterns(TypeConverter &converter,
+                                RewritePatternSet &patterns,
+                                const ParamIndex &params);
+void populateLinearPatterns(TypeConverter &converter,
+                            RewritePatternSet &patterns);
+void populateElementwisePatterns(TypeConverter &converter,
+                                 RewritePatternSet &patterns);
+void populateEmbeddingPatterns(TypeConverter &converter,
+                               RewritePatternSet &patterns);
 void populateNormPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateAttentionPatterns(TypeConverter &converter,
@@ -198,6 +208,8 @@ void populateLossPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateCollectivePatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
+void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
+                          const ParamIndex &params);
 void populateOptimizerPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                const ParamIndex &params);

@@ -19,18 +19,34 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
   matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
+    std::optional<ArrayRef<int64_t>> replicas = op.getReplicas();
     Value total = k.f64(0.0);
-    for (Value grad : adaptor.getGrads()) {
+    for (auto [index, grad] : llvm::enumerate(adaptor.getGrads())) {
       Value flat = k.flat(grad);
       int64_t n = cast<MemRefType>(flat.getType()).getNumElements();
-      total =
-          k.reduce(n, {total}, [&](KernelBuilder &k, Value i, ValueRange acc) {
-            Value g = k.toF64(k.load(flat, i));
-            return SmallVector<Value>{k.add(acc[0], k.mul(g, g))};
-          })[0];
+      // A piece held by r members of the group counts 1/r on each.
+      int64_t r = replicas ? (*replicas)[index] : 1;
+      Value sum =
+          k.reduce(n, {r > 1 ? k.f64(0.0) : total},
+                   [&](KernelBuilder &k, Value i, ValueRange acc) {
+                     Value g = k.toF64(k.load(flat, i));
+                     return SmallVector<Value>{k.add(acc[0], k.mul(g, g))};
+                   })[0];
+      total = r > 1 ? k.add(total, k.div(sum, k.f64(double(r)))) : sum;
     }
     Value out = k.alloc(op.getType());
-    k.store(k.toF32(k.sqrt(total)), out, {});
+    if (op.getMesh()) {
+      // The pieces' square sums, summed over the group, then the root.
+      FailureOr<int64_t> mask =
+          axisMask(op, op.getMeshAttr(), op.getAxesAttr());
+      if (failed(mask))
+        return failure();
+      k.store(k.toF32(total), out, {});
+      allReduceInPlace(k, out, /*sum=*/0, *mask);
+      k.store(k.sqrt(k.load(out, {})), out, {});
+    } else {
+      k.store(k.toF32(k.sqrt(total)), out, {});
+    }
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -49,9 +65,16 @@ struct AdamWLowering : ParamPattern<AdamWOp> {
     auto type = cast<MemRefType>(adaptor.getGrad().getType());
     if (!type.getElementType().isF32())
       return op.emitOpError("only f32 parameters are updated on the CPU yet");
-    Value p = k.flat(k.state(::triax::rt::kParam, *index, type));
-    Value m = k.flat(k.state(::triax::rt::kAdamM, *index, type));
-    Value v = k.flat(k.state(::triax::rt::kAdamV, *index, type));
+    // Under ZeRO the gradient is this rank's chunk, and so are the moments
+    // and the part of the parameter it updates.
+    bool chunked = params.zeroSharded.contains(op.getParam());
+    auto view = [&](int kind) {
+      return chunked ? k.stateChunk(kind, *index, type)
+                     : k.flat(k.state(kind, *index, type));
+    };
+    Value p = view(::triax::rt::kParam);
+    Value m = view(::triax::rt::kAdamM);
+    Value v = view(::triax::rt::kAdamV);
     Value g = k.flat(adaptor.getGrad());
     double beta1 = op.getBeta1().convertToDouble();
     double beta2 = op.getBeta2().convertToDouble();

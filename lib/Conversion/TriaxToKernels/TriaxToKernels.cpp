@@ -262,8 +262,11 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   }
   ModelOp model = models.front();
   ParamIndex params;
-  for (auto [i, param] : llvm::enumerate(model.getParams()))
+  for (auto [i, param] : llvm::enumerate(model.getParams())) {
     params[param.getSymName()] = i;
+    if (param->hasAttr(dist::DistDialect::kZeroAttrName))
+      params.zeroSharded.insert(param.getSymName());
+  }
   exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry);
   std::pair<StringRef, StringRef> entries[] = {
       {"forward_backward", ::triax::rt::kForwardBackwardEntry},
@@ -312,6 +315,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateLossPatterns(converter, patterns);
   populateOptimizerPatterns(converter, patterns, params);
   populateCollectivePatterns(converter, patterns);
+  populateZeroPatterns(converter, patterns, params);
   if (failed(applyPartialConversion(module, target, std::move(patterns))))
     return signalPassFailure();
   model.erase();

@@ -271,6 +271,15 @@ struct Run {
   trx_loader *val = nullptr;
   trx_logger *logger = nullptr;
   std::vector<float *> params, expAvg, expAvgSq, grads;
+  // Where each parameter's pieces live on this rank (tensor-parallel
+  // blocks, ZeRO chunks); `distributed` when any is not whole.
+  std::vector<ParamLayout> layouts;
+  bool distributed = false;
+  // The whole tensors of parameter, exp_avg and exp_avg_sq that
+  // initialization and checkpoints read and write: the buffers themselves
+  // on one rank, else copies assembled by gatherWhole.
+  std::vector<float *> whole[3];
+  std::vector<std::vector<float>> wholeStore[3];
   CheckpointLayout layout; // what checkpoints, --save-init, --init-from hold
   int32_t *inputs = nullptr;
   int32_t *targets = nullptr;
@@ -302,8 +311,31 @@ struct Run {
   void zeroGrads() {
     for (int64_t i = 0; i < n(); ++i)
       std::memset(grads[size_t(i)], 0,
-                  size_t(numel(model->params[i])) * sizeof(float));
+                  size_t(layouts[size_t(i)].allocCount(TRX_STATE_GRAD)) *
+                      sizeof(float));
   }
+  std::vector<float *> &buffers(int kind) {
+    return kind == 0 ? params : kind == 1 ? expAvg : expAvgSq;
+  }
+  /// Assembles the whole tensors of `kind` (0 parameter, 1 exp_avg, 2
+  /// exp_avg_sq) from the ranks' pieces: collective, every rank calls it.
+  void gather(int kind) {
+    if (!distributed)
+      return;
+    for (int64_t i = 0; i < n(); ++i)
+      gatherWhole(layouts[size_t(i)], kind, buffers(kind)[size_t(i)],
+                  whole[kind][size_t(i)]);
+  }
+  /// Takes this rank's pieces of the whole tensors of `kind`.
+  void scatter(int kind) {
+    if (!distributed)
+      return;
+    for (int64_t i = 0; i < n(); ++i)
+      scatterWhole(layouts[size_t(i)], kind, whole[kind][size_t(i)],
+                   buffers(kind)[size_t(i)]);
+  }
+
+  int computeLayouts();
 
   int openData();
   int allocate();
@@ -464,24 +496,49 @@ int Run::openData() {
   return 0;
 }
 
+int Run::computeLayouts() {
+  for (int64_t i = 0; i < n(); ++i) {
+    ParamLayout l;
+    std::string msg;
+    if (!computeParamLayout(model->params[i], l, msg)) {
+      printError("model '%s': %s", model->model_name, msg.c_str());
+      return 1;
+    }
+    distributed |= l.splitDim >= 0 || l.zeroStage != 0;
+    layouts.push_back(std::move(l));
+  }
+  return 0;
+}
+
 int Run::allocate() {
   char err[512];
   for (int64_t i = 0; i < n(); ++i) {
     const trx_param_desc &p = model->params[i];
-    size_t bytes = size_t(numel(p)) * sizeof(float);
     // Zero-filled: the moments start at 0, the gradient buffers too.
-    const std::pair<std::vector<float *> *, int> kinds[] = {
-        {&params, TRX_MEM_PARAMS},
-        {&expAvg, TRX_MEM_OPTIM},
-        {&expAvgSq, TRX_MEM_OPTIM},
-        {&grads, TRX_MEM_GRADS}};
-    for (const auto &k : kinds) {
-      float *buf = static_cast<float *>(trx_alloc(bytes, k.second));
+    const std::tuple<std::vector<float *> *, int, int> kinds[] = {
+        {&params, TRX_STATE_PARAM, TRX_MEM_PARAMS},
+        {&expAvg, TRX_STATE_EXP_AVG, TRX_MEM_OPTIM},
+        {&expAvgSq, TRX_STATE_EXP_AVG_SQ, TRX_MEM_OPTIM},
+        {&grads, TRX_STATE_GRAD, TRX_MEM_GRADS}};
+    for (const auto &[list, kind, category] : kinds) {
+      size_t bytes =
+          size_t(layouts[size_t(i)].allocCount(kind)) * sizeof(float);
+      float *buf = static_cast<float *>(trx_alloc(bytes, category));
       if (!buf) {
         printError("parameter '%s': %s", p.name, trx_last_error());
         return 1;
       }
-      k.first->push_back(buf);
+      list->push_back(buf);
+    }
+  }
+  for (int kind = 0; kind < 3; ++kind) {
+    if (!distributed) {
+      whole[kind] = buffers(kind);
+      continue;
+    }
+    for (int64_t i = 0; i < n(); ++i) {
+      wholeStore[kind].emplace_back(size_t(numel(model->params[i])), 0.0f);
+      whole[kind].push_back(wholeStore[kind].back().data());
     }
   }
   std::string msg;
@@ -489,7 +546,7 @@ int Run::allocate() {
     printError("model '%s': %s", model->model_name, msg.c_str());
     return 1;
   }
-  layout.bind(params);
+  layout.bind(whole[0]);
   size_t tokBytes = size_t(tokensPerStep()) * sizeof(int32_t);
   inputs = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
   targets = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
@@ -510,7 +567,7 @@ int Run::allocate() {
 void Run::initFromSeed() {
   for (int64_t i = 0; i < n(); ++i) {
     const trx_param_desc &p = model->params[i];
-    float *w = params[size_t(i)];
+    float *w = whole[0][size_t(i)];
     int64_t count = numel(p);
     switch (p.init) {
     case TRX_INIT_NORMAL:
@@ -525,6 +582,7 @@ void Run::initFromSeed() {
       break;
     }
   }
+  scatter(0);
 }
 
 std::string Run::extraJson() const {
@@ -562,9 +620,9 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
                model->seq);
     return 1;
   }
-  std::vector<float *> p = layout.pointers(params, 0);
-  std::vector<float *> m = layout.pointers(expAvg, 1);
-  std::vector<float *> v = layout.pointers(expAvgSq, 2);
+  std::vector<float *> p = layout.pointers(whole[0], 0);
+  std::vector<float *> m = layout.pointers(whole[1], 1);
+  std::vector<float *> v = layout.pointers(whole[2], 2);
   std::vector<void *> dst(p.begin(), p.end());
   if (trx_ckpt_load(ck.get(), int64_t(layout.specs.size()), layout.specs.data(),
                     dst.data(), m.data(), v.data(), err,
@@ -572,9 +630,10 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
     printError("%s", err);
     return 1;
   }
-  layout.transfer(model, params, 0, /*pack=*/false);
-  layout.transfer(model, expAvg, 1, /*pack=*/false);
-  layout.transfer(model, expAvgSq, 2, /*pack=*/false);
+  for (int kind = 0; kind < 3; ++kind) {
+    layout.transfer(model, whole[kind], kind, /*pack=*/false);
+    scatter(kind);
+  }
   trx_ckpt_state st{};
   trx_ckpt_get_state(ck.get(), &st);
   if (trx_loader_set_state(train, st.loader_state, err, sizeof(err)) !=
@@ -634,7 +693,7 @@ int Run::initialize(int64_t &startStep, std::string &source) {
     std::unique_ptr<trx_safetensors, void (*)(trx_safetensors *)> st(
         trx_safetensors_open(args.init_from, err, sizeof(err)),
         trx_safetensors_close);
-    std::vector<float *> p = layout.pointers(params, 0);
+    std::vector<float *> p = layout.pointers(whole[0], 0);
     std::vector<void *> dst(p.begin(), p.end());
     if (!st || trx_safetensors_read_tensors(
                    st.get(), int64_t(layout.specs.size()), layout.specs.data(),
@@ -642,7 +701,8 @@ int Run::initialize(int64_t &startStep, std::string &source) {
       printError("%s", err);
       return 1;
     }
-    layout.transfer(model, params, 0, /*pack=*/false);
+    layout.transfer(model, whole[0], 0, /*pack=*/false);
+    scatter(0);
     source = std::string("loaded from ") + args.init_from;
     return 0;
   }
@@ -658,7 +718,10 @@ int Run::saveInit(const std::string &source) {
   meta += ",\"init\":";
   json::appendString(meta, source);
   meta += "}";
-  layout.transfer(model, params, 0, /*pack=*/true);
+  gather(0);
+  if (!leader)
+    return 0;
+  layout.transfer(model, whole[0], 0, /*pack=*/true);
   if (trx_safetensors_write(args.save_init, int64_t(layout.specs.size()),
                             layout.specs.data(), meta.c_str(), err,
                             sizeof(err)) != TRX_OK) {
@@ -682,11 +745,14 @@ int Run::checkpoint(int64_t step, float loss) {
   st.warmup = args.warmup;
   st.lr_schedule = args.lr_schedule;
   st.loss = loss;
-  layout.transfer(model, params, 0, /*pack=*/true);
-  layout.transfer(model, expAvg, 1, /*pack=*/true);
-  layout.transfer(model, expAvgSq, 2, /*pack=*/true);
-  std::vector<float *> mp = layout.pointers(expAvg, 1);
-  std::vector<float *> vp = layout.pointers(expAvgSq, 2);
+  for (int kind = 0; kind < 3; ++kind)
+    gather(kind);
+  if (!leader)
+    return 0;
+  for (int kind = 0; kind < 3; ++kind)
+    layout.transfer(model, whole[kind], kind, /*pack=*/true);
+  std::vector<float *> mp = layout.pointers(whole[1], 1);
+  std::vector<float *> vp = layout.pointers(whole[2], 2);
   std::vector<const float *> m(mp.begin(), mp.end());
   std::vector<const float *> v(vp.begin(), vp.end());
   if (trx_ckpt_save(args.ckpt_dir, &st, int64_t(layout.specs.size()),
@@ -729,6 +795,14 @@ void printPeaks() {
     printf(" %s %s |", trx_mem_category_name(c),
            trx_format_mib(trx_mem_peak(c), buf, sizeof(buf)));
   printf(" total %s\n", trx_format_mib(trx_mem_peak_total(), buf, sizeof(buf)));
+}
+
+/// The exact peaks in bytes (-v), for tests and reports.
+void printPeakBytes() {
+  printf("peak bytes:");
+  for (int c = 0; c < TRX_MEM_NCAT; ++c)
+    printf(" %s %zu", trx_mem_category_name(c), trx_mem_peak(c));
+  printf("\n");
 }
 
 int trainMain(int argc, char **argv, const trx_model_desc *model) {
@@ -818,6 +892,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     run.dpRank = trx_dist_coord(run.dpAxis);
   }
   run.leader = trx_dist_rank() == 0;
+  if (run.computeLayouts() != 0)
+    return 1;
   if (a.verbose > 0) {
     char coords[256];
     std::string mesh;
@@ -829,6 +905,32 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
            trx_dist_rank(),
            trx_dist_initialized() ? trx_dist_coord_str(coords, sizeof(coords))
                                   : "all coordinates 0");
+    // This rank's pieces of the distributed parameters, in one write so
+    // that the ranks' lines do not interleave.
+    std::string pieces;
+    auto shape = [](int32_t rank, const int64_t *d) {
+      return "[" + std::to_string(d[0]) +
+             (rank == 2 ? ", " + std::to_string(d[1]) : std::string()) + "]";
+    };
+    for (int64_t i = 0; i < run.n(); ++i) {
+      const ParamLayout &l = run.layouts[size_t(i)];
+      if (l.splitDim < 0 && l.zeroStage == 0)
+        continue;
+      pieces += "  rank " + std::to_string(trx_dist_rank()) + ": " +
+                model->params[i].name + " " + shape(l.rank, l.local) + " of " +
+                shape(l.rank, l.global);
+      if (l.splitDim >= 0)
+        pieces += " (dim " + std::to_string(l.splitDim) + " block " +
+                  std::to_string(l.splitPos) + " of " +
+                  std::to_string(l.splitParts) + ")";
+      if (l.zeroStage)
+        pieces += ", ZeRO-" + std::to_string(l.zeroStage) + " chunk " +
+                  std::to_string(l.zeroPos) + " of " +
+                  std::to_string(l.zeroParts) + " = " +
+                  std::to_string(l.chunk) + " elements";
+      pieces += "\n";
+    }
+    fputs(pieces.c_str(), stdout);
     fflush(stdout);
   }
   if (model->global_batch % (model->micro_batch * run.dpSize) != 0) {
@@ -846,7 +948,6 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   // every rank computes the same parameters.
   if (!run.leader) {
     a.log_json = nullptr;
-    a.save_init = nullptr;
     if (!std::freopen("/dev/null", "w", stdout)) {
       printError("cannot silence stdout of rank %d", trx_dist_rank());
       return 1;
@@ -918,10 +1019,29 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   // averages the buffers over dp first (dist-data-parallel), so the update
   // equals one global batch.
   const int64_t accum = model->global_batch / (model->micro_batch * run.dpSize);
-  const uint32_t dpMask = run.dpAxis >= 0 ? 1u << run.dpAxis : 0u;
+  // The traffic of one step per axis set and kind, for -v on the first
+  // step: what the compiled step itself moves (not the logged loss's
+  // average).
+  struct Traffic {
+    uint64_t bytes[TRX_COMM_NKINDS], calls[TRX_COMM_NKINDS];
+  };
+  const uint32_t nmasks =
+      trx_dist_initialized() ? uint32_t(1) << trx_dist_num_axes() : 1u;
+  auto traffic = [&](uint32_t mask) {
+    Traffic t{};
+    for (int32_t kind = 0; kind < TRX_COMM_NKINDS; ++kind) {
+      t.bytes[kind] = trx_comm_bytes(kind, mask);
+      t.calls[kind] = trx_comm_calls(kind, mask);
+    }
+    return t;
+  };
   while (step < endStep) {
     ++step;
     double t0 = trx_now_ms();
+    const bool report = a.verbose > 0 && step == startStep + 1;
+    std::vector<Traffic> before;
+    for (uint32_t mask = 1; report && mask < nmasks; ++mask)
+      before.push_back(traffic(mask));
     run.zeroGrads();
     double lossSum = 0;
     for (int64_t k = 0; k < accum; ++k) {
@@ -932,16 +1052,21 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     loss = float(lossSum / double(accum));
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
                          a.min_lr_ratio);
-    uint64_t gradBytes =
-        dpMask ? trx_comm_bytes(TRX_COMM_ALL_REDUCE, dpMask) : 0;
-    uint64_t gradCalls =
-        dpMask ? trx_comm_calls(TRX_COMM_ALL_REDUCE, dpMask) : 0;
     float gradNorm = model->optimizer_step(lr, step, 1.0f / float(accum));
-    if (a.verbose > 0 && step == startStep + 1 && dpMask)
-      printf("step %5" PRId64 " | gradient all_reduce over dp: %" PRIu64
-             " bytes sent by this rank in %" PRIu64 " calls\n",
-             step, trx_comm_bytes(TRX_COMM_ALL_REDUCE, dpMask) - gradBytes,
-             trx_comm_calls(TRX_COMM_ALL_REDUCE, dpMask) - gradCalls);
+    for (uint32_t mask = 1; report && mask < nmasks; ++mask) {
+      Traffic now = traffic(mask);
+      std::string axes;
+      for (int32_t i = 0; i < trx_dist_num_axes(); ++i)
+        if (mask & (1u << i))
+          axes += std::string(axes.empty() ? "" : ",") + trx_dist_axis_name(i);
+      for (int32_t kind = 0; kind < TRX_COMM_NKINDS; ++kind)
+        if (now.calls[kind] != before[mask - 1].calls[kind])
+          printf("step %5" PRId64 " | %s over %s: %" PRIu64
+                 " bytes sent by this rank in %" PRIu64 " calls\n",
+                 step, trx_comm_kind_name(kind), axes.c_str(),
+                 now.bytes[kind] - before[mask - 1].bytes[kind],
+                 now.calls[kind] - before[mask - 1].calls[kind]);
+    }
     // The logged loss is the mean over the global batch.
     if (run.dpSize > 1)
       trx_all_reduce(&loss, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
@@ -970,8 +1095,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
         return 1;
       }
     }
-    if (run.leader && a.ckpt_dir && a.ckpt_every > 0 &&
-        step % a.ckpt_every == 0) {
+    if (a.ckpt_dir && a.ckpt_every > 0 && step % a.ckpt_every == 0) {
       if (run.checkpoint(step, loss) != 0)
         return 1;
       lastSaved = step;
@@ -987,14 +1111,15 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       return 1;
     }
   }
-  if (run.leader && a.ckpt_dir && lastSaved != step &&
-      run.checkpoint(step, loss) != 0)
+  if (a.ckpt_dir && lastSaved != step && run.checkpoint(step, loss) != 0)
     return 1;
   printf("done: step %" PRId64, step);
   if (std::isfinite(loss))
     printf(", last loss %.6f", double(loss));
   printf("\n");
   printPeaks();
+  if (a.verbose > 0)
+    printPeakBytes();
   if (a.verbose > 0 && trx_dist_world_size() > 1)
     trx_comm_print_table(stdout);
   fflush(stdout);

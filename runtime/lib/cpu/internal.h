@@ -29,6 +29,48 @@
 
 namespace triax::rt {
 
+/// Where the pieces of one parameter live on this rank (trx_param_desc's
+/// split_* and zero_* fields resolved against the initialized mesh; one
+/// device when MPI is not started).
+struct ParamLayout {
+  int32_t rank = 1;
+  int64_t global[2] = {0, 0}; // the whole parameter
+  int64_t local[2] = {0, 0};  // this rank's tensor-parallel block
+  int64_t numel = 0;          // elements of the block
+  int32_t splitDim = -1;      // -1: not split
+  std::vector<int32_t> splitAxes;
+  int64_t splitParts = 1, splitPos = 0;
+  int32_t zeroStage = 0;
+  std::vector<int32_t> zeroAxes;
+  int64_t zeroParts = 1, zeroPos = 0;
+  int64_t chunk = 0; // ceil(numel / zeroParts)
+
+  /// Whether buffer `kind` (trx_state_kind) holds only this rank's chunk.
+  bool sharded(int kind) const;
+  /// Elements to allocate for buffer `kind`.
+  int64_t allocCount(int kind) const;
+  /// Elements the compiled code sees in buffer `kind` (its view).
+  int64_t viewCount(int kind) const { return sharded(kind) ? chunk : numel; }
+};
+
+/// Resolves `p` against the mesh; false with a message ("parameter 'x':
+/// ...") when its placement does not fit the mesh.
+bool computeParamLayout(const trx_param_desc &p, ParamLayout &out,
+                        std::string &msg);
+
+/// The axis list of a mask (bit i = axis i).
+std::vector<int32_t> axesOfMask(uint64_t mask);
+
+/// Collective over the parameter's groups: assembles the whole tensor of
+/// buffer `kind` (global[0] x global[1], row-major) from every rank's piece
+/// into `whole` on every rank.
+void gatherWhole(const ParamLayout &l, int kind, const float *buf,
+                 float *whole);
+/// The inverse, no communication: this rank's piece of `whole` into buf
+/// (allocCount(kind) elements; padding zeroed).
+void scatterWhole(const ParamLayout &l, int kind, const float *whole,
+                  float *buf);
+
 /// Formats a message into (err, errlen); tolerates err == nullptr and
 /// errlen == 0.
 void setErr(char *err, size_t errlen, const char *fmt, ...) TRX_PRINTF(3, 4);

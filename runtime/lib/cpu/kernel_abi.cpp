@@ -131,6 +131,7 @@ bool overlaps(const Operand &a, const Operand &b) {
 
 struct StateTable {
   std::vector<trx_param_desc> params;
+  std::vector<ParamLayout> layouts;
   std::vector<float *> bufs[TRX_STATE_NKINDS];
 };
 
@@ -139,9 +140,9 @@ StateTable &stateTable() {
   return table;
 }
 
-/// The bound buffer of (kind, index) after checking both and the rank.
-float *stateBuffer(const char *fn, int32_t kind, int64_t index, int32_t rank,
-                   const trx_param_desc *&desc) {
+/// The bound buffer of (kind, index) after checking both.
+float *stateBuffer(const char *fn, int32_t kind, int64_t index,
+                   const ParamLayout *&layout) {
   StateTable &t = stateTable();
   if (t.params.empty())
     abortWith(fn, "no training state is bound (trx_state_bind was not "
@@ -153,12 +154,24 @@ float *stateBuffer(const char *fn, int32_t kind, int64_t index, int32_t rank,
     abortWith(fn,
               "parameter index %" PRId64 " out of range (the model has %zu)",
               index, t.params.size());
-  desc = &t.params[size_t(index)];
-  if (desc->rank != rank)
-    abortWith(fn,
-              "parameter %" PRId64 " '%s' has rank %" PRId32 ", not %" PRId32,
-              index, desc->name, desc->rank, rank);
+  layout = &t.layouts[size_t(index)];
   return t.bufs[kind][size_t(index)];
+}
+
+/// The rank of the view of (kind, index): 1 for a ZeRO chunk, else the
+/// parameter's.
+int32_t viewRank(const ParamLayout &l, int32_t kind) {
+  return l.sharded(kind) ? 1 : l.rank;
+}
+
+void checkViewRank(const char *fn, int32_t kind, int64_t index,
+                   const ParamLayout &l, int32_t rank) {
+  if (viewRank(l, kind) != rank)
+    abortWith(fn,
+              "state %" PRId32 " of parameter %" PRId64 " '%s' has rank "
+              "%" PRId32 ", not %" PRId32,
+              kind, index, stateTable().params[size_t(index)].name,
+              viewRank(l, kind), rank);
 }
 
 void *checkedAlloc(const char *fn, size_t size, size_t alignment) {
@@ -243,6 +256,14 @@ extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,
   try {
     StateTable fresh;
     fresh.params.assign(params, params + n);
+    for (int64_t i = 0; i < n; ++i) {
+      ParamLayout l;
+      std::string msg;
+      if (!computeParamLayout(params[i], l, msg))
+        return fail(TRX_ERR_ARG, err, errlen, "trx_state_bind: %s",
+                    msg.c_str());
+      fresh.layouts.push_back(std::move(l));
+    }
     fresh.bufs[TRX_STATE_PARAM].assign(param_bufs, param_bufs + n);
     fresh.bufs[TRX_STATE_EXP_AVG].assign(exp_avg, exp_avg + n);
     fresh.bufs[TRX_STATE_EXP_AVG_SQ].assign(exp_avg_sq, exp_avg_sq + n);
@@ -259,12 +280,13 @@ extern "C" void _mlir_ciface_trx_state_1d(trx_memref_f32_1d *out, int32_t kind,
   const char *fn = "trx_state_1d";
   if (!out)
     abortWith(fn, "NULL result descriptor");
-  const trx_param_desc *d = nullptr;
-  float *buf = stateBuffer(fn, kind, index, 1, d);
+  const ParamLayout *l = nullptr;
+  float *buf = stateBuffer(fn, kind, index, l);
+  checkViewRank(fn, kind, index, *l, 1);
   out->allocated = buf;
   out->aligned = buf;
   out->offset = 0;
-  out->sizes[0] = d->shape[0];
+  out->sizes[0] = l->viewCount(kind);
   out->strides[0] = 1;
 }
 
@@ -273,15 +295,54 @@ extern "C" void _mlir_ciface_trx_state_2d(trx_memref_f32_2d *out, int32_t kind,
   const char *fn = "trx_state_2d";
   if (!out)
     abortWith(fn, "NULL result descriptor");
-  const trx_param_desc *d = nullptr;
-  float *buf = stateBuffer(fn, kind, index, 2, d);
+  const ParamLayout *l = nullptr;
+  float *buf = stateBuffer(fn, kind, index, l);
+  checkViewRank(fn, kind, index, *l, 2);
   out->allocated = buf;
   out->aligned = buf;
   out->offset = 0;
-  out->sizes[0] = d->shape[0];
-  out->sizes[1] = d->shape[1];
-  out->strides[0] = d->shape[1];
+  out->sizes[0] = l->local[0];
+  out->sizes[1] = l->local[1];
+  out->strides[0] = l->local[1];
   out->strides[1] = 1;
+}
+
+extern "C" void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out,
+                                             int32_t kind, int64_t index) {
+  const char *fn = "trx_state_chunk";
+  if (!out)
+    abortWith(fn, "NULL result descriptor");
+  const ParamLayout *l = nullptr;
+  float *buf = stateBuffer(fn, kind, index, l);
+  if (l->zeroStage == 0)
+    abortWith(fn, "parameter %" PRId64 " '%s' is not sharded by ZeRO", index,
+              stateTable().params[size_t(index)].name);
+  if (!l->sharded(kind) && l->allocCount(kind) != l->chunk * l->zeroParts)
+    abortWith(fn,
+              "state %" PRId32 " of parameter %" PRId64 " '%s' is "
+              "replicated and not padded: it has no chunks",
+              kind, index, stateTable().params[size_t(index)].name);
+  // memref<?xf32> has a static offset of 0: point `aligned` at the chunk.
+  out->allocated = buf;
+  out->aligned = l->sharded(kind) ? buf : buf + l->zeroPos * l->chunk;
+  out->offset = 0;
+  out->sizes[0] = l->chunk;
+  out->strides[0] = 1;
+}
+
+extern "C" void trx_zero_all_gather_param(int64_t index, int64_t axis_mask) {
+  const char *fn = "trx_zero_all_gather_param";
+  const ParamLayout *l = nullptr;
+  float *buf = stateBuffer(fn, TRX_STATE_PARAM, index, l);
+  if (l->zeroStage < 1 || l->zeroStage > 2 ||
+      axesOfMask(uint64_t(axis_mask)) != l->zeroAxes)
+    abortWith(fn,
+              "parameter %" PRId64 " '%s' is not replicated under ZeRO 1/2 "
+              "over the axes of mask 0x%" PRIx64,
+              index, stateTable().params[size_t(index)].name,
+              uint64_t(axis_mask));
+  trx_all_gather(buf + l->zeroPos * l->chunk, l->chunk, buf, l->zeroAxes.data(),
+                 int32_t(l->zeroAxes.size()));
 }
 
 extern "C" void *_mlir_memref_to_llvm_alloc(size_t size) {
@@ -312,33 +373,137 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr) {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-extern "C" void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf,
-                                                int32_t op, int64_t axis_mask) {
-  char msg[256];
-  if (!buf) {
-    trx_dist_abort("trx_all_reduce_f32: buffer is NULL");
-  }
-  if (buf->sizes[0] > 1 && buf->strides[0] != 1) {
-    snprintf(msg, sizeof(msg),
-             "trx_all_reduce_f32: buffer has stride %" PRId64
-             " (must be contiguous)",
-             buf->strides[0]);
-    trx_dist_abort(msg);
-  }
+namespace {
+
+/// The axes of a compiled collective's mask, checked against the mesh.
+std::vector<int32_t> groupAxes(const char *fn, int64_t axis_mask) {
   int32_t naxes = trx_dist_num_axes();
   if (axis_mask <= 0 || axis_mask >= (int64_t(1) << TRX_DIST_MAX_AXES) ||
       (naxes >= 0 && (axis_mask >> naxes) != 0)) {
+    char msg[256];
     snprintf(msg, sizeof(msg),
-             "trx_all_reduce_f32: axis mask 0x%" PRIx64
-             " does not fit the mesh of %" PRId32
+             "%s: axis mask 0x%" PRIx64 " does not fit the mesh of %" PRId32
              " axes (was the binary started with its mesh?)",
-             uint64_t(axis_mask), naxes);
+             fn, uint64_t(axis_mask), naxes);
     trx_dist_abort(msg);
   }
-  int32_t axes[TRX_DIST_MAX_AXES];
-  int32_t n = 0;
-  for (int32_t i = 0; i < TRX_DIST_MAX_AXES; ++i)
-    if (axis_mask & (int64_t(1) << i))
-      axes[n++] = i;
-  trx_all_reduce(buf->aligned + buf->offset, buf->sizes[0], op, axes, n);
+  return axesOfMask(uint64_t(axis_mask));
+}
+
+/// The contiguous data of a 1-D memref argument.
+float *contiguous(const char *fn, const char *what, trx_memref_f32_1d *m) {
+  char msg[256];
+  if (!m) {
+    snprintf(msg, sizeof(msg), "%s: %s is NULL", fn, what);
+    trx_dist_abort(msg);
+  }
+  if (m->sizes[0] > 1 && m->strides[0] != 1) {
+    snprintf(msg, sizeof(msg),
+             "%s: %s has stride %" PRId64 " (must be contiguous)", fn, what,
+             m->strides[0]);
+    trx_dist_abort(msg);
+  }
+  return m->aligned + m->offset;
+}
+
+int32_t groupSize(const std::vector<int32_t> &axes) {
+  const trx_dist_group *g = trx_dist_comm(axes.data(), int32_t(axes.size()));
+  return g ? trx_dist_group_size(g) : 1;
+}
+
+} // namespace
+
+extern "C" void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf,
+                                                int32_t op, int64_t axis_mask) {
+  const char *fn = "trx_all_reduce_f32";
+  float *data = contiguous(fn, "buffer", buf);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  trx_all_reduce(data, buf->sizes[0], op, axes.data(), int32_t(axes.size()));
+}
+
+extern "C" void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
+                                                    trx_memref_f32_1d *out,
+                                                    int32_t op,
+                                                    int64_t axis_mask) {
+  const char *fn = "trx_reduce_scatter_f32";
+  float *src = contiguous(fn, "input", in);
+  float *dst = contiguous(fn, "output", out);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  int64_t g = groupSize(axes), k = out->sizes[0], n = in->sizes[0];
+  if (k != (n + g - 1) / g) {
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "%s: input of %" PRId64 " elements does not pad to %" PRId64
+             " chunks of %" PRId64,
+             fn, n, g, k);
+    trx_dist_abort(msg);
+  }
+  std::vector<float> padded;
+  if (n != g * k) {
+    padded.assign(size_t(g * k), 0.0f);
+    std::copy(src, src + n, padded.begin());
+    src = padded.data();
+  }
+  trx_reduce_scatter(src, k, dst, op, axes.data(), int32_t(axes.size()));
+}
+
+extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
+                                                trx_memref_f32_1d *out,
+                                                int64_t axis_mask) {
+  const char *fn = "trx_all_gather_f32";
+  float *src = contiguous(fn, "input", in);
+  float *dst = contiguous(fn, "output", out);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  int64_t g = groupSize(axes), k = in->sizes[0], n = out->sizes[0];
+  if (k != (n + g - 1) / g) {
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "%s: output of %" PRId64 " elements is not %" PRId64
+             " chunks of %" PRId64 " less their padding",
+             fn, n, g, k);
+    trx_dist_abort(msg);
+  }
+  if (n == g * k) {
+    trx_all_gather(src, k, dst, axes.data(), int32_t(axes.size()));
+    return;
+  }
+  std::vector<float> whole(size_t(g * k));
+  trx_all_gather(src, k, whole.data(), axes.data(), int32_t(axes.size()));
+  std::copy(whole.begin(), whole.begin() + n, dst);
+}
+
+extern "C" void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf,
+                                               int64_t root,
+                                               int64_t axis_mask) {
+  const char *fn = "trx_broadcast_f32";
+  float *data = contiguous(fn, "buffer", buf);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  trx_broadcast(data, buf->sizes[0], int32_t(root), axes.data(),
+                int32_t(axes.size()));
+}
+
+extern "C" void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
+                                          int64_t tag, int64_t axis_mask) {
+  const char *fn = "trx_send_f32";
+  float *data = contiguous(fn, "buffer", buf);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  trx_send(data, buf->sizes[0], int32_t(peer), axes.data(),
+           int32_t(axes.size()), int32_t(tag));
+}
+
+extern "C" void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
+                                          int64_t tag, int64_t axis_mask) {
+  const char *fn = "trx_recv_f32";
+  float *data = contiguous(fn, "buffer", buf);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  trx_recv(data, buf->sizes[0], int32_t(peer), axes.data(),
+           int32_t(axes.size()), int32_t(tag));
+}
+
+extern "C" int64_t trx_group_position(int64_t axis_mask) {
+  if (!trx_dist_initialized())
+    return 0;
+  std::vector<int32_t> axes = groupAxes("trx_group_position", axis_mask);
+  const trx_dist_group *g = trx_dist_comm(axes.data(), int32_t(axes.size()));
+  return g ? trx_dist_group_position(g) : 0;
 }

@@ -347,7 +347,7 @@ func.func @f(%x: tensor<4x8xf32>) {
 // The name is printed as a string attribute today ('"dist.shard"'); the
 // pattern accepts it with or without the inner quotes.
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding'}}
+  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding' or 'dist.zero'}}
   %y = triax.gelu %x {dist.shard = 1 : i64} : tensor<4xf32>
   return
 }

@@ -49,10 +49,12 @@ triax.model @sharded config = #triax.train_config<micro_batch = 2, seq = 4> {
   // CHECK: triax.param @w : tensor<8x16xf32> init <zeros> {dist.sharding = #dist.sharding<@cluster, [{}, {"tp"}]>}
   triax.param @w : tensor<8x16xf32> init <zeros> {dist.sharding = #dist.sharding<@cluster, [{}, {"tp"}]>}
   func.func @forward(%t: tensor<2x4xi32>, %y: tensor<2x4xi32>) -> tensor<f32> {
-    %w = triax.get_param @w : tensor<8x16xf32>
+    // A split parameter reads as this rank's piece (dimension 1 over tp=2).
+    // CHECK: triax.get_param @w : tensor<8x8xf32>
+    %w = triax.get_param @w : tensor<8x8xf32>
     // Collectives inside a model find the module-level mesh.
-    // CHECK: dist.all_gather %{{.*}} over @cluster ["tp"] dim 1 : tensor<8x16xf32> -> tensor<8x32xf32>
-    %g = dist.all_gather %w over @cluster ["tp"] dim 1 : tensor<8x16xf32> -> tensor<8x32xf32>
+    // CHECK: dist.all_gather %{{.*}} over @cluster ["tp"] dim 1 : tensor<8x8xf32> -> tensor<8x16xf32>
+    %g = dist.all_gather %w over @cluster ["tp"] dim 1 : tensor<8x8xf32> -> tensor<8x16xf32>
     %z = arith.constant dense<0.0> : tensor<f32>
     return %z : tensor<f32>
   }

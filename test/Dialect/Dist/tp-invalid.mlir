@@ -56,3 +56,33 @@ func.func @f(%l: tensor<2x4x8xf32>, %t: tensor<2x4xi32>) {
   %x = triax.cross_entropy %l, %t vocab_parallel over @mesh [] : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<f32>
   return
 }
+
+// -----
+
+// A parameter split by dist.sharding is read with this rank's piece of it:
+// the global [8, 4] split along dimension 1 over tp=2 is [8, 2].
+dist.mesh @mesh <["tp"=2]>
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-note @+1 {{parameter declared here}}
+  triax.param @w : tensor<8x4xf32> init <zeros> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}
+  func.func @f() -> tensor<8x4xf32> {
+    // expected-error @+1 {{'triax.get_param' op uses parameter @w as 'tensor<8x4xf32>', but this rank holds 'tensor<8x2xf32>' of its 'tensor<8x4xf32>' (split by #dist.sharding<@mesh, [{}, {"tp"}]>)}}
+    %w = triax.get_param @w : tensor<8x4xf32>
+    return %w : tensor<8x4xf32>
+  }
+}
+
+// -----
+
+// The same for the gradient buffer.
+dist.mesh @mesh <["dp"=2, "tp"=2]>
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-note @+1 {{parameter declared here}}
+  triax.param @w : tensor<8x4xf32> init <zeros> {dist.sharding = #dist.sharding<@mesh, [{"dp", "tp"}, {}]>}
+  func.func @f(%g: tensor<4x4xf32>) {
+    %w = triax.get_param @w : tensor<2x4xf32>
+    // expected-error @+1 {{'triax.accumulate_grad' op uses parameter @w as 'tensor<4x4xf32>', but this rank holds 'tensor<2x4xf32>'}}
+    triax.accumulate_grad @w, %g : tensor<4x4xf32>
+    return
+  }
+}

@@ -104,3 +104,26 @@ mlir::dist::verifySharding(ShardingAttr sharding, RankedTensorType type,
   }
   return success();
 }
+
+LogicalResult ZeroAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               FlatSymbolRefAttr mesh, ArrayAttr axes,
+                               int64_t stage) {
+  if (!mesh)
+    return emitError() << "ZeRO sharding needs a mesh symbol";
+  if (stage < 1 || stage > 3)
+    return emitError() << "ZeRO stage " << stage << " does not exist "
+                       << "(expected 1, 2 or 3)";
+  if (axes.empty())
+    return emitError() << "ZeRO sharding needs at least one mesh axis";
+  llvm::StringSet<> seen;
+  for (Attribute axis : axes) {
+    auto name = dyn_cast<StringAttr>(axis);
+    if (!name || name.getValue().empty())
+      return emitError() << "ZeRO axis " << axis
+                         << " is not a non-empty string";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "ZeRO axis \"" << name.getValue()
+                         << "\" is listed twice";
+  }
+  return success();
+}

@@ -50,12 +50,80 @@ verifyShardingAnnotation(Operation *op, NamedAttribute attr, Type type,
   return verifySharding(sharding, tensor, mesh, emitError);
 }
 
+/// Checks a `dist.zero` attribute: on an op with a tensor `type` (a
+/// parameter), naming a mesh that has its axes.
+static LogicalResult verifyZeroAnnotation(Operation *op, NamedAttribute attr) {
+  auto zero = dyn_cast<ZeroAttr>(attr.getValue());
+  if (!zero)
+    return op->emitOpError("'")
+           << DistDialect::kZeroAttrName
+           << "' must be a #dist.zero attribute, got " << attr.getValue();
+  if (!op->getAttrOfType<TypeAttr>("type"))
+    return op->emitOpError("'")
+           << DistDialect::kZeroAttrName
+           << "' belongs on a parameter (an op with a tensor 'type')";
+  MeshOp mesh = lookupMesh(op, zero.getMesh());
+  if (!mesh)
+    return op->emitOpError("ZeRO sharding refers to unknown mesh ")
+           << zero.getMesh();
+  for (Attribute axis : zero.getAxes())
+    if (!mesh.getAxisSize(cast<StringAttr>(axis).getValue()))
+      return op->emitOpError("ZeRO sharding: mesh @")
+             << mesh.getSymName() << " has no axis " << axis;
+  return success();
+}
+
+/// A parameter (a symbol with a tensor `type`) split by `dist.sharding`:
+/// each rank holds its piece, the global shape divided along each split
+/// dimension by the number of shards. Every op that names the parameter and
+/// has one ranked tensor among its operands and results (the read, the
+/// gradient buffer's read and update, the optimizer step) must have the
+/// piece's shape. A parameter ZeRO also shards (`dist.zero`) holds flat
+/// chunks instead, which that attribute's ops check.
+static LogicalResult verifyShardedSymbolUses(Operation *op,
+                                             ShardingAttr sharding, Type type) {
+  auto symbol = dyn_cast<SymbolOpInterface>(op);
+  auto global = dyn_cast_or_null<RankedTensorType>(type);
+  if (!symbol || !global || !op->getAttrOfType<TypeAttr>("type") ||
+      op->hasAttr("dist.zero") || !op->getParentOp())
+    return success();
+  MeshOp mesh = lookupMesh(op, sharding.getMesh());
+  SmallVector<int64_t> local(global.getShape());
+  for (unsigned d = 0; d < sharding.getRank(); ++d)
+    for (StringRef axis : sharding.getDimAxes(d))
+      local[d] /= *mesh.getAxisSize(axis);
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(op, op->getParentOp());
+  if (!uses)
+    return success();
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    Operation *user = use.getUser();
+    SmallVector<RankedTensorType> tensors;
+    for (Type t : llvm::concat<const Type>(user->getOperandTypes(),
+                                           user->getResultTypes()))
+      if (auto tensor = dyn_cast<RankedTensorType>(t))
+        tensors.push_back(tensor);
+    if (tensors.size() != 1 || tensors.front().getShape() == ArrayRef(local))
+      continue;
+    InFlightDiagnostic diag = user->emitOpError("uses parameter @")
+                              << symbol.getName() << " as " << tensors.front()
+                              << ", but this rank holds " << global.clone(local)
+                              << " of its " << global << " (split by "
+                              << sharding << ")";
+    diag.attachNote(op->getLoc()) << "parameter declared here";
+    return diag;
+  }
+  return success();
+}
+
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == kZeroAttrName)
+    return verifyZeroAnnotation(op, attr);
   if (attr.getName() != kShardingAttrName)
     return op->emitError("unknown dist attribute '")
            << attr.getName().getValue() << "'; expected '" << kShardingAttrName
-           << "'";
+           << "' or '" << kZeroAttrName << "'";
   // The sharded tensor is the op's `type` attribute (e.g. triax.param) or
   // its single result.
   Type type;
@@ -63,8 +131,10 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     type = typeAttr.getValue();
   else if (op->getNumResults() == 1)
     type = op->getResult(0).getType();
-  return verifyShardingAnnotation(op, attr, type,
-                                  [&] { return op->emitOpError(); });
+  if (failed(verifyShardingAnnotation(op, attr, type,
+                                      [&] { return op->emitOpError(); })))
+    return failure();
+  return verifyShardedSymbolUses(op, cast<ShardingAttr>(attr.getValue()), type);
 }
 
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,

@@ -253,5 +253,72 @@ LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &table) {
   return verifyGroupMember(*this, "source", getFrom(), *group);
 }
 
+//===----------------------------------------------------------------------===//
+// ZeRO's flat-chunk collectives
+//===----------------------------------------------------------------------===//
+
+/// A whole tensor and its flat chunk over a group of `group`: the chunk has
+/// ceil(numel / group) elements of the same type.
+static LogicalResult verifyChunk(Operation *op, RankedTensorType whole,
+                                 RankedTensorType chunk, int64_t group) {
+  if (!whole.hasStaticShape() || !chunk.hasStaticShape())
+    return op->emitOpError("needs static shapes, got ")
+           << whole << " and " << chunk;
+  if (whole.getElementType() != chunk.getElementType())
+    return op->emitOpError("element types differ: ")
+           << whole << " and " << chunk;
+  int64_t expected = (whole.getNumElements() + group - 1) / group;
+  if (chunk.getNumElements() != expected)
+    return op->emitOpError("chunk ")
+           << chunk << " must have ceil(" << whole.getNumElements() << " / "
+           << group << ") = " << expected << " elements";
+  return success();
+}
+
+#define DEFINE_VERIFY_GROUP(OP)                                                \
+  FailureOr<int64_t> OP::verifyGroup(SymbolTableCollection &symbolTable) {     \
+    return verifyCollectiveGroup(*this, getMeshAttr(), getAxes(),              \
+                                 symbolTable);                                 \
+  }
+DEFINE_VERIFY_GROUP(ReduceScatterFlatOp)
+DEFINE_VERIFY_GROUP(AllGatherFlatOp)
+DEFINE_VERIFY_GROUP(AllGatherParamOp)
+#undef DEFINE_VERIFY_GROUP
+
+LogicalResult
+ReduceScatterFlatOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  return verifyChunk(*this, getInput().getType(), getType(), *group);
+}
+
+LogicalResult AllGatherFlatOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  return verifyChunk(*this, getType(), getInput().getType(), *group);
+}
+
+LogicalResult AllGatherParamOp::verifySymbolUses(SymbolTableCollection &table) {
+  if (failed(verifyGroup(table)))
+    return failure();
+  Operation *param = table.lookupNearestSymbolFrom(*this, getParamAttr());
+  if (!param)
+    return emitOpError("unknown parameter ") << getParamAttr();
+  auto zero = param->getAttrOfType<ZeroAttr>(DistDialect::kZeroAttrName);
+  if (!zero || zero.getStage() > 2)
+    return emitOpError("parameter ")
+           << getParamAttr()
+           << " must carry dist.zero with stage 1 or 2 (its whole copy is "
+              "gathered in place)";
+  if (zero.getMesh() != getMeshAttr() || zero.getAxes() != getAxes())
+    return emitOpError("gathers over ")
+           << getMeshAttr() << " " << getAxes() << " but parameter "
+           << getParamAttr() << " is sharded over " << zero.getMesh() << " "
+           << zero.getAxes();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "triax/Dialect/Dist/IR/DistOps.cpp.inc"

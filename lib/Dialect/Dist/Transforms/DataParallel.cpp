@@ -8,6 +8,7 @@
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,53 +28,9 @@ struct DataParallelPass
     : public mlir::dist::impl::DistDataParallelBase<DataParallelPass> {
   using DistDataParallelBase::DistDataParallelBase;
   void runOnOperation() override;
-
-  /// The module's mesh with the dp axis, created when there is none.
-  MeshOp getOrCreateMesh(ModuleOp module);
 };
 
 } // namespace
-
-MeshOp DataParallelPass::getOrCreateMesh(ModuleOp module) {
-  SmallVector<MeshOp> meshes = llvm::to_vector(module.getOps<MeshOp>());
-  if (meshes.size() > 1) {
-    meshes[1].emitError("dist-data-parallel: the module has ")
-        << meshes.size() << " meshes; expected at most one";
-    return nullptr;
-  }
-  if (!meshes.empty()) {
-    MeshOp mesh = meshes.front();
-    std::optional<int64_t> size = mesh.getAxisSize(dpAxis);
-    if (!size) {
-      mesh.emitError("dist-data-parallel: mesh @")
-          << mesh.getSymName() << " has no axis \"" << dpAxis.getValue()
-          << "\"";
-      return nullptr;
-    }
-    if (dp > 0 && *size != dp) {
-      mesh.emitError("dist-data-parallel: mesh @")
-          << mesh.getSymName() << " has " << dpAxis.getValue() << "=" << *size
-          << " but the pass was asked for dp=" << dp.getValue();
-      return nullptr;
-    }
-    return mesh;
-  }
-  if (dp < 1) {
-    module.emitError("dist-data-parallel: the module has no dist.mesh; give "
-                     "the size of the \"")
-        << dpAxis.getValue() << "\" axis with the pass option dp=N";
-    return nullptr;
-  }
-  if (module.lookupSymbol("mesh")) {
-    module.emitError("dist-data-parallel: cannot create @mesh: the symbol is "
-                     "taken");
-    return nullptr;
-  }
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  return MeshOp::create(b, module.getLoc(), "mesh",
-                        b.getStrArrayAttr({dpAxis.getValue()}),
-                        b.getDenseI64ArrayAttr({dp.getValue()}));
-}
 
 void DataParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
@@ -87,7 +44,8 @@ void DataParallelPass::runOnOperation() {
           << " has no @optimizer_step; run triax-autodiff first";
       return signalPassFailure();
     }
-  MeshOp mesh = getOrCreateMesh(module);
+  MeshOp mesh =
+      getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
   if (!mesh)
     return signalPassFailure();
   OpBuilder b(&getContext());

@@ -186,7 +186,20 @@ LogicalResult PositionIdsOp::verify() {
   return success();
 }
 
+/// `vocab_parallel over @mesh [axes]` names a mesh and at least one of its
+/// axes (which the lowering resolves; this dialect does not know meshes).
+static LogicalResult verifyVocabParallel(Operation *op, Attribute mesh,
+                                         ArrayAttr axes) {
+  if (bool(mesh) != bool(axes))
+    return op->emitOpError("vocab_parallel needs both the mesh and its axes");
+  if (axes && axes.empty())
+    return op->emitOpError("vocab_parallel needs at least one mesh axis");
+  return success();
+}
+
 LogicalResult EmbeddingOp::verify() {
+  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
+    return failure();
   RankedTensorType table = getTable().getType();
   if (table.getRank() != 2)
     return emitOpError("table must be [vocab, hidden], got ") << table;
@@ -199,20 +212,7 @@ LogicalResult EmbeddingOp::verify() {
   return verifyResultShape(*this, getType().getShape(), expected);
 }
 
-/// `vocab_parallel over @mesh [axes]` names a mesh and at least one of its
-/// axes (which the lowering resolves; this dialect does not know meshes).
-static LogicalResult verifyVocabParallel(Operation *op, Attribute mesh,
-                                         ArrayAttr axes) {
-  if (bool(mesh) != bool(axes))
-    return op->emitOpError("vocab_parallel needs both the mesh and its axes");
-  if (axes && axes.empty())
-    return op->emitOpError("vocab_parallel needs at least one mesh axis");
-  return success();
-}
-
 LogicalResult LinearOp::verify() {
-  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
-    return failure();
   RankedTensorType input = getInput().getType();
   RankedTensorType weight = getWeight().getType();
   if (input.getRank() < 1)
@@ -327,19 +327,6 @@ LogicalResult AttentionOp::verify() {
   return verifySameFloatElementType(*this, getOperation()->getOperands());
 }
 
-LogicalResult CrossEntropyOp::verify() {
-  RankedTensorType logits = getLogits().getType();
-  RankedTensorType targets = getTargets().getType();
-  if (logits.getRank() != targets.getRank() + 1 ||
-      !sameShape(logits.getShape().drop_back(), targets.getShape()))
-    return emitOpError("logits ")
-           << formatShape(logits.getShape()) << " must be the targets' shape "
-           << formatShape(targets.getShape()) << " plus a vocabulary dimension";
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Backward ops
 LogicalResult BiasAddOp::verify() {
   RankedTensorType input = getInput().getType(), bias = getBias().getType();
   if (input.getRank() < 1)
@@ -352,9 +339,22 @@ LogicalResult BiasAddOp::verify() {
   return verifySameFloatElementType(*this, {getInput(), getBias()});
 }
 
-//===----------------------------------------------------------------------===//
+LogicalResult CrossEntropyOp::verify() {
   if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
     return failure();
+  RankedTensorType logits = getLogits().getType();
+  RankedTensorType targets = getTargets().getType();
+  if (logits.getRank() != targets.getRank() + 1 ||
+      !sameShape(logits.getShape().drop_back(), targets.getShape()))
+    return emitOpError("logits ")
+           << formatShape(logits.getShape()) << " must be the targets' shape "
+           << formatShape(targets.getShape()) << " plus a vocabulary dimension";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
 
 /// A gradient result must have exactly the type of what it differentiates.
 static LogicalResult verifyGradType(Operation *op, StringRef what, Type grad,
@@ -393,6 +393,8 @@ LogicalResult BiasGradOp::verify() {
 }
 
 LogicalResult EmbeddingGradOp::verify() {
+  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
+    return failure();
   RankedTensorType dy = getResultGrad().getType(), table = getType();
   SmallVector<int64_t> expected(getIndices().getType().getShape());
   if (table.getRank() != 2)
@@ -406,8 +408,6 @@ LogicalResult EmbeddingGradOp::verify() {
 }
 
 LogicalResult LayerNormGradOp::verify() {
-  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
-    return failure();
   if (failed(verifyNorm(*this, getInput(), {getWeight()}, getInputGrad(),
                         getEps().convertToDouble())) ||
       failed(verifyGradType(*this, "result", getResultGrad().getType(),
@@ -446,6 +446,8 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
+    return failure();
   RankedTensorType logits = getLogits().getType();
   RankedTensorType targets = getTargets().getType();
   if (logits.getRank() != targets.getRank() + 1 ||
@@ -457,10 +459,26 @@ LogicalResult CrossEntropyGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// GlobalNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GlobalNormOp::verify() {
+  if (bool(getMesh()) != bool(getAxes()))
+    return emitOpError("a partial norm needs both the mesh and its axes");
+  if (std::optional<ArrayRef<int64_t>> replicas = getReplicas()) {
+    if (replicas->size() != getGrads().size())
+      return emitOpError("has ") << replicas->size() << " replica counts for "
+                                 << getGrads().size() << " gradients";
+    for (int64_t r : *replicas)
+      if (r < 1)
+        return emitOpError("replica count ") << r << " must be >= 1";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AdamWOp
 //===----------------------------------------------------------------------===//
-  if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
-    return failure();
 
 /// The optimizer-side ops name a parameter and carry a tensor of its shape.
 static LogicalResult verifyParamUse(Operation *op, FlatSymbolRefAttr name,

@@ -20,6 +20,7 @@
 
 #include "triax/Dialect/Triax/Transforms/Passes.h"
 
+#include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -312,10 +313,75 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
   return updated;
 }
 
+/// The group of the gradient norm when parameters are split over mesh axes
+/// (`dist.sharding`, from dist-tensor-parallel): each rank holds its pieces
+/// of the split gradients and whole copies of the others, so the squares are
+/// summed over the group of every splitting axis (`partial over`), a
+/// gradient held whole by k members of that group counting 1/k on each
+/// (`replicas`). Leaves the attributes null when nothing is split.
+static LogicalResult splitNormGroup(ModelOp model, ArrayRef<ParamGrad> params,
+                                    FlatSymbolRefAttr &meshRef, ArrayAttr &axes,
+                                    DenseI64ArrayAttr &replicas) {
+  auto shardingOf = [](ParamOp param) {
+    return param->getAttrOfType<dist::ShardingAttr>(
+        dist::DistDialect::kShardingAttrName);
+  };
+  dist::MeshOp mesh;
+  llvm::SmallSetVector<StringRef, 4> splitAxes;
+  for (auto [param, type] : params) {
+    dist::ShardingAttr sharding = shardingOf(param);
+    if (!sharding)
+      continue;
+    if (!mesh) {
+      meshRef = sharding.getMesh();
+      mesh = dist::lookupMesh(model, meshRef);
+      if (!mesh)
+        return param.emitOpError("sharding refers to unknown mesh ") << meshRef;
+    } else if (sharding.getMesh() != meshRef) {
+      return param.emitOpError("is split over mesh ")
+             << sharding.getMesh() << " but another parameter over " << meshRef
+             << "; the gradient norm needs one mesh";
+    }
+    for (unsigned d = 0; d < sharding.getRank(); ++d)
+      for (StringRef axis : sharding.getDimAxes(d))
+        splitAxes.insert(axis);
+  }
+  if (!mesh)
+    return success();
+  // The group's axes in mesh order.
+  SmallVector<StringRef> group;
+  for (Attribute name : mesh.getAxisNames())
+    if (splitAxes.contains(cast<StringAttr>(name).getValue()))
+      group.push_back(cast<StringAttr>(name).getValue());
+  SmallVector<int64_t> counts;
+  for (auto [param, type] : params) {
+    llvm::SmallSetVector<StringRef, 4> own;
+    if (dist::ShardingAttr sharding = shardingOf(param))
+      for (unsigned d = 0; d < sharding.getRank(); ++d)
+        for (StringRef axis : sharding.getDimAxes(d))
+          own.insert(axis);
+    int64_t count = 1;
+    for (StringRef axis : group)
+      if (!own.contains(axis))
+        count *= *mesh.getAxisSize(axis);
+    counts.push_back(count);
+  }
+  Builder b(model.getContext());
+  axes = b.getStrArrayAttr(group);
+  replicas = b.getDenseI64ArrayAttr(counts);
+  return success();
+}
+
 /// Builds `@optimizer_step(%lr, %step, %grad_scale) -> grad_norm`: the
 /// global norm of the (scaled) gradient buffers, the clipping factor and
 /// one AdamW update per parameter.
-static void buildOptimizerStep(ModelOp model, ArrayRef<ParamGrad> params) {
+static LogicalResult buildOptimizerStep(ModelOp model,
+                                        ArrayRef<ParamGrad> params) {
+  FlatSymbolRefAttr normMesh;
+  ArrayAttr normAxes;
+  DenseI64ArrayAttr normReplicas;
+  if (failed(splitNormGroup(model, params, normMesh, normAxes, normReplicas)))
+    return failure();
   OpBuilder b(model.getContext());
   b.setInsertionPointToEnd(&model.getBody().front());
   Location loc = model.getLoc();
@@ -334,7 +400,8 @@ static void buildOptimizerStep(ModelOp model, ArrayRef<ParamGrad> params) {
         GetGradOp::create(b, param.getLoc(), type,
                           FlatSymbolRefAttr::get(param.getSymNameAttr())));
   auto scalar = RankedTensorType::get({}, f32);
-  Value rawNorm = GlobalNormOp::create(b, loc, scalar, grads);
+  Value rawNorm = GlobalNormOp::create(b, loc, scalar, grads, normMesh,
+                                       normAxes, normReplicas);
   // The buffers hold sums over micro-batches: scale first (1/micro-batches),
   // then clip the scaled gradient: norm(s g) = s norm(g).
   Value norm = arith::MulFOp::create(
@@ -364,6 +431,7 @@ static void buildOptimizerStep(ModelOp model, ArrayRef<ParamGrad> params) {
         b.getF64FloatAttr(config.getEpsValue()), b.getF64FloatAttr(decay));
   }
   func::ReturnOp::create(b, loc, norm);
+  return success();
 }
 
 static LogicalResult buildTraining(ModelOp model) {
@@ -374,8 +442,7 @@ static LogicalResult buildTraining(ModelOp model) {
   FailureOr<SmallVector<ParamGrad>> params = buildForwardBackward(model);
   if (failed(params))
     return failure();
-  buildOptimizerStep(model, *params);
-  return success();
+  return buildOptimizerStep(model, *params);
 }
 
 namespace {

@@ -118,6 +118,9 @@
 // AD-LABEL: func.func @optimizer_step(
 // AD: triax.get_grad @wte.weight : tensor<8x8xf32>
 // AD: triax.get_grad @h.0.mlp.c_proj.weight : tensor<16x8xf32>
+// The gradient norm sums the squares over tp; a gradient every tp rank
+// holds whole (wpe, norms, row-split biases) counts once (replicas 2).
+// AD: triax.global_norm {{.*}} partial over @mesh ["tp"] replicas [1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2] :
 // AD: triax.adamw @wte.weight, %{{.*}} : tensor<8x8xf32>
 
 // EXISTING: dist.mesh @cluster <["dp"=2, "model"=2]>

@@ -26,4 +26,30 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
   }];
 }
 
+def Dist_ZeroAttr : Dist_Attr<"Zero", "zero"> {
+  let summary = "ZeRO sharding of a parameter's training state";
+  let description = [{
+    Placed by `dist-zero` on a `triax.param` as the discardable attribute
+    `dist.zero`: the parameter's training state is split over the group of
+    `axes` (normally the data-parallel axis) by ZeRO stage `stage`
+    (Rajbhandari et al., 2020):
+
+    | stage | sharded over the group | replicated |
+    |---|---|---|
+    | 1 | AdamW moments | parameter, gradient buffer |
+    | 2 | moments, gradient buffer | parameter |
+    | 3 | moments, gradient buffer, parameter | - |
+
+    A sharded buffer is a flat piece: the parameter's (per-rank) elements in
+    row-major order, padded with zeros to a multiple of the group size g,
+    split into g equal chunks of `ceil(numel / g)`; group member i holds
+    chunk i. Nothing is left replicated because it does not divide.
+  }] # "\n```mlir\ntriax.param @w : tensor<64x256xf32> init <zeros> "
+       "{dist.zero = #dist.zero<@mesh, [\"dp\"], stage = 2>}\n```\n";
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
+                        "::mlir::ArrayAttr":$axes, "int64_t":$stage);
+  let assemblyFormat = "`<` $mesh `,` $axes `,` `stage` `=` $stage `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // TRIAX_DIALECT_DIST_IR_DISTATTRS_TD

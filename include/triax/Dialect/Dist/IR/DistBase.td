@@ -32,6 +32,9 @@ def Dist_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Name of the discardable attribute carrying a tensor's sharding.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";
+    /// Name of the discardable attribute carrying a parameter's ZeRO
+    /// sharding (#dist.zero).
+    static constexpr ::llvm::StringLiteral kZeroAttrName = "dist.zero";
   }];
 }
 

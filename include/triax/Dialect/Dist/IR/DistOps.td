@@ -206,4 +206,6 @@ def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
   }];
 }
 
+include "triax/Dialect/Dist/IR/DistZeroOps.td"
+
 #endif // TRIAX_DIALECT_DIST_IR_DISTOPS_TD

@@ -553,12 +553,27 @@ def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure]> {
     ```mlir
     %n = triax.global_norm %g0, %g1 : tensor<256x64xf32>, tensor<64xf32> -> tensor<f32>
     ```
+    With `partial over @mesh [axes]` each rank holds only pieces of the
+    gradients (ZeRO chunks, tensor-parallel blocks): the sum of squares of
+    the local pieces is summed over the group of those mesh axes before the
+    square root. `replicas`, one per operand (default 1), says on how many
+    members of that group the same piece lives (a norm weight replicated
+    over "tp" has `tp` copies); its square sum is divided by that count so
+    every element is counted once.
+    ```mlir
+    %n = triax.global_norm %g0, %g1 partial over @mesh ["dp", "tp"] replicas [1, 2] : tensor<4096xf32>, tensor<32xf32> -> tensor<f32>
+    ```
   }];
-  let arguments = (ins Variadic<Triax_FloatTensor>:$grads);
+  let arguments = (ins Variadic<Triax_FloatTensor>:$grads,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes,
+                       OptionalAttr<DenseI64ArrayAttr>:$replicas);
   let results = (outs 0DTensorOf<[F32]>:$norm);
   let assemblyFormat = [{
-    $grads attr-dict `:` type($grads) `->` type($norm)
+    $grads (`partial` `over` $mesh^ $axes)? (`replicas` $replicas^)?
+    attr-dict `:` type($grads) `->` type($norm)
   }];
+  let hasVerifier = 1;
 }
 
 def Triax_AdamWOp : Triax_Op<"adamw", [

@@ -1,0 +1,22 @@
+//===- MeshAxis.h - The mesh axis a dist pass works on ----------*- C++ -*-===//
+
+#ifndef TRIAX_DIALECT_DIST_TRANSFORMS_MESHAXIS_H
+#define TRIAX_DIALECT_DIST_TRANSFORMS_MESHAXIS_H
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::dist {
+
+/// The module's mesh with axis `axis`, for pass `pass` (the prefix of its
+/// errors). An existing mesh is used as it is: it must have the axis, and
+/// `size`, when > 0, must equal the axis's size. Without a mesh, one
+/// `dist.mesh @mesh <[axis=size]>` is created (size must be > 0). Emits an
+/// error and returns null otherwise (also for several meshes).
+MeshOp getOrCreateMeshAxis(ModuleOp module, StringRef pass, StringRef axis,
+                           int64_t size);
+
+} // namespace mlir::dist
+
+#endif // TRIAX_DIALECT_DIST_TRANSFORMS_MESHAXIS_H

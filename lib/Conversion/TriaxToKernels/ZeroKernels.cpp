@@ -1,0 +1,98 @@
+//===- ZeroKernels.cpp - ZeRO's flat-chunk collectives to runtime calls ---===//
+//
+// dist.reduce_scatter_flat / all_gather_flat become calls of the runtime's
+// padded reduce-scatter and all-gather on contiguous buffers (RuntimeABI.h);
+// dist.all_gather_param gathers a ZeRO-1/2 parameter's updated chunks in
+// place in the runtime's parameter buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "triax/Conversion/RuntimeABI.h"
+#include "triax/Dialect/Dist/IR/Dist.h"
+
+using namespace mlir;
+using namespace mlir::triax::kernels;
+
+namespace {
+
+struct ReduceScatterFlatLowering
+    : OpConversionPattern<dist::ReduceScatterFlatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ReduceScatterFlatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().getElementType().isF32())
+      return op.emitOpError("only f32 reduce_scatter_flat is lowered yet");
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(mask))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = k.alloc(op.getType());
+    func::CallOp::create(
+        rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32, TypeRange{},
+        ValueRange{
+            k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(out),
+            k.i32(static_cast<int32_t>(op.getReduction())),
+            arith::ConstantOp::create(rewriter, op.getLoc(),
+                                      rewriter.getI64IntegerAttr(*mask))});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct AllGatherFlatLowering : OpConversionPattern<dist::AllGatherFlatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::AllGatherFlatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().getElementType().isF32())
+      return op.emitOpError("only f32 all_gather_flat is lowered yet");
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(mask))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = k.alloc(op.getType());
+    func::CallOp::create(
+        rewriter, op.getLoc(), ::triax::rt::kAllGatherF32, TypeRange{},
+        ValueRange{
+            k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(out),
+            arith::ConstantOp::create(rewriter, op.getLoc(),
+                                      rewriter.getI64IntegerAttr(*mask))});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct AllGatherParamLowering : ParamPattern<dist::AllGatherParamOp> {
+  using ParamPattern::ParamPattern;
+  LogicalResult
+  matchAndRewrite(dist::AllGatherParamOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> index = paramIndex(op, op.getParam());
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(index) || failed(mask))
+      return failure();
+    auto i64 = [&](int64_t v) {
+      return arith::ConstantOp::create(rewriter, op.getLoc(),
+                                       rewriter.getI64IntegerAttr(v));
+    };
+    func::CallOp::create(rewriter, op.getLoc(),
+                         ::triax::rt::kZeroAllGatherParam, TypeRange{},
+                         ValueRange{i64(*index), i64(*mask)});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::triax::kernels::populateZeroPatterns(TypeConverter &converter,
+                                                RewritePatternSet &patterns,
+                                                const ParamIndex &params) {
+  patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering>(
+      converter, patterns.getContext());
+  patterns.add<AllGatherParamLowering>(converter, patterns.getContext(),
+                                       params);
+}

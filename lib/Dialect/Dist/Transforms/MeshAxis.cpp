@@ -1,0 +1,49 @@
+//===- MeshAxis.cpp - The mesh axis a dist pass works on ------------------===//
+
+#include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dist;
+
+MeshOp mlir::dist::getOrCreateMeshAxis(ModuleOp module, StringRef pass,
+                                       StringRef axis, int64_t size) {
+  SmallVector<MeshOp> meshes = llvm::to_vector(module.getOps<MeshOp>());
+  if (meshes.size() > 1) {
+    meshes[1].emitError() << pass << ": the module has " << meshes.size()
+                          << " meshes; expected at most one";
+    return nullptr;
+  }
+  if (!meshes.empty()) {
+    MeshOp mesh = meshes.front();
+    std::optional<int64_t> have = mesh.getAxisSize(axis);
+    if (!have) {
+      mesh.emitError() << pass << ": mesh @" << mesh.getSymName()
+                       << " has no axis \"" << axis << "\"";
+      return nullptr;
+    }
+    if (size > 0 && *have != size) {
+      mesh.emitError() << pass << ": mesh @" << mesh.getSymName() << " has "
+                       << axis << "=" << *have << " but the pass was asked for "
+                       << axis << "=" << size;
+      return nullptr;
+    }
+    return mesh;
+  }
+  if (size < 1) {
+    module.emitError() << pass
+                       << ": the module has no dist.mesh; give the size of "
+                          "the \""
+                       << axis << "\" axis with the pass option " << axis
+                       << "=N";
+    return nullptr;
+  }
+  if (module.lookupSymbol("mesh")) {
+    module.emitError() << pass << ": cannot create @mesh: the symbol is taken";
+    return nullptr;
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  return MeshOp::create(b, module.getLoc(), "mesh", b.getStrArrayAttr({axis}),
+                        b.getDenseI64ArrayAttr({size}));
+}

@@ -1,0 +1,185 @@
+//===- Zero.cpp - ZeRO stages 1, 2 and 3 over the dp axis -----------------===//
+//
+// dist-zero{stage}: shards the training state of every parameter over the
+// data-parallel axis (see Passes.td for the IR before and after).
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Dist/Transforms/Passes.h"
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_DISTZERO
+#include "triax/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+namespace tx = mlir::triax;
+
+namespace {
+
+struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
+  using DistZeroBase::DistZeroBase;
+  void runOnOperation() override;
+
+  /// Checks that `model` can be sharded (before anything changes).
+  LogicalResult check(tx::ModelOp model);
+  void shard(tx::ModelOp model, MeshOp mesh);
+
+  int64_t group = 1; // size of the dp axis
+  ArrayAttr axes;    // ["dp"]
+  FlatSymbolRefAttr meshRef;
+};
+
+} // namespace
+
+/// The flat chunk of `type` over a group of `group`: ceil(numel / group)
+/// elements.
+static RankedTensorType chunkType(RankedTensorType type, int64_t group) {
+  return RankedTensorType::get({(type.getNumElements() + group - 1) / group},
+                               type.getElementType());
+}
+
+LogicalResult ZeroPass::check(tx::ModelOp model) {
+  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
+  auto fb = model.lookupSymbol<func::FuncOp>("forward_backward");
+  if (!step || !fb)
+    return model.emitError("dist-zero: model @")
+           << model.getSymName() << " has no @"
+           << (step ? "forward_backward" : "optimizer_step")
+           << "; run triax-autodiff first";
+  for (tx::ParamOp param : model.getParams())
+    if (param->hasAttr(DistDialect::kZeroAttrName))
+      return param.emitError("dist-zero: parameter @")
+             << param.getSymName() << " is already sharded by ZeRO";
+  // dist-data-parallel's all_reduce and ZeRO's reduce_scatter would both
+  // reduce the gradients: ZeRO replaces data parallelism's reduction.
+  WalkResult found = step.walk([&](AllReduceOp op) {
+    if (op.getInput().getDefiningOp<tx::GetGradOp>()) {
+      op.emitError("dist-zero: the gradients are already all-reduced "
+                   "(dist-data-parallel ran); ZeRO reduces them itself: run "
+                   "dist-zero instead of dist-data-parallel");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(found.wasInterrupted());
+}
+
+void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
+  OpBuilder b(&getContext());
+  auto zero = ZeroAttr::get(&getContext(), meshRef, axes, stage);
+  for (tx::ParamOp param : model.getParams())
+    param->setAttr(DistDialect::kZeroAttrName, zero);
+
+  // Stage 3: a parameter lives only as this rank's chunk; every read
+  // gathers it (forward, and again in each backward block), and the
+  // gathered copy dies after its last use.
+  if (stage >= 3) {
+    SmallVector<tx::GetParamOp> reads;
+    model.walk([&](tx::GetParamOp op) { reads.push_back(op); });
+    for (tx::GetParamOp read : reads) {
+      auto whole = cast<RankedTensorType>(read.getType());
+      read.getResult().setType(chunkType(whole, group));
+      b.setInsertionPointAfter(read);
+      auto gather = AllGatherFlatOp::create(b, read.getLoc(), whole,
+                                            read.getResult(), meshRef, axes);
+      read.getResult().replaceAllUsesExcept(gather.getResult(), gather);
+    }
+  }
+
+  // Stage 2: each micro-batch's gradient is reduce-scattered as soon as it
+  // is produced, and the gradient buffer keeps only this rank's chunk.
+  if (stage >= 2) {
+    auto fb = model.lookupSymbol<func::FuncOp>("forward_backward");
+    SmallVector<tx::AccumulateGradOp> accs;
+    fb.walk([&](tx::AccumulateGradOp op) { accs.push_back(op); });
+    for (tx::AccumulateGradOp acc : accs) {
+      Value grad = acc.getGrad();
+      auto type = cast<RankedTensorType>(grad.getType());
+      if (Operation *def = grad.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(grad.getParentBlock());
+      auto rs = ReduceScatterFlatOp::create(
+          b, acc.getLoc(), chunkType(type, group), ReductionKind::avg, grad,
+          meshRef.getValue(), axes);
+      acc.getGradMutable().assign(rs.getResult());
+    }
+  }
+
+  // The optimizer step works on chunks: the gradient's (reduce-scattered
+  // here at stage 1, already at stage 2), the moments', and the
+  // parameter's; at stages 1 and 2 the updated chunks are then gathered
+  // into every rank's whole copy.
+  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
+  SmallVector<tx::GetGradOp> reads;
+  step.walk([&](tx::GetGradOp op) { reads.push_back(op); });
+  for (tx::GetGradOp read : reads) {
+    auto type = cast<RankedTensorType>(read.getType());
+    if (stage >= 2) {
+      read.getGrad().setType(chunkType(type, group));
+      continue;
+    }
+    b.setInsertionPointAfter(read);
+    auto rs = ReduceScatterFlatOp::create(
+        b, read.getLoc(), chunkType(type, group), ReductionKind::avg,
+        read.getGrad(), meshRef.getValue(), axes);
+    read.getGrad().replaceAllUsesExcept(rs.getResult(), rs);
+  }
+  step.walk([&](tx::GlobalNormOp norm) {
+    // Chunks are disjoint over dp: add the axis to the norm's group.
+    SmallVector<Attribute> group;
+    if (ArrayAttr have = norm.getAxesAttr())
+      group.append(have.begin(), have.end());
+    group.push_back(axes[0]);
+    norm.setMeshAttr(meshRef);
+    norm.setAxesAttr(b.getArrayAttr(group));
+  });
+  if (stage <= 2) {
+    SmallVector<tx::AdamWOp> updates;
+    step.walk([&](tx::AdamWOp op) { updates.push_back(op); });
+    for (tx::AdamWOp update : updates) {
+      b.setInsertionPointAfter(update);
+      AllGatherParamOp::create(b, update.getLoc(), update.getParamAttr(),
+                               meshRef, axes);
+    }
+  }
+}
+
+void ZeroPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (stage < 1 || stage > 3) {
+    module.emitError("dist-zero: stage ")
+        << stage.getValue() << " does not exist (expected 1, 2 or 3)";
+    return signalPassFailure();
+  }
+  SmallVector<tx::ModelOp> models =
+      llvm::to_vector(module.getOps<tx::ModelOp>());
+  for (tx::ModelOp model : models)
+    if (failed(check(model)))
+      return signalPassFailure();
+  MeshOp mesh =
+      getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
+  if (!mesh)
+    return signalPassFailure();
+  group = *mesh.getAxisSize(dpAxis);
+  if (group < 2) {
+    mesh.emitError("dist-zero: ZeRO shards the training state over the \"")
+        << dpAxis.getValue() << "\" axis, which has size " << group
+        << "; it needs data parallelism (" << dpAxis.getValue() << " >= 2)";
+    return signalPassFailure();
+  }
+  OpBuilder b(&getContext());
+  axes = b.getStrArrayAttr({dpAxis.getValue()});
+  meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  for (tx::ModelOp model : models)
+    shard(model, mesh);
+}
