@@ -61,7 +61,9 @@ private:
   LogicalResult checkVocab(Operation *op, int64_t vocab) const {
     if (vocab % tp != 0)
       return op->emitOpError("dist-tensor-parallel: the vocab size ")
-             << vocab << " is not divisible by tp=" << tp;
+             << vocab << " is not divisible by tp=" << tp
+             << " (pad the vocabulary to a multiple of tp, as GPT-2's 50257 "
+                "to 50304)";
     return success();
   }
   LogicalResult checkParamUses();
