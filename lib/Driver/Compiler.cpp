@@ -132,18 +132,9 @@ FailureOr<MeshSpec> parseMeshSpec(llvm::StringRef text,
     }
     *slot = size;
   }
-  if (spec.pp > 1) {
-    errs << "triaxc: --mesh: pipeline parallelism (pp=" << spec.pp
-         << ") is not implemented yet\n";
-    return failure();
-  }
-  if (spec.tp > 1) {
-    errs << "triaxc: --mesh: tensor parallelism (tp=" << spec.tp
-         << ") is not implemented yet\n";
-    return failure();
-  }
-  if (spec.dp == 0)
-    spec.dp = 1;
+  for (int64_t *size : {&spec.dp, &spec.pp, &spec.tp})
+    if (*size == 0)
+      *size = 1;
   return spec;
 }
 } // namespace triax
@@ -227,35 +218,31 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   }
   timer.done("parse + verify");
 
-  // Autodiff unless the input already has a training step.
-  if (!models.front().lookupSymbol("train_step")) {
-    PassManager pm(&context);
-    pm.addPass(mlir::triax::createTriaxAutodiff());
-    if (failed(pm.run(*module)))
-      return 1;
-    timer.done("triax-autodiff");
+  // The parallelization (triax-parallelize): the mesh, tensor parallelism
+  // on the forward model, autodiff, then ZeRO or data parallelism on the
+  // training step. Without --mesh and --zero: autodiff alone.
+  ::triax::ParallelizeOptions plan;
+  plan.dp = mesh ? mesh->dp : 1;
+  plan.pp = mesh ? mesh->pp : 1;
+  plan.tp = mesh ? mesh->tp : 1;
+  plan.zero = options.zero;
+  std::string problem = ::triax::checkParallelizeOptions(plan);
+  if (!problem.empty()) {
+    errs << "triaxc: " << problem << "\n";
+    return 1;
   }
-  // Parallelism (--mesh), on the training step autodiff built: data
-  // parallelism averages the gradients where @optimizer_step reads them;
-  // ZeRO instead reduce-scatters them and shards the state.
-  // (dp=1 needs no collective: the descriptor's default mesh is dp=1.)
-  if (options.zero != 0) {
+  if (!models.front().lookupSymbol("forward_backward")) {
     PassManager pm(&context);
-    mlir::dist::DistZeroOptions zeroOptions;
-    zeroOptions.stage = options.zero;
-    zeroOptions.dp = mesh ? mesh->dp : 0;
-    pm.addPass(mlir::dist::createDistZero(zeroOptions));
+    ::triax::buildParallelizePipeline(pm, plan);
     if (failed(pm.run(*module)))
       return 1;
-    timer.done("dist-zero");
-  } else if (mesh && mesh->dp > 1) {
-    PassManager pm(&context);
-    mlir::dist::DistDataParallelOptions dpOptions;
-    dpOptions.dp = mesh->dp;
-    pm.addPass(mlir::dist::createDistDataParallel(dpOptions));
-    if (failed(pm.run(*module)))
-      return 1;
-    timer.done("dist-data-parallel");
+    timer.done("triax-parallelize");
+  } else if (mesh || options.zero) {
+    emitError(models.front().getLoc())
+        << "triaxc: the model is already differentiated (it has "
+           "@forward_backward); --mesh and --zero apply to a model before "
+           "triax-autodiff";
+    return 1;
   }
   if (options.emit == "mlir") {
     module->print(llvm::outs());

@@ -31,8 +31,13 @@ static int64_t findVocab(ModelOp model) {
     return vocab;
   for (Operation *user : forward.getArgument(0).getUsers()) {
     auto lookup = dyn_cast<EmbeddingOp>(user);
-    auto table = lookup ? lookup->getOperand(1).getDefiningOp<GetParamOp>()
-                        : GetParamOp();
+    if (!lookup)
+      continue;
+    // ZeRO-3 gathers the table from its chunks first.
+    Value tableValue = lookup->getOperand(1);
+    if (auto gather = tableValue.getDefiningOp<mlir::dist::AllGatherFlatOp>())
+      tableValue = gather.getInput();
+    auto table = tableValue.getDefiningOp<GetParamOp>();
     if (!table)
       continue;
     if (auto param = model.lookupSymbol<ParamOp>(table.getNameAttr()))

@@ -3,6 +3,7 @@
 #include "triax/Pipelines/Pipelines.h"
 
 #include "triax/Conversion/Passes.h"
+#include "triax/Dialect/Dist/Transforms/Passes.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -11,6 +12,54 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+
+namespace triax {
+std::string checkParallelizeOptions(const ParallelizeOptions &o) {
+  std::pair<const char *, int64_t> sizes[] = {
+      {"dp", o.dp}, {"tp", o.tp}, {"pp", o.pp}};
+  for (auto [name, size] : sizes)
+    if (size < 1)
+      return std::string(name) + "=" + std::to_string(size) +
+             " is not a size (expected >= 1)";
+  if (o.pp > 1)
+    return "pipeline parallelism (pp=" + std::to_string(o.pp) +
+           ") is not implemented yet";
+  if (o.zero < 0 || o.zero > 3)
+    return "ZeRO stage " + std::to_string(o.zero) +
+           " does not exist (expected 0, 1, 2 or 3)";
+  if (o.zero > 0 && o.dp < 2)
+    return "ZeRO shards the training state over data-parallel ranks: zero=" +
+           std::to_string(o.zero) +
+           " needs dp >= 2 (dp=" + std::to_string(o.dp) + ")";
+  return "";
+}
+} // namespace triax
+
+void ::triax::buildParallelizePipeline(OpPassManager &pm,
+                                       const ParallelizeOptions &options) {
+  // The mesh first: every dist pass below finds its axis on it, and its
+  // axis order (dp, pp, tp: tp innermost) is the rank layout.
+  mlir::dist::DistMeshOptions mesh;
+  mesh.dp = options.dp > 1 ? options.dp : 0;
+  mesh.pp = options.pp > 1 ? options.pp : 0;
+  mesh.tp = options.tp > 1 ? options.tp : 0;
+  pm.addPass(mlir::dist::createDistMesh(mesh));
+  // Tensor parallelism rewrites the forward model, before autodiff: the
+  // backward's conjugate collectives then come from the collectives' VJPs.
+  if (options.tp > 1)
+    pm.addPass(mlir::dist::createDistTensorParallel());
+  pm.addPass(mlir::triax::createTriaxAutodiff());
+  // Data parallelism works on the training step autodiff built: ZeRO
+  // reduce-scatters the gradients and shards the state; plain data
+  // parallelism all-reduces the gradients.
+  if (options.zero > 0) {
+    mlir::dist::DistZeroOptions zero;
+    zero.stage = options.zero;
+    pm.addPass(mlir::dist::createDistZero(zero));
+  } else if (options.dp > 1) {
+    pm.addPass(mlir::dist::createDistDataParallel());
+  }
+}
 
 void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
                                     const LowerCPUOptions &options) {
@@ -54,7 +103,34 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+/// triax-parallelize as a registered pipeline: its options are checked
+/// first, so a plan that cannot be built is an error, not a silent change.
+static LogicalResult buildCheckedParallelizePipeline(
+    OpPassManager &pm, const ::triax::ParallelizeOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  std::string problem = ::triax::checkParallelizeOptions(options);
+  if (!problem.empty())
+    return errorHandler("triax-parallelize: " + problem);
+  ::triax::buildParallelizePipeline(pm, options);
+  return success();
+}
+
 void ::triax::registerPipelines() {
+  registerPassPipeline(
+      "triax-parallelize",
+      "Make a model (before triax-autodiff) the per-rank training program of "
+      "a dp x pp x tp mesh: mesh, tensor parallelism, autodiff, ZeRO or data "
+      "parallelism",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        ::triax::ParallelizeOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        return buildCheckedParallelizePipeline(pm, options, errorHandler);
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(::triax::ParallelizeOptions());
+      });
   PassPipelineRegistration<::triax::LowerCPUOptions>(
       "triax-lower-cpu",
       "Lower a trained model (after triax-autodiff) to the LLVM dialect for "

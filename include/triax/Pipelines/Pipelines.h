@@ -15,6 +15,37 @@ struct LowerCPUOptions : public mlir::PassPipelineOptions<LowerCPUOptions> {
                       llvm::cl::init(false)};
 };
 
+struct ParallelizeOptions
+    : public mlir::PassPipelineOptions<ParallelizeOptions> {
+  Option<int64_t> dp{*this, "dp",
+                     llvm::cl::desc("Data-parallel ranks (the global batch is "
+                                    "split over them)"),
+                     llvm::cl::init(1)};
+  Option<int64_t> tp{*this, "tp",
+                     llvm::cl::desc("Tensor-parallel ranks (Megatron splits "
+                                    "of linears, heads and vocabulary)"),
+                     llvm::cl::init(1)};
+  Option<int64_t> pp{*this, "pp",
+                     llvm::cl::desc("Pipeline stages (not implemented yet: "
+                                    "must be 1)"),
+                     llvm::cl::init(1)};
+  Option<int64_t> zero{*this, "zero",
+                       llvm::cl::desc("ZeRO stage over dp (0: plain data "
+                                      "parallelism)"),
+                       llvm::cl::init(0)};
+};
+
+/// Checks the plan of `options` (sizes, ZeRO without dp, pp); returns a
+/// message naming the problem, or "" when it can be built.
+std::string checkParallelizeOptions(const ParallelizeOptions &options);
+
+/// Model (before triax-autodiff) -> the per-rank training program for a
+/// dp x pp x tp mesh: dist-mesh, dist-tensor-parallel, triax-autodiff, then
+/// dist-zero or dist-data-parallel. The options must pass
+/// checkParallelizeOptions.
+void buildParallelizePipeline(mlir::OpPassManager &pm,
+                              const ParallelizeOptions &options);
+
 /// Model after triax-autodiff -> LLVM dialect, for the CPU.
 void buildLowerCPUPipeline(mlir::OpPassManager &pm,
                            const LowerCPUOptions &options);

@@ -5,6 +5,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def DistMesh : Pass<"dist-mesh", "::mlir::ModuleOp"> {
+  let summary = "Declare the device mesh: dp, pp and tp, tp innermost";
+  let description = [{
+    Creates `dist.mesh @mesh` with the axes whose size is given (> 0), in
+    the order dp, pp, tp. Ranks are numbered row-major over the mesh, the
+    last axis innermost:
+
+        rank = (dp_i * pp + pp_i) * tp + tp_i
+
+    so the members of a tensor-parallel group (the most communication per
+    step) are neighbours, i.e. on one node, and a data-parallel group
+    strides over the others (Megatron-LM's layout). A module that already
+    has a mesh keeps it; every given size must equal its axis's (an error
+    names both).
+
+    `dist-mesh{dp=2 tp=2}` on a module without a mesh:
+    ```mlir
+    dist.mesh @mesh <["dp"=2, "tp"=2]>
+    ```
+  }];
+  let options = [
+    Option<"dp", "dp", "int64_t", /*default=*/"0",
+           "Size of the data-parallel axis (0: no such axis)">,
+    Option<"pp", "pp", "int64_t", /*default=*/"0",
+           "Size of the pipeline axis (0: no such axis)">,
+    Option<"tp", "tp", "int64_t", /*default=*/"0",
+           "Size of the tensor-parallel axis (0: no such axis)">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
   let summary = "Average the gradients over the data-parallel mesh axis";
   let description = [{

@@ -1,0 +1,28 @@
+// triax-parallelize: the mesh, tensor parallelism before autodiff, ZeRO or
+// data parallelism after it, from one set of options (what triaxc --mesh
+// --zero runs).
+// RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{dp=2 tp=2 zero=1})' | FileCheck %s
+// RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{dp=2})' | FileCheck %s --check-prefix=DP
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{pp=2})' 2>&1 | FileCheck %s --check-prefix=PP
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{zero=2})' 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{tp=0})' 2>&1 | FileCheck %s --check-prefix=SIZE
+
+// CHECK: dist.mesh @mesh <["dp"=2, "tp"=2]>
+// CHECK: triax.param @h.0.mlp.c_fc.weight : tensor<64x256xf32> {{.*}}dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>, dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>
+// CHECK-LABEL: func.func @forward_backward
+// CHECK: dist.copy_to_group
+// CHECK-LABEL: func.func @optimizer_step
+// CHECK: %[[G:.*]] = triax.get_grad @h.0.mlp.c_fc.weight : tensor<64x128xf32>
+// CHECK-NEXT: dist.reduce_scatter_flat avg %[[G]] over @mesh ["dp"] : tensor<64x128xf32> -> tensor<4096xf32>
+// CHECK: triax.global_norm {{.*}} partial over @mesh ["tp", "dp"] replicas [
+// CHECK: dist.all_gather_param @h.0.mlp.c_fc.weight over @mesh ["dp"]
+
+// DP: dist.mesh @mesh <["dp"=2]>
+// DP-LABEL: func.func @optimizer_step
+// DP: dist.all_reduce avg
+
+// PP: triax-parallelize: pipeline parallelism (pp=2) is not implemented yet
+// ZERO: triax-parallelize: ZeRO shards the training state over data-parallel ranks: zero=2 needs dp >= 2 (dp=1)
+// SIZE: triax-parallelize: tp=0 is not a size (expected >= 1)
+module {
+}
