@@ -160,6 +160,7 @@ DEFINE_VERIFY_GROUP(ReduceScatterOp)
 DEFINE_VERIFY_GROUP(BroadcastOp)
 DEFINE_VERIFY_GROUP(SendOp)
 DEFINE_VERIFY_GROUP(RecvOp)
+DEFINE_VERIFY_GROUP(AxisIndexOp)
 #undef DEFINE_VERIFY_GROUP
 
 /// all_gather (scale = group) and reduce_scatter (scale = 1/group): the
@@ -251,6 +252,13 @@ LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &table) {
   if (failed(group))
     return failure();
   return verifyGroupMember(*this, "source", getFrom(), *group);
+}
+
+LogicalResult AxisIndexOp::verifySymbolUses(SymbolTableCollection &table) {
+  if (getAxes().size() != 1)
+    return emitOpError("expects exactly one mesh axis, got ")
+           << getAxes().size();
+  return verifyGroup(table);
 }
 
 //===----------------------------------------------------------------------===//

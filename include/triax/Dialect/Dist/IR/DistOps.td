@@ -182,12 +182,18 @@ def Dist_SendOp : Dist_CollectiveOp<"send"> {
   let description = [{
     ```mlir
     dist.send %act over @cluster ["pp"] to 1 : tensor<4x8x64xf32>
+    dist.send %act over @cluster ["pp"] to 1 tag 6 : tensor<4x8x64xf32>
     ```
+    The optional `tag` tells apart the messages between one pair of
+    members (a pipeline schedule tags each micro-batch and direction); a
+    send matches the recv with the same tag (none matches none).
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64Attr:$to);
+                       StrArrayAttr:$axes, I64Attr:$to,
+                       OptionalAttr<I64Attr>:$tag);
   let assemblyFormat = [{
-    $input `over` $mesh $axes `to` $to attr-dict `:` type($input)
+    $input `over` $mesh $axes `to` $to (`tag` $tag^)? attr-dict `:`
+    type($input)
   }];
 }
 
@@ -196,14 +202,32 @@ def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
   let description = [{
     ```mlir
     %act = dist.recv over @cluster ["pp"] from 0 : tensor<4x8x64xf32>
+    %act6 = dist.recv over @cluster ["pp"] from 0 tag 6 : tensor<4x8x64xf32>
     ```
+    The optional `tag` is the matching send's.
   }];
   let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes,
-                       I64Attr:$from);
+                       I64Attr:$from, OptionalAttr<I64Attr>:$tag);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    `over` $mesh $axes `from` $from attr-dict `:` type($result)
+    `over` $mesh $axes `from` $from (`tag` $tag^)? attr-dict `:`
+    type($result)
   }];
+}
+
+def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure]> {
+  let summary = "This device's coordinate along one mesh axis";
+  let description = [{
+    ```mlir
+    %stage = dist.axis_index @cluster ["pp"] : index
+    ```
+    The position (0 .. size-1) of the executing device along the axis; a
+    pipeline schedule switches on it (`scf.index_switch`) to run the
+    program of its stage. It moves no data; exactly one axis.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$mesh $axes attr-dict `:` type($result)";
 }
 
 include "triax/Dialect/Dist/IR/DistZeroOps.td"

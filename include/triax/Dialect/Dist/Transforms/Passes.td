@@ -276,4 +276,154 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
+def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Pipeline parallelism: cut the blocks into stages and "
+                "schedule micro-batches (GPipe or 1F1B)";
+  let description = [{
+    Runs after `triax-autodiff` on each model's `@forward_backward` (an
+    error if a model has none). `@forward`, `@forward_backward` and
+    `@optimizer_step` are kept; the pass adds the stage functions and
+    `@pipeline_step`.
+
+    **Partition.** The forward `triax.block`s (in order) are cut into `pp`
+    contiguous stages: by `stage-layers` (e.g. `4,4,3,5`: `pp` counts
+    >= 1 summing to the number of blocks), or else by cost: each block
+    costs the FLOPs of its ops (2·M·N·K per `triax.linear`,
+    4·b·s²·h per `triax.attention`), the ops before the first block (the
+    embedding) count on stage 0 and those after the last (final norm,
+    head, loss) on the last stage, and the cut minimising the most
+    expensive stage is taken (ties: the earliest). Every other op of
+    `@forward_backward` goes with the blocks it depends on: a forward op
+    on the latest stage of its operands, a backward op (not feeding the
+    loss) on the earliest; `h.i.grad` on the stage of `h.i`. Parameters get
+    `dist.stage = S` (the stage reading them); a parameter read on several
+    stages (an embedding tied to the head) gets the first and
+    `dist.tied_stages = array<i64: ...>`, and a gradient summed from
+    several stages (`triax.add` before its `triax.accumulate_grad`) is
+    accumulated on each stage separately: the runtime must sum the tied
+    stages' buffers before the optimizer step.
+
+    **Stage functions.** For each stage s, `@stage<s>_forward` is the
+    stage's forward ops for one micro-batch. Arguments: the
+    `@forward_backward` arguments it reads (tokens on stage 0, targets on
+    the last), then the activations received from stage s-1. Results: the
+    activations sent to stage s+1 (the loss instead on the last stage),
+    then the values its backward needs (saved activations).
+    `@stage<s>_backward` is the stage's backward ops including their
+    `triax.accumulate_grad`s. Arguments: the `@forward_backward` arguments
+    it reads, the received activations it reads, the saved activations, and
+    the gradients received from stage s+1 (none on the last stage: it
+    starts from the loss). Results: the gradients sent to stage s-1 (none
+    on stage 0). Parameter reads and constants are cloned into every
+    function that uses them.
+
+    **Schedule.** `@pipeline_step(%tokens, %targets)` takes the
+    `microbatches` micro-batches of one step stacked along dimension 0
+    and returns the mean micro-batch loss on the last stage (0 elsewhere).
+    Its body is one `scf.index_switch` on `dist.axis_index @mesh ["pp"]`
+    with one case per stage, each the stage's unrolled program: the
+    micro-batch's `tensor.extract_slice` of tokens/targets, `func.call`s
+    of the stage functions and `dist.send`/`dist.recv` over `["pp"]` to
+    the neighbouring stage, tagged `2·mb` (activations, forward) or
+    `2·mb + 1` (gradients, backward) (times the number of values per
+    boundary, plus their index, when a boundary carries several).
+
+    - `gpipe`: all forwards (recv, forward, send), then all backwards in
+      the same micro-batch order.
+    - `1f1b` (PipeDream-Flush, Narayanan et al. 2021): stage s runs
+      w = min(pp-s-1, m) warm-up forwards, then m-w steady steps
+      F(w+j), B(j), then the w remaining backwards. In a steady step the
+      gradient of B(j) is received before the activation of F(w+j) is
+      sent (Megatron's send_forward_recv_backward exchange, serialised):
+      sending first would deadlock with blocking send/recv, as the next
+      stage is sending the gradient at the same time.
+
+    The idle fraction (bubble) of both is (p-1)/(m+p-1); 1F1B keeps at most
+    pp-s micro-batches' activations alive on stage s instead of m.
+
+    Errors: `pp` larger than the number of blocks; `stage-layers` with a
+    count != pp, a zero entry, or not summing to the number of blocks;
+    `microbatches` < `pp` with `1f1b`; no `@forward_backward`; a mesh
+    without the `pp-axis` axis or of another size (the mesh is found or
+    created as by `dist-data-parallel`); a value crossing more than one
+    stage boundary. The pass ends by running the `dist-verify-schedule`
+    check on the schedule it built.
+
+    After `dist-pipeline{pp=2 microbatches=2 schedule=gpipe}` (abridged):
+    ```mlir
+    dist.mesh @mesh <["pp"=2]>
+    triax.param @h.0.ln_1.weight : tensor<64xf32> init <ones> {dist.stage = 0 : i64}
+    func.func @stage0_forward(%tokens: tensor<8x64xi32>) -> (tensor<8x64x64xf32>, ...)
+    func.func @stage1_backward(...) -> tensor<8x64x64xf32>
+    func.func @pipeline_step(%tokens: tensor<16x64xi32>, %targets: tensor<16x64xi32>) -> tensor<f32> {
+      %stage = dist.axis_index @mesh ["pp"] : index
+      %loss = scf.index_switch %stage -> tensor<f32>
+      case 0 {
+        %t0 = tensor.extract_slice %tokens[0, 0] [8, 64] [1, 1] : tensor<16x64xi32> to tensor<8x64xi32>
+        %f0:11 = func.call @stage0_forward(%t0) : ...
+        dist.send %f0#0 over @mesh ["pp"] to 1 tag 0 : tensor<8x64x64xf32>
+        ...
+        %g0 = dist.recv over @mesh ["pp"] from 1 tag 1 : tensor<8x64x64xf32>
+        func.call @stage0_backward(%t0, %f0#1, ..., %g0) : ...
+        ...
+      }
+      case 1 { ... }
+      default { ... }
+      return %loss : tensor<f32>
+    }
+    ```
+
+    Not yet: executing `@pipeline_step` (the driver feeding it the
+    micro-batches, lowering `dist.axis_index`/`send`/`recv`, per-stage
+    parameter ownership in the optimizer step and in checkpoints, summing
+    tied gradients); see docs/parallelism.md.
+  }];
+  let options = [
+    Option<"pp", "pp", "int64_t", /*default=*/"0",
+           "Number of stages (size of the pp axis; 0: take it from the "
+           "module's mesh)">,
+    Option<"ppAxis", "pp-axis", "std::string", /*default=*/"\"pp\"",
+           "The mesh axis the stages are laid out along">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Micro-batches per step (each of @forward_backward's batch)">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe or 1f1b">,
+    Option<"stageLayers", "stage-layers", "std::string", /*default=*/"\"\"",
+           "Blocks per stage, comma-separated (empty: balance by FLOPs)">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def DistVerifySchedule : Pass<"dist-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "Prove that a pipeline schedule's sends and recvs match "
+                "and cannot deadlock";
+  let description = [{
+    For every `scf.index_switch` on a `dist.axis_index @mesh [axis]`, case
+    k (or the default region when there is no case k) is the program of
+    the device at coordinate k, for k in 0 .. size(axis)-1. Its
+    `dist.send`/`dist.recv` over `[axis]`, in program order, are executed
+    symbolically with blocking (rendezvous) semantics, whatever the
+    buffering of the runtime: a send to j completes only together with j's
+    recv from this device with the same tag, and the types must be equal.
+    All devices advance while some pair can; when none can and some device
+    has not finished, the schedule can deadlock and the pass fails with an
+    error at a blocked op naming the op it is blocked on (a note at it). A
+    send or recv nested in other control flow inside a case is rejected,
+    as are a peer outside the axis and a send left without a recv.
+
+    A crossed pair (stage 0 sends tag 0 then tag 2, stage 1 receives tag 2
+    then tag 0) is rejected:
+    ```
+    error: dist-verify-schedule: deadlock: stage 0 blocks in this send
+      (tag 0) to stage 1, which waits in a recv from stage 0 with tag 2
+    note: the recv stage 1 waits in
+    ```
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 #endif // TRIAX_DIALECT_DIST_TRANSFORMS_PASSES_TD

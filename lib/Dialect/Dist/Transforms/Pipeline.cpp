@@ -1,0 +1,824 @@
+//===- Pipeline.cpp - Pipeline stages, schedules and their checker --------===//
+//
+// dist-pipeline: cuts @forward_backward's blocks into pp stages, outlines
+// each stage's forward and backward for one micro-batch, and builds
+// @pipeline_step, the unrolled GPipe or 1F1B schedule of every stage.
+// dist-verify-schedule: proves that a schedule's sends and recvs match and
+// cannot deadlock. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Dist/Transforms/Passes.h"
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_DISTPIPELINE
+#define GEN_PASS_DEF_DISTVERIFYSCHEDULE
+#include "triax/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+namespace tx = mlir::triax;
+
+//===----------------------------------------------------------------------===//
+// The schedule checker
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One send or recv of a device's program.
+struct CommEvent {
+  Operation *op;
+  bool isSend;
+  int64_t peer;
+  std::optional<int64_t> tag;
+  Type type;
+};
+} // namespace
+
+/// "a send to stage 1 with tag 4".
+static std::string describe(const CommEvent &e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << (e.isSend ? "a send to stage " : "a recv from stage ") << e.peer;
+  if (e.tag)
+    os << " with tag " << *e.tag;
+  else
+    os << " without tag";
+  return s;
+}
+
+/// Checks one switch on `dist.axis_index`: see DistVerifySchedule.
+static LogicalResult verifySwitch(scf::IndexSwitchOp sw, AxisIndexOp index) {
+  MeshOp mesh;
+  for (Operation *p = sw->getParentOp(); p && !mesh; p = p->getParentOp())
+    if (p->hasTrait<OpTrait::SymbolTable>())
+      mesh = dyn_cast_or_null<MeshOp>(
+          SymbolTable::lookupSymbolIn(p, index.getMeshAttr()));
+  if (!mesh)
+    return index.emitError("dist-verify-schedule: unknown mesh ")
+           << index.getMeshAttr();
+  StringRef axis = cast<StringAttr>(index.getAxes()[0]).getValue();
+  std::optional<int64_t> size = mesh.getAxisSize(axis);
+  if (!size)
+    return index.emitError("dist-verify-schedule: mesh @")
+           << mesh.getSymName() << " has no axis \"" << axis << "\"";
+  ArrayRef<int64_t> cases = sw.getCases();
+  std::vector<std::vector<CommEvent>> programs(*size);
+  for (int64_t k = 0; k < *size; ++k) {
+    Region *region = &sw.getDefaultRegion();
+    for (auto [i, value] : llvm::enumerate(cases))
+      if (value == k)
+        region = &sw.getCaseRegions()[i];
+    std::vector<CommEvent> &events = programs[k];
+    WalkResult walk = region->walk([&](Operation *op) {
+      CommEvent e;
+      ArrayAttr axes;
+      FlatSymbolRefAttr meshRef;
+      if (auto send = dyn_cast<SendOp>(op)) {
+        e = {op, true, int64_t(send.getTo()), send.getTag(),
+             send.getInput().getType()};
+        axes = send.getAxes();
+        meshRef = send.getMeshAttr();
+      } else if (auto recv = dyn_cast<RecvOp>(op)) {
+        e = {op, false, int64_t(recv.getFrom()), recv.getTag(), recv.getType()};
+        axes = recv.getAxes();
+        meshRef = recv.getMeshAttr();
+      } else {
+        return WalkResult::advance();
+      }
+      if (meshRef != index.getMeshAttr() || axes != index.getAxes())
+        return WalkResult::advance();
+      if (op->getParentRegion() != region) {
+        op->emitError("dist-verify-schedule: a send or recv nested in "
+                      "control flow inside a stage's case cannot be checked");
+        return WalkResult::interrupt();
+      }
+      if (e.peer < 0 || e.peer >= *size || e.peer == k) {
+        op->emitError("dist-verify-schedule: stage ")
+            << k << " exchanges with stage " << e.peer << ", not a peer on \""
+            << axis << "\" of size " << *size;
+        return WalkResult::interrupt();
+      }
+      events.push_back(e);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+
+  // Blocking (rendezvous) execution: a send and the recv it names complete
+  // together; run while some pair can.
+  std::vector<size_t> pc(*size, 0);
+  auto head = [&](int64_t k) -> const CommEvent * {
+    return pc[k] < programs[k].size() ? &programs[k][pc[k]] : nullptr;
+  };
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int64_t a = 0; a < *size; ++a) {
+      const CommEvent *send = head(a);
+      if (!send || !send->isSend)
+        continue;
+      const CommEvent *recv = head(send->peer);
+      if (!recv || recv->isSend || recv->peer != a || recv->tag != send->tag)
+        continue;
+      if (recv->type != send->type) {
+        InFlightDiagnostic diag =
+            send->op->emitError("dist-verify-schedule: stage ")
+            << a << " sends " << send->type << " to stage " << send->peer
+            << " but the matching recv expects " << recv->type;
+        diag.attachNote(recv->op->getLoc())
+            << "the recv of stage " << send->peer;
+        return failure();
+      }
+      ++pc[a];
+      ++pc[send->peer];
+      progress = true;
+    }
+  }
+  for (int64_t a = 0; a < *size; ++a) {
+    const CommEvent *blocked = head(a);
+    if (!blocked)
+      continue;
+    const char *what = blocked->isSend ? "send" : "recv";
+    const CommEvent *other = head(blocked->peer);
+    if (!other) {
+      blocked->op->emitError("dist-verify-schedule: stage ")
+          << a << " blocks in this " << what << " ("
+          << describe(*blocked).substr(2) << "), but stage " << blocked->peer
+          << " has finished: no matching "
+          << (blocked->isSend ? "recv" : "send");
+      return failure();
+    }
+    InFlightDiagnostic diag =
+        blocked->op->emitError("dist-verify-schedule: deadlock: stage ")
+        << a << " blocks in this " << what << " ("
+        << describe(*blocked).substr(2) << "), while stage " << blocked->peer
+        << " waits in " << describe(*other);
+    diag.attachNote(other->op->getLoc())
+        << "stage " << blocked->peer << " waits in this "
+        << (other->isSend ? "send" : "recv");
+    return failure();
+  }
+  return success();
+}
+
+static LogicalResult verifySchedules(Operation *root) {
+  bool ok = true;
+  root->walk([&](scf::IndexSwitchOp sw) {
+    auto index = sw.getArg().getDefiningOp<AxisIndexOp>();
+    if (index && index.getAxes().size() == 1 && failed(verifySwitch(sw, index)))
+      ok = false;
+  });
+  return success(ok);
+}
+
+namespace {
+struct VerifySchedulePass
+    : public mlir::dist::impl::DistVerifyScheduleBase<VerifySchedulePass> {
+  void runOnOperation() override {
+    if (failed(verifySchedules(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Partitioning
+//===----------------------------------------------------------------------===//
+
+static int64_t numElements(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  return shaped.getNumElements();
+}
+
+/// The FLOPs of `op` and the ops nested in it: 2·M·N·K per linear (M rows
+/// of K inputs and N outputs), 4·b·s²·h per attention (scores and the
+/// weighted sum over a [b, s, h] query).
+static double flopCost(Operation *root) {
+  double flops = 0;
+  root->walk([&](Operation *op) {
+    if (auto linear = dyn_cast<tx::LinearOp>(op)) {
+      auto in = cast<ShapedType>(linear.getInput().getType());
+      auto out = cast<ShapedType>(linear.getResult().getType());
+      int64_t k = in.getShape().back(), n = out.getShape().back();
+      if (n > 0)
+        flops += 2.0 * double(numElements(out) / n) * double(n) * double(k);
+    } else if (auto attention = dyn_cast<tx::AttentionOp>(op)) {
+      auto q = cast<ShapedType>(attention.getQuery().getType());
+      if (q.getRank() == 3)
+        flops += 4.0 * double(q.getDimSize(0)) * double(q.getDimSize(1)) *
+                 double(q.getDimSize(1)) * double(q.getDimSize(2));
+    }
+  });
+  return flops;
+}
+
+/// Contiguous cut of `costs` into `parts` non-empty groups minimising the
+/// most expensive group (`first`/`last` are added to the first/last group).
+static SmallVector<int64_t> balance(ArrayRef<double> costs, int64_t parts,
+                                    double first, double last) {
+  int64_t n = costs.size();
+  SmallVector<double> prefix(n + 1, 0);
+  for (int64_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + costs[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][j]: blocks [0, j) in k+1 groups; cut[k][j]: start of group k.
+  std::vector<std::vector<double>> best(parts, std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> cut(parts, std::vector<int64_t>(n + 1, 0));
+  for (int64_t j = 1; j <= n; ++j)
+    best[0][j] = prefix[j] + first + (parts == 1 ? last : 0);
+  for (int64_t k = 1; k < parts; ++k)
+    for (int64_t j = k + 1; j <= n; ++j)
+      for (int64_t i = k; i < j; ++i) {
+        double group = prefix[j] - prefix[i] + (k == parts - 1 ? last : 0);
+        double cost = std::max(best[k - 1][i], group);
+        if (cost < best[k][j]) {
+          best[k][j] = cost;
+          cut[k][j] = i;
+        }
+      }
+  SmallVector<int64_t> counts(parts);
+  int64_t end = n;
+  for (int64_t k = parts - 1; k > 0; --k) {
+    counts[k] = end - cut[k][end];
+    end = cut[k][end];
+  }
+  counts[0] = end;
+  return counts;
+}
+
+//===----------------------------------------------------------------------===//
+// dist-pipeline
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+enum Dir { Fwd = 0, Bwd = 1 };
+
+/// Where an op of @forward_backward runs: its stage (-1: a parameter read
+/// or constant, cloned into every function that uses it) and direction.
+struct Place {
+  int64_t stage = -1;
+  Dir dir = Fwd;
+};
+
+/// What one stage exchanges, in the order of first use.
+struct StageIO {
+  SmallVector<Operation *> ops[2];
+  llvm::SetVector<Value> args[2]; // @forward_backward arguments read
+  llvm::SetVector<Value> actIn;   // from stage s-1's forward
+  llvm::SetVector<Value> actInUse[2];
+  llvm::SetVector<Value> saved;  // own forward -> own backward
+  llvm::SetVector<Value> gradIn; // from stage s+1's backward
+  func::FuncOp fn[2];
+  SmallVector<Value> fnInputs[2];
+  SmallVector<Value> fnOutputs[2];
+};
+
+struct PipelinePass : public mlir::dist::impl::DistPipelineBase<PipelinePass> {
+  using DistPipelineBase::DistPipelineBase;
+  void runOnOperation() override;
+  LogicalResult pipeline(tx::ModelOp model, MeshOp mesh, int64_t stages);
+};
+
+} // namespace
+
+static bool isLeaf(Operation *op) {
+  return op->getNumOperands() == 0 && op->getNumRegions() == 0 &&
+         op->getNumResults() == 1 && isMemoryEffectFree(op);
+}
+
+/// Outlines `ops` into `name(inputs) -> outputs` at the end of `model`.
+static func::FuncOp outline(OpBuilder &b, tx::ModelOp model, StringRef name,
+                            ArrayRef<Value> inputs, ArrayRef<Operation *> ops,
+                            ArrayRef<Value> outputs, Location loc) {
+  b.setInsertionPointToEnd(&model.getBody().front());
+  auto type = b.getFunctionType(ValueRange(inputs).getTypes(),
+                                ValueRange(outputs).getTypes());
+  auto fn = func::FuncOp::create(b, loc, name, type);
+  Block *entry = fn.addEntryBlock();
+  IRMapping map;
+  for (auto [value, arg] : llvm::zip(inputs, entry->getArguments()))
+    map.map(value, arg);
+  b.setInsertionPointToEnd(entry);
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands())
+      if (!map.contains(operand))
+        if (Operation *def = operand.getDefiningOp(); def && isLeaf(def))
+          b.clone(*def, map);
+    b.clone(*op, map);
+  }
+  SmallVector<Value> results;
+  for (Value v : outputs)
+    results.push_back(map.lookup(v));
+  func::ReturnOp::create(b, loc, results);
+  return fn;
+}
+
+LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
+                                     int64_t stages) {
+  StringRef pass = getArgument();
+  auto original = model.lookupSymbol<func::FuncOp>("forward_backward");
+  for (StringRef name : {"pipeline_step", "stage0_forward"})
+    if (model.lookupSymbol(name))
+      return model.emitError() << pass << ": model @" << model.getSymName()
+                               << " already has @" << name;
+  // Work on a detached copy: tied gradients are split in it.
+  auto fb = cast<func::FuncOp>(original->clone());
+  llvm::scope_exit cleanup([&] { fb->erase(); });
+  Block &body = fb.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() != 1)
+    return original.emitError()
+           << pass << ": @forward_backward must return the loss";
+  Value loss = ret.getOperand(0);
+
+  // The forward part: everything the loss depends on.
+  llvm::DenseSet<Operation *> forward;
+  SmallVector<Operation *> worklist;
+  if (Operation *def = loss.getDefiningOp())
+    worklist.push_back(def);
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    if (!forward.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        worklist.push_back(def);
+  }
+
+  // The forward blocks, their costs, and what runs before and after them.
+  SmallVector<tx::BlockOp> blocks;
+  for (auto block : body.getOps<tx::BlockOp>())
+    if (forward.contains(block))
+      blocks.push_back(block);
+  int64_t numBlocks = blocks.size();
+  if (stages > numBlocks)
+    return model.emitError()
+           << pass << ": pp=" << stages << " stages but model @"
+           << model.getSymName() << " has " << numBlocks
+           << " blocks; every stage needs at least one";
+  SmallVector<int64_t> counts;
+  if (!stageLayers.empty()) {
+    SmallVector<StringRef> fields;
+    StringRef(stageLayers).split(fields, ',');
+    for (StringRef field : fields) {
+      int64_t count;
+      if (field.trim().getAsInteger(10, count) || count < 0)
+        return model.emitError() << pass << ": stage-layers: '" << field
+                                 << "' is not a block count";
+      if (count == 0)
+        return model.emitError()
+               << pass << ": stage-layers: every stage needs at least one "
+               << "block, got 0";
+      counts.push_back(count);
+    }
+    if (int64_t(counts.size()) != stages)
+      return model.emitError() << pass << ": stage-layers has " << counts.size()
+                               << " entries but pp=" << stages;
+    int64_t sum = 0;
+    for (int64_t c : counts)
+      sum += c;
+    if (sum != numBlocks)
+      return model.emitError() << pass << ": stage-layers sums to " << sum
+                               << " blocks but model @" << model.getSymName()
+                               << " has " << numBlocks;
+  } else {
+    SmallVector<double> costs;
+    for (tx::BlockOp block : blocks)
+      costs.push_back(flopCost(block));
+    double before = 0, after = 0;
+    bool seen = false;
+    for (Operation &op : body) {
+      if (!forward.contains(&op))
+        continue;
+      if (isa<tx::BlockOp>(op)) {
+        seen = true;
+        continue;
+      }
+      (seen ? after : before) += flopCost(&op);
+    }
+    counts = balance(costs, stages, before, after);
+  }
+  llvm::StringMap<int64_t> blockStage;
+  {
+    int64_t i = 0;
+    for (int64_t s = 0; s < stages; ++s)
+      for (int64_t c = 0; c < counts[s]; ++c, ++i)
+        blockStage[blocks[i].getName()] = s;
+  }
+
+  // Place every op.
+  llvm::DenseMap<Operation *, Place> place;
+  auto stageOf = [&](Value v) -> int64_t {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return -1;
+    auto it = place.find(def);
+    return it == place.end() ? -1 : it->second.stage;
+  };
+  auto assign = [&](Operation *op) {
+    Place p;
+    p.dir = forward.contains(op) ? Fwd : Bwd;
+    if (auto block = dyn_cast<tx::BlockOp>(op)) {
+      StringRef name = block.getName();
+      if (p.dir == Bwd)
+        name.consume_back(".grad");
+      auto it = blockStage.find(name);
+      if (it != blockStage.end()) {
+        p.stage = it->second;
+        return p;
+      }
+    }
+    int64_t stage = -1;
+    for (Value operand : op->getOperands()) {
+      int64_t s = stageOf(operand);
+      if (s < 0)
+        continue;
+      if (stage < 0)
+        stage = s;
+      else
+        stage = p.dir == Fwd ? std::max(stage, s) : std::min(stage, s);
+    }
+    p.stage = stage >= 0 ? stage : (p.dir == Fwd ? 0 : -2);
+    return p;
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (isLeaf(&op))
+      place[&op] = Place();
+    else
+      place[&op] = assign(&op);
+  }
+  // A gradient summed from several stages (a tied embedding and head) is
+  // accumulated on each of them.
+  OpBuilder b(&getContext());
+  for (auto acc : llvm::to_vector(body.getOps<tx::AccumulateGradOp>())) {
+    SmallVector<Value> summands, todo = {acc.getGrad()};
+    while (!todo.empty()) {
+      Value v = todo.pop_back_val();
+      auto add = v.getDefiningOp<tx::AddOp>();
+      if (add && stageOf(add.getLhs()) >= 0 && stageOf(add.getRhs()) >= 0 &&
+          stageOf(add.getLhs()) != stageOf(add.getRhs())) {
+        todo.push_back(add.getRhs());
+        todo.push_back(add.getLhs());
+      } else {
+        summands.push_back(v);
+      }
+    }
+    if (summands.size() < 2)
+      continue;
+    b.setInsertionPoint(acc);
+    for (Value v : summands) {
+      Operation *part = b.clone(*acc);
+      part->setOperand(0, v);
+      place[part] = Place{stageOf(v), Bwd};
+    }
+    Operation *sum = acc.getGrad().getDefiningOp();
+    place.erase(acc);
+    acc->erase();
+    // Erase the now dead sums.
+    SmallVector<Operation *> dead = {sum};
+    while (!dead.empty()) {
+      Operation *op = dead.pop_back_val();
+      if (!op || !op->use_empty() || !isa<tx::AddOp>(op))
+        continue;
+      SmallVector<Operation *> defs;
+      for (Value operand : op->getOperands())
+        defs.push_back(operand.getDefiningOp());
+      place.erase(op);
+      op->erase();
+      dead.append(defs);
+    }
+  }
+  // Backward ops that read no staged value go with their first user.
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    Place &p = place[&op];
+    if (p.stage != -2)
+      continue;
+    p.stage = stages - 1;
+    for (Operation *user : op.getUsers())
+      if (place.count(user) && place[user].stage >= 0)
+        p.stage = std::min(p.stage, place[user].stage);
+  }
+  if (place[loss.getDefiningOp()].stage != stages - 1 ||
+      place[loss.getDefiningOp()].dir != Fwd)
+    return loss.getDefiningOp()->emitError()
+           << pass << ": the loss is computed on stage "
+           << place[loss.getDefiningOp()].stage << ", not the last ("
+           << stages - 1 << ")";
+
+  // What crosses between stages.
+  std::vector<StageIO> io(stages);
+  for (Operation &op : body.without_terminator()) {
+    Place p = place[&op];
+    if (p.stage < 0)
+      continue;
+    StageIO &mine = io[p.stage];
+    mine.ops[p.dir].push_back(&op);
+    for (Value operand : op.getOperands()) {
+      if (isa<BlockArgument>(operand)) {
+        mine.args[p.dir].insert(operand);
+        continue;
+      }
+      Operation *def = operand.getDefiningOp();
+      Place q = place[def];
+      if (q.stage < 0 || (q.stage == p.stage && q.dir == p.dir))
+        continue;
+      if (q.dir == Fwd && q.stage == p.stage - 1) {
+        mine.actIn.insert(operand);
+        mine.actInUse[p.dir].insert(operand);
+      } else if (q.dir == Fwd && q.stage == p.stage && p.dir == Bwd) {
+        mine.saved.insert(operand);
+      } else if (q.dir == Bwd && q.stage == p.stage + 1 && p.dir == Bwd) {
+        mine.gradIn.insert(operand);
+      } else {
+        return op.emitError()
+               << pass << ": this op runs in the "
+               << (p.dir == Fwd ? "forward" : "backward") << " of stage "
+               << p.stage << " but reads a value of the "
+               << (q.dir == Fwd ? "forward" : "backward") << " of stage "
+               << q.stage << "; only neighbouring stages exchange values";
+      }
+    }
+  }
+
+  // Parameter ownership.
+  llvm::StringMap<std::set<int64_t>> paramStages;
+  auto noteParams = [&](Operation *root, int64_t stage) {
+    root->walk([&](Operation *op) {
+      if (auto get = dyn_cast<tx::GetParamOp>(op))
+        paramStages[get.getName()].insert(stage);
+      else if (auto acc = dyn_cast<tx::AccumulateGradOp>(op))
+        paramStages[acc.getParam()].insert(stage);
+    });
+  };
+  for (Operation &op : body.without_terminator()) {
+    Place p = place[&op];
+    if (p.stage >= 0) {
+      noteParams(&op, p.stage);
+      continue;
+    }
+    for (Operation *user : op.getUsers())
+      if (place.count(user) && place[user].stage >= 0)
+        noteParams(&op, place[user].stage);
+  }
+  for (auto param : model.getBody().front().getOps<tx::ParamOp>()) {
+    auto it = paramStages.find(param.getSymName());
+    if (it == paramStages.end())
+      continue;
+    const std::set<int64_t> &set = it->second;
+    param->setAttr("dist.stage", b.getI64IntegerAttr(*set.begin()));
+    if (set.size() > 1)
+      param->setAttr(
+          "dist.tied_stages",
+          b.getDenseI64ArrayAttr(SmallVector<int64_t>(set.begin(), set.end())));
+  }
+
+  // The stage functions.
+  Location loc = original.getLoc();
+  for (int64_t s = 0; s < stages; ++s) {
+    StageIO &mine = io[s];
+    bool last = s == stages - 1;
+    SmallVector<Value> &fin = mine.fnInputs[Fwd], &fout = mine.fnOutputs[Fwd];
+    llvm::append_range(fin, mine.args[Fwd]);
+    llvm::append_range(fin, mine.actInUse[Fwd]);
+    if (last)
+      fout.push_back(loss);
+    else
+      llvm::append_range(fout, io[s + 1].actIn);
+    llvm::append_range(fout, mine.saved);
+    mine.fn[Fwd] = outline(b, model, ("stage" + Twine(s) + "_forward").str(),
+                           fin, mine.ops[Fwd], fout, loc);
+    SmallVector<Value> &bin = mine.fnInputs[Bwd], &bout = mine.fnOutputs[Bwd];
+    llvm::append_range(bin, mine.args[Bwd]);
+    llvm::append_range(bin, mine.actInUse[Bwd]);
+    llvm::append_range(bin, mine.saved);
+    llvm::append_range(bin, mine.gradIn);
+    if (s > 0)
+      llvm::append_range(bout, io[s - 1].gradIn);
+    mine.fn[Bwd] = outline(b, model, ("stage" + Twine(s) + "_backward").str(),
+                           bin, mine.ops[Bwd], bout, loc);
+  }
+
+  // @pipeline_step.
+  int64_t m = microbatches;
+  SmallVector<Type> argTypes;
+  for (Type type : original.getArgumentTypes()) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || tensor.getRank() < 1 || tensor.isDynamicDim(0))
+      return original.emitError()
+             << pass << ": @forward_backward's arguments must be tensors "
+             << "with a static batch dimension, got " << type;
+    SmallVector<int64_t> shape(tensor.getShape());
+    shape[0] *= m;
+    argTypes.push_back(tensor.clone(shape));
+  }
+  Type lossType = loss.getType();
+  b.setInsertionPointToEnd(&model.getBody().front());
+  auto step = func::FuncOp::create(b, loc, "pipeline_step",
+                                   b.getFunctionType(argTypes, {lossType}));
+  Block *entry = step.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  MLIRContext *ctx = &getContext();
+  auto meshRef = FlatSymbolRefAttr::get(ctx, mesh.getSymName());
+  ArrayAttr axes = b.getStrArrayAttr({ppAxis.getValue()});
+  Value coordinate =
+      AxisIndexOp::create(b, loc, b.getIndexType(), meshRef, axes);
+  SmallVector<int64_t> caseValues;
+  for (int64_t s = 0; s < stages; ++s)
+    caseValues.push_back(s);
+  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{lossType}, coordinate,
+                                       caseValues, stages);
+  auto zeroLoss = [&]() -> Value {
+    auto type = cast<RankedTensorType>(lossType);
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(type,
+                               b.getFloatAttr(type.getElementType(), 0.0)));
+  };
+  {
+    Block *dflt = b.createBlock(&sw.getDefaultRegion());
+    b.setInsertionPointToEnd(dflt);
+    scf::YieldOp::create(b, loc, ValueRange{zeroLoss()});
+  }
+  int64_t width = 1;
+  for (int64_t s = 0; s < stages; ++s)
+    width = std::max<int64_t>(
+        width, std::max(io[s].actIn.size(), io[s].gradIn.size()));
+  auto tag = [&](int64_t mb, Dir dir, int64_t j) {
+    return b.getI64IntegerAttr((2 * mb + dir) * width + j);
+  };
+
+  for (int64_t s = 0; s < stages; ++s) {
+    StageIO &mine = io[s];
+    bool first = s == 0, last = s == stages - 1;
+    Block *block = b.createBlock(&sw.getCaseRegions()[s]);
+    b.setInsertionPointToEnd(block);
+    // Per micro-batch: @forward_backward value -> value in this case.
+    std::vector<IRMapping> env(m);
+    SmallVector<Value> losses;
+    auto argValue = [&](int64_t mb, Value arg) -> Value {
+      if (Value v = env[mb].lookupOrNull(arg))
+        return v;
+      auto blockArg = cast<BlockArgument>(arg);
+      Value whole = entry->getArgument(blockArg.getArgNumber());
+      auto type = cast<RankedTensorType>(arg.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes,
+          strides(type.getRank(), b.getIndexAttr(1));
+      offsets[0] = b.getIndexAttr(mb * type.getDimSize(0));
+      for (int64_t d : type.getShape())
+        sizes.push_back(b.getIndexAttr(d));
+      Value slice = tensor::ExtractSliceOp::create(b, loc, type, whole, offsets,
+                                                   sizes, strides);
+      env[mb].map(arg, slice);
+      return slice;
+    };
+    auto inputs = [&](int64_t mb, Dir dir) {
+      SmallVector<Value> values;
+      for (Value v : mine.fnInputs[dir])
+        values.push_back(isa<BlockArgument>(v) ? argValue(mb, v)
+                                               : env[mb].lookup(v));
+      return values;
+    };
+    auto forwardCompute = [&](int64_t mb) {
+      if (!first)
+        for (auto [j, v] : llvm::enumerate(mine.actIn))
+          env[mb].map(v, RecvOp::create(b, loc, v.getType(), meshRef, axes,
+                                        b.getI64IntegerAttr(s - 1),
+                                        tag(mb, Fwd, j)));
+      auto call = func::CallOp::create(b, loc, mine.fn[Fwd], inputs(mb, Fwd));
+      for (auto [v, r] : llvm::zip(mine.fnOutputs[Fwd], call.getResults()))
+        env[mb].map(v, r);
+      if (last)
+        losses.push_back(env[mb].lookup(loss));
+    };
+    auto forwardSend = [&](int64_t mb) {
+      if (!last)
+        for (auto [j, v] : llvm::enumerate(io[s + 1].actIn))
+          SendOp::create(b, loc, env[mb].lookup(v), meshRef, axes,
+                         b.getI64IntegerAttr(s + 1), tag(mb, Fwd, j));
+    };
+    auto backwardRecv = [&](int64_t mb) {
+      if (!last)
+        for (auto [j, v] : llvm::enumerate(mine.gradIn))
+          env[mb].map(v, RecvOp::create(b, loc, v.getType(), meshRef, axes,
+                                        b.getI64IntegerAttr(s + 1),
+                                        tag(mb, Bwd, j)));
+    };
+    auto backwardCompute = [&](int64_t mb) {
+      auto call = func::CallOp::create(b, loc, mine.fn[Bwd], inputs(mb, Bwd));
+      if (!first)
+        for (auto [j, r] : llvm::enumerate(call.getResults()))
+          SendOp::create(b, loc, r, meshRef, axes, b.getI64IntegerAttr(s - 1),
+                         tag(mb, Bwd, j));
+    };
+    if (schedule == "gpipe") {
+      for (int64_t mb = 0; mb < m; ++mb) {
+        forwardCompute(mb);
+        forwardSend(mb);
+      }
+      for (int64_t mb = 0; mb < m; ++mb) {
+        backwardRecv(mb);
+        backwardCompute(mb);
+      }
+    } else {
+      int64_t warmup = std::min(stages - s - 1, m);
+      for (int64_t mb = 0; mb < warmup; ++mb) {
+        forwardCompute(mb);
+        forwardSend(mb);
+      }
+      for (int64_t j = 0; j < m - warmup; ++j) {
+        // Receive B(j)'s gradient before sending F(w+j)'s activation: the
+        // next stage sends that gradient before it receives the activation.
+        forwardCompute(warmup + j);
+        backwardRecv(j);
+        forwardSend(warmup + j);
+        backwardCompute(j);
+      }
+      for (int64_t j = m - warmup; j < m; ++j) {
+        backwardRecv(j);
+        backwardCompute(j);
+      }
+    }
+    Value result;
+    if (last) {
+      result = losses.front();
+      for (Value l : llvm::drop_begin(losses))
+        result = arith::AddFOp::create(b, loc, result, l);
+      if (m > 1) {
+        auto type = cast<RankedTensorType>(lossType);
+        Value scale = arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(
+                type, b.getFloatAttr(type.getElementType(), 1.0 / m)));
+        result = arith::MulFOp::create(b, loc, result, scale);
+      }
+    } else {
+      result = zeroLoss();
+    }
+    scf::YieldOp::create(b, loc, ValueRange{result});
+  }
+  b.setInsertionPointAfter(sw);
+  func::ReturnOp::create(b, loc, sw.getResults());
+  return success();
+}
+
+void PipelinePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  StringRef pass = getArgument();
+  SmallVector<tx::ModelOp> models =
+      llvm::to_vector(module.getOps<tx::ModelOp>());
+  for (tx::ModelOp model : models)
+    if (!model.lookupSymbol<func::FuncOp>("forward_backward")) {
+      model.emitError() << pass << ": model @" << model.getSymName()
+                        << " has no @forward_backward; run triax-autodiff "
+                           "first";
+      return signalPassFailure();
+    }
+  if (schedule != "gpipe" && schedule != "1f1b") {
+    module.emitError() << pass << ": unknown schedule '" << schedule
+                       << "'; expected gpipe or 1f1b";
+    return signalPassFailure();
+  }
+  MeshOp mesh = getOrCreateMeshAxis(module, pass, ppAxis, pp.getValue());
+  if (!mesh)
+    return signalPassFailure();
+  int64_t stages = *mesh.getAxisSize(ppAxis);
+  if (microbatches < 1) {
+    module.emitError() << pass << ": microbatches must be >= 1, got "
+                       << microbatches.getValue();
+    return signalPassFailure();
+  }
+  if (schedule == "1f1b" && microbatches < stages) {
+    module.emitError() << pass << ": 1f1b needs microbatches >= pp, got "
+                       << "microbatches=" << microbatches.getValue()
+                       << " and pp=" << stages
+                       << " (use more micro-batches or gpipe)";
+    return signalPassFailure();
+  }
+  for (tx::ModelOp model : models)
+    if (failed(pipeline(model, mesh, stages)))
+      return signalPassFailure();
+  if (failed(verifySchedules(module)))
+    return signalPassFailure();
+}
