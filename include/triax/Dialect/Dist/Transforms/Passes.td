@@ -419,8 +419,9 @@ def DistVerifySchedule : Pass<"dist-verify-schedule", "::mlir::ModuleOp"> {
     then tag 0) is rejected:
     ```
     error: dist-verify-schedule: deadlock: stage 0 blocks in this send
-      (tag 0) to stage 1, which waits in a recv from stage 0 with tag 2
-    note: the recv stage 1 waits in
+      (send to stage 1 with tag 0), while stage 1 waits in a recv from
+      stage 0 with tag 2
+    note: stage 1 waits in this recv
     ```
   }];
   let dependentDialects = ["::mlir::dist::DistDialect"];
