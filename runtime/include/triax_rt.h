@@ -463,6 +463,15 @@ typedef struct {
   int64_t strides[1];
 } trx_memref_f32_1d;
 
+/* MLIR descriptor of memref<?xi64>. */
+typedef struct {
+  int64_t *allocated;
+  int64_t *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} trx_memref_i64_1d;
+
 typedef struct {
   float *allocated;
   float *aligned;
@@ -562,6 +571,18 @@ void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
                                int64_t tag, int64_t axis_mask);
 void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
                                int64_t tag, int64_t axis_mask);
+
+/* Gradient buckets (dist.all_reduce_grads): reduces the gradient buffers of
+ * the parameters in `params` (indices) over the group in place, packed
+ * into one message, when the accumulation boundary is set; otherwise does
+ * nothing. */
+void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params, int32_t op,
+                                       int64_t axis_mask);
+/* Whether the next forward_backward call is the last micro-batch of an
+ * optimizer step (the accumulation boundary). The training driver sets it
+ * before each micro-batch; it starts set, so a program that calls
+ * forward_backward once per step needs nothing. */
+void trx_set_accumulation_boundary(int last_micro_batch);
 
 /* This rank's position in the group of the mesh axes in axis_mask (0
  * without a mesh). */

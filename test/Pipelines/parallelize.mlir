@@ -6,6 +6,7 @@
 // RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{pp=2})' 2>&1 | FileCheck %s --check-prefix=PP
 // RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{zero=2})' 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{tp=0})' 2>&1 | FileCheck %s --check-prefix=SIZE
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{dp=2 sequence-parallel=true})' 2>&1 | FileCheck %s --check-prefix=SP
 
 // CHECK: dist.mesh @mesh <["dp"=2, "tp"=2]>
 // CHECK: triax.param @h.0.mlp.c_fc.weight : tensor<64x256xf32> {{.*}}dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>, dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>
@@ -18,11 +19,12 @@
 // CHECK: dist.all_gather_param @h.0.mlp.c_fc.weight over @mesh ["dp"]
 
 // DP: dist.mesh @mesh <["dp"=2]>
-// DP-LABEL: func.func @optimizer_step
-// DP: dist.all_reduce avg
+// DP-LABEL: func.func @forward_backward
+// DP: dist.all_reduce_grads avg
 
 // PP: triax-parallelize: pipeline parallelism (pp=2) is not implemented yet
 // ZERO: triax-parallelize: ZeRO shards the training state over data-parallel ranks: zero=2 needs dp >= 2 (dp=1)
 // SIZE: triax-parallelize: tp=0 is not a size (expected >= 1)
+// SP: triax-parallelize: sequence parallelism splits the sequence over tensor-parallel ranks: sequence-parallel needs tp >= 2 (tp=1)
 module {
 }

@@ -54,6 +54,11 @@ constexpr llvm::StringLiteral kAllGatherF32 = "trx_all_gather_f32";
 constexpr llvm::StringLiteral kStateChunk = "trx_state_chunk";
 constexpr llvm::StringLiteral kZeroAllGatherParam = "trx_zero_all_gather_param";
 
+/// A bucket of gradient buffers reduced in place as one message, at the
+/// accumulation boundary only (the runtime skips it on the other
+/// micro-batches): (memref<?xi64> param_indices, i32 op, i64 axis_mask).
+constexpr llvm::StringLiteral kAllReduceGrads = "trx_all_reduce_grads";
+
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {

@@ -196,6 +196,8 @@ void declareRuntimeFunctions(ModuleOp module) {
           b.getFunctionType({flat, flat, i32, i64}, {}));
   declare(::triax::rt::kAllGatherF32, b.getFunctionType({flat, flat, i64}, {}));
   declare(::triax::rt::kStateChunk, b.getFunctionType({i32, i64}, {flat}));
+  declare(::triax::rt::kAllReduceGrads,
+          b.getFunctionType({MemRefType::get({dyn}, i64), i32, i64}, {}));
   if (!module.lookupSymbol(::triax::rt::kZeroAllGatherParam))
     func::FuncOp::create(b, module.getLoc(), ::triax::rt::kZeroAllGatherParam,
                          b.getFunctionType({i64, i64}, {}))

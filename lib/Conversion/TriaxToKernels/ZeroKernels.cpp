@@ -1,9 +1,10 @@
-//===- ZeroKernels.cpp - ZeRO's flat-chunk collectives to runtime calls ---===//
+//===- ZeroKernels.cpp - Collectives on chunks and state buffers ----------===//
 //
 // dist.reduce_scatter_flat / all_gather_flat become calls of the runtime's
 // padded reduce-scatter and all-gather on contiguous buffers (RuntimeABI.h);
 // dist.all_gather_param gathers a ZeRO-1/2 parameter's updated chunks in
-// place in the runtime's parameter buffer.
+// place in the runtime's parameter buffer; dist.all_reduce_grads reduces a
+// bucket of gradient buffers in one message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +87,44 @@ struct AllGatherParamLowering : ParamPattern<dist::AllGatherParamOp> {
   }
 };
 
+/// The bucket's parameter indices in a small i64 buffer, and one runtime
+/// call that packs, reduces and unpacks their gradient buffers.
+struct AllReduceGradsLowering : ParamPattern<dist::AllReduceGradsOp> {
+  using ParamPattern::ParamPattern;
+  LogicalResult
+  matchAndRewrite(dist::AllReduceGradsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(mask))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    Location loc = op.getLoc();
+    auto i64 = rewriter.getI64Type();
+    int64_t n = op.getParams().size();
+    Value indices =
+        memref::AllocOp::create(rewriter, loc, MemRefType::get({n}, i64));
+    for (auto [i, param] : llvm::enumerate(op.getParams())) {
+      FailureOr<int64_t> index =
+          paramIndex(op, cast<FlatSymbolRefAttr>(param).getValue());
+      if (failed(index))
+        return failure();
+      k.store(arith::ConstantOp::create(rewriter, loc,
+                                        rewriter.getI64IntegerAttr(*index)),
+              indices, {k.index(int64_t(i))});
+    }
+    Value view = memref::CastOp::create(
+        rewriter, loc, MemRefType::get({ShapedType::kDynamic}, i64), indices);
+    func::CallOp::create(
+        rewriter, loc, ::triax::rt::kAllReduceGrads, TypeRange{},
+        ValueRange{view, k.i32(static_cast<int32_t>(op.getReduction())),
+                   arith::ConstantOp::create(
+                       rewriter, loc, rewriter.getI64IntegerAttr(*mask))});
+    // (The conversion frees `indices` after this last use.)
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::triax::kernels::populateZeroPatterns(TypeConverter &converter,
@@ -93,6 +132,6 @@ void mlir::triax::kernels::populateZeroPatterns(TypeConverter &converter,
                                                 const ParamIndex &params) {
   patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering>(
       converter, patterns.getContext());
-  patterns.add<AllGatherParamLowering>(converter, patterns.getContext(),
-                                       params);
+  patterns.add<AllGatherParamLowering, AllReduceGradsLowering>(
+      converter, patterns.getContext(), params);
 }

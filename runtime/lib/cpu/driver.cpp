@@ -1047,6 +1047,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     for (int64_t k = 0; k < accum; ++k) {
       if (run.nextBatch() != 0)
         return 1;
+      // Gradient buckets reduce after the last micro-batch only.
+      trx_set_accumulation_boundary(k + 1 == accum);
       lossSum += double(model->forward_backward(run.inputs, run.targets));
     }
     loss = float(lossSum / double(accum));

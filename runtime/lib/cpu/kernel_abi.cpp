@@ -16,6 +16,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <climits>
 #include <cstdarg>
@@ -498,6 +499,47 @@ extern "C" void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   trx_recv(data, buf->sizes[0], int32_t(peer), axes.data(),
            int32_t(axes.size()), int32_t(tag));
+}
+
+namespace {
+bool accumulationBoundary = true;
+} // namespace
+
+extern "C" void trx_set_accumulation_boundary(int last_micro_batch) {
+  accumulationBoundary = last_micro_batch != 0;
+}
+
+extern "C" void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params,
+                                                  int32_t op,
+                                                  int64_t axis_mask) {
+  const char *fn = "trx_all_reduce_grads";
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  if (!params || params->sizes[0] < 1)
+    abortWith(fn, "no parameters in the bucket");
+  if (!accumulationBoundary)
+    return;
+  std::vector<float *> bufs;
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (int64_t i = 0; i < params->sizes[0]; ++i) {
+    int64_t index = params->aligned[params->offset + i * params->strides[0]];
+    const ParamLayout *l = nullptr;
+    bufs.push_back(stateBuffer(fn, TRX_STATE_GRAD, index, l));
+    counts.push_back(l->viewCount(TRX_STATE_GRAD));
+    total += counts.back();
+  }
+  if (bufs.size() == 1) {
+    trx_all_reduce(bufs[0], counts[0], op, axes.data(), int32_t(axes.size()));
+    return;
+  }
+  std::vector<float> packed(static_cast<size_t>(total));
+  int64_t at = 0;
+  for (size_t b = 0; b < bufs.size(); at += counts[b], ++b)
+    std::copy(bufs[b], bufs[b] + counts[b], packed.begin() + at);
+  trx_all_reduce(packed.data(), total, op, axes.data(), int32_t(axes.size()));
+  at = 0;
+  for (size_t b = 0; b < bufs.size(); at += counts[b], ++b)
+    std::copy(packed.begin() + at, packed.begin() + at + counts[b], bufs[b]);
 }
 
 extern "C" int64_t trx_group_position(int64_t axis_mask) {

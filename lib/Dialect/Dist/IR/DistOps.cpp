@@ -328,5 +328,25 @@ LogicalResult AllGatherParamOp::verifySymbolUses(SymbolTableCollection &table) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// AllReduceGradsOp
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t>
+AllReduceGradsOp::verifyGroup(SymbolTableCollection &symbolTable) {
+  return verifyCollectiveGroup(*this, getMeshAttr(), getAxes(), symbolTable);
+}
+
+LogicalResult AllReduceGradsOp::verifySymbolUses(SymbolTableCollection &table) {
+  if (failed(verifyGroup(table)))
+    return failure();
+  if (getParams().empty())
+    return emitOpError("needs at least one parameter");
+  for (Attribute param : getParams())
+    if (!table.lookupNearestSymbolFrom(*this, cast<SymbolRefAttr>(param)))
+      return emitOpError("unknown parameter ") << param;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "triax/Dialect/Dist/IR/DistOps.cpp.inc"

@@ -1,7 +1,7 @@
 //===- DataParallel.cpp - Gradient averaging over the dp axis -------------===//
 //
-// dist-data-parallel: one `dist.all_reduce avg` per gradient where
-// @optimizer_step reads the gradient buffers (see Passes.td for why there).
+// dist-data-parallel: the gradient buffers are averaged over dp in buckets,
+// each right after its last gradient is produced (see Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,34 +32,74 @@ struct DataParallelPass
 
 } // namespace
 
+/// Moves each `triax.accumulate_grad` of `fn` right after the op that
+/// produces its gradient (autodiff adds them all at the end), so a bucket
+/// can be reduced as soon as its last gradient is in its buffer.
+static void accumulateEarly(func::FuncOp fn) {
+  SmallVector<mlir::triax::AccumulateGradOp> accs;
+  fn.walk([&](mlir::triax::AccumulateGradOp op) { accs.push_back(op); });
+  // The last accumulation moved behind each producer (keeps their order).
+  llvm::DenseMap<Operation *, Operation *> tail;
+  for (mlir::triax::AccumulateGradOp acc : accs) {
+    Operation *def = acc.getGrad().getDefiningOp();
+    if (!def || def->getBlock() != acc->getBlock())
+      continue;
+    Operation *&after = tail[def];
+    acc->moveAfter(after ? after : def);
+    after = acc;
+  }
+}
+
 void DataParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<mlir::triax::ModelOp> models =
       llvm::to_vector(module.getOps<mlir::triax::ModelOp>());
   // Check every model before changing anything.
   for (mlir::triax::ModelOp model : models)
-    if (!model.lookupSymbol<func::FuncOp>("optimizer_step")) {
+    if (!model.lookupSymbol<func::FuncOp>("forward_backward")) {
       model.emitError("dist-data-parallel: model @")
           << model.getSymName()
-          << " has no @optimizer_step; run triax-autodiff first";
+          << " has no @forward_backward; run triax-autodiff first";
       return signalPassFailure();
     }
+  if (bucketMb <= 0) {
+    module.emitError("dist-data-parallel: bucket-mb must be > 0, got ")
+        << bucketMb.getValue();
+    return signalPassFailure();
+  }
   MeshOp mesh =
       getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
   if (!mesh)
     return signalPassFailure();
   OpBuilder b(&getContext());
   ArrayAttr axes = b.getStrArrayAttr({dpAxis.getValue()});
+  const double bucketBytes = bucketMb * 1024.0 * 1024.0;
   for (mlir::triax::ModelOp model : models) {
-    auto fn = model.lookupSymbol<func::FuncOp>("optimizer_step");
-    SmallVector<mlir::triax::GetGradOp> reads;
-    fn.walk([&](mlir::triax::GetGradOp op) { reads.push_back(op); });
-    for (mlir::triax::GetGradOp read : reads) {
-      b.setInsertionPointAfter(read);
-      auto avg = AllReduceOp::create(b, read.getLoc(), read.getType(),
-                                     ReductionKind::avg, read.getGrad(),
-                                     mesh.getSymName(), axes);
-      read.getGrad().replaceAllUsesExcept(avg.getResult(), avg);
+    auto fn = model.lookupSymbol<func::FuncOp>("forward_backward");
+    accumulateEarly(fn);
+    // Buckets in the order the gradients are produced (last layer first),
+    // each closed when it holds bucket-mb and reduced right after its last
+    // gradient is accumulated.
+    SmallVector<mlir::triax::AccumulateGradOp> accs;
+    fn.walk([&](mlir::triax::AccumulateGradOp op) { accs.push_back(op); });
+    SmallVector<Attribute> bucket;
+    double bytes = 0;
+    auto flush = [&](mlir::triax::AccumulateGradOp last) {
+      if (bucket.empty())
+        return;
+      b.setInsertionPointAfter(last);
+      AllReduceGradsOp::create(b, last.getLoc(), ReductionKind::avg,
+                               b.getArrayAttr(bucket), mesh.getSymName(), axes);
+      bucket.clear();
+      bytes = 0;
+    };
+    for (auto [i, acc] : llvm::enumerate(accs)) {
+      auto type = cast<RankedTensorType>(acc.getGrad().getType());
+      bucket.push_back(acc.getParamAttr());
+      bytes += double(type.getNumElements()) *
+               double(type.getElementTypeBitWidth() / 8);
+      if (i + 1 == accs.size() || bytes >= bucketBytes)
+        flush(acc);
     }
   }
 }

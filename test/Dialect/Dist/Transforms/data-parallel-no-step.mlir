@@ -2,7 +2,7 @@
 // RUN: triax-opt %s --dist-data-parallel=dp=2 -verify-diagnostics -o /dev/null
 
 // A model without a training step: the pass runs after triax-autodiff.
-// expected-error @+1 {{dist-data-parallel: model @m has no @optimizer_step; run triax-autodiff first}}
+// expected-error @+1 {{dist-data-parallel: model @m has no @forward_backward; run triax-autodiff first}}
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
   triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
   func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {

@@ -1,35 +1,38 @@
-// dist-data-parallel after triax-autodiff: a mesh with the dp axis and one
-// dist.all_reduce avg per gradient where @optimizer_step reads it, so the
-// global norm and AdamW see the averaged gradients.
+// dist-data-parallel after triax-autodiff: a mesh with the dp axis; in
+// @forward_backward each gradient is accumulated right after the op that
+// produces it, and the buffers are averaged in buckets, each right after its
+// last gradient; @optimizer_step reads the averaged buffers.
 // RUN: triax-opt %s --triax-autodiff --dist-data-parallel=dp=2 | FileCheck %s
+// Small buckets (bucket-mb = 1e-5 MiB, 10 bytes): @g (8 bytes) and @bias
+// (8) fill one, @emb (32) another, issued before the embedding's backward.
+// RUN: triax-opt %s --triax-autodiff --dist-data-parallel="dp=2 bucket-mb=0.00001" | FileCheck %s --check-prefix=SMALL
 // The same with a mesh already there (its dp axis is used, not the option).
 // RUN: sed 's/^\/\/ MESH: //' %s | triax-opt --triax-autodiff --dist-data-parallel | FileCheck %s --check-prefix=EXISTING
+// RUN: not triax-opt %s --triax-autodiff --dist-data-parallel="dp=2 bucket-mb=0" 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZERO: error: dist-data-parallel: bucket-mb must be > 0, got 0
 
 // CHECK: dist.mesh @mesh <["dp"=2]>
 // CHECK-LABEL: triax.model @m
-// The forward and backward are untouched: no collective before the step.
 // CHECK: func.func @forward_backward(
-// CHECK-NOT: dist.
+// CHECK: %{{.*}}, %[[W:.*]], %[[B:.*]] = triax.layer_norm_grad
+// CHECK-NEXT: triax.accumulate_grad @g, %[[W]] : tensor<2xf32>
+// CHECK-NEXT: triax.accumulate_grad @bias, %[[B]] : tensor<2xf32>
 // CHECK: triax.accumulate_grad @emb
-// CHECK-NOT: dist.
+// CHECK-NEXT: dist.all_reduce_grads avg [@g, @bias, @emb] over @mesh ["dp"]
+// CHECK-NEXT: return
 // CHECK: func.func @optimizer_step(
-// CHECK: %[[G0:.*]] = triax.get_grad @emb : tensor<4x2xf32>
-// CHECK-NEXT: %[[A0:.*]] = dist.all_reduce avg %[[G0]] over @mesh ["dp"] : tensor<4x2xf32>
-// CHECK: %[[G1:.*]] = triax.get_grad @g : tensor<2xf32>
-// CHECK-NEXT: %[[A1:.*]] = dist.all_reduce avg %[[G1]] over @mesh ["dp"] : tensor<2xf32>
-// CHECK: %[[G2:.*]] = triax.get_grad @bias : tensor<2xf32>
-// CHECK-NEXT: %[[A2:.*]] = dist.all_reduce avg %[[G2]] over @mesh ["dp"] : tensor<2xf32>
-// CHECK-NOT: dist.all_reduce
-// CHECK: triax.global_norm %[[A0]], %[[A1]], %[[A2]] :
-// CHECK-NOT: dist.all_reduce
-// CHECK: triax.adamw @emb, %[[A0]],
-// CHECK: triax.adamw @g, %[[A1]],
-// CHECK: triax.adamw @bias, %[[A2]],
+// CHECK-NOT: dist.
+// CHECK: return
+
+// SMALL: triax.accumulate_grad @bias
+// SMALL-NEXT: dist.all_reduce_grads avg [@g, @bias] over @mesh ["dp"]
+// SMALL-NEXT: triax.embedding_grad
+// SMALL: triax.accumulate_grad @emb
+// SMALL-NEXT: dist.all_reduce_grads avg [@emb] over @mesh ["dp"]
 
 // EXISTING: dist.mesh @cluster <["pp"=1, "dp"=4]>
 // EXISTING-NOT: dist.mesh
-// EXISTING: %[[G0:.*]] = triax.get_grad @emb
-// EXISTING-NEXT: dist.all_reduce avg %[[G0]] over @cluster ["dp"]
+// EXISTING: dist.all_reduce_grads avg [@g, @bias, @emb] over @cluster ["dp"]
 
 // MESH: dist.mesh @cluster <["pp"=1, "dp"=4]>
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip = 1.0> {

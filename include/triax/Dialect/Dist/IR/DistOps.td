@@ -231,5 +231,6 @@ def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure]> {
 }
 
 include "triax/Dialect/Dist/IR/DistZeroOps.td"
+include "triax/Dialect/Dist/IR/DistBucketOps.td"
 
 #endif // TRIAX_DIALECT_DIST_IR_DISTOPS_TD

@@ -37,7 +37,8 @@ def DistMesh : Pass<"dist-mesh", "::mlir::ModuleOp"> {
 }
 
 def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
-  let summary = "Average the gradients over the data-parallel mesh axis";
+  let summary = "Average the gradients over the data-parallel mesh axis, in "
+                "buckets overlapping the backward pass";
   let description = [{
     Data parallelism: every rank of the `dp-axis` holds the whole model and
     trains on its own share of the global batch; the gradients are averaged
@@ -48,50 +49,47 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     `dist.mesh` with the axis `dp-axis`: an existing mesh is used as it is
     (an error names the missing axis; `dp`, when given, must equal the
     axis's size), otherwise it creates `dist.mesh @mesh <["dp"=N]>` with
-    N = `dp`. In each model's `@optimizer_step` (an error if a model has
-    none) every `%g = triax.get_grad @p` gets
-    `dist.all_reduce avg %g over @mesh ["dp"]`, and every use of `%g` reads
-    the average instead: the global norm, the clipping factor and AdamW all
-    see the averaged gradient.
+    N = `dp`.
 
-    Why there: the gradient buffers sum every micro-batch of a step
-    (`@forward_backward` adds to them with `triax.accumulate_grad`, the
-    runtime zeroes them before the first micro-batch), and `@optimizer_step`
-    runs once per step after the last micro-batch. Reducing where it reads
-    them is one reduction per parameter per step, whatever the accumulation,
-    and the clipping norm is the norm of the global-batch gradient, exactly
-    as on one rank. With `grad_scale` = 1 / (micro-batches per rank), the
-    update equals the single-rank update over the global batch.
+    In `@forward_backward` each `triax.accumulate_grad` moves right after
+    the op that produces its gradient (autodiff adds them all at the end),
+    and the gradients are grouped, in the order they are produced (last
+    layer first), into buckets of `bucket-mb` MiB. After the last
+    accumulation of each bucket comes one
+    `dist.all_reduce_grads avg [@p, @q, ...] over @mesh ["dp"]`: the
+    bucket's gradient buffers packed into one message and averaged in
+    place, while the backward pass of the layers below is still to run (on
+    a GPU, on the communication stream). It reduces at the accumulation
+    boundary only — the last micro-batch of a step — so each gradient is
+    reduced once per step whatever the accumulation, and
+    `@optimizer_step` (global norm, clipping, AdamW) reads averaged
+    buffers. With `grad_scale` = 1 / (micro-batches per rank), the update
+    equals the single-rank update over the global batch.
 
-    Not yet: bucketing small gradients into one collective and issuing each
-    bucket as soon as its last gradient is produced in `@forward_backward`
-    (overlapping communication with backward compute) are a later step;
-    here every reduction waits for the whole backward pass.
-
-    Before:
+    Before (after `triax-autodiff`):
     ```mlir
-    triax.model @m config(...) {
-      triax.param @w : tensor<16x8xf32> init(normal, 0.02) decay
-      func.func @optimizer_step(%lr: f32, %step: i64, %grad_scale: f32) -> f32 {
-        %g = triax.get_grad @w : tensor<16x8xf32>
-        %norm = triax.global_norm %g : tensor<16x8xf32> -> tensor<f32>
-        ...
-        triax.adamw @w, %g, lr %lr, step %step, scale %s {...} : tensor<16x8xf32>
-      }
+    func.func @forward_backward(%tokens: ..., %targets: ...) -> tensor<f32> {
+      ...
+      %b:17 = triax.block "h.1.grad"(...) {...}
+      ...
+      %c:17 = triax.block "h.0.grad"(...) {...}
+      ...
+      triax.accumulate_grad @h.1.mlp.c_proj.weight, %b#2 : tensor<256x64xf32>
+      triax.accumulate_grad @h.0.mlp.c_proj.weight, %c#2 : tensor<256x64xf32>
+      ...
     }
     ```
-    After (`dist-data-parallel{dp=2}`):
+    After (`dist-data-parallel{dp=2 bucket-mb=0.25}`):
     ```mlir
     dist.mesh @mesh <["dp"=2]>
-    triax.model @m config(...) {
-      triax.param @w : tensor<16x8xf32> init(normal, 0.02) decay
-      func.func @optimizer_step(%lr: f32, %step: i64, %grad_scale: f32) -> f32 {
-        %g = triax.get_grad @w : tensor<16x8xf32>
-        %avg = dist.all_reduce avg %g over @mesh ["dp"] : tensor<16x8xf32>
-        %norm = triax.global_norm %avg : tensor<16x8xf32> -> tensor<f32>
-        ...
-        triax.adamw @w, %avg, lr %lr, step %step, scale %s {...} : tensor<16x8xf32>
-      }
+    func.func @forward_backward(%tokens: ..., %targets: ...) -> tensor<f32> {
+      %b:17 = triax.block "h.1.grad"(...) {...}
+      triax.accumulate_grad @h.1.ln_2.weight, %b#1 : tensor<64xf32>
+      triax.accumulate_grad @h.1.mlp.c_proj.weight, %b#2 : tensor<256x64xf32>
+      ...
+      dist.all_reduce_grads avg [@h.1.ln_2.weight, @h.1.mlp.c_proj.weight, ...] over @mesh ["dp"]
+      %c:17 = triax.block "h.0.grad"(...) {...}
+      ...
     }
     ```
   }];
@@ -100,7 +98,10 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
            "The mesh axis the batch is split over">,
     Option<"dp", "dp", "int64_t", /*default=*/"0",
            "Size of the dp axis when the pass creates the mesh (0: the "
-           "module must have a mesh already)">
+           "module must have a mesh already)">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Bucket size in MiB: gradients are reduced in messages of about "
+           "this size (PyTorch DDP's default, 25)">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
