@@ -16,6 +16,32 @@
 using namespace mlir;
 using namespace mlir::triax::kernels;
 
+/// Replaces a flat-chunk collective `op` (one f32 result) by a fresh
+/// result buffer and the runtime call `callee(input, result, [reduction,]
+/// axis mask)`.
+static LogicalResult lowerFlatCollective(Operation *op, StringRef callee,
+                                         Value input, FlatSymbolRefAttr mesh,
+                                         ArrayAttr axes,
+                                         std::optional<int32_t> reduction,
+                                         ConversionPatternRewriter &rewriter) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type.getElementType().isF32())
+    return op->emitOpError("only f32 is lowered yet");
+  FailureOr<int64_t> mask = axisMask(op, mesh, axes);
+  if (failed(mask))
+    return failure();
+  KernelBuilder k(rewriter, op->getLoc());
+  Value out = k.alloc(type);
+  SmallVector<Value> args = {k.dynamicFlat(input), k.dynamicFlat(out)};
+  if (reduction)
+    args.push_back(k.i32(*reduction));
+  args.push_back(arith::ConstantOp::create(rewriter, op->getLoc(),
+                                           rewriter.getI64IntegerAttr(*mask)));
+  func::CallOp::create(rewriter, op->getLoc(), callee, TypeRange{}, args);
+  rewriter.replaceOp(op, out);
+  return success();
+}
+
 namespace {
 
 struct ReduceScatterFlatLowering
@@ -24,22 +50,10 @@ struct ReduceScatterFlatLowering
   LogicalResult
   matchAndRewrite(dist::ReduceScatterFlatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError("only f32 reduce_scatter_flat is lowered yet");
-    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
-    if (failed(mask))
-      return failure();
-    KernelBuilder k(rewriter, op.getLoc());
-    Value out = k.alloc(op.getType());
-    func::CallOp::create(
-        rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32, TypeRange{},
-        ValueRange{
-            k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(out),
-            k.i32(static_cast<int32_t>(op.getReduction())),
-            arith::ConstantOp::create(rewriter, op.getLoc(),
-                                      rewriter.getI64IntegerAttr(*mask))});
-    rewriter.replaceOp(op, out);
-    return success();
+    return lowerFlatCollective(
+        op, ::triax::rt::kReduceScatterF32, adaptor.getInput(),
+        op.getMeshAttr(), op.getAxes(), static_cast<int32_t>(op.getReduction()),
+        rewriter);
   }
 };
 
@@ -48,21 +62,9 @@ struct AllGatherFlatLowering : OpConversionPattern<dist::AllGatherFlatOp> {
   LogicalResult
   matchAndRewrite(dist::AllGatherFlatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError("only f32 all_gather_flat is lowered yet");
-    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
-    if (failed(mask))
-      return failure();
-    KernelBuilder k(rewriter, op.getLoc());
-    Value out = k.alloc(op.getType());
-    func::CallOp::create(
-        rewriter, op.getLoc(), ::triax::rt::kAllGatherF32, TypeRange{},
-        ValueRange{
-            k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(out),
-            arith::ConstantOp::create(rewriter, op.getLoc(),
-                                      rewriter.getI64IntegerAttr(*mask))});
-    rewriter.replaceOp(op, out);
-    return success();
+    return lowerFlatCollective(op, ::triax::rt::kAllGatherF32,
+                               adaptor.getInput(), op.getMeshAttr(),
+                               op.getAxes(), std::nullopt, rewriter);
   }
 };
 
