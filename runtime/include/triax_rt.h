@@ -555,8 +555,9 @@ void trx_zero_all_gather_param(int64_t index, int64_t axis_mask);
 /* Collectives of compiled code on contiguous f32 buffers over the group of
  * the mesh axes in axis_mask (bit i = axis i):
  * reduce_scatter: `in` (n elements) is padded with zeros to g*k, k = size
- *   of `out`, n <= g*k; out = block (group position) of the reduction.
- * all_gather: out (n <= g*k elements) = the members' `in` blocks (k
+ *   of `out`, which must be ceil(n / g); out = block (group position) of the
+ *   reduction.
+ * all_gather: out (n elements, k = ceil(n / g)) = the members' `in` blocks (k
  *   elements each) concatenated in group order, cut to n.
  * broadcast: buf of every member becomes the one of group position root.
  * send/recv: to/from group position `peer`, tag 0..TRX_DIST_MAX_TAG. */
