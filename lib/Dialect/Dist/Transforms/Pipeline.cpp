@@ -593,10 +593,18 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
           b.getDenseI64ArrayAttr(SmallVector<int64_t>(set.begin(), set.end())));
   }
 
-  // The stage functions.
+  // The stage functions (the @forward_backward arguments in their order).
   Location loc = original.getLoc();
   for (int64_t s = 0; s < stages; ++s) {
     StageIO &mine = io[s];
+    for (llvm::SetVector<Value> &args : mine.args) {
+      SmallVector<Value> sorted = args.takeVector();
+      llvm::sort(sorted, [](Value a, Value b) {
+        return cast<BlockArgument>(a).getArgNumber() <
+               cast<BlockArgument>(b).getArgNumber();
+      });
+      args.insert_range(sorted);
+    }
     bool last = s == stages - 1;
     SmallVector<Value> &fin = mine.fnInputs[Fwd], &fout = mine.fnOutputs[Fwd];
     llvm::append_range(fin, mine.args[Fwd]);

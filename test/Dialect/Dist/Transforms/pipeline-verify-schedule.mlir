@@ -117,3 +117,52 @@ func.func @unmatched(%x: tensor<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A peer outside the axis.
+dist.mesh @mesh <["pp"=2]>
+func.func @peer(%x: tensor<4xf32>) {
+  %stage = dist.axis_index @mesh ["pp"] : index
+  scf.index_switch %stage
+  case 0 {
+    // expected-error @+1 {{dist-verify-schedule: stage 0 exchanges with stage 0, not a peer on "pp" of size 2}}
+    dist.send %x over @mesh ["pp"] to 0 tag 0 : tensor<4xf32>
+    scf.yield
+  }
+  default {
+  }
+  return
+}
+
+// -----
+
+// A send inside a loop of a case cannot be unrolled by the checker.
+dist.mesh @mesh <["pp"=2]>
+func.func @nested(%x: tensor<4xf32>) {
+  %stage = dist.axis_index @mesh ["pp"] : index
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1 = arith.constant 1 : index
+  scf.index_switch %stage
+  case 0 {
+    scf.for %i = %c0 to %c2 step %c1 {
+      // expected-error @+1 {{dist-verify-schedule: a send or recv nested in control flow inside a stage's case cannot be checked}}
+      dist.send %x over @mesh ["pp"] to 1 tag 0 : tensor<4xf32>
+    }
+    scf.yield
+  }
+  default {
+  }
+  return
+}
+
+// -----
+
+// dist.axis_index names exactly one axis.
+dist.mesh @mesh <["dp"=2, "pp"=2]>
+func.func @two_axes() -> index {
+  // expected-error @+1 {{'dist.axis_index' op expects exactly one mesh axis, got 2}}
+  %i = dist.axis_index @mesh ["dp", "pp"] : index
+  return %i : index
+}
