@@ -226,6 +226,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   plan.pp = mesh ? mesh->pp : 1;
   plan.tp = mesh ? mesh->tp : 1;
   plan.zero = options.zero;
+  plan.sequenceParallel = options.sequenceParallel;
   std::string problem = ::triax::checkParallelizeOptions(plan);
   if (!problem.empty()) {
     errs << "triaxc: " << problem << "\n";
@@ -237,7 +238,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     if (failed(pm.run(*module)))
       return 1;
     timer.done("triax-parallelize");
-  } else if (mesh || options.zero) {
+  } else if (mesh || options.zero || options.sequenceParallel) {
     emitError(models.front().getLoc())
         << "triaxc: the model is already differentiated (it has "
            "@forward_backward); --mesh and --zero apply to a model before "

@@ -24,6 +24,10 @@ std::string checkParallelizeOptions(const ParallelizeOptions &o) {
   if (o.pp > 1)
     return "pipeline parallelism (pp=" + std::to_string(o.pp) +
            ") is not implemented yet";
+  if (o.sequenceParallel && o.tp < 2)
+    return "sequence parallelism splits the sequence over tensor-parallel "
+           "ranks: sequence-parallel needs tp >= 2 (tp=" +
+           std::to_string(o.tp) + ")";
   if (o.zero < 0 || o.zero > 3)
     return "ZeRO stage " + std::to_string(o.zero) +
            " does not exist (expected 0, 1, 2 or 3)";
@@ -46,8 +50,11 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   pm.addPass(mlir::dist::createDistMesh(mesh));
   // Tensor parallelism rewrites the forward model, before autodiff: the
   // backward's conjugate collectives then come from the collectives' VJPs.
-  if (options.tp > 1)
-    pm.addPass(mlir::dist::createDistTensorParallel());
+  if (options.tp > 1) {
+    mlir::dist::DistTensorParallelOptions tensor;
+    tensor.sequenceParallel = options.sequenceParallel;
+    pm.addPass(mlir::dist::createDistTensorParallel(tensor));
+  }
   pm.addPass(mlir::triax::createTriaxAutodiff());
   // Data parallelism works on the training step autodiff built: ZeRO
   // reduce-scatters the gradients and shards the state; plain data

@@ -49,6 +49,12 @@ static cl::opt<int64_t>
          cl::desc("ZeRO stage over dp: 1 shards the optimizer state, 2 also "
                   "the gradients, 3 also the parameters (0: none)"),
          cl::value_desc("stage"), cl::init(0), cl::cat(category));
+static cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Megatron sequence parallelism over the tp axis of --mesh "
+             "(needs tp >= 2): the activations between the tensor-parallel "
+             "regions are split along the sequence"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> cc("cc", cl::desc("C compiler used to link"),
                                cl::init("cc"), cl::cat(category));
 
@@ -72,5 +78,6 @@ int main(int argc, char **argv) {
   options.cc = cc;
   options.mesh = mesh;
   options.zero = zero;
+  options.sequenceParallel = sequenceParallel;
   return triax::compile(options, errs());
 }

@@ -31,6 +31,8 @@ struct CompileOptions {
   std::string mesh;
   /// ZeRO stage over dp (0: plain data parallelism).
   int64_t zero = 0;
+  /// Megatron sequence parallelism over tp (needs tp >= 2 in the mesh).
+  bool sequenceParallel = false;
 };
 
 /// The axis sizes of a --mesh value (0 = not given; dp defaults to 1).

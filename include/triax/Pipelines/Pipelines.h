@@ -29,6 +29,12 @@ struct ParallelizeOptions
                      llvm::cl::desc("Pipeline stages (not implemented yet: "
                                     "must be 1)"),
                      llvm::cl::init(1)};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Megatron sequence parallelism over tp (needs tp >= 2): "
+                     "the activations between the tensor-parallel regions "
+                     "are split along the sequence"),
+      llvm::cl::init(false)};
   Option<int64_t> zero{*this, "zero",
                        llvm::cl::desc("ZeRO stage over dp (0: plain data "
                                       "parallelism)"),

@@ -1,7 +1,12 @@
 //===- CollectiveKernels.cpp - dist collectives to runtime calls ----------===//
 //
 // dist.all_reduce becomes a call of the runtime's in-place all_reduce
-// (RuntimeABI.h: trx_all_reduce_f32) on a contiguous buffer. The group is
+// (RuntimeABI.h: trx_all_reduce_f32) on a contiguous buffer;
+// dist.all_gather and dist.reduce_scatter along any dimension become the
+// runtime's flat all_gather / reduce_scatter on a buffer in group-major
+// order (packed or unpacked around the call when the dimension is not the
+// outermost non-unit one, as the sequence dimension of sequence
+// parallelism's [batch, seq, hidden] activations). The group is
 // passed as a bit mask of mesh axes, numbered in the order of the module's
 // dist.mesh: the order the model descriptor gives trx_dist_init, so the
 // compiled code and the runtime agree on which communicator is meant.
@@ -139,10 +144,129 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
   }
 };
 
+/// A tensor seen as [outer, dim, inner] around dimension `dim`: the
+/// runtime's flat collectives exchange blocks in group order, and member c's
+/// block of dimension `dim` is contiguous only when `outer` is 1.
+struct DimSplit {
+  int64_t outer = 1, inner = 1;
+  DimSplit(RankedTensorType type, int64_t dim) {
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (d < dim)
+        outer *= type.getDimSize(d);
+      else if (d > dim)
+        inner *= type.getDimSize(d);
+    }
+  }
+};
+
+/// Copies between a buffer of [outer, n * local, inner] elements (`full`,
+/// flat) and its group-major form [n, outer, local, inner] (`packed`, flat):
+/// packed[c, a, s, b] = full[a, c * local + s, b], in the direction `pack`.
+static void repack(KernelBuilder &k, Value full, Value packed, int64_t n,
+                   int64_t outer, int64_t local, int64_t inner, bool pack) {
+  Value fullFlat = k.flat(full), packedFlat = k.flat(packed);
+  k.parallel({n, outer, local, inner}, [&](KernelBuilder &k, ValueRange i) {
+    Value c = i[0], a = i[1], s = i[2], b = i[3];
+    // ((a * n + c) * local + s) * inner + b
+    Value row = k.addi(k.muli(a, k.index(n)), c);
+    Value f = k.addi(
+        k.muli(k.addi(k.muli(row, k.index(local)), s), k.index(inner)), b);
+    // ((c * outer + a) * local + s) * inner + b
+    Value blk = k.addi(k.muli(c, k.index(outer)), a);
+    Value p = k.addi(
+        k.muli(k.addi(k.muli(blk, k.index(local)), s), k.index(inner)), b);
+    if (pack)
+      k.store(k.load(fullFlat, f), packedFlat, p);
+    else
+      k.store(k.load(packedFlat, p), fullFlat, f);
+  });
+}
+
+/// reduce_scatter along `dim`: the input in group-major order (a copy
+/// unless the dimension is outermost), then the runtime's flat
+/// reduce_scatter, whose block c is member c's result in its own layout.
+struct ReduceScatterLowering : OpConversionPattern<dist::ReduceScatterOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ReduceScatterOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().getElementType().isF32())
+      return op.emitOpError("only f32 reduce_scatter is lowered to the "
+                            "runtime yet");
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(mask))
+      return failure();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t dim = op.getDim();
+    int64_t local = op.getType().getDimSize(dim);
+    int64_t n = inType.getDimSize(dim) / local;
+    DimSplit split(inType, dim);
+    KernelBuilder k(rewriter, op.getLoc());
+    Value packed = adaptor.getInput();
+    if (split.outer > 1 && n > 1) {
+      packed = k.alloc(MemRefType::get({n * split.outer * local * split.inner},
+                                       rewriter.getF32Type()));
+      repack(k, adaptor.getInput(), packed, n, split.outer, local, split.inner,
+             /*pack=*/true);
+    }
+    Value out = k.alloc(op.getType());
+    func::CallOp::create(
+        rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32, TypeRange{},
+        ValueRange{
+            k.dynamicFlat(packed), k.dynamicFlat(out),
+            k.i32(static_cast<int32_t>(op.getReduction())),
+            arith::ConstantOp::create(rewriter, op.getLoc(),
+                                      rewriter.getI64IntegerAttr(*mask))});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// all_gather along `dim`: the runtime's flat all_gather concatenates the
+/// members' buffers in group order; unpacked into the result's layout
+/// unless the dimension is outermost.
+struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::AllGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().getElementType().isF32())
+      return op.emitOpError("only f32 all_gather is lowered to the runtime "
+                            "yet");
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(mask))
+      return failure();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t dim = op.getDim();
+    int64_t local = inType.getDimSize(dim);
+    int64_t n = op.getType().getDimSize(dim) / local;
+    DimSplit split(inType, dim);
+    KernelBuilder k(rewriter, op.getLoc());
+    Value out = k.alloc(op.getType());
+    bool direct = split.outer == 1 || n == 1;
+    Value gathered =
+        direct
+            ? out
+            : k.alloc(MemRefType::get({n * split.outer * local * split.inner},
+                                      rewriter.getF32Type()));
+    func::CallOp::create(
+        rewriter, op.getLoc(), ::triax::rt::kAllGatherF32, TypeRange{},
+        ValueRange{
+            k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(gathered),
+            arith::ConstantOp::create(rewriter, op.getLoc(),
+                                      rewriter.getI64IntegerAttr(*mask))});
+    if (!direct)
+      repack(k, out, gathered, n, split.outer, local, split.inner,
+             /*pack=*/false);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::triax::kernels::populateCollectivePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AllReduceLowering, CopyToGroupLowering>(converter,
-                                                       patterns.getContext());
+  patterns.add<AllReduceLowering, CopyToGroupLowering, AllGatherLowering,
+               ReduceScatterLowering>(converter, patterns.getContext());
 }

@@ -209,11 +209,21 @@ struct PositionIdsLowering : OpConversionPattern<PositionIdsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     RankedTensorType type = op.getType();
+    // Sequence-parallel: this rank's slice starts at its group position
+    // times the local sequence length.
+    Value offset;
+    if (op.getMeshAttr()) {
+      FailureOr<int64_t> mask =
+          axisMask(op, op.getMeshAttr(), op.getAxesAttr());
+      if (failed(mask))
+        return failure();
+      offset = k.muli(groupPosition(k, *mask), k.index(type.getDimSize(1)));
+    }
     Value out = k.alloc(type);
     Type elt = type.getElementType();
     k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
-      Value pos =
-          arith::IndexCastOp::create(k.builder(), k.getLoc(), elt, ivs[1]);
+      Value s = offset ? k.addi(offset, ivs[1]) : ivs[1];
+      Value pos = arith::IndexCastOp::create(k.builder(), k.getLoc(), elt, s);
       k.store(pos, out, ivs);
     });
     rewriter.replaceOp(op, out);

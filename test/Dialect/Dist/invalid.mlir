@@ -347,7 +347,7 @@ func.func @f(%x: tensor<4x8xf32>) {
 // The name is printed as a string attribute today ('"dist.shard"'); the
 // pattern accepts it with or without the inner quotes.
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding' or 'dist.zero'}}
+  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding', 'dist.zero' or 'dist.partial_grad'}}
   %y = triax.gelu %x {dist.shard = 1 : i64} : tensor<4xf32>
   return
 }
@@ -372,6 +372,38 @@ func.func @f(%x: tensor<4xf32>) {
 // expected-error @+1 {{'func.func' op argument #0: 'dist.sharding' must be a #dist.sharding attribute, got ["dp"]}}
 func.func @f(%x: tensor<4xf32> {dist.sharding = ["dp"]}) {
   return
+}
+
+// -----
+
+// dist.partial_grad (sequence parallelism): on a parameter, naming a mesh
+// that has its axes.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'triax.gelu' op 'dist.partial_grad' belongs on a parameter (an op with a tensor 'type')}}
+  %y = triax.gelu %x {dist.partial_grad = #dist.partial_grad<@cluster, ["tp"]>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+dist.mesh @cluster <["dp"=2]>
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op partial gradient: mesh @cluster has no axis "tp"}}
+  triax.param @ln : tensor<8xf32> init <ones> {dist.partial_grad = #dist.partial_grad<@cluster, ["tp"]>}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op partial gradient refers to unknown mesh @nowhere}}
+  triax.param @ln : tensor<8xf32> init <ones> {dist.partial_grad = #dist.partial_grad<@nowhere, ["tp"]>}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{a partial gradient needs at least one mesh axis}}
+  triax.param @ln : tensor<8xf32> init <ones> {dist.partial_grad = #dist.partial_grad<@cluster, []>}
 }
 
 //===----------------------------------------------------------------------===//

@@ -59,3 +59,20 @@ triax.model @sharded config = #triax.train_config<micro_batch = 2, seq = 4> {
     return %z : tensor<f32>
   }
 }
+
+// Sequence parallelism: a replicated parameter with a partial gradient,
+// and this rank's slice of the position ids.
+// CHECK: triax.param @ln.weight : tensor<64xf32> init <ones> {dist.partial_grad = #dist.partial_grad<@cluster, ["tp"]>}
+triax.model @sp config = #triax.train_config<micro_batch = 8, seq = 64> {
+  triax.param @ln.weight : tensor<64xf32> init <ones> {dist.partial_grad = #dist.partial_grad<@cluster, ["tp"]>}
+  func.func @forward(%tokens: tensor<8x64xi32>, %targets: tensor<8x64xi32>) -> tensor<f32> {
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+}
+// CHECK-LABEL: func.func @positions
+// CHECK: triax.position_ids sequence_parallel over @cluster ["tp"] : tensor<8x32xi32>
+func.func @positions() -> tensor<8x32xi32> {
+  %p = triax.position_ids sequence_parallel over @cluster ["tp"] : tensor<8x32xi32>
+  return %p : tensor<8x32xi32>
+}

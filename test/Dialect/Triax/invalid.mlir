@@ -452,6 +452,15 @@ func.func @f() {
 
 // -----
 
+// Sequence-parallel position ids name the mesh and its axes together.
+func.func @f() {
+  // expected-error @+1 {{'triax.position_ids' op sequence_parallel needs both the mesh and its axes}}
+  %p = "triax.position_ids"() {mesh = @mesh} : () -> tensor<2x4xi32>
+  return
+}
+
+// -----
+
 // ODS: positions are i32 or i64.
 func.func @f() {
   // expected-error @+1 {{'triax.position_ids' op result #0 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2x4xf32>'}}

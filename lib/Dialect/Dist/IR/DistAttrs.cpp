@@ -127,3 +127,23 @@ LogicalResult ZeroAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   return success();
 }
+
+LogicalResult
+PartialGradAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        FlatSymbolRefAttr mesh, ArrayAttr axes) {
+  if (!mesh)
+    return emitError() << "a partial gradient needs a mesh symbol";
+  if (axes.empty())
+    return emitError() << "a partial gradient needs at least one mesh axis";
+  llvm::StringSet<> seen;
+  for (Attribute axis : axes) {
+    auto name = dyn_cast<StringAttr>(axis);
+    if (!name || name.getValue().empty())
+      return emitError() << "partial gradient axis " << axis
+                         << " is not a non-empty string";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "partial gradient axis \"" << name.getValue()
+                         << "\" is listed twice";
+  }
+  return success();
+}

@@ -116,6 +116,31 @@ static LogicalResult verifyShardedSymbolUses(Operation *op,
   return success();
 }
 
+/// Checks a `dist.partial_grad` attribute: on a parameter, naming a mesh
+/// that has its axes.
+static LogicalResult verifyPartialGradAnnotation(Operation *op,
+                                                 NamedAttribute attr) {
+  auto partial = dyn_cast<PartialGradAttr>(attr.getValue());
+  if (!partial)
+    return op->emitOpError("'")
+           << DistDialect::kPartialGradAttrName
+           << "' must be a #dist.partial_grad attribute, got "
+           << attr.getValue();
+  if (!op->getAttrOfType<TypeAttr>("type"))
+    return op->emitOpError("'")
+           << DistDialect::kPartialGradAttrName
+           << "' belongs on a parameter (an op with a tensor 'type')";
+  MeshOp mesh = lookupMesh(op, partial.getMesh());
+  if (!mesh)
+    return op->emitOpError("partial gradient refers to unknown mesh ")
+           << partial.getMesh();
+  for (Attribute axis : partial.getAxes())
+    if (!mesh.getAxisSize(cast<StringAttr>(axis).getValue()))
+      return op->emitOpError("partial gradient: mesh @")
+             << mesh.getSymName() << " has no axis " << axis;
+  return success();
+}
+
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   // Pipeline stages (dist-pipeline): `dist.stage = S` on a parameter is the
@@ -139,10 +164,13 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == kZeroAttrName)
     return verifyZeroAnnotation(op, attr);
+  if (attr.getName() == kPartialGradAttrName)
+    return verifyPartialGradAnnotation(op, attr);
   if (attr.getName() != kShardingAttrName)
     return op->emitError("unknown dist attribute '")
            << attr.getName().getValue() << "'; expected '" << kShardingAttrName
-           << "' or '" << kZeroAttrName << "'";
+           << "', '" << kZeroAttrName << "' or '" << kPartialGradAttrName
+           << "'";
   // The sharded tensor is the op's `type` attribute (e.g. triax.param) or
   // its single result.
   Type type;

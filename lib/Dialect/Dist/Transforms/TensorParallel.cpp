@@ -1,8 +1,9 @@
 //===- TensorParallel.cpp - Megatron tensor parallelism over the tp axis --===//
 //
 // dist-tensor-parallel: column/row-split linear pairs, heads split in
-// attention, vocab-parallel embedding and cross-entropy (Passes.td has the
-// rules and an example). The pass plans every split first and changes the
+// attention, vocab-parallel embedding and cross-entropy, and optionally
+// Megatron sequence parallelism between them (Passes.td has the rules and
+// an example). The pass plans every split first and changes the
 // IR only when the whole model can be split, so an error leaves the module
 // as it was.
 //
@@ -40,8 +41,8 @@ struct LinearPair {
 /// The splits planned for one model.
 class Planner {
 public:
-  Planner(tx::ModelOp model, int64_t tp, StringRef axis)
-      : model(model), tp(tp), axis(axis) {}
+  Planner(tx::ModelOp model, int64_t tp, StringRef axis, bool sequence)
+      : model(model), tp(tp), axis(axis), sequence(sequence) {}
 
   /// Finds the pairs and the vocab-parallel ops; fails with an error when
   /// something that must be split cannot be.
@@ -67,6 +68,8 @@ private:
     return success();
   }
   LogicalResult checkParamUses();
+  LogicalResult planSequence();
+  LogicalResult checkSequence(Operation *op, Value v) const;
 
   RankedTensorType localType(Type global, int64_t dim) const {
     auto type = cast<RankedTensorType>(global);
@@ -75,10 +78,12 @@ private:
     return type.clone(shape);
   }
   Value copyToGroup(OpBuilder &b, Value x, Operation *before);
+  Value gatherSequence(OpBuilder &b, Value x, Operation *before);
 
   tx::ModelOp model;
   int64_t tp;
   StringRef axis;
+  bool sequence;
   FlatSymbolRefAttr meshRef;
   ArrayAttr axes;
 
@@ -92,6 +97,14 @@ private:
   /// split parameter in a way the plan accounts for.
   llvm::MapVector<StringAttr, int64_t> splits;
   llvm::DenseSet<OpOperand *> splitUses;
+
+  /// Sequence parallelism: the values that become this rank's slice of the
+  /// sequence (retyped by apply(), in the order found), the position ids
+  /// among them, and the replicated parameters read by ops on the slice
+  /// (their gradients are partial).
+  llvm::SetVector<Value> sequenceValues;
+  SmallVector<tx::PositionIdsOp> positions;
+  llvm::SetVector<StringAttr> partialGrads;
 };
 
 } // namespace
@@ -252,7 +265,124 @@ LogicalResult Planner::plan() {
   }
   if (failed(planEmbeddings()))
     return failure();
-  return checkParamUses();
+  if (failed(checkParamUses()))
+    return failure();
+  return sequence ? planSequence() : success();
+}
+
+/// `v`, produced or read by `op`, can be split along the sequence: a
+/// [batch, seq, ...] tensor whose seq divides by tp.
+LogicalResult Planner::checkSequence(Operation *op, Value v) const {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() < 2)
+    return op->emitOpError("dist-tensor-parallel: sequence-parallel splits "
+                           "[batch, seq, ...] activations, got ")
+           << type;
+  if (type.getDimSize(1) % tp != 0)
+    return op->emitOpError("dist-tensor-parallel: sequence-parallel splits "
+                           "the sequence (dimension 1, size ")
+           << type.getDimSize(1) << ") over tp=" << tp
+           << ", which does not divide it";
+  return success();
+}
+
+/// Finds the activations between the tensor-parallel regions: from the
+/// sums of the row linears and of the vocab-parallel embeddings, and from
+/// the position ids, forward through the ops that run on any slice of the
+/// sequence (elementwise ops, norms, the position embedding, blocks), up
+/// to the inputs of the column groups and heads (where the sequence is
+/// gathered).
+LogicalResult Planner::planSequence() {
+  llvm::SmallPtrSet<Operation *, 16> gathers;
+  for (LinearPair &pair : pairs)
+    for (tx::LinearOp column : pair.columns)
+      gathers.insert(column);
+  for (auto [head, loss] : heads)
+    gathers.insert(head);
+
+  // Seeds: values the pass replaces (row results, embedding lookups) are
+  // only walked from; the position ids are retyped.
+  SmallVector<Value> worklist;
+  llvm::DenseSet<Value> seeds;
+  for (LinearPair &pair : pairs)
+    for (tx::LinearOp row : pair.rows) {
+      if (failed(checkSequence(row, row.getResult())))
+        return failure();
+      seeds.insert(row.getResult());
+      worklist.push_back(row.getResult());
+      if (Value bias = row.getBias())
+        if (auto read = bias.getDefiningOp<tx::GetParamOp>())
+          partialGrads.insert(read.getNameAttr().getAttr());
+    }
+  for (tx::EmbeddingOp lookup : embeddings) {
+    if (failed(checkSequence(lookup, lookup.getResult())))
+      return failure();
+    seeds.insert(lookup.getResult());
+    worklist.push_back(lookup.getResult());
+  }
+  model.getForward().walk(
+      [&](tx::PositionIdsOp op) { positions.push_back(op); });
+  for (tx::PositionIdsOp op : positions) {
+    if (failed(checkSequence(op, op.getResult())))
+      return failure();
+    sequenceValues.insert(op.getResult());
+    worklist.push_back(op.getResult());
+  }
+
+  SmallVector<Operation *> onSlice;
+  auto add = [&](Value v) {
+    if (sequenceValues.insert(v))
+      worklist.push_back(v);
+  };
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      unsigned index = use.getOperandNumber();
+      if (gathers.contains(user) && index == 0)
+        continue;
+      if (auto block = dyn_cast<tx::BlockOp>(user)) {
+        add(block.getBody().front().getArgument(index));
+        continue;
+      }
+      if (isa<tx::YieldOp>(user)) {
+        add(user->getParentOp()->getResult(index));
+        continue;
+      }
+      bool elementwise =
+          user->hasTrait<OpTrait::Elementwise>() && user->getNumResults() == 1;
+      bool norm = isa<tx::LayerNormOp, tx::RMSNormOp>(user) && index == 0;
+      auto lookup = dyn_cast<tx::EmbeddingOp>(user);
+      bool positional = lookup && index == 0 && !lookup.getMeshAttr();
+      if (!elementwise && !norm && !positional) {
+        return user->emitOpError("dist-tensor-parallel: sequence-parallel "
+                                 "splits operand #")
+               << index
+               << " along the sequence, but this op cannot run on a slice "
+                  "of the sequence";
+      }
+      onSlice.push_back(user);
+      add(user->getResult(0));
+    }
+  }
+  // Every activation an op on the slice reads must be on the slice too;
+  // the parameters it reads are replicated with partial gradients.
+  for (Operation *op : onSlice)
+    for (Value operand : op->getOperands()) {
+      if (auto read = operand.getDefiningOp<tx::GetParamOp>()) {
+        partialGrads.insert(read.getNameAttr().getAttr());
+        continue;
+      }
+      auto type = dyn_cast<RankedTensorType>(operand.getType());
+      if (!type || type.getRank() < 2 || sequenceValues.contains(operand) ||
+          seeds.contains(operand))
+        continue;
+      return op->emitOpError("dist-tensor-parallel: sequence-parallel: this "
+                             "op mixes the rank's slice of the sequence with "
+                             "a whole-sequence operand ")
+             << type;
+    }
+  return success();
 }
 
 LogicalResult Planner::planHeads() {
@@ -330,6 +460,17 @@ Value Planner::copyToGroup(OpBuilder &b, Value x, Operation *before) {
       .getResult();
 }
 
+/// `dist.all_gather %x ... dim 1` before `before`: the whole sequence from
+/// every rank's slice (`x` keeps its global type until apply() makes it
+/// the slice).
+Value Planner::gatherSequence(OpBuilder &b, Value x, Operation *before) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(before);
+  return AllGatherOp::create(b, before->getLoc(), x.getType(), x,
+                             meshRef.getValue(), axes, /*dim=*/1)
+      .getResult();
+}
+
 void Planner::apply(MeshOp mesh) {
   MLIRContext *ctx = model.getContext();
   OpBuilder b(ctx);
@@ -361,7 +502,8 @@ void Planner::apply(MeshOp mesh) {
     for (tx::LinearOp column : pair.columns) {
       Value &copy = copies[column.getInput()];
       if (!copy)
-        copy = copyToGroup(b, column.getInput(), column);
+        copy = sequence ? gatherSequence(b, column.getInput(), column)
+                        : copyToGroup(b, column.getInput(), column);
       column.getInputMutable().assign(copy);
       lastDimLocal(column.getResult());
     }
@@ -376,17 +518,24 @@ void Planner::apply(MeshOp mesh) {
       }
       op->getResult(0).setType(op->getOperand(0).getType());
     }
-    // Rows: partial products summed over the group, then the bias.
+    // Rows: partial products summed over the group (sequence-parallel:
+    // each rank keeps the sum of its tokens), then the bias.
     for (tx::LinearOp row : pair.rows) {
       b.setInsertionPoint(row);
       auto partial = tx::LinearOp::create(
           b, row.getLoc(), row.getType(), row.getInput(), row.getWeight(),
           Value(), row.getTransposeWeightAttr());
-      Value sum = AllReduceOp::create(b, row.getLoc(), row.getType(),
-                                      ReductionKind::sum, partial,
-                                      meshRef.getValue(), axes);
+      Value sum;
+      if (sequence)
+        sum = ReduceScatterOp::create(
+            b, row.getLoc(), localType(row.getType(), 1), ReductionKind::sum,
+            partial, meshRef.getValue(), axes, /*dim=*/1);
+      else
+        sum = AllReduceOp::create(b, row.getLoc(), row.getType(),
+                                  ReductionKind::sum, partial,
+                                  meshRef.getValue(), axes);
       if (Value bias = row.getBias())
-        sum = tx::BiasAddOp::create(b, row.getLoc(), row.getType(), sum, bias);
+        sum = tx::BiasAddOp::create(b, row.getLoc(), sum.getType(), sum, bias);
       row.getResult().replaceAllUsesWith(sum);
       row.erase();
     }
@@ -395,7 +544,9 @@ void Planner::apply(MeshOp mesh) {
   // The head computes the local logits from the replicated hidden states;
   // the loss reduces over the group.
   for (auto [head, loss] : heads) {
-    head.getInputMutable().assign(copyToGroup(b, head.getInput(), head));
+    head.getInputMutable().assign(sequence
+                                      ? gatherSequence(b, head.getInput(), head)
+                                      : copyToGroup(b, head.getInput(), head));
     lastDimLocal(head.getResult());
     loss.setMeshAttr(meshRef);
     loss.setAxesAttr(axes);
@@ -406,11 +557,34 @@ void Planner::apply(MeshOp mesh) {
     lookup.setMeshAttr(meshRef);
     lookup.setAxesAttr(axes);
     b.setInsertionPointAfter(lookup);
-    auto sum = AllReduceOp::create(b, lookup.getLoc(), lookup.getType(),
-                                   ReductionKind::sum, lookup,
-                                   meshRef.getValue(), axes);
-    lookup.getResult().replaceAllUsesExcept(sum, sum);
+    Value sum;
+    if (sequence)
+      sum = ReduceScatterOp::create(
+          b, lookup.getLoc(), localType(lookup.getType(), 1),
+          ReductionKind::sum, lookup, meshRef.getValue(), axes, /*dim=*/1);
+    else
+      sum = AllReduceOp::create(b, lookup.getLoc(), lookup.getType(),
+                                ReductionKind::sum, lookup, meshRef.getValue(),
+                                axes);
+    lookup.getResult().replaceAllUsesExcept(sum, sum.getDefiningOp());
   }
+
+  if (!sequence)
+    return;
+  // Sequence parallelism: the activations between the regions become this
+  // rank's slice of the sequence; the position ids are this rank's.
+  for (tx::PositionIdsOp op : positions) {
+    op.setMeshAttr(meshRef);
+    op.setAxesAttr(axes);
+  }
+  for (Value v : sequenceValues)
+    v.setType(localType(v.getType(), 1));
+  // The replicated parameters applied to the slice: their gradients are
+  // summed over the group (triax-autodiff).
+  auto partial = PartialGradAttr::get(ctx, meshRef, axes);
+  for (StringAttr name : partialGrads)
+    model.lookupSymbol<tx::ParamOp>(name)->setAttr(
+        DistDialect::kPartialGradAttrName, partial);
 }
 
 namespace {
@@ -487,7 +661,8 @@ void TensorParallelPass::runOnOperation() {
   // Plan every model before changing any.
   SmallVector<std::unique_ptr<Planner>> planners;
   for (tx::ModelOp model : models) {
-    planners.push_back(std::make_unique<Planner>(model, size, tpAxis));
+    planners.push_back(
+        std::make_unique<Planner>(model, size, tpAxis, sequenceParallel));
     if (failed(planners.back()->plan()))
       return signalPassFailure();
   }

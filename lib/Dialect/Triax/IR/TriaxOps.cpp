@@ -183,6 +183,10 @@ LogicalResult BlockOp::verifyRegions() {
 LogicalResult PositionIdsOp::verify() {
   if (getType().getRank() != 2)
     return emitOpError("result must be [batch, seq], got ") << getType();
+  if (bool(getMeshAttr()) != bool(getAxesAttr()))
+    return emitOpError("sequence_parallel needs both the mesh and its axes");
+  if (getAxesAttr() && getAxesAttr().empty())
+    return emitOpError("sequence_parallel needs at least one mesh axis");
   return success();
 }
 

@@ -6,7 +6,9 @@
 // per parameter; and `@optimizer_step`, the global gradient norm, the
 // clipping factor and one `triax.adamw` per parameter. Splitting the two is
 // what gradient accumulation and the data-parallel passes act on: the
-// gradient buffers between them are what gets reduced across ranks.
+// gradient buffers between them are what gets reduced across ranks. A
+// parameter marked `dist.partial_grad` (sequence parallelism) has its
+// gradient summed over its group before it is accumulated.
 //
 // Assumptions: `@forward` is a single block whose ops are triax layer ops,
 // `triax.get_param`, `triax.block` regions and side-effect-free helpers; its
@@ -305,6 +307,14 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
                         "updated");
       continue;
     }
+    // A replicated parameter each rank applied to its slice of the
+    // activations (sequence parallelism): the full gradient is the sum of
+    // the slices' over the group, equal on every member after it.
+    if (auto partial = param->getAttrOfType<dist::PartialGradAttr>(
+            dist::DistDialect::kPartialGradAttrName))
+      grad = dist::AllReduceOp::create(
+          b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
+          partial.getMesh().getValue(), partial.getAxes());
     AccumulateGradOp::create(b, param.getLoc(),
                              FlatSymbolRefAttr::get(param.getSymNameAttr()),
                              grad);

@@ -52,4 +52,26 @@ def Dist_ZeroAttr : Dist_Attr<"Zero", "zero"> {
   let genVerifyDecl = 1;
 }
 
+def Dist_PartialGradAttr : Dist_Attr<"PartialGrad", "partial_grad"> {
+  let summary = "A replicated parameter whose gradient each rank computes "
+                "only in part";
+  let description = [{
+    Placed by `dist-tensor-parallel{sequence-parallel=true}` on a
+    `triax.param` as the discardable attribute `dist.partial_grad`: the
+    parameter is replicated over the group of `axes`, but each member
+    applies it to its own slice of the activations (its tokens of the
+    sequence), so its gradient is that slice's part; the full gradient is
+    the sum over the group. `triax-autodiff` sums it
+    (`dist.all_reduce sum`) before `triax.accumulate_grad`, so the gradient
+    buffers hold full gradients, equal on every member. The layer norms'
+    weights and biases, the row-split linears' biases and the position
+    embedding of a sequence-parallel model are such parameters.
+  }] # "\n```mlir\ntriax.param @ln.weight : tensor<64xf32> init <ones> "
+       "{dist.partial_grad = #dist.partial_grad<@mesh, [\"tp\"]>}\n```\n";
+  let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
+                        "::mlir::ArrayAttr":$axes);
+  let assemblyFormat = "`<` $mesh `,` $axes `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // TRIAX_DIALECT_DIST_IR_DISTATTRS_TD

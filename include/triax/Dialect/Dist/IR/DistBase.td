@@ -35,6 +35,10 @@ def Dist_Dialect : Dialect {
     /// Name of the discardable attribute carrying a parameter's ZeRO
     /// sharding (#dist.zero).
     static constexpr ::llvm::StringLiteral kZeroAttrName = "dist.zero";
+    /// Name of the discardable attribute marking a replicated parameter
+    /// whose gradient is summed over a group (#dist.partial_grad).
+    static constexpr ::llvm::StringLiteral kPartialGradAttrName =
+        "dist.partial_grad";
   }];
 }
 

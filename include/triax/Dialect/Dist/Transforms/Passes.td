@@ -145,6 +145,25 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
       read as zeros) followed by `dist.all_reduce sum`. The position
       embedding, the norms and the residual stream stay replicated.
 
+    - **Sequence parallelism** (`sequence-parallel=true`; Korthikanti et
+      al., 2022). The activations between the tensor-parallel regions (the
+      residual stream, the norms, the residual adds, the embeddings' sum)
+      are split along the sequence (dimension 1 of `[batch, seq, hidden]`)
+      over tp: each rank holds `seq / tp` tokens. Each row linear's
+      `dist.all_reduce sum` becomes `dist.reduce_scatter sum ... dim 1`
+      (its bias is then added to the local tokens), and each column
+      group's (and the head's) `dist.copy_to_group` becomes
+      `dist.all_gather ... dim 1`; their VJPs give an all_gather and a
+      reduce_scatter in the backward. The vocab-parallel embedding's
+      all_reduce becomes a reduce_scatter, and `triax.position_ids` gets
+      `sequence_parallel over @mesh ["tp"]` (this rank's positions). The
+      replicated parameters applied to the local tokens (norm weights and
+      biases, row biases, the position embedding) get
+      `dist.partial_grad`: `triax-autodiff` sums their gradients over tp.
+      The loss still sees every token (the head gathers the sequence).
+      Errors: `tp` not dividing the sequence; an op between the regions
+      that cannot run on a slice of the sequence.
+
     Every split parameter gets a `dist.sharding` naming the split
     dimension (see the example below); its `triax.param` keeps the
     global type while `triax.get_param` (and, after autodiff, the gradient
@@ -195,7 +214,13 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
            "The mesh axis the layers are split over">,
     Option<"tp", "tp", "int64_t", /*default=*/"0",
            "Size of the tp axis when the pass creates the mesh (0: the "
-           "module must have a mesh already)">
+           "module must have a mesh already)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false",
+           "Megatron sequence parallelism: split the activations between "
+           "the tensor-parallel regions along the sequence over tp "
+           "(reduce_scatter / all_gather instead of all_reduce / "
+           "copy_to_group)">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::triax::TriaxDialect"];

@@ -138,9 +138,27 @@ def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure]> {
   let description = [{
     `%p = triax.position_ids : tensor<BxSxi32>` has `%p[b, s] = s`; it feeds
     the learned position embedding.
+
+    Sequence-parallel (`sequence_parallel over @mesh [axes]`, built by
+    `dist-tensor-parallel{sequence-parallel=true}`): the result is this
+    rank's slice of the sequence, split over the group of those mesh axes;
+    member `c` holds the `S/n` positions starting at `c*S/n` (`S/n` is the
+    result's second dimension), so `%p[b, s] = c*S/n + s`.
+    ```mlir
+    %p = triax.position_ids sequence_parallel over @mesh ["tp"] : tensor<8x32xi32>
+    ```
   }];
+  let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes);
   let results = (outs Triax_IndexTensor:$result);
-  let assemblyFormat = "attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    (`sequence_parallel` `over` $mesh^ $axes)? attr-dict `:` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result), [{
+      build($_builder, $_state, result, nullptr, nullptr);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,52 @@
+// dist-tensor-parallel{sequence-parallel=true} refuses what it cannot
+// split along the sequence, at the op, and leaves the model as it was.
+// RUN: triax-opt %s -split-input-file --dist-tensor-parallel="tp=2 sequence-parallel=true" -verify-diagnostics -o /dev/null
+
+// A sequence that tp does not divide.
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 3> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x3xi32>, %targets: tensor<1x3xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    // expected-error @+1 {{'triax.embedding' op dist-tensor-parallel: sequence-parallel splits the sequence (dimension 1, size 3) over tp=2, which does not divide it}}
+    %x = triax.embedding %tokens, %emb : (tensor<1x3xi32>, tensor<4x2xf32>) -> tensor<1x3x2xf32>
+    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<1x3x2xf32>, tensor<4x2xf32>) -> tensor<1x3x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x3x4xf32>, tensor<1x3xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// An op on the split activations that is neither elementwise, a norm, a
+// column group nor the head (here a linear outside any column/row pair).
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  triax.param @w : tensor<2x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x2xi32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+    %w = triax.get_param @w : tensor<2x2xf32>
+    // expected-error @+1 {{'triax.linear' op dist-tensor-parallel: sequence-parallel splits operand #0 along the sequence, but this op cannot run on a slice of the sequence}}
+    %y = triax.linear %x, %w : (tensor<1x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2xf32>
+    %logits = triax.linear %y, %emb {transpose_weight} : (tensor<1x2x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x2x4xf32>, tensor<1x2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// An elementwise op mixing the rank's tokens with a whole sequence.
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x2xi32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+    %c = arith.constant dense<1.0> : tensor<1x2x2xf32>
+    // expected-error @+1 {{'triax.add' op dist-tensor-parallel: sequence-parallel: this op mixes the rank's slice of the sequence with a whole-sequence operand 'tensor<1x2x2xf32>'}}
+    %y = triax.add %x, %c : tensor<1x2x2xf32>
+    %logits = triax.linear %y, %emb {transpose_weight} : (tensor<1x2x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x2x4xf32>, tensor<1x2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
