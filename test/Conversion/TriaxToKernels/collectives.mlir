@@ -1,8 +1,9 @@
 // dist.all_reduce becomes the runtime's in-place all_reduce on a flat f32
 // buffer: (memref<?xf32>, i32 reduction, i64 axis mask), bit i of the mask
-// = axis i of the mesh in its written order. The gradient reads of
-// dist-data-parallel are reduced in place in the gradient buffer (state
-// kind 3); any other value is copied first. The mesh goes with the model.
+// = axis i of the mesh in its written order. A value is copied first (the
+// result is a new buffer). dist-data-parallel's gradient bucket becomes one
+// call that reduces the listed parameters' gradient buffers in place. The
+// mesh goes with the model.
 // RUN: triax-opt %s --triax-autodiff --dist-data-parallel --convert-triax-to-kernels | FileCheck %s
 
 // CHECK-NOT: dist.
@@ -30,17 +31,17 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK: %[[C:.*]] = memref.cast %[[COPY]] : memref<4xf32> to memref<?xf32>
 // CHECK: call @trx_all_reduce_f32(%[[C]], %c0_i32, %c3_i64) : (memref<?xf32>, i32, i64) -> ()
 // CHECK: return %[[COPY]] : memref<4xf32>
-// CHECK-LABEL: func.func @triax_optimizer_step(
+// CHECK-LABEL: func.func @triax_forward_backward(
 // (The constants print as %c<value>_<type>: avg = 1, dp = bit 1 = 2.)
-// CHECK: %[[BUF:.*]] = call @trx_state_2d(%c3_i32, %{{.*}}) : (i32, i64) -> memref<?x?xf32>
-// CHECK: %[[STATIC:.*]] = memref.cast %[[BUF]] : memref<?x?xf32> to memref<4x2xf32>
-// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[STATIC]] {{\[\[}}0, 1]] : memref<4x2xf32> into memref<8xf32>
-// CHECK: %[[DYN:.*]] = memref.cast %[[FLAT]] : memref<8xf32> to memref<?xf32>
-// CHECK: call @trx_all_reduce_f32(%[[DYN]], %c1_i32, %c2_i64) : (memref<?xf32>, i32, i64) -> ()
-// In place: no copy of the gradient.
-// CHECK-NOT: memref.alloc() : memref<4x2xf32>
+// CHECK: %[[IDX:.*]] = memref.alloc() : memref<1xi64>
+// CHECK: %[[I0:.*]] = arith.constant 0 : i64
+// CHECK: memref.store %[[I0]], %[[IDX]][%{{.*}}] : memref<1xi64>
+// CHECK: %[[V:.*]] = memref.cast %[[IDX]] : memref<1xi64> to memref<?xi64>
+// CHECK: call @trx_all_reduce_grads(%[[V]], %{{.*}}, %c2_i64) : (memref<?xi64>, i32, i64) -> ()
+// CHECK-NEXT: memref.dealloc %[[IDX]] : memref<1xi64>
+// CHECK-LABEL: func.func @triax_optimizer_step(
+// CHECK-NOT: call @trx_all_reduce
 // CHECK: return
-
 
 func.func @reduce(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = dist.all_reduce sum %x over @cluster ["pp", "dp"] : tensor<4xf32>
