@@ -1,0 +1,228 @@
+//===- CostModel.h - Memory, communication and time formulas ----*- C++ -*-===//
+//
+// The first piece of Triax's cost model (issue 6): hardware descriptions,
+// the per-rank memory and per-step communication formulas, and the facts a
+// parallelized module states about itself (per-rank parameter elements,
+// bytes each collective moves). docs/cost-model.md labels every formula;
+// the labels in comments here ([M1], [C1], ...) are the same.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_COSTMODEL_COSTMODEL_H
+#define TRIAX_COSTMODEL_COSTMODEL_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace mlir {
+class ModuleOp;
+} // namespace mlir
+
+namespace triax::cost {
+
+//===----------------------------------------------------------------------===//
+// Hardware
+//===----------------------------------------------------------------------===//
+
+/// One accelerator and its interconnect, the datasheet figures (bandwidths
+/// per GPU in bytes per second as the vendor states them: NVLink's is the
+/// sum of both directions); docs/cost-model.md cites the sources.
+struct Hardware {
+  std::string name;
+  double hbmBytes = 0;           // HBM capacity
+  double peakFlops = 0;          // dense bf16 FLOP/s
+  double hbmBandwidth = 0;       // bytes/s
+  double nvlinkBandwidth = 0;    // bytes/s per GPU inside a node
+  int64_t gpusPerNode = 0;       // GPUs sharing one NVLink domain
+  double interNodeBandwidth = 0; // bytes/s per GPU between nodes
+  double latency = 0;            // seconds per collective call (alpha)
+};
+
+/// a100-40g, a100-80g, h100-80g, h200-141g.
+llvm::ArrayRef<Hardware> builtinHardware();
+/// The built-in named `name`, or null.
+const Hardware *findBuiltinHardware(llvm::StringRef name);
+/// Parses a JSON hardware description (docs/cost-model.md has the format):
+/// every field required, positive, no unknown keys.
+llvm::Expected<Hardware> parseHardwareJSON(llvm::StringRef text);
+/// A built-in name, or the path of a JSON file.
+llvm::Expected<Hardware> loadHardware(llvm::StringRef nameOrPath);
+
+//===----------------------------------------------------------------------===//
+// Plan
+//===----------------------------------------------------------------------===//
+
+enum class DTypeMode { FP32, Mixed };
+enum class Schedule { None, GPipe, OneFOneB };
+enum class Recompute { None, Selective, Full };
+
+struct Plan {
+  int64_t dp = 1, tp = 1, pp = 1;
+  int zeroStage = 0;
+  int64_t microBatches = 1; // per rank per optimizer step
+  Schedule schedule = Schedule::None;
+  bool sequenceParallel = false;
+  DTypeMode dtype = DTypeMode::FP32;
+  Recompute recompute = Recompute::None;
+};
+
+//===----------------------------------------------------------------------===//
+// Memory per rank
+//===----------------------------------------------------------------------===//
+
+struct StateBytes {
+  int64_t params = 0, grads = 0, optim = 0;
+  int64_t total() const { return params + grads + optim; }
+};
+
+/// [M0] Bytes of parameter, gradient and optimizer state per parameter on
+/// one rank: fp32 AdamW 4 + 4 + 8 (two f32 moments); mixed precision
+/// 2 + 2 + 12 (bf16 parameter and gradient, f32 master copy and moments).
+StateBytes bytesPerParam(DTypeMode mode);
+
+/// [M4] ZeRO's flat chunk of a tensor of `numel` elements over a group of
+/// g: ceil(numel / g) (the tensor is padded to g chunks).
+int64_t zeroChunk(int64_t numel, int64_t g);
+
+/// [M1]-[M3] The training state per rank of tensors with these per-rank
+/// (after tensor parallelism) element counts, ZeRO stage `stage` over a
+/// group of g (stage 0: no sharding). Stage 1 shards the optimizer state,
+/// 2 also the gradients, 3 also the parameters, each as zeroChunk per
+/// tensor; under stages 1 and 2 a parameter is held padded to g chunks.
+StateBytes stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems, int64_t g,
+                             int stage, DTypeMode mode);
+
+/// [A1]-[A5] Activation bytes of one transformer layer per rank (Korthikanti
+/// et al., 2022, table 2; 16-bit activations, 1-byte dropout masks): s
+/// sequence, b micro-batch, h hidden, a heads, t tensor-parallel size.
+double activationBytesPerLayer(int64_t s, int64_t b, int64_t h, int64_t a,
+                               int64_t t, bool sequenceParallel,
+                               Recompute recompute);
+
+//===----------------------------------------------------------------------===//
+// Communication (ring collectives, bytes one rank sends)
+//===----------------------------------------------------------------------===//
+
+/// [C1] A ring all_reduce of n elements of `elemBytes` over p ranks, as the
+/// runtime cuts it (chunk c = [n c / p, n (c + 1) / p)), bytes the member
+/// at `position` sends: 2(p-1)/p S when p divides n.
+int64_t allReduceBytes(int64_t n, int64_t elemBytes, int64_t p,
+                       int64_t position = 0);
+/// [C2] A ring reduce_scatter or all_gather whose per-member block is
+/// `blockElems`: (p-1) blocks, (p-1)/p S of the whole padded tensor S.
+int64_t reduceScatterBytes(int64_t blockElems, int64_t elemBytes, int64_t p);
+int64_t allGatherBytes(int64_t blockElems, int64_t elemBytes, int64_t p);
+
+//===----------------------------------------------------------------------===//
+// Schedule, FLOPs, time
+//===----------------------------------------------------------------------===//
+
+/// [P1] Pipeline bubble fraction of GPipe and 1F1B: (p-1)/(m+p-1).
+double bubbleFraction(int64_t pp, int64_t microBatches);
+
+/// [F1] Training FLOPs per token: 6 N + 12 L h s (Kaplan et al. 2020;
+/// the attention scores and values, forward and backward).
+double flopsPerToken(double params, int64_t layers, int64_t hidden,
+                     int64_t seq);
+
+/// [T1]-[T4] A predicted optimizer step.
+struct StepTime {
+  double compute = 0; // [T1] s
+  double comm = 0;    // [T2] s
+  double bubble = 0;  // [T3] s
+  double total = 0;   // [T4] s
+  double tokensPerSecond = 0;
+  double mfu = 0; // [T5]
+};
+
+struct CommLoad {
+  int64_t bytes = 0; // sent by one rank per step
+  int64_t calls = 0;
+  int64_t groupSize = 1;
+  int64_t spanRanks = 1; // consecutive ranks the group spans
+};
+
+/// Compute: tokens per rank per step x flopsPerToken / (peak x efficiency);
+/// communication: bytes / bandwidth (NVLink when the group
+/// spans at most gpusPerNode ranks, else inter-node) + calls x latency,
+/// not overlapped with compute; bubble: (p-1)/m of the compute.
+StepTime predictStepTime(const Hardware &hw, const Plan &plan,
+                         double flopsPerTok, double tokensPerStep,
+                         int64_t numRanks, llvm::ArrayRef<CommLoad> comm,
+                         double efficiency);
+
+//===----------------------------------------------------------------------===//
+// Facts of a parallelized module
+//===----------------------------------------------------------------------===//
+
+struct CollectiveKey {
+  std::string kind; // all_reduce, all_gather, reduce_scatter (runtime names)
+  std::string axes; // mesh axes in mesh order, comma-separated
+  bool operator<(const CollectiveKey &o) const {
+    return std::tie(axes, kind) < std::tie(o.axes, o.kind);
+  }
+};
+
+struct CollectiveTotal {
+  int64_t bytes = 0, calls = 0, groupSize = 1, spanRanks = 1;
+  std::vector<std::string> sources; // op names contributing, for the report
+};
+
+struct ModuleFacts {
+  std::vector<std::string> axisNames;
+  std::vector<int64_t> axisSizes;
+  int64_t rank = 0;
+  int64_t numParams = 0;                // whole model, elements
+  std::vector<int64_t> localParamElems; // per tensor on this rank (TP)
+  StateBytes state;                     // this rank, from the IR
+  Plan plan;
+  int64_t globalBatch = 0, microBatch = 0, seq = 0;
+  int64_t layers = 0, hidden = 0, heads = 0;
+  std::map<CollectiveKey, CollectiveTotal> collectives; // per step
+  std::vector<std::string> unmodelled; // ops whose traffic is not counted
+};
+
+/// Walks a module after triax-parallelize: the per-rank training state of
+/// every `triax.param` (local shape under `dist.sharding`, chunks under
+/// `dist.zero`) and the bytes every collective of @forward_backward (per
+/// micro-batch; `dist.all_reduce_grads` once per step) and @optimizer_step
+/// (once per step) sends from rank `rank`.
+llvm::Expected<ModuleFacts> analyzeModule(mlir::ModuleOp module,
+                                          int64_t rank = 0);
+
+//===----------------------------------------------------------------------===//
+// Report
+//===----------------------------------------------------------------------===//
+
+/// Everything the report shows, computed once from the facts.
+struct Report {
+  ModuleFacts facts;
+  Hardware hardware;
+  double efficiency = 0.5;
+  double activationsPerLayer = 0; // bytes, [A1]-[A5]
+  double bubble = 0;              // [P1]
+  double flopsPerToken = 0;       // [F1]
+  StepTime step;
+};
+
+Report makeReport(ModuleFacts facts, const Hardware &hw, double efficiency);
+/// The text report; its traffic lines read like the runtime's -v lines
+/// ("all_gather over dp: N bytes sent by this rank in C calls").
+void printReport(llvm::raw_ostream &os, const Report &report);
+/// The same as one JSON object.
+void printReportJSON(llvm::raw_ostream &os, const Report &report);
+
+} // namespace triax::cost
+
+#endif // TRIAX_COSTMODEL_COSTMODEL_H

@@ -1,0 +1,261 @@
+//===- CostModel.cpp - Hardware and the cost formulas ---------------------===//
+//
+// The formulas of docs/cost-model.md, labelled as there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/CostModel/CostModel.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace triax::cost;
+
+//===----------------------------------------------------------------------===//
+// Hardware
+//===----------------------------------------------------------------------===//
+
+namespace {
+constexpr double kGB = 1e9, kTB = 1e12, kTFLOPS = 1e12;
+// Assumed per collective call (ring start-up), all built-ins: 5 us.
+constexpr double kLatency = 5e-6;
+
+const Hardware kBuiltins[] = {
+    // A100 SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 3 600 GB/s;
+    // DGX A100: 8 GPUs, one 200 Gb/s HDR InfiniBand port per GPU.
+    {"a100-40g", 40 * kGB, 312 * kTFLOPS, 1.555 * kTB, 600 * kGB, 8, 25 * kGB,
+     kLatency},
+    // A100 SXM4 80GB: 2,039 GB/s.
+    {"a100-80g", 80 * kGB, 312 * kTFLOPS, 2.039 * kTB, 600 * kGB, 8, 25 * kGB,
+     kLatency},
+    // H100 SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 4 900 GB/s;
+    // DGX H100: 8 GPUs, one 400 Gb/s NDR port per GPU.
+    {"h100-80g", 80 * kGB, 989 * kTFLOPS, 3.35 * kTB, 900 * kGB, 8, 50 * kGB,
+     kLatency},
+    // H200 SXM 141GB: 989 TFLOP/s, 4.8 TB/s, 900 GB/s; DGX H200 as DGX H100.
+    {"h200-141g", 141 * kGB, 989 * kTFLOPS, 4.8 * kTB, 900 * kGB, 8, 50 * kGB,
+     kLatency},
+};
+} // namespace
+
+llvm::ArrayRef<Hardware> triax::cost::builtinHardware() { return kBuiltins; }
+
+const Hardware *triax::cost::findBuiltinHardware(llvm::StringRef name) {
+  for (const Hardware &hw : kBuiltins)
+    if (hw.name == name)
+      return &hw;
+  return nullptr;
+}
+
+llvm::Expected<Hardware> triax::cost::parseHardwareJSON(llvm::StringRef text) {
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "hardware JSON: " + msg);
+  };
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+  if (!value)
+    return fail(llvm::toString(value.takeError()));
+  const llvm::json::Object *obj = value->getAsObject();
+  if (!obj)
+    return fail("expected an object");
+  // Field, unit factor, destination.
+  Hardware hw;
+  double gpus = 0, latencyUs = 0;
+  struct Field {
+    const char *key;
+    double scale;
+    double *dest;
+  } fields[] = {{"hbm_gb", kGB, &hw.hbmBytes},
+                {"bf16_tflops", kTFLOPS, &hw.peakFlops},
+                {"hbm_tb_s", kTB, &hw.hbmBandwidth},
+                {"nvlink_gb_s", kGB, &hw.nvlinkBandwidth},
+                {"gpus_per_node", 1, &gpus},
+                {"internode_gb_s", kGB, &hw.interNodeBandwidth},
+                {"latency_us", 1, &latencyUs}};
+  for (const auto &kv : *obj) {
+    llvm::StringRef key = kv.first;
+    if (key == "name")
+      continue;
+    if (std::none_of(std::begin(fields), std::end(fields),
+                     [&](const Field &f) { return key == f.key; }))
+      return fail("unknown field '" + key +
+                  "' (fields: name, hbm_gb, bf16_tflops, hbm_tb_s, "
+                  "nvlink_gb_s, gpus_per_node, internode_gb_s, latency_us)");
+  }
+  std::optional<llvm::StringRef> name = obj->getString("name");
+  if (!name || name->empty())
+    return fail("missing string field 'name'");
+  hw.name = name->str();
+  for (const Field &f : fields) {
+    const llvm::json::Value *v = obj->get(f.key);
+    if (!v)
+      return fail("missing field '" + llvm::Twine(f.key) + "'");
+    std::optional<double> num = v->getAsNumber();
+    if (!num)
+      return fail("field '" + llvm::Twine(f.key) + "' must be a number");
+    bool zeroOk = llvm::StringRef(f.key) == "latency_us";
+    if (!(*num > 0 || (zeroOk && *num == 0)) || !std::isfinite(*num))
+      return fail("field '" + llvm::Twine(f.key) + "' must be " +
+                  (zeroOk ? "non-negative" : "positive"));
+    *f.dest = *num * f.scale;
+  }
+  if (gpus != std::floor(gpus))
+    return fail("field 'gpus_per_node' must be an integer");
+  hw.gpusPerNode = int64_t(gpus);
+  hw.latency = latencyUs * 1e-6;
+  return hw;
+}
+
+llvm::Expected<Hardware> triax::cost::loadHardware(llvm::StringRef nameOrPath) {
+  if (const Hardware *hw = findBuiltinHardware(nameOrPath))
+    return *hw;
+  auto buf = llvm::MemoryBuffer::getFile(nameOrPath);
+  if (!buf) {
+    std::string names;
+    for (const Hardware &hw : kBuiltins)
+      names += (names.empty() ? "" : ", ") + hw.name;
+    return llvm::createStringError(buf.getError(),
+                                   "unknown hardware '" + nameOrPath +
+                                       "': not a built-in (" + names +
+                                       ") nor a readable JSON file");
+  }
+  auto hw = parseHardwareJSON((*buf)->getBuffer());
+  if (!hw)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   nameOrPath + ": " +
+                                       llvm::toString(hw.takeError()));
+  return hw;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+StateBytes triax::cost::bytesPerParam(DTypeMode mode) {
+  // [M0]
+  if (mode == DTypeMode::Mixed)
+    return {2, 2, 12};
+  return {4, 4, 8};
+}
+
+int64_t triax::cost::zeroChunk(int64_t numel, int64_t g) {
+  // [M4]
+  return g <= 1 ? numel : (numel + g - 1) / g;
+}
+
+StateBytes triax::cost::stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems,
+                                          int64_t g, int stage,
+                                          DTypeMode mode) {
+  // [M1] params: stage 3 ? chunk : stage 1, 2 ? g x chunk (the padded
+  // buffer all_gather_param fills in place) : numel; [M2] grads: stage >= 2
+  // ? chunk : numel; [M3] optimizer: stage >= 1 ? chunk : numel; each
+  // times [M0].
+  StateBytes per = bytesPerParam(mode), out;
+  for (int64_t n : tensorElems) {
+    int64_t chunk = zeroChunk(n, g);
+    int64_t params = stage >= 3 ? chunk : stage >= 1 ? g * chunk : n;
+    out.params += per.params * params;
+    out.grads += per.grads * (stage >= 2 ? chunk : n);
+    out.optim += per.optim * (stage >= 1 ? chunk : n);
+  }
+  return out;
+}
+
+double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
+                                            int64_t a, int64_t t,
+                                            bool sequenceParallel,
+                                            Recompute recompute) {
+  const double sbh = double(s) * double(b) * double(h);
+  const double attn = 5.0 * double(a) * double(s) / double(h); // 5as/h
+  const double td = double(std::max<int64_t>(t, 1));
+  switch (recompute) {
+  case Recompute::Full:
+    // [A5] only each layer's input is kept: 2sbh (split by t under SP).
+    return 2 * sbh / (sequenceParallel ? td : 1.0);
+  case Recompute::Selective:
+    // [A4] the attention's 5as/h term is recomputed.
+    return sequenceParallel ? sbh * 34 / td : sbh * (10 + 24 / td);
+  case Recompute::None:
+    break;
+  }
+  if (t <= 1)
+    return sbh * (34 + attn); // [A1]
+  if (sequenceParallel)
+    return sbh * (34 + attn) / td;         // [A3]
+  return sbh * (10 + 24 / td + attn / td); // [A2]
+}
+
+//===----------------------------------------------------------------------===//
+// Communication
+//===----------------------------------------------------------------------===//
+
+int64_t triax::cost::allReduceBytes(int64_t n, int64_t elemBytes, int64_t p,
+                                    int64_t position) {
+  // [C1] The ring's reduce-scatter sends every chunk but chunk pos+1, its
+  // all-gather every chunk but chunk pos+2 (runtime/lib/cpu/comm.cpp).
+  if (p <= 1 || n <= 0)
+    return 0;
+  auto len = [&](int64_t c) {
+    c = ((c % p) + p) % p;
+    return n * (c + 1) / p - n * c / p;
+  };
+  return (2 * n - len(position + 1) - len(position + 2)) * elemBytes;
+}
+
+int64_t triax::cost::reduceScatterBytes(int64_t blockElems, int64_t elemBytes,
+                                        int64_t p) {
+  return p <= 1 ? 0 : (p - 1) * blockElems * elemBytes; // [C2]
+}
+
+int64_t triax::cost::allGatherBytes(int64_t blockElems, int64_t elemBytes,
+                                    int64_t p) {
+  return p <= 1 ? 0 : (p - 1) * blockElems * elemBytes; // [C2]
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule, FLOPs, time
+//===----------------------------------------------------------------------===//
+
+double triax::cost::bubbleFraction(int64_t pp, int64_t microBatches) {
+  // [P1]
+  if (pp <= 1)
+    return 0;
+  return double(pp - 1) / double(microBatches + pp - 1);
+}
+
+double triax::cost::flopsPerToken(double params, int64_t layers, int64_t hidden,
+                                  int64_t seq) {
+  // [F1]
+  return 6 * params + 12.0 * double(layers) * double(hidden) * double(seq);
+}
+
+StepTime triax::cost::predictStepTime(const Hardware &hw, const Plan &plan,
+                                      double flopsPerTok, double tokensPerStep,
+                                      int64_t numRanks,
+                                      llvm::ArrayRef<CommLoad> comm,
+                                      double efficiency) {
+  StepTime t;
+  const double ranks = double(std::max<int64_t>(numRanks, 1));
+  const double stepFlops = flopsPerTok * tokensPerStep;
+  // [T1] every rank does 1/ranks of the step's FLOPs at `efficiency`.
+  t.compute = stepFlops / ranks / (hw.peakFlops * efficiency);
+  // [T2] each collective's bytes over its link, plus alpha per call.
+  for (const CommLoad &c : comm) {
+    double bw = c.spanRanks <= hw.gpusPerNode ? hw.nvlinkBandwidth
+                                              : hw.interNodeBandwidth;
+    t.comm += double(c.bytes) / bw + double(c.calls) * hw.latency;
+  }
+  // [T3] the pipeline's idle time: (p-1)/m of the busy time.
+  if (plan.pp > 1)
+    t.bubble = t.compute * double(plan.pp - 1) /
+               double(std::max<int64_t>(plan.microBatches, 1));
+  t.total = t.compute + t.comm + t.bubble; // [T4]
+  if (t.total > 0) {
+    t.tokensPerSecond = tokensPerStep / t.total;
+    t.mfu = stepFlops / (t.total * ranks * hw.peakFlops); // [T5]
+  }
+  return t;
+}

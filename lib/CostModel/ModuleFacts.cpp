@@ -1,0 +1,392 @@
+//===- ModuleFacts.cpp - What a parallelized module says about a rank -----===//
+//
+// Model facts come from the IR: the per-rank shapes of the parameters and
+// the operands of the collectives that triax-parallelize inserted. Ops are
+// matched by name and their attributes read generically, so that the walk
+// follows the dialects without depending on their C++ accessors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/CostModel/CostModel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <set>
+
+using namespace triax::cost;
+
+namespace {
+
+llvm::Error failure(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+int64_t elemBytes(mlir::Type type) {
+  auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
+  mlir::Type elem = shaped ? shaped.getElementType() : type;
+  return int64_t(elem.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+int64_t numElements(mlir::Type type) {
+  auto shaped = llvm::cast<mlir::ShapedType>(type);
+  return shaped.getNumElements();
+}
+
+struct ParamInfo {
+  int64_t localElems = 0; // after dist.sharding
+  int64_t elemBytes = 4;
+  int64_t zeroGroup = 1;
+  int stage = 0;
+};
+
+class Walker {
+public:
+  Walker(ModuleFacts &facts) : facts(facts) {}
+
+  llvm::Error run(mlir::ModuleOp module);
+
+private:
+  int64_t axisIndex(llvm::StringRef axis) const {
+    for (size_t i = 0; i < facts.axisNames.size(); ++i)
+      if (facts.axisNames[i] == axis)
+        return int64_t(i);
+    return -1;
+  }
+  int64_t axisSize(llvm::StringRef axis) const {
+    int64_t i = axisIndex(axis);
+    return i < 0 ? 1 : facts.axisSizes[i];
+  }
+  int64_t stride(int64_t i) const {
+    int64_t s = 1;
+    for (size_t j = i + 1; j < facts.axisSizes.size(); ++j)
+      s *= facts.axisSizes[j];
+    return s;
+  }
+  llvm::Expected<std::vector<int64_t>> axesOf(mlir::Operation *op) const;
+  void add(llvm::StringRef kind, const std::vector<int64_t> &axes,
+           int64_t bytes, int64_t calls, llvm::StringRef source);
+  llvm::Error collective(mlir::Operation *op, int64_t times);
+
+  ModuleFacts &facts;
+  llvm::StringMap<ParamInfo> params;
+};
+
+llvm::Expected<std::vector<int64_t>> Walker::axesOf(mlir::Operation *op) const {
+  auto axes = op->getAttrOfType<mlir::ArrayAttr>("axes");
+  if (!axes)
+    return failure(op->getName().getStringRef() + ": no 'axes' attribute");
+  std::vector<int64_t> out;
+  for (mlir::Attribute a : axes) {
+    auto s = llvm::dyn_cast<mlir::StringAttr>(a);
+    int64_t i = s ? axisIndex(s.getValue()) : -1;
+    if (i < 0)
+      return failure(op->getName().getStringRef() + ": axis not in the mesh");
+    out.push_back(i);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Walker::add(llvm::StringRef kind, const std::vector<int64_t> &axes,
+                 int64_t bytes, int64_t calls, llvm::StringRef source) {
+  CollectiveKey key{kind.str(), ""};
+  int64_t g = 1, span = 1;
+  for (int64_t i : axes) {
+    key.axes += (key.axes.empty() ? "" : ",") + facts.axisNames[i];
+    g *= facts.axisSizes[i];
+    span += (facts.axisSizes[i] - 1) * stride(i);
+  }
+  CollectiveTotal &t = facts.collectives[key];
+  t.bytes += bytes;
+  t.calls += calls;
+  t.groupSize = g;
+  t.spanRanks = span;
+  if (llvm::find(t.sources, source.str()) == t.sources.end())
+    t.sources.push_back(source.str());
+}
+
+llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
+  llvm::StringRef name = op->getName().getStringRef();
+  auto group =
+      [&]() -> llvm::Expected<
+                std::pair<std::vector<int64_t>, std::pair<int64_t, int64_t>>> {
+    auto axes = axesOf(op);
+    if (!axes)
+      return axes.takeError();
+    // Group size and this rank's position in it (row-major over the
+    // group's axes in mesh order, as the rank's coordinates).
+    int64_t g = 1, pos = 0;
+    for (int64_t i : *axes) {
+      int64_t coord = (facts.rank / stride(i)) % facts.axisSizes[i];
+      pos = pos * facts.axisSizes[i] + coord;
+      g *= facts.axisSizes[i];
+    }
+    return std::make_pair(*axes, std::make_pair(g, pos));
+  };
+  auto paramOf = [&](llvm::StringRef attr) -> const ParamInfo * {
+    auto ref = op->getAttrOfType<mlir::FlatSymbolRefAttr>(attr);
+    if (!ref)
+      return nullptr;
+    auto it = params.find(ref.getValue());
+    return it == params.end() ? nullptr : &it->second;
+  };
+
+  if (name == "dist.all_reduce" || name == "dist.all_gather" ||
+      name == "dist.reduce_scatter" || name == "dist.reduce_scatter_flat" ||
+      name == "dist.all_gather_flat") {
+    auto gr = group();
+    if (!gr)
+      return gr.takeError();
+    auto [axes, gp] = *gr;
+    auto [g, pos] = gp;
+    if (name == "dist.all_reduce") {
+      mlir::Type t = op->getOperand(0).getType();
+      add("all_reduce", axes,
+          times * allReduceBytes(numElements(t), elemBytes(t), g, pos), times,
+          name);
+    } else if (name == "dist.all_gather" || name == "dist.all_gather_flat") {
+      // The block each member contributes is the input.
+      mlir::Type t = op->getOperand(0).getType();
+      add("all_gather", axes,
+          times * allGatherBytes(numElements(t), elemBytes(t), g), times, name);
+    } else {
+      // The block each member keeps is the result.
+      mlir::Type t = op->getResult(0).getType();
+      add("reduce_scatter", axes,
+          times * reduceScatterBytes(numElements(t), elemBytes(t), g), times,
+          name);
+    }
+    return llvm::Error::success();
+  }
+  if (name == "dist.all_gather_param") {
+    const ParamInfo *p = paramOf("param");
+    if (!p)
+      return failure(name + ": unknown parameter");
+    auto gr = group();
+    if (!gr)
+      return gr.takeError();
+    int64_t g = gr->second.first;
+    add("all_gather", gr->first,
+        times * allGatherBytes(zeroChunk(p->localElems, g), p->elemBytes, g),
+        times, name);
+    return llvm::Error::success();
+  }
+  if (name == "dist.all_reduce_grads") {
+    // One packed all_reduce of the bucket, at the accumulation boundary
+    // only: once per step whatever the micro-batches.
+    auto list = op->getAttrOfType<mlir::ArrayAttr>("params");
+    if (!list)
+      return failure(name + ": no 'params' attribute");
+    int64_t n = 0, e = 4;
+    for (mlir::Attribute a : list) {
+      auto ref = llvm::dyn_cast<mlir::SymbolRefAttr>(a);
+      auto it =
+          ref ? params.find(ref.getLeafReference().getValue()) : params.end();
+      if (it == params.end())
+        return failure(name + ": unknown parameter in the bucket");
+      n += it->second.localElems;
+      e = it->second.elemBytes;
+    }
+    auto gr = group();
+    if (!gr)
+      return gr.takeError();
+    add("all_reduce", gr->first,
+        allReduceBytes(n, e, gr->second.first, gr->second.second), 1, name);
+    return llvm::Error::success();
+  }
+  if (name == "dist.copy_to_group" || name == "dist.axis_index" ||
+      name == "dist.sharding_constraint")
+    return llvm::Error::success(); // nothing moves (copy_to_group's
+                                   // backward is a dist.all_reduce)
+  if (name == "dist.broadcast" || name == "dist.send" || name == "dist.recv") {
+    if (llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
+      facts.unmodelled.push_back(name.str());
+    return llvm::Error::success();
+  }
+  if (!op->hasAttr("mesh"))
+    return llvm::Error::success();
+  // triax ops that reduce over a group themselves.
+  if (name == "triax.global_norm") {
+    // The partial sums of squares: one f32.
+    auto gr = group();
+    if (!gr)
+      return gr.takeError();
+    add("all_reduce", gr->first,
+        times * allReduceBytes(1, 4, gr->second.first, gr->second.second),
+        times, name);
+    return llvm::Error::success();
+  }
+  if (name == "triax.cross_entropy" || name == "triax.cross_entropy_grad") {
+    // Vocab-parallel: the row maxima (R f32), then the sum-exp with the
+    // target logit (2R f32), R the logits' rows.
+    auto logits = llvm::cast<mlir::ShapedType>(op->getOperand(0).getType());
+    int64_t rows = logits.getNumElements() / logits.getShape().back();
+    auto gr = group();
+    if (!gr)
+      return gr.takeError();
+    auto [g, pos] = gr->second;
+    add("all_reduce", gr->first,
+        times * (allReduceBytes(rows, 4, g, pos) +
+                 allReduceBytes(2 * rows, 4, g, pos)),
+        2 * times, name);
+    return llvm::Error::success();
+  }
+  if (name == "triax.embedding" || name == "triax.embedding_grad" ||
+      name == "triax.position_ids")
+    return llvm::Error::success(); // local; the reduction is a dist op
+  if (llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
+    facts.unmodelled.push_back(name.str());
+  return llvm::Error::success();
+}
+
+llvm::Error Walker::run(mlir::ModuleOp module) {
+  // The mesh (none: one rank).
+  module.walk([&](mlir::dist::MeshOp mesh) {
+    if (!facts.axisNames.empty())
+      return;
+    for (mlir::Attribute a : mesh.getAxisNames())
+      facts.axisNames.push_back(llvm::cast<mlir::StringAttr>(a).str());
+    for (int64_t s : mesh.getAxisSizes())
+      facts.axisSizes.push_back(s);
+  });
+  int64_t ranks = 1;
+  for (int64_t s : facts.axisSizes)
+    ranks *= s;
+  if (facts.rank < 0 || facts.rank >= ranks)
+    return failure("rank " + llvm::Twine(facts.rank) + " is not in the mesh (" +
+                   llvm::Twine(ranks) + " ranks)");
+  facts.plan.dp = axisSize("dp");
+  facts.plan.tp = axisSize("tp");
+  facts.plan.pp = axisSize("pp");
+
+  mlir::triax::ModelOp model;
+  module.walk([&](mlir::triax::ModelOp m) {
+    if (!model)
+      model = m;
+  });
+  if (!model)
+    return failure("no triax.model in the module");
+  auto config = llvm::dyn_cast_or_null<mlir::triax::TrainConfigAttr>(
+      model->getAttr("config"));
+  if (!config)
+    return failure("triax.model has no #triax.train_config");
+  facts.globalBatch = config.getGlobalBatch();
+  facts.microBatch = config.getMicroBatch();
+  facts.seq = config.getSeq();
+  facts.plan.dtype = config.getComputeType() != config.getMasterType()
+                         ? DTypeMode::Mixed
+                         : DTypeMode::FP32;
+  int64_t perRank = facts.microBatch * facts.plan.dp;
+  facts.plan.microBatches =
+      perRank > 0 ? std::max<int64_t>(1, facts.globalBatch / perRank) : 1;
+
+  // Parameters: local shape, ZeRO chunks, state per rank ([M1]-[M4]).
+  for (mlir::Operation &op : model.getBody().front()) {
+    if (op.getName().getStringRef() != "triax.param")
+      continue;
+    auto sym = op.getAttrOfType<mlir::StringAttr>("sym_name");
+    auto typeAttr = op.getAttrOfType<mlir::TypeAttr>("type");
+    if (!sym || !typeAttr)
+      return failure("triax.param without a name or type");
+    auto type = llvm::cast<mlir::RankedTensorType>(typeAttr.getValue());
+    ParamInfo info;
+    info.elemBytes = elemBytes(type);
+    facts.numParams += type.getNumElements();
+    info.localElems = 1;
+    auto sharding = op.getAttrOfType<mlir::dist::ShardingAttr>("dist.sharding");
+    for (unsigned d = 0; d < unsigned(type.getRank()); ++d) {
+      int64_t split = 1;
+      if (sharding && d < sharding.getRank())
+        for (llvm::StringRef axis : sharding.getDimAxes(d))
+          split *= axisSize(axis);
+      info.localElems *= type.getDimSize(d) / split;
+    }
+    if (auto zero = op.getAttrOfType<mlir::dist::ZeroAttr>("dist.zero")) {
+      info.stage = int(zero.getStage());
+      for (mlir::Attribute a : zero.getAxes())
+        info.zeroGroup *= axisSize(llvm::cast<mlir::StringAttr>(a).getValue());
+      facts.plan.zeroStage = std::max(facts.plan.zeroStage, info.stage);
+    }
+    StateBytes s = stateBytesPerRank({info.localElems}, info.zeroGroup,
+                                     info.stage, facts.plan.dtype);
+    facts.state.params += s.params;
+    facts.state.grads += s.grads;
+    facts.state.optim += s.optim;
+    facts.localParamElems.push_back(info.localElems);
+    params[sym.getValue()] = info;
+  }
+
+  // The shape of the transformer: blocks, hidden size, heads.
+  auto fb = module.lookupSymbol<mlir::func::FuncOp>("forward_backward");
+  if (!fb)
+    model.walk([&](mlir::func::FuncOp f) {
+      if (f.getSymName() == "forward_backward")
+        fb = f;
+    });
+  mlir::func::FuncOp opt;
+  model.walk([&](mlir::func::FuncOp f) {
+    if (f.getSymName() == "optimizer_step")
+      opt = f;
+  });
+  if (!fb)
+    return failure("no @forward_backward: run triax-parallelize (or "
+                   "triax-autodiff) first, e.g. triaxc --emit=mlir");
+  std::set<std::string> blocks;
+  fb.walk([&](mlir::Operation *op) {
+    llvm::StringRef name = op->getName().getStringRef();
+    if (name == "triax.block" && op->getNumOperands() > 0) {
+      // The backward's blocks are named "<block>.grad".
+      auto label = op->getAttrOfType<mlir::StringAttr>("name");
+      if (label && !label.getValue().ends_with(".grad"))
+        blocks.insert(label.str());
+      facts.hidden = llvm::cast<mlir::ShapedType>(op->getOperand(0).getType())
+                         .getShape()
+                         .back();
+    }
+    if (name == "triax.attention" && !facts.heads)
+      if (auto heads = op->getAttrOfType<mlir::IntegerAttr>("heads"))
+        facts.heads = heads.getInt() * facts.plan.tp;
+    if (name == "triax.position_ids" && op->hasAttr("mesh"))
+      facts.plan.sequenceParallel = true;
+  });
+  facts.layers = int64_t(blocks.size());
+
+  // Collectives: per micro-batch in @forward_backward, once in
+  // @optimizer_step.
+  llvm::Error err = llvm::Error::success();
+  auto visit = [&](mlir::func::FuncOp f, int64_t times) {
+    f.walk([&](mlir::Operation *op) {
+      if (err)
+        return mlir::WalkResult::interrupt();
+      if (llvm::Error e = collective(op, times)) {
+        err = std::move(e);
+        return mlir::WalkResult::interrupt();
+      }
+      return mlir::WalkResult::advance();
+    });
+  };
+  visit(fb, facts.plan.microBatches);
+  if (err)
+    return err;
+  if (opt)
+    visit(opt, 1);
+  return err;
+}
+
+} // namespace
+
+llvm::Expected<ModuleFacts> triax::cost::analyzeModule(mlir::ModuleOp module,
+                                                       int64_t rank) {
+  ModuleFacts facts;
+  facts.rank = rank;
+  Walker walker(facts);
+  if (llvm::Error e = walker.run(module))
+    return e;
+  return facts;
+}

@@ -1,0 +1,205 @@
+//===- Report.cpp - The dist-report text and JSON -------------------------===//
+
+#include "triax/CostModel/CostModel.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace triax::cost;
+
+namespace {
+
+const char *dtypeName(DTypeMode m) {
+  return m == DTypeMode::Mixed ? "mixed precision AdamW (2 + 2 + 12 bytes "
+                                 "per parameter)"
+                               : "fp32 AdamW (4 + 4 + 8 bytes per parameter)";
+}
+
+const char *activationLabel(const Plan &p) {
+  switch (p.recompute) {
+  case Recompute::Full:
+    return p.sequenceParallel ? "[A5] 2sbh/t" : "[A5] 2sbh";
+  case Recompute::Selective:
+    return p.sequenceParallel ? "[A4] 34sbh/t" : "[A4] sbh(10 + 24/t)";
+  case Recompute::None:
+    break;
+  }
+  if (p.tp <= 1)
+    return "[A1] sbh(34 + 5as/h)";
+  return p.sequenceParallel ? "[A3] sbh/t (34 + 5as/h)"
+                            : "[A2] sbh(10 + 24/t + 5as/(ht))";
+}
+
+std::string formulaOf(const CollectiveKey &key) {
+  if (key.kind == "all_reduce")
+    return "[C1] ring all_reduce 2(p-1)/p S";
+  return "[C2] ring " + key.kind + " (p-1)/p S = (p-1) x block";
+}
+
+} // namespace
+
+Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
+                               double efficiency) {
+  Report r;
+  r.hardware = hw;
+  r.efficiency = efficiency;
+  const Plan &plan = facts.plan;
+  r.activationsPerLayer = activationBytesPerLayer(
+      facts.seq, facts.microBatch, facts.hidden, facts.heads, plan.tp,
+      plan.sequenceParallel, plan.recompute);
+  r.bubble = bubbleFraction(plan.pp, plan.microBatches);
+  r.flopsPerToken = flopsPerToken(double(facts.numParams), facts.layers,
+                                  facts.hidden, facts.seq);
+  std::vector<CommLoad> loads;
+  for (const auto &[key, total] : facts.collectives)
+    loads.push_back(
+        {total.bytes, total.calls, total.groupSize, total.spanRanks});
+  int64_t ranks = 1;
+  for (int64_t s : facts.axisSizes)
+    ranks *= s;
+  r.step = predictStepTime(hw, plan, r.flopsPerToken,
+                           double(facts.globalBatch * facts.seq), ranks, loads,
+                           efficiency);
+  r.facts = std::move(facts);
+  return r;
+}
+
+void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
+  const ModuleFacts &f = r.facts;
+  const Plan &plan = f.plan;
+  std::string mesh;
+  int64_t ranks = 1;
+  for (size_t i = 0; i < f.axisNames.size(); ++i) {
+    mesh += (mesh.empty() ? "" : " x ") + f.axisNames[i] + "=" +
+            std::to_string(f.axisSizes[i]);
+    ranks *= f.axisSizes[i];
+  }
+  if (mesh.empty())
+    mesh = "one rank";
+  os << "dist-report: rank " << f.rank << " of mesh " << mesh << " (" << ranks
+     << " ranks), hardware " << r.hardware.name << "\n";
+  os << "model: " << f.numParams << " parameters, " << f.layers
+     << " layers, hidden " << f.hidden << ", " << f.heads << " heads, seq "
+     << f.seq << "; global batch " << f.globalBatch << ", micro-batch "
+     << f.microBatch << ", " << plan.microBatches
+     << " micro-batches per rank per step\n";
+  os << "state: " << dtypeName(plan.dtype);
+  if (plan.zeroStage)
+    os << ", ZeRO-" << plan.zeroStage;
+  if (plan.sequenceParallel)
+    os << ", sequence parallel";
+  os << "\n\nmemory per rank (bytes):\n";
+  os << "  predicted peak bytes: params " << f.state.params << " grads "
+     << f.state.grads << " optim " << f.state.optim << " = " << f.state.total()
+     << "\n";
+  os << "    [M1] params: (stage 3 ? ceil(n/g) : stage 1, 2 ? g ceil(n/g) : "
+        "n) x 4|2 per tensor, n its elements on this rank after "
+        "dist.sharding\n";
+  os << "    [M2] grads: (stage >= 2 ? ceil(n/g) : n) x 4|2\n";
+  os << "    [M3] optim: (stage >= 1 ? ceil(n/g) : n) x 8|12\n";
+  os << "  activations per layer: "
+     << llvm::format("%.0f", r.activationsPerLayer) << "  "
+     << activationLabel(plan) << " (s=" << f.seq << ", b=" << f.microBatch
+     << ", h=" << f.hidden << ", a=" << f.heads << ", t=" << plan.tp
+     << "; 16-bit activations)\n";
+  double peak = double(f.state.total()) +
+                double(f.layers) * r.activationsPerLayer /
+                    double(std::max<int64_t>(plan.pp, 1)) *
+                    double(std::min<int64_t>(plan.pp, plan.microBatches));
+  os << "  peak (state + activations of the micro-batches in flight): "
+     << llvm::format("%.0f", peak) << "\n";
+
+  os << "\ncommunication per step (ring; bytes rank " << f.rank << " sends):\n";
+  if (f.collectives.empty())
+    os << "  none\n";
+  for (const auto &[key, t] : f.collectives) {
+    os << "  " << key.kind << " over " << key.axes << ": " << t.bytes
+       << " bytes sent by this rank in " << t.calls << " calls\n";
+    os << "    " << formulaOf(key) << ", p = " << t.groupSize << "; from";
+    for (const std::string &s : t.sources)
+      os << " " << s;
+    os << "\n";
+  }
+  if (!f.unmodelled.empty()) {
+    os << "  not modelled:";
+    for (const std::string &s : f.unmodelled)
+      os << " " << s;
+    os << "\n";
+  }
+
+  os << "\nschedule and time (predicted, not yet validated):\n";
+  os << "  bubble: " << llvm::format("%.4f", r.bubble)
+     << "  [P1] (p-1)/(m+p-1), p = " << plan.pp << ", m = " << plan.microBatches
+     << "\n";
+  os << "  FLOPs per token: " << llvm::format("%.4g", r.flopsPerToken)
+     << "  [F1] 6N + 12Lhs\n";
+  os << "  step on " << r.hardware.name << " at "
+     << llvm::format("%.0f", r.efficiency * 100) << "% of peak: compute "
+     << llvm::format("%.4g", r.step.compute * 1e3)
+     << " ms [T1] + communication " << llvm::format("%.4g", r.step.comm * 1e3)
+     << " ms [T2] + bubble " << llvm::format("%.4g", r.step.bubble * 1e3)
+     << " ms [T3] = " << llvm::format("%.4g", r.step.total * 1e3)
+     << " ms [T4]\n";
+  os << "  tokens/s: " << llvm::format("%.4g", r.step.tokensPerSecond)
+     << ", MFU: " << llvm::format("%.4f", r.step.mfu) << " [T5]\n";
+}
+
+void triax::cost::printReportJSON(llvm::raw_ostream &os, const Report &r) {
+  const ModuleFacts &f = r.facts;
+  llvm::json::Object mesh;
+  for (size_t i = 0; i < f.axisNames.size(); ++i)
+    mesh[f.axisNames[i]] = f.axisSizes[i];
+  llvm::json::Array comm;
+  for (const auto &[key, t] : f.collectives) {
+    llvm::json::Array sources;
+    for (const std::string &s : t.sources)
+      sources.push_back(s);
+    comm.push_back(llvm::json::Object{{"kind", key.kind},
+                                      {"axes", key.axes},
+                                      {"bytes", t.bytes},
+                                      {"calls", t.calls},
+                                      {"group_size", t.groupSize},
+                                      {"formula", formulaOf(key)},
+                                      {"sources", std::move(sources)}});
+  }
+  llvm::json::Array unmodelled;
+  for (const std::string &s : f.unmodelled)
+    unmodelled.push_back(s);
+  llvm::json::Object root{
+      {"rank", f.rank},
+      {"hardware", r.hardware.name},
+      {"mesh", std::move(mesh)},
+      {"model",
+       llvm::json::Object{{"params", f.numParams},
+                          {"layers", f.layers},
+                          {"hidden", f.hidden},
+                          {"heads", f.heads},
+                          {"seq", f.seq},
+                          {"global_batch", f.globalBatch},
+                          {"micro_batch", f.microBatch},
+                          {"micro_batches_per_rank", f.plan.microBatches}}},
+      {"memory",
+       llvm::json::Object{{"params", f.state.params},
+                          {"grads", f.state.grads},
+                          {"optim", f.state.optim},
+                          {"total", f.state.total()},
+                          {"formulas", "[M0]-[M4]"},
+                          {"zero_stage", f.plan.zeroStage},
+                          {"mixed_precision", f.plan.dtype == DTypeMode::Mixed},
+                          {"activations_per_layer", r.activationsPerLayer},
+                          {"activations_formula", activationLabel(f.plan)}}},
+      {"communication", std::move(comm)},
+      {"unmodelled", std::move(unmodelled)},
+      {"bubble", r.bubble},
+      {"flops_per_token", r.flopsPerToken},
+      {"step", llvm::json::Object{{"efficiency", r.efficiency},
+                                  {"compute_s", r.step.compute},
+                                  {"comm_s", r.step.comm},
+                                  {"bubble_s", r.step.bubble},
+                                  {"total_s", r.step.total},
+                                  {"tokens_per_s", r.step.tokensPerSecond},
+                                  {"mfu", r.step.mfu}}}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
