@@ -85,6 +85,11 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
      << f.seq << "; global batch " << f.globalBatch << ", micro-batch "
      << f.microBatch << ", " << plan.microBatches
      << " micro-batches per rank per step\n";
+  if (f.microBatch * plan.dp > 0 &&
+      f.globalBatch % (f.microBatch * plan.dp) != 0)
+    os << "warning: global batch " << f.globalBatch
+       << " is not a multiple of micro-batch x dp = " << f.microBatch * plan.dp
+       << "; " << plan.microBatches << " micro-batch per rank assumed\n";
   os << "state: " << dtypeName(plan.dtype);
   if (plan.zeroStage)
     os << ", ZeRO-" << plan.zeroStage;
