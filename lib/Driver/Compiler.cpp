@@ -10,6 +10,8 @@
 
 #include "triax/Driver/Compiler.h"
 
+#include "triax/CostModel/CostModel.h"
+
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
@@ -244,6 +246,28 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
            "@forward_backward); --mesh and --zero apply to a model before "
            "triax-autodiff";
     return 1;
+  }
+  if (!options.report.empty()) {
+    // The cost model's view of rank 0 of the plan just built.
+    llvm::Expected<::triax::cost::Hardware> hw =
+        ::triax::cost::loadHardware(options.hardware);
+    if (!hw) {
+      errs << "triaxc: --hardware: " << llvm::toString(hw.takeError()) << "\n";
+      return 1;
+    }
+    llvm::Expected<::triax::cost::ModuleFacts> facts =
+        ::triax::cost::analyzeModule(*module, /*rank=*/0);
+    if (!facts) {
+      errs << "triaxc: --report: " << llvm::toString(facts.takeError()) << "\n";
+      return 1;
+    }
+    ::triax::cost::Report report =
+        ::triax::cost::makeReport(std::move(*facts), *hw, /*efficiency=*/0.5);
+    if (options.report == "json")
+      ::triax::cost::printReportJSON(llvm::outs(), report);
+    else
+      ::triax::cost::printReport(llvm::outs(), report);
+    return 0;
   }
   if (options.emit == "mlir") {
     module->print(llvm::outs());

@@ -49,6 +49,20 @@ static cl::opt<int64_t>
          cl::desc("ZeRO stage over dp: 1 shards the optimizer state, 2 also "
                   "the gradients, 3 also the parameters (0: none)"),
          cl::value_desc("stage"), cl::init(0), cl::cat(category));
+static cl::opt<bool>
+    report("report",
+           cl::desc("Print the predicted per-rank memory, per-step traffic "
+                    "and step time of the parallelized model and stop "
+                    "(docs/cost-model.md)"),
+           cl::cat(category));
+static cl::opt<bool> reportJson("report-json",
+                                cl::desc("The same report as JSON"),
+                                cl::cat(category));
+static cl::opt<std::string>
+    hardware("hardware",
+             cl::desc("Hardware of --report: a100-40g, a100-80g, h100-80g, "
+                      "h200-141g or a JSON file"),
+             cl::init("h100-80g"), cl::cat(category));
 static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("Megatron sequence parallelism over the tp axis of --mesh "
@@ -79,5 +93,7 @@ int main(int argc, char **argv) {
   options.mesh = mesh;
   options.zero = zero;
   options.sequenceParallel = sequenceParallel;
+  options.report = reportJson ? "json" : report ? "text" : "";
+  options.hardware = hardware;
   return triax::compile(options, errs());
 }

@@ -33,6 +33,11 @@ struct CompileOptions {
   int64_t zero = 0;
   /// Megatron sequence parallelism over tp (needs tp >= 2 in the mesh).
   bool sequenceParallel = false;
+  /// "" (compile), "text" or "json": print the cost model's report of the
+  /// parallelized model for rank 0 (docs/cost-model.md) and stop.
+  std::string report;
+  /// The hardware the report predicts for: a built-in name or a JSON file.
+  std::string hardware = "h100-80g";
 };
 
 /// The axis sizes of a --mesh value (0 = not given; dp defaults to 1).
