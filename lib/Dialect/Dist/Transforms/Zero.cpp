@@ -61,6 +61,14 @@ LogicalResult ZeroPass::check(tx::ModelOp model) {
              << param.getSymName() << " is already sharded by ZeRO";
   // dist-data-parallel's all_reduce and ZeRO's reduce_scatter would both
   // reduce the gradients: ZeRO replaces data parallelism's reduction.
+  WalkResult buckets = fb.walk([&](AllReduceGradsOp op) {
+    op.emitError("dist-zero: the gradients are already all-reduced "
+                 "(dist-data-parallel ran); ZeRO reduces them itself: run "
+                 "dist-zero instead of dist-data-parallel");
+    return WalkResult::interrupt();
+  });
+  if (buckets.wasInterrupted())
+    return failure();
   WalkResult found = step.walk([&](AllReduceOp op) {
     if (op.getInput().getDefiningOp<tx::GetGradOp>()) {
       op.emitError("dist-zero: the gradients are already all-reduced "
