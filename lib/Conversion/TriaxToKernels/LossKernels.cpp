@@ -46,14 +46,23 @@ std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
 /// The statistics of vocab-parallel logits [rows, V], reduced over the
 /// group: `max[r]` the maximum of row r over the whole vocabulary,
 /// `stats[0, r]` the sum of exp(logit - max) and `stats[1, r]` the target's
-/// logit.
+/// logit; `offset` is the first vocabulary row this rank holds.
 struct VocabStats {
-  Value max, stats;
+  Value max, stats, offset;
 };
 
-VocabStats vocabParallelStats(KernelBuilder &k, Value logits, Value targets,
-                              Value offset, int64_t mask) {
+/// For a loss op with `vocab_parallel over mesh axes`, its VocabStats; for
+/// one without (null mesh), nullopt.
+FailureOr<std::optional<VocabStats>>
+vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
+                   ArrayAttr axes, Value logits, Value targets) {
   auto [rows, vocab] = KernelBuilder::rowsCols(logits);
+  FailureOr<Value> offset = vocabOffset(k, op, mesh, axes, vocab);
+  if (failed(offset))
+    return failure();
+  if (!*offset)
+    return std::optional<VocabStats>();
+  int64_t mask = *axisMask(op, mesh, axes);
   Type f32 = k.builder().getF32Type();
   Value maxBuf = k.alloc(MemRefType::get({rows}, f32));
   k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
@@ -79,13 +88,13 @@ VocabStats vocabParallelStats(KernelBuilder &k, Value logits, Value targets,
     Value sum32 = k.toF32(sum);
     k.store(sum32, stats, {k.index(0), r[0]});
     Value target = k.toIndex(k.load(targets, r));
-    auto [column, inside] = localRow(k, target, offset, vocab);
+    auto [column, inside] = localRow(k, target, *offset, vocab);
     Value picked = k.load(logits, {r[0], column});
     Value kept = k.select(inside, picked, k.f32(0.0));
     k.store(kept, stats, {k.index(1), r[0]});
   });
   allReduceInPlace(k, stats, /*sum=*/0, mask);
-  return {maxBuf, stats};
+  return std::optional<VocabStats>(VocabStats{maxBuf, stats, *offset});
 }
 
 LogicalResult checkF32Logits(Operation *op, Value logits) {
@@ -108,18 +117,15 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
     Value perRow = k.alloc(MemRefType::get({rows}, rewriter.getF32Type()));
-    FailureOr<Value> offset =
-        vocabOffset(k, op, op.getMeshAttr(), op.getAxesAttr(), vocab);
-    if (failed(offset))
+    FailureOr<std::optional<VocabStats>> parallel = vocabParallelStats(
+        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets);
+    if (failed(parallel))
       return failure();
-    if (*offset) {
-      int64_t mask = *axisMask(op, op.getMeshAttr(), op.getAxesAttr());
-      auto [maxBuf, stats] =
-          vocabParallelStats(k, logits, targets, *offset, mask);
+    if (std::optional<VocabStats> vp = *parallel) {
       k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-        Value max = k.load(maxBuf, r);
-        Value picked = k.load(stats, {k.index(1), r[0]});
-        Value sum = k.toF64(k.load(stats, {k.index(0), r[0]}));
+        Value max = k.load(vp->max, r);
+        Value picked = k.load(vp->stats, {k.index(1), r[0]});
+        Value sum = k.toF64(k.load(vp->stats, {k.index(0), r[0]}));
         Value margin = k.toF64(k.sub(max, picked));
         Value loss = k.add(margin, k.log(sum));
         k.store(k.toF32(loss), perRow, r);
@@ -161,22 +167,19 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
     Value dloss = k.load(adaptor.getLossGrad(), {});
     Value scale = k.div(dloss, k.f32(static_cast<double>(rows)));
-    FailureOr<Value> offset =
-        vocabOffset(k, op, op.getMeshAttr(), op.getAxesAttr(), vocab);
-    if (failed(offset))
+    FailureOr<std::optional<VocabStats>> parallel = vocabParallelStats(
+        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets);
+    if (failed(parallel))
       return failure();
-    if (*offset) {
-      int64_t mask = *axisMask(op, op.getMeshAttr(), op.getAxesAttr());
-      auto [maxBuf, stats] =
-          vocabParallelStats(k, logits, targets, *offset, mask);
+    if (std::optional<VocabStats> vp = *parallel) {
       k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-        Value max = k.load(maxBuf, r);
-        Value denom = k.load(stats, {k.index(0), r[0]});
+        Value max = k.load(vp->max, r);
+        Value denom = k.load(vp->stats, {k.index(0), r[0]});
         Value target = k.toIndex(k.load(targets, r));
         k.loop({vocab}, [&](KernelBuilder &k, ValueRange v) {
           Value l = k.load(logits, {r[0], v[0]});
           Value p = k.div(k.exp(k.sub(l, max)), denom);
-          Value global = k.addi(v[0], *offset);
+          Value global = k.addi(v[0], vp->offset);
           Value isTarget = k.cmpi(arith::CmpIPredicate::eq, global, target);
           Value grad = k.select(isTarget, k.sub(p, k.f32(1.0)), p);
           k.store(k.mul(grad, scale), out, {r[0], v[0]});
