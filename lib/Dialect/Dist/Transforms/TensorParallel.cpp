@@ -12,6 +12,7 @@
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -593,53 +594,9 @@ struct TensorParallelPass
     : public mlir::dist::impl::DistTensorParallelBase<TensorParallelPass> {
   using DistTensorParallelBase::DistTensorParallelBase;
   void runOnOperation() override;
-
-  /// The module's mesh with the tp axis, created when there is none.
-  MeshOp getOrCreateMesh(ModuleOp module);
 };
 
 } // namespace
-
-MeshOp TensorParallelPass::getOrCreateMesh(ModuleOp module) {
-  SmallVector<MeshOp> meshes = llvm::to_vector(module.getOps<MeshOp>());
-  if (meshes.size() > 1) {
-    meshes[1].emitError("dist-tensor-parallel: the module has ")
-        << meshes.size() << " meshes; expected at most one";
-    return nullptr;
-  }
-  if (!meshes.empty()) {
-    MeshOp mesh = meshes.front();
-    std::optional<int64_t> size = mesh.getAxisSize(tpAxis);
-    if (!size) {
-      mesh.emitError("dist-tensor-parallel: mesh @")
-          << mesh.getSymName() << " has no axis \"" << tpAxis.getValue()
-          << "\"";
-      return nullptr;
-    }
-    if (tp > 0 && *size != tp) {
-      mesh.emitError("dist-tensor-parallel: mesh @")
-          << mesh.getSymName() << " has " << tpAxis.getValue() << "=" << *size
-          << " but the pass was asked for tp=" << tp.getValue();
-      return nullptr;
-    }
-    return mesh;
-  }
-  if (tp < 1) {
-    module.emitError("dist-tensor-parallel: the module has no dist.mesh; "
-                     "give the size of the \"")
-        << tpAxis.getValue() << "\" axis with the pass option tp=N";
-    return nullptr;
-  }
-  if (module.lookupSymbol("mesh")) {
-    module.emitError("dist-tensor-parallel: cannot create @mesh: the symbol "
-                     "is taken");
-    return nullptr;
-  }
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  return MeshOp::create(b, module.getLoc(), "mesh",
-                        b.getStrArrayAttr({tpAxis.getValue()}),
-                        b.getDenseI64ArrayAttr({tp.getValue()}));
-}
 
 void TensorParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
@@ -654,7 +611,8 @@ void TensorParallelPass::runOnOperation() {
         return signalPassFailure();
       }
   }
-  MeshOp mesh = getOrCreateMesh(module);
+  MeshOp mesh =
+      getOrCreateMeshAxis(module, getArgument(), tpAxis, tp.getValue());
   if (!mesh)
     return signalPassFailure();
   int64_t size = *mesh.getAxisSize(tpAxis);
