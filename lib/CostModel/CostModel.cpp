@@ -188,6 +188,23 @@ double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
   return sbh * (10 + 24 / td + attn / td); // [A2]
 }
 
+double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab,
+                                int64_t t, int64_t elemBytes) {
+  // [A6] logits and their gradient: 2 s b V / t elements.
+  return 2.0 * double(s) * double(b) * double(vocab) /
+         double(std::max<int64_t>(t, 1)) * double(elemBytes);
+}
+
+int64_t triax::cost::inFlightMicroBatches(Schedule schedule, int64_t pp,
+                                          int64_t m, int64_t stage) {
+  // [P2]
+  if (pp <= 1)
+    return 1;
+  if (schedule == Schedule::OneFOneB)
+    return std::max<int64_t>(1, std::min(pp - stage, m));
+  return m;
+}
+
 //===----------------------------------------------------------------------===//
 // Communication
 //===----------------------------------------------------------------------===//
@@ -230,6 +247,23 @@ double triax::cost::flopsPerToken(double params, int64_t layers, int64_t hidden,
                                   int64_t seq) {
   // [F1]
   return 6 * params + 12.0 * double(layers) * double(hidden) * double(seq);
+}
+
+double triax::cost::recomputeFlopsPerToken(double layerParams,
+                                           int64_t layers, int64_t hidden,
+                                           int64_t seq, Recompute recompute) {
+  // [F2] the attention core's forward is 4 s h per token and layer (QK^T
+  // and AV, 2 s h each); full recomputation adds the layers' forward 2 N_L.
+  const double core = 4.0 * double(layers) * double(hidden) * double(seq);
+  switch (recompute) {
+  case Recompute::None:
+    return 0;
+  case Recompute::Selective:
+    return core;
+  case Recompute::Full:
+    return 2 * layerParams + core;
+  }
+  return 0;
 }
 
 StepTime triax::cost::predictStepTime(const Hardware &hw, const Plan &plan,

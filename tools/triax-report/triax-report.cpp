@@ -5,9 +5,14 @@
 //
 //   triaxc tiny.mlir --mesh dp=2 --zero 3 --emit=mlir | triax-report
 //
+// or, on a model before parallelization, ranks the plans (dist-plan):
+//
+//   triax-report gpt2.mlir --plan gpus=8,gpu=h100-80g [--trace s.json]
+//
 //===----------------------------------------------------------------------===//
 
 #include "triax/CostModel/CostModel.h"
+#include "triax/CostModel/Planner.h"
 #include "triax/InitAll.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -39,6 +44,17 @@ int main(int argc, char **argv) {
                              cl::desc("Assumed fraction of peak FLOP/s (0, 1]"),
                              cl::init(0.5), cl::cat(cat));
   cl::opt<bool> json("json", cl::desc("Print JSON"), cl::cat(cat));
+  cl::opt<std::string> plan(
+      "plan",
+      cl::desc("On a model before parallelization: rank the plans that fit "
+               "(as triaxc --plan)"),
+      cl::value_desc("gpus=N,gpu=NAME[,...]"), cl::init(""), cl::cat(cat));
+  cl::opt<std::string> trace(
+      "trace", cl::desc("With --plan: the top plan's schedule, Chrome trace"),
+      cl::init(""), cl::cat(cat));
+  cl::opt<std::string> svg(
+      "svg", cl::desc("With --plan: the top plan's schedule, SVG"),
+      cl::init(""), cl::cat(cat));
   cl::HideUnrelatedOptions(cat);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -70,6 +86,16 @@ int main(int argc, char **argv) {
       mlir::parseSourceFile<mlir::ModuleOp>(sources, &context);
   if (!module)
     return 1;
+  if (!plan.empty()) {
+    auto result = triax::cost::runPlan(*module, plan, json,
+                                       /*fixMicroBatch=*/false, trace, svg,
+                                       llvm::outs());
+    if (!result)
+      return fail(llvm::toString(result.takeError()));
+    return 0;
+  }
+  if (!trace.empty() || !svg.empty())
+    return fail("--trace and --svg draw the plan --plan chooses");
   auto facts = triax::cost::analyzeModule(*module, rank);
   if (!facts)
     return fail(llvm::toString(facts.takeError()));

@@ -110,6 +110,19 @@ double activationBytesPerLayer(int64_t s, int64_t b, int64_t h, int64_t a,
                                int64_t t, bool sequenceParallel,
                                Recompute recompute);
 
+/// [A6] The logits of one micro-batch on a rank of the last stage: the
+/// logits and their gradient, 2 s b (V/t) elements of `elemBytes` (4sbv/t
+/// bytes in 16 bits, as Korthikanti et al. count the output layer).
+double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
+                   int64_t elemBytes);
+
+/// [P2] Micro-batches whose activations stage `stage` of `pp` holds at its
+/// peak: GPipe all m (every forward before the first backward), 1F1B
+/// min(pp - stage, m) (its warm-up forwards plus one), 1 without a
+/// pipeline.
+int64_t inFlightMicroBatches(Schedule schedule, int64_t pp, int64_t m,
+                             int64_t stage);
+
 //===----------------------------------------------------------------------===//
 // Communication (ring collectives, bytes one rank sends)
 //===----------------------------------------------------------------------===//
@@ -135,6 +148,14 @@ double bubbleFraction(int64_t pp, int64_t microBatches);
 /// the attention scores and values, forward and backward).
 double flopsPerToken(double params, int64_t layers, int64_t hidden,
                      int64_t seq);
+
+/// [F2] FLOPs per token that recomputation adds to [F1] (Korthikanti et
+/// al. 2022, section 5): selective recomputes the attention core's forward,
+/// QK^T and AV, 4 L h s; full recomputes every layer's forward, 2 N_L +
+/// 4 L h s (N_L the parameters of the layers).
+double recomputeFlopsPerToken(double layerParams, int64_t layers,
+                              int64_t hidden, int64_t seq,
+                              Recompute recompute);
 
 /// [T1]-[T4] A predicted optimizer step.
 struct StepTime {

@@ -1,0 +1,194 @@
+//===- Planner.h - dist-plan: the fastest plan that fits ---------*- C++ -*-===//
+//
+// The planner of issue 6 (DESIGN.md §3 dist-plan): from a model's facts
+// (read from its IR before parallelization) and a request such as
+// "gpus=64,gpu=h100-80g", it enumerates dp x tp x pp x ZeRO stage x
+// micro-batches x schedule x sequence parallelism x recomputation, rejects
+// what cannot run (with the reason), predicts the step time of the rest
+// with the formulas of CostModel.h, and ranks them. It also simulates the
+// pipeline schedule of a plan, the same order dist-pipeline emits, for the
+// Chrome trace and SVG timeline. docs/cost-model.md labels the formulas
+// ([A6], [F2], [C3]-[C6], [M5], [S1]) as the comments here do.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_COSTMODEL_PLANNER_H
+#define TRIAX_COSTMODEL_PLANNER_H
+
+#include "triax/CostModel/CostModel.h"
+
+#include <optional>
+
+namespace triax::cost {
+
+//===----------------------------------------------------------------------===//
+// The model, before parallelization
+//===----------------------------------------------------------------------===//
+
+/// What the planner needs of a model: its transformer shape, its batch and
+/// its parameters split by how tensor parallelism cuts them.
+struct ModelShape {
+  std::string name;
+  int64_t layers = 0, hidden = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0;
+  int64_t seq = 0, globalBatch = 0, microBatch = 0;
+  DTypeMode dtype = DTypeMode::FP32;
+  int64_t activationBytes = 4; // the compute type's bytes per element
+  int64_t params = 0;          // N, whole model
+  // Parameter elements. "split": cut by tp (linear weights, the biases of
+  // column-split linears, the token embedding over the vocabulary);
+  // "repl": whole on every tp rank (norms, row-split biases, positions).
+  int64_t layerSplit = 0, layerRepl = 0; // all blocks together
+  int64_t firstSplit = 0, firstRepl = 0; // embeddings (the first stage)
+  int64_t lastSplit = 0, lastRepl = 0;   // final norm, head (the last stage)
+  int64_t tiedSplit = 0; // embedding elements the head reuses (tied): the
+                         // last stage holds a copy when pp > 1
+  int64_t layerTensors = 0, firstTensors = 0, lastTensors = 0;
+};
+
+/// Reads a model (a module with one triax.model whose @forward is not yet
+/// differentiated or parallelized): L = its triax.blocks, h, heads and
+/// kv-heads from triax.attention, ffn from the widest column linear of a
+/// block, vocab and seq from the token embedding and the train config.
+llvm::Expected<ModelShape> readModelShape(mlir::ModuleOp module);
+
+//===----------------------------------------------------------------------===//
+// The request
+//===----------------------------------------------------------------------===//
+
+/// "gpus=N,gpu=NAME|file.json[,gpus-per-node=G][,global-batch=B]
+/// [,micro-batch=b][,microbatches=m][,dp=][,tp=][,pp=][,zero=]
+/// [,schedule=gpipe|1f1b][,sequence-parallel=0|1][,recompute=none|
+/// selective|full][,efficiency=e][,top=k]": the keys after gpu= fix that
+/// dimension of the search (the others are enumerated).
+struct PlanRequest {
+  int64_t gpus = 0;
+  Hardware hardware;
+  int64_t globalBatch = 0; // 0: the model's
+  std::optional<int64_t> microBatch, microBatches, dp, tp, pp;
+  std::optional<int> zero;
+  std::optional<Schedule> schedule;
+  std::optional<bool> sequenceParallel;
+  std::optional<Recompute> recompute;
+  double efficiency = 0.5;
+  int64_t top = 5;
+  std::string text; // as given
+};
+
+/// Parses a --plan value; an error names the key and what is expected.
+llvm::Expected<PlanRequest> parsePlanRequest(llvm::StringRef text);
+
+//===----------------------------------------------------------------------===//
+// Candidates and the search
+//===----------------------------------------------------------------------===//
+
+struct MemoryBreakdown {
+  double params = 0, grads = 0, optim = 0; // [M1]-[M3] of the stage
+  double zeroGather = 0;                   // [M5] ZeRO-3's gathered layers
+  double activations = 0;                  // [A1]-[A5] x layers x in flight
+  double logits = 0;                       // [A6] the last stage
+  double peak = 0;                         // the sum, on the fullest stage
+  int64_t stage = 0;                       // the fullest stage
+  int64_t inFlight = 1;                    // micro-batches it holds
+};
+
+struct Candidate {
+  Plan plan;
+  int64_t microBatch = 0; // sequences per micro-batch (b)
+  MemoryBreakdown memory;
+  StepTime step;
+  double flopsPerToken = 0;     // [F1], the model's
+  double stepFlopsPerToken = 0; // [F1] + [F2], what the GPUs compute
+  double bubbleFraction = 0;    // [P1]
+  std::vector<std::pair<std::string, CommLoad>> comm; // [C3]-[C6]
+  std::string reason;   // "" when it fits; else the rejected region
+  std::string detail;   // the reason with this plan's numbers
+  double overBytes = 0; // out of memory: peak - HBM
+};
+
+struct PlanResult {
+  ModelShape model;
+  PlanRequest request;
+  int64_t searched = 0, fits = 0;
+  std::vector<Candidate> top; // the fastest first
+  struct Region {
+    std::string reason;
+    int64_t count = 0;
+    Candidate best, worst; // least / most over memory, else fastest / slowest
+  };
+  std::vector<Region> rejected; // the most plans first
+  std::vector<std::string> suggestions; // when nothing fits
+};
+
+/// Enumerates, checks, predicts and ranks (docs/cost-model.md "Planner").
+PlanResult planModel(const ModelShape &model, const PlanRequest &request);
+
+/// One plan's memory, traffic and time without the search (the same
+/// numbers planModel gives it); `reason` is set when it cannot run.
+Candidate evaluatePlan(const ModelShape &model, const PlanRequest &request,
+                       const Plan &plan, int64_t microBatch);
+
+/// dist-plan as the tools run it (triaxc --plan, triax-report --plan):
+/// parses `spec`, reads the model's shape, plans (with `fixMicroBatch`, at
+/// the model's micro-batch unless the spec gives one: its shapes fix it),
+/// prints the text or JSON to `os`, and writes the top plan's Chrome trace
+/// and SVG to the paths that are not empty. An error says which step
+/// failed ("--plan: ...", "--trace: ...").
+llvm::Expected<PlanResult> runPlan(mlir::ModuleOp module, llvm::StringRef spec,
+                                   bool json, bool fixMicroBatch,
+                                   llvm::StringRef tracePath,
+                                   llvm::StringRef svgPath,
+                                   llvm::raw_ostream &os);
+
+void printPlan(llvm::raw_ostream &os, const PlanResult &result);
+void printPlanJSON(llvm::raw_ostream &os, const PlanResult &result);
+/// "dp=2 tp=4 pp=1 zero=1 m=4 schedule=- sp=off recompute=none".
+std::string describePlan(const Candidate &c);
+
+//===----------------------------------------------------------------------===//
+// The pipeline schedule of a plan, simulated
+//===----------------------------------------------------------------------===//
+
+struct TraceEvent {
+  std::string name;   // "F3", "B3", "send F3", "recv B3", "all_reduce dp"
+  std::string stream; // "compute", "p2p", "dp"
+  int64_t rank = 0, stage = 0, microBatch = -1;
+  double start = 0, duration = 0; // seconds
+};
+
+struct ScheduleTrace {
+  std::string title;
+  int64_t stages = 1, microBatches = 1;
+  std::vector<int64_t> ranks; // the rank of each stage (dp 0, tp 0)
+  std::vector<TraceEvent> events;
+  double makespan = 0; // the last event's end
+  double flush = 0;    // the last backward's end
+  std::vector<double> bubble; // per stage: 1 - busy / flush
+};
+
+/// [S1] Runs each stage's forwards and backwards in dist-pipeline's order
+/// (GPipe: F0..F(m-1) then B0..B(m-1); 1F1B: w = min(p-s-1, m) forwards,
+/// then F(w+j) B(j), then the remaining backwards); an F waits for the
+/// previous stage's F of the same micro-batch plus the send, a B for the
+/// next stage's B plus the send. Durations per micro-batch and stage:
+/// forward `fwd`, backward `bwd`, a send `p2p`; after its last backward
+/// each rank runs `collectives` (name, seconds) on the "dp" stream.
+ScheduleTrace simulateSchedule(
+    int64_t stages, int64_t microBatches, Schedule schedule, double fwd,
+    double bwd, double p2p,
+    llvm::ArrayRef<std::pair<std::string, double>> collectives,
+    llvm::ArrayRef<int64_t> ranks = {});
+
+/// The schedule of a candidate, with its predicted durations.
+ScheduleTrace traceOf(const ModelShape &model, const PlanRequest &request,
+                      const Candidate &c);
+
+/// Chrome trace JSON (Perfetto): "traceEvents" of ph "X" with ts/dur in us,
+/// pid = rank, tid = the stream (named by thread_name metadata).
+void printChromeTrace(llvm::raw_ostream &os, const ScheduleTrace &trace);
+/// An SVG timeline: one row per rank, F/B boxes labelled with the
+/// micro-batch, the idle time left white.
+void printScheduleSVG(llvm::raw_ostream &os, const ScheduleTrace &trace);
+
+} // namespace triax::cost
+
+#endif // TRIAX_COSTMODEL_PLANNER_H

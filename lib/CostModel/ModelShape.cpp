@@ -1,0 +1,184 @@
+//===- ModelShape.cpp - A model's shape for the planner, from its IR ------===//
+//
+// dist-plan reads the model before any parallelization: the blocks, the
+// attention's heads, the embeddings and the linears of @forward, and how
+// Megatron tensor parallelism would cut each parameter. A linear's weight
+// is cut (column or row); its bias too when the linear is column-split,
+// which is when its result does not go straight into the residual add (the
+// row-split linear's output is all-reduced and added to the residual, as
+// dist-tensor-parallel pairs them). An embedding table is cut over the
+// vocabulary unless it is read by position ids (replicated, as
+// dist-tensor-parallel leaves the position table).
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/CostModel/Planner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace triax::cost;
+namespace tx = mlir::triax;
+
+namespace {
+llvm::Error failure(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+struct ParamUse {
+  int64_t elems = 0;
+  bool split = false;    // tensor parallelism cuts it
+  bool inBlock = false;  // read inside a triax.block
+  bool embedding = false; // an embedding table (the first stage)
+  bool linearWeight = false; // a linear's weight (with `embedding`: tied)
+  bool used = false;
+};
+} // namespace
+
+llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
+  tx::ModelOp model;
+  module.walk([&](tx::ModelOp m) {
+    if (!model)
+      model = m;
+  });
+  if (!model)
+    return failure("no triax.model in the module");
+  ModelShape shape;
+  shape.name = model.getSymName().str();
+  auto config =
+      llvm::dyn_cast_or_null<tx::TrainConfigAttr>(model->getAttr("config"));
+  if (!config)
+    return failure("triax.model has no #triax.train_config");
+  shape.globalBatch = config.getGlobalBatch();
+  shape.microBatch = config.getMicroBatch();
+  shape.seq = config.getSeq();
+  shape.dtype = config.getComputeType() != config.getMasterType()
+                    ? DTypeMode::Mixed
+                    : DTypeMode::FP32;
+  shape.activationBytes =
+      int64_t(config.getComputeType().getIntOrFloatBitWidth() + 7) / 8;
+
+  llvm::StringMap<ParamUse> params;
+  for (mlir::Operation &op : model.getBody().front())
+    if (auto param = llvm::dyn_cast<tx::ParamOp>(op)) {
+      auto type = llvm::cast<mlir::ShapedType>(param.getType());
+      params[param.getSymName()].elems = type.getNumElements();
+      shape.params += type.getNumElements();
+    }
+
+  mlir::func::FuncOp forward;
+  model.walk([&](mlir::func::FuncOp f) {
+    if (f.getSymName() == "forward")
+      forward = f;
+  });
+  if (!forward) {
+    bool trained = false;
+    model.walk([&](mlir::func::FuncOp f) {
+      trained |= f.getSymName() == "forward_backward";
+    });
+    return failure(trained ? "the model is already differentiated (it has "
+                             "@forward_backward but no @forward): dist-plan "
+                             "reads a model before triax-autodiff"
+                           : "the model has no @forward");
+  }
+
+  // The parameter a value reads, if it is a triax.get_param.
+  auto paramOf = [&](mlir::Value v) -> ParamUse * {
+    auto get = v ? v.getDefiningOp<tx::GetParamOp>() : nullptr;
+    if (!get)
+      return nullptr;
+    auto it = params.find(get.getName());
+    return it == params.end() ? nullptr : &it->second;
+  };
+  auto insideBlock = [](mlir::Operation *op) {
+    return op->getParentOfType<tx::BlockOp>() != nullptr;
+  };
+  forward.walk([&](mlir::Operation *op) {
+    if (auto block = llvm::dyn_cast<tx::BlockOp>(op)) {
+      if (block->getParentOfType<tx::BlockOp>())
+        return;
+      ++shape.layers;
+      if (block.getNumOperands() > 0)
+        shape.hidden = llvm::cast<mlir::ShapedType>(
+                           block->getOperand(0).getType())
+                           .getShape()
+                           .back();
+      return;
+    }
+    if (auto attention = llvm::dyn_cast<tx::AttentionOp>(op)) {
+      shape.heads = attention.getHeads();
+      shape.kvHeads = attention.getNumKVHeads();
+      return;
+    }
+    if (auto get = llvm::dyn_cast<tx::GetParamOp>(op)) {
+      auto it = params.find(get.getName());
+      if (it == params.end())
+        return;
+      it->second.used = true;
+      if (insideBlock(op))
+        it->second.inBlock = true;
+      return;
+    }
+    if (auto emb = llvm::dyn_cast<tx::EmbeddingOp>(op)) {
+      ParamUse *table = paramOf(emb.getTable());
+      if (!table)
+        return;
+      table->embedding = true;
+      bool positions =
+          emb.getIndices().getDefiningOp<tx::PositionIdsOp>() != nullptr;
+      if (!positions) {
+        table->split = true;
+        shape.vocab =
+            llvm::cast<mlir::ShapedType>(emb.getTable().getType()).getDimSize(0);
+      }
+      return;
+    }
+    if (auto linear = llvm::dyn_cast<tx::LinearOp>(op)) {
+      if (ParamUse *w = paramOf(linear.getWeight())) {
+        w->split = true;
+        w->linearWeight = true;
+      }
+      bool row = llvm::any_of(linear->getUsers(), [](mlir::Operation *u) {
+        return llvm::isa<tx::AddOp>(u);
+      });
+      if (ParamUse *b = paramOf(linear.getBias()))
+        b->split |= !row;
+      if (insideBlock(op) && !row)
+        shape.ffn = std::max<int64_t>(
+            shape.ffn,
+            llvm::cast<mlir::ShapedType>(linear.getType()).getShape().back());
+    }
+  });
+  if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)
+    return failure("@forward of @" + shape.name +
+                   " has no triax.block with a triax.attention: dist-plan "
+                   "plans transformers");
+
+  for (const auto &entry : params) {
+    const ParamUse &p = entry.second;
+    if (!p.used)
+      continue;
+    int64_t split = p.split ? p.elems : 0, repl = p.split ? 0 : p.elems;
+    if (p.inBlock) {
+      shape.layerSplit += split;
+      shape.layerRepl += repl;
+      ++shape.layerTensors;
+    } else if (p.embedding) {
+      shape.firstSplit += split;
+      shape.firstRepl += repl;
+      ++shape.firstTensors;
+      // A table the head also reads as its weight: tied.
+      if (p.linearWeight && p.split)
+        shape.tiedSplit += split;
+    } else {
+      shape.lastSplit += split;
+      shape.lastRepl += repl;
+      ++shape.lastTensors;
+    }
+  }
+  return shape;
+}

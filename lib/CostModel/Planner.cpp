@@ -1,0 +1,864 @@
+//===- Planner.cpp - dist-plan: enumerate, reject, predict, rank ----------===//
+//
+// The search of docs/cost-model.md "Planner". Every candidate is checked in
+// a fixed order and takes the first reason that rejects it (its region):
+// tp across nodes, an indivisible shape or batch, ZeRO-2/3 with a pipeline,
+// ZeRO without dp, sequence parallelism without tp, 1F1B with m < pp, and
+// last memory. The survivors are ranked by the predicted step time [T4].
+// The search is a few thousand candidates of arithmetic, no IR: the model
+// was read once (ModelShape).
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/CostModel/Planner.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace triax::cost;
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// dist-data-parallel's default bucket (bucket-mb = 25).
+constexpr double kBucketBytes = 25.0 * 1024 * 1024;
+
+llvm::Error failure(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+const char *scheduleName(Schedule s) {
+  switch (s) {
+  case Schedule::GPipe:
+    return "gpipe";
+  case Schedule::OneFOneB:
+    return "1f1b";
+  case Schedule::None:
+    break;
+  }
+  return "-";
+}
+
+const char *recomputeName(Recompute r) {
+  switch (r) {
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  case Recompute::None:
+    break;
+  }
+  return "none";
+}
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      out.push_back(d);
+      if (d != n / d)
+        out.push_back(n / d);
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string gib(double bytes) {
+  return llvm::formatv("{0:f2} GiB", bytes / kGiB).str();
+}
+
+/// GiB from 0.1 GiB up, MiB below (the breakdown of a small model).
+std::string human(double bytes) {
+  if (bytes >= 0.1 * kGiB || bytes == 0)
+    return gib(bytes);
+  return llvm::formatv("{0:f2} MiB", bytes / (1024.0 * 1024.0)).str();
+}
+
+/// Milliseconds with 4 significant digits.
+std::string ms(double seconds) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.4g ms", seconds * 1e3);
+  return text;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The request
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<PlanRequest> triax::cost::parsePlanRequest(llvm::StringRef text) {
+  PlanRequest req;
+  req.text = text.str();
+  std::optional<int64_t> gpusPerNode;
+  std::string gpu;
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',');
+  llvm::StringMap<bool> seen;
+  const char *keys = "gpus, gpu, gpus-per-node, global-batch, micro-batch, "
+                     "microbatches, dp, tp, pp, zero, schedule, "
+                     "sequence-parallel, recompute, efficiency, top";
+  for (llvm::StringRef item : items) {
+    auto [key, value] = item.trim().split('=');
+    key = key.trim();
+    value = value.trim();
+    if (key.empty() || value.empty())
+      return failure("expected key=value items such as gpus=8,gpu=h100-80g, "
+                     "got '" +
+                     item + "'");
+    if (seen[key])
+      return failure("key '" + key + "' is given twice");
+    seen[key] = true;
+    auto integer = [&](int64_t min) -> llvm::Expected<int64_t> {
+      int64_t v = 0;
+      if (value.getAsInteger(10, v) || v < min)
+        return failure(key + "=" + value + ": expected an integer >= " +
+                       llvm::Twine(min));
+      return v;
+    };
+    auto setInt = [&](std::optional<int64_t> &slot,
+                      int64_t min) -> llvm::Error {
+      auto v = integer(min);
+      if (!v)
+        return v.takeError();
+      slot = *v;
+      return llvm::Error::success();
+    };
+    if (key == "gpus") {
+      auto v = integer(1);
+      if (!v)
+        return v.takeError();
+      req.gpus = *v;
+    } else if (key == "gpu") {
+      gpu = value.str();
+    } else if (key == "gpus-per-node") {
+      if (auto e = setInt(gpusPerNode, 1))
+        return std::move(e);
+    } else if (key == "global-batch") {
+      auto v = integer(1);
+      if (!v)
+        return v.takeError();
+      req.globalBatch = *v;
+    } else if (key == "micro-batch") {
+      if (auto e = setInt(req.microBatch, 1))
+        return std::move(e);
+    } else if (key == "microbatches") {
+      if (auto e = setInt(req.microBatches, 1))
+        return std::move(e);
+    } else if (key == "dp") {
+      if (auto e = setInt(req.dp, 1))
+        return std::move(e);
+    } else if (key == "tp") {
+      if (auto e = setInt(req.tp, 1))
+        return std::move(e);
+    } else if (key == "pp") {
+      if (auto e = setInt(req.pp, 1))
+        return std::move(e);
+    } else if (key == "zero") {
+      int64_t v = -1;
+      if (value.getAsInteger(10, v) || v < 0 || v > 3)
+        return failure("zero=" + value + ": expected a ZeRO stage 0, 1, 2 or 3");
+      req.zero = int(v);
+    } else if (key == "schedule") {
+      if (value == "gpipe")
+        req.schedule = Schedule::GPipe;
+      else if (value == "1f1b")
+        req.schedule = Schedule::OneFOneB;
+      else
+        return failure("schedule=" + value + ": expected gpipe or 1f1b");
+    } else if (key == "sequence-parallel" || key == "sp") {
+      if (value == "1" || value == "true" || value == "on")
+        req.sequenceParallel = true;
+      else if (value == "0" || value == "false" || value == "off")
+        req.sequenceParallel = false;
+      else
+        return failure(key + "=" + value + ": expected on or off");
+    } else if (key == "recompute") {
+      if (value == "none")
+        req.recompute = Recompute::None;
+      else if (value == "selective")
+        req.recompute = Recompute::Selective;
+      else if (value == "full")
+        req.recompute = Recompute::Full;
+      else
+        return failure("recompute=" + value +
+                       ": expected none, selective or full");
+    } else if (key == "efficiency") {
+      double e = 0;
+      if (value.getAsDouble(e) || !(e > 0 && e <= 1))
+        return failure("efficiency=" + value + ": expected a number in (0, 1]");
+      req.efficiency = e;
+    } else if (key == "top") {
+      auto v = integer(1);
+      if (!v)
+        return v.takeError();
+      req.top = *v;
+    } else {
+      return failure("unknown key '" + key + "' (keys: " + keys + ")");
+    }
+  }
+  if (req.gpus == 0)
+    return failure("missing gpus=N (the number of GPUs to plan for)");
+  if (gpu.empty())
+    return failure("missing gpu=NAME (a100-40g, a100-80g, h100-80g, "
+                   "h200-141g) or gpu=file.json");
+  auto hw = loadHardware(gpu);
+  if (!hw)
+    return failure("gpu=" + gpu + ": " + llvm::toString(hw.takeError()));
+  req.hardware = *hw;
+  if (gpusPerNode)
+    req.hardware.gpusPerNode = *gpusPerNode;
+  // A fixed axis must divide the GPUs, and the fixed axes multiply to them.
+  int64_t fixed = 1;
+  for (auto [name, axis] : {std::pair<const char *, std::optional<int64_t>>{
+                                "dp", req.dp},
+                            {"tp", req.tp},
+                            {"pp", req.pp}}) {
+    if (!axis)
+      continue;
+    if (req.gpus % *axis != 0)
+      return failure(llvm::Twine(name) + "=" + llvm::Twine(*axis) +
+                     " does not divide gpus=" + llvm::Twine(req.gpus));
+    fixed *= *axis;
+  }
+  if (req.gpus % fixed != 0 || (req.dp && req.tp && req.pp && fixed != req.gpus))
+    return failure("dp x tp x pp = " + llvm::Twine(fixed) +
+                   " does not divide gpus=" + llvm::Twine(req.gpus) +
+                   " (dp x tp x pp must equal the GPUs)");
+  if (req.microBatch && req.microBatches)
+    return failure("give micro-batch= (sequences per micro-batch) or "
+                   "microbatches= (micro-batches per step), not both");
+  return req;
+}
+
+//===----------------------------------------------------------------------===//
+// One candidate
+//===----------------------------------------------------------------------===//
+
+Candidate triax::cost::evaluatePlan(const ModelShape &model,
+                                    const PlanRequest &req, const Plan &plan,
+                                    int64_t b) {
+  Candidate c;
+  c.plan = plan;
+  c.microBatch = b;
+  const Hardware &hw = req.hardware;
+  const int64_t t = plan.tp, p = plan.pp, d = plan.dp,
+                m = std::max<int64_t>(plan.microBatches, 1);
+  const int64_t B = req.globalBatch ? req.globalBatch : model.globalBatch;
+  const int64_t L = model.layers, s = model.seq, h = model.hidden;
+  auto reject = [&](const std::string &reason, const llvm::Twine &detail) {
+    if (c.reason.empty()) {
+      c.reason = reason;
+      c.detail = detail.str();
+    }
+  };
+
+  // The checks, in order: the first failing one is the plan's region.
+  if (t > hw.gpusPerNode)
+    reject("tp across nodes", "tp=" + llvm::Twine(t) + " > " +
+                                  llvm::Twine(hw.gpusPerNode) +
+                                  " GPUs per node (tp stays on NVLink)");
+  struct Divides {
+    const char *what;
+    int64_t size;
+  } byTp[] = {{"heads", model.heads},   {"kv-heads", model.kvHeads},
+              {"hidden", model.hidden}, {"ffn", model.ffn},
+              {"vocab", model.vocab}};
+  for (const Divides &dv : byTp)
+    if (dv.size % t != 0) {
+      reject(std::string("indivisible: tp does not divide ") + dv.what,
+             llvm::Twine(dv.what) + " " + llvm::Twine(dv.size) +
+                 " is not divisible by tp=" + llvm::Twine(t));
+    }
+  if (L % p != 0)
+    reject("indivisible: pp does not divide layers",
+           "layers " + llvm::Twine(L) + " are not divisible by pp=" +
+               llvm::Twine(p));
+  if (b < 1 || B % (d * b) != 0)
+    reject("indivisible: dp x micro-batch does not divide the global batch",
+           "global batch " + llvm::Twine(B) + " is not divisible by dp=" +
+               llvm::Twine(d) + " x micro-batch " + llvm::Twine(b));
+  if (plan.sequenceParallel && t > 1 && s % t != 0)
+    reject("indivisible: tp does not divide seq (sequence parallelism)",
+           "seq " + llvm::Twine(s) + " is not divisible by tp=" +
+               llvm::Twine(t));
+  if (plan.zeroStage >= 2 && p > 1)
+    reject("zero-2/3 with pp > 1",
+           "zero=" + llvm::Twine(plan.zeroStage) + " with pp=" +
+               llvm::Twine(p) +
+               ": gradients and parameters sharded across a pipeline's "
+               "micro-batches (Triax refuses it, as DeepSpeed does)");
+  if (plan.zeroStage > 0 && d < 2)
+    reject("zero without data parallelism",
+           "zero=" + llvm::Twine(plan.zeroStage) +
+               " shards over dp, and dp=1");
+  if (plan.sequenceParallel && t < 2)
+    reject("sequence parallelism without tp",
+           "sequence-parallel needs tp >= 2 (tp=1)");
+  if (plan.schedule == Schedule::OneFOneB && m < p)
+    reject("1f1b with fewer micro-batches than stages",
+           "1f1b needs m >= pp: m=" + llvm::Twine(m) + " < pp=" +
+               llvm::Twine(p));
+
+  // Memory per rank, on every stage; the fullest one counts.
+  const double td = double(t), Ld = double(L);
+  const double layersOn = std::ceil(Ld / double(p));
+  const double perLayer = (double(model.layerSplit) / td +
+                           double(model.layerRepl)) / Ld;
+  const double first = double(model.firstSplit) / td + double(model.firstRepl);
+  const double last = double(model.lastSplit) / td + double(model.lastRepl) +
+                      (p > 1 ? double(model.tiedSplit) / td : 0.0);
+  const StateBytes per = bytesPerParam(model.dtype);
+  const double act =
+      activationBytesPerLayer(s, b, h, model.heads, t, plan.sequenceParallel,
+                              plan.recompute) *
+      double(model.activationBytes) / 2.0; // [A1]-[A5] are for 16 bits
+  double maxElems = 0;
+  int64_t maxTensors = 0;
+  for (int64_t stage = 0; stage < p; ++stage) {
+    double elems = perLayer * layersOn;
+    int64_t tensors = int64_t(double(model.layerTensors) * layersOn / Ld);
+    double biggest = perLayer; // the largest unit ZeRO-3 gathers
+    if (stage == 0) {
+      elems += first;
+      tensors += model.firstTensors;
+      biggest = std::max(biggest, first);
+    }
+    if (stage == p - 1) {
+      elems += last;
+      tensors += model.lastTensors;
+      biggest = std::max(biggest, last);
+    }
+    MemoryBreakdown mem;
+    mem.stage = stage;
+    StateBytes st = stateBytesPerRank({int64_t(std::llround(elems))}, d,
+                                      plan.zeroStage, model.dtype);
+    mem.params = double(st.params);
+    mem.grads = double(st.grads);
+    mem.optim = double(st.optim);
+    // [M5] ZeRO-3 gathers one unit whole while the next is prefetched.
+    if (plan.zeroStage == 3)
+      mem.zeroGather = double(per.params) * (biggest + perLayer);
+    mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage);
+    mem.activations = act * layersOn * double(mem.inFlight);
+    if (stage == p - 1)
+      mem.logits = logitsBytes(s, b, model.vocab, t, model.activationBytes);
+    mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
+               mem.activations + mem.logits;
+    if (stage == 0 || mem.peak > c.memory.peak)
+      c.memory = mem;
+    if (elems > maxElems) {
+      maxElems = elems;
+      maxTensors = tensors;
+    }
+  }
+
+  // Traffic per step of the busiest rank, per (collective, axis).
+  const int64_t P = int64_t(std::llround(maxElems));
+  const int64_t gradB = per.grads, paramB = per.params;
+  const int64_t ranksPerDp = t * p; // dp is the outermost mesh axis
+  auto load = [](int64_t bytes, int64_t calls, int64_t g, int64_t span) {
+    CommLoad l;
+    l.bytes = bytes;
+    l.calls = calls;
+    l.groupSize = g;
+    l.spanRanks = span;
+    return l;
+  };
+  if (d > 1) {
+    int64_t span = (d - 1) * ranksPerDp + 1, chunk = zeroChunk(P, d);
+    if (plan.zeroStage == 0) {
+      // [C3] the gradients all-reduced in 25 MiB buckets, once per step.
+      int64_t calls = int64_t(std::ceil(double(P * gradB) / kBucketBytes));
+      c.comm.push_back({"all_reduce dp", load(allReduceBytes(P, gradB, d),
+                                              calls, d, span)});
+    } else if (plan.zeroStage <= 2) {
+      // [C4] the gradients reduce-scattered and the updated parameters
+      // all-gathered, once per step, per tensor.
+      c.comm.push_back({"reduce_scatter dp",
+                        load(reduceScatterBytes(chunk, gradB, d), maxTensors,
+                             d, span)});
+      c.comm.push_back({"all_gather dp",
+                        load(allGatherBytes(chunk, paramB, d), maxTensors, d,
+                             span)});
+    } else {
+      // [C4] ZeRO-3: every micro-batch gathers the parameters for the
+      // forward and again for the backward, and reduce-scatters gradients.
+      c.comm.push_back({"all_gather dp",
+                        load(2 * m * allGatherBytes(chunk, paramB, d),
+                             2 * m * maxTensors, d, span)});
+      c.comm.push_back({"reduce_scatter dp",
+                        load(m * reduceScatterBytes(chunk, gradB, d),
+                             m * maxTensors, d, span)});
+    }
+  }
+  if (t > 1) {
+    // [C5] Megatron: per layer and micro-batch two all_reduces of the b s h
+    // activation in the forward, two in the backward (f and g), two more
+    // when the forward is recomputed; one for the vocab-parallel embedding.
+    int64_t perMb = (plan.recompute == Recompute::Full ? 6 : 4) *
+                        int64_t(layersOn) +
+                    1;
+    int64_t n = b * s * h, actB = model.activationBytes;
+    if (plan.sequenceParallel) {
+      // The same bytes as reduce_scatter + all_gather of 1/t blocks.
+      int64_t rs = reduceScatterBytes(n / t, actB, t);
+      c.comm.push_back(
+          {"reduce_scatter tp", load(m * perMb * rs, m * perMb, t, t)});
+      c.comm.push_back(
+          {"all_gather tp", load(m * perMb * rs, m * perMb, t, t)});
+    } else {
+      c.comm.push_back({"all_reduce tp",
+                        load(m * perMb * allReduceBytes(n, actB, t),
+                             m * perMb, t, t)});
+    }
+  }
+  if (p > 1) {
+    // [C6] each micro-batch's boundary activation forward and its gradient
+    // backward (a middle stage sends both); NVLink when the whole pipeline
+    // is inside a node.
+    int64_t sends = (p > 2 ? 2 : 1) * m;
+    int64_t bytes = b * s * h * model.activationBytes;
+    c.comm.push_back({"send/recv pp", load(sends * bytes, sends, 2, p * t)});
+  }
+
+  // Time.
+  c.flopsPerToken = flopsPerToken(double(model.params), L, h, s);
+  c.stepFlopsPerToken =
+      c.flopsPerToken +
+      recomputeFlopsPerToken(double(model.layerSplit + model.layerRepl), L, h,
+                             s, plan.recompute);
+  std::vector<CommLoad> loads;
+  for (const auto &entry : c.comm)
+    loads.push_back(entry.second);
+  const double tokens = double(B) * double(s);
+  const int64_t ranks = d * t * p;
+  c.step = predictStepTime(hw, plan, c.stepFlopsPerToken, tokens, ranks, loads,
+                           req.efficiency);
+  // MFU counts the model's FLOPs, not the recomputed ones.
+  if (c.step.total > 0)
+    c.step.mfu = tokens * c.flopsPerToken /
+                 (c.step.total * double(ranks) * hw.peakFlops);
+  c.bubbleFraction = bubbleFraction(p, m);
+
+  if (c.memory.peak > hw.hbmBytes) {
+    c.overBytes = c.memory.peak - hw.hbmBytes;
+    reject("out of memory", "peak " + gib(c.memory.peak) + " on stage " +
+                                llvm::Twine(c.memory.stage) + " > " +
+                                gib(hw.hbmBytes) + " HBM, over by " +
+                                gib(c.overBytes));
+  }
+  return c;
+}
+
+std::string triax::cost::describePlan(const Candidate &c) {
+  const Plan &p = c.plan;
+  return llvm::formatv("dp={0} tp={1} pp={2} zero={3} m={4} (micro-batch {5}) "
+                       "schedule={6} sp={7} recompute={8}",
+                       p.dp, p.tp, p.pp, p.zeroStage, p.microBatches,
+                       c.microBatch, scheduleName(p.schedule),
+                       p.sequenceParallel ? "on" : "off",
+                       recomputeName(p.recompute))
+      .str();
+}
+
+//===----------------------------------------------------------------------===//
+// The search
+//===----------------------------------------------------------------------===//
+
+namespace {
+bool faster(const Candidate &a, const Candidate &b) {
+  if (a.step.total != b.step.total)
+    return a.step.total < b.step.total;
+  if (a.memory.peak != b.memory.peak)
+    return a.memory.peak < b.memory.peak;
+  return describePlan(a) < describePlan(b);
+}
+
+PlanResult search(const ModelShape &model, const PlanRequest &req) {
+  PlanResult result;
+  result.model = model;
+  result.request = req;
+  const int64_t N = req.gpus;
+  const int64_t B = req.globalBatch ? req.globalBatch : model.globalBatch;
+  std::vector<Candidate> fits;
+  std::map<std::string, PlanResult::Region> regions;
+  std::vector<int64_t> zeros, sps;
+  std::vector<Recompute> recomputes;
+  for (int z = 0; z <= 3; ++z)
+    if (!req.zero || *req.zero == z)
+      zeros.push_back(z);
+  for (int v = 0; v <= 1; ++v)
+    if (!req.sequenceParallel || int(*req.sequenceParallel) == v)
+      sps.push_back(v);
+  for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full})
+    if (!req.recompute || *req.recompute == r)
+      recomputes.push_back(r);
+
+  for (int64_t tp : divisors(N)) {
+    if (req.tp && *req.tp != tp)
+      continue;
+    for (int64_t pp : divisors(N / tp)) {
+      if (req.pp && *req.pp != pp)
+        continue;
+      int64_t dp = N / (tp * pp);
+      if (req.dp && *req.dp != dp)
+        continue;
+      // The micro-batch sizes: fixed, from a fixed count, or every divisor
+      // of the per-replica batch.
+      std::vector<int64_t> sizes;
+      if (req.microBatch)
+        sizes = {*req.microBatch};
+      else if (req.microBatches)
+        sizes = {B % (dp * *req.microBatches) == 0
+                     ? B / (dp * *req.microBatches)
+                     : std::max<int64_t>(1, B / (dp * *req.microBatches))};
+      else if (B % dp != 0)
+        sizes = {1};
+      else
+        sizes = divisors(B / dp);
+      std::vector<Schedule> schedules;
+      if (pp == 1)
+        schedules = {Schedule::None};
+      else if (req.schedule)
+        schedules = {*req.schedule};
+      else
+        schedules = {Schedule::GPipe, Schedule::OneFOneB};
+      for (int64_t b : sizes)
+        for (int64_t z : zeros)
+          for (Schedule sched : schedules)
+            for (int64_t sp : sps)
+              for (Recompute r : recomputes) {
+                Plan plan;
+                plan.dp = dp;
+                plan.tp = tp;
+                plan.pp = pp;
+                plan.zeroStage = int(z);
+                plan.microBatches = req.microBatches
+                                        ? *req.microBatches
+                                        : std::max<int64_t>(1, B / (dp * b));
+                plan.schedule = sched;
+                plan.sequenceParallel = sp;
+                plan.dtype = model.dtype;
+                plan.recompute = r;
+                Candidate c = evaluatePlan(model, req, plan, b);
+                ++result.searched;
+                if (c.reason.empty()) {
+                  fits.push_back(std::move(c));
+                  continue;
+                }
+                PlanResult::Region &region = regions[c.reason];
+                bool oom = c.reason == "out of memory";
+                if (region.count == 0) {
+                  region.reason = c.reason;
+                  region.best = c;
+                  region.worst = c;
+                } else if (oom ? c.overBytes < region.best.overBytes
+                               : faster(c, region.best)) {
+                  region.best = c;
+                } else if (oom ? c.overBytes > region.worst.overBytes
+                               : faster(region.worst, c)) {
+                  region.worst = c;
+                }
+                ++region.count;
+              }
+    }
+  }
+  result.fits = int64_t(fits.size());
+  size_t k = std::min<size_t>(fits.size(), size_t(req.top));
+  std::partial_sort(fits.begin(), fits.begin() + k, fits.end(), faster);
+  fits.resize(k);
+  result.top = std::move(fits);
+  for (auto &entry : regions)
+    result.rejected.push_back(std::move(entry.second));
+  std::stable_sort(result.rejected.begin(), result.rejected.end(),
+                   [](const PlanResult::Region &a,
+                      const PlanResult::Region &b) { return a.count > b.count; });
+  return result;
+}
+
+std::string summary(const PlanResult &r) {
+  const Candidate &c = r.top.front();
+  return describePlan(c) + ": step " + ms(c.step.total) + ", peak " +
+         gib(c.memory.peak);
+}
+} // namespace
+
+PlanResult triax::cost::planModel(const ModelShape &model,
+                                  const PlanRequest &req) {
+  PlanResult result = search(model, req);
+  if (result.fits > 0)
+    return result;
+  // Nothing fits: what would, found by searching again.
+  for (const PlanResult::Region &region : result.rejected)
+    if (region.reason == "out of memory")
+      result.suggestions.push_back(
+          "closest: " + describePlan(region.best) + " needs " +
+          gib(region.best.memory.peak) + ", " + gib(region.best.overBytes) +
+          " more than the " + gib(req.hardware.hbmBytes) + " of a " +
+          req.hardware.name);
+  for (int k = 1; k <= 10; ++k) {
+    PlanRequest more = req;
+    more.gpus = req.gpus << k;
+    more.dp.reset(); // the added GPUs go to whichever axis helps
+    if (req.dp && req.tp && req.pp)
+      more.pp.reset();
+    PlanResult r = search(model, more);
+    if (r.fits) {
+      result.suggestions.push_back("more GPUs: gpus=" +
+                                   std::to_string(more.gpus) + " fits, best " +
+                                   summary(r));
+      break;
+    }
+  }
+  std::vector<Hardware> bigger;
+  for (const Hardware &hw : builtinHardware())
+    if (hw.hbmBytes > req.hardware.hbmBytes)
+      bigger.push_back(hw);
+  std::sort(bigger.begin(), bigger.end(),
+            [](const Hardware &a, const Hardware &b) {
+              return a.hbmBytes < b.hbmBytes;
+            });
+  for (const Hardware &hw : bigger) {
+    PlanRequest other = req;
+    other.hardware = hw;
+    other.hardware.gpusPerNode = req.hardware.gpusPerNode;
+    PlanResult r = search(model, other);
+    if (r.fits) {
+      result.suggestions.push_back("a bigger GPU: gpu=" + hw.name + " (" +
+                                   gib(hw.hbmBytes) + ") fits, best " +
+                                   summary(r));
+      break;
+    }
+  }
+  // Each fixed key, freed.
+  auto freed = [&](const char *key, auto clear) {
+    PlanRequest other = req;
+    clear(other);
+    PlanResult r = search(model, other);
+    if (r.fits)
+      result.suggestions.push_back(std::string("without ") + key +
+                                   ": fits, best " + summary(r));
+  };
+  if (req.recompute)
+    freed("recompute=", [](PlanRequest &o) { o.recompute.reset(); });
+  if (req.microBatch)
+    freed("micro-batch=", [](PlanRequest &o) { o.microBatch.reset(); });
+  if (req.microBatches)
+    freed("microbatches=", [](PlanRequest &o) { o.microBatches.reset(); });
+  if (req.zero)
+    freed("zero=", [](PlanRequest &o) { o.zero.reset(); });
+  if (req.sequenceParallel)
+    freed("sequence-parallel=",
+          [](PlanRequest &o) { o.sequenceParallel.reset(); });
+  if (req.schedule)
+    freed("schedule=", [](PlanRequest &o) { o.schedule.reset(); });
+  if (req.dp || req.tp || req.pp)
+    freed("dp=/tp=/pp=", [](PlanRequest &o) {
+      o.dp.reset();
+      o.tp.reset();
+      o.pp.reset();
+    });
+  if (result.suggestions.size() <= 1)
+    result.suggestions.push_back(
+        "nothing found: not with up to " + std::to_string(req.gpus << 10) +
+        " GPUs, nor on the largest built-in GPU");
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::string activationFormula(const Plan &p) {
+  switch (p.recompute) {
+  case Recompute::Full:
+    return p.sequenceParallel ? "[A5] 2sbh/t" : "[A5] 2sbh";
+  case Recompute::Selective:
+    return p.sequenceParallel ? "[A4] 34sbh/t" : "[A4] sbh(10 + 24/t)";
+  case Recompute::None:
+    break;
+  }
+  if (p.tp <= 1)
+    return "[A1] sbh(34 + 5as/h)";
+  return p.sequenceParallel ? "[A3] sbh/t (34 + 5as/h)"
+                            : "[A2] sbh(10 + 24/t + 5as/(ht))";
+}
+
+void printCandidate(llvm::raw_ostream &os, const Candidate &c,
+                    const Hardware &hw, int64_t layersOn) {
+  const MemoryBreakdown &m = c.memory;
+  os << "  step " << ms(c.step.total) << " = compute " << ms(c.step.compute)
+     << " [T1] + communication " << ms(c.step.comm) << " [T2] + bubble "
+     << ms(c.step.bubble) << " [T3] ("
+     << llvm::format("%.1f", c.bubbleFraction * 100) << "% [P1]); "
+     << llvm::format("%.4g", c.step.tokensPerSecond) << " tokens/s, MFU "
+     << llvm::format("%.3f", c.step.mfu) << " [T5]\n";
+  os << "  memory per rank (stage " << m.stage << "): params "
+     << human(m.params) << " + grads " << human(m.grads) << " + optim "
+     << human(m.optim);
+  if (m.zeroGather > 0)
+    os << " + gathered " << human(m.zeroGather) << " [M5]";
+  os << " + activations " << human(m.activations) << " (" << layersOn
+     << " layers x " << activationFormula(c.plan) << " x " << m.inFlight
+     << " in flight [P2])";
+  if (m.logits > 0)
+    os << " + logits " << human(m.logits) << " [A6]";
+  os << " = peak " << human(m.peak) << " of " << gib(hw.hbmBytes) << " HBM ("
+     << llvm::format("%.0f", 100 * m.peak / hw.hbmBytes) << "%)\n";
+  if (!c.comm.empty()) {
+    os << "  traffic per step:";
+    bool firstItem = true;
+    for (const auto &[name, l] : c.comm) {
+      os << (firstItem ? " " : "; ") << name << " "
+         << llvm::format("%.4g", double(l.bytes)) << " bytes in " << l.calls
+         << " calls";
+      firstItem = false;
+    }
+    os << "\n";
+  }
+}
+
+llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
+  const Plan &p = c.plan;
+  llvm::json::Array comm;
+  for (const auto &[name, l] : c.comm)
+    comm.push_back(llvm::json::Object{{"name", name},
+                                      {"bytes", l.bytes},
+                                      {"calls", l.calls},
+                                      {"group_size", l.groupSize}});
+  llvm::json::Object o{
+      {"dp", p.dp},
+      {"tp", p.tp},
+      {"pp", p.pp},
+      {"zero", p.zeroStage},
+      {"microbatches", p.microBatches},
+      {"micro_batch", c.microBatch},
+      {"schedule", scheduleName(p.schedule)},
+      {"sequence_parallel", p.sequenceParallel},
+      {"recompute", recomputeName(p.recompute)},
+      {"step_s", c.step.total},
+      {"compute_s", c.step.compute},
+      {"comm_s", c.step.comm},
+      {"bubble_s", c.step.bubble},
+      {"bubble_fraction", c.bubbleFraction},
+      {"tokens_per_s", c.step.tokensPerSecond},
+      {"mfu", c.step.mfu},
+      {"flops_per_token", c.stepFlopsPerToken},
+      {"memory",
+       llvm::json::Object{{"stage", c.memory.stage},
+                          {"params", c.memory.params},
+                          {"grads", c.memory.grads},
+                          {"optim", c.memory.optim},
+                          {"zero_gather", c.memory.zeroGather},
+                          {"activations", c.memory.activations},
+                          {"logits", c.memory.logits},
+                          {"in_flight", c.memory.inFlight},
+                          {"peak", c.memory.peak},
+                          {"hbm", hw.hbmBytes}}},
+      {"communication", std::move(comm)}};
+  if (!c.reason.empty()) {
+    o["reason"] = c.reason;
+    o["detail"] = c.detail;
+  }
+  return o;
+}
+} // namespace
+
+void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
+  const ModelShape &m = r.model;
+  const PlanRequest &q = r.request;
+  const Hardware &hw = q.hardware;
+  int64_t B = q.globalBatch ? q.globalBatch : m.globalBatch;
+  os << "dist-plan: @" << m.name << " (" << m.params << " parameters, "
+     << m.layers << " layers, hidden " << m.hidden << ", " << m.heads
+     << " heads, " << m.kvHeads << " kv-heads, ffn " << m.ffn << ", vocab "
+     << m.vocab << ", seq " << m.seq << ", "
+     << (m.dtype == DTypeMode::Mixed ? "mixed precision" : "fp32")
+     << ") on " << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes)
+     << " HBM, " << hw.gpusPerNode << " per node); global batch " << B
+     << "\n";
+  os << "searched " << r.searched << " plans (dp x tp x pp = " << q.gpus
+     << ", zero, micro-batches, schedule, sequence parallelism, "
+        "recompute): "
+     << r.fits << " fit, " << r.searched - r.fits
+     << " rejected; ranked by predicted step time at "
+     << llvm::format("%.0f", q.efficiency * 100) << "% of peak\n";
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const Candidate &c = r.top[i];
+    os << "\n#" << i + 1 << " " << describePlan(c) << "\n";
+    printCandidate(os, c, hw,
+                   (m.layers + c.plan.pp - 1) / std::max<int64_t>(c.plan.pp, 1));
+  }
+  if (r.fits == 0)
+    os << "\nno plan fits\n";
+  os << "\nrejected regions (" << r.searched - r.fits << " plans):\n";
+  for (const PlanResult::Region &region : r.rejected) {
+    bool oom = region.reason == "out of memory";
+    os << "  " << region.reason << ": " << region.count << " plans";
+    if (oom)
+      os << ", over by " << gib(region.best.overBytes) << " to "
+         << gib(region.worst.overBytes);
+    os << "\n";
+    os << "    " << (oom ? "least over: " : "fastest: ")
+       << describePlan(region.best) << " -- " << region.best.detail << "\n";
+    if (region.count > 1)
+      os << "    " << (oom ? "most over:  " : "slowest: ")
+         << describePlan(region.worst) << " -- " << region.worst.detail
+         << "\n";
+  }
+  if (!r.suggestions.empty()) {
+    os << "\nwhat would make it fit:\n";
+    for (const std::string &s : r.suggestions)
+      os << "  " << s << "\n";
+  }
+}
+
+void triax::cost::printPlanJSON(llvm::raw_ostream &os, const PlanResult &r) {
+  const ModelShape &m = r.model;
+  const PlanRequest &q = r.request;
+  const Hardware &hw = q.hardware;
+  llvm::json::Array top, rejected, suggestions;
+  for (const Candidate &c : r.top)
+    top.push_back(candidateJSON(c, hw));
+  for (const PlanResult::Region &region : r.rejected) {
+    llvm::json::Object o{{"reason", region.reason},
+                         {"count", region.count},
+                         {"best", candidateJSON(region.best, hw)},
+                         {"worst", candidateJSON(region.worst, hw)}};
+    rejected.push_back(std::move(o));
+  }
+  for (const std::string &s : r.suggestions)
+    suggestions.push_back(s);
+  llvm::json::Object root{
+      {"model",
+       llvm::json::Object{{"name", m.name},
+                          {"params", m.params},
+                          {"layers", m.layers},
+                          {"hidden", m.hidden},
+                          {"heads", m.heads},
+                          {"kv_heads", m.kvHeads},
+                          {"ffn", m.ffn},
+                          {"vocab", m.vocab},
+                          {"seq", m.seq},
+                          {"mixed_precision", m.dtype == DTypeMode::Mixed}}},
+      {"request",
+       llvm::json::Object{
+           {"spec", q.text},
+           {"gpus", q.gpus},
+           {"gpu", hw.name},
+           {"gpus_per_node", hw.gpusPerNode},
+           {"global_batch", q.globalBatch ? q.globalBatch : m.globalBatch},
+           {"efficiency", q.efficiency}}},
+      {"searched", r.searched},
+      {"fit", r.fits},
+      {"plans", std::move(top)},
+      {"rejected", std::move(rejected)},
+      {"suggestions", std::move(suggestions)}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}

@@ -1,0 +1,381 @@
+//===- Schedule.cpp - A plan's pipeline schedule: simulated, traced, drawn ===//
+//
+// [S1] simulates the order dist-pipeline emits for every stage
+// (lib/Dialect/Dist/Transforms/Pipeline.cpp): GPipe all forwards then all
+// backwards; 1F1B w = min(p-s-1, m) warm-up forwards, then F(w+j) B(j),
+// then the cool-down backwards. A forward waits for the previous stage's
+// forward of the same micro-batch and its send, a backward for the next
+// stage's backward and its send; sends run on their own stream (they
+// occupy the link, not the compute). With uniform stages and free sends
+// every stage idles (p-1)/(m+p-1) of the time to the flush, [P1].
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/CostModel/Planner.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace triax::cost;
+
+ScheduleTrace triax::cost::simulateSchedule(
+    int64_t stages, int64_t m, Schedule schedule, double fwd, double bwd,
+    double p2p, llvm::ArrayRef<std::pair<std::string, double>> collectives,
+    llvm::ArrayRef<int64_t> ranks) {
+  ScheduleTrace trace;
+  const int64_t p = std::max<int64_t>(stages, 1);
+  m = std::max<int64_t>(m, 1);
+  trace.stages = p;
+  trace.microBatches = m;
+  for (int64_t s = 0; s < p; ++s)
+    trace.ranks.push_back(s < int64_t(ranks.size()) ? ranks[s] : s);
+
+  // Each stage's order, as dist-pipeline unrolls it (without a pipeline:
+  // F(j) B(j), the gradient accumulation loop).
+  struct Step {
+    bool forward;
+    int64_t mb;
+  };
+  std::vector<std::vector<Step>> order(p);
+  for (int64_t s = 0; s < p; ++s) {
+    std::vector<Step> &o = order[s];
+    if (schedule == Schedule::GPipe && p > 1) {
+      for (int64_t j = 0; j < m; ++j)
+        o.push_back({true, j});
+      for (int64_t j = 0; j < m; ++j)
+        o.push_back({false, j});
+      continue;
+    }
+    int64_t w = p > 1 ? std::min(p - s - 1, m) : 0;
+    for (int64_t j = 0; j < w; ++j)
+      o.push_back({true, j});
+    for (int64_t j = 0; j < m - w; ++j) {
+      o.push_back({true, w + j});
+      o.push_back({false, j});
+    }
+    for (int64_t j = m - w; j < m; ++j)
+      o.push_back({false, j});
+  }
+
+  const double unset = -1;
+  std::vector<std::vector<double>> fEnd(p, std::vector<double>(m, unset)),
+      bEnd(p, std::vector<double>(m, unset));
+  std::vector<size_t> next(p, 0);
+  std::vector<double> clock(p, 0), busy(p, 0);
+  auto push = [&](std::string name, const char *stream, int64_t s,
+                  int64_t mb, double start, double dur) {
+    trace.events.push_back(
+        {std::move(name), stream, trace.ranks[s], s, mb, start, dur});
+  };
+  // Advance every stage whose next step's input is ready until all are
+  // done; dist-verify-schedule proved the orders deadlock-free.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < p; ++s) {
+      while (next[s] < order[s].size()) {
+        Step st = order[s][next[s]];
+        double ready;
+        if (st.forward)
+          ready = s == 0 ? 0 : fEnd[s - 1][st.mb];
+        else
+          ready = s == p - 1 ? fEnd[s][st.mb] : bEnd[s + 1][st.mb];
+        if (ready == unset)
+          break;
+        bool received = st.forward ? s > 0 : s < p - 1;
+        if (received)
+          ready += p2p;
+        double start = std::max(clock[s], ready);
+        double dur = st.forward ? fwd : bwd;
+        std::string mbName = std::to_string(st.mb);
+        push((st.forward ? "F" : "B") + mbName, "compute", s, st.mb, start,
+             dur);
+        clock[s] = start + dur;
+        busy[s] += dur;
+        (st.forward ? fEnd : bEnd)[s][st.mb] = clock[s];
+        // The send this step ends with, and its receive.
+        int64_t peer = st.forward ? s + 1 : s - 1;
+        if (peer >= 0 && peer < p && p2p > 0) {
+          std::string what = (st.forward ? "F" : "B") + mbName;
+          push("send " + what, "p2p", s, st.mb, clock[s], p2p);
+          push("recv " + what, "p2p", peer, st.mb, clock[s], p2p);
+        }
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  for (int64_t s = 0; s < p; ++s)
+    trace.flush = std::max(trace.flush, clock[s]);
+  for (int64_t s = 0; s < p; ++s) {
+    trace.bubble.push_back(trace.flush > 0 ? 1 - busy[s] / trace.flush : 0);
+    // The data-parallel collectives after this rank's last backward.
+    double at = clock[s];
+    for (const auto &[name, dur] : collectives) {
+      push(name, "dp", s, -1, at, dur);
+      at += dur;
+    }
+    trace.makespan = std::max(trace.makespan, at);
+  }
+  trace.makespan = std::max(trace.makespan, trace.flush);
+  return trace;
+}
+
+ScheduleTrace triax::cost::traceOf(const ModelShape &model,
+                                   const PlanRequest &req, const Candidate &c) {
+  const Hardware &hw = req.hardware;
+  const Plan &plan = c.plan;
+  const double rate = hw.peakFlops * req.efficiency;
+  const double perRank = double(plan.tp * plan.pp);
+  const double tokens = double(c.microBatch) * double(model.seq);
+  // [F1] is 1/3 forward, 2/3 backward; the backward also recomputes [F2].
+  const double fwdFlops = c.flopsPerToken / 3;
+  const double bwdFlops = c.stepFlopsPerToken - fwdFlops;
+  double fwd = tokens * fwdFlops / perRank / rate;
+  double bwd = tokens * bwdFlops / perRank / rate;
+  auto seconds = [&](const CommLoad &l) {
+    double bw = l.spanRanks <= hw.gpusPerNode ? hw.nvlinkBandwidth
+                                              : hw.interNodeBandwidth;
+    return double(l.bytes) / bw + double(l.calls) * hw.latency;
+  };
+  const int64_t m = std::max<int64_t>(plan.microBatches, 1);
+  double p2p = 0, perMicroBatch = 0;
+  std::vector<std::pair<std::string, double>> after;
+  for (const auto &[name, l] : c.comm) {
+    llvm::StringRef n(name);
+    if (n.ends_with(" pp")) {
+      p2p = l.calls ? seconds(l) / double(l.calls) : 0;
+    } else if (n.ends_with(" tp") || plan.zeroStage == 3) {
+      // Inside every micro-batch: drawn as part of its F (1/3) and B (2/3).
+      perMicroBatch += seconds(l) / double(m);
+    } else {
+      after.push_back({name, seconds(l)});
+    }
+  }
+  fwd += perMicroBatch / 3;
+  bwd += perMicroBatch * 2 / 3;
+  std::vector<int64_t> ranks;
+  for (int64_t s = 0; s < plan.pp; ++s)
+    ranks.push_back(s * plan.tp); // dp 0, tp 0 of each stage
+  Schedule schedule = plan.pp > 1 ? plan.schedule : Schedule::None;
+  ScheduleTrace trace =
+      simulateSchedule(plan.pp, m, schedule, fwd, bwd, p2p, after, ranks);
+  trace.title = "@" + model.name + " " + describePlan(c) + " on " +
+                std::to_string(req.gpus) + " x " + hw.name;
+  return trace;
+}
+
+namespace {
+int64_t tidOf(llvm::StringRef stream) {
+  return stream == "compute" ? 1 : stream == "p2p" ? 2 : 3;
+}
+} // namespace
+
+void triax::cost::printChromeTrace(llvm::raw_ostream &os,
+                                   const ScheduleTrace &trace) {
+  llvm::json::Array events;
+  for (int64_t s = 0; s < trace.stages; ++s) {
+    int64_t rank = trace.ranks[s];
+    events.push_back(llvm::json::Object{
+        {"name", "process_name"},
+        {"ph", "M"},
+        {"pid", rank},
+        {"args", llvm::json::Object{{"name", "rank " + std::to_string(rank) +
+                                                 " (stage " +
+                                                 std::to_string(s) + ")"}}}});
+    events.push_back(llvm::json::Object{{"name", "process_sort_index"},
+                                        {"ph", "M"},
+                                        {"pid", rank},
+                                        {"args", llvm::json::Object{
+                                                     {"sort_index", s}}}});
+    for (const char *stream : {"compute", "p2p", "dp"})
+      events.push_back(llvm::json::Object{
+          {"name", "thread_name"},
+          {"ph", "M"},
+          {"pid", rank},
+          {"tid", tidOf(stream)},
+          {"args", llvm::json::Object{{"name", stream}}}});
+  }
+  for (const TraceEvent &e : trace.events) {
+    llvm::json::Object args{{"stage", e.stage}};
+    if (e.microBatch >= 0)
+      args["micro_batch"] = e.microBatch;
+    llvm::StringRef name(e.name);
+    const char *cat = e.stream == "compute"
+                          ? (name.starts_with("F") ? "forward" : "backward")
+                          : e.stream == "p2p" ? "p2p" : "collective";
+    events.push_back(llvm::json::Object{{"name", e.name},
+                                        {"cat", cat},
+                                        {"ph", "X"},
+                                        {"ts", e.start * 1e6},
+                                        {"dur", e.duration * 1e6},
+                                        {"pid", e.rank},
+                                        {"tid", tidOf(e.stream)},
+                                        {"args", std::move(args)}});
+  }
+  llvm::json::Array bubble;
+  for (double b : trace.bubble)
+    bubble.push_back(b);
+  llvm::json::Object root{
+      {"traceEvents", std::move(events)},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       llvm::json::Object{{"plan", trace.title},
+                          {"stages", trace.stages},
+                          {"microbatches", trace.microBatches},
+                          {"flush_us", trace.flush * 1e6},
+                          {"step_us", trace.makespan * 1e6},
+                          {"bubble_per_stage", std::move(bubble)},
+                          {"predicted", true}}}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
+
+void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
+                                   const ScheduleTrace &trace) {
+  const double left = 150, right = 20, top = 48, row = 36, box = 24;
+  const double width = 1000;
+  const double plot = width - left - right;
+  const double span = trace.makespan > 0 ? trace.makespan : 1;
+  const double height = top + row * double(trace.stages) + 40;
+  auto x = [&](double t) { return left + plot * t / span; };
+  auto esc = [](llvm::StringRef s) {
+    std::string out;
+    for (char ch : s)
+      out += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;"
+                                                                  : std::string(1, ch);
+    return out;
+  };
+  os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                      "width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+                      "font-family=\"sans-serif\" font-size=\"11\">\n",
+                      width, height);
+  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  os << "<text x=\"8\" y=\"16\" font-size=\"13\">" << esc(trace.title)
+     << "</text>\n";
+  os << "<text x=\"8\" y=\"34\" fill=\"#555\">predicted; F forward, B "
+        "backward (the number: micro-batch), white: idle; flush "
+     << llvm::format("%.3f", trace.flush * 1e3) << " ms, step "
+     << llvm::format("%.3f", trace.makespan * 1e3) << " ms</text>\n";
+  for (int64_t s = 0; s < trace.stages; ++s) {
+    double y = top + row * double(s);
+    os << llvm::formatv("<text x=\"8\" y=\"{0}\">rank {1} (stage {2})"
+                        "</text>\n",
+                        y + box / 2 + 4, trace.ranks[s], s);
+    os << llvm::formatv("<text x=\"8\" y=\"{0}\" fill=\"#555\" "
+                        "font-size=\"9\">bubble {1:f1}%</text>\n",
+                        y + box / 2 + 15, trace.bubble[s] * 100);
+    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" "
+                        "height=\"{3}\" fill=\"white\" stroke=\"#bbb\"/>\n",
+                        left, y, plot, box);
+  }
+  for (const TraceEvent &e : trace.events) {
+    double y = top + row * double(e.stage);
+    double x0 = x(e.start), w = std::max(plot * e.duration / span, 0.5);
+    if (e.stream == "p2p") {
+      if (llvm::StringRef(e.name).starts_with("send"))
+        os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "
+                            "height=\"3\" fill=\"#888\"><title>{3}</title>"
+                            "</rect>\n",
+                            x0, y + box + 1, w, esc(e.name));
+      continue;
+    }
+    const char *fill = e.stream == "dp" ? "#59a14f"
+                       : llvm::StringRef(e.name).starts_with("F") ? "#4e79a7"
+                                                                  : "#f28e2b";
+    os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "
+                        "height=\"{3}\" fill=\"{4}\" stroke=\"white\" "
+                        "stroke-width=\"0.5\"><title>{5} {6:f3} ms"
+                        "</title></rect>\n",
+                        x0, y, w, box, fill, esc(e.name), e.duration * 1e3);
+    const std::string &label = e.name;
+    if (w >= 7.0 * double(label.size()))
+      os << llvm::formatv("<text x=\"{0:f2}\" y=\"{1}\" fill=\"white\" "
+                          "text-anchor=\"middle\">{2}</text>\n",
+                          x0 + w / 2, y + box / 2 + 4, esc(label));
+  }
+  // The time axis.
+  double axisY = top + row * double(trace.stages) + 4;
+  os << llvm::formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" "
+                      "stroke=\"#333\"/>\n",
+                      left, axisY, left + plot);
+  for (int i = 0; i <= 5; ++i) {
+    double t = span * i / 5;
+    os << llvm::formatv("<text x=\"{0:f2}\" y=\"{1}\" text-anchor=\"middle\" "
+                        "fill=\"#333\">{2:f2} ms</text>\n",
+                        x(t), axisY + 16, t * 1e3);
+  }
+  os << "</svg>\n";
+}
+
+//===----------------------------------------------------------------------===//
+// The tools' entry point
+//===----------------------------------------------------------------------===//
+
+namespace {
+llvm::Error writeText(llvm::StringRef path, llvm::StringRef flag,
+                      const std::string &text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (!ec) {
+    file << text;
+    file.close();
+    ec = file.error();
+  }
+  if (ec)
+    return llvm::createStringError(ec, flag + ": cannot write '" + path +
+                                           "': " + ec.message());
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<PlanResult>
+triax::cost::runPlan(mlir::ModuleOp module, llvm::StringRef spec, bool json,
+                     bool fixMicroBatch, llvm::StringRef tracePath,
+                     llvm::StringRef svgPath, llvm::raw_ostream &os) {
+  auto fail = [](llvm::StringRef flag, llvm::Error e) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   flag + ": " + llvm::toString(std::move(e)));
+  };
+  llvm::Expected<PlanRequest> request = parsePlanRequest(spec);
+  if (!request)
+    return fail("--plan", request.takeError());
+  llvm::Expected<ModelShape> shape = readModelShape(module);
+  if (!shape)
+    return fail("--plan", shape.takeError());
+  if (fixMicroBatch && !request->microBatch && !request->microBatches)
+    request->microBatch = shape->microBatch;
+  PlanResult result = planModel(*shape, *request);
+  if (json)
+    printPlanJSON(os, result);
+  else
+    printPlan(os, result);
+  if (tracePath.empty() && svgPath.empty())
+    return result;
+  if (result.top.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        (tracePath.empty() ? "--svg" : "--trace") +
+            llvm::Twine(": no plan fits, so there is no schedule to draw"));
+  ScheduleTrace trace = traceOf(*shape, *request, result.top.front());
+  if (!tracePath.empty()) {
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    printChromeTrace(out, trace);
+    if (llvm::Error e = writeText(tracePath, "--trace", text))
+      return std::move(e);
+  }
+  if (!svgPath.empty()) {
+    std::string text;
+    llvm::raw_string_ostream out(text);
+    printScheduleSVG(out, trace);
+    if (llvm::Error e = writeText(svgPath, "--svg", text))
+      return std::move(e);
+  }
+  return result;
+}

@@ -1,0 +1,416 @@
+//===- plan-test.cpp - The planner's formulas and rules by hand -----------===//
+//
+// The formulas dist-plan adds to docs/cost-model.md ([A6], [P2], [F2],
+// [M5], [C3]-[C6], [S1]) and every rejection rule, on a model whose
+// numbers are written out here, against values computed by hand in the
+// comments. Prints one line per check and "N checks, N failed".
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/CostModel/Planner.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace triax::cost;
+
+namespace {
+int checks = 0, failed = 0;
+
+void expectNear(const std::string &what, double got, double want) {
+  ++checks;
+  bool ok = std::fabs(got - want) <= 1e-9 * std::max(1.0, std::fabs(want));
+  failed += !ok;
+  llvm::outs() << (ok ? "ok   " : "FAIL ") << what << ": " << got;
+  if (!ok)
+    llvm::outs() << " (expected " << want << ")";
+  llvm::outs() << "\n";
+}
+
+void expectText(const std::string &what, const std::string &got,
+                const std::string &want) {
+  ++checks;
+  bool ok = got == want;
+  failed += !ok;
+  llvm::outs() << (ok ? "ok   " : "FAIL ") << what << ": " << got;
+  if (!ok)
+    llvm::outs() << " (expected '" << want << "')";
+  llvm::outs() << "\n";
+}
+
+double commBytes(const Candidate &c, const std::string &name) {
+  for (const auto &[n, l] : c.comm)
+    if (n == name)
+      return double(l.bytes);
+  return -1;
+}
+double commCalls(const Candidate &c, const std::string &name) {
+  for (const auto &[n, l] : c.comm)
+    if (n == name)
+      return double(l.calls);
+  return -1;
+}
+
+/// tiny's blocks, four of them (triax-model tiny --layers 4 --batch 16
+/// --micro-batch 4): per block the tp-split parameters are q, k, v
+/// (64x64 + 64 each: 12480), c_proj.weight 4096, c_fc 64x256 + 256 =
+/// 16640, mlp c_proj.weight 16384: 49600; replicated: two layer norms
+/// (4 x 64) and the two row-split biases (2 x 64): 384. wte 256 x 64 =
+/// 16384 (split, tied to the head), wpe 64 x 64 = 4096, ln_f 128.
+/// N = 4 x 49984 + 16384 + 4096 + 128 = 220544.
+ModelShape handModel() {
+  ModelShape m;
+  m.name = "hand";
+  m.layers = 4;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kvHeads = 4;
+  m.ffn = 256;
+  m.vocab = 256;
+  m.seq = 64;
+  m.globalBatch = 16;
+  m.microBatch = 4;
+  m.dtype = DTypeMode::FP32;
+  m.activationBytes = 4;
+  m.layerSplit = 4 * 49600;
+  m.layerRepl = 4 * 384;
+  m.firstSplit = 16384;
+  m.firstRepl = 4096;
+  m.lastRepl = 128;
+  m.tiedSplit = 16384;
+  m.layerTensors = 64;
+  m.firstTensors = 2;
+  m.lastTensors = 2;
+  m.params = 220544;
+  return m;
+}
+
+PlanRequest handRequest(int64_t gpus) {
+  PlanRequest r;
+  r.gpus = gpus;
+  // peak 1e15 FLOP/s, NVLink 1e11 B/s, inter-node 1e10 B/s, 8 per node,
+  // 1 us per call; HBM 80e9.
+  r.hardware = Hardware{"test", 80e9, 1e15, 3e12, 1e11, 8, 1e10, 1e-6};
+  return r;
+}
+
+Plan makePlan(int64_t dp, int64_t tp, int64_t pp, int zero, int64_t m,
+              Schedule s = Schedule::None, bool sp = false,
+              Recompute r = Recompute::None) {
+  Plan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.pp = pp;
+  p.zeroStage = zero;
+  p.microBatches = m;
+  p.schedule = s;
+  p.sequenceParallel = sp;
+  p.recompute = r;
+  return p;
+}
+
+void expectReason(const std::string &what, const Candidate &c,
+                  const std::string &reason, const std::string &detail) {
+  expectText(what + " region", c.reason, reason);
+  expectText(what + " detail", c.detail, detail);
+}
+} // namespace
+
+int main() {
+  // [A6] logits and their gradient: s = 64, b = 8, V = 256 over t = 2,
+  // 2 bytes: 2 x 64 x 8 x 128 x 2 = 262,144.
+  expectNear("A6 logits", logitsBytes(64, 8, 256, 2, 2), 262144);
+
+  // [P2] in flight: GPipe all m; 1F1B min(p - s, m); no pipeline 1.
+  expectNear("P2 gpipe p=4 m=8 stage 0",
+             inFlightMicroBatches(Schedule::GPipe, 4, 8, 0), 8);
+  expectNear("P2 1f1b p=4 m=8 stage 0",
+             inFlightMicroBatches(Schedule::OneFOneB, 4, 8, 0), 4);
+  expectNear("P2 1f1b p=4 m=8 stage 3",
+             inFlightMicroBatches(Schedule::OneFOneB, 4, 8, 3), 1);
+  expectNear("P2 no pipeline", inFlightMicroBatches(Schedule::None, 1, 8, 0),
+             1);
+
+  // [F2] GPT-2 124M: L = 12, h = 768, s = 1024, N_L = 12 x 7,087,872 =
+  // 85,054,464. Selective 4 x 12 x 768 x 1024 = 37,748,736; full
+  // 2 x 85,054,464 + 37,748,736 = 207,857,664.
+  expectNear("F2 none", recomputeFlopsPerToken(85054464, 12, 768, 1024,
+                                               Recompute::None),
+             0);
+  expectNear("F2 selective",
+             recomputeFlopsPerToken(85054464, 12, 768, 1024,
+                                    Recompute::Selective),
+             37748736);
+  expectNear("F2 full", recomputeFlopsPerToken(85054464, 12, 768, 1024,
+                                               Recompute::Full),
+             207857664);
+
+  ModelShape model = handModel();
+
+  // Case A: dp = 2, b = 4, m = 16 / (2 x 4) = 2, fp32, no ZeRO.
+  {
+    Candidate c =
+        evaluatePlan(model, handRequest(2), makePlan(2, 1, 1, 0, 2), 4);
+    expectText("A fits", c.reason, "");
+    // 220,544 elements: 4 + 4 + 8 bytes each.
+    expectNear("A params", c.memory.params, 4.0 * 220544);
+    expectNear("A grads", c.memory.grads, 4.0 * 220544);
+    expectNear("A optim", c.memory.optim, 8.0 * 220544);
+    // [A1] sbh = 64 x 4 x 64 = 16,384, 5as/h = 20: 16,384 x 54 =
+    // 884,736 in 16 bits, x 2 for f32 = 1,769,472 per layer, x 4 layers,
+    // 1 in flight: 7,077,888.
+    expectNear("A activations", c.memory.activations, 7077888);
+    // [A6] 2 x 64 x 4 x 256 x 4 = 524,288.
+    expectNear("A logits", c.memory.logits, 524288);
+    expectNear("A peak", c.memory.peak,
+               882176 + 882176 + 1764352 + 7077888 + 524288);
+    // [C3] all_reduce of 220,544 f32 over 2: 2 (1/2) S = S = 882,176
+    // bytes, in ceil(882,176 / 25 MiB) = 1 bucket.
+    expectNear("C3 all_reduce dp bytes", commBytes(c, "all_reduce dp"),
+               882176);
+    expectNear("C3 all_reduce dp calls", commCalls(c, "all_reduce dp"), 1);
+    // [F1] 6 x 220,544 + 12 x 4 x 64 x 64 = 1,323,264 + 196,608.
+    expectNear("A F1", c.flopsPerToken, 1519872);
+    // [T1] 1,024 tokens x 1,519,872 / 2 ranks / (1e15 x 0.5).
+    double compute = 1024.0 * 1519872 / 2 / 5e14;
+    expectNear("A T1 compute", c.step.compute, compute);
+    // [T2] NVLink (the dp group spans 2 ranks): 882,176 / 1e11 + 1 us.
+    double comm = 882176 / 1e11 + 1e-6;
+    expectNear("A T2 communication", c.step.comm, comm);
+    expectNear("A T4 step", c.step.total, compute + comm);
+    expectNear("A T5 MFU", c.step.mfu,
+               1024.0 * 1519872 / ((compute + comm) * 2 * 1e15));
+  }
+
+  // Case B: tp = 2 + sequence parallel, selective recompute, b = 4, m = 4.
+  {
+    Candidate c = evaluatePlan(
+        model, handRequest(2),
+        makePlan(1, 2, 1, 0, 4, Schedule::None, true, Recompute::Selective),
+        4);
+    expectText("B fits", c.reason, "");
+    // Per rank: 4 x (49,600 / 2 + 384) + 16,384 / 2 + 4,096 + 128 =
+    // 100,736 + 12,288 + 128 = 113,152 elements, 16 bytes each.
+    expectNear("B state",
+               c.memory.params + c.memory.grads + c.memory.optim,
+               16.0 * 113152);
+    // [A4] with SP: 34 sbh / t = 34 x 16,384 / 2 = 278,528, x 2 (f32),
+    // x 4 layers = 2,228,224.
+    expectNear("B activations", c.memory.activations, 2228224);
+    // [A6] over t = 2: 2 x 64 x 4 x 128 x 4 = 262,144.
+    expectNear("B logits", c.memory.logits, 262144);
+    // [C5] 4 x 4 layers + 1 (embedding) = 17 per micro-batch; block of
+    // 16,384 / 2 f32: (2 - 1) x 8,192 x 4 = 32,768; x 17 x 4 = 2,228,224.
+    expectNear("C5 reduce_scatter tp", commBytes(c, "reduce_scatter tp"),
+               2228224);
+    expectNear("C5 all_gather tp", commBytes(c, "all_gather tp"), 2228224);
+    expectNear("C5 calls", commCalls(c, "all_gather tp"), 68);
+    // [F2] selective: 4 x 4 x 64 x 64 = 65,536 on top of 1,519,872.
+    expectNear("B F1 + F2", c.stepFlopsPerToken, 1519872 + 65536);
+    // MFU counts [F1] only.
+    expectNear("B MFU", c.step.mfu,
+               1024.0 * 1519872 / (c.step.total * 2 * 1e15));
+  }
+
+  // Case C: dp = 2 x pp = 2, ZeRO-1, GPipe, b = 2, m = 4, full recompute.
+  {
+    Candidate c = evaluatePlan(
+        model, handRequest(4),
+        makePlan(2, 1, 2, 1, 4, Schedule::GPipe, false, Recompute::Full), 2);
+    expectText("C fits", c.reason, "");
+    // Stage 0: 2 x 49,984 + 16,384 + 4,096 = 120,448; stage 1: 99,968 +
+    // 128 + the tied head's copy 16,384 = 116,480. ZeRO-1 over 2:
+    // params 4 x 116,480, grads 4 x 116,480, optim 8 x 58,240 = 465,920
+    // each; [A5] 2sbh = 2 x 64 x 2 x 64 = 16,384, x 2 (f32) x 2 layers x
+    // 4 in flight (GPipe) = 262,144; [A6] 2 x 64 x 2 x 256 x 4 = 262,144.
+    // Stage 1: 3 x 465,920 + 262,144 + 262,144 = 1,922,048 > stage 0's
+    // 3 x 481,792 + 262,144 = 1,707,520.
+    expectNear("C fullest stage", double(c.memory.stage), 1);
+    expectNear("C peak", c.memory.peak, 3 * 465920.0 + 262144 + 262144);
+    expectNear("C in flight", double(c.memory.inFlight), 4);
+    // [C4] the busiest rank (stage 0, 120,448 elements in 34 tensors):
+    // chunk 60,224; reduce_scatter (2 - 1) x 60,224 x 4 = 240,896, the
+    // all_gather the same.
+    expectNear("C4 reduce_scatter dp", commBytes(c, "reduce_scatter dp"),
+               240896);
+    expectNear("C4 all_gather dp", commBytes(c, "all_gather dp"), 240896);
+    expectNear("C4 calls", commCalls(c, "all_gather dp"), 34);
+    // [C6] pp = 2: each stage sends one way, m = 4 times b s h f32 =
+    // 2 x 64 x 64 x 4 = 32,768: 131,072 bytes.
+    expectNear("C6 send/recv pp", commBytes(c, "send/recv pp"), 131072);
+    expectNear("C6 calls", commCalls(c, "send/recv pp"), 4);
+    // [F2] full: 2 x (198,400 + 1,536) + 65,536 = 465,408.
+    expectNear("C F1 + F2", c.stepFlopsPerToken, 1519872 + 465408);
+    // [P1] (2 - 1) / (4 + 2 - 1) = 0.2; [T3] = [T1] x 1/4.
+    expectNear("C P1", c.bubbleFraction, 0.2);
+    expectNear("C T3", c.step.bubble, c.step.compute / 4);
+  }
+
+  // Case D: ZeRO-3 over dp = 4, b = 1, m = 4.
+  {
+    Candidate c =
+        evaluatePlan(model, handRequest(4), makePlan(4, 1, 1, 3, 4), 1);
+    expectText("D fits", c.reason, "");
+    // chunk ceil(220,544 / 4) = 55,136: params 4 x, grads 4 x, optim 8 x.
+    expectNear("D params", c.memory.params, 4.0 * 55136);
+    expectNear("D optim", c.memory.optim, 8.0 * 55136);
+    // [M5] the largest unit (a layer, 49,984 > the embeddings' 20,480)
+    // and the next layer, whole: 4 x 99,968 = 399,872.
+    expectNear("M5 gathered", c.memory.zeroGather, 399872);
+    // [C4] ZeRO-3: 2 m all_gathers of (4 - 1) x 55,136 x 4 = 661,632:
+    // 5,293,056 in 2 x 4 x 68 calls; m reduce_scatters: 2,646,528.
+    expectNear("C4 zero-3 all_gather", commBytes(c, "all_gather dp"),
+               5293056);
+    expectNear("C4 zero-3 all_gather calls", commCalls(c, "all_gather dp"),
+               544);
+    expectNear("C4 zero-3 reduce_scatter", commBytes(c, "reduce_scatter dp"),
+               2646528);
+  }
+
+  // Every rejection rule, in the order they are checked.
+  {
+    auto eval = [&](const ModelShape &m, int64_t gpus, Plan p, int64_t b) {
+      return evaluatePlan(m, handRequest(gpus), p, b);
+    };
+    expectReason("tp across nodes", eval(model, 16, makePlan(1, 16, 1, 0, 4), 4),
+                 "tp across nodes",
+                 "tp=16 > 8 GPUs per node (tp stays on NVLink)");
+    expectReason("heads", eval(model, 8, makePlan(1, 8, 1, 0, 4), 4),
+                 "indivisible: tp does not divide heads",
+                 "heads 4 is not divisible by tp=8");
+    ModelShape gqa = model;
+    gqa.kvHeads = 2;
+    expectReason("kv-heads", eval(gqa, 4, makePlan(1, 4, 1, 0, 4), 4),
+                 "indivisible: tp does not divide kv-heads",
+                 "kv-heads 2 is not divisible by tp=4");
+    ModelShape odd = model;
+    odd.hidden = 66;
+    expectReason("hidden", eval(odd, 4, makePlan(1, 4, 1, 0, 4), 4),
+                 "indivisible: tp does not divide hidden",
+                 "hidden 66 is not divisible by tp=4");
+    ModelShape ffn = model;
+    ffn.ffn = 99;
+    expectReason("ffn", eval(ffn, 2, makePlan(1, 2, 1, 0, 4), 4),
+                 "indivisible: tp does not divide ffn",
+                 "ffn 99 is not divisible by tp=2");
+    ModelShape vocab = model;
+    vocab.vocab = 257;
+    expectReason("vocab", eval(vocab, 2, makePlan(1, 2, 1, 0, 4), 4),
+                 "indivisible: tp does not divide vocab",
+                 "vocab 257 is not divisible by tp=2");
+    expectReason("layers", eval(model, 3, makePlan(1, 1, 3, 0, 4), 4),
+                 "indivisible: pp does not divide layers",
+                 "layers 4 are not divisible by pp=3");
+    expectReason("batch", eval(model, 2, makePlan(2, 1, 1, 0, 2), 3),
+                 "indivisible: dp x micro-batch does not divide the global "
+                 "batch",
+                 "global batch 16 is not divisible by dp=2 x micro-batch 3");
+    ModelShape seq = model;
+    seq.seq = 62;
+    expectReason("seq", eval(seq, 4, makePlan(1, 4, 1, 0, 4, Schedule::None,
+                                              true),
+                             4),
+                 "indivisible: tp does not divide seq (sequence parallelism)",
+                 "seq 62 is not divisible by tp=4");
+    expectReason("zero pp",
+                 eval(model, 4, makePlan(2, 1, 2, 2, 4, Schedule::GPipe), 2),
+                 "zero-2/3 with pp > 1",
+                 "zero=2 with pp=2: gradients and parameters sharded across "
+                 "a pipeline's micro-batches (Triax refuses it, as DeepSpeed "
+                 "does)");
+    expectReason("zero dp", eval(model, 1, makePlan(1, 1, 1, 1, 4), 4),
+                 "zero without data parallelism",
+                 "zero=1 shards over dp, and dp=1");
+    expectReason("sp", eval(model, 1, makePlan(1, 1, 1, 0, 4, Schedule::None,
+                                               true),
+                            4),
+                 "sequence parallelism without tp",
+                 "sequence-parallel needs tp >= 2 (tp=1)");
+    expectReason("1f1b", eval(model, 2,
+                              makePlan(1, 1, 2, 0, 1, Schedule::OneFOneB), 16),
+                 "1f1b with fewer micro-batches than stages",
+                 "1f1b needs m >= pp: m=1 < pp=2");
+    PlanRequest small = handRequest(1);
+    small.hardware.hbmBytes = 1e6;
+    Candidate oom = evaluatePlan(model, small, makePlan(1, 1, 1, 0, 4), 4);
+    // Peak: 16 x 220,544 + 7,077,888 + 524,288 = 11,130,880 bytes =
+    // 0.0104 GiB; over by 10,130,880 = 0.0094 GiB.
+    expectReason("out of memory", oom, "out of memory",
+                 "peak 0.01 GiB on stage 0 > 0.00 GiB HBM, over by 0.01 GiB");
+    expectNear("out of memory by", oom.overBytes, 11130880 - 1e6);
+  }
+
+  // [S1] the simulated schedule, forward 1 s, backward 2 s, free sends.
+  for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB}) {
+    std::string name = s == Schedule::GPipe ? "gpipe" : "1f1b";
+    ScheduleTrace t = simulateSchedule(4, 8, s, 1, 2, 0, {});
+    // Flush (m + p - 1)(f + b) = 11 x 3 = 33; every stage busy 8 x 3 = 24,
+    // idle 9: 9/33 = 3/11 = (p - 1)/(m + p - 1).
+    expectNear("S1 " + name + " flush", t.flush, 33);
+    for (int64_t st = 0; st < 4; ++st)
+      expectNear("S1 " + name + " bubble stage " + std::to_string(st),
+                 t.bubble[st], 3.0 / 11.0);
+  }
+  {
+    // 1F1B's order on stage 0 of pp = 4, m = 8: 3 warm-up forwards,
+    // then F(3+j) B(j), then B5 B6 B7 (dist-pipeline's order).
+    ScheduleTrace t = simulateSchedule(4, 8, Schedule::OneFOneB, 1, 2, 0, {});
+    std::string order;
+    for (const TraceEvent &e : t.events)
+      if (e.stage == 0)
+        order += (order.empty() ? "" : " ") + e.name;
+    expectText("S1 1f1b stage 0 order", order,
+               "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
+    // Stage 3 starts F0 at 3 (after three forwards upstream).
+    for (const TraceEvent &e : t.events)
+      if (e.stage == 3 && e.name == "F0")
+        expectNear("S1 stage 3 F0 start", e.start, 3);
+  }
+  {
+    // pp = 2, m = 2, GPipe, sends of 0.5 s, a 4 s all_reduce after the
+    // flush: F0 [0,1] F1 [1,2] on stage 0; stage 1 F0 [1.5,2.5] F1
+    // [2.5,3.5], B0 [3.5,5.5] B1 [5.5,7.5]; stage 0 B0 [6,8] B1 [8,10];
+    // flush 10; stage 0's all_reduce ends at 14, stage 1's at 11.5.
+    ScheduleTrace t = simulateSchedule(2, 2, Schedule::GPipe, 1, 2, 0.5,
+                                       {{"all_reduce dp", 4}});
+    expectNear("S1 sends flush", t.flush, 10);
+    expectNear("S1 sends step", t.makespan, 14);
+    // Stage 0 busy 6 of 10.
+    expectNear("S1 sends bubble stage 0", t.bubble[0], 0.4);
+    // No pipeline: no bubble.
+    ScheduleTrace one = simulateSchedule(1, 4, Schedule::None, 1, 2, 0, {});
+    expectNear("S1 no pipeline bubble", one.bubble[0], 0);
+  }
+
+  // The request.
+  {
+    auto err = [](const char *text) {
+      auto r = parsePlanRequest(text);
+      return r ? std::string("(no error)") : toString(r.takeError());
+    };
+    expectText("spec unknown key", err("gpus=8,gpu=h100-80g,gpu-count=8"),
+               "unknown key 'gpu-count' (keys: gpus, gpu, gpus-per-node, "
+               "global-batch, micro-batch, microbatches, dp, tp, pp, zero, "
+               "schedule, sequence-parallel, recompute, efficiency, top)");
+    expectText("spec gpus=0", err("gpus=0,gpu=h100-80g"),
+               "gpus=0: expected an integer >= 1");
+    expectText("spec tp", err("gpus=8,gpu=h100-80g,tp=3"),
+               "tp=3 does not divide gpus=8");
+    auto ok = parsePlanRequest("gpus=64,gpu=a100-40g,gpus-per-node=4,"
+                               "global-batch=512,recompute=full,zero=1");
+    if (!ok) {
+      llvm::outs() << "FAIL spec: " << toString(ok.takeError()) << "\n";
+      ++checks, ++failed;
+    } else {
+      expectNear("spec gpus", double(ok->gpus), 64);
+      expectNear("spec gpus-per-node", double(ok->hardware.gpusPerNode), 4);
+      expectNear("spec HBM", ok->hardware.hbmBytes, 40e9);
+      expectNear("spec global batch", double(ok->globalBatch), 512);
+      expectNear("spec zero", double(*ok->zero), 1);
+    }
+  }
+
+  llvm::outs() << checks << " checks, " << failed << " failed\n";
+  return failed ? 1 : 0;
+}
