@@ -167,10 +167,12 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       shape.layerSplit += split;
       shape.layerRepl += repl;
       ++shape.layerTensors;
+      shape.layerReplTensors += !p.split;
     } else if (p.embedding) {
       shape.firstSplit += split;
       shape.firstRepl += repl;
       ++shape.firstTensors;
+      shape.firstReplTensors += !p.split;
       // A table the head also reads as its weight: tied.
       if (p.linearWeight && p.split)
         shape.tiedSplit += split;
@@ -178,6 +180,7 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       shape.lastSplit += split;
       shape.lastRepl += repl;
       ++shape.lastTensors;
+      shape.lastReplTensors += !p.split;
     }
   }
   return shape;

@@ -397,25 +397,63 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
   }
   if (t > 1) {
-    // [C5] Megatron: per layer and micro-batch two all_reduces of the b s h
-    // activation in the forward, two in the backward (f and g), two more
-    // when the forward is recomputed; one for the vocab-parallel embedding.
-    int64_t perMb = (plan.recompute == Recompute::Full ? 6 : 4) *
-                        int64_t(layersOn) +
-                    1;
-    int64_t n = b * s * h, actB = model.activationBytes;
-    if (plan.sequenceParallel) {
-      // The same bytes as reduce_scatter + all_gather of 1/t blocks.
-      int64_t rs = reduceScatterBytes(n / t, actB, t);
-      c.comm.push_back(
-          {"reduce_scatter tp", load(m * perMb * rs, m * perMb, t, t)});
-      c.comm.push_back(
-          {"all_gather tp", load(m * perMb * rs, m * perMb, t, t)});
-    } else {
-      c.comm.push_back({"all_reduce tp",
-                        load(m * perMb * allReduceBytes(n, actB, t),
-                             m * perMb, t, t)});
+    // [C5] Megatron, per micro-batch: two all_reduces of the b s h
+    // activation per layer in the forward and two in the backward (g and
+    // f's conjugate), two more when the forward is recomputed; one for the
+    // vocab-parallel embedding (first stage) and one for the head's input
+    // gradient (last stage); the vocab-parallel cross-entropy's row maxima
+    // and sums (R and 2R f32, R = b s, forward and backward, last stage).
+    // Sequence parallelism turns the activations' all_reduces into
+    // reduce_scatter + all_gather of the same bytes and all-reduces the
+    // replicated parameters' gradients every micro-batch. Once per step:
+    // the global norm's partial sum (one f32). The busier of the first and
+    // the last stage counts.
+    const int64_t n = b * s * h, actB = model.activationBytes, R = b * s;
+    std::vector<std::pair<std::string, CommLoad>> busiest;
+    int64_t busiestBytes = -1;
+    for (int64_t stage : {int64_t(0), p - 1}) {
+      bool isFirst = stage == 0, isLast = stage == p - 1;
+      int64_t acts = (plan.recompute == Recompute::Full ? 6 : 4) *
+                         int64_t(layersOn) +
+                     isFirst + isLast;
+      int64_t ceBytes = isLast ? 2 * (allReduceBytes(R, 4, t) +
+                                      allReduceBytes(2 * R, 4, t))
+                               : 0;
+      int64_t ceCalls = isLast ? 4 : 0;
+      int64_t norm = allReduceBytes(1, 4, t);
+      std::vector<std::pair<std::string, CommLoad>> loads;
+      if (plan.sequenceParallel) {
+        int64_t rs = reduceScatterBytes(n / t, actB, t);
+        loads.push_back(
+            {"reduce_scatter tp", load(m * acts * rs, m * acts, t, t)});
+        loads.push_back(
+            {"all_gather tp", load(m * acts * rs, m * acts, t, t)});
+        int64_t replElems =
+            int64_t(double(model.layerRepl) * layersOn / Ld) +
+            (isFirst ? model.firstRepl : 0) + (isLast ? model.lastRepl : 0);
+        int64_t replTensors =
+            int64_t(double(model.layerReplTensors) * layersOn / Ld) +
+            (isFirst ? model.firstReplTensors : 0) +
+            (isLast ? model.lastReplTensors : 0);
+        loads.push_back(
+            {"all_reduce tp",
+             load(m * (ceBytes + allReduceBytes(replElems, gradB, t)) + norm,
+                  m * (ceCalls + replTensors) + 1, t, t)});
+      } else {
+        loads.push_back(
+            {"all_reduce tp",
+             load(m * (acts * allReduceBytes(n, actB, t) + ceBytes) + norm,
+                  m * (acts + ceCalls) + 1, t, t)});
+      }
+      int64_t bytes = 0;
+      for (const auto &l : loads)
+        bytes += l.second.bytes;
+      if (bytes > busiestBytes) {
+        busiestBytes = bytes;
+        busiest = std::move(loads);
+      }
     }
+    c.comm.insert(c.comm.end(), busiest.begin(), busiest.end());
   }
   if (p > 1) {
     // [C6] each micro-batch's boundary activation forward and its gradient
@@ -715,9 +753,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
     os << "  traffic per step:";
     bool firstItem = true;
     for (const auto &[name, l] : c.comm) {
-      os << (firstItem ? " " : "; ") << name << " "
-         << llvm::format("%.4g", double(l.bytes)) << " bytes in " << l.calls
-         << " calls";
+      os << (firstItem ? " " : "; ") << name << " " << l.bytes
+         << " bytes in " << l.calls << " calls";
       firstItem = false;
     }
     os << "\n";

@@ -43,6 +43,9 @@ struct ModelShape {
   int64_t tiedSplit = 0; // embedding elements the head reuses (tied): the
                          // last stage holds a copy when pp > 1
   int64_t layerTensors = 0, firstTensors = 0, lastTensors = 0;
+  // Of those, the replicated ones (sequence parallelism all-reduces their
+  // gradients over tp every micro-batch).
+  int64_t layerReplTensors = 0, firstReplTensors = 0, lastReplTensors = 0;
 };
 
 /// Reads a model (a module with one triax.model whose @forward is not yet

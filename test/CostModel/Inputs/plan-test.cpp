@@ -82,6 +82,9 @@ ModelShape handModel() {
   m.layerTensors = 64;
   m.firstTensors = 2;
   m.lastTensors = 2;
+  m.layerReplTensors = 24; // per block: 2 norms x 2, 2 row-split biases
+  m.firstReplTensors = 1;  // wpe
+  m.lastReplTensors = 2;   // ln_f
   m.params = 220544;
   return m;
 }
@@ -200,12 +203,23 @@ int main() {
     expectNear("B activations", c.memory.activations, 2228224);
     // [A6] over t = 2: 2 x 64 x 4 x 128 x 4 = 262,144.
     expectNear("B logits", c.memory.logits, 262144);
-    // [C5] 4 x 4 layers + 1 (embedding) = 17 per micro-batch; block of
-    // 16,384 / 2 f32: (2 - 1) x 8,192 x 4 = 32,768; x 17 x 4 = 2,228,224.
+    // [C5] 4 x 4 layers + 1 (embedding) + 1 (head) = 18 per micro-batch;
+    // block of 16,384 / 2 f32: (2 - 1) x 8,192 x 4 = 32,768; x 18 x 4 =
+    // 2,359,296 in 72 calls each.
     expectNear("C5 reduce_scatter tp", commBytes(c, "reduce_scatter tp"),
-               2228224);
-    expectNear("C5 all_gather tp", commBytes(c, "all_gather tp"), 2228224);
-    expectNear("C5 calls", commCalls(c, "all_gather tp"), 68);
+               2359296);
+    expectNear("C5 all_gather tp", commBytes(c, "all_gather tp"), 2359296);
+    expectNear("C5 calls", commCalls(c, "all_gather tp"), 72);
+    // all_reduce over tp: per micro-batch the cross-entropy's 256 and 512
+    // f32 (R = b s = 256) forward and backward, 2 x (1,024 + 2,048) =
+    // 6,144, and the replicated parameters' gradients, 4 x 384 + 4,096 +
+    // 128 = 5,760 f32 = 23,040 bytes (S for p = 2); x 4 micro-batches =
+    // 116,736; + the global norm's f32 = 116,740. Calls: 4 x (4 + 27
+    // tensors: 6 per block, wpe, ln_f's 2) + 1 = 125.
+    expectNear("C5 all_reduce tp (SP)", commBytes(c, "all_reduce tp"),
+               116740);
+    expectNear("C5 all_reduce tp (SP) calls", commCalls(c, "all_reduce tp"),
+               125);
     // [F2] selective: 4 x 4 x 64 x 64 = 65,536 on top of 1,519,872.
     expectNear("B F1 + F2", c.stepFlopsPerToken, 1519872 + 65536);
     // MFU counts [F1] only.
