@@ -80,8 +80,19 @@ static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
       names.push_back(cast<StringAttr>(axis).getValue());
     zeroAxes = maskOf(axes, names);
   }
-  return llvm::formatv("{0}, {1}u, {2}, {3}u", splitDim, splitAxes, zeroStage,
-                       zeroAxes)
+  // Pipeline stages (dist-pipeline): the stage reading it, or the tied
+  // stages sharing it.
+  uint32_t stages = 0, stageAxes = 0;
+  if (auto tied = param->getAttrOfType<DenseI64ArrayAttr>("dist.tied_stages")) {
+    for (int64_t s : tied.asArrayRef())
+      stages |= uint32_t(1) << s;
+  } else if (auto stage = param->getAttrOfType<IntegerAttr>("dist.stage")) {
+    stages = uint32_t(1) << stage.getInt();
+  }
+  if (stages)
+    stageAxes = maskOf(axes, {"pp"});
+  return llvm::formatv("{0}, {1}u, {2}, {3}u, {4}u, {5}u", splitDim, splitAxes,
+                       zeroStage, zeroAxes, stages, stageAxes)
       .str();
 }
 
@@ -102,21 +113,33 @@ std::string emitModelDescriptor(ModuleOp module) {
         "triax_i32_view *);\n"
         "float _mlir_ciface_triax_optimizer_step(float, int64_t, float);\n\n";
   int64_t batch = config.getMicroBatch(), seq = config.getSeq();
+  // With a pipeline (dist-pipeline's @pipeline_step), the training step's
+  // entry takes its micro-batches stacked, and there is no whole-model
+  // forward to evaluate with.
+  int64_t pipelineMicroBatches = 0;
+  if (auto step = model.lookupSymbol<func::FuncOp>("pipeline_step")) {
+    auto tokens = cast<RankedTensorType>(step.getArgumentTypes().front());
+    pipelineMicroBatches = tokens.getDimSize(0) / batch;
+  }
+  int64_t callRows = pipelineMicroBatches ? pipelineMicroBatches * batch : batch;
   os << llvm::formatv(
-      "static triax_i32_view view(const int32_t *p) {{\n"
-      "  triax_i32_view v = {{(int32_t *)p, (int32_t *)p, 0, {{{0}, {1}}, "
-      "{{{1}, 1}};\n  return v;\n}\n"
+      "static triax_i32_view view(const int32_t *p, int64_t rows) {{\n"
+      "  triax_i32_view v = {{(int32_t *)p, (int32_t *)p, 0, {{rows, {0}}, "
+      "{{{0}, 1}};\n  return v;\n}\n"
       "static float forward_backward(const int32_t *tokens, const int32_t "
       "*targets) {{\n"
-      "  triax_i32_view t = view(tokens), y = view(targets);\n"
+      "  triax_i32_view t = view(tokens, {1}), y = view(targets, {1});\n"
       "  return _mlir_ciface_triax_forward_backward(&t, &y);\n}\n"
       "static float optimizer_step(float lr, int64_t step, float grad_scale) "
       "{{\n  return _mlir_ciface_triax_optimizer_step(lr, step, grad_scale);"
-      "\n}\n"
-      "static float forward(const int32_t *tokens, const int32_t *targets) "
-      "{{\n  triax_i32_view t = view(tokens), y = view(targets);\n"
-      "  return _mlir_ciface_triax_forward(&t, &y);\n}\n\n",
-      batch, seq);
+      "\n}\n\n",
+      seq, callRows);
+  if (!pipelineMicroBatches)
+    os << llvm::formatv(
+        "static float forward(const int32_t *tokens, const int32_t *targets) "
+        "{{\n  triax_i32_view t = view(tokens, {0}), y = view(targets, "
+        "{0});\n  return _mlir_ciface_triax_forward(&t, &y);\n}\n\n",
+        batch);
   // The mesh, axes in the order of the dist.mesh: the order the compiled
   // collectives number the axes in (their axis masks), so it is handed to
   // trx_dist_init as it is. No mesh: one device on a "dp" axis.
@@ -163,15 +186,17 @@ std::string emitModelDescriptor(ModuleOp module) {
       "/*vocab=*/{5},\n"
       "  /*lr=*/{6}f, /*beta1=*/{7}f, /*beta2=*/{8}f, /*eps=*/{9}f,\n"
       "  /*weight_decay=*/{10}f, /*grad_clip=*/{11}f,\n"
-      "  forward_backward, optimizer_step, forward,\n"
-      "  /*num_mesh_axes=*/{12}, mesh_axis_names, mesh_axis_sizes,\n};\n\n"
+      "  forward_backward, optimizer_step, {13},\n"
+      "  /*num_mesh_axes=*/{12}, mesh_axis_names, mesh_axis_sizes,\n"
+      "  /*pipeline_microbatches=*/{14},\n};\n\n"
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,
       config.getGlobalBatch(), seq, findVocab(model), num(config.getLrValue()),
       num(config.getBeta1Value()), num(config.getBeta2Value()),
       num(config.getEpsValue()), num(config.getWeightDecayValue()),
-      num(config.getGradClipValue()), axisNames.size());
+      num(config.getGradClipValue()), axisNames.size(),
+      pipelineMicroBatches ? "NULL" : "forward", pipelineMicroBatches);
   return out;
 }
 } // namespace triax

@@ -650,6 +650,14 @@ struct trx_param_desc {
    * chunks can be gathered in place. Stage 0: none. */
   int32_t zero_stage;
   uint32_t zero_axes;
+  /* Pipeline parallelism (dist.stage / dist.tied_stages): bit s of stages
+   * set = the ranks at position s on the mesh axes of stage_axes (the "pp"
+   * axis) hold the parameter and its state; the others hold nothing of
+   * it. stages = 0: every rank holds it. A parameter held by several
+   * stages (an embedding tied to the head) is kept identical on them by
+   * the compiled optimizer step; checkpoints take it from the lowest. */
+  uint32_t stages;
+  uint32_t stage_axes;
 };
 
 /* The layout lib/Driver/ModelDescriptor.cpp generates (a positional
@@ -684,6 +692,14 @@ typedef struct {
   int32_t num_mesh_axes;
   const char *const *mesh_axis_names;
   const int64_t *mesh_axis_sizes;
+  /* Pipeline parallelism: > 0 when forward_backward is the pipeline's
+   * schedule (dist-pipeline's @pipeline_step): one call takes this many
+   * micro-batches stacked (pipeline_microbatches * micro_batch rows of
+   * tokens and targets), accumulates their gradients on each stage, and
+   * returns their mean loss on the last stage and 0 on the others. It must
+   * be the number of micro-batches per step and dp rank. 0: one
+   * micro-batch per call. */
+  int64_t pipeline_microbatches;
 } trx_model_desc;
 
 /* Deterministic N(0, std^2) fill used for TRX_INIT_NORMAL: parameter

@@ -59,6 +59,14 @@ constexpr llvm::StringLiteral kZeroAllGatherParam = "trx_zero_all_gather_param";
 /// micro-batches): (memref<?xi64> param_indices, i32 op, i64 axis_mask).
 constexpr llvm::StringLiteral kAllReduceGrads = "trx_all_reduce_grads";
 
+/// Blocking point-to-point messages between members of a group of mesh
+/// axes (a pipeline's neighbouring stages): (memref<?xf32> buf, i64 peer,
+/// i64 tag, i64 axis_mask); `peer` is the other member's position in the
+/// group, `tag` tells apart the messages of one pair (a send matches the
+/// recv with the same tag). recv fills `buf`.
+constexpr llvm::StringLiteral kSendF32 = "trx_send_f32";
+constexpr llvm::StringLiteral kRecvF32 = "trx_recv_f32";
+
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {

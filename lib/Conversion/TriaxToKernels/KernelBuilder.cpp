@@ -195,6 +195,8 @@ void declareRuntimeFunctions(ModuleOp module) {
   declare(::triax::rt::kReduceScatterF32,
           b.getFunctionType({flat, flat, i32, i64}, {}));
   declare(::triax::rt::kAllGatherF32, b.getFunctionType({flat, flat, i64}, {}));
+  for (StringRef name : {::triax::rt::kSendF32, ::triax::rt::kRecvF32})
+    declare(name, b.getFunctionType({flat, i64, i64, i64}, {}));
   declare(::triax::rt::kStateChunk, b.getFunctionType({i32, i64}, {flat}));
   declare(::triax::rt::kAllReduceGrads,
           b.getFunctionType({MemRefType::get({dyn}, i64), i32, i64}, {}));

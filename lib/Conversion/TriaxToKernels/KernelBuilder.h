@@ -213,6 +213,8 @@ void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
 void populateOptimizerPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                const ParamIndex &params);
+void populatePipelinePatterns(TypeConverter &converter,
+                              RewritePatternSet &patterns);
 
 } // namespace mlir::triax::kernels
 

@@ -17,6 +17,7 @@
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -73,20 +74,63 @@ static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name) {
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
 }
 
-/// Frees each buffer the kernels allocated right after its last use (through
-/// any view of it), so a step holds only the activations still needed.
+/// Makes every buffer `fn` returns one it owns, so the caller can free it:
+/// a returned value that is not a buffer allocated in `fn` (an argument, a
+/// view of a runtime state buffer or of another buffer) or that is
+/// returned twice is copied into a new buffer first. Entry points return
+/// scalars and are left alone.
+static void ownReturnedBuffers(func::FuncOp fn) {
+  fn.walk([&](func::ReturnOp ret) {
+    llvm::SmallPtrSet<Value, 8> seen;
+    OpBuilder b(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value v = operand.get();
+      auto type = dyn_cast<MemRefType>(v.getType());
+      if (!type)
+        continue;
+      if (v.getDefiningOp<memref::AllocOp>() && seen.insert(v).second)
+        continue;
+      KernelBuilder k(b, ret.getLoc());
+      Value copy = k.alloc(type);
+      Value from = k.flat(v), to = k.flat(copy);
+      k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
+        k.store(k.load(from, i), to, i);
+      });
+      operand.set(copy);
+    }
+  });
+}
+
+/// Frees each buffer right after its last use (through any view of it), so
+/// a step holds only the activations still needed. The buffers are those
+/// the kernels allocated and those a call of a model function returned
+/// (owned by the caller, see ownReturnedBuffers); a buffer returned or
+/// yielded out of its block is not freed there.
 static void insertDeallocs(func::FuncOp fn) {
-  SmallVector<memref::AllocOp> allocs;
-  fn.walk([&](memref::AllocOp op) { allocs.push_back(op); });
-  for (memref::AllocOp alloc : allocs) {
-    Block *block = alloc->getBlock();
-    Operation *last = alloc;
+  SmallVector<Value> owned;
+  fn.walk([&](Operation *op) {
+    if (isa<memref::AllocOp>(op)) {
+      owned.push_back(op->getResult(0));
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && !callee.isExternal())
+        for (Value result : call.getResults())
+          if (isa<MemRefType>(result.getType()))
+            owned.push_back(result);
+    }
+  });
+  for (Value buffer : owned) {
+    Operation *def = buffer.getDefiningOp();
+    Block *block = def->getBlock();
+    Operation *last = def;
     bool escapes = false;
-    SmallVector<Value> worklist = {alloc.getResult()};
+    SmallVector<Value> worklist = {buffer};
     while (!worklist.empty()) {
       Value value = worklist.pop_back_val();
       for (Operation *user : value.getUsers()) {
-        if (isa<func::ReturnOp>(user))
+        if (isa<func::ReturnOp, scf::YieldOp>(user) &&
+            user->getBlock() == block)
           escapes = true;
         if (auto view = dyn_cast<ViewLikeOpInterface>(user))
           if (view.getViewSource() == value)
@@ -101,9 +145,12 @@ static void insertDeallocs(func::FuncOp fn) {
       continue;
     OpBuilder b(last->getContext());
     b.setInsertionPointAfter(last);
-    memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
+    memref::DeallocOp::create(b, def->getLoc(), buffer);
   }
 }
+
+/// Marks the functions outlineKernels made.
+static constexpr llvm::StringLiteral kKernelAttr = "triax_kernel";
 
 /// Moves each top-level loop nest of `fn` into a private function of its own
 /// (`<fn>_kernel<N>`) and calls it. The entry functions of a 96-layer model
@@ -137,6 +184,7 @@ static void outlineKernels(func::FuncOp fn) {
         b, loc, (fn.getName() + "_kernel" + Twine(n)).str(),
         b.getFunctionType(ValueRange(args).getTypes(), loop->getResultTypes()));
     kernel.setPrivate();
+    kernel->setAttr(kKernelAttr, b.getUnitAttr());
     Block *entry = kernel.addEntryBlock();
     OpBuilder body = OpBuilder::atBlockBegin(entry);
     IRMapping mapping;
@@ -243,7 +291,7 @@ struct TriaxOutlineKernelsPass
   void runOnOperation() override {
     SmallVector<func::FuncOp> entries;
     for (func::FuncOp fn : getOperation().getOps<func::FuncOp>())
-      if (fn.isPublic() && !fn.isExternal())
+      if (!fn.isExternal() && !fn->hasAttr(kKernelAttr))
         entries.push_back(fn);
     for (func::FuncOp fn : entries)
       outlineKernels(fn);
@@ -277,13 +325,37 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
     if (param->hasAttr(dist::DistDialect::kZeroAttrName))
       params.zeroSharded.insert(param.getSymName());
   }
-  exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry);
+  // With pipeline parallelism (dist-pipeline ran), @pipeline_step is the
+  // training step: each rank runs its stage's part of the micro-batch
+  // schedule. @forward and @forward_backward read every stage's
+  // parameters, which a rank no longer holds: they are not exported.
+  auto pipelineStep = model.lookupSymbol<func::FuncOp>("pipeline_step");
+  if (!pipelineStep)
+    exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry);
   std::pair<StringRef, StringRef> entries[] = {
-      {"forward_backward", ::triax::rt::kForwardBackwardEntry},
+      {pipelineStep ? "pipeline_step" : "forward_backward",
+       ::triax::rt::kForwardBackwardEntry},
       {"optimizer_step", ::triax::rt::kOptimizerStepEntry}};
   for (auto [name, entry] : entries)
     if (auto fn = model.lookupSymbol<func::FuncOp>(name))
       exportEntry(fn, module, entry);
+  // The functions the entries call (the pipeline's stage functions) move
+  // to the module too, private; the buffers they return belong to the
+  // caller.
+  SmallVector<func::FuncOp> callees;
+  if (pipelineStep)
+    for (func::FuncOp fn : model.getOps<func::FuncOp>())
+      if (fn.getSymName().starts_with("stage"))
+        callees.push_back(fn);
+  for (func::FuncOp fn : callees) {
+    inlineBlocks(fn);
+    fn->moveBefore(module.getBody(), module.getBody()->end());
+    fn.setPrivate();
+  }
+  // What stays in the model is not part of the program (the whole-model
+  // functions a pipeline replaced): it goes now, before the conversion.
+  for (func::FuncOp fn : llvm::to_vector(model.getOps<func::FuncOp>()))
+    fn.erase();
   // Parameter reads keep referring to the model's symbols until they are
   // rewritten; the model goes once the conversion is done.
   declareRuntimeFunctions(module);
@@ -316,6 +388,9 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                  converter);
   populateReturnOpTypeConversionPattern(patterns, converter);
+  populateCallOpTypeConversionPattern(patterns, converter);
+  scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                       target);
   populateStructuralPatterns(converter, patterns, params);
   populateLinearPatterns(converter, patterns);
   populateElementwisePatterns(converter, patterns);
@@ -326,6 +401,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateOptimizerPatterns(converter, patterns, params);
   populateCollectivePatterns(converter, patterns);
   populateZeroPatterns(converter, patterns, params);
+  populatePipelinePatterns(converter, patterns);
   if (failed(applyPartialConversion(module, target, std::move(patterns))))
     return signalPassFailure();
   model.erase();
@@ -335,6 +411,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   for (func::FuncOp fn : module.getOps<func::FuncOp>())
     if (!fn.isExternal())
       lowered.push_back(fn);
-  for (func::FuncOp fn : lowered)
+  for (func::FuncOp fn : lowered) {
+    ownReturnedBuffers(fn);
     insertDeallocs(fn);
+  }
 }

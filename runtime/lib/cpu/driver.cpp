@@ -289,6 +289,10 @@ struct Run {
   // axis size, and the axis index (-1 without one).
   int64_t dpRank = 0, dpSize = 1;
   int32_t dpAxis = -1;
+  // Pipeline parallelism: the "pp" axis (-1 without one) and the
+  // micro-batches one forward_backward call takes (1 without a pipeline).
+  int32_t ppAxis = -1;
+  int64_t callMicroBatches = 1;
   bool leader = true; // world rank 0: logs, writes checkpoints
   std::vector<int32_t> skipInputs, skipTargets; // other dp ranks' batches
 
@@ -310,9 +314,8 @@ struct Run {
   int64_t tokensPerStep() const { return model->micro_batch * model->seq; }
   void zeroGrads() {
     for (int64_t i = 0; i < n(); ++i)
-      std::memset(grads[size_t(i)], 0,
-                  size_t(layouts[size_t(i)].allocCount(TRX_STATE_GRAD)) *
-                      sizeof(float));
+      if (int64_t count = layouts[size_t(i)].allocCount(TRX_STATE_GRAD))
+        std::memset(grads[size_t(i)], 0, size_t(count) * sizeof(float));
   }
   std::vector<float *> &buffers(int kind) {
     return kind == 0 ? params : kind == 1 ? expAvg : expAvgSq;
@@ -339,7 +342,7 @@ struct Run {
 
   int openData();
   int allocate();
-  int nextBatch();
+  int nextBatch(int64_t slot = 0);
   int initialize(int64_t &startStep, std::string &source);
   int resume(const char *stepDir, int64_t &startStep);
   void initFromSeed();
@@ -445,15 +448,20 @@ int Run::gradcheck(int64_t samples, float tol) {
 /// together see exactly the batches one rank with R*accum micro-batches
 /// per step sees. Every rank reads all R batches, so the loader position
 /// (the one checkpoints save) is the same on every rank.
-int Run::nextBatch() {
+///
+/// A pipeline's call takes several micro-batches stacked: `slot` is the
+/// micro-batch's place in the call's token buffers.
+int Run::nextBatch(int64_t slot) {
+  const int64_t offset = slot * tokensPerStep();
   for (int64_t j = 0; j < dpSize; ++j) {
     bool mine = j == dpRank;
     if (!mine && skipInputs.empty()) {
       skipInputs.resize(size_t(tokensPerStep()));
       skipTargets.resize(size_t(tokensPerStep()));
     }
-    if (trx_loader_next(train, mine ? inputs : skipInputs.data(),
-                        mine ? targets : skipTargets.data()) != TRX_OK) {
+    if (trx_loader_next(train, mine ? inputs + offset : skipInputs.data(),
+                        mine ? targets + offset : skipTargets.data()) !=
+        TRX_OK) {
       printError("%s: %s", dataName.c_str(), trx_last_error());
       return 1;
     }
@@ -504,7 +512,7 @@ int Run::computeLayouts() {
       printError("model '%s': %s", model->model_name, msg.c_str());
       return 1;
     }
-    distributed |= l.splitDim >= 0 || l.zeroStage != 0;
+    distributed |= l.splitDim >= 0 || l.zeroStage != 0 || !l.stageAxes.empty();
     layouts.push_back(std::move(l));
   }
   return 0;
@@ -523,8 +531,10 @@ int Run::allocate() {
     for (const auto &[list, kind, category] : kinds) {
       size_t bytes =
           size_t(layouts[size_t(i)].allocCount(kind)) * sizeof(float);
-      float *buf = static_cast<float *>(trx_alloc(bytes, category));
-      if (!buf) {
+      // Nothing of a parameter another pipeline stage holds.
+      float *buf =
+          bytes ? static_cast<float *>(trx_alloc(bytes, category)) : nullptr;
+      if (bytes && !buf) {
         printError("parameter '%s': %s", p.name, trx_last_error());
         return 1;
       }
@@ -547,7 +557,8 @@ int Run::allocate() {
     return 1;
   }
   layout.bind(whole[0]);
-  size_t tokBytes = size_t(tokensPerStep()) * sizeof(int32_t);
+  size_t tokBytes =
+      size_t(callMicroBatches * tokensPerStep()) * sizeof(int32_t);
   inputs = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
   targets = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
   if (!inputs || !targets) {
@@ -891,6 +902,10 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     run.dpSize = trx_dist_axis_size(run.dpAxis);
     run.dpRank = trx_dist_coord(run.dpAxis);
   }
+  if (model->pipeline_microbatches > 0) {
+    run.callMicroBatches = model->pipeline_microbatches;
+    run.ppAxis = trx_dist_axis_index("pp");
+  }
   run.leader = trx_dist_rank() == 0;
   if (run.computeLayouts() != 0)
     return 1;
@@ -914,7 +929,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     };
     for (int64_t i = 0; i < run.n(); ++i) {
       const ParamLayout &l = run.layouts[size_t(i)];
-      if (l.splitDim < 0 && l.zeroStage == 0)
+      if (l.splitDim < 0 && l.zeroStage == 0 && l.stageAxes.empty())
         continue;
       pieces += "  rank " + std::to_string(trx_dist_rank()) + ": " +
                 model->params[i].name + " " + shape(l.rank, l.local) + " of " +
@@ -928,6 +943,10 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
                   std::to_string(l.zeroPos) + " of " +
                   std::to_string(l.zeroParts) + " = " +
                   std::to_string(l.chunk) + " elements";
+      if (!l.stageAxes.empty())
+        pieces += l.present ? ", on this stage"
+                            : ", not on this stage (held by stage " +
+                                  std::to_string(l.stageRoot) + ")";
       pieces += "\n";
     }
     fputs(pieces.c_str(), stdout);
@@ -937,6 +956,17 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     printError("global_batch %" PRId64 " is not a multiple of micro_batch "
                "%" PRId64 " x dp %" PRId64,
                model->global_batch, model->micro_batch, run.dpSize);
+    return 1;
+  }
+  if (model->pipeline_microbatches > 0 &&
+      model->global_batch !=
+          model->pipeline_microbatches * model->micro_batch * run.dpSize) {
+    printError("the pipeline schedule takes %" PRId64 " micro-batches of "
+               "%" PRId64 " per step and dp rank, but global_batch %" PRId64
+               " / dp %" PRId64 " makes %" PRId64,
+               model->pipeline_microbatches, model->micro_batch,
+               model->global_batch, run.dpSize,
+               model->global_batch / (model->micro_batch * run.dpSize));
     return 1;
   }
   if (a.gradcheck > 0 && trx_dist_world_size() > 1) {
@@ -1044,12 +1074,16 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       before.push_back(traffic(mask));
     run.zeroGrads();
     double lossSum = 0;
-    for (int64_t k = 0; k < accum; ++k) {
-      if (run.nextBatch() != 0)
-        return 1;
+    // A pipeline's call takes all the step's micro-batches at once.
+    const int64_t perCall = run.callMicroBatches;
+    for (int64_t k = 0; k < accum; k += perCall) {
+      for (int64_t slot = 0; slot < perCall; ++slot)
+        if (run.nextBatch(slot) != 0)
+          return 1;
       // Gradient buckets reduce after the last micro-batch only.
-      trx_set_accumulation_boundary(k + 1 == accum);
-      lossSum += double(model->forward_backward(run.inputs, run.targets));
+      trx_set_accumulation_boundary(k + perCall == accum);
+      lossSum += double(model->forward_backward(run.inputs, run.targets)) *
+                 double(perCall);
     }
     loss = float(lossSum / double(accum));
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
@@ -1069,7 +1103,10 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
                  now.bytes[kind] - before[mask - 1].bytes[kind],
                  now.calls[kind] - before[mask - 1].calls[kind]);
     }
-    // The logged loss is the mean over the global batch.
+    // The logged loss is the mean over the global batch. A pipeline's
+    // loss is on its last stage (0 on the others).
+    if (run.ppAxis >= 0)
+      trx_all_reduce(&loss, 1, TRX_REDUCE_SUM, &run.ppAxis, 1);
     if (run.dpSize > 1)
       trx_all_reduce(&loss, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
     double ms = trx_now_ms() - t0;

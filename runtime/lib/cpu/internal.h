@@ -44,13 +44,20 @@ struct ParamLayout {
   std::vector<int32_t> zeroAxes;
   int64_t zeroParts = 1, zeroPos = 0;
   int64_t chunk = 0; // ceil(numel / zeroParts)
+  // Pipeline stages: whether this rank's stage holds the parameter, and
+  // the lowest stage that does (checkpoints take it from there).
+  bool present = true;
+  std::vector<int32_t> stageAxes; // empty: every stage holds it
+  int64_t stageRoot = 0;
 
   /// Whether buffer `kind` (trx_state_kind) holds only this rank's chunk.
   bool sharded(int kind) const;
   /// Elements to allocate for buffer `kind`.
   int64_t allocCount(int kind) const;
   /// Elements the compiled code sees in buffer `kind` (its view).
-  int64_t viewCount(int kind) const { return sharded(kind) ? chunk : numel; }
+  int64_t viewCount(int kind) const {
+    return !present ? 0 : sharded(kind) ? chunk : numel;
+  }
 };
 
 /// Resolves `p` against the mesh; false with a message ("parameter 'x':

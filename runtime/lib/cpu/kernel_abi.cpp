@@ -156,6 +156,12 @@ float *stateBuffer(const char *fn, int32_t kind, int64_t index,
               "parameter index %" PRId64 " out of range (the model has %zu)",
               index, t.params.size());
   layout = &t.layouts[size_t(index)];
+  if (!layout->present)
+    abortWith(fn,
+              "parameter %" PRId64 " '%s' lives on pipeline stage %" PRId64
+              ", not on this rank's: the compiled program reads it on the "
+              "wrong stage",
+              index, t.params[size_t(index)].name, layout->stageRoot);
   return t.bufs[kind][size_t(index)];
 }
 
@@ -248,11 +254,6 @@ extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,
                   "trx_state_bind: parameter %" PRId64
                   " has an invalid name, rank or shape",
                   i);
-    if (!param_bufs[i] || !exp_avg[i] || !exp_avg_sq[i] || !grads[i])
-      return fail(TRX_ERR_ARG, err, errlen,
-                  "trx_state_bind: parameter %" PRId64
-                  " '%s' has a NULL buffer",
-                  i, p.name);
   }
   try {
     StateTable fresh;
@@ -263,6 +264,13 @@ extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,
       if (!computeParamLayout(params[i], l, msg))
         return fail(TRX_ERR_ARG, err, errlen, "trx_state_bind: %s",
                     msg.c_str());
+      // A parameter another pipeline stage holds has no buffers here.
+      if (l.present && (!param_bufs[i] || !exp_avg[i] || !exp_avg_sq[i] ||
+                        !grads[i]))
+        return fail(TRX_ERR_ARG, err, errlen,
+                    "trx_state_bind: parameter %" PRId64
+                    " '%s' has a NULL buffer",
+                    i, params[i].name);
       fresh.layouts.push_back(std::move(l));
     }
     fresh.bufs[TRX_STATE_PARAM].assign(param_bufs, param_bufs + n);

@@ -81,6 +81,20 @@ bool computeParamLayout(const trx_param_desc &p, ParamLayout &l,
       return bad(msg);
     l.chunk = (l.numel + l.zeroParts - 1) / l.zeroParts;
   }
+  if (p.stages != 0) {
+    if (!p.stage_axes)
+      return bad("pipeline stages without a stage axis");
+    l.stageAxes = axesOfMask(p.stage_axes);
+    int64_t stages = 0, stage = 0;
+    if (!groupOf(l.stageAxes, stages, stage, msg))
+      return bad(msg);
+    if (stages < 64 && (uint64_t(p.stages) >> stages) != 0)
+      return bad("lives on stage " +
+                 std::to_string(31 - __builtin_clz(p.stages)) + " of " +
+                 std::to_string(stages));
+    l.present = (p.stages >> stage) & 1u;
+    l.stageRoot = __builtin_ctz(p.stages);
+  }
   return true;
 }
 
@@ -97,6 +111,8 @@ bool ParamLayout::sharded(int kind) const {
 }
 
 int64_t ParamLayout::allocCount(int kind) const {
+  if (!present)
+    return 0;
   if (sharded(kind))
     return chunk;
   // A replicated parameter under ZeRO 1/2 is gathered in place from chunks.
@@ -105,8 +121,23 @@ int64_t ParamLayout::allocCount(int kind) const {
   return numel;
 }
 
+/// The whole tensor from this rank's stage (which holds the parameter).
+static void gatherOnStage(const ParamLayout &l, int kind, const float *buf,
+                          float *whole);
+
 void gatherWhole(const ParamLayout &l, int kind, const float *buf,
                  float *whole) {
+  if (l.present)
+    gatherOnStage(l, kind, buf, whole);
+  // 3. From the lowest stage that holds it to every stage.
+  if (!l.stageAxes.empty())
+    trx_broadcast(whole, l.global[0] * (l.rank == 2 ? l.global[1] : 1),
+                  int32_t(l.stageRoot), l.stageAxes.data(),
+                  int32_t(l.stageAxes.size()));
+}
+
+static void gatherOnStage(const ParamLayout &l, int kind, const float *buf,
+                          float *whole) {
   // 1. This rank's tensor-parallel block, whole.
   std::vector<float> block;
   const float *local = buf;
@@ -139,6 +170,8 @@ void gatherWhole(const ParamLayout &l, int kind, const float *buf,
 
 void scatterWhole(const ParamLayout &l, int kind, const float *whole,
                   float *buf) {
+  if (!l.present)
+    return;
   std::vector<float> block(size_t(l.numel));
   if (l.splitDim < 0) {
     std::copy(whole, whole + l.numel, block.begin());
