@@ -12,6 +12,7 @@
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::dist {
@@ -50,6 +51,57 @@ static void accumulateEarly(func::FuncOp fn) {
   }
 }
 
+/// The switch on the pipeline coordinate dist-pipeline made of @optimizer_step
+/// (its cases are the stages), or null.
+static scf::IndexSwitchOp findStageSwitch(func::FuncOp step) {
+  for (Operation &op : step.getBody().front())
+    if (auto sw = dyn_cast<scf::IndexSwitchOp>(op))
+      if (sw.getArg().getDefiningOp<AxisIndexOp>())
+        return sw;
+  return nullptr;
+}
+
+/// Under pipeline parallelism (the model has @pipeline_step): in each stage
+/// case of @optimizer_step, before the gradients are read, one
+/// dist.all_reduce_grads per bucket of the stage's gradients, in the order
+/// the case reads them (DeepSpeed's pipeline engine reduces after the
+/// flush too). A tied parameter is averaged on each of its stages.
+static LogicalResult averageAfterFlush(mlir::triax::ModelOp model, MeshOp mesh,
+                                       ArrayAttr axes, double bucketBytes) {
+  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
+  scf::IndexSwitchOp sw = step ? findStageSwitch(step) : nullptr;
+  if (!sw)
+    return model.emitError("dist-data-parallel: model @")
+           << model.getSymName()
+           << " has @pipeline_step but no per-stage @optimizer_step (a "
+              "switch on dist.axis_index); run dist-pipeline first";
+  OpBuilder b(model.getContext());
+  for (Region &region : sw.getCaseRegions()) {
+    Block &block = region.front();
+    SmallVector<Attribute> bucket;
+    double bytes = 0;
+    b.setInsertionPointToStart(&block);
+    auto flush = [&] {
+      if (bucket.empty())
+        return;
+      AllReduceGradsOp::create(b, sw.getLoc(), ReductionKind::avg,
+                               b.getArrayAttr(bucket), mesh.getSymName(), axes);
+      bucket.clear();
+      bytes = 0;
+    };
+    auto reads = llvm::to_vector(block.getOps<mlir::triax::GetGradOp>());
+    for (auto [i, read] : llvm::enumerate(reads)) {
+      auto type = cast<RankedTensorType>(read.getType());
+      bucket.push_back(read.getParamAttr());
+      bytes += double(type.getNumElements()) *
+               double(type.getElementTypeBitWidth() / 8);
+      if (i + 1 == reads.size() || bytes >= bucketBytes)
+        flush();
+    }
+  }
+  return success();
+}
+
 void DataParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<mlir::triax::ModelOp> models =
@@ -75,6 +127,13 @@ void DataParallelPass::runOnOperation() {
   ArrayAttr axes = b.getStrArrayAttr({dpAxis.getValue()});
   const double bucketBytes = bucketMb * 1024.0 * 1024.0;
   for (mlir::triax::ModelOp model : models) {
+    // Under pipeline parallelism @forward_backward does not run: the
+    // gradients are averaged after the flush, in @optimizer_step.
+    if (model.lookupSymbol<func::FuncOp>("pipeline_step")) {
+      if (failed(averageAfterFlush(model, mesh, axes, bucketBytes)))
+        return signalPassFailure();
+      continue;
+    }
     auto fn = model.lookupSymbol<func::FuncOp>("forward_backward");
     accumulateEarly(fn);
     // Buckets in the order the gradients are produced (last layer first),

@@ -25,6 +25,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTPIPELINE
@@ -297,7 +298,9 @@ struct StageIO {
 struct PipelinePass : public mlir::dist::impl::DistPipelineBase<PipelinePass> {
   using DistPipelineBase::DistPipelineBase;
   void runOnOperation() override;
-  LogicalResult pipeline(tx::ModelOp model, MeshOp mesh, int64_t stages);
+  LogicalResult pipeline(tx::ModelOp model, MeshOp mesh, int64_t stages,
+                         int64_t m);
+  FailureOr<int64_t> resolveMicrobatches(tx::ModelOp model, MeshOp mesh);
 };
 
 } // namespace
@@ -334,8 +337,221 @@ static func::FuncOp outline(OpBuilder &b, tx::ModelOp model, StringRef name,
   return fn;
 }
 
+//===----------------------------------------------------------------------===//
+// The per-stage optimizer step
+//===----------------------------------------------------------------------===//
+
+/// `axes` with `axis` added, in the order of the mesh's axes.
+static ArrayAttr withAxisInMeshOrder(MeshOp mesh, ArrayAttr axes,
+                                     StringRef axis) {
+  llvm::StringSet<> names;
+  if (axes)
+    for (Attribute a : axes)
+      names.insert(cast<StringAttr>(a).getValue());
+  names.insert(axis);
+  SmallVector<Attribute> ordered;
+  for (Attribute a : mesh.getAxisNames())
+    if (names.contains(cast<StringAttr>(a).getValue()))
+      ordered.push_back(a);
+  return ArrayAttr::get(mesh.getContext(), ordered);
+}
+
+/// The stages whose optimizer step updates parameter `param`: its
+/// `dist.tied_stages`, else its `dist.stage` (stage 0 for a parameter no
+/// stage reads).
+static SmallVector<int64_t> updatingStages(tx::ParamOp param) {
+  if (auto tied = param->getAttrOfType<DenseI64ArrayAttr>("dist.tied_stages"))
+    return SmallVector<int64_t>(tied.asArrayRef());
+  if (auto stage = param->getAttrOfType<IntegerAttr>("dist.stage"))
+    return {stage.getInt()};
+  return {0};
+}
+
+/// Rewrites @optimizer_step (signature unchanged) into one case per stage
+/// of a switch on the pp coordinate, each a copy of the original body
+/// restricted to the stage's parameters: the other stages' per-parameter
+/// ops are erased and their gradients leave the global norm, which becomes
+/// partial over pp. A tied parameter's gradient parts are exchanged between
+/// its stages (lower stage sends first) and summed in stage order, so every
+/// copy gets bitwise the same update. See the dist-pipeline description.
+static LogicalResult splitOptimizerStep(tx::ModelOp model, MeshOp mesh,
+                                        StringRef ppAxis, int64_t stages,
+                                        int64_t tagBase, StringRef pass) {
+  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
+  if (!step)
+    return model.emitError() << pass << ": model @" << model.getSymName()
+                             << " has no @optimizer_step; run "
+                                "triax-autodiff first";
+  for (Type type : step.getResultTypes())
+    if (!isa<FloatType>(type))
+      return step.emitError()
+             << pass << ": @optimizer_step must return scalars, got " << type;
+  llvm::StringMap<SmallVector<int64_t>> owners;
+  llvm::StringMap<int64_t> tiedIndex; // tag offset of each tied parameter
+  for (tx::ParamOp param : model.getParams()) {
+    SmallVector<int64_t> on = updatingStages(param);
+    if (on.size() > 1)
+      tiedIndex[param.getSymName()] = tiedIndex.size();
+    owners[param.getSymName()] = std::move(on);
+  }
+  auto paramOf = [](Operation *op) -> StringRef {
+    if (auto ref = op->getAttrOfType<FlatSymbolRefAttr>("param"))
+      return ref.getValue();
+    return {};
+  };
+  auto onStage = [&](StringRef param, int64_t s) {
+    auto it = owners.find(param);
+    return it == owners.end() || llvm::is_contained(it->second, s);
+  };
+
+  MLIRContext *ctx = model.getContext();
+  OpBuilder b(ctx);
+  Location loc = step.getLoc();
+  auto meshRef = FlatSymbolRefAttr::get(ctx, mesh.getSymName());
+  ArrayAttr axes = b.getStrArrayAttr({ppAxis});
+  // Move the original body out, build the switch, clone it into each case.
+  Block &body = step.getBody().front();
+  auto original = std::make_unique<Block>();
+  original->getOperations().splice(original->end(), body.getOperations());
+  llvm::scope_exit dropOriginal([&] {
+    for (Operation &op : llvm::reverse(*original))
+      op.dropAllUses();
+    while (!original->empty())
+      original->back().erase();
+  });
+  b.setInsertionPointToEnd(&body);
+  Value coordinate = AxisIndexOp::create(b, loc, b.getIndexType(), meshRef, axes);
+  SmallVector<int64_t> caseValues;
+  for (int64_t s = 0; s < stages; ++s)
+    caseValues.push_back(s);
+  auto sw = scf::IndexSwitchOp::create(b, loc, step.getResultTypes(),
+                                       coordinate, caseValues, stages);
+  {
+    // Never taken: every coordinate on pp has its case.
+    b.setInsertionPointToEnd(b.createBlock(&sw.getDefaultRegion()));
+    SmallVector<Value> zeros;
+    for (Type type : step.getResultTypes())
+      zeros.push_back(
+          arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0)));
+    scf::YieldOp::create(b, loc, zeros);
+  }
+  b.setInsertionPointAfter(sw);
+  func::ReturnOp::create(b, loc, sw.getResults());
+
+  for (int64_t s = 0; s < stages; ++s) {
+    Block *block = b.createBlock(&sw.getCaseRegions()[s]);
+    // The moved ops still read the function's arguments directly.
+    IRMapping map;
+    b.setInsertionPointToEnd(block);
+    for (Operation &op : *original) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        SmallVector<Value> results;
+        for (Value v : ret.getOperands())
+          results.push_back(map.lookupOrDefault(v));
+        scf::YieldOp::create(b, ret.getLoc(), results);
+        continue;
+      }
+      b.clone(op, map);
+    }
+
+    // The other stages' per-parameter ops go; their gradients leave the
+    // norms.
+    SmallVector<Operation *> offStage;
+    for (Operation &op : *block) {
+      StringRef param = paramOf(&op);
+      if (!param.empty() && !onStage(param, s))
+        offStage.push_back(&op);
+    }
+    auto gradParam = [&](Value v) -> StringRef {
+      if (auto get = v.getDefiningOp<tx::GetGradOp>())
+        return get.getParam();
+      return {};
+    };
+    for (auto norm : llvm::to_vector(block->getOps<tx::GlobalNormOp>())) {
+      SmallVector<Value> kept;
+      SmallVector<int64_t> replicas;
+      std::optional<ArrayRef<int64_t>> had = norm.getReplicas();
+      for (auto [i, g] : llvm::enumerate(norm.getGrads())) {
+        StringRef param = gradParam(g);
+        if (!param.empty() && !onStage(param, s))
+          continue;
+        int64_t copies = 1;
+        if (!param.empty())
+          if (auto it = owners.find(param); it != owners.end())
+            copies = it->second.size();
+        kept.push_back(g);
+        replicas.push_back((had ? (*had)[i] : 1) * copies);
+      }
+      norm.getGradsMutable().assign(kept);
+      norm.setMeshAttr(meshRef);
+      norm.setAxesAttr(withAxisInMeshOrder(mesh, norm.getAxesAttr(), ppAxis));
+      norm.setReplicasAttr(b.getDenseI64ArrayAttr(replicas));
+    }
+    for (Operation *op : llvm::reverse(offStage)) {
+      if (!op->use_empty())
+        return op->emitError()
+               << pass << ": this op of @optimizer_step works on parameter @"
+               << paramOf(op) << " of another stage than " << s
+               << " but its result is used";
+      op->erase();
+    }
+
+    // Tied parameters: each stage holds its part of the gradient; the parts
+    // are exchanged pairwise in stage order (the lower stage sends first,
+    // the higher receives first: deadlock-free with blocking send/recv)
+    // and summed in stage order on every tied stage.
+    for (auto get : llvm::to_vector(block->getOps<tx::GetGradOp>())) {
+      auto it = owners.find(get.getParam());
+      if (it == owners.end() || it->second.size() < 2)
+        continue;
+      ArrayRef<int64_t> tied = it->second;
+      auto tag = b.getI64IntegerAttr(tagBase + tiedIndex[get.getParam()]);
+      b.setInsertionPointAfter(get);
+      llvm::DenseMap<int64_t, Value> parts;
+      parts[s] = get.getGrad();
+      SmallVector<Operation *> exchange;
+      for (int64_t peer : tied) {
+        if (peer == s)
+          continue;
+        auto peerAttr = b.getI64IntegerAttr(peer);
+        auto send = [&] {
+          exchange.push_back(SendOp::create(b, get.getLoc(), get.getGrad(),
+                                            meshRef, axes, peerAttr, tag));
+        };
+        auto recv = [&] {
+          auto op = RecvOp::create(b, get.getLoc(), get.getType(), meshRef,
+                                   axes, peerAttr, tag);
+          parts[peer] = op.getResult();
+        };
+        if (s < peer) {
+          send();
+          recv();
+        } else {
+          recv();
+          send();
+        }
+      }
+      Value sum;
+      for (int64_t t : tied)
+        sum = sum ? tx::AddOp::create(b, get.getLoc(), get.getType(), sum,
+                                      parts[t])
+                        .getResult()
+                  : parts[t];
+      // The norm and the update read the sum; the exchange and the sum
+      // itself read this stage's part.
+      Operation *sumOp = sum.getDefiningOp();
+      get.getGrad().replaceUsesWithIf(sum, [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        return !llvm::is_contained(exchange, user) && user != sumOp &&
+               !(user->getBlock() == block && user->isBeforeInBlock(sumOp));
+      });
+    }
+  }
+  return success();
+}
+
 LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
-                                     int64_t stages) {
+                                     int64_t stages, int64_t m) {
   StringRef pass = getArgument();
   auto original = model.lookupSymbol<func::FuncOp>("forward_backward");
   for (StringRef name : {"pipeline_step", "stage0_forward"})
@@ -628,7 +844,6 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   }
 
   // @pipeline_step.
-  int64_t m = microbatches;
   SmallVector<Type> argTypes;
   for (Type type : original.getArgumentTypes()) {
     auto tensor = dyn_cast<RankedTensorType>(type);
@@ -640,7 +855,15 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     shape[0] *= m;
     argTypes.push_back(tensor.clone(shape));
   }
-  Type lossType = loss.getType();
+  // The loss is returned as a scalar: the kernel lowering has no pattern
+  // for arith on tensors, and the driver reads one f32.
+  auto lossTensor = dyn_cast<RankedTensorType>(loss.getType());
+  if (!lossTensor || lossTensor.getRank() != 0 ||
+      !lossTensor.getElementType().isF32())
+    return original.emitError()
+           << pass << ": @forward_backward must return the loss as "
+           << "tensor<f32>, got " << loss.getType();
+  Type lossType = b.getF32Type();
   b.setInsertionPointToEnd(&model.getBody().front());
   auto step = func::FuncOp::create(b, loc, "pipeline_step",
                                    b.getFunctionType(argTypes, {lossType}));
@@ -657,11 +880,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{lossType}, coordinate,
                                        caseValues, stages);
   auto zeroLoss = [&]() -> Value {
-    auto type = cast<RankedTensorType>(lossType);
-    return arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(type,
-                               b.getFloatAttr(type.getElementType(), 0.0)));
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   };
   {
     Block *dflt = b.createBlock(&sw.getDefaultRegion());
@@ -770,17 +989,15 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     }
     Value result;
     if (last) {
-      result = losses.front();
-      for (Value l : llvm::drop_begin(losses))
-        result = arith::AddFOp::create(b, loc, result, l);
-      if (m > 1) {
-        auto type = cast<RankedTensorType>(lossType);
-        Value scale = arith::ConstantOp::create(
-            b, loc,
-            DenseElementsAttr::get(
-                type, b.getFloatAttr(type.getElementType(), 1.0 / m)));
-        result = arith::MulFOp::create(b, loc, result, scale);
+      // The mean over the micro-batches, summed in micro-batch order.
+      for (Value l : losses) {
+        Value scalar = tensor::ExtractOp::create(b, loc, l, ValueRange{});
+        result = result ? arith::AddFOp::create(b, loc, result, scalar)
+                        : scalar;
       }
+      Value scale = arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(float(1.0 / double(m))));
+      result = arith::MulFOp::create(b, loc, result, scale);
     } else {
       result = zeroLoss();
     }
@@ -788,7 +1005,47 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   }
   b.setInsertionPointAfter(sw);
   func::ReturnOp::create(b, loc, sw.getResults());
-  return success();
+  // The optimizer step's exchanges are tagged above every schedule tag.
+  return splitOptimizerStep(model, mesh, ppAxis, stages,
+                            /*tagBase=*/2 * m * width, pass);
+}
+
+/// The micro-batches of one optimizer step on one dp rank: the model's
+/// accumulation count global_batch / (micro_batch · dp). `microbatches`,
+/// when given, must equal it: @pipeline_step then trains exactly the step
+/// the training config describes.
+FailureOr<int64_t> PipelinePass::resolveMicrobatches(tx::ModelOp model,
+                                                     MeshOp mesh) {
+  StringRef pass = getArgument();
+  tx::TrainConfigAttr config = model.getConfig();
+  int64_t batch = config.getGlobalBatch(), micro = config.getMicroBatch();
+  int64_t dp = mesh.getAxisSize(dpAxis).value_or(1);
+  if (micro < 1 || batch % (micro * dp) != 0) {
+    model.emitError() << pass << ": model @" << model.getSymName()
+                      << "'s global batch " << batch
+                      << " is not a multiple of micro_batch x dp = " << micro
+                      << " x " << dp << "; choose the batch with "
+                      << "triax-model --batch B --micro-batch b (B a multiple "
+                      << "of b x dp)";
+    return failure();
+  }
+  int64_t accumulation = batch / (micro * dp);
+  if (microbatches == 0)
+    return accumulation;
+  if (microbatches != accumulation) {
+    model.emitError() << pass << ": microbatches=" << microbatches.getValue()
+                      << " but model @" << model.getSymName()
+                      << " accumulates global_batch / (micro_batch x dp) = "
+                      << batch << " / (" << micro << " x " << dp
+                      << ") = " << accumulation
+                      << " micro-batches per step; set the batch with "
+                         "triax-model --batch "
+                      << microbatches.getValue() * micro * dp
+                      << " --micro-batch " << micro << " (or leave "
+                      << "microbatches unset)";
+    return failure();
+  }
+  return accumulation;
 }
 
 void PipelinePass::runOnOperation() {
@@ -808,25 +1065,29 @@ void PipelinePass::runOnOperation() {
                        << "'; expected gpipe or 1f1b";
     return signalPassFailure();
   }
+  if (microbatches < 0) {
+    module.emitError() << pass << ": microbatches must be >= 1 (or 0: the "
+                       << "training config's), got "
+                       << microbatches.getValue();
+    return signalPassFailure();
+  }
   MeshOp mesh = getOrCreateMeshAxis(module, pass, ppAxis, pp.getValue());
   if (!mesh)
     return signalPassFailure();
   int64_t stages = *mesh.getAxisSize(ppAxis);
-  if (microbatches < 1) {
-    module.emitError() << pass << ": microbatches must be >= 1, got "
-                       << microbatches.getValue();
-    return signalPassFailure();
-  }
-  if (schedule == "1f1b" && microbatches < stages) {
-    module.emitError() << pass << ": 1f1b needs microbatches >= pp, got "
-                       << "microbatches=" << microbatches.getValue()
-                       << " and pp=" << stages
-                       << " (use more micro-batches or gpipe)";
-    return signalPassFailure();
-  }
-  for (tx::ModelOp model : models)
-    if (failed(pipeline(model, mesh, stages)))
+  for (tx::ModelOp model : models) {
+    FailureOr<int64_t> m = resolveMicrobatches(model, mesh);
+    if (failed(m))
       return signalPassFailure();
+    if (schedule == "1f1b" && *m < stages) {
+      model.emitError() << pass << ": 1f1b needs microbatches >= pp, got "
+                        << "microbatches=" << *m << " and pp=" << stages
+                        << " (use more micro-batches or gpipe)";
+      return signalPassFailure();
+    }
+    if (failed(pipeline(model, mesh, stages, *m)))
+      return signalPassFailure();
+  }
   if (failed(verifySchedules(module)))
     return signalPassFailure();
 }

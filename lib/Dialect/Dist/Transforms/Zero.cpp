@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTZERO
@@ -55,6 +56,15 @@ LogicalResult ZeroPass::check(tx::ModelOp model) {
            << model.getSymName() << " has no @"
            << (step ? "forward_backward" : "optimizer_step")
            << "; run triax-autodiff first";
+  // Under pipeline parallelism only stage 1 (DeepSpeed refuses 2 and 3
+  // with its pipeline engine too): the gradients are accumulated over the
+  // micro-batches of the flush in whole buffers and reduced after it.
+  if (stage >= 2 && model.lookupSymbol<func::FuncOp>("pipeline_step"))
+    return model.emitError("dist-zero: ZeRO-")
+           << stage.getValue() << " with pipeline parallelism (model @"
+           << model.getSymName()
+           << " has @pipeline_step) is not supported; use ZeRO-1, which "
+              "shards the optimizer state of each stage over dp";
   for (tx::ParamOp param : model.getParams())
     if (param->hasAttr(DistDialect::kZeroAttrName))
       return param.emitError("dist-zero: parameter @")
@@ -62,6 +72,16 @@ LogicalResult ZeroPass::check(tx::ModelOp model) {
   // dist-data-parallel's all_reduce and ZeRO's reduce_scatter would both
   // reduce the gradients: ZeRO replaces data parallelism's reduction.
   WalkResult buckets = fb.walk([&](AllReduceGradsOp op) {
+    op.emitError("dist-zero: the gradients are already all-reduced "
+                 "(dist-data-parallel ran); ZeRO reduces them itself: run "
+                 "dist-zero instead of dist-data-parallel");
+    return WalkResult::interrupt();
+  });
+  if (buckets.wasInterrupted())
+    return failure();
+  // (Under pipeline parallelism dist-data-parallel reduces in the optimizer
+  // step.)
+  buckets = step.walk([&](AllReduceGradsOp op) {
     op.emitError("dist-zero: the gradients are already all-reduced "
                  "(dist-data-parallel ran); ZeRO reduces them itself: run "
                  "dist-zero instead of dist-data-parallel");
@@ -128,19 +148,35 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   // parameter's; at stages 1 and 2 the updated chunks are then gathered
   // into every rank's whole copy.
   auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
-  SmallVector<tx::GetGradOp> reads;
-  step.walk([&](tx::GetGradOp op) { reads.push_back(op); });
-  for (tx::GetGradOp read : reads) {
-    auto type = cast<RankedTensorType>(read.getType());
-    if (stage >= 2) {
+  if (stage >= 2) {
+    step.walk([&](tx::GetGradOp read) {
+      auto type = cast<RankedTensorType>(read.getType());
       read.getGrad().setType(chunkType(type, group));
-      continue;
+    });
+  } else {
+    // The gradients the norms and updates read: the buffers, or under
+    // pipeline parallelism a tied parameter's sum of its stages' parts
+    // (dist-pipeline's exchange stays whole; its sum is scattered).
+    llvm::SetVector<Value> grads;
+    step.walk([&](Operation *op) {
+      if (auto norm = dyn_cast<tx::GlobalNormOp>(op))
+        grads.insert_range(norm.getGrads());
+      else if (auto update = dyn_cast<tx::AdamWOp>(op))
+        grads.insert(update.getGrad());
+    });
+    for (Value grad : grads) {
+      auto type = cast<RankedTensorType>(grad.getType());
+      if (Operation *def = grad.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(grad.getParentBlock());
+      auto rs = ReduceScatterFlatOp::create(
+          b, grad.getLoc(), chunkType(type, group), ReductionKind::avg, grad,
+          meshRef.getValue(), axes);
+      grad.replaceUsesWithIf(rs.getResult(), [&](OpOperand &use) {
+        return isa<tx::GlobalNormOp, tx::AdamWOp>(use.getOwner());
+      });
     }
-    b.setInsertionPointAfter(read);
-    auto rs = ReduceScatterFlatOp::create(
-        b, read.getLoc(), chunkType(type, group), ReductionKind::avg,
-        read.getGrad(), meshRef.getValue(), axes);
-    read.getGrad().replaceAllUsesExcept(rs.getResult(), rs);
   }
   step.walk([&](tx::GlobalNormOp norm) {
     // Chunks are disjoint over dp: add the axis to the norm's group.

@@ -1,8 +1,9 @@
 // A value used two stages later (a skip connection from block a to block c)
 // cannot be cut on pp=3: only neighbouring stages exchange values. On pp=2
 // the same model pipelines (a and b on stage 0, or b and c on stage 1).
-// RUN: triax-opt %s --triax-autodiff --dist-pipeline="pp=3 microbatches=3" -verify-diagnostics -o /dev/null
-// RUN: triax-opt %s --triax-autodiff --dist-pipeline="pp=2 microbatches=2 stage-layers=1,2" | FileCheck %s
+// (3 micro-batches of 2 per step: the training config's.)
+// RUN: triax-opt %s --triax-autodiff --dist-pipeline="pp=3" -verify-diagnostics -o /dev/null
+// RUN: triax-opt %s --triax-autodiff --dist-pipeline="pp=2 stage-layers=1,2" | FileCheck %s
 
 // CHECK: triax.param @ga {{.*}} {dist.stage = 0 : i64}
 // CHECK: triax.param @gb {{.*}} {dist.stage = 1 : i64}
@@ -11,8 +12,8 @@
 // CHECK-LABEL: func.func @stage1_forward(%arg0: tensor<2x4xi32>, %arg1: tensor<2x4x8xf32>)
 // CHECK: triax.block "b"(%arg1)
 // CHECK: triax.block "c"(%{{.*}}, %arg1)
-// CHECK-LABEL: func.func @pipeline_step(%arg0: tensor<4x4xi32>, %arg1: tensor<4x4xi32>)
-triax.model @skip config = #triax.train_config<micro_batch = 2, seq = 4> {
+// CHECK-LABEL: func.func @pipeline_step(%arg0: tensor<6x4xi32>, %arg1: tensor<6x4xi32>) -> f32
+triax.model @skip config = #triax.train_config<global_batch = 6, micro_batch = 2, seq = 4> {
   triax.param @wte : tensor<16x8xf32> init <normal, std = 0.02>
   triax.param @ga : tensor<8xf32> init <ones>
   triax.param @gb : tensor<8xf32> init <ones>

@@ -410,8 +410,13 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
            "module's mesh)">,
     Option<"ppAxis", "pp-axis", "std::string", /*default=*/"\"pp\"",
            "The mesh axis the stages are laid out along">,
-    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
-           "Micro-batches per step (each of @forward_backward's batch)">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
+           "Micro-batches per step on each dp rank (each of "
+           "@forward_backward's batch); 0: the training config's "
+           "global_batch / (micro_batch x dp), which any other value must "
+           "equal">,
+    Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
+           "The data-parallel mesh axis (its size divides the accumulation)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe or 1f1b">,
     Option<"stageLayers", "stage-layers", "std::string", /*default=*/"\"\"",
