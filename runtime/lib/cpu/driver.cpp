@@ -1098,9 +1098,10 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       for (int32_t kind = 0; kind < TRX_COMM_NKINDS; ++kind)
         if (now.calls[kind] != before[mask - 1].calls[kind])
           printf("step %5" PRId64 " | %s over %s: %" PRIu64
-                 " bytes sent by this rank in %" PRIu64 " calls\n",
+                 " bytes %s by this rank in %" PRIu64 " calls\n",
                  step, trx_comm_kind_name(kind), axes.c_str(),
                  now.bytes[kind] - before[mask - 1].bytes[kind],
+                 kind == TRX_COMM_RECV ? "received" : "sent",
                  now.calls[kind] - before[mask - 1].calls[kind]);
     }
     // The logged loss is the mean over the global batch. A pipeline's
