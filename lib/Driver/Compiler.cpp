@@ -403,6 +403,9 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   plan.tp = mesh ? mesh->tp : 1;
   plan.zero = options.zero;
   plan.sequenceParallel = options.sequenceParallel;
+  plan.microbatches = options.microbatches;
+  plan.schedule = options.schedule;
+  plan.stageLayers = options.stageLayers;
   std::string problem = ::triax::checkParallelizeOptions(plan);
   if (!problem.empty()) {
     errs << "triaxc: " << problem << "\n";

@@ -21,9 +21,18 @@ std::string checkParallelizeOptions(const ParallelizeOptions &o) {
     if (size < 1)
       return std::string(name) + "=" + std::to_string(size) +
              " is not a size (expected >= 1)";
-  if (o.pp > 1)
-    return "pipeline parallelism (pp=" + std::to_string(o.pp) +
-           ") is not implemented yet";
+  if (o.pp > 1 && o.zero > 1)
+    return "ZeRO-" + std::to_string(o.zero) +
+           " with pipeline parallelism (pp=" + std::to_string(o.pp) +
+           ") is not supported (DeepSpeed refuses it too); use zero=1";
+  if (o.schedule != "gpipe" && o.schedule != "1f1b")
+    return "unknown schedule '" + o.schedule + "'; expected gpipe or 1f1b";
+  if (o.microbatches < 0)
+    return "microbatches=" + std::to_string(o.microbatches) +
+           " is not a count (expected >= 1, or 0: the model's)";
+  if (o.pp == 1 && (o.microbatches != 0 || !o.stageLayers.empty()))
+    return "microbatches and stage-layers apply to pipeline parallelism "
+           "(pp >= 2)";
   if (o.sequenceParallel && o.tp < 2)
     return "sequence parallelism splits the sequence over tensor-parallel "
            "ranks: sequence-parallel needs tp >= 2 (tp=" +
@@ -56,9 +65,20 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     pm.addPass(mlir::dist::createDistTensorParallel(tensor));
   }
   pm.addPass(mlir::triax::createTriaxAutodiff());
-  // Data parallelism works on the training step autodiff built: ZeRO
-  // reduce-scatters the gradients and shards the state; plain data
-  // parallelism all-reduces the gradients.
+  // Pipeline parallelism cuts the training step autodiff built into
+  // stages and schedules the micro-batches; it also makes the optimizer
+  // step per stage, which the data-parallel passes below then work on.
+  if (options.pp > 1) {
+    mlir::dist::DistPipelineOptions pipeline;
+    pipeline.microbatches = options.microbatches;
+    pipeline.schedule = options.schedule;
+    pipeline.stageLayers = options.stageLayers;
+    pm.addPass(mlir::dist::createDistPipeline(pipeline));
+  }
+  // Data parallelism works on the training step: ZeRO reduce-scatters the
+  // gradients and shards the state; plain data parallelism all-reduces the
+  // gradients (in @forward_backward's backward, or after the pipeline's
+  // flush in each stage's optimizer step).
   if (options.zero > 0) {
     mlir::dist::DistZeroOptions zero;
     zero.stage = options.zero;
@@ -126,8 +146,8 @@ void ::triax::registerPipelines() {
   registerPassPipeline(
       "triax-parallelize",
       "Make a model (before triax-autodiff) the per-rank training program of "
-      "a dp x pp x tp mesh: mesh, tensor parallelism, autodiff, ZeRO or data "
-      "parallelism",
+      "a dp x pp x tp mesh: mesh, tensor parallelism, autodiff, pipeline, "
+      "ZeRO or data parallelism",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         ::triax::ParallelizeOptions options;

@@ -3,7 +3,8 @@
 // --zero runs).
 // RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{dp=2 tp=2 zero=1})' | FileCheck %s
 // RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{dp=2})' | FileCheck %s --check-prefix=DP
-// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{pp=2})' 2>&1 | FileCheck %s --check-prefix=PP
+// Pipeline parallelism: parallelize-pipeline.mlir.
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{dp=2 pp=2 zero=2})' 2>&1 | FileCheck %s --check-prefix=PP
 // RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{zero=2})' 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{tp=0})' 2>&1 | FileCheck %s --check-prefix=SIZE
 // RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{dp=2 sequence-parallel=true})' 2>&1 | FileCheck %s --check-prefix=SP
@@ -22,7 +23,7 @@
 // DP-LABEL: func.func @forward_backward
 // DP: dist.all_reduce_grads avg
 
-// PP: triax-parallelize: pipeline parallelism (pp=2) is not implemented yet
+// PP: triax-parallelize: ZeRO-2 with pipeline parallelism (pp=2) is not supported (DeepSpeed refuses it too); use zero=1
 // ZERO: triax-parallelize: ZeRO shards the training state over data-parallel ranks: zero=2 needs dp >= 2 (dp=1)
 // SIZE: triax-parallelize: tp=0 is not a size (expected >= 1)
 // SP: triax-parallelize: sequence parallelism splits the sequence over tensor-parallel ranks: sequence-parallel needs tp >= 2 (tp=1)

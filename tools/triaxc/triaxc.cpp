@@ -123,6 +123,22 @@ static cl::opt<std::string>
     svgFile("svg",
             cl::desc("With --plan: draw the same schedule as an SVG timeline"),
             cl::value_desc("schedule.svg"), cl::init(""), cl::cat(category));
+// Pipeline parallelism (pp >= 2 in --mesh): dist-pipeline's options.
+static cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("Micro-batches per pipeline step on each dp rank (default: "
+             "the model's global_batch / (micro_batch x dp), which any "
+             "other value must equal)"),
+    cl::value_desc("M"), cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    pipelineSchedule("schedule", cl::desc("Pipeline schedule: gpipe or 1f1b"),
+                     cl::value_desc("gpipe|1f1b"), cl::init("1f1b"),
+                     cl::cat(category));
+static cl::opt<std::string> stageLayers(
+    "stage-layers",
+    cl::desc("Blocks per pipeline stage, e.g. 2,2 (default: balanced by "
+             "FLOPs)"),
+    cl::value_desc("n0,n1,..."), cl::init(""), cl::cat(category));
 static cl::opt<std::string> cc("cc", cl::desc("C compiler used to link"),
                                cl::init("cc"), cl::cat(category));
 
@@ -147,6 +163,9 @@ int main(int argc, char **argv) {
   options.mesh = mesh;
   options.zero = zero;
   options.sequenceParallel = sequenceParallel;
+  options.microbatches = microbatches;
+  options.schedule = pipelineSchedule;
+  options.stageLayers = stageLayers;
   options.report = reportJson ? "json" : report ? "text" : "";
   options.hardware = hardware;
   options.plan = planSpec;

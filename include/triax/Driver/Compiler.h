@@ -33,6 +33,12 @@ struct CompileOptions {
   int64_t zero = 0;
   /// Megatron sequence parallelism over tp (needs tp >= 2 in the mesh).
   bool sequenceParallel = false;
+  /// Pipeline parallelism (pp >= 2 in the mesh): micro-batches per step (0:
+  /// the model's accumulation count), schedule (gpipe or 1f1b) and blocks
+  /// per stage ("" = balanced), as triax-parallelize's options.
+  int64_t microbatches = 0;
+  std::string schedule = "1f1b";
+  std::string stageLayers;
   /// "" (compile), "text" or "json": print the cost model's report of the
   /// parallelized model for rank 0 (docs/cost-model.md) and stop.
   std::string report;

@@ -26,9 +26,23 @@ struct ParallelizeOptions
                                     "of linears, heads and vocabulary)"),
                      llvm::cl::init(1)};
   Option<int64_t> pp{*this, "pp",
-                     llvm::cl::desc("Pipeline stages (not implemented yet: "
-                                    "must be 1)"),
+                     llvm::cl::desc("Pipeline stages (dist-pipeline)"),
                      llvm::cl::init(1)};
+  Option<int64_t> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("Micro-batches per pipeline step (pp > 1); 0: the "
+                     "model's accumulation count global_batch / "
+                     "(micro_batch x dp), which any other value must equal"),
+      llvm::cl::init(0)};
+  Option<std::string> schedule{*this, "schedule",
+                               llvm::cl::desc("Pipeline schedule: gpipe or "
+                                              "1f1b"),
+                               llvm::cl::init("1f1b")};
+  Option<std::string> stageLayers{
+      *this, "stage-layers",
+      llvm::cl::desc("Blocks per pipeline stage, comma-separated (empty: "
+                     "balanced by FLOPs)"),
+      llvm::cl::init("")};
   Option<bool> sequenceParallel{
       *this, "sequence-parallel",
       llvm::cl::desc("Megatron sequence parallelism over tp (needs tp >= 2): "
@@ -41,13 +55,15 @@ struct ParallelizeOptions
                        llvm::cl::init(0)};
 };
 
-/// Checks the plan of `options` (sizes, ZeRO without dp, pp); returns a
-/// message naming the problem, or "" when it can be built.
+/// Checks the plan of `options` (sizes, ZeRO without dp, ZeRO 2/3 with pp,
+/// the schedule); returns a message naming the problem, or "" when it can
+/// be built. What depends on the model (blocks per stage, micro-batches)
+/// is checked by the passes.
 std::string checkParallelizeOptions(const ParallelizeOptions &options);
 
 /// Model (before triax-autodiff) -> the per-rank training program for a
-/// dp x pp x tp mesh: dist-mesh, dist-tensor-parallel, triax-autodiff, then
-/// dist-zero or dist-data-parallel. The options must pass
+/// dp x pp x tp mesh: dist-mesh, dist-tensor-parallel, triax-autodiff,
+/// dist-pipeline, then dist-zero or dist-data-parallel. The options must pass
 /// checkParallelizeOptions.
 void buildParallelizePipeline(mlir::OpPassManager &pm,
                               const ParallelizeOptions &options);
