@@ -47,6 +47,16 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   });
   if (!model)
     return failure("no triax.model in the module");
+  // The planner chooses the mesh: a module that already has one would give
+  // it per-rank shapes.
+  bool parallelized = false;
+  module.walk([&](mlir::Operation *op) {
+    parallelized |= op->getName().getStringRef() == "dist.mesh" ||
+                    op->hasAttr("dist.sharding") || op->hasAttr("dist.zero");
+  });
+  if (parallelized)
+    return failure("the model is already parallelized (it has a dist.mesh): "
+                   "dist-plan reads the model before triax-parallelize");
   ModelShape shape;
   shape.name = model.getSymName().str();
   auto config =

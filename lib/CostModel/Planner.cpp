@@ -652,6 +652,11 @@ PlanResult triax::cost::planModel(const ModelShape &model,
                                    summary(r));
       break;
     }
+    if (k == 10)
+      result.suggestions.push_back("more GPUs: none of gpus=" +
+                                   std::to_string(req.gpus * 2) + " to " +
+                                   std::to_string(req.gpus << 10) +
+                                   " (doubling) fits");
   }
   std::vector<Hardware> bigger;
   for (const Hardware &hw : builtinHardware())
@@ -661,6 +666,7 @@ PlanResult triax::cost::planModel(const ModelShape &model,
             [](const Hardware &a, const Hardware &b) {
               return a.hbmBytes < b.hbmBytes;
             });
+  bool biggerFits = false;
   for (const Hardware &hw : bigger) {
     PlanRequest other = req;
     other.hardware = hw;
@@ -670,41 +676,57 @@ PlanResult triax::cost::planModel(const ModelShape &model,
       result.suggestions.push_back("a bigger GPU: gpu=" + hw.name + " (" +
                                    gib(hw.hbmBytes) + ") fits, best " +
                                    summary(r));
+      biggerFits = true;
       break;
     }
   }
+  if (!biggerFits && !bigger.empty())
+    result.suggestions.push_back("a bigger GPU: none of the built-ins fits "
+                                 "these " +
+                                 std::to_string(req.gpus) + " GPUs (the "
+                                 "largest, " +
+                                 bigger.back().name + ", has " +
+                                 gib(bigger.back().hbmBytes) + ")");
   // Each fixed key, freed.
-  auto freed = [&](const char *key, auto clear) {
+  // The keys as given ("recompute=none"), for the message.
+  auto given = [&](llvm::StringRef keys) {
+    llvm::SmallVector<llvm::StringRef> items, names;
+    llvm::StringRef(req.text).split(items, ',');
+    keys.split(names, '/');
+    std::string out;
+    for (llvm::StringRef item : items)
+      for (llvm::StringRef name : names)
+        if (item.trim().split('=').first.trim() == name)
+          out += (out.empty() ? "" : ",") + item.trim().str();
+    return out;
+  };
+  auto freed = [&](const char *keys, auto clear) {
     PlanRequest other = req;
     clear(other);
     PlanResult r = search(model, other);
     if (r.fits)
-      result.suggestions.push_back(std::string("without ") + key +
+      result.suggestions.push_back("without " + given(keys) +
                                    ": fits, best " + summary(r));
   };
   if (req.recompute)
-    freed("recompute=", [](PlanRequest &o) { o.recompute.reset(); });
+    freed("recompute", [](PlanRequest &o) { o.recompute.reset(); });
   if (req.microBatch)
-    freed("micro-batch=", [](PlanRequest &o) { o.microBatch.reset(); });
+    freed("micro-batch", [](PlanRequest &o) { o.microBatch.reset(); });
   if (req.microBatches)
-    freed("microbatches=", [](PlanRequest &o) { o.microBatches.reset(); });
+    freed("microbatches", [](PlanRequest &o) { o.microBatches.reset(); });
   if (req.zero)
-    freed("zero=", [](PlanRequest &o) { o.zero.reset(); });
+    freed("zero", [](PlanRequest &o) { o.zero.reset(); });
   if (req.sequenceParallel)
-    freed("sequence-parallel=",
+    freed("sequence-parallel/sp",
           [](PlanRequest &o) { o.sequenceParallel.reset(); });
   if (req.schedule)
-    freed("schedule=", [](PlanRequest &o) { o.schedule.reset(); });
+    freed("schedule", [](PlanRequest &o) { o.schedule.reset(); });
   if (req.dp || req.tp || req.pp)
-    freed("dp=/tp=/pp=", [](PlanRequest &o) {
+    freed("dp/tp/pp", [](PlanRequest &o) {
       o.dp.reset();
       o.tp.reset();
       o.pp.reset();
     });
-  if (result.suggestions.size() <= 1)
-    result.suggestions.push_back(
-        "nothing found: not with up to " + std::to_string(req.gpus << 10) +
-        " GPUs, nor on the largest built-in GPU");
   return result;
 }
 

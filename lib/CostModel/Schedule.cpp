@@ -103,8 +103,8 @@ ScheduleTrace triax::cost::simulateSchedule(
         int64_t peer = st.forward ? s + 1 : s - 1;
         if (peer >= 0 && peer < p && p2p > 0) {
           std::string what = (st.forward ? "F" : "B") + mbName;
-          push("send " + what, "p2p", s, st.mb, clock[s], p2p);
-          push("recv " + what, "p2p", peer, st.mb, clock[s], p2p);
+          push("send " + what, "send", s, st.mb, clock[s], p2p);
+          push("recv " + what, "recv", peer, st.mb, clock[s], p2p);
         }
         ++next[s];
         progress = true;
@@ -173,7 +173,7 @@ ScheduleTrace triax::cost::traceOf(const ModelShape &model,
 
 namespace {
 int64_t tidOf(llvm::StringRef stream) {
-  return stream == "compute" ? 1 : stream == "p2p" ? 2 : 3;
+  return stream == "compute" ? 1 : stream == "send" ? 2 : stream == "recv" ? 3 : 4;
 }
 } // namespace
 
@@ -194,7 +194,7 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
                                         {"pid", rank},
                                         {"args", llvm::json::Object{
                                                      {"sort_index", s}}}});
-    for (const char *stream : {"compute", "p2p", "dp"})
+    for (const char *stream : {"compute", "send", "recv", "dp"})
       events.push_back(llvm::json::Object{
           {"name", "thread_name"},
           {"ph", "M"},
@@ -209,7 +209,7 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
     llvm::StringRef name(e.name);
     const char *cat = e.stream == "compute"
                           ? (name.starts_with("F") ? "forward" : "backward")
-                          : e.stream == "p2p" ? "p2p" : "collective";
+                          : e.stream == "dp" ? "collective" : "p2p";
     events.push_back(llvm::json::Object{{"name", e.name},
                                         {"cat", cat},
                                         {"ph", "X"},
@@ -277,8 +277,8 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
   for (const TraceEvent &e : trace.events) {
     double y = top + row * double(e.stage);
     double x0 = x(e.start), w = std::max(plot * e.duration / span, 0.5);
-    if (e.stream == "p2p") {
-      if (llvm::StringRef(e.name).starts_with("send"))
+    if (e.stream == "send" || e.stream == "recv") {
+      if (e.stream == "send")
         os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "
                             "height=\"3\" fill=\"#888\"><title>{3}</title>"
                             "</rect>\n",

@@ -153,7 +153,7 @@ std::string describePlan(const Candidate &c);
 
 struct TraceEvent {
   std::string name;   // "F3", "B3", "send F3", "recv B3", "all_reduce dp"
-  std::string stream; // "compute", "p2p", "dp"
+  std::string stream; // "compute", "send", "recv", "dp"
   int64_t rank = 0, stage = 0, microBatch = -1;
   double start = 0, duration = 0; // seconds
 };
