@@ -39,3 +39,9 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # Optional tools: tests that need them say REQUIRES.
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")
+
+# The CUDA target's runtime was built (CUDA toolkit found at configure time,
+# docs/cuda.md): CUDA compile tests say REQUIRES: cuda. No test needs a GPU.
+if os.path.exists(os.path.join(config.triax_obj_root, "runtime",
+                               "libtriax_rt_cuda.a")):
+    config.available_features.add("cuda")

@@ -27,7 +27,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -314,6 +316,43 @@ static int runPlanner(const ::triax::CompileOptions &options,
   return 0;
 }
 
+/// --target cuda: the options of triax-lower-cuda from triaxc's, checked,
+/// and the toolkit and runtime that the compilation and the link need.
+static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
+                                     ::triax::LowerCUDAOptions &cudaOptions,
+                                     llvm::raw_ostream &errs) {
+  if (options.openmp) {
+    errs << "triaxc: --openmp applies to --target cpu (the cuda target runs "
+            "its loops as GPU kernels)\n";
+    return failure();
+  }
+  cudaOptions.chip = options.cudaArch;
+  if (!options.cudaFeatures.empty())
+    cudaOptions.features = options.cudaFeatures;
+  cudaOptions.toolkit = options.cudaToolkit;
+  std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
+  if (!problem.empty()) {
+    errs << "triaxc: --cuda-arch/--cuda-features: " << problem << "\n";
+    return failure();
+  }
+  std::string ptxas = options.cudaToolkit + "/bin/ptxas";
+  if (!llvm::sys::fs::can_execute(ptxas)) {
+    errs << "triaxc: --target cuda needs the CUDA toolkit: no ptxas at '"
+         << ptxas << "' (set --cuda-toolkit)\n";
+    return failure();
+  }
+  bool linking = options.emit.empty();
+  std::string runtime = options.runtimeLibDir + "/libtriax_rt_cuda.a";
+  if (linking && !llvm::sys::fs::exists(runtime)) {
+    errs << "triaxc: --target cuda links with the CUDA runtime, but '"
+         << runtime
+         << "' does not exist (Triax was configured without CUDA: see "
+            "docs/cuda.md)\n";
+    return failure();
+  }
+  return success();
+}
+
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
   llvm::StringRef emitKind = options.emit;
@@ -323,9 +362,18 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
          << "'; expected mlir, mlir-after=<pass>, llvm or obj\n";
     return 1;
   }
-  if (options.target != "cpu") {
+  if (options.target != "cpu" && options.target != "cuda") {
     errs << "triaxc: unknown target '" << options.target
-         << "'; expected cpu (cuda is not built yet)\n";
+         << "'; expected cpu or cuda\n";
+    return 1;
+  }
+  bool cuda = options.target == "cuda";
+  ::triax::LowerCUDAOptions cudaOptions;
+  if (cuda) {
+    if (failed(checkCUDATarget(options, cudaOptions, errs)))
+      return 1;
+  } else if (options.cudaArch != "sm_90" || !options.cudaFeatures.empty()) {
+    errs << "triaxc: --cuda-arch and --cuda-features apply to --target cuda\n";
     return 1;
   }
 
@@ -342,6 +390,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerOpenMPDialectTranslation(registry);
+  // --target cuda: the kernels' gpu.binary and the launches on the host.
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -455,7 +507,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   PassManager pm(&context);
   ::triax::LowerCPUOptions lowerOptions;
   lowerOptions.openmp = options.openmp;
-  ::triax::buildLowerCPUPipeline(pm, lowerOptions);
+  if (cuda)
+    ::triax::buildLowerCUDAPipeline(pm, cudaOptions);
+  else
+    ::triax::buildLowerCPUPipeline(pm, lowerOptions);
   llvm::StringRef emit = options.emit;
   bool stopAfterLowering = emit.consume_front("mlir-after=");
   if (stopAfterLowering) {
@@ -486,7 +541,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     pm.enableTiming();
   if (failed(pm.run(*module)))
     return 1;
-  timer.done("triax-lower-cpu");
+  timer.done(cuda ? "triax-lower-cuda" : "triax-lower-cpu");
   if (stopAfterLowering)
     return 0;
 
@@ -546,11 +601,20 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
                                    options.outputFile,
                                    objPath,
                                    descPath,
-                                   "-I" + options.runtimeIncludeDir,
-                                   options.runtimeLibDir + "/libtriax_rt.a",
-                                   "-lopenblas",
-                                   "-lstdc++",
-                                   "-lm"};
+                                   "-I" + options.runtimeIncludeDir};
+  // The CUDA runtime comes first, whole (nothing refers to its allocator
+  // yet when libtriax_rt.a is searched): its allocator (managed memory) and
+  // its BLAS (cuBLAS) are taken instead of the CPU runtime's, which supplies
+  // the rest (driver, data, checkpoints, communicators).
+  if (cuda)
+    link.insert(link.end(), {"-Wl,--whole-archive",
+                             options.runtimeLibDir + "/libtriax_rt_cuda.a",
+                             "-Wl,--no-whole-archive"});
+  link.push_back(options.runtimeLibDir + "/libtriax_rt.a");
+  // The CUDA runtime's cblas_sgemm runs on cuBLAS: no OpenBLAS there.
+  if (!cuda)
+    link.push_back("-lopenblas");
+  link.insert(link.end(), {"-lstdc++", "-lm"});
   // MPI (the runtime's distributed part): mpicc's link flags, found when
   // triaxc was configured. A one-device binary runs without mpirun.
   llvm::SmallVector<llvm::StringRef> mpiFlags;
@@ -559,6 +623,14 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     link.push_back(flag.str());
   if (options.openmp)
     link.push_back("-l:libomp.so.5");
+  if (cuda) {
+    // cuBLAS from the toolkit (found at run time through the rpath, or
+    // LD_LIBRARY_PATH on another machine); the driver API from the stub
+    // library (the real libcuda.so.1 comes with the GPU driver).
+    std::string lib64 = options.cudaToolkit + "/lib64";
+    link.insert(link.end(), {"-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas",
+                             "-L" + lib64 + "/stubs", "-lcuda", "-lstdc++"});
+  }
   int rc = run(link, errs, options.verbose);
   llvm::sys::fs::remove(objPath);
   llvm::sys::fs::remove(descPath);

@@ -2,11 +2,14 @@
 
 #include "triax/Pipelines/Pipelines.h"
 
+#include "triax/Conversion/KernelsToGPU/Passes.h"
 #include "triax/Conversion/Passes.h"
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -130,6 +133,93 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
+  llvm::StringRef chip = o.chip;
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") || chip.consumeInteger(10, sm) ||
+      !(chip.empty() || chip == "a"))
+    return "chip '" + o.chip + "' is not an NVIDIA architecture such as sm_90";
+  // CUDA 13's ptxas dropped everything before Turing.
+  if (sm < 75)
+    return "chip '" + o.chip +
+           "' is older than sm_75, the oldest CUDA 13 supports";
+  if (o.format != "fatbin" && o.format != "bin" && o.format != "isa")
+    return "format '" + o.format + "' is not fatbin, bin or isa";
+  if (o.blockSize < 32 || o.blockSize > 1024 || o.blockSize % 32 != 0)
+    return "block-size " + std::to_string(o.blockSize) +
+           " is not a multiple of 32 in [32, 1024]";
+  return "";
+}
+
+void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
+                                     const LowerCUDAOptions &options) {
+  // The same kernel IR as the CPU path (see buildLowerCPUPipeline): fused
+  // elementwise chains, layer ops as loop nests and runtime calls, one
+  // function per kernel.
+  pm.addPass(mlir::triax::createTriaxFuseElementwise());
+  pm.addPass(mlir::triax::createConvertTriaxToKernels());
+  pm.addPass(mlir::triax::createTriaxOutlineKernels());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  buildKernelsToCUDAPipeline(pm, options);
+}
+
+void ::triax::buildKernelsToCUDAPipeline(OpPassManager &pm,
+                                         const LowerCUDAOptions &options) {
+  // Each outermost parallel nest -> gpu.launch, one thread per iteration,
+  // coalesced. The kernel functions stay host functions that launch; GEMM,
+  // state and collective calls stay host calls into the CUDA runtime.
+  mlir::triax::TriaxMapLoopsToGPUOptions map;
+  map.blockSize = options.blockSize;
+  pm.addNestedPass<func::FuncOp>(mlir::triax::createTriaxMapLoopsToGPU(map));
+  // Constants and index arithmetic into the launch bodies (else they
+  // become kernel parameters), launch bodies -> gpu.func kernels, then all
+  // kernels into one gpu.module: one device compilation and one ptxas run
+  // instead of one per kernel.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(mlir::triax::createTriaxMergeGPUModules());
+  // The device target: chip and PTX features decide what ptxas accepts.
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  // Host and device alike: views into pointer arithmetic, structured
+  // control flow into blocks (the NVVM and LLVM conversions expect both).
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  // Device code -> NVVM/LLVM first, so that the host conversions below
+  // (math to libm in particular) find nothing left in the gpu.module.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // Host code exactly as on the CPU: generic allocation functions, so that
+  // the runtime places and counts activation buffers (managed memory on
+  // CUDA), tanh through libm.
+  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
+  memrefOptions.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  // gpu.launch_func keeps its op (the LLVM IR translation emits the mgpu*
+  // calls); its operands become LLVM values here.
+  pm.addPass(createGpuToLLVMConversionPass());
+  // The gpu.module -> PTX (LLVM NVPTX) -> ptxas -> fatbin, embedded as
+  // gpu.binary; loaded by a global constructor through mgpuModuleLoad.
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 /// triax-parallelize as a registered pipeline: its options are checked
 /// first, so a plan that cannot be built is an error, not a silent change.
 static LogicalResult buildCheckedParallelizePipeline(
@@ -163,4 +253,42 @@ void ::triax::registerPipelines() {
       "Lower a trained model (after triax-autodiff) to the LLVM dialect for "
       "the CPU: kernels, runtime calls, OpenMP (option), LLVM",
       ::triax::buildLowerCPUPipeline);
+  mlir::triax::registerTriaxKernelsToGPUPasses();
+  registerPassPipeline(
+      "triax-lower-cuda",
+      "Lower a trained model (after triax-autodiff) to the LLVM dialect for "
+      "NVIDIA GPUs: kernels as CUDA kernels, runtime calls, an embedded "
+      "fatbin (docs/cuda.md)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        ::triax::LowerCUDAOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string problem = ::triax::checkLowerCUDAOptions(options);
+        if (!problem.empty())
+          return errorHandler("triax-lower-cuda: " + problem);
+        ::triax::buildLowerCUDAPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(::triax::LowerCUDAOptions());
+      });
+  registerPassPipeline(
+      "triax-kernels-to-cuda",
+      "The second half of triax-lower-cuda: kernel IR (after "
+      "triax-outline-kernels) to the LLVM dialect and an embedded fatbin",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        ::triax::LowerCUDAOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string problem = ::triax::checkLowerCUDAOptions(options);
+        if (!problem.empty())
+          return errorHandler("triax-kernels-to-cuda: " + problem);
+        ::triax::buildKernelsToCUDAPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(::triax::LowerCUDAOptions());
+      });
 }

@@ -20,8 +20,22 @@ static cl::opt<std::string> input(cl::Positional, cl::desc("<model.mlir>"),
 static cl::opt<std::string> output("o", cl::desc("Output binary"),
                                    cl::value_desc("file"), cl::init("train"),
                                    cl::cat(category));
-static cl::opt<std::string> target("target", cl::desc("Target: cpu"),
+static cl::opt<std::string> target("target",
+                                   cl::desc("Target: cpu or cuda (NVIDIA "
+                                            "GPUs, docs/cuda.md)"),
                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    cudaArch("cuda-arch",
+             cl::desc("--target cuda: GPU architecture of the kernels"),
+             cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(category));
+static cl::opt<std::string>
+    cudaFeatures("cuda-features",
+                 cl::desc("--target cuda: PTX features (default +ptx80)"),
+                 cl::init(""), cl::cat(category));
+static cl::opt<std::string>
+    cudaToolkit("cuda-toolkit",
+                cl::desc("--target cuda: the CUDA toolkit (ptxas, cuBLAS)"),
+                cl::init(TRIAX_CUDA_TOOLKIT_DIR), cl::cat(category));
 static cl::opt<std::string>
     emit("emit",
          cl::desc("Stop early and print a stage: mlir (after autodiff), "
@@ -154,6 +168,9 @@ int main(int argc, char **argv) {
   options.inputFile = input;
   options.outputFile = output;
   options.target = target;
+  options.cudaArch = cudaArch;
+  options.cudaFeatures = cudaFeatures;
+  options.cudaToolkit = cudaToolkit;
   options.emit = emit;
   options.verbose = verbose;
   options.openmp = openmp;

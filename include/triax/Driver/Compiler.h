@@ -15,8 +15,13 @@ namespace triax {
 struct CompileOptions {
   std::string inputFile = "-";
   std::string outputFile = "train";
-  /// "cpu" (the only target built so far).
+  /// "cpu" or "cuda" (docs/cuda.md).
   std::string target = "cpu";
+  /// --target cuda: the GPU architecture, its PTX features ("" = the
+  /// pipeline's default, +ptx80) and the CUDA toolkit (ptxas, cuBLAS).
+  std::string cudaArch = "sm_90";
+  std::string cudaFeatures;
+  std::string cudaToolkit = "/usr/local/cuda";
   /// "" (link a binary), "mlir" (after autodiff), "mlir-after=<pass>",
   /// "llvm" (LLVM IR) or "obj" (the model's object file).
   std::string emit;

@@ -15,6 +15,39 @@ struct LowerCPUOptions : public mlir::PassPipelineOptions<LowerCPUOptions> {
                       llvm::cl::init(false)};
 };
 
+/// Options of triax-lower-cuda (docs/cuda.md).
+struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("GPU architecture of the kernels "
+                                          "(sm_75 or newer with CUDA 13)"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features; sm_90 needs PTX ISA 8.0 (+ptx80)"),
+      llvm::cl::init("+ptx80")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What is embedded: fatbin (ptxas + fatbinary), bin "
+                     "(cubin), isa (PTX, compiled by the driver at load)"),
+      llvm::cl::init("fatbin")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit holding ptxas, fatbinary and libdevice"),
+      llvm::cl::init("/usr/local/cuda")};
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("Threads per block of the "
+                                           "generated kernels"),
+                            llvm::cl::init(256)};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("LLVM optimization level of the "
+                                           "device code"),
+                            llvm::cl::init(3)};
+};
+
+/// Checks the options of triax-lower-cuda (chip name, format, block size);
+/// returns a message naming the problem, or "" when they are usable.
+std::string checkLowerCUDAOptions(const LowerCUDAOptions &options);
+
 struct ParallelizeOptions
     : public mlir::PassPipelineOptions<ParallelizeOptions> {
   Option<int64_t> dp{*this, "dp",
@@ -71,6 +104,18 @@ void buildParallelizePipeline(mlir::OpPassManager &pm,
 /// Model after triax-autodiff -> LLVM dialect, for the CPU.
 void buildLowerCPUPipeline(mlir::OpPassManager &pm,
                            const LowerCPUOptions &options);
+
+/// Model after triax-autodiff -> LLVM dialect for the host plus an embedded
+/// GPU binary (gpu.binary) for NVIDIA GPUs: the CPU path's kernel IR with
+/// each parallel loop nest turned into a CUDA kernel. The options must pass
+/// checkLowerCUDAOptions.
+void buildLowerCUDAPipeline(mlir::OpPassManager &pm,
+                            const LowerCUDAOptions &options);
+
+/// The second half of buildLowerCUDAPipeline, from the kernel IR of
+/// triax-outline-kernels on (the kernel tests lower kernels alone with it).
+void buildKernelsToCUDAPipeline(mlir::OpPassManager &pm,
+                                const LowerCUDAOptions &options);
 
 /// Registers `triax-lower-cpu` (and the pipelines later issues add).
 void registerPipelines();

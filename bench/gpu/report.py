@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""The checks and figures of bench/gpu/run.sh, as one JSON.
+
+  report.py tiny REF.jsonl GPU.jsonl [--rtol R]   # exit 1 when a loss differs
+  report.py gpt2 GPU.jsonl --params N --layers L --seq T --hidden D --batch B
+  report.py combine OUT.json PART.json...          # every figure in one file
+
+tiny: the first losses of the CUDA binary against the CPU binary's (same
+model, data, seed): |gpu - cpu| <= rtol * |cpu|, rtol 1e-4 by default. Both
+targets compute in fp32 (no bf16 path yet), so the bound is fp32's: the
+kernels differ from the CPU's by libdevice ulps and summation order only.
+
+gpt2: median ms/step over the steps after the first --skip (start-up:
+module load, first-touch of managed memory), tokens/s = batch * seq /
+(ms/1000), MFU = (6 N + 12 L T D) * tokens / s / (peak bf16 FLOP/s).
+"""
+
+import argparse
+import json
+import sys
+
+
+def read_jsonl(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                rows.append(json.loads(line))
+    return rows
+
+
+def tiny(a):
+    ref, gpu = read_jsonl(a.ref), read_jsonl(a.gpu)
+    n = min(len(ref), len(gpu), a.steps)
+    rows, ok = [], n == a.steps
+    for r, g in zip(ref[:n], gpu[:n]):
+        d = abs(g["loss"] - r["loss"])
+        good = d <= a.rtol * abs(r["loss"])
+        ok &= good
+        rows.append({"step": r["step"], "cpu": r["loss"], "cuda": g["loss"],
+                     "abs_diff": d, "ok": good})
+    out = {"check": "tiny losses, cuda vs cpu", "steps": n, "rtol": a.rtol,
+           "tolerance_note": "fp32 on both targets; bound |d| <= rtol*|cpu|",
+           "ok": ok, "losses": rows}
+    print(json.dumps(out))
+    return 0 if ok else 1
+
+
+def gpt2(a):
+    rows = read_jsonl(a.gpu)
+    timed = [r["ms"] for r in rows[a.skip:]] or [r["ms"] for r in rows]
+    timed.sort()
+    ms = timed[len(timed) // 2] if timed else float("nan")
+    tokens = a.batch * a.seq
+    flops = tokens * (6 * a.params + 12 * a.layers * a.seq * a.hidden)
+    out = {"model": "gpt2", "params": a.params, "batch": a.batch,
+           "seq": a.seq, "steps": len(rows), "skipped_steps": a.skip,
+           "ms_per_step": ms, "tokens_per_s": tokens / (ms / 1e3),
+           "flops_per_step": flops,
+           "mfu": flops / (ms / 1e3) / (a.peak_tflops * 1e12),
+           "peak_tflops_bf16": a.peak_tflops,
+           "losses": [r["loss"] for r in rows],
+           "peak_bytes": max((r.get("peak_bytes", 0) for r in rows), default=0)}
+    print(json.dumps(out))
+    return 0
+
+
+def combine(a):
+    out = {}
+    for path in a.parts:
+        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+            out[name] = json.loads(text.splitlines()[-1]) if text else None
+        except (OSError, ValueError) as e:
+            out[name] = {"error": "%s: %s" % (path, e)}
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=1)
+    print("report: %s" % a.out)
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tiny")
+    t.add_argument("ref")
+    t.add_argument("gpu")
+    t.add_argument("--steps", type=int, default=10)
+    t.add_argument("--rtol", type=float, default=1e-4)
+    g = sub.add_parser("gpt2")
+    g.add_argument("gpu")
+    g.add_argument("--params", type=int, required=True)
+    g.add_argument("--layers", type=int, default=12)
+    g.add_argument("--hidden", type=int, default=768)
+    g.add_argument("--seq", type=int, default=1024)
+    g.add_argument("--batch", type=int, default=8)
+    g.add_argument("--skip", type=int, default=3)
+    g.add_argument("--peak-tflops", type=float, default=989.4)
+    c = sub.add_parser("combine")
+    c.add_argument("out")
+    c.add_argument("parts", nargs="+")
+    a = p.parse_args()
+    return {"tiny": tiny, "gpt2": gpt2, "combine": combine}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# The CUDA target on one NVIDIA GPU (issue 5, docs/cuda.md), in two halves:
+#
+#   bench/gpu/run.sh prepare [--build DIR] [--bundle DIR] [--arch sm_90]
+#       On the build machine (MLIR, MPI, CUDA toolkit; no GPU needed):
+#       compiles tiny and gpt2 with `triaxc --target cuda`, the kernel test
+#       (test/cuda/kernel_check.py) and the CPU references (tiny's first 10
+#       losses from the CPU binary, every kernel's CPU result), and copies
+#       the shared libraries the GPU machine lacks (MPI, libstdc++) into
+#       DIR/lib. The bundle is what travels (MiBs, checked < 64 MiB).
+#   bench/gpu/run.sh run [--bundle DIR] [--out DIR] [--gpt2-steps N]
+#                        [--torch-steps N] [--no-torch] [--peak-tflops F]
+#       On the GPU machine (CUDA driver + cuBLAS 13, Python with PyTorch;
+#       no MLIR, no MPI), single rank, no launcher, under 8 minutes:
+#        1. the kernel test: every generated kernel on the GPU against the
+#           CPU target's result on the same inputs;
+#        2. tiny: 10 steps, losses against the CPU binary's (fp32 both:
+#           relative 1e-4);
+#        3. gpt2 (124M, seq 1024, batch 8): --gpt2-steps steps, ms/step,
+#           tokens/s, MFU against the bf16 peak;
+#        4. PyTorch on the same shapes: eager and torch.compile, fp32 and
+#           bf16 autocast;
+#       and writes OUT/gpu-bench.json with every figure and check. Exits 1
+#       when a check fails.
+#   --dry-run (before prepare/run): print the commands instead of running
+#       them (prepare and run); checks that the bundle has what run needs.
+#
+# With the device tool: run `prepare` here, then on the GPU machine
+#   bash bench/gpu/run.sh run --bundle bench/gpu/bundle --out "$OUT"
+# carrying bench/gpu/bundle (git-ignored).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+dry=0
+if [[ "${1:-}" == "--dry-run" ]]; then
+  dry=1
+  shift
+fi
+cmd="${1:-}"
+[[ -n "$cmd" ]] && shift
+
+build="$root/build"
+bundle="$here/bundle"
+out="$here/results"
+arch="sm_90"
+gpt2_steps=30
+torch_steps=20
+torch=1
+peak_tflops=989.4
+while (($#)); do
+  case "$1" in
+    --build) build="$2"; shift 2 ;;
+    --bundle) bundle="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --arch) arch="$2"; shift 2 ;;
+    --gpt2-steps) gpt2_steps="$2"; shift 2 ;;
+    --torch-steps) torch_steps="$2"; shift 2 ;;
+    --no-torch) torch=0; shift ;;
+    --peak-tflops) peak_tflops="$2"; shift 2 ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '== %s\n' "$*" >&2; }
+# run CMD...: runs it, or prints it with --dry-run.
+run() {
+  if ((dry)); then
+    printf '+ %s\n' "$*"
+  else
+    "$@"
+  fi
+}
+
+prepare() {
+  local bin="$build/bin" rt="$build/runtime"
+  for f in "$bin/triaxc" "$bin/triax-model" "$bin/triax-opt" \
+           "$rt/libtriax_rt.a" "$rt/libtriax_rt_cuda.a"; do
+    if [[ ! -e "$f" ]]; then
+      echo "run.sh prepare: $f is missing: build with the CUDA toolkit" \
+           "present (docs/cuda.md)" >&2
+      exit 1
+    fi
+  done
+  run mkdir -p "$bundle/lib" "$bundle/ref"
+  say "models"
+  run "$bin/triax-model" tiny -o "$bundle/tiny.mlir"
+  run "$bin/triax-model" gpt2 -o "$bundle/gpt2.mlir"
+  if ((dry)); then
+    echo "+ $bin/triax-model gpt2 --print-param-count > $bundle/gpt2.params"
+  else
+    "$bin/triax-model" gpt2 --print-param-count | grep -o '[0-9]\+' | head -1 \
+      > "$bundle/gpt2.params"
+  fi
+  say "CPU reference: tiny, 10 steps"
+  run "$bin/triaxc" "$bundle/tiny.mlir" -o "$bundle/ref/train-tiny-cpu"
+  run rm -f "$bundle/ref/tiny-cpu.jsonl"
+  run "$bundle/ref/train-tiny-cpu" --steps 10 --log-json "$bundle/ref/tiny-cpu.jsonl"
+  run rm -f "$bundle/ref/train-tiny-cpu"
+  say "CUDA binaries ($arch)"
+  run "$bin/triaxc" "$bundle/tiny.mlir" --target cuda --cuda-arch "$arch" \
+      -o "$bundle/train-tiny-cuda"
+  run "$bin/triaxc" "$bundle/gpt2.mlir" --target cuda --cuda-arch "$arch" \
+      -o "$bundle/train-gpt2-cuda"
+  say "kernel test: tiny's kernels, CPU results"
+  run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
+      "$bundle/kernel-check" --tools-dir "$bin" --runtime-dir "$rt" \
+      --runtime-include "$root/runtime/include" --arch "$arch"
+  run mkdir -p "$bundle/kernel-check/cpu"
+  run "$bundle/kernel-check/kernel-check-cpu" "$bundle/kernel-check/cpu"
+  # Only what `run` needs travels.
+  run rm -f "$bundle/kernel-check/kernel-check-cpu" \
+      "$bundle/kernel-check/"*.ll "$bundle/kernel-check/"*.o \
+      "$bundle/kernel-check/"*.mlir
+  say "shared libraries the GPU machine lacks"
+  local exe lib
+  for exe in "$bundle/train-tiny-cuda" "$bundle/train-gpt2-cuda" \
+             "$bundle/kernel-check/kernel-check-cuda"; do
+    if ((dry)); then
+      echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib"
+      continue
+    fi
+    # glibc and the CUDA driver/toolkit libraries are the GPU machine's own.
+    while read -r lib; do
+      cp -L "$lib" "$bundle/lib/"
+    done < <(ldd "$exe" | awk '$3 ~ /^\// {print $3}' |
+             grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcublasLt)\.so' || true)
+  done
+  if ((!dry)); then
+    git -C "$root" rev-parse HEAD > "$bundle/commit" 2>/dev/null || true
+    du -sh "$bundle" >&2
+  fi
+}
+
+# The GPU machine's cuBLAS: the toolkit's, else PyTorch's wheel.
+cuda_libs() {
+  local dirs=() d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [[ -e "$d/libcublas.so.13" ]] && dirs+=("$d")
+  done
+  d="$(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))' 2>/dev/null || true)"
+  [[ -n "$d" && -d "$d" ]] && dirs+=("$d")
+  local IFS=:
+  echo "${dirs[*]}"
+}
+
+check_bundle() {
+  local f missing=0
+  for f in train-tiny-cuda train-gpt2-cuda gpt2.params ref/tiny-cpu.jsonl \
+           kernel-check/kernel-check-cuda kernel-check/kernels.json \
+           kernel-check/cpu; do
+    if [[ ! -e "$bundle/$f" ]]; then
+      echo "run.sh run: $bundle/$f is missing (run \`bench/gpu/run.sh prepare\` on the build machine)" >&2
+      missing=1
+    fi
+  done
+  return "$missing"
+}
+
+run_gpu() {
+  if ((!dry)); then
+    check_bundle
+  elif ! check_bundle; then
+    echo "(dry run: the bundle is incomplete; the commands follow anyway)" >&2
+  fi
+  run mkdir -p "$out"
+  local status=0 libs
+  libs="$(cuda_libs)"
+  export LD_LIBRARY_PATH="$bundle/lib${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local t0=$SECONDS
+  if ((!dry)); then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
+      > "$out/gpu.txt" 2>&1 || true
+    python3 - "$out/gpu.txt" "$out/gpu.json" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read().strip()
+parts = [p.strip() for p in text.split(",")]
+keys = ["name", "memory", "driver"]
+json.dump(dict(zip(keys, parts)) if len(parts) == 3 else {"nvidia_smi": text},
+          open(sys.argv[2], "w"))
+PY
+  fi
+
+  say "1. kernel test (every generated kernel, GPU vs CPU)"
+  run mkdir -p "$out/kernel-check-cuda"
+  if ! run timeout 120 "$bundle/kernel-check/kernel-check-cuda" "$out/kernel-check-cuda" \
+      > "$out/kernel-check.log" 2>&1; then
+    echo "kernel-check-cuda failed: see $out/kernel-check.log" >&2
+    tail -20 "$out/kernel-check.log" >&2 || true
+    status=1
+  fi
+  if ! run python3 "$root/test/cuda/kernel_check.py" compare \
+      "$bundle/kernel-check/kernels.json" "$bundle/kernel-check/cpu" \
+      "$out/kernel-check-cuda" --json "$out/kernel-check.json"; then
+    status=1
+  fi
+
+  say "2. tiny: 10 steps against the CPU binary"
+  run rm -f "$out/tiny-cuda.jsonl"
+  if ! run timeout 120 "$bundle/train-tiny-cuda" --steps 10 \
+      --log-json "$out/tiny-cuda.jsonl" > "$out/tiny-cuda.log" 2>&1; then
+    echo "train-tiny-cuda failed: see $out/tiny-cuda.log" >&2
+    tail -20 "$out/tiny-cuda.log" >&2 || true
+    status=1
+  fi
+  if ((dry)); then
+    echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu.jsonl $out/tiny-cuda.jsonl > $out/tiny.json"
+  elif ! python3 "$here/report.py" tiny "$bundle/ref/tiny-cpu.jsonl" \
+      "$out/tiny-cuda.jsonl" > "$out/tiny.json"; then
+    echo "tiny: the CUDA losses differ from the CPU's: $out/tiny.json" >&2
+    status=1
+  fi
+
+  say "3. gpt2: $gpt2_steps steps"
+  run rm -f "$out/gpt2-cuda.jsonl"
+  if ! run timeout 240 "$bundle/train-gpt2-cuda" --steps "$gpt2_steps" \
+      --log-json "$out/gpt2-cuda.jsonl" > "$out/gpt2-cuda.log" 2>&1; then
+    echo "train-gpt2-cuda failed or ran out of time: see $out/gpt2-cuda.log" >&2
+    tail -20 "$out/gpt2-cuda.log" >&2 || true
+    status=1
+  fi
+  if ((dry)); then
+    echo "+ python3 $here/report.py gpt2 $out/gpt2-cuda.jsonl --params \$(cat $bundle/gpt2.params) > $out/gpt2.json"
+  elif [[ -s "$out/gpt2-cuda.jsonl" ]]; then
+    python3 "$here/report.py" gpt2 "$out/gpt2-cuda.jsonl" \
+      --params "$(cat "$bundle/gpt2.params")" --peak-tflops "$peak_tflops" \
+      > "$out/gpt2.json"
+  fi
+
+  if ((torch)); then
+    say "4. PyTorch on the same shapes (eager, torch.compile; fp32, bf16)"
+    # What is left of the 8 minutes, less a margin.
+    local left=$((450 - (SECONDS - t0)))
+    if ((left < 60)); then
+      echo "no time left for PyTorch ($left s)" >&2
+    elif ((dry)); then
+      echo "+ timeout $left python3 $here/torch_gpt2.py --steps $torch_steps --peak-tflops $peak_tflops > $out/torch.json"
+    elif ! timeout "$left" python3 "$here/torch_gpt2.py" --steps "$torch_steps" \
+        --peak-tflops "$peak_tflops" > "$out/torch.json" 2> "$out/torch.log"; then
+      echo "PyTorch reference failed or ran out of time: $out/torch.log" >&2
+      tail -5 "$out/torch.log" >&2 || true
+    fi
+  fi
+
+  if ((dry)); then
+    echo "+ python3 $here/report.py combine $out/gpu-bench.json ..."
+    return 0
+  fi
+  python3 - "$out/checks.json" "$status" "$((SECONDS - t0))" <<'PY'
+import json, sys
+json.dump({"passed": sys.argv[2] == "0", "seconds": int(sys.argv[3])},
+          open(sys.argv[1], "w"))
+PY
+  local parts=("$out/checks.json" "$out/gpu.json" "$out/kernel-check.json"
+               "$out/tiny.json" "$out/gpt2.json")
+  [[ -e "$out/torch.json" ]] && parts+=("$out/torch.json")
+  [[ -e "$bundle/commit" ]] && cp "$bundle/commit" "$out/commit.txt"
+  python3 "$here/report.py" combine "$out/gpu-bench.json" "${parts[@]}"
+  say "done in $((SECONDS - t0)) s: $out/gpu-bench.json (checks $( ((status)) && echo FAILED || echo passed))"
+  return "$status"
+}
+
+case "$cmd" in
+  prepare) prepare ;;
+  run) run_gpu ;;
+  *)
+    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

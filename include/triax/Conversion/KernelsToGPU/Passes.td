@@ -1,0 +1,98 @@
+//===- Passes.td - Kernel loops to GPU kernels -------------*- tablegen -*-===//
+
+#ifndef TRIAX_CONVERSION_KERNELSTOGPU_PASSES_TD
+#define TRIAX_CONVERSION_KERNELSTOGPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> {
+  let summary = "Turn each outermost scf.parallel nest of a kernel into a gpu.launch, one thread per iteration";
+  let description = [{
+    After `convert-triax-to-kernels` and `triax-outline-kernels`, every
+    layer op is a `scf.parallel` nest on buffers (row-wise ops: a parallel
+    loop over rows holding sequential `scf.for` loops over the row). This
+    pass maps each outermost `scf.parallel` (one that is not inside another
+    `scf.parallel`) to a `gpu.launch`: the iteration space is linearized,
+    `block-size` threads per block, ceil(iterations / block-size) blocks
+    along x, and each thread delinearizes its global id with the innermost
+    loop dimension fastest (so that neighbouring threads touch neighbouring
+    elements: coalesced loads and stores). A guard skips the ids past the
+    end of the iteration space.
+
+    Nests the GPU cannot run stay on the host (a remark says which): those
+    with reductions (`scf.reduce` with operands) and those whose body calls a
+    function or allocates. Loops around runtime calls (the attention's
+    per-head GEMMs) stay host loops; the nests inside them are mapped.
+
+    The buffers are the runtime's: on the CUDA target `trx_alloc` hands out
+    CUDA managed memory, so the same pointer is valid on the host (the
+    runtime's driver, checkpoints) and in the kernels.
+
+    Before:
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c512, %c64) step (%c1, %c1) {
+      %x = memref.load %a[%i, %j] : memref<512x64xf32>
+      memref.store %x, %b[%i, %j] : memref<512x64xf32>
+      scf.reduce
+    }
+    ```
+    After (block-size=256: 32768 iterations, 128 blocks):
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c128, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      %id = <%bx * 256 + %tx>
+      scf.if <%id < 32768> {
+        %i = <%id / 64>  %j = <%id mod 64>
+        %x = memref.load %a[%i, %j] : memref<512x64xf32>
+        memref.store %x, %b[%i, %j] : memref<512x64xf32>
+      }
+      gpu.terminator
+    }
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (a multiple of 32, at most 1024)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect"];
+}
+
+def TriaxMergeGPUModules : Pass<"triax-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Move the kernels of all gpu.modules into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` puts every kernel in a `gpu.module` of its own. A
+    model has about a thousand kernels (gpt2: 1103): one module each means
+    a thousand device compilations, a thousand ptxas runs and a thousand
+    module loads at start-up. This pass moves every `gpu.func` into one
+    `gpu.module` (named by `module-name`) and points the `gpu.launch_func`
+    ops at it. A module holding one kernel (what outlining makes) gives the
+    kernel the module's name: outlining names a kernel after its host
+    function, so a function with two launches yields two kernels of the
+    same name in modules the symbol table named apart. Other clashes are
+    an error.
+
+    Before:
+    ```mlir
+    gpu.module @k0_kernel { gpu.func @k0_kernel(...) kernel { ... } }
+    gpu.module @k1_kernel { gpu.func @k1_kernel(...) kernel { ... } }
+    gpu.launch_func @k0_kernel::@k0_kernel ...
+    ```
+    After:
+    ```mlir
+    gpu.module @triax_kernels {
+      gpu.func @k0_kernel(...) kernel { ... }
+      gpu.func @k1_kernel(...) kernel { ... }
+    }
+    gpu.launch_func @triax_kernels::@k0_kernel ...
+    ```
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string", /*default=*/"\"triax_kernels\"",
+           "Name of the merged gpu.module">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+#endif // TRIAX_CONVERSION_KERNELSTOGPU_PASSES_TD

@@ -1,0 +1,297 @@
+//===- context.cpp - CUDA context, stream and the mgpu* entry points ------===//
+//
+// The host code of `triaxc --target cuda` calls the mgpu* functions of the
+// upstream GPU lowering (gpu.launch_func -> mgpuModuleGetFunction +
+// mgpuLaunchKernel, the embedded fatbin -> mgpuModuleLoad from a global
+// constructor). Debian ships no MLIR CUDA runtime: these are Triax's, on the
+// CUDA driver API, with the signatures of MLIR 22's CudaRuntimeWrappers.
+//
+// Streams: the lowering creates a stream per launch, synchronizes and
+// destroys it. Here every "created" stream is the runtime's one stream, so
+// kernels, cuBLAS GEMMs and copies run in program order; destroy is a
+// no-op and synchronize waits for that stream. Every launch is therefore
+// synchronous, like the CPU target's kernels: the host runtime may read any
+// buffer after a kernel returns.
+//
+// CUDA starts lazily (module loads run before main) on the device chosen by
+// trx_cuda_init.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda_internal.h"
+#include "triax_rt.h"
+#include "triax_rt_cuda.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+using namespace triax::rt::cuda;
+
+namespace {
+
+struct Context {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  int ordinal = -1;
+  char name[256] = {0};
+  size_t memory = 0;
+};
+
+Context ctx;
+std::once_flag initOnce;
+std::atomic<uint64_t> launches{0};
+
+int envInt(const char *name, int fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  char *end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  return (end && *end == 0 && n >= 0) ? int(n) : fallback;
+}
+
+void initialize() {
+  TRX_CU(cuInit(0));
+  int count = 0;
+  TRX_CU(cuDeviceGetCount(&count));
+  if (count < 1)
+    fail("cuDeviceGetCount", "no CUDA device is visible");
+  int ordinal = envInt("TRX_CUDA_DEVICE", -1);
+  if (ordinal < 0)
+    ordinal = envInt("OMPI_COMM_WORLD_LOCAL_RANK",
+                     envInt("MPI_LOCALRANKID", envInt("SLURM_LOCALID", 0))) %
+              count;
+  if (ordinal >= count) {
+    char what[128];
+    snprintf(what, sizeof(what), "TRX_CUDA_DEVICE=%d but %d device(s) exist",
+             ordinal, count);
+    fail("trx_cuda_init", what);
+  }
+  TRX_CU(cuDeviceGet(&ctx.device, ordinal));
+  TRX_CU(cuDevicePrimaryCtxRetain(&ctx.context, ctx.device));
+  TRX_CU(cuCtxSetCurrent(ctx.context));
+  TRX_CU(cuStreamCreate(&ctx.stream, CU_STREAM_NON_BLOCKING));
+  TRX_CU(cuDeviceGetName(ctx.name, int(sizeof(ctx.name)), ctx.device));
+  TRX_CU(cuDeviceTotalMem(&ctx.memory, ctx.device));
+  ctx.ordinal = ordinal;
+}
+
+} // namespace
+
+void triax::rt::cuda::failCU(const char *call, CUresult rc) {
+  const char *name = nullptr, *text = nullptr;
+  cuGetErrorName(rc, &name);
+  cuGetErrorString(rc, &text);
+  char msg[768];
+  snprintf(msg, sizeof(msg), "cuda: %s failed: %s: %s (device %d)", call,
+           name ? name : "unknown error", text ? text : "no description",
+           ctx.ordinal);
+  trx_dist_abort(msg);
+}
+
+void triax::rt::cuda::fail(const char *call, const char *what) {
+  char msg[768];
+  snprintf(msg, sizeof(msg), "cuda: %s failed: %s (device %d)", call, what,
+           ctx.ordinal);
+  trx_dist_abort(msg);
+}
+
+CUstream triax::rt::cuda::stream() {
+  trx_cuda_init();
+  return ctx.stream;
+}
+
+extern "C" int trx_cuda_init(void) {
+  std::call_once(initOnce, initialize);
+  // Each thread that calls CUDA needs the context current.
+  CUcontext current = nullptr;
+  if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != ctx.context)
+    TRX_CU(cuCtxSetCurrent(ctx.context));
+  return ctx.ordinal;
+}
+
+extern "C" void *trx_cuda_stream(void) { return stream(); }
+
+extern "C" void trx_cuda_synchronize(void) {
+  TRX_CU(cuStreamSynchronize(stream()));
+}
+
+extern "C" uint64_t trx_cuda_kernel_launches(void) { return launches.load(); }
+
+extern "C" const char *trx_cuda_device_name(void) {
+  trx_cuda_init();
+  return ctx.name;
+}
+
+extern "C" size_t trx_cuda_device_memory(void) {
+  trx_cuda_init();
+  return ctx.memory;
+}
+
+//===----------------------------------------------------------------------===//
+// The mgpu* entry points (MLIR 22, mlir/lib/ExecutionEngine/
+// CudaRuntimeWrappers.cpp)
+//===----------------------------------------------------------------------===//
+
+extern "C" CUmodule mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
+  trx_cuda_init();
+  CUmodule module = nullptr;
+  TRX_CU(cuModuleLoadData(&module, data));
+  return module;
+}
+
+/// The `isa` format embeds PTX, compiled by the driver at load time.
+extern "C" CUmodule mgpuModuleLoadJIT(void *data, int optLevel,
+                                      size_t /*assemblySize*/) {
+  trx_cuda_init();
+  CUmodule module = nullptr;
+  char log[4096] = {0};
+  CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {reinterpret_cast<void *>(intptr_t(optLevel)), log,
+                    reinterpret_cast<void *>(sizeof(log))};
+  CUresult rc = cuModuleLoadDataEx(&module, data, 3, options, values);
+  if (rc != CUDA_SUCCESS) {
+    fprintf(stderr, "triax runtime: cuda: PTX JIT log:\n%s\n", log);
+    failCU("cuModuleLoadDataEx (PTX JIT)", rc);
+  }
+  return module;
+}
+
+extern "C" void mgpuModuleUnload(CUmodule module) {
+  // Called from a global destructor: the context may already be gone at
+  // exit, which is not an error worth reporting.
+  if (module && ctx.context)
+    cuModuleUnload(module);
+}
+
+extern "C" CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
+  CUfunction function = nullptr;
+  CUresult rc = cuModuleGetFunction(&function, module, name);
+  if (rc != CUDA_SUCCESS) {
+    char call[320];
+    snprintf(call, sizeof(call), "cuModuleGetFunction(\"%s\")", name);
+    failCU(call, rc);
+  }
+  return function;
+}
+
+extern "C" void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
+                                 intptr_t gridY, intptr_t gridZ,
+                                 intptr_t blockX, intptr_t blockY,
+                                 intptr_t blockZ, int32_t smem, CUstream s,
+                                 void **params, void **extra,
+                                 size_t /*paramsCount*/) {
+  if (smem > 48 * 1024)
+    TRX_CU(cuFuncSetAttribute(
+        function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+  CUresult rc = cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
+                               unsigned(gridZ), unsigned(blockX),
+                               unsigned(blockY), unsigned(blockZ),
+                               unsigned(smem), s ? s : stream(), params, extra);
+  if (rc != CUDA_SUCCESS) {
+    const char *name = nullptr;
+    cuFuncGetName(&name, function);
+    char call[384];
+    snprintf(call, sizeof(call),
+             "cuLaunchKernel(%s, grid %ldx%ldx%ld, block %ldx%ldx%ld, smem %d)",
+             name ? name : "?", long(gridX), long(gridY), long(gridZ),
+             long(blockX), long(blockY), long(blockZ), int(smem));
+    failCU(call, rc);
+  }
+  launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+extern "C" CUstream mgpuStreamCreate() { return stream(); }
+
+extern "C" void mgpuStreamDestroy(CUstream /*s*/) {}
+
+extern "C" void mgpuStreamSynchronize(CUstream s) {
+  CUresult rc = cuStreamSynchronize(s ? s : stream());
+  if (rc != CUDA_SUCCESS)
+    failCU("cuStreamSynchronize (a kernel before it failed)", rc);
+}
+
+extern "C" void mgpuStreamWaitEvent(CUstream s, CUevent event) {
+  TRX_CU(cuStreamWaitEvent(s ? s : stream(), event, 0));
+}
+
+extern "C" CUevent mgpuEventCreate() {
+  trx_cuda_init();
+  CUevent event = nullptr;
+  TRX_CU(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+  return event;
+}
+
+extern "C" void mgpuEventDestroy(CUevent event) {
+  TRX_CU(cuEventDestroy(event));
+}
+
+extern "C" void mgpuEventSynchronize(CUevent event) {
+  TRX_CU(cuEventSynchronize(event));
+}
+
+extern "C" void mgpuEventRecord(CUevent event, CUstream s) {
+  TRX_CU(cuEventRecord(event, s ? s : stream()));
+}
+
+/// gpu.alloc: device memory (host-shared: managed), stream ordered.
+extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, CUstream s,
+                              bool isHostShared) {
+  trx_cuda_init();
+  if (sizeBytes == 0)
+    return nullptr;
+  CUdeviceptr ptr = 0;
+  if (isHostShared)
+    TRX_CU(cuMemAllocManaged(&ptr, sizeBytes, CU_MEM_ATTACH_GLOBAL));
+  else
+    TRX_CU(cuMemAllocAsync(&ptr, sizeBytes, s ? s : stream()));
+  return reinterpret_cast<void *>(ptr);
+}
+
+extern "C" void mgpuMemFree(void *ptr, CUstream s) {
+  if (!ptr)
+    return;
+  CUmemorytype type = CU_MEMORYTYPE_DEVICE;
+  unsigned isManaged = 0;
+  void *data[] = {&type, &isManaged};
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  TRX_CU(cuPointerGetAttributes(2, attrs, data,
+                                reinterpret_cast<CUdeviceptr>(ptr)));
+  if (isManaged)
+    TRX_CU(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
+  else
+    TRX_CU(
+        cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), s ? s : stream()));
+}
+
+extern "C" void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, CUstream s) {
+  TRX_CU(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                       reinterpret_cast<CUdeviceptr>(src), sizeBytes,
+                       s ? s : stream()));
+}
+
+extern "C" void mgpuMemset32(void *dst, unsigned int value, size_t count,
+                             CUstream s) {
+  TRX_CU(cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                          s ? s : stream()));
+}
+
+extern "C" void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                             CUstream s) {
+  TRX_CU(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value, count,
+                          s ? s : stream()));
+}
+
+extern "C" void mgpuSetDefaultDevice(int32_t device) {
+  // Only before the first use: the runtime runs on one device per rank.
+  if (ctx.ordinal < 0) {
+    char value[16];
+    snprintf(value, sizeof(value), "%d", int(device));
+    setenv("TRX_CUDA_DEVICE", value, 1);
+  }
+}

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Each generated kernel of a model, on the GPU and on the CPU, same inputs.
+
+  kernel_check.py build MODEL.mlir OUTDIR   # on the build machine
+  OUTDIR/kernel-check-cpu OUTDIR/cpu        # anywhere
+  OUTDIR/kernel-check-cuda OUTDIR/cuda      # on a machine with a GPU
+  kernel_check.py compare OUTDIR/cpu OUTDIR/cuda [--json FILE]
+
+`build` takes the kernel IR of the model (triaxc --emit=mlir-after=
+triax-outline-kernels: the `<entry>_kernelN` functions both targets start
+from), keeps only the kernels (public, with C interfaces) and lowers that
+module twice: with the CPU target's lowering (the serial tail of
+triax-lower-cpu) and with triax-kernels-to-cuda (the tail of
+triax-lower-cuda). A generated C harness calls every kernel on buffers
+filled from a fixed seed (f32 in [-1, 1); i32 in [0, smallest dimension)
+so that gathers stay in bounds; float scalars 0.75) and writes, after the
+call, a sample of every buffer (all elements up to 1024, else the first and
+last 256 and 512 in between) with the sum and the sum of magnitudes of all
+of it, to OUTDIR/<target>/<kernel>.bin (small enough to carry the CPU's to
+the GPU machine). The harness is
+linked once with each object: kernel-check-cpu (libtriax_rt.a, OpenBLAS)
+and kernel-check-cuda (libtriax_rt_cuda.a first, as triaxc links).
+
+`compare` checks every sampled element, |gpu - cpu| <= atol + rtol * |cpu|
+(NaN equals NaN), and every sum within (atol + rtol) * sum of magnitudes;
+default atol 1e-5,
+rtol 1e-4 (fp32 kernels; libdevice's exp/tanh/pow and FMA contraction
+differ from libm by a few ulp), prints the worst kernels and exits 1 when
+one fails.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+
+CPU_TAIL = (
+    # The serial tail of buildLowerCPUPipeline (lib/Pipelines/Pipelines.cpp)
+    # after triax-outline-kernels.
+    "builtin.module(canonicalize, cse, expand-strided-metadata, lower-affine,"
+    " finalize-memref-to-llvm{use-generic-functions=true}, convert-scf-to-cf,"
+    " convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
+    " convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm,"
+    " reconcile-unrealized-casts)")
+
+KERNEL_RE = re.compile(
+    r"^  func\.func private @(\w+_kernel\d+)\((.*)\)( -> (?:f64|f32))? \{$")
+MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|i32|i64)>$")
+
+
+def split_args(text):
+    """'%arg0: memref<4x8xf32>, %arg1: f32' -> ['memref<4x8xf32>', 'f32']."""
+    args, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        args.append(cur)
+    return [a.split(":", 1)[1].strip() for a in args]
+
+
+def parse_type(t):
+    m = MEMREF_RE.match(t)
+    if m:
+        dims = [int(d) for d in m.group(1).split("x") if d]
+        return {"kind": "memref", "elem": m.group(2), "shape": dims}
+    if t in ("f32", "f64", "i32", "i64"):
+        return {"kind": "scalar", "elem": t}
+    return None
+
+
+def kernels_only(text):
+    """The kernel functions (public, C interface) and the declarations."""
+    out, kernels, skipped = [], [], []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = KERNEL_RE.match(line)
+        if m:
+            types = [parse_type(t) for t in split_args(m.group(2))]
+            body = [line]
+            i += 1
+            while lines[i] != "  }":
+                body.append(lines[i])
+                i += 1
+            body.append(lines[i])
+            if any(t is None for t in types):
+                skipped.append(m.group(1))
+            else:
+                body[0] = (line.replace("func.func private", "func.func", 1)
+                           [:-2] + " attributes {llvm.emit_c_interface} {")
+                out.extend(body)
+                result = (m.group(3) or "").replace(" -> ", "") or None
+                kernels.append({"name": m.group(1), "args": types,
+                                "result": result})
+        elif line.startswith("  func.func ") and not line.endswith(" {"):
+            out.append(line)  # a declaration (a runtime function)
+        elif line.startswith("  func.func "):
+            # An entry function: skipped with its body.
+            i += 1
+            while lines[i] != "  }":
+                i += 1
+        elif line.startswith("module") or line == "}":
+            out.append(line)
+        i += 1
+    # Only the declarations the kernels call (each C-interface declaration
+    # makes a wrapper that needs the runtime function).
+    body = "\n".join(l for l in out if not l.startswith("  func.func "))
+    out = [l for l in out
+           if not (l.startswith("  func.func ") and not l.endswith(" {")
+                   and "@" + l.split("@", 1)[1].split("(", 1)[0] + "("
+                   not in body)]
+    return "\n".join(out) + "\n", kernels, skipped
+
+
+C_PRELUDE = r"""
+/* Generated by test/cuda/kernel_check.py: calls every kernel of the model on
+ * fixed inputs and writes its buffers afterwards. */
+#include "triax_rt.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEMREF(R) typedef struct { void *allocated, *aligned; int64_t offset; \
+  int64_t sizes[R], strides[R]; } memref##R;
+MEMREF(1) MEMREF(2) MEMREF(3) MEMREF(4) MEMREF(5)
+
+static uint64_t rng;
+static uint32_t next32(void) {
+  rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (uint32_t)(rng >> 33);
+}
+static void *buffer(int64_t n, int elem, int64_t bound) {
+  void *p = trx_alloc((size_t)n * 4, TRX_MEM_OTHER);
+  if (!p) { fprintf(stderr, "kernel-check: %s\n", trx_last_error()); exit(2); }
+  for (int64_t i = 0; i < n; ++i) {
+    if (elem == 0) ((float *)p)[i] = (float)(next32() % 2000000) / 1e6f - 1.0f;
+    else ((int32_t *)p)[i] = (int32_t)(next32() % (uint32_t)bound);
+  }
+  return p;
+}
+static void describe(void *d, void *p, int rank, const int64_t *shape) {
+  memref5 *m = (memref5 *)d; /* the same layout up to the rank */
+  int64_t *sizes = (int64_t *)((char *)d + 24), *strides = sizes + rank;
+  m->allocated = m->aligned = p; m->offset = 0;
+  int64_t s = 1;
+  for (int r = rank - 1; r >= 0; --r) { sizes[r] = shape[r]; strides[r] = s; s *= shape[r]; }
+}
+static FILE *out;
+/* A buffer's record: the elements at sample_indices(n) (all of them up to
+ * 1024; else the first 256, the last 256 and 512 spread in between), then
+ * the sum and the sum of magnitudes of all n elements (doubles). */
+static void dump(const void *p, int64_t n, int elem) {
+  double sum = 0, sumabs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = elem == 0 ? (double)((const float *)p)[i] : (double)((const int32_t *)p)[i];
+    sum += v; sumabs += v < 0 ? -v : v;
+  }
+  if (n <= 1024) {
+    fwrite(p, 4, (size_t)n, out);
+  } else {
+    fwrite(p, 4, 256, out);
+    for (int64_t k = 0; k < 512; ++k)
+      fwrite((const char *)p + 4 * (256 + k * (n - 512) / 512), 4, 1, out);
+    fwrite((const char *)p + 4 * (n - 256), 4, 256, out);
+  }
+  fwrite(&sum, 8, 1, out);
+  fwrite(&sumabs, 8, 1, out);
+}
+static int open_out(const char *dir, const char *name) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s.bin", dir, name);
+  out = fopen(path, "wb");
+  if (!out) { perror(path); return 1; }
+  return 0;
+}
+"""
+
+
+def harness(kernels):
+    c = [C_PRELUDE]
+    for k in kernels:
+        params = []
+        for t in k["args"]:
+            if t["kind"] == "memref":
+                params.append("memref%d *" % len(t["shape"]))
+            else:
+                params.append({"f32": "float", "f64": "double", "i32": "int32_t",
+                               "i64": "int64_t"}[t["elem"]])
+        ret = {None: "void", "f64": "double", "f32": "float"}[k["result"]]
+        c.append("%s _mlir_ciface_%s(%s);" % (ret, k["name"], ", ".join(params)))
+    c.append("static int run(const char *dir, const char *only) {")
+    c.append("  int n = 0;")
+    for k in kernels:
+        name = k["name"]
+        dims = [d for t in k["args"] if t["kind"] == "memref" for d in t["shape"]]
+        bound = max(1, min(dims)) if dims else 1
+        c.append("  if (!only || !strcmp(only, \"%s\")) {" % name)
+        c.append("    rng = %du;" % (zlib.crc32(name.encode()) or 1))
+        call = []
+        for j, t in enumerate(k["args"]):
+            if t["kind"] == "memref":
+                n = 1
+                for d in t["shape"]:
+                    n *= d
+                rank = len(t["shape"])
+                shape = ", ".join(str(d) for d in t["shape"])
+                c.append("    int64_t s%d[] = {%s}; memref%d m%d;" % (j, shape, rank, j))
+                c.append("    void *b%d = buffer(%d, %d, %d); describe(&m%d, b%d, %d, s%d);"
+                         % (j, n, 0 if t["elem"] == "f32" else 1, bound, j, j, rank, j))
+                call.append("&m%d" % j)
+            else:
+                call.append({"f32": "0.75f", "f64": "0.75"}.get(t["elem"], "1"))
+        if k["result"]:
+            c.append("    double r = _mlir_ciface_%s(%s);" % (name, ", ".join(call)))
+        else:
+            c.append("    _mlir_ciface_%s(%s);" % (name, ", ".join(call)))
+        c.append("    if (open_out(dir, \"%s\")) return 1;" % name)
+        if k["result"]:
+            # The scalar result first, as a double.
+            c.append("    fwrite(&r, 8, 1, out);")
+        for j, t in enumerate(k["args"]):
+            if t["kind"] == "memref":
+                n = 1
+                for d in t["shape"]:
+                    n *= d
+                c.append("    dump(b%d, %d, %d); trx_free(b%d);"
+                         % (j, n, 0 if t["elem"] == "f32" else 1, j))
+        c.append("    fclose(out); ++n;")
+        c.append("  }")
+    c.append("  printf(\"kernel-check: %d kernels run, buffers in %s\\n\", n, dir);")
+    c.append("  return n ? 0 : 1;")
+    c.append("}")
+    c.append("int main(int argc, char **argv) {")
+    c.append("  if (argc < 2) { fprintf(stderr, \"usage: %s OUTDIR [KERNEL]\\n\", argv[0]); return 2; }")
+    c.append("  return run(argv[1], argc > 2 ? argv[2] : NULL);")
+    c.append("}")
+    return "\n".join(c) + "\n"
+
+
+def sh(cmd, **kw):
+    print("+ " + " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def build(a):
+    os.makedirs(a.outdir, exist_ok=True)
+    tools = a.tools_dir
+    llvm = a.llvm_bin
+    kir = os.path.join(a.outdir, "kernels-full.mlir")
+    with open(kir, "w") as f:
+        sh([os.path.join(tools, "triaxc"), a.model,
+            "--emit=mlir-after=triax-outline-kernels"], stdout=f)
+    with open(kir) as f:
+        text = f.read()
+    # Drop the "IR Dump After" header line.
+    text = "\n".join(l for l in text.splitlines() if not l.startswith("//"))
+    module, kernels, skipped = kernels_only(text)
+    if not kernels:
+        sys.exit("kernel_check.py: no kernels found in " + kir)
+    if skipped:
+        print("kernel_check.py: %d kernels with other argument types are "
+              "not checked: %s" % (len(skipped), " ".join(skipped)),
+              file=sys.stderr)
+    mod = os.path.join(a.outdir, "kernels.mlir")
+    with open(mod, "w") as f:
+        f.write(module)
+    with open(os.path.join(a.outdir, "kernels.json"), "w") as f:
+        json.dump({"model": a.model, "kernels": kernels, "skipped": skipped},
+                  f, indent=1)
+    harness_c = os.path.join(a.outdir, "harness.c")
+    with open(harness_c, "w") as f:
+        f.write(harness(kernels))
+    mpi = subprocess.run(["mpicc", "-showme:link"], capture_output=True,
+                         text=True).stdout.split() or ["-lmpi"]
+    rt = a.runtime_dir
+    common = ["-I" + a.runtime_include]
+    for target in ("cpu", "cuda"):
+        lowered = os.path.join(a.outdir, "kernels-%s.llvm.mlir" % target)
+        if target == "cpu":
+            pipeline = CPU_TAIL
+        else:
+            pipeline = ("builtin.module(triax-kernels-to-cuda{chip=%s "
+                        "features=%s toolkit=%s})" % (a.arch, a.features,
+                                                       a.cuda_toolkit))
+        sh([os.path.join(tools, "triax-opt"), mod, "--pass-pipeline=" + pipeline,
+            "-o", lowered])
+        ll = lowered.replace(".llvm.mlir", ".ll")
+        obj = lowered.replace(".llvm.mlir", ".o")
+        sh([os.path.join(llvm, "mlir-translate"), "--mlir-to-llvmir", lowered,
+            "-o", ll])
+        sh([os.path.join(llvm, "llc"), "-O2", "-filetype=obj",
+            "-relocation-model=pic", ll, "-o", obj])
+        exe = os.path.join(a.outdir, "kernel-check-" + target)
+        link = [a.cc, "-O2", "-o", exe, harness_c, obj] + common
+        if target == "cuda":
+            link += ["-Wl,--whole-archive", os.path.join(rt, "libtriax_rt_cuda.a"),
+                     "-Wl,--no-whole-archive"]
+        link += [os.path.join(rt, "libtriax_rt.a")]
+        if target == "cpu":
+            link += ["-lopenblas"]  # (cuda: cuBLAS, see runtime/lib/cuda)
+        link += ["-lstdc++", "-lm"] + mpi
+        if target == "cuda":
+            lib64 = os.path.join(a.cuda_toolkit, "lib64")
+            link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas",
+                     "-L" + os.path.join(lib64, "stubs"), "-lcuda", "-lstdc++"]
+        sh(link)
+    print("kernel_check.py: %d kernels; %s/kernel-check-cpu and "
+          "kernel-check-cuda built" % (len(kernels), a.outdir))
+
+
+def compare(a):
+    with open(a.kernels) as f:
+        meta = json.load(f)
+    results, failed = [], 0
+    for k in meta["kernels"]:
+        name = k["name"]
+        paths = [os.path.join(d, name + ".bin") for d in (a.cpu, a.gpu)]
+        if not all(os.path.exists(p) for p in paths):
+            results.append({"kernel": name, "ok": False, "error": "missing output"})
+            failed += 1
+            continue
+        data = [open(p, "rb").read() for p in paths]
+        if len(data[0]) != len(data[1]):
+            results.append({"kernel": name, "ok": False, "error": "sizes differ"})
+            failed += 1
+            continue
+        fmt, sums = ("d" if k.get("result") else ""), []
+        for t in k["args"]:
+            if t["kind"] != "memref":
+                continue
+            n = _count(t["shape"])
+            fmt += ("f" if t["elem"] == "f32" else "i") * min(n, 1024) + "dd"
+        cpu = struct.unpack("<" + fmt, data[0])
+        gpu = struct.unpack("<" + fmt, data[1])
+        # Sums (the "dd" after each buffer) get the tolerance scaled by the
+        # sum of magnitudes.
+        scale = [1.0] * len(fmt)
+        for pos, ch in enumerate(fmt):
+            if ch == "d" and pos + 1 < len(fmt) and fmt[pos + 1] == "d" and \
+                    (pos > 0 or not k.get("result")):
+                scale[pos] = max(1.0, abs(cpu[pos + 1]))
+                scale[pos + 1] = max(1.0, abs(cpu[pos + 1]))
+        worst_abs, worst_rel, bad = 0.0, 0.0, 0
+        for x, y, sc in zip(cpu, gpu, scale):
+            if x != x and y != y:
+                continue
+            d = abs(x - y)
+            if not d <= a.atol * sc + a.rtol * max(abs(x), sc if sc > 1 else 0):
+                bad += 1
+            worst_abs = max(worst_abs, d / sc) if d == d else float("inf")
+            if x != 0 and d == d:
+                worst_rel = max(worst_rel, d / max(abs(x), sc if sc > 1 else 0))
+        ok = bad == 0
+        failed += 0 if ok else 1
+        results.append({"kernel": name, "ok": ok, "elements": len(cpu),
+                        "mismatches": bad, "max_abs": worst_abs,
+                        "max_rel": worst_rel})
+    summary = {"kernels": len(results), "failed": failed, "atol": a.atol,
+               "rtol": a.rtol, "results": results}
+    worst = ([r for r in results if not r["ok"]][:10] +
+             sorted((r for r in results if r["ok"]),
+                    key=lambda r: -r.get("max_abs", 0))[:5])
+    for r in worst:
+        print("kernel-check: %-40s %s max_abs %.3g max_rel %.3g" % (
+            r["kernel"], "ok  " if r["ok"] else "FAIL", r.get("max_abs", -1),
+            r.get("max_rel", -1)))
+    print("kernel-check: %d kernels, %d failed (|gpu-cpu| <= %g + %g |cpu|)"
+          % (len(results), failed, a.atol, a.rtol))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(summary, f, indent=1)
+    return 1 if failed else 0
+
+
+def _count(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("model")
+    b.add_argument("outdir")
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    b.add_argument("--tools-dir", default=os.path.join(root, "build", "bin"))
+    b.add_argument("--runtime-dir", default=os.path.join(root, "build", "runtime"))
+    b.add_argument("--runtime-include", default=os.path.join(root, "runtime", "include"))
+    b.add_argument("--llvm-bin", default="/usr/lib/llvm-22/bin")
+    b.add_argument("--cuda-toolkit", default="/usr/local/cuda")
+    b.add_argument("--arch", default="sm_90")
+    b.add_argument("--features", default="+ptx80")
+    b.add_argument("--cc", default="cc")
+    c = sub.add_parser("compare")
+    c.add_argument("kernels", help="kernels.json written by build")
+    c.add_argument("cpu")
+    c.add_argument("gpu")
+    c.add_argument("--atol", type=float, default=1e-5)
+    c.add_argument("--rtol", type=float, default=1e-4)
+    c.add_argument("--json")
+    a = p.parse_args()
+    if a.cmd == "build":
+        if not shutil.which(a.cc):
+            sys.exit("kernel_check.py: no C compiler '%s'" % a.cc)
+        build(a)
+        return 0
+    return compare(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
