@@ -22,7 +22,11 @@ import sys
 
 def read_jsonl(path):
     rows = []
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError:
+        return rows  # the run failed before its first step
+    with f:
         for line in f:
             line = line.strip()
             if line:
@@ -40,7 +44,8 @@ def tiny(a):
         ok &= good
         rows.append({"step": r["step"], "cpu": r["loss"], "cuda": g["loss"],
                      "abs_diff": d, "ok": good})
-    out = {"check": "tiny losses, cuda vs cpu", "steps": n, "rtol": a.rtol,
+    out = {"check": "tiny losses, cuda vs cpu", "steps": n,
+           "expected_steps": a.steps, "rtol": a.rtol,
            "tolerance_note": "fp32 on both targets; bound |d| <= rtol*|cpu|",
            "ok": ok, "losses": rows}
     print(json.dumps(out))
@@ -73,7 +78,10 @@ def combine(a):
         try:
             with open(path) as f:
                 text = f.read().strip()
-            out[name] = json.loads(text.splitlines()[-1]) if text else None
+            try:
+                out[name] = json.loads(text) if text else None
+            except ValueError:  # a log whose last line is the JSON
+                out[name] = json.loads(text.splitlines()[-1])
         except (OSError, ValueError) as e:
             out[name] = {"error": "%s: %s" % (path, e)}
     with open(a.out, "w") as f:

@@ -62,11 +62,18 @@ while (($#)); do
   esac
 done
 
+# The dry run's listing goes to fd 3, the original stderr, whatever the
+# command's own redirections.
+exec 3>&2
 say() { printf '== %s\n' "$*" >&2; }
+# logto FILE: where a command's output goes (/dev/null with --dry-run).
+logto() {
+  if ((dry)); then echo /dev/null; else echo "$1"; fi
+}
 # run CMD...: runs it, or prints it with --dry-run.
 run() {
   if ((dry)); then
-    printf '+ %s\n' "$*"
+    printf '+ %s\n' "$*" >&3
   else
     "$@"
   fi
@@ -87,7 +94,7 @@ prepare() {
   run "$bin/triax-model" tiny -o "$bundle/tiny.mlir"
   run "$bin/triax-model" gpt2 -o "$bundle/gpt2.mlir"
   if ((dry)); then
-    echo "+ $bin/triax-model gpt2 --print-param-count > $bundle/gpt2.params"
+    echo "+ $bin/triax-model gpt2 --print-param-count > $bundle/gpt2.params" >&2
   else
     "$bin/triax-model" gpt2 --print-param-count | grep -o '[0-9]\+' | head -1 \
       > "$bundle/gpt2.params"
@@ -117,7 +124,7 @@ prepare() {
   for exe in "$bundle/train-tiny-cuda" "$bundle/train-gpt2-cuda" \
              "$bundle/kernel-check/kernel-check-cuda"; do
     if ((dry)); then
-      echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib"
+      echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib" >&2
       continue
     fi
     # glibc and the CUDA driver/toolkit libraries are the GPU machine's own.
@@ -184,7 +191,7 @@ PY
   say "1. kernel test (every generated kernel, GPU vs CPU)"
   run mkdir -p "$out/kernel-check-cuda"
   if ! run timeout 120 "$bundle/kernel-check/kernel-check-cuda" "$out/kernel-check-cuda" \
-      > "$out/kernel-check.log" 2>&1; then
+      > "$(logto "$out/kernel-check.log")" 2>&1; then
     echo "kernel-check-cuda failed: see $out/kernel-check.log" >&2
     tail -20 "$out/kernel-check.log" >&2 || true
     status=1
@@ -198,13 +205,13 @@ PY
   say "2. tiny: 10 steps against the CPU binary"
   run rm -f "$out/tiny-cuda.jsonl"
   if ! run timeout 120 "$bundle/train-tiny-cuda" --steps 10 \
-      --log-json "$out/tiny-cuda.jsonl" > "$out/tiny-cuda.log" 2>&1; then
+      --log-json "$out/tiny-cuda.jsonl" > "$(logto "$out/tiny-cuda.log")" 2>&1; then
     echo "train-tiny-cuda failed: see $out/tiny-cuda.log" >&2
     tail -20 "$out/tiny-cuda.log" >&2 || true
     status=1
   fi
   if ((dry)); then
-    echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu.jsonl $out/tiny-cuda.jsonl > $out/tiny.json"
+    echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu.jsonl $out/tiny-cuda.jsonl > $out/tiny.json" >&2
   elif ! python3 "$here/report.py" tiny "$bundle/ref/tiny-cpu.jsonl" \
       "$out/tiny-cuda.jsonl" > "$out/tiny.json"; then
     echo "tiny: the CUDA losses differ from the CPU's: $out/tiny.json" >&2
@@ -214,13 +221,13 @@ PY
   say "3. gpt2: $gpt2_steps steps"
   run rm -f "$out/gpt2-cuda.jsonl"
   if ! run timeout 240 "$bundle/train-gpt2-cuda" --steps "$gpt2_steps" \
-      --log-json "$out/gpt2-cuda.jsonl" > "$out/gpt2-cuda.log" 2>&1; then
+      --log-json "$out/gpt2-cuda.jsonl" > "$(logto "$out/gpt2-cuda.log")" 2>&1; then
     echo "train-gpt2-cuda failed or ran out of time: see $out/gpt2-cuda.log" >&2
     tail -20 "$out/gpt2-cuda.log" >&2 || true
     status=1
   fi
   if ((dry)); then
-    echo "+ python3 $here/report.py gpt2 $out/gpt2-cuda.jsonl --params \$(cat $bundle/gpt2.params) > $out/gpt2.json"
+    echo "+ python3 $here/report.py gpt2 $out/gpt2-cuda.jsonl --params \$(cat $bundle/gpt2.params) > $out/gpt2.json" >&2
   elif [[ -s "$out/gpt2-cuda.jsonl" ]]; then
     python3 "$here/report.py" gpt2 "$out/gpt2-cuda.jsonl" \
       --params "$(cat "$bundle/gpt2.params")" --peak-tflops "$peak_tflops" \
@@ -234,7 +241,7 @@ PY
     if ((left < 60)); then
       echo "no time left for PyTorch ($left s)" >&2
     elif ((dry)); then
-      echo "+ timeout $left python3 $here/torch_gpt2.py --steps $torch_steps --peak-tflops $peak_tflops > $out/torch.json"
+      echo "+ timeout $left python3 $here/torch_gpt2.py --steps $torch_steps --peak-tflops $peak_tflops > $out/torch.json" >&2
     elif ! timeout "$left" python3 "$here/torch_gpt2.py" --steps "$torch_steps" \
         --peak-tflops "$peak_tflops" > "$out/torch.json" 2> "$out/torch.log"; then
       echo "PyTorch reference failed or ran out of time: $out/torch.log" >&2
@@ -243,7 +250,7 @@ PY
   fi
 
   if ((dry)); then
-    echo "+ python3 $here/report.py combine $out/gpu-bench.json ..."
+    echo "+ python3 $here/report.py combine $out/gpu-bench.json ..." >&2
     return 0
   fi
   python3 - "$out/checks.json" "$status" "$((SECONDS - t0))" <<'PY'

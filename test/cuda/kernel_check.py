@@ -376,9 +376,12 @@ def compare(a):
              sorted((r for r in results if r["ok"]),
                     key=lambda r: -r.get("max_abs", 0))[:5])
     for r in worst:
-        print("kernel-check: %-40s %s max_abs %.3g max_rel %.3g" % (
-            r["kernel"], "ok  " if r["ok"] else "FAIL", r.get("max_abs", -1),
-            r.get("max_rel", -1)))
+        if "error" in r:
+            print("kernel-check: %-40s FAIL %s" % (r["kernel"], r["error"]))
+            continue
+        print("kernel-check: %-40s %s max_abs %.3g max_rel %.3g mismatches %d/%d"
+              % (r["kernel"], "ok  " if r["ok"] else "FAIL", r["max_abs"],
+                 r["max_rel"], r["mismatches"], r["elements"]))
     print("kernel-check: %d kernels, %d failed (|gpu-cpu| <= %g + %g |cpu|)"
           % (len(results), failed, a.atol, a.rtol))
     if a.json:

@@ -85,17 +85,20 @@ void triax::rt::cuda::failCU(const char *call, CUresult rc) {
   const char *name = nullptr, *text = nullptr;
   cuGetErrorName(rc, &name);
   cuGetErrorString(rc, &text);
-  char msg[768];
-  snprintf(msg, sizeof(msg), "cuda: %s failed: %s: %s (device %d)", call,
-           name ? name : "unknown error", text ? text : "no description",
-           ctx.ordinal);
+  char msg[768], device[32] = "no device chosen yet";
+  if (ctx.ordinal >= 0)
+    snprintf(device, sizeof(device), "device %d", ctx.ordinal);
+  snprintf(msg, sizeof(msg), "cuda: %s failed: %s (CUresult %d): %s (%s)", call,
+           name ? name : "unknown error", int(rc),
+           text ? text : "no description", device);
   trx_dist_abort(msg);
 }
 
 void triax::rt::cuda::fail(const char *call, const char *what) {
-  char msg[768];
-  snprintf(msg, sizeof(msg), "cuda: %s failed: %s (device %d)", call, what,
-           ctx.ordinal);
+  char msg[768], device[32] = "no device chosen yet";
+  if (ctx.ordinal >= 0)
+    snprintf(device, sizeof(device), "device %d", ctx.ordinal);
+  snprintf(msg, sizeof(msg), "cuda: %s failed: %s (%s)", call, what, device);
   trx_dist_abort(msg);
 }
 
