@@ -27,6 +27,17 @@ void TriaxDialect::initialize() {
 
 LogicalResult TriaxDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  // On a backward triax.block: what triax-recompute made it recompute.
+  if (attr.getName() == "triax.recompute") {
+    auto mode = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<BlockOp>(op))
+      return op->emitOpError("'triax.recompute' applies to triax.block only");
+    if (!mode || (mode.getValue() != "full" && mode.getValue() != "selective"))
+      return op->emitOpError("'triax.recompute' must be \"full\" or "
+                             "\"selective\", got ")
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() != kCheckpointNameAttrName)
     return op->emitError("unknown triax attribute '")
            << attr.getName().getValue() << "'; expected '"

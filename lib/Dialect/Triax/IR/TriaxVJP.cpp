@@ -68,6 +68,11 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+// The attention core: its output (like the probabilities, which
+// triax.attention_grad recomputes anyway) is cheap to redo from q, k and v,
+// which its gradient keeps.
+bool AttentionOp::isRecomputedSelectively() { return true; }
+
 LogicalResult GeluOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
   operandGrads.assign(

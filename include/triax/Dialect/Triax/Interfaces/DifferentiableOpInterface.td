@@ -29,6 +29,17 @@ def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
       (ins "::mlir::OpBuilder &":$builder,
            "::mlir::ValueRange":$resultGrads,
            "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+    InterfaceMethod<[{
+        Whether selective activation recomputation (`triax-recompute
+        {mode=selective}`) recomputes this op in the backward block from
+        its operands instead of keeping its results alive from the forward
+        block: true for the attention core, whose results cost memory out
+        of proportion to the FLOPs of redoing them (Korthikanti et al.
+        2022, section 4.2). Its operands must be kept (or recomputed) for
+        its own vector-Jacobian product anyway.
+      }],
+      "bool", "isRecomputedSelectively", (ins), "",
+      [{ return false; }]>,
   ];
 }
 

@@ -73,6 +73,79 @@ def TriaxAutodiff : Pass<"triax-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TriaxRecompute : Pass<"triax-recompute", "::mlir::ModuleOp"> {
+  let summary = "Recompute activations in the backward blocks instead of "
+                "keeping them from the forward blocks";
+  let description = [{
+    Activation recomputation (Korthikanti et al. 2022) on the training
+    step `triax-autodiff` built: each backward block `"h.i.grad"` rebuilds
+    some of the values it reads from its forward block `"h.i"` from the
+    forward block's inputs, and the forward block stops yielding them, so
+    their buffers are freed right after their last forward use instead of
+    living until the backward block.
+
+    - `mode=full`: the backward block recomputes the whole forward body it
+      needs from the block's inputs; the forward block yields only its
+      outputs, and only the block inputs stay alive between the forward
+      and the backward pass ([A5] in docs/cost-model.md).
+    - `mode=selective`: only the results of ops that say so through
+      `DifferentiableOpInterface::isRecomputedSelectively` (the attention
+      core, `triax.attention`) are recomputed, from their operands, which
+      stay saved (their own gradient needs them); everything else is kept
+      as before ([A4]). Triax's attention never keeps its probabilities
+      (`triax.attention_grad` recomputes them, as flash attention does), so
+      what this drops is the attention output.
+    - `mode=none`: nothing changes.
+
+    The recomputed ops are cloned into the backward block, each right
+    before its first use there (so they are alive no longer than needed).
+    The cloned ops carry no mark; the backward block gets
+    `triax.recompute = "full"` or `"selective"`.
+
+    Order: after `triax-autodiff` (and after `dist-tensor-parallel`, which
+    runs before it: a recomputed row-split linear repeats its
+    `dist.all_reduce` in the backward block), before `dist-pipeline`,
+    `dist-zero` and `dist-data-parallel`, which then treat the recomputed
+    parameter reads like any other backward read (ZeRO-3 gathers them
+    again). It refuses a module without `@forward_backward` (before
+    autodiff), a backward block whose forward block is not in the same
+    function (after `dist-pipeline`), and a second run.
+
+    Before (`mode=full`, abridged):
+    ```mlir
+    %h:3 = triax.block "h.0"(%x) : (tensor<4x8x64xf32>) -> (tensor<4x8x64xf32>, tensor<4x8x256xf32>, tensor<4x8x64xf32>) {
+    ^bb0(%in: tensor<4x8x64xf32>):
+      ... %a = triax.linear %in, ... ; %g = triax.gelu %a ...
+      triax.yield %out, %a, %g : ...
+    }
+    ...
+    %d:3 = triax.block "h.0.grad"(%dy, %h#1, %h#2, %x) : ... {
+    ^bb0(%dout: ..., %a: ..., %g: ..., %in: ...):
+      ... backward ops reading %a, %g, %in ...
+    }
+    ```
+    After:
+    ```mlir
+    %h = triax.block "h.0"(%x) : (tensor<4x8x64xf32>) -> tensor<4x8x64xf32> {
+      ...
+      triax.yield %out : tensor<4x8x64xf32>
+    }
+    ...
+    %d:3 = triax.block "h.0.grad"(%dy, %x) {triax.recompute = "full"} : ... {
+    ^bb0(%dout: ..., %in: ...):
+      %a = triax.linear %in, ...      // recomputed
+      %g = triax.gelu %a ...          // recomputed
+      ... backward ops reading %a, %g, %in ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"full\"",
+           "What the backward blocks recompute: none, selective (the "
+           "attention core) or full (the whole block from its inputs)">,
+  ];
+}
+
 def TriaxFuseElementwise : Pass<"triax-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fuse chains of elementwise ops into triax.fused_elementwise";
   let description = [{
