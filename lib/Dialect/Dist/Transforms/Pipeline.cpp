@@ -385,13 +385,16 @@ static LogicalResult splitOptimizerStep(tx::ModelOp model, MeshOp mesh,
   for (Type type : step.getResultTypes())
     if (!isa<FloatType>(type))
       return step.emitError()
-             << pass << ": @optimizer_step must return scalars, got " << type;
+             << pass << ": @optimizer_step must return floating-point "
+             << "scalars, got " << type;
   llvm::StringMap<SmallVector<int64_t>> owners;
   llvm::StringMap<int64_t> tiedIndex; // tag offset of each tied parameter
   for (tx::ParamOp param : model.getParams()) {
     SmallVector<int64_t> on = updatingStages(param);
-    if (on.size() > 1)
-      tiedIndex[param.getSymName()] = tiedIndex.size();
+    if (on.size() > 1) {
+      int64_t next = tiedIndex.size();
+      tiedIndex[param.getSymName()] = next;
+    }
     owners[param.getSymName()] = std::move(on);
   }
   auto paramOf = [](Operation *op) -> StringRef {
@@ -490,9 +493,10 @@ static LogicalResult splitOptimizerStep(tx::ModelOp model, MeshOp mesh,
     for (Operation *op : llvm::reverse(offStage)) {
       if (!op->use_empty())
         return op->emitError()
-               << pass << ": this op of @optimizer_step works on parameter @"
-               << paramOf(op) << " of another stage than " << s
-               << " but its result is used";
+               << pass << ": this op of @optimizer_step reads parameter @"
+               << paramOf(op) << ", which is not on stage " << s
+               << ", and its result is used by more than the norm and the "
+               << "parameter's own update";
       op->erase();
     }
 
@@ -1053,13 +1057,30 @@ void PipelinePass::runOnOperation() {
   StringRef pass = getArgument();
   SmallVector<tx::ModelOp> models =
       llvm::to_vector(module.getOps<tx::ModelOp>());
-  for (tx::ModelOp model : models)
-    if (!model.lookupSymbol<func::FuncOp>("forward_backward")) {
+  for (tx::ModelOp model : models) {
+    auto fb = model.lookupSymbol<func::FuncOp>("forward_backward");
+    if (!fb) {
       model.emitError() << pass << ": model @" << model.getSymName()
                         << " has no @forward_backward; run triax-autodiff "
                            "first";
       return signalPassFailure();
     }
+    // The data-parallel passes work on what this pass builds (the
+    // per-stage optimizer step); run before it, their reductions would
+    // land on the wrong stage.
+    bool sharded = llvm::any_of(model.getParams(), [](tx::ParamOp p) {
+      return p->hasAttr(DistDialect::kZeroAttrName);
+    });
+    WalkResult bucketed =
+        fb.walk([](AllReduceGradsOp) { return WalkResult::interrupt(); });
+    if (sharded || bucketed.wasInterrupted()) {
+      model.emitError() << pass << ": model @" << model.getSymName()
+                        << " is already data-parallel ("
+                        << (sharded ? "dist-zero" : "dist-data-parallel")
+                        << " ran); run dist-pipeline before it";
+      return signalPassFailure();
+    }
+  }
   if (schedule != "gpipe" && schedule != "1f1b") {
     module.emitError() << pass << ": unknown schedule '" << schedule
                        << "'; expected gpipe or 1f1b";

@@ -166,3 +166,53 @@ func.func @two_axes() -> index {
   %i = dist.axis_index @mesh ["dp", "pp"] : index
   return %i : index
 }
+
+// -----
+
+// The tied-gradient exchange of a per-stage optimizer step (dist-pipeline),
+// as it is built (%w: each stage's part of the gradient): the lower stage
+// sends first, the higher receives first.
+dist.mesh @mesh <["pp"=2]>
+func.func @tied_exchange(%lr: f32, %w: tensor<4xf32>) -> f32 {
+  %stage = dist.axis_index @mesh ["pp"] : index
+  %r = scf.index_switch %stage -> f32
+  case 0 {
+    dist.send %w over @mesh ["pp"] to 1 tag 8 : tensor<4xf32>
+    %p = dist.recv over @mesh ["pp"] from 1 tag 8 : tensor<4xf32>
+    scf.yield %lr : f32
+  }
+  case 1 {
+    %p = dist.recv over @mesh ["pp"] from 0 tag 8 : tensor<4xf32>
+    dist.send %w over @mesh ["pp"] to 0 tag 8 : tensor<4xf32>
+    scf.yield %lr : f32
+  }
+  default {
+    scf.yield %lr : f32
+  }
+  return %r : f32
+}
+
+// -----
+
+// Both tied stages sending first would deadlock with blocking send/recv.
+dist.mesh @mesh <["pp"=2]>
+func.func @tied_exchange_both_send(%lr: f32, %w: tensor<4xf32>) -> f32 {
+  %stage = dist.axis_index @mesh ["pp"] : index
+  %r = scf.index_switch %stage -> f32
+  case 0 {
+    // expected-error @+1 {{dist-verify-schedule: deadlock: stage 0 blocks in this send (send to stage 1 with tag 8), while stage 1 waits in a send to stage 0 with tag 8}}
+    dist.send %w over @mesh ["pp"] to 1 tag 8 : tensor<4xf32>
+    %p = dist.recv over @mesh ["pp"] from 1 tag 8 : tensor<4xf32>
+    scf.yield %lr : f32
+  }
+  case 1 {
+    // expected-note @+1 {{stage 1 waits in this send}}
+    dist.send %w over @mesh ["pp"] to 0 tag 8 : tensor<4xf32>
+    %p = dist.recv over @mesh ["pp"] from 0 tag 8 : tensor<4xf32>
+    scf.yield %lr : f32
+  }
+  default {
+    scf.yield %lr : f32
+  }
+  return %r : f32
+}

@@ -66,6 +66,16 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     buffers. With `grad_scale` = 1 / (micro-batches per rank), the update
     equals the single-rank update over the global batch.
 
+    Under pipeline parallelism (the model has `@pipeline_step`: run after
+    `dist-pipeline`) `@forward_backward` does not run and is left alone;
+    the gradients are averaged after the pipeline's flush, as DeepSpeed's
+    pipeline engine does: at the start of each stage's case of the
+    per-stage `@optimizer_step`, before its `triax.get_grad`s, one
+    `dist.all_reduce_grads avg [...] over @mesh ["dp"]` per bucket of that
+    stage's gradients, in the order the case reads them. A tied parameter
+    is averaged on each of its stages (before its parts are exchanged). A
+    `@pipeline_step` without the per-stage `@optimizer_step` is an error.
+
     Before (after `triax-autodiff`):
     ```mlir
     func.func @forward_backward(%tokens: ..., %targets: ...) -> tensor<f32> {
@@ -263,6 +273,14 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     stage 3 gathers the parameters twice (forward and backward) per
     micro-batch: 3(n-1)/n G with one micro-batch, 1.5x data parallelism.
 
+    Under pipeline parallelism (after `dist-pipeline`) stage 1 works in
+    each stage's case of `@optimizer_step`: a tied parameter's exchanged
+    sum is reduce-scattered (the exchange stays whole) and the norm is
+    partial over pp and dp. Stages 2 and 3 with pipeline parallelism are
+    an error (DeepSpeed refuses them with its pipeline engine too): their
+    gradient chunks would be reduced per micro-batch inside the stage
+    functions.
+
     Not yet: prefetching the next block's gathers (stage 3) one block
     early, and bucketing.
 
@@ -307,9 +325,9 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
                 "schedule micro-batches (GPipe or 1F1B)";
   let description = [{
     Runs after `triax-autodiff` on each model's `@forward_backward` (an
-    error if a model has none). `@forward`, `@forward_backward` and
-    `@optimizer_step` are kept; the pass adds the stage functions and
-    `@pipeline_step`.
+    error if a model has none). `@forward` and `@forward_backward` are
+    kept; the pass adds the stage functions and `@pipeline_step`, and makes
+    `@optimizer_step` per stage.
 
     **Partition.** The forward `triax.block`s (in order) are cut into `pp`
     contiguous stages: by `stage-layers` (e.g. `4,4,3,5`: `pp` counts
@@ -326,8 +344,8 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     stages (an embedding tied to the head) gets the first and
     `dist.tied_stages = array<i64: ...>`, and a gradient summed from
     several stages (`triax.add` before its `triax.accumulate_grad`) is
-    accumulated on each stage separately: the runtime must sum the tied
-    stages' buffers before the optimizer step.
+    accumulated on each stage separately (the optimizer step sums the
+    parts, below).
 
     **Stage functions.** For each stage s, `@stage<s>_forward` is the
     stage's forward ops for one micro-batch. Arguments: the
@@ -343,9 +361,19 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     on stage 0). Parameter reads and constants are cloned into every
     function that uses them.
 
-    **Schedule.** `@pipeline_step(%tokens, %targets)` takes the
+    **Micro-batches.** `microbatches` is the training config's
+    accumulation per data-parallel rank, global_batch / (micro_batch · dp)
+    with dp the size of the mesh's `dp-axis` (1 without it): 0 (the
+    default) takes it, any other value must equal it (the error gives the
+    `triax-model --batch` that would make it so), and a global batch not
+    divisible by micro_batch · dp is an error.
+
+    **Schedule.** `@pipeline_step(%tokens, %targets) -> f32` takes the
     `microbatches` micro-batches of one step stacked along dimension 0
-    and returns the mean micro-batch loss on the last stage (0 elsewhere).
+    and returns the mean micro-batch loss as a scalar on the last stage
+    (each micro-batch's `tensor<f32>` loss `tensor.extract`ed, summed with
+    `arith.addf` in micro-batch order, times the constant 1/m) and
+    `0.0 : f32` on the other stages and in the default region.
     Its body is one `scf.index_switch` on `dist.axis_index @mesh ["pp"]`
     with one case per stage, each the stage's unrolled program: the
     micro-batch's `tensor.extract_slice` of tokens/targets, `func.call`s
@@ -367,9 +395,63 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     The idle fraction (bubble) of both is (p-1)/(m+p-1); 1F1B keeps at most
     pp-s micro-batches' activations alive on stage s instead of m.
 
+    **Per-stage optimizer step.** `@optimizer_step(%lr, %step, %scale) ->
+    f32` keeps its signature; its body becomes one `scf.index_switch` on
+    `dist.axis_index @mesh ["pp"]` (the default region, never taken,
+    yields 0.0), case s a copy of the original body restricted to the
+    parameters of stage s (`dist.stage = s`, or s in `dist.tied_stages`;
+    a parameter no stage reads stays on stage 0): the other stages'
+    per-parameter ops (those with a `param` symbol: `triax.adamw`,
+    `triax.get_grad`, ...) are erased and their gradients leave
+    `triax.global_norm`, which becomes `partial over @mesh [.., "pp", ..]`
+    (pp inserted in mesh order) with each operand's `replicas` multiplied
+    by its number of stages (2 for a tied embedding), so the norm and the
+    clipping are the same on every stage. A tied parameter's gradient
+    buffer holds this stage's part: right after its `triax.get_grad` the
+    parts are exchanged pairwise with each other tied stage over `["pp"]`
+    (the lower stage sends then receives, the higher receives then sends:
+    deadlock-free with blocking send/recv), tagged 2·m·w + i (above every
+    schedule tag; w values per boundary, i the tied parameter's index),
+    and summed with `triax.add` in stage order, the first stage's part on
+    the left on every rank, so the copies get bitwise the same update; the
+    norm and `triax.adamw` read the sum.
+    ```mlir
+    func.func @optimizer_step(%lr: f32, %step: i64, %scale: f32) -> f32 {
+      %s = dist.axis_index @mesh ["pp"] : index
+      %r = scf.index_switch %s -> f32
+      case 0 {
+        %w = triax.get_grad @wte.weight : tensor<256x64xf32>
+        dist.send %w over @mesh ["pp"] to 1 tag 8 : tensor<256x64xf32>
+        %p = dist.recv over @mesh ["pp"] from 1 tag 8 : tensor<256x64xf32>
+        %sum = triax.add %w, %p : tensor<256x64xf32>
+        %g = triax.get_grad @wpe.weight : tensor<64x64xf32>
+        ...
+        %n = triax.global_norm %sum, %g, ... partial over @mesh ["pp"] replicas [2, 1, ...] : ...
+        ...
+        triax.adamw @wte.weight, %sum, lr %lr, step %step, scale %c {...} : tensor<256x64xf32>
+        ...
+        scf.yield %norm : f32
+      }
+      case 1 {
+        %w = triax.get_grad @wte.weight : tensor<256x64xf32>
+        %p = dist.recv over @mesh ["pp"] from 0 tag 8 : tensor<256x64xf32>
+        dist.send %w over @mesh ["pp"] to 0 tag 8 : tensor<256x64xf32>
+        %sum = triax.add %p, %w : tensor<256x64xf32>
+        ...
+      }
+      default { ... }
+      return %r : f32
+    }
+    ```
+    `dist-data-parallel` and `dist-zero{stage=1}` then work inside each
+    case.
+
     Errors: `pp` larger than the number of blocks; `stage-layers` with a
     count != pp, a zero entry, or not summing to the number of blocks;
-    `microbatches` < `pp` with `1f1b`; no `@forward_backward`; a mesh
+    `microbatches` < `pp` with `1f1b`, other than the training config's, or
+    a batch it does not divide; no `@forward_backward` or
+    `@optimizer_step`; a model already data-parallel (`dist-data-parallel`
+    or `dist-zero` ran: they run after this pass); a mesh
     without the `pp-axis` axis or of another size (the mesh is found or
     created as by `dist-data-parallel`); a value crossing more than one
     stage boundary. The pass ends by running the `dist-verify-schedule`
@@ -381,9 +463,9 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     triax.param @h.0.ln_1.weight : tensor<64xf32> init <ones> {dist.stage = 0 : i64}
     func.func @stage0_forward(%tokens: tensor<8x64xi32>) -> (tensor<8x64x64xf32>, ...)
     func.func @stage1_backward(...) -> tensor<8x64x64xf32>
-    func.func @pipeline_step(%tokens: tensor<16x64xi32>, %targets: tensor<16x64xi32>) -> tensor<f32> {
+    func.func @pipeline_step(%tokens: tensor<16x64xi32>, %targets: tensor<16x64xi32>) -> f32 {
       %stage = dist.axis_index @mesh ["pp"] : index
-      %loss = scf.index_switch %stage -> tensor<f32>
+      %loss = scf.index_switch %stage -> f32
       case 0 {
         %t0 = tensor.extract_slice %tokens[0, 0] [8, 64] [1, 1] : tensor<16x64xi32> to tensor<8x64xi32>
         %f0:11 = func.call @stage0_forward(%t0) : ...
@@ -395,14 +477,9 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
       }
       case 1 { ... }
       default { ... }
-      return %loss : tensor<f32>
+      return %loss : f32
     }
     ```
-
-    Not yet: executing `@pipeline_step` (the driver feeding it the
-    micro-batches, lowering `dist.axis_index`/`send`/`recv`, per-stage
-    parameter ownership in the optimizer step and in checkpoints, summing
-    tied gradients); see docs/parallelism.md.
   }];
   let options = [
     Option<"pp", "pp", "int64_t", /*default=*/"0",
@@ -445,6 +522,8 @@ def DistVerifySchedule : Pass<"dist-verify-schedule", "::mlir::ModuleOp"> {
     error at a blocked op naming the op it is blocked on (a note at it). A
     send or recv nested in other control flow inside a case is rejected,
     as are a peer outside the axis and a send left without a recv.
+    `@pipeline_step` and the per-stage `@optimizer_step` (the tied
+    gradients' exchange) are both such switches and both checked.
 
     A crossed pair (stage 0 sends tag 0 then tag 2, stage 1 receives tag 2
     then tag 0) is rejected:
