@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 using namespace triax::cost;
 
@@ -514,7 +515,13 @@ bool faster(const Candidate &a, const Candidate &b) {
     return a.step.total < b.step.total;
   if (a.memory.peak != b.memory.peak)
     return a.memory.peak < b.memory.peak;
-  return describePlan(a) < describePlan(b);
+  auto key = [](const Candidate &c) {
+    const Plan &p = c.plan;
+    return std::make_tuple(p.dp, p.tp, p.pp, p.zeroStage, p.microBatches,
+                           c.microBatch, int(p.schedule), p.sequenceParallel,
+                           int(p.recompute));
+  };
+  return key(a) < key(b);
 }
 
 PlanResult search(const ModelShape &model, const PlanRequest &req) {

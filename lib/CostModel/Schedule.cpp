@@ -258,8 +258,9 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
   os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   os << "<text x=\"8\" y=\"16\" font-size=\"13\">" << esc(trace.title)
      << "</text>\n";
-  os << "<text x=\"8\" y=\"34\" fill=\"#555\">predicted; F forward, B "
-        "backward (the number: micro-batch), white: idle; flush "
+  os << "<text x=\"8\" y=\"34\" fill=\"#555\">predicted; F forward "
+        "(blue), B backward (orange), numbered by micro-batch; green: "
+        "data-parallel collectives; grey ticks: sends; white: idle; flush "
      << llvm::format("%.3f", trace.flush * 1e3) << " ms, step "
      << llvm::format("%.3f", trace.makespan * 1e3) << " ms</text>\n";
   for (int64_t s = 0; s < trace.stages; ++s) {
