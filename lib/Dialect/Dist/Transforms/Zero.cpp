@@ -101,6 +101,40 @@ LogicalResult ZeroPass::check(tx::ModelOp model) {
   return failure(found.wasInterrupted());
 }
 
+/// ZeRO-3 prefetch: in each sequence of `triax.block`s of one region (the
+/// forward blocks, then the backward blocks), the parameter gathers of
+/// block k+1 are issued right before block k instead of inside block k+1,
+/// which receives the gathered parameters as extra inputs. A block's
+/// gather then has a whole block of compute to hide behind (on a
+/// communication stream), at the cost of two blocks' gathered parameters
+/// alive at once; each gathered copy is still freed after its last use.
+static void prefetchGathers(Region &region) {
+  for (Block &block : region) {
+    SmallVector<tx::BlockOp> blocks;
+    for (Operation &op : block)
+      if (auto b = dyn_cast<tx::BlockOp>(op))
+        blocks.push_back(b);
+    for (size_t k = 1; k < blocks.size(); ++k) {
+      tx::BlockOp next = blocks[k];
+      Block &body = next.getBody().front();
+      SmallVector<AllGatherFlatOp> gathers;
+      for (Operation &op : body)
+        if (auto gather = dyn_cast<AllGatherFlatOp>(op))
+          if (gather.getInput().getDefiningOp<tx::GetParamOp>())
+            gathers.push_back(gather);
+      for (AllGatherFlatOp gather : gathers) {
+        gather.getInput().getDefiningOp()->moveBefore(blocks[k - 1]);
+        gather->moveBefore(blocks[k - 1]);
+        next.getInputsMutable().append(gather.getResult());
+        Value arg = body.addArgument(gather.getType(), gather.getLoc());
+        gather.getResult().replaceUsesWithIf(arg, [&](OpOperand &use) {
+          return next->isProperAncestor(use.getOwner());
+        });
+      }
+    }
+  }
+}
+
 void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   OpBuilder b(&getContext());
   auto zero = ZeroAttr::get(&getContext(), meshRef, axes, stage);
@@ -121,6 +155,9 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
                                             read.getResult(), meshRef, axes);
       read.getResult().replaceAllUsesExcept(gather.getResult(), gather);
     }
+    if (prefetch)
+      for (func::FuncOp fn : model.getOps<func::FuncOp>())
+        prefetchGathers(fn.getBody());
   }
 
   // Stage 2: each micro-batch's gradient is reduce-scattered as soon as it

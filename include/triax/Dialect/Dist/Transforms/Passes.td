@@ -265,7 +265,14 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
       each parameter; every `triax.get_param` (forward, each backward block,
       `@forward`) becomes a read of the chunk and a `dist.all_gather_flat`
       of the whole parameter, which is freed after its last use. No
-      parameter gather follows the update.
+      parameter gather follows the update. With `prefetch` (the default),
+      the gathers of each `triax.block` after the first of a sequence
+      (forward blocks, then backward blocks) are issued one block early,
+      right before the previous block, and passed to their block as extra
+      inputs: two blocks' gathered parameters are alive at once, and each
+      gather has a block of compute to overlap with where the target has
+      a communication stream (the CPU runtime's MPI calls are blocking:
+      there the order changes, not the time).
 
     Communication per step and rank, for G gradient bytes in a ring of n:
     stage 1 and 2 move (n-1)/n G in the reduce-scatter and (n-1)/n G in the
@@ -281,8 +288,7 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     gradient chunks would be reduced per micro-batch inside the stage
     functions.
 
-    Not yet: prefetching the next block's gathers (stage 3) one block
-    early, and bucketing.
+    Not yet: bucketing several parameters' collectives into one message.
 
     Before (after `triax-autodiff`):
     ```mlir
@@ -315,7 +321,9 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
            "The data-parallel mesh axis the state is sharded over">,
     Option<"dp", "dp", "int64_t", /*default=*/"0",
            "Size of the dp axis when the pass creates the mesh (0: the "
-           "module must have a mesh already)">
+           "module must have a mesh already)">,
+    Option<"prefetch", "prefetch", "bool", /*default=*/"true",
+           "Stage 3: issue each block's parameter gathers one block early">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
