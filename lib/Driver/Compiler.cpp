@@ -12,7 +12,6 @@
 
 #include "triax/CostModel/CostModel.h"
 #include "triax/CostModel/Planner.h"
-#include "triax/CostModel/Planner.h"
 
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
@@ -213,6 +212,12 @@ static int runPlanner(const ::triax::CompileOptions &options,
   parallelize.pp = plan.pp;
   parallelize.zero = plan.zeroStage;
   parallelize.sequenceParallel = plan.sequenceParallel;
+  // The pipeline's micro-batches and schedule (dist-pipeline).
+  if (plan.pp > 1) {
+    parallelize.microbatches = plan.microBatches;
+    parallelize.schedule =
+        plan.schedule == cost::Schedule::GPipe ? "gpipe" : "1f1b";
+  }
   std::string problem = ::triax::checkParallelizeOptions(parallelize);
   if (!problem.empty()) {
     errs << "triaxc: --apply: the top plan cannot be built yet: " << problem
@@ -236,85 +241,20 @@ static int runPlanner(const ::triax::CompileOptions &options,
                   ",pp=" + std::to_string(plan.pp);
   applied->zero = plan.zeroStage;
   applied->sequenceParallel = plan.sequenceParallel;
+  std::string pipeline;
+  if (plan.pp > 1) {
+    applied->microbatches = plan.microBatches;
+    applied->schedule = parallelize.schedule;
+    pipeline = " --microbatches " + std::to_string(plan.microBatches) +
+               " --schedule " + applied->schedule;
+  }
   errs << "triaxc: --apply: compiling the top plan: --mesh " << applied->mesh
        << " --zero " << plan.zeroStage
-       << (plan.sequenceParallel ? " --sequence-parallel" : "") << "\n";
+       << (plan.sequenceParallel ? " --sequence-parallel" : "") << pipeline
+       << "\n";
   return 0;
 }
 
-/// --plan: prints the ranked plans of the model (JSON with --report-json),
-/// writes --trace / --svg of the top one, and with --apply returns in
-/// `applied` the options that compile it. Returns the exit code.
-static int runPlanner(const ::triax::CompileOptions &options,
-                      ModuleOp module, llvm::raw_ostream &errs,
-                      std::optional<::triax::CompileOptions> &applied) {
-  namespace cost = ::triax::cost;
-  llvm::Expected<cost::PlanResult> result = cost::runPlan(
-      module, options.plan, options.report == "json",
-      /*fixMicroBatch=*/options.apply, options.traceFile, options.svgFile,
-      llvm::outs());
-  if (!result) {
-    errs << "triaxc: " << llvm::toString(result.takeError()) << "\n";
-    return 1;
-  }
-  if (options.apply && result->top.empty()) {
-    errs << "triaxc: --apply: no plan fits\n";
-    return 1;
-  }
-  if (options.apply && result->request.globalBatch &&
-      result->request.globalBatch != result->model.globalBatch) {
-    errs << "triaxc: --apply: global-batch=" << result->request.globalBatch
-         << " differs from the model's " << result->model.globalBatch
-         << " (regenerate it with triax-model --batch "
-         << result->request.globalBatch << ")\n";
-    return 1;
-  }
-  if (!options.apply)
-    return 0;
-  // What triax-parallelize builds: dp, tp, pp, zero, sequence parallelism.
-  const cost::Plan &plan = result->top.front().plan;
-  if (plan.recompute != cost::Recompute::None) {
-    errs << "triaxc: --apply: the top plan needs recompute="
-         << (plan.recompute == cost::Recompute::Full ? "full" : "selective")
-         << ", which the compiler does not build yet; refused (add "
-            "recompute=none to --plan to choose among the plans without "
-            "it)\n";
-    return 1;
-  }
-  ::triax::ParallelizeOptions parallelize;
-  parallelize.dp = plan.dp;
-  parallelize.tp = plan.tp;
-  parallelize.pp = plan.pp;
-  parallelize.zero = plan.zeroStage;
-  parallelize.sequenceParallel = plan.sequenceParallel;
-  std::string problem = ::triax::checkParallelizeOptions(parallelize);
-  if (!problem.empty()) {
-    errs << "triaxc: --apply: the top plan cannot be built yet: " << problem
-         << "; refused (add pp=1 to --plan to choose among the plans "
-            "without a pipeline)\n";
-    return 1;
-  }
-  if (options.inputFile == "-") {
-    errs << "triaxc: --apply reads the model again: give it as a file, not "
-            "on stdin\n";
-    return 1;
-  }
-  applied = options;
-  applied->plan.clear();
-  applied->apply = false;
-  applied->traceFile.clear();
-  applied->svgFile.clear();
-  applied->report.clear();
-  applied->mesh = "dp=" + std::to_string(plan.dp) +
-                  ",tp=" + std::to_string(plan.tp) +
-                  ",pp=" + std::to_string(plan.pp);
-  applied->zero = plan.zeroStage;
-  applied->sequenceParallel = plan.sequenceParallel;
-  errs << "triaxc: --apply: compiling the top plan: --mesh " << applied->mesh
-       << " --zero " << plan.zeroStage
-       << (plan.sequenceParallel ? " --sequence-parallel" : "") << "\n";
-  return 0;
-}
 
 /// --target cuda: the options of triax-lower-cuda from triaxc's, checked,
 /// and the toolkit and runtime that the compilation and the link need.
@@ -421,18 +361,6 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   }
   timer.done("parse + verify");
-  if (!options.plan.empty()) {
-    std::optional<::triax::CompileOptions> applied;
-    if (int rc = runPlanner(options, *module, errs, applied); rc || !applied)
-      return rc;
-    return ::triax::compile(*applied, errs);
-  }
-  if (!options.traceFile.empty() || !options.svgFile.empty() ||
-      options.apply) {
-    errs << "triaxc: --trace, --svg and --apply work on the plan --plan "
-            "chooses: add --plan gpus=N,gpu=NAME\n";
-    return 1;
-  }
   if (!options.plan.empty()) {
     std::optional<::triax::CompileOptions> applied;
     if (int rc = runPlanner(options, *module, errs, applied); rc || !applied)

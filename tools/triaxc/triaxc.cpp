@@ -110,33 +110,6 @@ static cl::opt<std::string>
     svgFile("svg",
             cl::desc("With --plan: draw the same schedule as an SVG timeline"),
             cl::value_desc("schedule.svg"), cl::init(""), cl::cat(category));
-// dist-plan (docs/cost-model.md "Planner"): choose the plan instead of
-// compiling one, draw its schedule, or compile it (--apply).
-static cl::opt<std::string>
-    planSpec("plan",
-             cl::desc("Rank the plans that fit (dp x tp x pp x zero x "
-                      "micro-batches x schedule x sequence parallelism x "
-                      "recompute) and print the top 5 and the rejected "
-                      "regions; with --report-json as JSON"),
-             cl::value_desc("gpus=N,gpu=NAME|file.json[,gpus-per-node=8]"
-                            "[,global-batch=B][,micro-batch=b][,...]"),
-             cl::init(""), cl::cat(category));
-static cl::opt<bool>
-    applyPlan("apply",
-              cl::desc("With --plan: compile the top plan through "
-                       "triax-parallelize (refused when it needs what the "
-                       "compiler does not build yet)"),
-              cl::cat(category));
-static cl::opt<std::string>
-    traceFile("trace",
-              cl::desc("With --plan: write the top plan's predicted pipeline "
-                       "schedule as Chrome trace JSON (Perfetto)"),
-              cl::value_desc("schedule.json"), cl::init(""),
-              cl::cat(category));
-static cl::opt<std::string>
-    svgFile("svg",
-            cl::desc("With --plan: draw the same schedule as an SVG timeline"),
-            cl::value_desc("schedule.svg"), cl::init(""), cl::cat(category));
 // Pipeline parallelism (pp >= 2 in --mesh): dist-pipeline's options.
 static cl::opt<int64_t> microbatches(
     "microbatches",
@@ -185,10 +158,6 @@ int main(int argc, char **argv) {
   options.stageLayers = stageLayers;
   options.report = reportJson ? "json" : report ? "text" : "";
   options.hardware = hardware;
-  options.plan = planSpec;
-  options.apply = applyPlan;
-  options.traceFile = traceFile;
-  options.svgFile = svgFile;
   options.plan = planSpec;
   options.apply = applyPlan;
   options.traceFile = traceFile;

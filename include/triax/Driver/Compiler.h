@@ -56,13 +56,6 @@ struct CompileOptions {
   std::string plan;
   bool apply = false;
   std::string traceFile, svgFile;
-  /// --plan: "gpus=N,gpu=..." (docs/cost-model.md "Planner"): print the
-  /// ranked plans (JSON when report is "json") instead of compiling; with
-  /// `apply`, compile the top one. traceFile / svgFile: the top plan's
-  /// predicted schedule as Chrome trace JSON / SVG.
-  std::string plan;
-  bool apply = false;
-  std::string traceFile, svgFile;
 };
 
 /// The axis sizes of a --mesh value (0 = not given; dp defaults to 1).
