@@ -16,8 +16,10 @@
 #           CPU target's result on the same inputs;
 #        2. tiny: 10 steps, losses against the CPU binary's (fp32 both:
 #           relative 1e-4);
-#        3. gpt2 (124M, seq 1024, batch 8): --gpt2-steps steps, ms/step,
+#        3. gpt2 (124M, seq 1024, batch 8): --gpt2-steps steps (20), ms/step,
 #           tokens/s, MFU against the bf16 peak;
+#        1-3 twice: row-wise kernels one thread per row (--cuda-rows
+#        thread, the default) and one block per row (--cuda-rows block);
 #        4. PyTorch on the same shapes: eager and torch.compile, fp32 and
 #           bf16 autocast;
 #       and writes OUT/gpu-bench.json with every figure and check. Exits 1
@@ -44,7 +46,7 @@ build="$root/build"
 bundle="$here/bundle"
 out="$here/results"
 arch="sm_90"
-gpt2_steps=30
+gpt2_steps=20
 torch_steps=20
 torch=1
 peak_tflops=989.4
@@ -104,17 +106,28 @@ prepare() {
   run rm -f "$bundle/ref/tiny-cpu.jsonl"
   run "$bundle/ref/train-tiny-cpu" --steps 10 --log-json "$bundle/ref/tiny-cpu.jsonl"
   run rm -f "$bundle/ref/train-tiny-cpu"
-  say "CUDA binaries ($arch)"
-  run "$bin/triaxc" "$bundle/tiny.mlir" --target cuda --cuda-arch "$arch" \
-      -o "$bundle/train-tiny-cuda"
-  run "$bin/triaxc" "$bundle/gpt2.mlir" --target cuda --cuda-arch "$arch" \
-      -o "$bundle/train-gpt2-cuda"
+  say "CUDA binaries ($arch; row-wise kernels one thread per row, and one block per row)"
+  local rows suffix
+  for rows in thread block; do
+    suffix=""
+    [[ $rows == block ]] && suffix="-block"
+    run "$bin/triaxc" "$bundle/tiny.mlir" --target cuda --cuda-arch "$arch" \
+        --cuda-rows "$rows" -o "$bundle/train-tiny-cuda$suffix"
+    run "$bin/triaxc" "$bundle/gpt2.mlir" --target cuda --cuda-arch "$arch" \
+        --cuda-rows "$rows" -o "$bundle/train-gpt2-cuda$suffix"
+  done
   say "kernel test: tiny's kernels, CPU results"
   run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
       "$bundle/kernel-check" --tools-dir "$bin" --runtime-dir "$rt" \
       --runtime-include "$root/runtime/include" --arch "$arch"
   run mkdir -p "$bundle/kernel-check/cpu"
   run "$bundle/kernel-check/kernel-check-cpu" "$bundle/kernel-check/cpu"
+  # The block-per-row kernels: the same kernel IR and inputs, so the same
+  # CPU results; only the CUDA harness is kept.
+  run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
+      "$bundle/kernel-check-block" --rows block --tools-dir "$bin" \
+      --runtime-dir "$rt" --runtime-include "$root/runtime/include" --arch "$arch"
+  run find "$bundle/kernel-check-block" -type f ! -name kernel-check-cuda -delete
   # Only what `run` needs travels.
   run rm -f "$bundle/kernel-check/kernel-check-cpu" \
       "$bundle/kernel-check/"*.ll "$bundle/kernel-check/"*.o \
@@ -122,7 +135,8 @@ prepare() {
   say "shared libraries the GPU machine lacks"
   local exe lib
   for exe in "$bundle/train-tiny-cuda" "$bundle/train-gpt2-cuda" \
-             "$bundle/kernel-check/kernel-check-cuda"; do
+             "$bundle/kernel-check/kernel-check-cuda" \
+             "$bundle/kernel-check-block/kernel-check-cuda"; do
     if ((dry)); then
       echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib" >&2
       continue
@@ -136,6 +150,10 @@ prepare() {
   if ((!dry)); then
     git -C "$root" rev-parse HEAD > "$bundle/commit" 2>/dev/null || true
     du -sh "$bundle" >&2
+    # The device tool carries at most 64 MiB.
+    if (($(du -sm "$bundle" | cut -f1) > 60)); then
+      echo "run.sh prepare: warning: the bundle is over 60 MiB" >&2
+    fi
   fi
 }
 
@@ -153,9 +171,10 @@ cuda_libs() {
 
 check_bundle() {
   local f missing=0
-  for f in train-tiny-cuda train-gpt2-cuda gpt2.params ref/tiny-cpu.jsonl \
+  for f in train-tiny-cuda train-gpt2-cuda train-tiny-cuda-block \
+           train-gpt2-cuda-block gpt2.params ref/tiny-cpu.jsonl \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
-           kernel-check/cpu; do
+           kernel-check/cpu kernel-check-block/kernel-check-cuda; do
     if [[ ! -e "$bundle/$f" ]]; then
       echo "run.sh run: $bundle/$f is missing (run \`bench/gpu/run.sh prepare\` on the build machine)" >&2
       missing=1
@@ -188,51 +207,57 @@ json.dump(dict(zip(keys, parts)) if len(parts) == 3 else {"nvidia_smi": text},
 PY
   fi
 
-  say "1. kernel test (every generated kernel, GPU vs CPU)"
-  run mkdir -p "$out/kernel-check-cuda"
-  if ! run timeout 120 "$bundle/kernel-check/kernel-check-cuda" "$out/kernel-check-cuda" \
-      > "$(logto "$out/kernel-check.log")" 2>&1; then
-    echo "kernel-check-cuda failed: see $out/kernel-check.log" >&2
-    tail -20 "$out/kernel-check.log" >&2 || true
-    status=1
-  fi
-  if ! run python3 "$root/test/cuda/kernel_check.py" compare \
-      "$bundle/kernel-check/kernels.json" "$bundle/kernel-check/cpu" \
-      "$out/kernel-check-cuda" --json "$out/kernel-check.json"; then
-    status=1
-  fi
+  # Two variants of the row-wise kernels: "" (one thread per row) and
+  # "-block" (one block per row, warp shuffles).
+  local v kc
+  for v in "" "-block"; do
+    kc="$bundle/kernel-check${v}/kernel-check-cuda"
+    say "1${v}. kernel test (every generated kernel, GPU vs CPU)"
+    run mkdir -p "$out/kernel-check-cuda$v"
+    if ! run timeout 60 "$kc" "$out/kernel-check-cuda$v" \
+        > "$(logto "$out/kernel-check$v.log")" 2>&1; then
+      echo "kernel-check-cuda$v failed: see $out/kernel-check$v.log" >&2
+      tail -20 "$out/kernel-check$v.log" >&2 || true
+      status=1
+    fi
+    if ! run python3 "$root/test/cuda/kernel_check.py" compare \
+        "$bundle/kernel-check/kernels.json" "$bundle/kernel-check/cpu" \
+        "$out/kernel-check-cuda$v" --json "$out/kernel-check$v.json"; then
+      status=1
+    fi
 
-  say "2. tiny: 10 steps against the CPU binary"
-  run rm -f "$out/tiny-cuda.jsonl"
-  if ! run timeout 120 "$bundle/train-tiny-cuda" --steps 10 \
-      --log-json "$out/tiny-cuda.jsonl" > "$(logto "$out/tiny-cuda.log")" 2>&1; then
-    echo "train-tiny-cuda failed: see $out/tiny-cuda.log" >&2
-    tail -20 "$out/tiny-cuda.log" >&2 || true
-    status=1
-  fi
-  if ((dry)); then
-    echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu.jsonl $out/tiny-cuda.jsonl > $out/tiny.json" >&2
-  elif ! python3 "$here/report.py" tiny "$bundle/ref/tiny-cpu.jsonl" \
-      "$out/tiny-cuda.jsonl" > "$out/tiny.json"; then
-    echo "tiny: the CUDA losses differ from the CPU's: $out/tiny.json" >&2
-    status=1
-  fi
+    say "2${v}. tiny: 10 steps against the CPU binary"
+    run rm -f "$out/tiny-cuda$v.jsonl"
+    if ! run timeout 60 "$bundle/train-tiny-cuda$v" --steps 10 \
+        --log-json "$out/tiny-cuda$v.jsonl" > "$(logto "$out/tiny-cuda$v.log")" 2>&1; then
+      echo "train-tiny-cuda$v failed: see $out/tiny-cuda$v.log" >&2
+      tail -20 "$out/tiny-cuda$v.log" >&2 || true
+      status=1
+    fi
+    if ((dry)); then
+      echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu.jsonl $out/tiny-cuda$v.jsonl > $out/tiny$v.json" >&2
+    elif ! python3 "$here/report.py" tiny "$bundle/ref/tiny-cpu.jsonl" \
+        "$out/tiny-cuda$v.jsonl" > "$out/tiny$v.json"; then
+      echo "tiny$v: the CUDA losses differ from the CPU's: $out/tiny$v.json" >&2
+      status=1
+    fi
 
-  say "3. gpt2: $gpt2_steps steps"
-  run rm -f "$out/gpt2-cuda.jsonl"
-  if ! run timeout 240 "$bundle/train-gpt2-cuda" --steps "$gpt2_steps" \
-      --log-json "$out/gpt2-cuda.jsonl" > "$(logto "$out/gpt2-cuda.log")" 2>&1; then
-    echo "train-gpt2-cuda failed or ran out of time: see $out/gpt2-cuda.log" >&2
-    tail -20 "$out/gpt2-cuda.log" >&2 || true
-    status=1
-  fi
-  if ((dry)); then
-    echo "+ python3 $here/report.py gpt2 $out/gpt2-cuda.jsonl --params \$(cat $bundle/gpt2.params) > $out/gpt2.json" >&2
-  elif [[ -s "$out/gpt2-cuda.jsonl" ]]; then
-    python3 "$here/report.py" gpt2 "$out/gpt2-cuda.jsonl" \
-      --params "$(cat "$bundle/gpt2.params")" --peak-tflops "$peak_tflops" \
-      > "$out/gpt2.json"
-  fi
+    say "3${v}. gpt2: $gpt2_steps steps"
+    run rm -f "$out/gpt2-cuda$v.jsonl"
+    if ! run timeout 120 "$bundle/train-gpt2-cuda$v" --steps "$gpt2_steps" \
+        --log-json "$out/gpt2-cuda$v.jsonl" > "$(logto "$out/gpt2-cuda$v.log")" 2>&1; then
+      echo "train-gpt2-cuda$v failed or ran out of time: see $out/gpt2-cuda$v.log" >&2
+      tail -20 "$out/gpt2-cuda$v.log" >&2 || true
+      status=1
+    fi
+    if ((dry)); then
+      echo "+ python3 $here/report.py gpt2 $out/gpt2-cuda$v.jsonl --params \$(cat $bundle/gpt2.params) > $out/gpt2$v.json" >&2
+    elif [[ -s "$out/gpt2-cuda$v.jsonl" ]]; then
+      python3 "$here/report.py" gpt2 "$out/gpt2-cuda$v.jsonl" \
+        --params "$(cat "$bundle/gpt2.params")" --peak-tflops "$peak_tflops" \
+        > "$out/gpt2$v.json"
+    fi
+  done
 
   if ((torch)); then
     say "4. PyTorch on the same shapes (eager, torch.compile; fp32, bf16)"
@@ -259,7 +284,8 @@ json.dump({"passed": sys.argv[2] == "0", "seconds": int(sys.argv[3])},
           open(sys.argv[1], "w"))
 PY
   local parts=("$out/checks.json" "$out/gpu.json" "$out/kernel-check.json"
-               "$out/tiny.json" "$out/gpt2.json")
+               "$out/tiny.json" "$out/gpt2.json" "$out/kernel-check-block.json"
+               "$out/tiny-block.json" "$out/gpt2-block.json")
   [[ -e "$out/torch.json" ]] && parts+=("$out/torch.json")
   [[ -e "$bundle/commit" ]] && cp "$bundle/commit" "$out/commit.txt"
   python3 "$here/report.py" combine "$out/gpu-bench.json" "${parts[@]}"

@@ -270,9 +270,11 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
   if (!options.cudaFeatures.empty())
     cudaOptions.features = options.cudaFeatures;
   cudaOptions.toolkit = options.cudaToolkit;
+  cudaOptions.rows = options.cudaRows;
   std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
   if (!problem.empty()) {
-    errs << "triaxc: --cuda-arch/--cuda-features: " << problem << "\n";
+    errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem
+         << "\n";
     return failure();
   }
   std::string ptxas = options.cudaToolkit + "/bin/ptxas";
@@ -312,8 +314,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   if (cuda) {
     if (failed(checkCUDATarget(options, cudaOptions, errs)))
       return 1;
-  } else if (options.cudaArch != "sm_90" || !options.cudaFeatures.empty()) {
-    errs << "triaxc: --cuda-arch and --cuda-features apply to --target cuda\n";
+  } else if (options.cudaArch != "sm_90" || !options.cudaFeatures.empty() ||
+             options.cudaRows != "thread") {
+    errs << "triaxc: --cuda-arch, --cuda-features and --cuda-rows apply to "
+            "--target cuda\n";
     return 1;
   }
 

@@ -148,6 +148,8 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
   if (o.blockSize < 32 || o.blockSize > 1024 || o.blockSize % 32 != 0)
     return "block-size " + std::to_string(o.blockSize) +
            " is not a multiple of 32 in [32, 1024]";
+  if (o.rows != "thread" && o.rows != "block")
+    return "rows '" + o.rows + "' is not thread or block";
   return "";
 }
 
@@ -171,6 +173,7 @@ void ::triax::buildKernelsToCUDAPipeline(OpPassManager &pm,
   // state and collective calls stay host calls into the CUDA runtime.
   mlir::triax::TriaxMapLoopsToGPUOptions map;
   map.blockSize = options.blockSize;
+  map.rows = options.rows;
   pm.addNestedPass<func::FuncOp>(mlir::triax::createTriaxMapLoopsToGPU(map));
   // Constants and index arithmetic into the launch bodies (else they
   // become kernel parameters), launch bodies -> gpu.func kernels, then all

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Each generated kernel of a model, on the GPU and on the CPU, same inputs.
 
-  kernel_check.py build MODEL.mlir OUTDIR   # on the build machine
+  kernel_check.py build MODEL.mlir OUTDIR [--rows thread|block]  # build machine
   OUTDIR/kernel-check-cpu OUTDIR/cpu        # anywhere
   OUTDIR/kernel-check-cuda OUTDIR/cuda      # on a machine with a GPU
   kernel_check.py compare OUTDIR/cpu OUTDIR/cuda [--json FILE]
@@ -295,8 +295,8 @@ def build(a):
             pipeline = CPU_TAIL
         else:
             pipeline = ("builtin.module(triax-kernels-to-cuda{chip=%s "
-                        "features=%s toolkit=%s})" % (a.arch, a.features,
-                                                       a.cuda_toolkit))
+                        "features=%s toolkit=%s rows=%s})" % (
+                            a.arch, a.features, a.cuda_toolkit, a.rows))
         sh([os.path.join(tools, "triax-opt"), mod, "--pass-pipeline=" + pipeline,
             "-o", lowered])
         ll = lowered.replace(".llvm.mlir", ".ll")
@@ -414,6 +414,9 @@ def main():
     b.add_argument("--arch", default="sm_90")
     b.add_argument("--features", default="+ptx80")
     b.add_argument("--cc", default="cc")
+    b.add_argument("--rows", default="thread", choices=["thread", "block"],
+                   help="row-wise kernels of the CUDA side: one thread or one "
+                        "block per row (triax-lower-cuda's rows option)")
     c = sub.add_parser("compare")
     c.add_argument("kernels", help="kernels.json written by build")
     c.add_argument("cpu")

@@ -4,6 +4,9 @@
 // RUN: triax-opt %s -split-input-file -verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu{block-size=128}))' \
 // RUN:   | FileCheck %s --check-prefix=B128
+// RUN: triax-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu{rows=block}))' \
+// RUN:   | FileCheck %s --check-prefix=ROWS
 // No CUDA needed: the pass only builds gpu.launch ops.
 
 // A 2-D nest: 512 x 64 = 32768 iterations, 128 blocks of 256 threads; the
@@ -127,4 +130,101 @@ func.func @reduction(%a: memref<64xf32>) -> f32 {
     }
   }
   return %r : f32
+}
+
+// -----
+
+// A layer_norm-like row kernel. rows=thread: one thread per row, as any
+// nest. rows=block: one block of 64 threads (the row length) per row; each
+// reduction is a strided partial loop, a gpu.all_reduce and the loop's
+// initial value combined last; a barrier follows the elementwise loop.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK:         gpu.launch
+// CHECK:           scf.if
+// CHECK:             scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args
+// ROWS-LABEL: func.func @layer_norm
+// ROWS:         gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c512, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c64{{.*}},
+// ROWS-NOT:       scf.if
+// ROWS:           %[[P:.*]] = scf.for %{{.*}} = %[[T]] to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// ROWS:             memref.load %{{.*}}[%[[ROW]], %{{.*}}] : memref<512x64xf32>
+// ROWS:           }
+// ROWS:           %[[S:.*]] = gpu.all_reduce add %[[P]] uniform
+// ROWS:           %[[SUM:.*]] = arith.addf %{{.*}}, %[[S]] : f32
+// ROWS:           arith.divf %[[SUM]]
+// ROWS:           %[[Q:.*]]:2 = scf.for
+// ROWS:             arith.maximumf
+// ROWS:           gpu.all_reduce maximumf %[[Q]]#0 uniform
+// ROWS:           arith.maximumf
+// ROWS:           gpu.all_reduce add %[[Q]]#1 uniform
+// ROWS:           memref.store %{{.*}}, %{{.*}}[%[[ROW]]] : memref<512xf32>
+// ROWS:           scf.for %{{.*}} = %[[T]] to
+// ROWS:             memref.store
+// ROWS:           gpu.barrier
+// ROWS:           gpu.terminator
+func.func @layer_norm(%a: memref<512x64xf32>, %w: memref<64xf32>, %out: memref<512x64xf32>, %stats: memref<512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 64.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  scf.parallel (%i) = (%c0) to (%c512) step (%c1) {
+    %s = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = memref.load %a[%i, %j] : memref<512x64xf32>
+      %y = arith.addf %acc, %x : f32
+      scf.yield %y : f32
+    }
+    %m = arith.divf %s, %n : f32
+    %mx:2 = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %ninf, %acc2 = %zero) -> (f32, f32) {
+      %x = memref.load %a[%i, %j] : memref<512x64xf32>
+      %d = arith.subf %x, %m : f32
+      %y = arith.maximumf %acc, %x : f32
+      %sq = arith.mulf %d, %d : f32
+      %z = arith.addf %acc2, %sq : f32
+      scf.yield %y, %z : f32, f32
+    }
+    memref.store %mx#0, %stats[%i] : memref<512xf32>
+    scf.for %j = %c0 to %c64 step %c1 {
+      %x = memref.load %a[%i, %j] : memref<512x64xf32>
+      %wj = memref.load %w[%j] : memref<64xf32>
+      %d = arith.subf %x, %m : f32
+      %v = arith.mulf %d, %mx#1 : f32
+      %r = arith.mulf %v, %wj : f32
+      memref.store %r, %out[%i, %j] : memref<512x64xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A reduction whose accumulator is used beyond its combine (an online
+// softmax's running max rescales the sum) is not a row kernel: one thread
+// per row even with rows=block.
+// ROWS-LABEL: func.func @online
+// ROWS:         gpu.launch
+// ROWS:           scf.if
+// ROWS-NOT:       gpu.all_reduce
+func.func @online(%a: memref<8x64xf32>, %out: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %r:2 = scf.for %j = %c0 to %c64 step %c1 iter_args(%m = %ninf, %s = %zero) -> (f32, f32) {
+      %x = memref.load %a[%i, %j] : memref<8x64xf32>
+      %m2 = arith.maximumf %m, %x : f32
+      %d = arith.subf %m, %m2 : f32
+      %e = math.exp %d : f32
+      %s2 = arith.mulf %s, %e : f32
+      scf.yield %m2, %s2 : f32, f32
+    }
+    memref.store %r#1, %out[%i] : memref<8xf32>
+    scf.reduce
+  }
+  return
 }

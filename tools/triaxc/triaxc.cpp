@@ -37,6 +37,12 @@ static cl::opt<std::string>
                 cl::desc("--target cuda: the CUDA toolkit (ptxas, cuBLAS)"),
                 cl::init(TRIAX_CUDA_TOOLKIT_DIR), cl::cat(category));
 static cl::opt<std::string>
+    cudaRows("cuda-rows",
+             cl::desc("--target cuda: row-wise kernels (norms, softmax, "
+                      "cross-entropy) as one thread or one block per row"),
+             cl::value_desc("thread|block"), cl::init("thread"),
+             cl::cat(category));
+static cl::opt<std::string>
     emit("emit",
          cl::desc("Stop early and print a stage: mlir (after autodiff), "
                   "mlir-after=<pass> (after that pass of triax-lower-cpu), "
@@ -144,6 +150,7 @@ int main(int argc, char **argv) {
   options.cudaArch = cudaArch;
   options.cudaFeatures = cudaFeatures;
   options.cudaToolkit = cudaToolkit;
+  options.cudaRows = cudaRows;
   options.emit = emit;
   options.verbose = verbose;
   options.openmp = openmp;

@@ -38,6 +38,12 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
                             llvm::cl::desc("Threads per block of the "
                                            "generated kernels"),
                             llvm::cl::init(256)};
+  Option<std::string> rows{
+      *this, "rows",
+      llvm::cl::desc("Row-wise kernels (norms, softmax, cross-entropy): "
+                     "thread (one thread per row) or block (one block per "
+                     "row, reductions through warp shuffles)"),
+      llvm::cl::init("thread")};
   Option<unsigned> optLevel{*this, "opt-level",
                             llvm::cl::desc("LLVM optimization level of the "
                                            "device code"),

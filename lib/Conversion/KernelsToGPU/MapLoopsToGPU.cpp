@@ -21,9 +21,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include <algorithm>
 
 namespace mlir::triax {
 #define GEN_PASS_DEF_TRIAXMAPLOOPSTOGPU
@@ -116,6 +118,183 @@ void mapToLaunch(scf::ParallelOp loop, int64_t blockSize) {
   loop.erase();
 }
 
+/// How a reduction loop's iter_arg is combined with each element: the
+/// all_reduce operation, and the kind whose identity starts each thread's
+/// partial result.
+struct Combine {
+  gpu::AllReduceOperation reduce;
+  arith::AtomicRMWKind identity;
+};
+
+std::optional<Combine> combineOf(Operation *op) {
+  using R = gpu::AllReduceOperation;
+  using K = arith::AtomicRMWKind;
+  if (isa<arith::AddFOp>(op))
+    return Combine{R::ADD, K::addf};
+  if (isa<arith::AddIOp>(op))
+    return Combine{R::ADD, K::addi};
+  if (isa<arith::MulFOp>(op))
+    return Combine{R::MUL, K::mulf};
+  if (isa<arith::MaximumFOp>(op))
+    return Combine{R::MAXIMUMF, K::maximumf};
+  if (isa<arith::MaxNumFOp>(op))
+    return Combine{R::MAXNUMF, K::maxnumf};
+  if (isa<arith::MinimumFOp>(op))
+    return Combine{R::MINIMUMF, K::minimumf};
+  if (isa<arith::MinNumFOp>(op))
+    return Combine{R::MINNUMF, K::minnumf};
+  return std::nullopt;
+}
+
+/// The combines of a reduction loop over a row: every yielded value is
+/// `combine(%acc_i, x_i)` with %acc_i used only there (so the elements can
+/// be combined in any order). None for any other loop.
+std::optional<SmallVector<Combine>> rowReduction(scf::ForOp loop) {
+  SmallVector<Combine> combines;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (auto [acc, yielded] :
+       llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
+    Operation *op = yielded.getDefiningOp();
+    std::optional<Combine> combine = op ? combineOf(op) : std::nullopt;
+    if (!combine || !acc.hasOneUse() || acc.getUses().begin()->getOwner() != op)
+      return std::nullopt;
+    combines.push_back(*combine);
+  }
+  return combines;
+}
+
+/// Whether `loop` is a row-wise kernel one block per row can run: a 1-D
+/// nest whose body is scalar ops and sequential loops over the row, each
+/// either a reduction (rowReduction) or an elementwise loop (no results).
+bool isRowKernel(scf::ParallelOp loop) {
+  if (loop.getNumLoops() != 1)
+    return false;
+  bool hasRowLoop = false;
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    if (auto inner = dyn_cast<scf::ForOp>(op)) {
+      if (inner.getNumResults() != 0 && !rowReduction(inner))
+        return false;
+      hasRowLoop = true;
+      continue;
+    }
+    if (op.getNumRegions() != 0)
+      return false;
+  }
+  return hasRowLoop;
+}
+
+/// Replaces the row kernel `loop` by a gpu.launch of one block per row: the
+/// block's threads split each row loop (thread t takes elements t, t + B,
+/// ...), a reduction's partial results are combined with gpu.all_reduce
+/// (warp shuffles and shared memory after convert-gpu-to-nvvm) and then
+/// with the loop's initial value, and a barrier follows each elementwise
+/// loop (a later loop may read what it wrote). Scalar ops run in every
+/// thread (the same values).
+void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
+  // B: the longest row loop's trip count rounded up to a warp, at most
+  // maxBlockSize (a 64-element row needs 64 threads, not 256).
+  int64_t blockSize = 32;
+  for (auto inner : loop.getBody()->getOps<scf::ForOp>()) {
+    std::optional<int64_t> lb = getConstantIntValue(inner.getLowerBound()),
+                           ub = getConstantIntValue(inner.getUpperBound()),
+                           step = getConstantIntValue(inner.getStep());
+    int64_t want = maxBlockSize;
+    if (lb && ub && step && *step > 0)
+      want = ((std::max<int64_t>(*ub - *lb, 0) + *step - 1) / *step + 31) / 32 *
+             32;
+    blockSize = std::max(blockSize, std::min(want, maxBlockSize));
+  }
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  Value lb = loop.getLowerBound()[0], step = loop.getStep()[0];
+  Value span = b.createOrFold<arith::SubIOp>(loc, loop.getUpperBound()[0], lb);
+  Value rows = b.createOrFold<arith::CeilDivUIOp>(loc, span, step);
+  std::optional<int64_t> knownRows = getConstantIntValue(rows);
+  if (knownRows && *knownRows == 0) {
+    loop.erase();
+    return;
+  }
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value block = arith::ConstantIndexOp::create(b, loc, blockSize);
+  if (!knownRows) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value nonEmpty =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, rows, zero);
+    auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
+  auto launch = gpu::LaunchOp::create(b, loc, rows, one, one, block, one, one);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  IRMapping map;
+  Value row = b.createOrFold<arith::AddIOp>(
+      loc, lb,
+      b.createOrFold<arith::MulIOp>(loc, launch.getBlockIds().x, step));
+  map.map(loop.getInductionVars()[0], row);
+  Value tid = launch.getThreadIds().x;
+
+  for (Operation &op : loop.getBody()->without_terminator()) {
+    auto inner = dyn_cast<scf::ForOp>(op);
+    if (!inner) {
+      b.clone(op, map);
+      continue;
+    }
+    // This thread's share of the row: lb + tid * step, step * B, ...
+    Value innerStep = map.lookupOrDefault(inner.getStep());
+    Value start = b.createOrFold<arith::AddIOp>(
+        loc, map.lookupOrDefault(inner.getLowerBound()),
+        b.createOrFold<arith::MulIOp>(loc, tid, innerStep));
+    Value stride = b.createOrFold<arith::MulIOp>(loc, innerStep, block);
+    std::optional<SmallVector<Combine>> combines = rowReduction(inner);
+    // Each thread's partial results start from the combine's identity.
+    SmallVector<Value> inits;
+    if (combines)
+      for (auto [init, combine] : llvm::zip(inner.getInitArgs(), *combines))
+        inits.push_back(
+            arith::getIdentityValue(combine.identity, init.getType(), b, loc));
+    auto split = scf::ForOp::create(b, loc, start,
+                                    map.lookupOrDefault(inner.getUpperBound()),
+                                    stride, inits);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      // The original body, its yield included, replaces the default one.
+      if (split.getBody()->mightHaveTerminator())
+        split.getBody()->getTerminator()->erase();
+      b.setInsertionPointToEnd(split.getBody());
+      map.map(inner.getInductionVar(), split.getInductionVar());
+      for (auto [from, to] :
+           llvm::zip(inner.getRegionIterArgs(), split.getRegionIterArgs()))
+        map.map(from, to);
+      for (Operation &bodyOp : inner.getBody()->getOperations())
+        b.clone(bodyOp, map);
+    }
+    if (inner.getNumResults() == 0) {
+      // A later loop may read what this one wrote.
+      gpu::BarrierOp::create(b, loc);
+      continue;
+    }
+    // The block's result, then the loop's own initial value.
+    auto yield = cast<scf::YieldOp>(inner.getBody()->getTerminator());
+    for (auto [i, combine] : llvm::enumerate(*combines)) {
+      Value partial = split.getResult(i);
+      Value all = gpu::AllReduceOp::create(
+          b, loc, partial,
+          gpu::AllReduceOperationAttr::get(b.getContext(), combine.reduce),
+          b.getUnitAttr());
+      Operation *original = yield.getOperand(i).getDefiningOp();
+      IRMapping operands;
+      Value acc = inner.getRegionIterArgs()[i];
+      for (Value operand : original->getOperands())
+        operands.map(operand, operand == acc
+                                  ? map.lookupOrDefault(inner.getInitArgs()[i])
+                                  : all);
+      Operation *result = b.clone(*original, operands);
+      map.map(inner.getResult(i), result->getResult(0));
+    }
+  }
+  gpu::TerminatorOp::create(b, loc);
+  loop.erase();
+}
+
 struct TriaxMapLoopsToGPUPass
     : public mlir::triax::impl::TriaxMapLoopsToGPUBase<TriaxMapLoopsToGPUPass> {
   using Base::Base;
@@ -140,6 +319,11 @@ struct TriaxMapLoopsToGPUPass
           << " is not a multiple of 32 in [32, 1024]";
       return signalPassFailure();
     }
+    if (rows != "thread" && rows != "block") {
+      getOperation().emitError() << "triax-map-loops-to-gpu: rows '" << rows
+                                 << "' is not thread or block";
+      return signalPassFailure();
+    }
     SmallVector<scf::ParallelOp> outermost;
     getOperation().walk<WalkOrder::PreOrder>([&](scf::ParallelOp loop) {
       outermost.push_back(loop);
@@ -151,7 +335,10 @@ struct TriaxMapLoopsToGPUPass
         loop.emitRemark() << "loop nest stays on the host: " << why;
         continue;
       }
-      mapToLaunch(loop, blockSize);
+      if (rows == "block" && isRowKernel(loop))
+        mapRowsToBlocks(loop, blockSize);
+      else
+        mapToLaunch(loop, blockSize);
     }
   }
 };

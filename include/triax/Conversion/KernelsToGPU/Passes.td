@@ -19,6 +19,27 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
     elements: coalesced loads and stores). A guard skips the ids past the
     end of the iteration space.
 
+    With `rows=block`, a row-wise kernel (layer_norm, softmax,
+    cross-entropy and their backwards: a 1-D nest over rows whose body is
+    scalar ops and `scf.for` loops over the row, each a reduction whose
+    yielded values are `combine(%acc, x)` with add, mul, max or min, or an
+    elementwise loop without results) becomes one block per row instead:
+    thread t of B (B = the row length rounded up to a multiple of 32, at
+    most `block-size`) takes elements t, t + B, ...; each reduction's
+    partial results are combined with `gpu.all_reduce` (warp shuffles and
+    shared memory after convert-gpu-to-nvvm), then with the loop's initial
+    value; a `gpu.barrier` follows each elementwise loop. Scalar ops run in
+    every thread. Summation order differs from the CPU's (fp32 rounding).
+
+    ```mlir
+    gpu.launch blocks(%row, ...) in (%rows, 1, 1) threads(%t, ...) in (%B, 1, 1) {
+      %p = scf.for %j = %t to %n step %B iter_args(%a = 0.0) -> f32 { ... }
+      %s = gpu.all_reduce add %p uniform {} : (f32) -> f32
+      %sum = arith.addf %init, %s : f32
+      ...
+    }
+    ```
+
     Nests the GPU cannot run stay on the host (a remark says which): those
     with reductions (`scf.reduce` with operands) and those whose body calls a
     function or allocates. Loops around runtime calls (the attention's
@@ -53,6 +74,10 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block (a multiple of 32, at most 1024)">,
+    Option<"rows", "rows", "std::string", /*default=*/"\"thread\"",
+           "Row-wise kernels (a 1-D nest over rows holding loops over the "
+           "row): thread (one thread per row) or block (one block per row, "
+           "reductions through gpu.all_reduce)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
