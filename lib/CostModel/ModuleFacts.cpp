@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <functional>
 #include <set>
 
 using namespace triax::cost;
@@ -36,6 +37,71 @@ int64_t elemBytes(mlir::Type type) {
 int64_t numElements(mlir::Type type) {
   auto shaped = llvm::cast<mlir::ShapedType>(type);
   return shaped.getNumElements();
+}
+
+/// [A9] The peak bytes of the tensors one call of `fn` holds at once, as the
+/// CPU lowering allocates them: every tensor result of an op is a new
+/// buffer, freed after the last use of it or of what aliases it (a
+/// triax.block's region arguments alias its operands and its results the
+/// values its body yields); parameter and gradient reads are views of the
+/// state, not allocations. The ops of the blocks are taken in order, as
+/// the kernel conversion inlines them. Kernel scratch and what the
+/// elementwise fusion saves are not modelled.
+int64_t activationPeakFromLiveness(mlir::func::FuncOp fn) {
+  llvm::DenseMap<mlir::Value, mlir::Value> alias; // value -> its buffer
+  llvm::DenseMap<mlir::Value, int64_t> lastUse;   // buffer -> op position
+  llvm::SmallVector<mlir::Operation *> order;
+  auto bufferOf = [&](mlir::Value v) {
+    while (alias.count(v))
+      v = alias.lookup(v);
+    return v;
+  };
+  std::function<void(mlir::Block &)> flatten = [&](mlir::Block &block) {
+    for (mlir::Operation &op : block) {
+      if (auto inner = llvm::dyn_cast<mlir::triax::BlockOp>(op)) {
+        mlir::Block &body = inner.getBody().front();
+        for (auto [arg, input] :
+             llvm::zip(body.getArguments(), inner.getInputs()))
+          alias[arg] = input;
+        flatten(body);
+        for (auto [result, yielded] :
+             llvm::zip(inner.getResults(),
+                       body.getTerminator()->getOperands()))
+          alias[result] = yielded;
+        continue;
+      }
+      order.push_back(&op);
+    }
+  };
+  flatten(fn.getBody().front());
+  for (auto [pos, op] : llvm::enumerate(order))
+    for (mlir::Value operand : op->getOperands())
+      lastUse[bufferOf(operand)] = int64_t(pos);
+  auto bytesOf = [](mlir::Value v) -> int64_t {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+    return type ? type.getNumElements() * elemBytes(type) : 0;
+  };
+  int64_t live = 0, peak = 0;
+  std::vector<std::vector<int64_t>> frees(order.size());
+  for (auto [pos, op] : llvm::enumerate(order)) {
+    llvm::StringRef name = op->getName().getStringRef();
+    bool view = name == "triax.get_param" || name == "triax.get_grad";
+    if (!view)
+      for (mlir::Value result : op->getResults()) {
+        int64_t bytes = bytesOf(result);
+        if (!bytes)
+          continue;
+        live += bytes;
+        auto last = lastUse.find(result);
+        // A result nothing reads is freed right away.
+        int64_t at = last == lastUse.end() ? int64_t(pos) : last->second;
+        frees[std::max<int64_t>(at, pos)].push_back(bytes);
+      }
+    peak = std::max(peak, live);
+    for (int64_t bytes : frees[pos])
+      live -= bytes;
+  }
+  return peak;
 }
 
 struct ParamInfo {
@@ -354,8 +420,23 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
         facts.heads = heads.getInt() * facts.plan.tp;
     if (name == "triax.position_ids" && op->hasAttr("mesh"))
       facts.plan.sequenceParallel = true;
+    // triax-recompute marks the backward blocks that recompute.
+    if (auto mode = op->getAttrOfType<mlir::StringAttr>("triax.recompute"))
+      facts.plan.recompute = mode.getValue() == "full" ? Recompute::Full
+                                                       : Recompute::Selective;
   });
   facts.layers = int64_t(blocks.size());
+  facts.activationPeak = activationPeakFromLiveness(fb);
+  // N_L of [F2]: the parameters named after a block ("h.0.attn.q.weight").
+  for (mlir::Operation &op : model.getBody().front())
+    if (auto sym = op.getAttrOfType<mlir::StringAttr>("sym_name");
+        sym && op.getName().getStringRef() == "triax.param")
+      for (const std::string &block : blocks)
+        if (sym.getValue().starts_with(block + "."))
+          facts.layerParams +=
+              double(llvm::cast<mlir::RankedTensorType>(
+                         op.getAttrOfType<mlir::TypeAttr>("type").getValue())
+                         .getNumElements());
 
   // Collectives: per micro-batch in @forward_backward, once in
   // @optimizer_step.

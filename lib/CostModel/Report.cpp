@@ -52,6 +52,11 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   r.bubble = bubbleFraction(plan.pp, plan.microBatches);
   r.flopsPerToken = flopsPerToken(double(facts.numParams), facts.layers,
                                   facts.hidden, facts.seq);
+  // What triax-recompute adds: the forward it redoes in the backward.
+  r.recomputeFlopsPerToken =
+      recomputeFlopsPerToken(facts.layerParams, facts.layers, facts.hidden,
+                             facts.seq, plan.recompute);
+  r.flopsPerToken += r.recomputeFlopsPerToken;
   std::vector<CommLoad> loads;
   for (const auto &[key, total] : facts.collectives)
     loads.push_back(
@@ -95,6 +100,9 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
     os << ", ZeRO-" << plan.zeroStage;
   if (plan.sequenceParallel)
     os << ", sequence parallel";
+  if (plan.recompute != Recompute::None)
+    os << (plan.recompute == Recompute::Full ? ", full" : ", selective")
+       << " recomputation";
   os << "\n\nmemory per rank (bytes):\n";
   os << "  predicted peak bytes: params " << f.state.params << " grads "
      << f.state.grads << " optim " << f.state.optim << " = " << f.state.total()
@@ -113,6 +121,8 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
                 double(f.layers) * r.activationsPerLayer /
                     double(std::max<int64_t>(plan.pp, 1)) *
                     double(std::min<int64_t>(plan.pp, plan.microBatches));
+  os << "  activation peak of one micro-batch from the IR's liveness: "
+     << f.activationPeak << "  [A9] (the runtime's measured 'activ')\n";
   os << "  peak (state + activations of the micro-batches in flight): "
      << llvm::format("%.0f", peak) << "\n";
 
@@ -139,7 +149,14 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
      << "  [P1] (p-1)/(m+p-1), p = " << plan.pp << ", m = " << plan.microBatches
      << "\n";
   os << "  FLOPs per token: " << llvm::format("%.4g", r.flopsPerToken)
-     << "  [F1] 6N + 12Lhs\n";
+     << "  [F1] 6N + 12Lhs";
+  if (plan.recompute != Recompute::None)
+    os << " + [F2] "
+       << (plan.recompute == Recompute::Full ? "2N_L + 4Lhs" : "4Lhs")
+       << " recomputed = "
+       << llvm::format("%.4g", r.flopsPerToken - r.recomputeFlopsPerToken)
+       << " + " << llvm::format("%.4g", r.recomputeFlopsPerToken);
+  os << "\n";
   os << "  step on " << r.hardware.name << " at "
      << llvm::format("%.0f", r.efficiency * 100) << "% of peak: compute "
      << llvm::format("%.4g", r.step.compute * 1e3)
@@ -194,11 +211,13 @@ void triax::cost::printReportJSON(llvm::raw_ostream &os, const Report &r) {
                           {"zero_stage", f.plan.zeroStage},
                           {"mixed_precision", f.plan.dtype == DTypeMode::Mixed},
                           {"activations_per_layer", r.activationsPerLayer},
+                          {"activation_peak_liveness", f.activationPeak},
                           {"activations_formula", activationLabel(f.plan)}}},
       {"communication", std::move(comm)},
       {"unmodelled", std::move(unmodelled)},
       {"bubble", r.bubble},
       {"flops_per_token", r.flopsPerToken},
+      {"recompute_flops_per_token", r.recomputeFlopsPerToken},
       {"step", llvm::json::Object{{"efficiency", r.efficiency},
                                   {"compute_s", r.step.compute},
                                   {"comm_s", r.step.comm},

@@ -387,6 +387,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   plan.tp = mesh ? mesh->tp : 1;
   plan.zero = options.zero;
   plan.sequenceParallel = options.sequenceParallel;
+  plan.recompute = options.recompute;
   plan.microbatches = options.microbatches;
   plan.schedule = options.schedule;
   plan.stageLayers = options.stageLayers;
@@ -401,11 +402,12 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     if (failed(pm.run(*module)))
       return 1;
     timer.done("triax-parallelize");
-  } else if (mesh || options.zero || options.sequenceParallel) {
+  } else if (mesh || options.zero || options.sequenceParallel ||
+             options.recompute != "none") {
     emitError(models.front().getLoc())
         << "triaxc: the model is already differentiated (it has "
-           "@forward_backward); --mesh and --zero apply to a model before "
-           "triax-autodiff";
+           "@forward_backward); --mesh, --zero and --recompute apply to a "
+           "model before triax-autodiff";
     return 1;
   }
   if (!options.report.empty()) {

@@ -40,6 +40,10 @@ std::string checkParallelizeOptions(const ParallelizeOptions &o) {
     return "sequence parallelism splits the sequence over tensor-parallel "
            "ranks: sequence-parallel needs tp >= 2 (tp=" +
            std::to_string(o.tp) + ")";
+  if (o.recompute != "none" && o.recompute != "selective" &&
+      o.recompute != "full")
+    return "unknown recompute mode '" + o.recompute +
+           "'; expected none, selective or full";
   if (o.zero < 0 || o.zero > 3)
     return "ZeRO stage " + std::to_string(o.zero) +
            " does not exist (expected 0, 1, 2 or 3)";
@@ -68,6 +72,15 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     pm.addPass(mlir::dist::createDistTensorParallel(tensor));
   }
   pm.addPass(mlir::triax::createTriaxAutodiff());
+  // Recomputation right after autodiff, on the forward/backward block pairs
+  // it built: the passes below then see the recomputed parameter reads as
+  // backward reads (ZeRO-3 gathers them again) and dist-pipeline finds the
+  // pairs still in one function.
+  if (options.recompute != "none") {
+    mlir::triax::TriaxRecomputeOptions recompute;
+    recompute.mode = options.recompute;
+    pm.addPass(mlir::triax::createTriaxRecompute(recompute));
+  }
   // Pipeline parallelism cuts the training step autodiff built into
   // stages and schedules the micro-batches; it also makes the optimizer
   // step per stage, which the data-parallel passes below then work on.

@@ -89,6 +89,12 @@ static cl::opt<bool> sequenceParallel(
              "(needs tp >= 2): the activations between the tensor-parallel "
              "regions are split along the sequence"),
     cl::init(false), cl::cat(category));
+static cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Activation recomputation (triax-recompute): none, selective "
+             "(the attention core) or full (each block from its input)"),
+    cl::value_desc("none|selective|full"), cl::init("none"),
+    cl::cat(category));
 // dist-plan (docs/cost-model.md "Planner"): choose the plan instead of
 // compiling one, draw its schedule, or compile it (--apply).
 static cl::opt<std::string>
@@ -160,6 +166,7 @@ int main(int argc, char **argv) {
   options.mesh = mesh;
   options.zero = zero;
   options.sequenceParallel = sequenceParallel;
+  options.recompute = recompute;
   options.microbatches = microbatches;
   options.schedule = pipelineSchedule;
   options.stageLayers = stageLayers;

@@ -210,6 +210,10 @@ struct ModuleFacts {
   Plan plan;
   int64_t globalBatch = 0, microBatch = 0, seq = 0;
   int64_t layers = 0, hidden = 0, heads = 0;
+  double layerParams = 0; // elements of the blocks' parameters (N_L, [F2])
+  /// [A9] peak bytes of @forward_backward's tensors, one micro-batch, from
+  /// the IR's liveness (what the CPU runtime measures as "activ").
+  int64_t activationPeak = 0;
   std::map<CollectiveKey, CollectiveTotal> collectives; // per step
   std::vector<std::string> unmodelled; // ops whose traffic is not counted
 };
@@ -233,7 +237,8 @@ struct Report {
   double efficiency = 0.5;
   double activationsPerLayer = 0; // bytes, [A1]-[A5]
   double bubble = 0;              // [P1]
-  double flopsPerToken = 0;       // [F1]
+  double flopsPerToken = 0;       // [F1] + [F2]
+  double recomputeFlopsPerToken = 0; // [F2], included in flopsPerToken
   StepTime step;
 };
 

@@ -41,6 +41,9 @@ struct CompileOptions {
   int64_t zero = 0;
   /// Megatron sequence parallelism over tp (needs tp >= 2 in the mesh).
   bool sequenceParallel = false;
+  /// Activation recomputation: "none", "selective" or "full"
+  /// (triax-recompute, as triax-parallelize's recompute option).
+  std::string recompute = "none";
   /// Pipeline parallelism (pp >= 2 in the mesh): micro-batches per step (0:
   /// the model's accumulation count), schedule (gpipe or 1f1b) and blocks
   /// per stage ("" = balanced), as triax-parallelize's options.

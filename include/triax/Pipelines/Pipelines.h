@@ -92,6 +92,12 @@ struct ParallelizeOptions
                        llvm::cl::desc("ZeRO stage over dp (0: plain data "
                                       "parallelism)"),
                        llvm::cl::init(0)};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("Activation recomputation (triax-recompute): none, "
+                     "selective (the attention core) or full (each block "
+                     "from its input)"),
+      llvm::cl::init("none")};
 };
 
 /// Checks the plan of `options` (sizes, ZeRO without dp, ZeRO 2/3 with pp,
