@@ -6,8 +6,10 @@
 #       compiles tiny and gpt2 with `triaxc --target cuda`, the kernel test
 #       (test/cuda/kernel_check.py) and the CPU references (tiny's first 10
 #       losses from the CPU binary, every kernel's CPU result), and copies
-#       the shared libraries the GPU machine lacks (MPI, libstdc++) into
-#       DIR/lib. The bundle is what travels (MiBs, checked < 64 MiB).
+#       Open MPI's shared libraries into DIR/lib (the GPU machine has none),
+#       and a single-rank stand-in libmpi (mpi_stub.c) into DIR/lib-stub for
+#       a machine whose glibc is too old for them. The bundle is what
+#       travels (about 30 MB; a warning above 60 MiB).
 #   bench/gpu/run.sh run [--bundle DIR] [--out DIR] [--gpt2-steps N]
 #                        [--torch-steps N] [--no-torch] [--peak-tflops F]
 #       On the GPU machine (CUDA driver + cuBLAS 13, Python with PyTorch;
@@ -141,12 +143,18 @@ prepare() {
       echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib" >&2
       continue
     fi
-    # glibc and the CUDA driver/toolkit libraries are the GPU machine's own.
+    # glibc, libstdc++ and the CUDA driver/toolkit libraries are the GPU
+    # machine's own: what is left is Open MPI and what it needs.
     while read -r lib; do
       cp -L "$lib" "$bundle/lib/"
     done < <(ldd "$exe" | awk '$3 ~ /^\// {print $3}' |
-             grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcublasLt)\.so' || true)
+             grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcublasLt|libstdc\+\+|libgcc_s|libz|libudev)\.so' || true)
   done
+  # Open MPI from Debian 12 needs glibc 2.36 (libevent); a machine with an
+  # older one gets a stand-in libmpi for single-rank runs instead.
+  run mkdir -p "$bundle/lib-stub"
+  run cc -shared -fPIC -O2 -Wl,-soname,libmpi.so.40 -o "$bundle/lib-stub/libmpi.so.40" \
+      "$here/mpi_stub.c"
   if ((!dry)); then
     git -C "$root" rev-parse HEAD > "$bundle/commit" 2>/dev/null || true
     du -sh "$bundle" >&2
@@ -174,7 +182,8 @@ check_bundle() {
   for f in train-tiny-cuda train-gpt2-cuda train-tiny-cuda-block \
            train-gpt2-cuda-block gpt2.params ref/tiny-cpu.jsonl \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
-           kernel-check/cpu kernel-check-block/kernel-check-cuda; do
+           kernel-check/cpu kernel-check-block/kernel-check-cuda \
+           lib-stub/libmpi.so.40; do
     if [[ ! -e "$bundle/$f" ]]; then
       echo "run.sh run: $bundle/$f is missing (run \`bench/gpu/run.sh prepare\` on the build machine)" >&2
       missing=1
@@ -190,9 +199,19 @@ run_gpu() {
     echo "(dry run: the bundle is incomplete; the commands follow anyway)" >&2
   fi
   run mkdir -p "$out"
-  local status=0 libs
+  local status=0 libs mpi="$bundle/lib"
   libs="$(cuda_libs)"
-  export LD_LIBRARY_PATH="$bundle/lib${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The bundled Open MPI when it loads here, else the single-rank stand-in.
+  if ((!dry)) && LD_LIBRARY_PATH="$mpi${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      ldd "$bundle/train-tiny-cuda" 2>&1 | grep -q "not found"; then
+    mpi="$bundle/lib-stub"
+    echo "run.sh: the bundled Open MPI does not load here; using lib-stub/libmpi.so.40 (one rank)" >&2
+  fi
+  export LD_LIBRARY_PATH="$mpi${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if ((!dry)) && ldd "$bundle/train-tiny-cuda" 2>&1 | grep "not found" >&2; then
+    echo "run.sh: libraries missing (above): CUDA 13's libcuda.so.1 and libcublas.so.13 must be installed" >&2
+    status=1
+  fi
   local t0=$SECONDS
   if ((!dry)); then
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
