@@ -7,11 +7,10 @@
  * other call means a multi-rank run, which needs the real library: it
  * prints why and exits.
  *
- * Built by bench/gpu/run.sh prepare:
- *   cc -shared -fPIC -Wl,-soname,libmpi.so.40 -o lib-stub/libmpi.so.40 mpi_stub.c
- * Only the symbols the runtime uses are defined (nm -D --undefined-only on a
- * training binary lists them); the data objects are reached through the GOT,
- * so their size does not matter. */
+ * Built by bench/gpu/run.sh prepare (cc -shared -fPIC, soname
+ * libmpi.so.40). Only the symbols the runtime uses are defined (nm -D
+ * --undefined-only on a training binary lists them); the data objects are
+ * reached through the GOT, so their size does not matter. */
 #include <stdio.h>
 #include <stdlib.h>
 
