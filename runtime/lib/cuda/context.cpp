@@ -13,8 +13,9 @@
 // synchronous, like the CPU target's kernels: the host runtime may read any
 // buffer after a kernel returns.
 //
-// CUDA starts lazily (module loads run before main) on the device chosen by
-// trx_cuda_init.
+// CUDA starts lazily, at the first kernel, allocation or GEMM, on the device
+// chosen by trx_cuda_init; module loads (global constructors) only record
+// the embedded binary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +93,7 @@ void triax::rt::cuda::failCU(const char *call, CUresult rc) {
            name ? name : "unknown error", int(rc),
            text ? text : "no description", device);
   trx_dist_abort(msg);
+  std::abort(); // trx_dist_abort does not return
 }
 
 void triax::rt::cuda::fail(const char *call, const char *what) {
@@ -100,6 +102,7 @@ void triax::rt::cuda::fail(const char *call, const char *what) {
     snprintf(device, sizeof(device), "device %d", ctx.ordinal);
   snprintf(msg, sizeof(msg), "cuda: %s failed: %s (%s)", call, what, device);
   trx_dist_abort(msg);
+  std::abort(); // trx_dist_abort does not return
 }
 
 CUstream triax::rt::cuda::stream() {
@@ -139,41 +142,65 @@ extern "C" size_t trx_cuda_device_memory(void) {
 // CudaRuntimeWrappers.cpp)
 //===----------------------------------------------------------------------===//
 
-extern "C" CUmodule mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
-  trx_cuda_init();
+namespace {
+/// A module handed out by mgpuModuleLoad: the embedded binary, loaded into
+/// the context on its first mgpuModuleGetFunction. The load runs from a
+/// global constructor; deferring it lets a binary start (--help, argument
+/// errors) where there is no GPU, and CUDA errors then name the kernel.
+struct LazyModule {
+  void *data;
+  bool jit;
+  int optLevel;
   CUmodule module = nullptr;
-  TRX_CU(cuModuleLoadData(&module, data));
-  return module;
-}
+};
 
-/// The `isa` format embeds PTX, compiled by the driver at load time.
-extern "C" CUmodule mgpuModuleLoadJIT(void *data, int optLevel,
-                                      size_t /*assemblySize*/) {
+CUmodule loaded(LazyModule *m) {
+  if (m->module)
+    return m->module;
   trx_cuda_init();
-  CUmodule module = nullptr;
+  if (!m->jit) {
+    TRX_CU(cuModuleLoadData(&m->module, m->data));
+    return m->module;
+  }
+  // The `isa` format embeds PTX, compiled by the driver here.
   char log[4096] = {0};
   CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER,
                             CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {reinterpret_cast<void *>(intptr_t(optLevel)), log,
+  void *values[] = {reinterpret_cast<void *>(intptr_t(m->optLevel)), log,
                     reinterpret_cast<void *>(sizeof(log))};
-  CUresult rc = cuModuleLoadDataEx(&module, data, 3, options, values);
+  CUresult rc = cuModuleLoadDataEx(&m->module, m->data, 3, options, values);
   if (rc != CUDA_SUCCESS) {
     fprintf(stderr, "triax runtime: cuda: PTX JIT log:\n%s\n", log);
     failCU("cuModuleLoadDataEx (PTX JIT)", rc);
   }
-  return module;
+  return m->module;
+}
+} // namespace
+
+extern "C" void *mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
+  return new LazyModule{data, /*jit=*/false, 0};
 }
 
-extern "C" void mgpuModuleUnload(CUmodule module) {
+extern "C" void *mgpuModuleLoadJIT(void *data, int optLevel,
+                                   size_t /*assemblySize*/) {
+  return new LazyModule{data, /*jit=*/true, optLevel};
+}
+
+extern "C" void mgpuModuleUnload(void *handle) {
+  auto *m = static_cast<LazyModule *>(handle);
+  if (!m)
+    return;
   // Called from a global destructor: the context may already be gone at
   // exit, which is not an error worth reporting.
-  if (module && ctx.context)
-    cuModuleUnload(module);
+  if (m->module && ctx.context)
+    cuModuleUnload(m->module);
+  delete m;
 }
 
-extern "C" CUfunction mgpuModuleGetFunction(CUmodule module, const char *name) {
+extern "C" CUfunction mgpuModuleGetFunction(void *handle, const char *name) {
   CUfunction function = nullptr;
-  CUresult rc = cuModuleGetFunction(&function, module, name);
+  CUresult rc = cuModuleGetFunction(
+      &function, loaded(static_cast<LazyModule *>(handle)), name);
   if (rc != CUDA_SUCCESS) {
     char call[320];
     snprintf(call, sizeof(call), "cuModuleGetFunction(\"%s\")", name);
