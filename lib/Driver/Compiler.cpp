@@ -196,17 +196,16 @@ static int runPlanner(const ::triax::CompileOptions &options,
   }
   if (!options.apply)
     return 0;
-  // What triax-parallelize builds: dp, tp, pp, zero, sequence parallelism.
+  // What triax-parallelize builds: dp, tp, pp, zero, sequence parallelism,
+  // recomputation.
   const cost::Plan &plan = result->top.front().plan;
-  if (plan.recompute != cost::Recompute::None) {
-    errs << "triaxc: --apply: the top plan needs recompute="
-         << (plan.recompute == cost::Recompute::Full ? "full" : "selective")
-         << ", which the compiler does not build yet; refused (add "
-            "recompute=none to --plan to choose among the plans without "
-            "it)\n";
-    return 1;
-  }
+  // Recomputation: triax-recompute's mode.
+  std::string recompute = plan.recompute == cost::Recompute::Full ? "full"
+                          : plan.recompute == cost::Recompute::Selective
+                              ? "selective"
+                              : "none";
   ::triax::ParallelizeOptions parallelize;
+  parallelize.recompute = recompute;
   parallelize.dp = plan.dp;
   parallelize.tp = plan.tp;
   parallelize.pp = plan.pp;
@@ -241,6 +240,7 @@ static int runPlanner(const ::triax::CompileOptions &options,
                   ",pp=" + std::to_string(plan.pp);
   applied->zero = plan.zeroStage;
   applied->sequenceParallel = plan.sequenceParallel;
+  applied->recompute = recompute;
   std::string pipeline;
   if (plan.pp > 1) {
     applied->microbatches = plan.microBatches;
@@ -251,7 +251,7 @@ static int runPlanner(const ::triax::CompileOptions &options,
   errs << "triaxc: --apply: compiling the top plan: --mesh " << applied->mesh
        << " --zero " << plan.zeroStage
        << (plan.sequenceParallel ? " --sequence-parallel" : "") << pipeline
-       << "\n";
+       << (recompute != "none" ? " --recompute " + recompute : "") << "\n";
   return 0;
 }
 
