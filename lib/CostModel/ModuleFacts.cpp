@@ -65,8 +65,7 @@ int64_t activationPeakFromLiveness(mlir::func::FuncOp fn) {
           alias[arg] = input;
         flatten(body);
         for (auto [result, yielded] :
-             llvm::zip(inner.getResults(),
-                       body.getTerminator()->getOperands()))
+             llvm::zip(inner.getResults(), body.getTerminator()->getOperands()))
           alias[result] = yielded;
         continue;
       }
@@ -422,8 +421,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
       facts.plan.sequenceParallel = true;
     // triax-recompute marks the backward blocks that recompute.
     if (auto mode = op->getAttrOfType<mlir::StringAttr>("triax.recompute"))
-      facts.plan.recompute = mode.getValue() == "full" ? Recompute::Full
-                                                       : Recompute::Selective;
+      facts.plan.recompute =
+          mode.getValue() == "full" ? Recompute::Full : Recompute::Selective;
   });
   facts.layers = int64_t(blocks.size());
   facts.activationPeak = activationPeakFromLiveness(fb);

@@ -53,9 +53,8 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   r.flopsPerToken = flopsPerToken(double(facts.numParams), facts.layers,
                                   facts.hidden, facts.seq);
   // What triax-recompute adds: the forward it redoes in the backward.
-  r.recomputeFlopsPerToken =
-      recomputeFlopsPerToken(facts.layerParams, facts.layers, facts.hidden,
-                             facts.seq, plan.recompute);
+  r.recomputeFlopsPerToken = recomputeFlopsPerToken(
+      facts.layerParams, facts.layers, facts.hidden, facts.seq, plan.recompute);
   r.flopsPerToken += r.recomputeFlopsPerToken;
   std::vector<CommLoad> loads;
   for (const auto &[key, total] : facts.collectives)

@@ -93,8 +93,7 @@ static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Activation recomputation (triax-recompute): none, selective "
              "(the attention core) or full (each block from its input)"),
-    cl::value_desc("none|selective|full"), cl::init("none"),
-    cl::cat(category));
+    cl::value_desc("none|selective|full"), cl::init("none"), cl::cat(category));
 // dist-plan (docs/cost-model.md "Planner"): choose the plan instead of
 // compiling one, draw its schedule, or compile it (--apply).
 static cl::opt<std::string>

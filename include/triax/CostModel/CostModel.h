@@ -235,9 +235,9 @@ struct Report {
   ModuleFacts facts;
   Hardware hardware;
   double efficiency = 0.5;
-  double activationsPerLayer = 0; // bytes, [A1]-[A5]
-  double bubble = 0;              // [P1]
-  double flopsPerToken = 0;       // [F1] + [F2]
+  double activationsPerLayer = 0;    // bytes, [A1]-[A5]
+  double bubble = 0;                 // [P1]
+  double flopsPerToken = 0;          // [F1] + [F2]
   double recomputeFlopsPerToken = 0; // [F2], included in flopsPerToken
   StepTime step;
 };

@@ -145,7 +145,8 @@ FailureOr<Value> BlockRecomputer::materialize(Value inner) {
     builder.setInsertionPointAfter(clones.back());
   Operation *clone = builder.clone(*def, mapping);
   clones.push_back(clone);
-  for (auto [result, cloned] : llvm::zip(def->getResults(), clone->getResults()))
+  for (auto [result, cloned] :
+       llvm::zip(def->getResults(), clone->getResults()))
     mapped[result] = cloned;
   return mapped.lookup(inner);
 }
@@ -232,9 +233,9 @@ LogicalResult BlockRecomputer::run() {
   }
   keptYields.append(newExports.begin(), newExports.end());
   builder.setInsertionPoint(forward);
-  auto newForward =
-      BlockOp::create(builder, forward.getLoc(), ValueRange(keptYields).getTypes(),
-                      forward.getNameAttr(), forward.getInputs());
+  auto newForward = BlockOp::create(builder, forward.getLoc(),
+                                    ValueRange(keptYields).getTypes(),
+                                    forward.getNameAttr(), forward.getInputs());
   newForward->setDiscardableAttrs(forward->getDiscardableAttrDictionary());
   newForward.getBody().takeBody(forward.getBody());
   forwardYield->setOperands(keptYields);
@@ -246,9 +247,9 @@ LogicalResult BlockRecomputer::run() {
         input.set(newForward.getResult(keptResults.size() + k));
   forward.erase();
   forward = newForward;
-  backward->setAttr(kRecomputeAttr,
-                    builder.getStringAttr(mode == Mode::Full ? "full"
-                                                             : "selective"));
+  backward->setAttr(
+      kRecomputeAttr,
+      builder.getStringAttr(mode == Mode::Full ? "full" : "selective"));
   return success();
 }
 
@@ -267,7 +268,8 @@ static LogicalResult recomputeFunction(func::FuncOp fn, Mode mode) {
     StringRef name = backward.getName().drop_back(strlen(".grad"));
     BlockOp forward;
     for (Operation *op = backward->getPrevNode(); op; op = op->getPrevNode())
-      if (auto block = dyn_cast<BlockOp>(op); block && block.getName() == name) {
+      if (auto block = dyn_cast<BlockOp>(op);
+          block && block.getName() == name) {
         forward = block;
         break;
       }
@@ -289,12 +291,11 @@ struct TriaxRecomputePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<Mode> parsed =
-        llvm::StringSwitch<std::optional<Mode>>(mode)
-            .Case("none", Mode::None)
-            .Case("selective", Mode::Selective)
-            .Case("full", Mode::Full)
-            .Default(std::nullopt);
+    std::optional<Mode> parsed = llvm::StringSwitch<std::optional<Mode>>(mode)
+                                     .Case("none", Mode::None)
+                                     .Case("selective", Mode::Selective)
+                                     .Case("full", Mode::Full)
+                                     .Default(std::nullopt);
     if (!parsed) {
       module.emitError("triax-recompute: unknown mode '")
           << mode << "'; expected none, selective or full";
