@@ -423,7 +423,8 @@ static LogicalResult splitOptimizerStep(tx::ModelOp model, MeshOp mesh,
       original->back().erase();
   });
   b.setInsertionPointToEnd(&body);
-  Value coordinate = AxisIndexOp::create(b, loc, b.getIndexType(), meshRef, axes);
+  Value coordinate =
+      AxisIndexOp::create(b, loc, b.getIndexType(), meshRef, axes);
   SmallVector<int64_t> caseValues;
   for (int64_t s = 0; s < stages; ++s)
     caseValues.push_back(s);
@@ -996,8 +997,8 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       // The mean over the micro-batches, summed in micro-batch order.
       for (Value l : losses) {
         Value scalar = tensor::ExtractOp::create(b, loc, l, ValueRange{});
-        result = result ? arith::AddFOp::create(b, loc, result, scalar)
-                        : scalar;
+        result =
+            result ? arith::AddFOp::create(b, loc, result, scalar) : scalar;
       }
       Value scale = arith::ConstantOp::create(
           b, loc, b.getF32FloatAttr(float(1.0 / double(m))));
@@ -1088,8 +1089,7 @@ void PipelinePass::runOnOperation() {
   }
   if (microbatches < 0) {
     module.emitError() << pass << ": microbatches must be >= 1 (or 0: the "
-                       << "training config's), got "
-                       << microbatches.getValue();
+                       << "training config's), got " << microbatches.getValue();
     return signalPassFailure();
   }
   MeshOp mesh = getOrCreateMeshAxis(module, pass, ppAxis, pp.getValue());
