@@ -417,6 +417,8 @@ typedef struct {
   int32_t shuffle;       /* --shuffle: visit the training batches in a
                             random order drawn from --seed (a new order each
                             epoch); default: sequential */
+  const char *trace;     /* --trace FILE: the measured timeline of every
+                            rank as one Chrome trace JSON (Perfetto) */
 } trx_train_args;
 
 /* Sets *out to the defaults. */
@@ -579,6 +581,12 @@ void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
  * nothing. */
 void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params, int32_t op,
                                        int64_t axis_mask);
+/* --trace: the compiled pipeline schedule brackets each stage function call
+ * with these (kind 0 forward, 1 backward; the micro-batch's index in the
+ * step); they record nothing unless the run traces. */
+void trx_trace_begin(int64_t kind, int64_t micro_batch);
+void trx_trace_end(void);
+
 /* Whether the next forward_backward call is the last micro-batch of an
  * optimizer step (the accumulation boundary). The training driver sets it
  * before each micro-batch; it starts set, so a program that calls

@@ -67,6 +67,12 @@ constexpr llvm::StringLiteral kAllReduceGrads = "trx_all_reduce_grads";
 constexpr llvm::StringLiteral kSendF32 = "trx_send_f32";
 constexpr llvm::StringLiteral kRecvF32 = "trx_recv_f32";
 
+/// --trace: brackets of one stage function call of a pipeline schedule, for
+/// the run's measured timeline (plain C functions): begin(i64 kind, i64
+/// micro_batch) with kind 0 forward, 1 backward; end().
+constexpr llvm::StringLiteral kTraceBegin = "trx_trace_begin";
+constexpr llvm::StringLiteral kTraceEnd = "trx_trace_end";
+
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {

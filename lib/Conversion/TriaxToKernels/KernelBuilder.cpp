@@ -204,6 +204,14 @@ void declareRuntimeFunctions(ModuleOp module) {
     func::FuncOp::create(b, module.getLoc(), ::triax::rt::kZeroAllGatherParam,
                          b.getFunctionType({i64, i64}, {}))
         .setPrivate();
+  if (!module.lookupSymbol(::triax::rt::kTraceBegin))
+    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kTraceBegin,
+                         b.getFunctionType({i64, i64}, {}))
+        .setPrivate();
+  if (!module.lookupSymbol(::triax::rt::kTraceEnd))
+    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kTraceEnd,
+                         b.getFunctionType({}, {}))
+        .setPrivate();
   if (!module.lookupSymbol(::triax::rt::kGroupPosition))
     func::FuncOp::create(b, module.getLoc(), ::triax::rt::kGroupPosition,
                          b.getFunctionType({i64}, {i64}))

@@ -101,6 +101,32 @@ static void ownReturnedBuffers(func::FuncOp fn) {
   });
 }
 
+/// Brackets each call of a stage function in the pipeline schedule `step`
+/// with the runtime's trace calls (kind 0 for `@stage<s>_forward`, 1 for
+/// `@stage<s>_backward`; the micro-batch is the call's rank among the calls
+/// of that function, as both schedules run each stage's forwards, and its
+/// backwards, in micro-batch order).
+static void traceStageCalls(func::FuncOp step) {
+  llvm::StringMap<int64_t> seen;
+  step.walk([&](func::CallOp call) {
+    StringRef callee = call.getCallee();
+    if (!callee.starts_with("stage"))
+      return;
+    int64_t kind = callee.ends_with("_forward") ? 0 : 1;
+    int64_t microBatch = seen[callee]++;
+    OpBuilder b(call);
+    Location loc = call.getLoc();
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+    };
+    func::CallOp::create(b, loc, ::triax::rt::kTraceBegin, TypeRange{},
+                         ValueRange{i64(kind), i64(microBatch)});
+    b.setInsertionPointAfter(call);
+    func::CallOp::create(b, loc, ::triax::rt::kTraceEnd, TypeRange{},
+                         ValueRange{});
+  });
+}
+
 /// Frees each buffer right after its last use (through any view of it), so
 /// a step holds only the activations still needed. The buffers are those
 /// the kernels allocated and those a call of a model function returned
@@ -352,6 +378,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
     fn->moveBefore(module.getBody(), module.getBody()->end());
     fn.setPrivate();
   }
+  if (pipelineStep)
+    traceStageCalls(pipelineStep);
   // What stays in the model is not part of the program (the whole-model
   // functions a pipeline replaced): it goes now, before the conversion.
   for (func::FuncOp fn : llvm::to_vector(model.getOps<func::FuncOp>()))

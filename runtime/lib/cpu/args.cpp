@@ -45,6 +45,7 @@ const Option kOptions[] = {
     {"--init-from", Kind::Path, TRX_FIELD(init_from)},
     {"--log-every", Kind::Int, TRX_FIELD(log_every)},
     {"--log-json", Kind::Path, TRX_FIELD(log_json)},
+    {"--trace", Kind::Path, TRX_FIELD(trace)},
     {"--save-init", Kind::Path, TRX_FIELD(save_init)},
     {"--threads", Kind::Int, TRX_FIELD(threads)},
     {"--val-batches", Kind::Int, TRX_FIELD(val_batches)},
@@ -275,6 +276,9 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "Logging:\n"
       "  --log-every N         print every N steps (default 1, 0 = off)\n"
       "  --log-json FILE       append one JSON object per step to FILE\n"
+      "  --trace FILE          write every rank's measured timeline (compute\n"
+      "                        per micro-batch, collectives, sends) as one\n"
+      "                        Chrome trace JSON (Perfetto)\n"
       "  -v, --verbose         more output (repeatable)\n"
       "  -h, --help            show this help and exit\n"
       "\n"

@@ -285,10 +285,20 @@ trx_dist_group &groupOrAbort(const int32_t *axes, int32_t n, const char *fn) {
   return *g;
 }
 
-void count(int kind, uint32_t mask, uint64_t bytes) {
+void count(int kind, uint32_t mask, uint64_t bytes, double start = -1) {
   gCalls[kind][mask].fetch_add(1, std::memory_order_relaxed);
   if (bytes)
     gBytes[kind][mask].fetch_add(bytes, std::memory_order_relaxed);
+  // --trace: the call as an event (sends and recvs on their own threads).
+  if (start >= 0 && traceOn()) {
+    std::string name = trx_comm_kind_name(kind);
+    name += " over ";
+    for (int32_t i = 0, n = 0; i < trx_dist_num_axes(); ++i)
+      if (mask & (1u << i))
+        name += std::string(n++ ? "," : "") + trx_dist_axis_name(i);
+    int tid = kind == TRX_COMM_SEND ? 2 : kind == TRX_COMM_RECV ? 3 : 4;
+    traceRecord(std::move(name), tid == 4 ? "collective" : "p2p", tid, start);
+  }
 }
 
 /// Sends `sendBytes` to comm rank `dst` while receiving `recvBytes` from
@@ -434,6 +444,7 @@ int64_t chunkBegin(int64_t n, int64_t c, int64_t p) { return n * c / p; }
 template <typename T>
 void allReduce(T *buf, int64_t n, int32_t op, const int32_t *axes,
                int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
   checkBuffer(buf, n, "data", fn);
   checkOp(op, fn);
   trx_dist_group &g = groupOrAbort(axes, naxes, fn);
@@ -467,12 +478,13 @@ void allReduce(T *buf, int64_t n, int32_t op, const int32_t *axes,
   }
   if (op == TRX_REDUCE_AVG && p > 1)
     divideBy(buf, n, int32_t(p));
-  count(TRX_COMM_ALL_REDUCE, g.mask, sent);
+  count(TRX_COMM_ALL_REDUCE, g.mask, sent, traceStart);
 }
 
 template <typename T>
 void allGather(const T *send, int64_t npr, T *recv, const int32_t *axes,
                int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
   checkBuffer(send, npr, "send", fn);
   checkBuffer(recv, npr, "recv", fn);
   trx_dist_group &g = groupOrAbort(axes, naxes, fn);
@@ -491,12 +503,13 @@ void allGather(const T *send, int64_t npr, T *recv, const int32_t *axes,
                        prev, tag, fn);
     }
   }
-  count(TRX_COMM_ALL_GATHER, g.mask, sent);
+  count(TRX_COMM_ALL_GATHER, g.mask, sent, traceStart);
 }
 
 template <typename T>
 void reduceScatter(const T *send, int64_t npr, T *recv, int32_t op,
                    const int32_t *axes, int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
   checkBuffer(send, npr, "send", fn);
   checkBuffer(recv, npr, "recv", fn);
   checkOp(op, fn);
@@ -528,12 +541,13 @@ void reduceScatter(const T *send, int64_t npr, T *recv, int32_t op,
     if (op == TRX_REDUCE_AVG && p > 1)
       divideBy(recv, npr, int32_t(p));
   }
-  count(TRX_COMM_REDUCE_SCATTER, g.mask, sent);
+  count(TRX_COMM_REDUCE_SCATTER, g.mask, sent, traceStart);
 }
 
 template <typename T>
 void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
                int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
   checkBuffer(buf, n, "data", fn);
   trx_dist_group &g = groupOrAbort(axes, naxes, fn);
   if (root < 0 || root >= g.size)
@@ -560,7 +574,7 @@ void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
       }
     }
   }
-  count(TRX_COMM_BROADCAST, g.mask, sent);
+  count(TRX_COMM_BROADCAST, g.mask, sent, traceStart);
 }
 
 trx_dist_group &p2pGroup(const void *buf, int64_t n, int32_t peer,
@@ -581,19 +595,21 @@ trx_dist_group &p2pGroup(const void *buf, int64_t n, int32_t peer,
 template <typename T>
 void sendTo(const T *buf, int64_t n, int32_t peer, const int32_t *axes,
             int32_t naxes, int32_t tag, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
   trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
   int64_t bytes = n * int64_t(sizeof(T));
   sendBytesTo(g, buf, bytes, g.posToCommRank[size_t(peer)], tag, fn);
-  count(TRX_COMM_SEND, g.mask, uint64_t(bytes));
+  count(TRX_COMM_SEND, g.mask, uint64_t(bytes), traceStart);
 }
 
 template <typename T>
 void recvFrom(T *buf, int64_t n, int32_t peer, const int32_t *axes,
               int32_t naxes, int32_t tag, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
   trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
   int64_t bytes = n * int64_t(sizeof(T));
   recvBytesFrom(g, buf, bytes, g.posToCommRank[size_t(peer)], tag, peer, fn);
-  count(TRX_COMM_RECV, g.mask, uint64_t(bytes));
+  count(TRX_COMM_RECV, g.mask, uint64_t(bytes), traceStart);
 }
 
 bool validAxisName(const char *s) {

@@ -1065,6 +1065,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     }
     return t;
   };
+  if (a.trace)
+    traceEnable();
   while (step < endStep) {
     ++step;
     double t0 = trx_now_ms();
@@ -1074,7 +1076,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       before.push_back(traffic(mask));
     run.zeroGrads();
     double lossSum = 0;
-    // A pipeline's call takes all the step's micro-batches at once.
+    // A pipeline's call takes all the step's micro-batches at once (its
+    // schedule traces each stage function itself).
     const int64_t perCall = run.callMicroBatches;
     for (int64_t k = 0; k < accum; k += perCall) {
       for (int64_t slot = 0; slot < perCall; ++slot)
@@ -1082,13 +1085,18 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
           return 1;
       // Gradient buckets reduce after the last micro-batch only.
       trx_set_accumulation_boundary(k + perCall == accum);
+      double start = traceNow();
       lossSum += double(model->forward_backward(run.inputs, run.targets)) *
                  double(perCall);
+      if (perCall == 1)
+        traceRecord("FB" + std::to_string(k), "forward_backward", 1, start, k);
     }
+    double optimizerStart = traceNow();
     loss = float(lossSum / double(accum));
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
                          a.min_lr_ratio);
     float gradNorm = model->optimizer_step(lr, step, 1.0f / float(accum));
+    traceRecord("optimizer", "optimizer", 1, optimizerStart);
     for (uint32_t mask = 1; report && mask < nmasks; ++mask) {
       Traffic now = traffic(mask);
       std::string axes;
@@ -1153,6 +1161,13 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   }
   if (a.ckpt_dir && lastSaved != step && run.checkpoint(step, loss) != 0)
     return 1;
+  if (a.trace) {
+    std::string error;
+    if (!traceWrite(a.trace, error)) {
+      printError("%s", error.c_str());
+      return 1;
+    }
+  }
   printf("done: step %" PRId64, step);
   if (std::isfinite(loss))
     printf(", last loss %.6f", double(loss));

@@ -60,6 +60,19 @@ struct ParamLayout {
   }
 };
 
+/// --trace (trace.cpp): a timeline of the run, recorded per rank and written
+/// by rank 0 as one Chrome trace. traceRecord ends an event now that began
+/// at `start` (traceNow(), µs) on thread `tid` (1 compute, 2 send, 3 recv,
+/// 4 collectives); nothing is recorded until traceEnable().
+double traceNow();
+void traceEnable();
+bool traceOn();
+void traceRecord(std::string name, const char *cat, int tid, double start,
+                 int64_t microBatch = -1);
+/// Collective over all ranks; rank 0 writes `path` (temporary file, then
+/// renamed).
+bool traceWrite(const char *path, std::string &error);
+
 /// Resolves `p` against the mesh; false with a message ("parameter 'x':
 /// ...") when its placement does not fit the mesh.
 bool computeParamLayout(const trx_param_desc &p, ParamLayout &out,

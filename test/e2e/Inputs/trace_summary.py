@@ -1,0 +1,52 @@
+"""Summarizes a training binary's --trace (Chrome trace JSON) for tests.
+
+Prints, per rank (pid), the compute thread's events in time order, the
+number of events on the send / recv / collectives threads with their names,
+and checks the pipeline's causality across ranks: a stage's F<mb> starts
+after the previous stage's F<mb> ended, and its B<mb> ends before the
+previous stage's B<mb> starts (the ranks share one monotonic clock).
+  trace_summary.py TRACE [STAGE_RANKS...]   (ranks of stages 0, 1, ...)
+"""
+import json
+import sys
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        trace = json.load(f)
+    stage_ranks = [int(r) for r in sys.argv[2:]]
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    ranks = sorted({e["pid"] for e in events})
+    for rank in ranks:
+        mine = sorted((e for e in events if e["pid"] == rank),
+                      key=lambda e: e["ts"])
+        compute = [e["name"] for e in mine if e["tid"] == 1]
+        print(f"rank {rank} compute: {' '.join(compute)}")
+        for tid, what in ((2, "send"), (3, "recv"), (4, "collectives")):
+            names = sorted({e["name"] for e in mine if e["tid"] == tid})
+            count = sum(1 for e in mine if e["tid"] == tid)
+            print(f"rank {rank} {what}: {count} ({', '.join(names)})")
+        if any(e["dur"] < 0 or e["ts"] < 0 for e in mine):
+            print(f"rank {rank}: negative time")
+    bad = 0
+    for s in range(1, len(stage_ranks)):
+        prev = {e["name"]: e for e in events
+                if e["pid"] == stage_ranks[s - 1] and e["tid"] == 1}
+        cur = {e["name"]: e for e in events
+               if e["pid"] == stage_ranks[s] and e["tid"] == 1}
+        for name, e in cur.items():
+            p = prev.get(name)
+            if p is None:
+                continue
+            if name.startswith("F") and e["ts"] < p["ts"] + p["dur"]:
+                bad += 1
+                print(f"stage {s} {name} starts before stage {s-1}'s ends")
+            if name.startswith("B") and p["ts"] < e["ts"] + e["dur"]:
+                bad += 1
+                print(f"stage {s-1} {name} starts before stage {s}'s ends")
+    if stage_ranks:
+        print("causal: ok" if bad == 0 else f"causal: {bad} violations")
+
+
+if __name__ == "__main__":
+    main()
