@@ -4,8 +4,12 @@
 // thread per iteration: the iteration space is linearized over a 1-D grid
 // of `block-size`-thread blocks and each thread recovers its loop indices
 // with the innermost dimension fastest, so that consecutive threads touch
-// consecutive elements (coalesced accesses). Nests the GPU cannot run
-// (reductions, calls, allocations in the body) stay on the host.
+// consecutive elements (coalesced accesses). With rows=block, a row-wise
+// kernel (a 1-D nest over rows of scalar ops and row loops, each a
+// reduction or elementwise) becomes one block per row instead, its
+// reductions finished by gpu.all_reduce. Nests the GPU cannot run
+// (reductions into results, calls, allocations in the body) stay on the
+// host.
 //
 // Assumes the kernel-level IR of convert-triax-to-kernels: buffers are
 // memrefs the runtime allocated (CUDA managed memory on this target), loop
@@ -21,10 +25,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
-
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+
 #include <algorithm>
 
 namespace mlir::triax {
