@@ -138,9 +138,66 @@ private:
            int64_t bytes, int64_t calls, llvm::StringRef source);
   llvm::Error collective(mlir::Operation *op, int64_t times);
 
+  /// Visits the collectives `op` runs, `times` each: on this rank's branch
+  /// of a switch on the pipeline stage, and through calls into the
+  /// functions they call (the pipeline's stage functions).
+  llvm::Error visitRun(mlir::Operation *op, int64_t times);
+
   ModuleFacts &facts;
   llvm::StringMap<ParamInfo> params;
+  int64_t myStage = 0;
 };
+
+llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
+  llvm::StringRef name = op->getName().getStringRef();
+  auto visitRegion = [&](mlir::Region &region) -> llvm::Error {
+    for (mlir::Block &block : region)
+      for (mlir::Operation &inner : block)
+        if (llvm::Error e = visitRun(&inner, times))
+          return e;
+    return llvm::Error::success();
+  };
+  if (name == "scf.index_switch" && op->getNumOperands() == 1) {
+    mlir::Operation *selector = op->getOperand(0).getDefiningOp();
+    auto cases = op->getAttrOfType<mlir::DenseI64ArrayAttr>("cases");
+    auto axes = selector ? selector->getAttrOfType<mlir::ArrayAttr>("axes")
+                         : mlir::ArrayAttr();
+    if (cases && selector &&
+        selector->getName().getStringRef() == "dist.axis_index" && axes &&
+        axes.size() == 1 && llvm::cast<mlir::StringAttr>(axes[0]) == "pp") {
+      // Region 0 is the default, region i + 1 the case cases[i].
+      const auto *it = llvm::find(cases.asArrayRef(), myStage);
+      unsigned region = it == cases.asArrayRef().end()
+                            ? 0
+                            : unsigned(it - cases.asArrayRef().begin()) + 1;
+      return visitRegion(op->getRegion(region));
+    }
+  }
+  if (name == "func.call") {
+    auto callee = op->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
+    auto fn = callee ? mlir::SymbolTable::lookupNearestSymbolFrom<
+                           mlir::func::FuncOp>(op, callee)
+                     : mlir::func::FuncOp();
+    if (fn && !fn.isExternal())
+      return visitRegion(fn.getBody());
+  }
+  if (name == "dist.send" || name == "dist.recv") {
+    auto axes = axesOf(op);
+    if (!axes)
+      return axes.takeError();
+    mlir::Type t = name == "dist.send" ? op->getOperand(0).getType()
+                                       : op->getResult(0).getType();
+    add(name == "dist.send" ? "send" : "recv", *axes,
+        times * numElements(t) * elemBytes(t), times, name);
+    return llvm::Error::success();
+  }
+  if (llvm::Error e = collective(op, times))
+    return e;
+  for (mlir::Region &region : op->getRegions())
+    if (llvm::Error e = visitRegion(region))
+      return e;
+  return llvm::Error::success();
+}
 
 llvm::Expected<std::vector<int64_t>> Walker::axesOf(mlir::Operation *op) const {
   auto axes = op->getAttrOfType<mlir::ArrayAttr>("axes");
@@ -351,6 +408,11 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   facts.plan.microBatches =
       perRank > 0 ? std::max<int64_t>(1, facts.globalBatch / perRank) : 1;
 
+  // Pipeline parallelism: this rank's stage, which holds only the
+  // parameters of its stage (dist.stage, or dist.tied_stages).
+  int64_t ppAxis = axisIndex("pp");
+  myStage = ppAxis < 0 ? 0 : (facts.rank / stride(ppAxis)) % facts.axisSizes[ppAxis];
+
   // Parameters: local shape, ZeRO chunks, state per rank ([M1]-[M4]).
   for (mlir::Operation &op : model.getBody().front()) {
     if (op.getName().getStringRef() != "triax.param")
@@ -363,6 +425,13 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     ParamInfo info;
     info.elemBytes = elemBytes(type);
     facts.numParams += type.getNumElements();
+    if (auto tied = op.getAttrOfType<mlir::DenseI64ArrayAttr>("dist.tied_stages")) {
+      if (!llvm::is_contained(tied.asArrayRef(), myStage))
+        continue;
+    } else if (auto stage = op.getAttrOfType<mlir::IntegerAttr>("dist.stage")) {
+      if (stage.getInt() != myStage)
+        continue;
+    }
     info.localElems = 1;
     auto sharding = op.getAttrOfType<mlir::dist::ShardingAttr>("dist.sharding");
     for (unsigned d = 0; d < unsigned(type.getRank()); ++d) {
@@ -451,6 +520,20 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
       return mlir::WalkResult::advance();
     });
   };
+  // A pipeline runs @pipeline_step once per step: this rank's stage's
+  // schedule, its calls and sends; and its stage's optimizer step.
+  mlir::func::FuncOp step;
+  model.walk([&](mlir::func::FuncOp f) {
+    if (f.getSymName() == "pipeline_step")
+      step = f;
+  });
+  if (step) {
+    if (llvm::Error e = visitRun(step, 1))
+      return e;
+    if (opt)
+      return visitRun(opt, 1);
+    return llvm::Error::success();
+  }
   visit(fb, facts.plan.microBatches);
   if (err)
     return err;

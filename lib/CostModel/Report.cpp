@@ -35,6 +35,8 @@ const char *activationLabel(const Plan &p) {
 std::string formulaOf(const CollectiveKey &key) {
   if (key.kind == "all_reduce")
     return "[C1] ring all_reduce 2(p-1)/p S";
+  if (key.kind == "send" || key.kind == "recv")
+    return "[C6] point to point: the tensor's bytes (recv: received)";
   return "[C2] ring " + key.kind + " (p-1)/p S = (p-1) x block";
 }
 
@@ -130,7 +132,8 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
     os << "  none\n";
   for (const auto &[key, t] : f.collectives) {
     os << "  " << key.kind << " over " << key.axes << ": " << t.bytes
-       << " bytes sent by this rank in " << t.calls << " calls\n";
+       << " bytes " << (key.kind == "recv" ? "received" : "sent")
+       << " by this rank in " << t.calls << " calls\n";
     os << "    " << formulaOf(key) << ", p = " << t.groupSize << "; from";
     for (const std::string &s : t.sources)
       os << " " << s;

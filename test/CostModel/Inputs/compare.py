@@ -12,7 +12,7 @@ traffic must be equal line for line; params + grads + optim within 2%.
 import re
 import sys
 
-TRAFFIC = re.compile(r"(\w+) over ([\w,]+): (\d+) bytes sent by this rank "
+TRAFFIC = re.compile(r"(\w+) over ([\w,]+): (\d+) bytes (?:sent|received) by this rank "
                      r"in (\d+) calls")
 PEAK = re.compile(r"peak bytes: params (\d+) grads (\d+) optim (\d+)")
 
