@@ -133,6 +133,23 @@ FailureOr<Value> BlockRecomputer::materialize(Value inner) {
     diag.attachNote(backward.getLoc()) << "backward block recomputing it";
     return diag;
   }
+  // A parameter read the backward block already does (for its gradient's
+  // weight) is read once: the same op among the operand-free ops the block
+  // starts with (they precede every op the clones end up before).
+  if (leaf)
+    for (Operation &existing : backwardBody) {
+      if (llvm::is_contained(clones, &existing))
+        continue;
+      if (existing.getNumOperands() != 0)
+        break;
+      if (OperationEquivalence::isEquivalentTo(
+              def, &existing, OperationEquivalence::IgnoreLocations)) {
+        for (auto [result, same] :
+             llvm::zip(def->getResults(), existing.getResults()))
+          mapped[result] = same;
+        return mapped.lookup(inner);
+      }
+    }
   IRMapping mapping;
   for (Value operand : def->getOperands()) {
     FailureOr<Value> value = materialize(operand);
