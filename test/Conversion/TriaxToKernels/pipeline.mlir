@@ -1,0 +1,53 @@
+// convert-triax-to-kernels on dist-pipeline's output (tiny, pp=2, GPipe over
+// 2 micro-batches): @pipeline_step becomes the training step's entry, the
+// stage functions private functions on buffers; @forward is not exported
+// (a rank holds only its stage's parameters).
+// RUN: triax-model tiny --batch 16 --micro-batch 8 | triax-opt --triax-autodiff --dist-pipeline="pp=2 microbatches=2 schedule=gpipe" --convert-triax-to-kernels | FileCheck %s
+
+// CHECK-NOT: func.func @triax_forward(
+// CHECK-LABEL: func.func @triax_forward_backward(%arg0: memref<16x64xi32>, %arg1: memref<16x64xi32>) -> f32
+// The stage is the rank's position on the pp axis (mask 1: axis 0).
+// CHECK: %[[POS:.*]] = call @trx_group_position(%{{.*}}) : (i64) -> i64
+// CHECK: %[[STAGE:.*]] = arith.index_cast %[[POS]] : i64 to index
+// CHECK: scf.index_switch %[[STAGE]] -> f32
+// CHECK: case 0 {
+// Micro-batch 0's tokens are copied out of the stacked batch.
+// CHECK: %[[TOK:.*]] = memref.alloc() : memref<8x64xi32>
+// CHECK: scf.parallel
+// CHECK: memref.load %arg0
+// The stage function call, bracketed for --trace (forward, micro-batch 0).
+// CHECK: func.call @trx_trace_begin(%[[C0:.*]], %[[C0B:.*]]) : (i64, i64) -> ()
+// CHECK: %[[F0:.*]]:11 = func.call @stage0_forward(%[[TOK]]) : (memref<8x64xi32>) -> (memref<8x64x64xf32>,
+// CHECK-NEXT: func.call @trx_trace_end() : () -> ()
+// The activation goes to stage 1 with tag 0, and its buffer (the caller's)
+// is freed after the send.
+// CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[F0]]#0
+// CHECK: %[[DYN:.*]] = memref.cast %[[FLAT]] : memref<32768xf32> to memref<?xf32>
+// CHECK: %[[PEER:.*]] = arith.constant 1 : i64
+// CHECK: %[[TAG:.*]] = arith.constant 0 : i64
+// CHECK: func.call @trx_send_f32(%[[DYN]], %[[PEER]], %[[TAG]], %{{.*}}) : (memref<?xf32>, i64, i64, i64) -> ()
+// CHECK-NEXT: memref.dealloc %[[F0]]#0 : memref<8x64x64xf32>
+// The gradient of micro-batch 0 comes back into a new buffer (tag 1).
+// CHECK: %[[G:.*]] = memref.alloc() : memref<8x64x64xf32>
+// CHECK: func.call @trx_recv_f32(
+// CHECK: func.call @stage0_backward(
+// CHECK: case 1 {
+// CHECK: func.call @trx_recv_f32(
+// CHECK: func.call @stage1_forward(
+// CHECK: func.call @stage1_backward(
+// CHECK: func.call @trx_send_f32(
+
+// The per-stage optimizer step exchanges the tied wte gradient (tag 4).
+// CHECK-LABEL: func.func @triax_optimizer_step(
+// CHECK: scf.index_switch
+// CHECK: case 0 {
+// CHECK: func.call @trx_send_f32(
+// CHECK: func.call @trx_recv_f32(
+// CHECK: case 1 {
+// CHECK: func.call @trx_recv_f32(
+// CHECK: func.call @trx_send_f32(
+
+// A stage function returns buffers its caller owns.
+// CHECK-LABEL: func.func private @stage0_forward(%arg0: memref<8x64xi32>) -> (memref<8x64x64xf32>,
+// CHECK-LABEL: func.func private @stage1_backward(
+// CHECK: return %{{.*}} : memref<8x64x64xf32>
