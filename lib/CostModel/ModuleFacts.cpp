@@ -175,9 +175,10 @@ llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
   }
   if (name == "func.call") {
     auto callee = op->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
-    auto fn = callee ? mlir::SymbolTable::lookupNearestSymbolFrom<
-                           mlir::func::FuncOp>(op, callee)
-                     : mlir::func::FuncOp();
+    auto fn =
+        callee ? mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+                     op, callee)
+               : mlir::func::FuncOp();
     if (fn && !fn.isExternal())
       return visitRegion(fn.getBody());
   }
@@ -411,7 +412,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   // Pipeline parallelism: this rank's stage, which holds only the
   // parameters of its stage (dist.stage, or dist.tied_stages).
   int64_t ppAxis = axisIndex("pp");
-  myStage = ppAxis < 0 ? 0 : (facts.rank / stride(ppAxis)) % facts.axisSizes[ppAxis];
+  myStage =
+      ppAxis < 0 ? 0 : (facts.rank / stride(ppAxis)) % facts.axisSizes[ppAxis];
 
   // Parameters: local shape, ZeRO chunks, state per rank ([M1]-[M4]).
   for (mlir::Operation &op : model.getBody().front()) {
@@ -425,7 +427,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     ParamInfo info;
     info.elemBytes = elemBytes(type);
     facts.numParams += type.getNumElements();
-    if (auto tied = op.getAttrOfType<mlir::DenseI64ArrayAttr>("dist.tied_stages")) {
+    if (auto tied =
+            op.getAttrOfType<mlir::DenseI64ArrayAttr>("dist.tied_stages")) {
       if (!llvm::is_contained(tied.asArrayRef(), myStage))
         continue;
     } else if (auto stage = op.getAttrOfType<mlir::IntegerAttr>("dist.stage")) {

@@ -121,7 +121,8 @@ std::string emitModelDescriptor(ModuleOp module) {
     auto tokens = cast<RankedTensorType>(step.getArgumentTypes().front());
     pipelineMicroBatches = tokens.getDimSize(0) / batch;
   }
-  int64_t callRows = pipelineMicroBatches ? pipelineMicroBatches * batch : batch;
+  int64_t callRows =
+      pipelineMicroBatches ? pipelineMicroBatches * batch : batch;
   os << llvm::formatv(
       "static triax_i32_view view(const int32_t *p, int64_t rows) {{\n"
       "  triax_i32_view v = {{(int32_t *)p, (int32_t *)p, 0, {{rows, {0}}, "

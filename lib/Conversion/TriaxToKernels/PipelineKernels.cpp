@@ -86,9 +86,9 @@ struct RecvLowering : OpConversionPattern<dist::RecvOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     Value buffer = k.alloc(op.getType());
-    if (failed(callPointToPoint(op, ::triax::rt::kRecvF32, buffer,
-                                op.getFrom(), op.getTag(), op.getMeshAttr(),
-                                op.getAxesAttr(), rewriter)))
+    if (failed(callPointToPoint(op, ::triax::rt::kRecvF32, buffer, op.getFrom(),
+                                op.getTag(), op.getMeshAttr(), op.getAxesAttr(),
+                                rewriter)))
       return failure();
     rewriter.replaceOp(op, buffer);
     return success();
@@ -126,6 +126,7 @@ struct ExtractSliceLowering : OpConversionPattern<tensor::ExtractSliceOp> {
 
 void mlir::triax::kernels::populatePipelinePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AxisIndexLowering, SendLowering, RecvLowering,
-               ExtractSliceLowering>(converter, patterns.getContext());
+  patterns
+      .add<AxisIndexLowering, SendLowering, RecvLowering, ExtractSliceLowering>(
+          converter, patterns.getContext());
 }

@@ -265,8 +265,8 @@ extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,
         return fail(TRX_ERR_ARG, err, errlen, "trx_state_bind: %s",
                     msg.c_str());
       // A parameter another pipeline stage holds has no buffers here.
-      if (l.present && (!param_bufs[i] || !exp_avg[i] || !exp_avg_sq[i] ||
-                        !grads[i]))
+      if (l.present &&
+          (!param_bufs[i] || !exp_avg[i] || !exp_avg_sq[i] || !grads[i]))
         return fail(TRX_ERR_ARG, err, errlen,
                     "trx_state_bind: parameter %" PRId64
                     " '%s' has a NULL buffer",

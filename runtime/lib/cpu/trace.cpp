@@ -18,8 +18,8 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <string>
 #include <vector>
@@ -64,7 +64,8 @@ void traceRecord(std::string name, const char *cat, int tid, double start,
   Recorder &r = recorder();
   if (!r.on)
     return;
-  r.events.push_back({std::move(name), cat, tid, start, traceNow(), microBatch});
+  r.events.push_back(
+      {std::move(name), cat, tid, start, traceNow(), microBatch});
 }
 
 /// One rank's events as JSON objects, comma-separated, times shifted by
@@ -76,8 +77,8 @@ static std::string eventsJson(int rank, double origin) {
     std::snprintf(buf, sizeof(buf),
                   "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,"
                   "\"dur\":%.3f,\"pid\":%d,\"tid\":%d",
-                  out.empty() ? "" : ",\n", e.name.c_str(), e.cat, e.start - origin,
-                  e.end - e.start, rank, e.tid);
+                  out.empty() ? "" : ",\n", e.name.c_str(), e.cat,
+                  e.start - origin, e.end - e.start, rank, e.tid);
     out += buf;
     if (e.microBatch >= 0) {
       std::snprintf(buf, sizeof(buf), ",\"args\":{\"micro_batch\":%" PRId64 "}",
@@ -196,7 +197,10 @@ extern "C" void trx_trace_end(void) {
     return;
   const bool forward = r.openKind == 0;
   Event e{(forward ? "F" : "B") + std::to_string(r.openMicroBatch),
-          forward ? "forward" : "backward", 1, r.openStart, traceNow(),
+          forward ? "forward" : "backward",
+          1,
+          r.openStart,
+          traceNow(),
           r.openMicroBatch};
   r.events.push_back(std::move(e));
   r.openKind = -1;

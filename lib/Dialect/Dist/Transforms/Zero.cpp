@@ -33,6 +33,9 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
   /// Checks that `model` can be sharded (before anything changes).
   LogicalResult check(tx::ModelOp model);
   void shard(tx::ModelOp model, MeshOp mesh);
+  /// This rank's chunk of the average of gradient `grad` over dp, reduced
+  /// right after `grad` is produced.
+  Value reduceScatterAfter(OpBuilder &b, Value grad);
 
   int64_t group = 1; // size of the dp axis
   ArrayAttr axes;    // ["dp"]
@@ -135,6 +138,17 @@ static void prefetchGathers(Region &region) {
   }
 }
 
+Value ZeroPass::reduceScatterAfter(OpBuilder &b, Value grad) {
+  auto type = cast<RankedTensorType>(grad.getType());
+  if (Operation *def = grad.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(grad.getParentBlock());
+  return ReduceScatterFlatOp::create(b, grad.getLoc(), chunkType(type, group),
+                                     ReductionKind::avg, grad,
+                                     meshRef.getValue(), axes);
+}
+
 void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   OpBuilder b(&getContext());
   auto zero = ZeroAttr::get(&getContext(), meshRef, axes, stage);
@@ -166,18 +180,8 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
     auto fb = model.lookupSymbol<func::FuncOp>("forward_backward");
     SmallVector<tx::AccumulateGradOp> accs;
     fb.walk([&](tx::AccumulateGradOp op) { accs.push_back(op); });
-    for (tx::AccumulateGradOp acc : accs) {
-      Value grad = acc.getGrad();
-      auto type = cast<RankedTensorType>(grad.getType());
-      if (Operation *def = grad.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPointToStart(grad.getParentBlock());
-      auto rs = ReduceScatterFlatOp::create(
-          b, acc.getLoc(), chunkType(type, group), ReductionKind::avg, grad,
-          meshRef.getValue(), axes);
-      acc.getGradMutable().assign(rs.getResult());
-    }
+    for (tx::AccumulateGradOp acc : accs)
+      acc.getGradMutable().assign(reduceScatterAfter(b, acc.getGrad()));
   }
 
   // The optimizer step works on chunks: the gradient's (reduce-scattered
@@ -202,15 +206,8 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
         grads.insert(update.getGrad());
     });
     for (Value grad : grads) {
-      auto type = cast<RankedTensorType>(grad.getType());
-      if (Operation *def = grad.getDefiningOp())
-        b.setInsertionPointAfter(def);
-      else
-        b.setInsertionPointToStart(grad.getParentBlock());
-      auto rs = ReduceScatterFlatOp::create(
-          b, grad.getLoc(), chunkType(type, group), ReductionKind::avg, grad,
-          meshRef.getValue(), axes);
-      grad.replaceUsesWithIf(rs.getResult(), [&](OpOperand &use) {
+      Value chunk = reduceScatterAfter(b, grad);
+      grad.replaceUsesWithIf(chunk, [&](OpOperand &use) {
         return isa<tx::GlobalNormOp, tx::AdamWOp>(use.getOwner());
       });
     }
