@@ -49,7 +49,8 @@ CPU_TAIL = (
     " reconcile-unrealized-casts)")
 
 KERNEL_RE = re.compile(
-    r"^  func\.func private @(\w+_kernel\d+)\((.*)\)( -> (?:f64|f32))? \{$")
+    r"^  func\.func private @(\w+_kernel\d+)\((.*?)\)( -> (?:f64|f32))?"
+    r"(?: attributes \{(.*)\})? \{$")
 MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|i32|i64)>$")
 
 
@@ -100,8 +101,10 @@ def kernels_only(text):
             if any(t is None for t in types):
                 skipped.append(m.group(1))
             else:
-                body[0] = (line.replace("func.func private", "func.func", 1)
-                           [:-2] + " attributes {llvm.emit_c_interface} {")
+                attrs = [a for a in (m.group(4) or "").split(", ") if a]
+                body[0] = ("  func.func @%s(%s)%s attributes {%s} {" % (
+                    m.group(1), m.group(2), m.group(3) or "",
+                    ", ".join(attrs + ["llvm.emit_c_interface"])))
                 out.extend(body)
                 result = (m.group(3) or "").replace(" -> ", "") or None
                 kernels.append({"name": m.group(1), "args": types,
