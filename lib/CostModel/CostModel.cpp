@@ -188,8 +188,8 @@ double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
   return sbh * (10 + 24 / td + attn / td); // [A2]
 }
 
-double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab,
-                                int64_t t, int64_t elemBytes) {
+double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
+                                int64_t elemBytes) {
   // [A6] logits and their gradient: 2 s b V / t elements.
   return 2.0 * double(s) * double(b) * double(vocab) /
          double(std::max<int64_t>(t, 1)) * double(elemBytes);
@@ -249,9 +249,9 @@ double triax::cost::flopsPerToken(double params, int64_t layers, int64_t hidden,
   return 6 * params + 12.0 * double(layers) * double(hidden) * double(seq);
 }
 
-double triax::cost::recomputeFlopsPerToken(double layerParams,
-                                           int64_t layers, int64_t hidden,
-                                           int64_t seq, Recompute recompute) {
+double triax::cost::recomputeFlopsPerToken(double layerParams, int64_t layers,
+                                           int64_t hidden, int64_t seq,
+                                           Recompute recompute) {
   // [F2] the attention core's forward is 4 s h per token and layer (QK^T
   // and AV, 2 s h each); full recomputation adds the layers' forward 2 N_L.
   const double core = 4.0 * double(layers) * double(hidden) * double(seq);

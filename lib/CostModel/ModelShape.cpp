@@ -31,9 +31,9 @@ llvm::Error failure(const llvm::Twine &msg) {
 
 struct ParamUse {
   int64_t elems = 0;
-  bool split = false;    // tensor parallelism cuts it
-  bool inBlock = false;  // read inside a triax.block
-  bool embedding = false; // an embedding table (the first stage)
+  bool split = false;        // tensor parallelism cuts it
+  bool inBlock = false;      // read inside a triax.block
+  bool embedding = false;    // an embedding table (the first stage)
   bool linearWeight = false; // a linear's weight (with `embedding`: tied)
   bool used = false;
 };
@@ -113,10 +113,10 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
         return;
       ++shape.layers;
       if (block.getNumOperands() > 0)
-        shape.hidden = llvm::cast<mlir::ShapedType>(
-                           block->getOperand(0).getType())
-                           .getShape()
-                           .back();
+        shape.hidden =
+            llvm::cast<mlir::ShapedType>(block->getOperand(0).getType())
+                .getShape()
+                .back();
       return;
     }
     if (auto attention = llvm::dyn_cast<tx::AttentionOp>(op)) {
@@ -142,8 +142,8 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
           emb.getIndices().getDefiningOp<tx::PositionIdsOp>() != nullptr;
       if (!positions) {
         table->split = true;
-        shape.vocab =
-            llvm::cast<mlir::ShapedType>(emb.getTable().getType()).getDimSize(0);
+        shape.vocab = llvm::cast<mlir::ShapedType>(emb.getTable().getType())
+                          .getDimSize(0);
       }
       return;
     }

@@ -92,7 +92,8 @@ std::string ms(double seconds) {
 // The request
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<PlanRequest> triax::cost::parsePlanRequest(llvm::StringRef text) {
+llvm::Expected<PlanRequest>
+triax::cost::parsePlanRequest(llvm::StringRef text) {
   PlanRequest req;
   req.text = text.str();
   std::optional<int64_t> gpusPerNode;
@@ -117,8 +118,8 @@ llvm::Expected<PlanRequest> triax::cost::parsePlanRequest(llvm::StringRef text) 
     auto integer = [&](int64_t min) -> llvm::Expected<int64_t> {
       int64_t v = 0;
       if (value.getAsInteger(10, v) || v < min)
-        return failure(key + "=" + value + ": expected an integer >= " +
-                       llvm::Twine(min));
+        return failure(key + "=" + value +
+                       ": expected an integer >= " + llvm::Twine(min));
       return v;
     };
     auto setInt = [&](std::optional<int64_t> &slot,
@@ -162,7 +163,8 @@ llvm::Expected<PlanRequest> triax::cost::parsePlanRequest(llvm::StringRef text) 
     } else if (key == "zero") {
       int64_t v = -1;
       if (value.getAsInteger(10, v) || v < 0 || v > 3)
-        return failure("zero=" + value + ": expected a ZeRO stage 0, 1, 2 or 3");
+        return failure("zero=" + value +
+                       ": expected a ZeRO stage 0, 1, 2 or 3");
       req.zero = int(v);
     } else if (key == "schedule") {
       if (value == "gpipe")
@@ -215,10 +217,10 @@ llvm::Expected<PlanRequest> triax::cost::parsePlanRequest(llvm::StringRef text) 
     req.hardware.gpusPerNode = *gpusPerNode;
   // A fixed axis must divide the GPUs, and the fixed axes multiply to them.
   int64_t fixed = 1;
-  for (auto [name, axis] : {std::pair<const char *, std::optional<int64_t>>{
-                                "dp", req.dp},
-                            {"tp", req.tp},
-                            {"pp", req.pp}}) {
+  for (auto [name, axis] :
+       {std::pair<const char *, std::optional<int64_t>>{"dp", req.dp},
+        {"tp", req.tp},
+        {"pp", req.pp}}) {
     if (!axis)
       continue;
     if (req.gpus % *axis != 0)
@@ -226,7 +228,8 @@ llvm::Expected<PlanRequest> triax::cost::parsePlanRequest(llvm::StringRef text) 
                      " does not divide gpus=" + llvm::Twine(req.gpus));
     fixed *= *axis;
   }
-  if (req.gpus % fixed != 0 || (req.dp && req.tp && req.pp && fixed != req.gpus))
+  if (req.gpus % fixed != 0 ||
+      (req.dp && req.tp && req.pp && fixed != req.gpus))
     return failure("dp x tp x pp = " + llvm::Twine(fixed) +
                    " does not divide gpus=" + llvm::Twine(req.gpus) +
                    " (dp x tp x pp must equal the GPUs)");
@@ -266,8 +269,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   struct Divides {
     const char *what;
     int64_t size;
-  } byTp[] = {{"heads", model.heads},   {"kv-heads", model.kvHeads},
-              {"hidden", model.hidden}, {"ffn", model.ffn},
+  } byTp[] = {{"heads", model.heads},
+              {"kv-heads", model.kvHeads},
+              {"hidden", model.hidden},
+              {"ffn", model.ffn},
               {"vocab", model.vocab}};
   for (const Divides &dv : byTp)
     if (dv.size % t != 0) {
@@ -277,39 +282,38 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
   if (L % p != 0)
     reject("indivisible: pp does not divide layers",
-           "layers " + llvm::Twine(L) + " are not divisible by pp=" +
-               llvm::Twine(p));
+           "layers " + llvm::Twine(L) +
+               " are not divisible by pp=" + llvm::Twine(p));
   if (b < 1 || B % (d * b) != 0)
     reject("indivisible: dp x micro-batch does not divide the global batch",
            "global batch " + llvm::Twine(B) + " is not divisible by dp=" +
                llvm::Twine(d) + " x micro-batch " + llvm::Twine(b));
   if (plan.sequenceParallel && t > 1 && s % t != 0)
     reject("indivisible: tp does not divide seq (sequence parallelism)",
-           "seq " + llvm::Twine(s) + " is not divisible by tp=" +
-               llvm::Twine(t));
+           "seq " + llvm::Twine(s) +
+               " is not divisible by tp=" + llvm::Twine(t));
   if (plan.zeroStage >= 2 && p > 1)
     reject("zero-2/3 with pp > 1",
-           "zero=" + llvm::Twine(plan.zeroStage) + " with pp=" +
-               llvm::Twine(p) +
+           "zero=" + llvm::Twine(plan.zeroStage) +
+               " with pp=" + llvm::Twine(p) +
                ": gradients and parameters sharded across a pipeline's "
                "micro-batches (Triax refuses it, as DeepSpeed does)");
   if (plan.zeroStage > 0 && d < 2)
     reject("zero without data parallelism",
-           "zero=" + llvm::Twine(plan.zeroStage) +
-               " shards over dp, and dp=1");
+           "zero=" + llvm::Twine(plan.zeroStage) + " shards over dp, and dp=1");
   if (plan.sequenceParallel && t < 2)
     reject("sequence parallelism without tp",
            "sequence-parallel needs tp >= 2 (tp=1)");
   if (plan.schedule == Schedule::OneFOneB && m < p)
     reject("1f1b with fewer micro-batches than stages",
-           "1f1b needs m >= pp: m=" + llvm::Twine(m) + " < pp=" +
-               llvm::Twine(p));
+           "1f1b needs m >= pp: m=" + llvm::Twine(m) +
+               " < pp=" + llvm::Twine(p));
 
   // Memory per rank, on every stage; the fullest one counts.
   const double td = double(t), Ld = double(L);
   const double layersOn = std::ceil(Ld / double(p));
-  const double perLayer = (double(model.layerSplit) / td +
-                           double(model.layerRepl)) / Ld;
+  const double perLayer =
+      (double(model.layerSplit) / td + double(model.layerRepl)) / Ld;
   const double first = double(model.firstSplit) / td + double(model.firstRepl);
   const double last = double(model.lastSplit) / td + double(model.lastRepl) +
                       (p > 1 ? double(model.tiedSplit) / td : 0.0);
@@ -375,26 +379,25 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (plan.zeroStage == 0) {
       // [C3] the gradients all-reduced in 25 MiB buckets, once per step.
       int64_t calls = int64_t(std::ceil(double(P * gradB) / kBucketBytes));
-      c.comm.push_back({"all_reduce dp", load(allReduceBytes(P, gradB, d),
-                                              calls, d, span)});
+      c.comm.push_back(
+          {"all_reduce dp", load(allReduceBytes(P, gradB, d), calls, d, span)});
     } else if (plan.zeroStage <= 2) {
       // [C4] the gradients reduce-scattered and the updated parameters
       // all-gathered, once per step, per tensor.
-      c.comm.push_back({"reduce_scatter dp",
-                        load(reduceScatterBytes(chunk, gradB, d), maxTensors,
-                             d, span)});
-      c.comm.push_back({"all_gather dp",
-                        load(allGatherBytes(chunk, paramB, d), maxTensors, d,
-                             span)});
+      c.comm.push_back(
+          {"reduce_scatter dp",
+           load(reduceScatterBytes(chunk, gradB, d), maxTensors, d, span)});
+      c.comm.push_back({"all_gather dp", load(allGatherBytes(chunk, paramB, d),
+                                              maxTensors, d, span)});
     } else {
       // [C4] ZeRO-3: every micro-batch gathers the parameters for the
       // forward and again for the backward, and reduce-scatters gradients.
-      c.comm.push_back({"all_gather dp",
-                        load(2 * m * allGatherBytes(chunk, paramB, d),
-                             2 * m * maxTensors, d, span)});
-      c.comm.push_back({"reduce_scatter dp",
-                        load(m * reduceScatterBytes(chunk, gradB, d),
-                             m * maxTensors, d, span)});
+      c.comm.push_back(
+          {"all_gather dp", load(2 * m * allGatherBytes(chunk, paramB, d),
+                                 2 * m * maxTensors, d, span)});
+      c.comm.push_back(
+          {"reduce_scatter dp", load(m * reduceScatterBytes(chunk, gradB, d),
+                                     m * maxTensors, d, span)});
     }
   }
   if (t > 1) {
@@ -414,12 +417,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     int64_t busiestBytes = -1;
     for (int64_t stage : {int64_t(0), p - 1}) {
       bool isFirst = stage == 0, isLast = stage == p - 1;
-      int64_t acts = (plan.recompute == Recompute::Full ? 6 : 4) *
-                         int64_t(layersOn) +
-                     isFirst + isLast;
-      int64_t ceBytes = isLast ? 2 * (allReduceBytes(R, 4, t) +
-                                      allReduceBytes(2 * R, 4, t))
-                               : 0;
+      int64_t acts =
+          (plan.recompute == Recompute::Full ? 6 : 4) * int64_t(layersOn) +
+          isFirst + isLast;
+      int64_t ceBytes =
+          isLast ? 2 * (allReduceBytes(R, 4, t) + allReduceBytes(2 * R, 4, t))
+                 : 0;
       int64_t ceCalls = isLast ? 4 : 0;
       int64_t norm = allReduceBytes(1, 4, t);
       std::vector<std::pair<std::string, CommLoad>> loads;
@@ -427,11 +430,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         int64_t rs = reduceScatterBytes(n / t, actB, t);
         loads.push_back(
             {"reduce_scatter tp", load(m * acts * rs, m * acts, t, t)});
-        loads.push_back(
-            {"all_gather tp", load(m * acts * rs, m * acts, t, t)});
-        int64_t replElems =
-            int64_t(double(model.layerRepl) * layersOn / Ld) +
-            (isFirst ? model.firstRepl : 0) + (isLast ? model.lastRepl : 0);
+        loads.push_back({"all_gather tp", load(m * acts * rs, m * acts, t, t)});
+        int64_t replElems = int64_t(double(model.layerRepl) * layersOn / Ld) +
+                            (isFirst ? model.firstRepl : 0) +
+                            (isLast ? model.lastRepl : 0);
         int64_t replTensors =
             int64_t(double(model.layerReplTensors) * layersOn / Ld) +
             (isFirst ? model.firstReplTensors : 0) +
@@ -620,9 +622,11 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
   result.top = std::move(fits);
   for (auto &entry : regions)
     result.rejected.push_back(std::move(entry.second));
-  std::stable_sort(result.rejected.begin(), result.rejected.end(),
-                   [](const PlanResult::Region &a,
-                      const PlanResult::Region &b) { return a.count > b.count; });
+  std::stable_sort(
+      result.rejected.begin(), result.rejected.end(),
+      [](const PlanResult::Region &a, const PlanResult::Region &b) {
+        return a.count > b.count;
+      });
   return result;
 }
 
@@ -654,16 +658,15 @@ PlanResult triax::cost::planModel(const ModelShape &model,
       more.pp.reset();
     PlanResult r = search(model, more);
     if (r.fits) {
-      result.suggestions.push_back("more GPUs: gpus=" +
-                                   std::to_string(more.gpus) + " fits, best " +
-                                   summary(r));
+      result.suggestions.push_back(
+          "more GPUs: gpus=" + std::to_string(more.gpus) + " fits, best " +
+          summary(r));
       break;
     }
     if (k == 10)
-      result.suggestions.push_back("more GPUs: none of gpus=" +
-                                   std::to_string(req.gpus * 2) + " to " +
-                                   std::to_string(req.gpus << 10) +
-                                   " (doubling) fits");
+      result.suggestions.push_back(
+          "more GPUs: none of gpus=" + std::to_string(req.gpus * 2) + " to " +
+          std::to_string(req.gpus << 10) + " (doubling) fits");
   }
   std::vector<Hardware> bigger;
   for (const Hardware &hw : builtinHardware())
@@ -690,7 +693,8 @@ PlanResult triax::cost::planModel(const ModelShape &model,
   if (!biggerFits && !bigger.empty())
     result.suggestions.push_back("a bigger GPU: none of the built-ins fits "
                                  "these " +
-                                 std::to_string(req.gpus) + " GPUs (the "
+                                 std::to_string(req.gpus) +
+                                 " GPUs (the "
                                  "largest, " +
                                  bigger.back().name + ", has " +
                                  gib(bigger.back().hbmBytes) + ")");
@@ -712,8 +716,8 @@ PlanResult triax::cost::planModel(const ModelShape &model,
     clear(other);
     PlanResult r = search(model, other);
     if (r.fits)
-      result.suggestions.push_back("without " + given(keys) +
-                                   ": fits, best " + summary(r));
+      result.suggestions.push_back("without " + given(keys) + ": fits, best " +
+                                   summary(r));
   };
   if (req.recompute)
     freed("recompute", [](PlanRequest &o) { o.recompute.reset(); });
@@ -782,8 +786,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
     os << "  traffic per step:";
     bool firstItem = true;
     for (const auto &[name, l] : c.comm) {
-      os << (firstItem ? " " : "; ") << name << " " << l.bytes
-         << " bytes in " << l.calls << " calls";
+      os << (firstItem ? " " : "; ") << name << " " << l.bytes << " bytes in "
+         << l.calls << " calls";
       firstItem = false;
     }
     os << "\n";
@@ -816,17 +820,16 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {"tokens_per_s", c.step.tokensPerSecond},
       {"mfu", c.step.mfu},
       {"flops_per_token", c.stepFlopsPerToken},
-      {"memory",
-       llvm::json::Object{{"stage", c.memory.stage},
-                          {"params", c.memory.params},
-                          {"grads", c.memory.grads},
-                          {"optim", c.memory.optim},
-                          {"zero_gather", c.memory.zeroGather},
-                          {"activations", c.memory.activations},
-                          {"logits", c.memory.logits},
-                          {"in_flight", c.memory.inFlight},
-                          {"peak", c.memory.peak},
-                          {"hbm", hw.hbmBytes}}},
+      {"memory", llvm::json::Object{{"stage", c.memory.stage},
+                                    {"params", c.memory.params},
+                                    {"grads", c.memory.grads},
+                                    {"optim", c.memory.optim},
+                                    {"zero_gather", c.memory.zeroGather},
+                                    {"activations", c.memory.activations},
+                                    {"logits", c.memory.logits},
+                                    {"in_flight", c.memory.inFlight},
+                                    {"peak", c.memory.peak},
+                                    {"hbm", hw.hbmBytes}}},
       {"communication", std::move(comm)}};
   if (!c.reason.empty()) {
     o["reason"] = c.reason;
@@ -845,10 +848,9 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
      << m.layers << " layers, hidden " << m.hidden << ", " << m.heads
      << " heads, " << m.kvHeads << " kv-heads, ffn " << m.ffn << ", vocab "
      << m.vocab << ", seq " << m.seq << ", "
-     << (m.dtype == DTypeMode::Mixed ? "mixed precision" : "fp32")
-     << ") on " << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes)
-     << " HBM, " << hw.gpusPerNode << " per node); global batch " << B
-     << "\n";
+     << (m.dtype == DTypeMode::Mixed ? "mixed precision" : "fp32") << ") on "
+     << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes) << " HBM, "
+     << hw.gpusPerNode << " per node); global batch " << B << "\n";
   os << "searched " << r.searched << " plans (dp x tp x pp = " << q.gpus
      << ", zero, micro-batches, schedule, sequence parallelism, "
         "recompute): "
@@ -859,7 +861,8 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
     const Candidate &c = r.top[i];
     os << "\n#" << i + 1 << " " << describePlan(c) << "\n";
     printCandidate(os, c, hw,
-                   (m.layers + c.plan.pp - 1) / std::max<int64_t>(c.plan.pp, 1));
+                   (m.layers + c.plan.pp - 1) /
+                       std::max<int64_t>(c.plan.pp, 1));
   }
   if (r.fits == 0)
     os << "\nno plan fits\n";
@@ -875,8 +878,7 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
        << describePlan(region.best) << " -- " << region.best.detail << "\n";
     if (region.count > 1)
       os << "    " << (oom ? "most over:  " : "slowest: ")
-         << describePlan(region.worst) << " -- " << region.worst.detail
-         << "\n";
+         << describePlan(region.worst) << " -- " << region.worst.detail << "\n";
   }
   if (!r.suggestions.empty()) {
     os << "\nwhat would make it fit:\n";

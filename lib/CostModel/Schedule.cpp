@@ -69,8 +69,8 @@ ScheduleTrace triax::cost::simulateSchedule(
       bEnd(p, std::vector<double>(m, unset));
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0), busy(p, 0);
-  auto push = [&](std::string name, const char *stream, int64_t s,
-                  int64_t mb, double start, double dur) {
+  auto push = [&](std::string name, const char *stream, int64_t s, int64_t mb,
+                  double start, double dur) {
     trace.events.push_back(
         {std::move(name), stream, trace.ranks[s], s, mb, start, dur});
   };
@@ -173,7 +173,10 @@ ScheduleTrace triax::cost::traceOf(const ModelShape &model,
 
 namespace {
 int64_t tidOf(llvm::StringRef stream) {
-  return stream == "compute" ? 1 : stream == "send" ? 2 : stream == "recv" ? 3 : 4;
+  return stream == "compute" ? 1
+         : stream == "send"  ? 2
+         : stream == "recv"  ? 3
+                             : 4;
 }
 } // namespace
 
@@ -189,18 +192,18 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
         {"args", llvm::json::Object{{"name", "rank " + std::to_string(rank) +
                                                  " (stage " +
                                                  std::to_string(s) + ")"}}}});
-    events.push_back(llvm::json::Object{{"name", "process_sort_index"},
-                                        {"ph", "M"},
-                                        {"pid", rank},
-                                        {"args", llvm::json::Object{
-                                                     {"sort_index", s}}}});
+    events.push_back(
+        llvm::json::Object{{"name", "process_sort_index"},
+                           {"ph", "M"},
+                           {"pid", rank},
+                           {"args", llvm::json::Object{{"sort_index", s}}}});
     for (const char *stream : {"compute", "send", "recv", "dp"})
-      events.push_back(llvm::json::Object{
-          {"name", "thread_name"},
-          {"ph", "M"},
-          {"pid", rank},
-          {"tid", tidOf(stream)},
-          {"args", llvm::json::Object{{"name", stream}}}});
+      events.push_back(
+          llvm::json::Object{{"name", "thread_name"},
+                             {"ph", "M"},
+                             {"pid", rank},
+                             {"tid", tidOf(stream)},
+                             {"args", llvm::json::Object{{"name", stream}}}});
   }
   for (const TraceEvent &e : trace.events) {
     llvm::json::Object args{{"stage", e.stage}};
@@ -209,7 +212,8 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
     llvm::StringRef name(e.name);
     const char *cat = e.stream == "compute"
                           ? (name.starts_with("F") ? "forward" : "backward")
-                          : e.stream == "dp" ? "collective" : "p2p";
+                      : e.stream == "dp" ? "collective"
+                                         : "p2p";
     events.push_back(llvm::json::Object{{"name", e.name},
                                         {"cat", cat},
                                         {"ph", "X"},
@@ -225,14 +229,13 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
   llvm::json::Object root{
       {"traceEvents", std::move(events)},
       {"displayTimeUnit", "ms"},
-      {"otherData",
-       llvm::json::Object{{"plan", trace.title},
-                          {"stages", trace.stages},
-                          {"microbatches", trace.microBatches},
-                          {"flush_us", trace.flush * 1e6},
-                          {"step_us", trace.makespan * 1e6},
-                          {"bubble_per_stage", std::move(bubble)},
-                          {"predicted", true}}}};
+      {"otherData", llvm::json::Object{{"plan", trace.title},
+                                       {"stages", trace.stages},
+                                       {"microbatches", trace.microBatches},
+                                       {"flush_us", trace.flush * 1e6},
+                                       {"step_us", trace.makespan * 1e6},
+                                       {"bubble_per_stage", std::move(bubble)},
+                                       {"predicted", true}}}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }
 
@@ -247,8 +250,10 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
   auto esc = [](llvm::StringRef s) {
     std::string out;
     for (char ch : s)
-      out += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;"
-                                                                  : std::string(1, ch);
+      out += ch == '<'   ? "&lt;"
+             : ch == '>' ? "&gt;"
+             : ch == '&' ? "&amp;"
+                         : std::string(1, ch);
     return out;
   };
   os << llvm::formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
@@ -286,7 +291,7 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
                             x0, y + box + 1, w, esc(e.name));
       continue;
     }
-    const char *fill = e.stream == "dp" ? "#59a14f"
+    const char *fill = e.stream == "dp"                           ? "#59a14f"
                        : llvm::StringRef(e.name).starts_with("F") ? "#4e79a7"
                                                                   : "#f28e2b";
     os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "

@@ -167,17 +167,56 @@ static int run(llvm::ArrayRef<std::string> argv, llvm::raw_ostream &errs,
   return rc;
 }
 
+/// --target cuda: the options of triax-lower-cuda from triaxc's, checked,
+/// and the toolkit and runtime that the compilation and the link need.
+static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
+                                     ::triax::LowerCUDAOptions &cudaOptions,
+                                     llvm::raw_ostream &errs) {
+  if (options.openmp) {
+    errs << "triaxc: --openmp applies to --target cpu (the cuda target runs "
+            "its loops as GPU kernels)\n";
+    return failure();
+  }
+  cudaOptions.chip = options.cudaArch;
+  if (!options.cudaFeatures.empty())
+    cudaOptions.features = options.cudaFeatures;
+  cudaOptions.toolkit = options.cudaToolkit;
+  cudaOptions.rows = options.cudaRows;
+  std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
+  if (!problem.empty()) {
+    errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem
+         << "\n";
+    return failure();
+  }
+  std::string ptxas = options.cudaToolkit + "/bin/ptxas";
+  if (!llvm::sys::fs::can_execute(ptxas)) {
+    errs << "triaxc: --target cuda needs the CUDA toolkit: no ptxas at '"
+         << ptxas << "' (set --cuda-toolkit)\n";
+    return failure();
+  }
+  bool linking = options.emit.empty();
+  std::string runtime = options.runtimeLibDir + "/libtriax_rt_cuda.a";
+  if (linking && !llvm::sys::fs::exists(runtime)) {
+    errs << "triaxc: --target cuda links with the CUDA runtime, but '"
+         << runtime
+         << "' does not exist (Triax was configured without CUDA: see "
+            "docs/cuda.md)\n";
+    return failure();
+  }
+  return success();
+}
+
 /// --plan: prints the ranked plans of the model (JSON with --report-json),
 /// writes --trace / --svg of the top one, and with --apply returns in
 /// `applied` the options that compile it. Returns the exit code.
-static int runPlanner(const ::triax::CompileOptions &options,
-                      ModuleOp module, llvm::raw_ostream &errs,
+static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
+                      llvm::raw_ostream &errs,
                       std::optional<::triax::CompileOptions> &applied) {
   namespace cost = ::triax::cost;
-  llvm::Expected<cost::PlanResult> result = cost::runPlan(
-      module, options.plan, options.report == "json",
-      /*fixMicroBatch=*/options.apply, options.traceFile, options.svgFile,
-      llvm::outs());
+  llvm::Expected<cost::PlanResult> result =
+      cost::runPlan(module, options.plan, options.report == "json",
+                    /*fixMicroBatch=*/options.apply, options.traceFile,
+                    options.svgFile, llvm::outs());
   if (!result) {
     errs << "triaxc: " << llvm::toString(result.takeError()) << "\n";
     return 1;
@@ -253,46 +292,6 @@ static int runPlanner(const ::triax::CompileOptions &options,
        << (plan.sequenceParallel ? " --sequence-parallel" : "") << pipeline
        << (recompute != "none" ? " --recompute " + recompute : "") << "\n";
   return 0;
-}
-
-
-/// --target cuda: the options of triax-lower-cuda from triaxc's, checked,
-/// and the toolkit and runtime that the compilation and the link need.
-static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
-                                     ::triax::LowerCUDAOptions &cudaOptions,
-                                     llvm::raw_ostream &errs) {
-  if (options.openmp) {
-    errs << "triaxc: --openmp applies to --target cpu (the cuda target runs "
-            "its loops as GPU kernels)\n";
-    return failure();
-  }
-  cudaOptions.chip = options.cudaArch;
-  if (!options.cudaFeatures.empty())
-    cudaOptions.features = options.cudaFeatures;
-  cudaOptions.toolkit = options.cudaToolkit;
-  cudaOptions.rows = options.cudaRows;
-  std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
-  if (!problem.empty()) {
-    errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem
-         << "\n";
-    return failure();
-  }
-  std::string ptxas = options.cudaToolkit + "/bin/ptxas";
-  if (!llvm::sys::fs::can_execute(ptxas)) {
-    errs << "triaxc: --target cuda needs the CUDA toolkit: no ptxas at '"
-         << ptxas << "' (set --cuda-toolkit)\n";
-    return failure();
-  }
-  bool linking = options.emit.empty();
-  std::string runtime = options.runtimeLibDir + "/libtriax_rt_cuda.a";
-  if (linking && !llvm::sys::fs::exists(runtime)) {
-    errs << "triaxc: --target cuda links with the CUDA runtime, but '"
-         << runtime
-         << "' does not exist (Triax was configured without CUDA: see "
-            "docs/cuda.md)\n";
-    return failure();
-  }
-  return success();
 }
 
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
@@ -371,8 +370,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
       return rc;
     return ::triax::compile(*applied, errs);
   }
-  if (!options.traceFile.empty() || !options.svgFile.empty() ||
-      options.apply) {
+  if (!options.traceFile.empty() || !options.svgFile.empty() || options.apply) {
     errs << "triaxc: --trace, --svg and --apply work on the plan --plan "
             "chooses: add --plan gpus=N,gpu=NAME\n";
     return 1;

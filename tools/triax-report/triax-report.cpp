@@ -87,9 +87,9 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   if (!plan.empty()) {
-    auto result = triax::cost::runPlan(*module, plan, json,
-                                       /*fixMicroBatch=*/false, trace, svg,
-                                       llvm::outs());
+    auto result =
+        triax::cost::runPlan(*module, plan, json,
+                             /*fixMicroBatch=*/false, trace, svg, llvm::outs());
     if (!result)
       return fail(llvm::toString(result.takeError()));
     return 0;

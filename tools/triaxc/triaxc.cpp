@@ -115,8 +115,7 @@ static cl::opt<std::string>
     traceFile("trace",
               cl::desc("With --plan: write the top plan's predicted pipeline "
                        "schedule as Chrome trace JSON (Perfetto)"),
-              cl::value_desc("schedule.json"), cl::init(""),
-              cl::cat(category));
+              cl::value_desc("schedule.json"), cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     svgFile("svg",
             cl::desc("With --plan: draw the same schedule as an SVG timeline"),

@@ -154,8 +154,7 @@ double flopsPerToken(double params, int64_t layers, int64_t hidden,
 /// QK^T and AV, 4 L h s; full recomputes every layer's forward, 2 N_L +
 /// 4 L h s (N_L the parameters of the layers).
 double recomputeFlopsPerToken(double layerParams, int64_t layers,
-                              int64_t hidden, int64_t seq,
-                              Recompute recompute);
+                              int64_t hidden, int64_t seq, Recompute recompute);
 
 /// [T1]-[T4] A predicted optimizer step.
 struct StepTime {

@@ -1,4 +1,5 @@
-//===- Planner.h - dist-plan: the fastest plan that fits ---------*- C++ -*-===//
+//===- Planner.h - dist-plan: the fastest plan that fits ---------*- C++
+//-*-===//
 //
 // The planner of issue 6 (DESIGN.md §3 dist-plan): from a model's facts
 // (read from its IR before parallelization) and a request such as
@@ -118,7 +119,7 @@ struct PlanResult {
     int64_t count = 0;
     Candidate best, worst; // least / most over memory, else fastest / slowest
   };
-  std::vector<Region> rejected; // the most plans first
+  std::vector<Region> rejected;         // the most plans first
   std::vector<std::string> suggestions; // when nothing fits
 };
 
@@ -163,8 +164,8 @@ struct ScheduleTrace {
   int64_t stages = 1, microBatches = 1;
   std::vector<int64_t> ranks; // the rank of each stage (dp 0, tp 0)
   std::vector<TraceEvent> events;
-  double makespan = 0; // the last event's end
-  double flush = 0;    // the last backward's end
+  double makespan = 0;        // the last event's end
+  double flush = 0;           // the last backward's end
   std::vector<double> bubble; // per stage: 1 - busy / flush
 };
 
@@ -175,11 +176,11 @@ struct ScheduleTrace {
 /// next stage's B plus the send. Durations per micro-batch and stage:
 /// forward `fwd`, backward `bwd`, a send `p2p`; after its last backward
 /// each rank runs `collectives` (name, seconds) on the "dp" stream.
-ScheduleTrace simulateSchedule(
-    int64_t stages, int64_t microBatches, Schedule schedule, double fwd,
-    double bwd, double p2p,
-    llvm::ArrayRef<std::pair<std::string, double>> collectives,
-    llvm::ArrayRef<int64_t> ranks = {});
+ScheduleTrace
+simulateSchedule(int64_t stages, int64_t microBatches, Schedule schedule,
+                 double fwd, double bwd, double p2p,
+                 llvm::ArrayRef<std::pair<std::string, double>> collectives,
+                 llvm::ArrayRef<int64_t> ranks = {});
 
 /// The schedule of a candidate, with its predicted durations.
 ScheduleTrace traceOf(const ModelShape &model, const PlanRequest &request,
