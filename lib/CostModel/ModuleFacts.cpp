@@ -46,8 +46,13 @@ int64_t numElements(mlir::Type type) {
 /// values its body yields); parameter and gradient reads are views of the
 /// state, not allocations. The ops of the blocks are taken in order, as
 /// the kernel conversion inlines them. Kernel scratch and what the
-/// elementwise fusion saves are not modelled.
-int64_t activationPeakFromLiveness(mlir::func::FuncOp fn) {
+/// elementwise fusion saves are not modelled. `callPeak`, when given, is
+/// the peak of a call's own buffers (0: not a call): while the callee runs,
+/// the caller's live buffers stay (a pipeline stage's schedule calling its
+/// stage functions; their results are then the caller's buffers).
+int64_t activationPeakFromLiveness(
+    mlir::Block &entry,
+    llvm::function_ref<int64_t(mlir::Operation *)> callPeak = nullptr) {
   llvm::DenseMap<mlir::Value, mlir::Value> alias; // value -> its buffer
   llvm::DenseMap<mlir::Value, int64_t> lastUse;   // buffer -> op position
   llvm::SmallVector<mlir::Operation *> order;
@@ -72,7 +77,7 @@ int64_t activationPeakFromLiveness(mlir::func::FuncOp fn) {
       order.push_back(&op);
     }
   };
-  flatten(fn.getBody().front());
+  flatten(entry);
   for (auto [pos, op] : llvm::enumerate(order))
     for (mlir::Value operand : op->getOperands())
       lastUse[bufferOf(operand)] = int64_t(pos);
@@ -85,6 +90,8 @@ int64_t activationPeakFromLiveness(mlir::func::FuncOp fn) {
   for (auto [pos, op] : llvm::enumerate(order)) {
     llvm::StringRef name = op->getName().getStringRef();
     bool view = name == "triax.get_param" || name == "triax.get_grad";
+    if (callPeak)
+      peak = std::max(peak, live + callPeak(op));
     if (!view)
       for (mlir::Value result : op->getResults()) {
         int64_t bytes = bytesOf(result);
@@ -497,7 +504,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
           mode.getValue() == "full" ? Recompute::Full : Recompute::Selective;
   });
   facts.layers = int64_t(blocks.size());
-  facts.activationPeak = activationPeakFromLiveness(fb);
+  facts.activationPeak = activationPeakFromLiveness(fb.getBody().front());
   // N_L of [F2]: the parameters named after a block ("h.0.attn.q.weight").
   for (mlir::Operation &op : model.getBody().front())
     if (auto sym = op.getAttrOfType<mlir::StringAttr>("sym_name");
@@ -531,6 +538,34 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
       step = f;
   });
   if (step) {
+    // [A9] over this stage's schedule: the micro-batches' saved activations
+    // its calls return stay alive until their backward, and each call's
+    // own peak comes on top of what the schedule holds then.
+    llvm::DenseMap<mlir::Operation *, int64_t> calleePeaks;
+    auto callPeak = [&](mlir::Operation *op) -> int64_t {
+      auto callee = op->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
+      if (op->getName().getStringRef() != "func.call" || !callee)
+        return 0;
+      auto fn = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+          op, callee);
+      if (!fn || fn.isExternal())
+        return 0;
+      auto [it, fresh] = calleePeaks.try_emplace(fn, 0);
+      if (fresh)
+        it->second = activationPeakFromLiveness(fn.getBody().front());
+      return it->second;
+    };
+    step.walk([&](mlir::Operation *op) {
+      auto cases = op->getAttrOfType<mlir::DenseI64ArrayAttr>("cases");
+      if (op->getName().getStringRef() != "scf.index_switch" || !cases)
+        return;
+      const auto *it = llvm::find(cases.asArrayRef(), myStage);
+      if (it == cases.asArrayRef().end())
+        return;
+      unsigned region = unsigned(it - cases.asArrayRef().begin()) + 1;
+      facts.activationPeak =
+          activationPeakFromLiveness(op->getRegion(region).front(), callPeak);
+    });
     if (llvm::Error e = visitRun(step, 1))
       return e;
     if (opt)

@@ -7,7 +7,9 @@ RUN_OUT is rank 0's stdout of a run with -v and --steps 1: its lines
 "peak bytes: params N grads N optim N ...". REPORT_OUT is triax-report's
 text report of the same module: "KIND over AXES: B bytes sent by this rank
 in C calls" and "predicted peak bytes: params N grads N optim N". The
-traffic must be equal line for line; params + grads + optim within 2%.
+traffic must be equal line for line; params + grads + optim within 2%;
+the measured peak of activations ("activ N" of the same line) within 15%
+of the report's [A9] ("... from the IR's liveness: N").
 """
 import re
 import sys
@@ -15,6 +17,16 @@ import sys
 TRAFFIC = re.compile(r"(\w+) over ([\w,]+): (\d+) bytes (?:sent|received) by this rank "
                      r"in (\d+) calls")
 PEAK = re.compile(r"peak bytes: params (\d+) grads (\d+) optim (\d+)")
+ACTIV = re.compile(r"peak bytes: .* activ (\d+)")
+LIVENESS = re.compile(r"from the IR's liveness: (\d+)")
+
+
+def first(path, pattern):
+    for line in open(path):
+        m = pattern.search(line)
+        if m:
+            return int(m[1])
+    return None
 
 
 def read(path, prefix):
@@ -53,6 +65,14 @@ def main():
     failed += not ok
     print(f"{name}: params+grads+optim measured {ms} predicted {ps} "
           f"({rel * 100:.2f}% off) {'ok' if ok else 'MISMATCH'}")
+    ma, pa = first(run, ACTIV), first(report, LIVENESS)
+    if ma is None or pa is None:
+        sys.exit(f"{name}: no activation peak (measured {ma}, predicted {pa})")
+    rel = abs(pa - ma) / ma
+    ok = rel <= 0.15
+    failed += not ok
+    print(f"{name}: activations measured {ma} predicted {pa} "
+          f"({rel * 100:.1f}% off) {'ok' if ok else 'MISMATCH'}")
     sys.exit(1 if failed else 0)
 
 
