@@ -188,6 +188,23 @@ double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
   return sbh * (10 + 24 / td + attn / td); // [A2]
 }
 
+const char *triax::cost::activationFormulaLabel(int64_t tp,
+                                                bool sequenceParallel,
+                                                Recompute recompute) {
+  switch (recompute) {
+  case Recompute::Full:
+    return sequenceParallel ? "[A5] 2sbh/t" : "[A5] 2sbh";
+  case Recompute::Selective:
+    return sequenceParallel ? "[A4] 34sbh/t" : "[A4] sbh(10 + 24/t)";
+  case Recompute::None:
+    break;
+  }
+  if (tp <= 1)
+    return "[A1] sbh(34 + 5as/h)";
+  return sequenceParallel ? "[A3] sbh/t (34 + 5as/h)"
+                          : "[A2] sbh(10 + 24/t + 5as/(ht))";
+}
+
 double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
                                 int64_t elemBytes) {
   // [A6] logits and their gradient: 2 s b V / t elements.

@@ -746,21 +746,6 @@ PlanResult triax::cost::planModel(const ModelShape &model,
 //===----------------------------------------------------------------------===//
 
 namespace {
-std::string activationFormula(const Plan &p) {
-  switch (p.recompute) {
-  case Recompute::Full:
-    return p.sequenceParallel ? "[A5] 2sbh/t" : "[A5] 2sbh";
-  case Recompute::Selective:
-    return p.sequenceParallel ? "[A4] 34sbh/t" : "[A4] sbh(10 + 24/t)";
-  case Recompute::None:
-    break;
-  }
-  if (p.tp <= 1)
-    return "[A1] sbh(34 + 5as/h)";
-  return p.sequenceParallel ? "[A3] sbh/t (34 + 5as/h)"
-                            : "[A2] sbh(10 + 24/t + 5as/(ht))";
-}
-
 void printCandidate(llvm::raw_ostream &os, const Candidate &c,
                     const Hardware &hw, int64_t layersOn) {
   const MemoryBreakdown &m = c.memory;
@@ -776,8 +761,10 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
   if (m.zeroGather > 0)
     os << " + gathered " << human(m.zeroGather) << " [M5]";
   os << " + activations " << human(m.activations) << " (" << layersOn
-     << " layers x " << activationFormula(c.plan) << " x " << m.inFlight
-     << " in flight [P2])";
+     << " layers x "
+     << activationFormulaLabel(c.plan.tp, c.plan.sequenceParallel,
+                               c.plan.recompute)
+     << " x " << m.inFlight << " in flight [P2])";
   if (m.logits > 0)
     os << " + logits " << human(m.logits) << " [A6]";
   os << " = peak " << human(m.peak) << " of " << gib(hw.hbmBytes) << " HBM ("

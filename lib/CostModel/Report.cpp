@@ -17,21 +17,6 @@ const char *dtypeName(DTypeMode m) {
                                : "fp32 AdamW (4 + 4 + 8 bytes per parameter)";
 }
 
-const char *activationLabel(const Plan &p) {
-  switch (p.recompute) {
-  case Recompute::Full:
-    return p.sequenceParallel ? "[A5] 2sbh/t" : "[A5] 2sbh";
-  case Recompute::Selective:
-    return p.sequenceParallel ? "[A4] 34sbh/t" : "[A4] sbh(10 + 24/t)";
-  case Recompute::None:
-    break;
-  }
-  if (p.tp <= 1)
-    return "[A1] sbh(34 + 5as/h)";
-  return p.sequenceParallel ? "[A3] sbh/t (34 + 5as/h)"
-                            : "[A2] sbh(10 + 24/t + 5as/(ht))";
-}
-
 std::string formulaOf(const CollectiveKey &key) {
   if (key.kind == "all_reduce")
     return "[C1] ring all_reduce 2(p-1)/p S";
@@ -115,9 +100,9 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
   os << "    [M3] optim: (stage >= 1 ? ceil(n/g) : n) x 8|12\n";
   os << "  activations per layer: "
      << llvm::format("%.0f", r.activationsPerLayer) << "  "
-     << activationLabel(plan) << " (s=" << f.seq << ", b=" << f.microBatch
-     << ", h=" << f.hidden << ", a=" << f.heads << ", t=" << plan.tp
-     << "; 16-bit activations)\n";
+     << activationFormulaLabel(plan.tp, plan.sequenceParallel, plan.recompute)
+     << " (s=" << f.seq << ", b=" << f.microBatch << ", h=" << f.hidden
+     << ", a=" << f.heads << ", t=" << plan.tp << "; 16-bit activations)\n";
   double peak = double(f.state.total()) +
                 double(f.layers) * r.activationsPerLayer /
                     double(std::max<int64_t>(plan.pp, 1)) *
@@ -205,16 +190,19 @@ void triax::cost::printReportJSON(llvm::raw_ostream &os, const Report &r) {
                           {"micro_batch", f.microBatch},
                           {"micro_batches_per_rank", f.plan.microBatches}}},
       {"memory",
-       llvm::json::Object{{"params", f.state.params},
-                          {"grads", f.state.grads},
-                          {"optim", f.state.optim},
-                          {"total", f.state.total()},
-                          {"formulas", "[M0]-[M4]"},
-                          {"zero_stage", f.plan.zeroStage},
-                          {"mixed_precision", f.plan.dtype == DTypeMode::Mixed},
-                          {"activations_per_layer", r.activationsPerLayer},
-                          {"activation_peak_liveness", f.activationPeak},
-                          {"activations_formula", activationLabel(f.plan)}}},
+       llvm::json::Object{
+           {"params", f.state.params},
+           {"grads", f.state.grads},
+           {"optim", f.state.optim},
+           {"total", f.state.total()},
+           {"formulas", "[M0]-[M4]"},
+           {"zero_stage", f.plan.zeroStage},
+           {"mixed_precision", f.plan.dtype == DTypeMode::Mixed},
+           {"activations_per_layer", r.activationsPerLayer},
+           {"activation_peak_liveness", f.activationPeak},
+           {"activations_formula",
+            activationFormulaLabel(f.plan.tp, f.plan.sequenceParallel,
+                                   f.plan.recompute)}}},
       {"communication", std::move(comm)},
       {"unmodelled", std::move(unmodelled)},
       {"bubble", r.bubble},

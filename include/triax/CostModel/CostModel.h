@@ -109,6 +109,10 @@ StateBytes stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems, int64_t g,
 double activationBytesPerLayer(int64_t s, int64_t b, int64_t h, int64_t a,
                                int64_t t, bool sequenceParallel,
                                Recompute recompute);
+/// The label and formula of the [A1]-[A5] variant activationBytesPerLayer
+/// uses for these options (reports print it next to the number).
+const char *activationFormulaLabel(int64_t tp, bool sequenceParallel,
+                                   Recompute recompute);
 
 /// [A6] The logits of one micro-batch on a rank of the last stage: the
 /// logits and their gradient, 2 s b (V/t) elements of `elemBytes` (4sbv/t
