@@ -15,15 +15,17 @@
 #       On the GPU machine (CUDA driver + cuBLAS 13, Python with PyTorch;
 #       no MLIR, no MPI), single rank, no launcher, under 8 minutes:
 #        1. the kernel test: every generated kernel on the GPU against the
-#           CPU target's result on the same inputs;
-#        2. tiny: 10 steps, losses against the CPU binary's (fp32 both:
-#           relative 1e-4);
-#        3. gpt2 (124M, seq 1024, batch 8): --gpt2-steps steps (20), ms/step,
-#           tokens/s, MFU against the bf16 peak;
-#        1-3 twice: row-wise kernels one thread per row (--cuda-rows
-#        thread, the default) and one block per row (--cuda-rows block);
-#        4. PyTorch on the same shapes: eager and torch.compile, fp32 and
-#           bf16 autocast;
+#           CPU target's result on the same inputs, for the row-wise kernels
+#           one block per row (the default) and one thread per row
+#           (--cuda-rows thread);
+#        2. tiny, 10 steps, losses against the CPU binary's: fp32 (both
+#           row forms; relative 1e-4) and bf16 (--precision bf16, against
+#           the CPU's bf16 binary; relative 2e-2, see run_gpu);
+#           the bf16 run also shows the one-rank NCCL communicator (-v);
+#        3. gpt2 (124M, seq 1024, batch 8), bf16 and fp32: --gpt2-steps
+#           steps (30), ms/step, tokens/s, MFU against the bf16 peak;
+#        4. PyTorch on the same shapes: eager and torch.compile, bf16
+#           autocast and fp32;
 #       and writes OUT/gpu-bench.json with every figure and check. Exits 1
 #       when a check fails.
 #   --dry-run (before prepare/run): print the commands instead of running
@@ -48,10 +50,12 @@ build="$root/build"
 bundle="$here/bundle"
 out="$here/results"
 arch="sm_90"
-gpt2_steps=20
+gpt2_steps=30
 torch_steps=20
 torch=1
 peak_tflops=989.4
+# tiny bf16 (GPU) against tiny bf16 (CPU): see the comment in run_gpu.
+bf16_rtol=2e-2
 while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -103,52 +107,60 @@ prepare() {
     "$bin/triax-model" gpt2 --print-param-count | grep -o '[0-9]\+' | head -1 \
       > "$bundle/gpt2.params"
   fi
-  say "CPU reference: tiny, 10 steps"
-  run "$bin/triaxc" "$bundle/tiny.mlir" -o "$bundle/ref/train-tiny-cpu"
-  run rm -f "$bundle/ref/tiny-cpu.jsonl"
-  run "$bundle/ref/train-tiny-cpu" --steps 10 --log-json "$bundle/ref/tiny-cpu.jsonl"
-  run rm -f "$bundle/ref/train-tiny-cpu"
-  say "CUDA binaries ($arch; row-wise kernels one thread per row, and one block per row)"
-  local rows suffix
-  for rows in thread block; do
-    suffix=""
-    [[ $rows == block ]] && suffix="-block"
-    run "$bin/triaxc" "$bundle/tiny.mlir" --target cuda --cuda-arch "$arch" \
-        --cuda-rows "$rows" -o "$bundle/train-tiny-cuda$suffix"
-    run "$bin/triaxc" "$bundle/gpt2.mlir" --target cuda --cuda-arch "$arch" \
-        --cuda-rows "$rows" -o "$bundle/train-gpt2-cuda$suffix"
+  say "CPU references: tiny, 10 steps, fp32 and bf16"
+  local prec
+  for prec in fp32 bf16; do
+    run "$bin/triaxc" "$bundle/tiny.mlir" --precision "$prec" \
+        -o "$bundle/ref/train-tiny-cpu"
+    run rm -f "$bundle/ref/tiny-cpu-$prec.jsonl"
+    run "$bundle/ref/train-tiny-cpu" --steps 10 \
+        --log-json "$bundle/ref/tiny-cpu-$prec.jsonl"
+    run rm -f "$bundle/ref/train-tiny-cpu"
+  done
+  say "CUDA binaries ($arch)"
+  # name: triaxc flags (see `variants` in run_gpu for what each checks)
+  local spec name flags
+  for spec in "tiny-fp32:tiny --precision fp32" \
+              "tiny-fp32-thread:tiny --precision fp32 --cuda-rows thread" \
+              "tiny-bf16:tiny --precision bf16" \
+              "gpt2-bf16:gpt2 --precision bf16" \
+              "gpt2-fp32:gpt2 --precision fp32"; do
+    name="${spec%%:*}"
+    flags=(${spec#*:})
+    run "$bin/triaxc" "$bundle/${flags[0]}.mlir" --target cuda --cuda-arch "$arch" \
+        "${flags[@]:1}" -o "$bundle/train-$name"
   done
   say "kernel test: tiny's kernels, CPU results"
   run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
-      "$bundle/kernel-check" --tools-dir "$bin" --runtime-dir "$rt" \
+      "$bundle/kernel-check" --rows block --tools-dir "$bin" --runtime-dir "$rt" \
       --runtime-include "$root/runtime/include" --arch "$arch"
   run mkdir -p "$bundle/kernel-check/cpu"
   run "$bundle/kernel-check/kernel-check-cpu" "$bundle/kernel-check/cpu"
-  # The block-per-row kernels: the same kernel IR and inputs, so the same
-  # CPU results; only the CUDA harness is kept.
+  # One thread per row: the same kernel IR and inputs, so the same CPU
+  # results; only the CUDA harness is kept.
   run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
-      "$bundle/kernel-check-block" --rows block --tools-dir "$bin" \
+      "$bundle/kernel-check-thread" --rows thread --tools-dir "$bin" \
       --runtime-dir "$rt" --runtime-include "$root/runtime/include" --arch "$arch"
-  run find "$bundle/kernel-check-block" -type f ! -name kernel-check-cuda -delete
+  run find "$bundle/kernel-check-thread" -type f ! -name kernel-check-cuda -delete
   # Only what `run` needs travels.
   run rm -f "$bundle/kernel-check/kernel-check-cpu" \
       "$bundle/kernel-check/"*.ll "$bundle/kernel-check/"*.o \
       "$bundle/kernel-check/"*.mlir
   say "shared libraries the GPU machine lacks"
   local exe lib
-  for exe in "$bundle/train-tiny-cuda" "$bundle/train-gpt2-cuda" \
-             "$bundle/kernel-check/kernel-check-cuda" \
-             "$bundle/kernel-check-block/kernel-check-cuda"; do
+  for exe in "$bundle"/train-* "$bundle/kernel-check/kernel-check-cuda" \
+             "$bundle/kernel-check-thread/kernel-check-cuda"; do
     if ((dry)); then
       echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib" >&2
       continue
     fi
-    # glibc, libstdc++ and the CUDA driver/toolkit libraries are the GPU
-    # machine's own: what is left is Open MPI and what it needs.
+    # glibc, libstdc++ and the CUDA driver/toolkit libraries (cuBLAS,
+    # cuBLASLt, NCCL: 760 MB, over what the device tool carries) are the
+    # GPU machine's own: what is left is Open MPI and what it needs.
     while read -r lib; do
       cp -L "$lib" "$bundle/lib/"
     done < <(ldd "$exe" | awk '$3 ~ /^\// {print $3}' |
-             grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcublasLt|libstdc\+\+|libgcc_s|libz|libudev)\.so' || true)
+             grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libcuda|libcublas[^/]*|libcublasLt|libnccl|libstdc\+\+|libgcc_s|libz|libudev)\.so' || true)
   done
   # Open MPI from Debian 12 needs glibc 2.36 (libevent); a machine with an
   # older one gets a stand-in libmpi for single-rank runs instead.
@@ -165,24 +177,31 @@ prepare() {
   fi
 }
 
-# The GPU machine's cuBLAS: the toolkit's, else PyTorch's wheel.
+# The GPU machine's cuBLAS, cuBLASLt and NCCL: the toolkit's, else
+# PyTorch's wheels (nvidia-cublas, nvidia-nccl).
 cuda_libs() {
-  local dirs=() d
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-    [[ -e "$d/libcublas.so.13" ]] && dirs+=("$d")
+  local dirs=() d m
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+           /usr/local/cuda/lib; do
+    if [[ -e "$d/libcublas.so.13" || -e "$d/libnccl.so.2" ]]; then
+      dirs+=("$d")
+    fi
   done
-  d="$(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))' 2>/dev/null || true)"
-  [[ -n "$d" && -d "$d" ]] && dirs+=("$d")
+  for m in cublas nccl; do
+    d="$(python3 -c "import nvidia.$m, os; print(os.path.join(list(nvidia.$m.__path__)[0], 'lib'))" 2>/dev/null || true)"
+    [[ -n "$d" && -d "$d" ]] && dirs+=("$d")
+  done
   local IFS=:
   echo "${dirs[*]}"
 }
 
 check_bundle() {
   local f missing=0
-  for f in train-tiny-cuda train-gpt2-cuda train-tiny-cuda-block \
-           train-gpt2-cuda-block gpt2.params ref/tiny-cpu.jsonl \
+  for f in train-tiny-fp32 train-tiny-fp32-thread train-tiny-bf16 \
+           train-gpt2-bf16 train-gpt2-fp32 gpt2.params \
+           ref/tiny-cpu-fp32.jsonl ref/tiny-cpu-bf16.jsonl \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
-           kernel-check/cpu kernel-check-block/kernel-check-cuda \
+           kernel-check/cpu kernel-check-thread/kernel-check-cuda \
            lib-stub/libmpi.so.40; do
     if [[ ! -e "$bundle/$f" ]]; then
       echo "run.sh run: $bundle/$f is missing (run \`bench/gpu/run.sh prepare\` on the build machine)" >&2
@@ -203,13 +222,13 @@ run_gpu() {
   libs="$(cuda_libs)"
   # The bundled Open MPI when it loads here, else the single-rank stand-in.
   if ((!dry)) && LD_LIBRARY_PATH="$mpi${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      ldd "$bundle/train-tiny-cuda" 2>&1 | grep -q "not found"; then
+      ldd "$bundle/train-tiny-fp32" 2>&1 | grep -q "not found"; then
     mpi="$bundle/lib-stub"
     echo "run.sh: the bundled Open MPI does not load here; using lib-stub/libmpi.so.40 (one rank)" >&2
   fi
   export LD_LIBRARY_PATH="$mpi${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  if ((!dry)) && ldd "$bundle/train-tiny-cuda" 2>&1 | grep "not found" >&2; then
-    echo "run.sh: libraries missing (above): CUDA 13's libcuda.so.1 and libcublas.so.13 must be installed" >&2
+  if ((!dry)) && ldd "$bundle/train-tiny-fp32" 2>&1 | grep "not found" >&2; then
+    echo "run.sh: libraries missing (above): CUDA 13's libcuda.so.1, libcublas.so.13, libcublasLt.so.13 and NCCL's libnccl.so.2 must be installed" >&2
     status=1
   fi
   local t0=$SECONDS
@@ -226,10 +245,8 @@ json.dump(dict(zip(keys, parts)) if len(parts) == 3 else {"nvidia_smi": text},
 PY
   fi
 
-  # Two variants of the row-wise kernels: "" (one thread per row) and
-  # "-block" (one block per row, warp shuffles).
   local v kc
-  for v in "" "-block"; do
+  for v in "" "-thread"; do
     kc="$bundle/kernel-check${v}/kernel-check-cuda"
     say "1${v}. kernel test (every generated kernel, GPU vs CPU)"
     run mkdir -p "$out/kernel-check-cuda$v"
@@ -244,42 +261,55 @@ PY
         "$out/kernel-check-cuda$v" --json "$out/kernel-check$v.json"; then
       status=1
     fi
+  done
 
-    say "2${v}. tiny: 10 steps against the CPU binary"
-    run rm -f "$out/tiny-cuda$v.jsonl"
-    if ! run timeout 60 "$bundle/train-tiny-cuda$v" --steps 10 \
-        --log-json "$out/tiny-cuda$v.jsonl" > "$(logto "$out/tiny-cuda$v.log")" 2>&1; then
-      echo "train-tiny-cuda$v failed: see $out/tiny-cuda$v.log" >&2
-      tail -20 "$out/tiny-cuda$v.log" >&2 || true
+  # name:reference:relative tolerance. fp32 against fp32: libdevice ulps
+  # and summation order only. bf16 against the CPU's bf16 binary: the same
+  # roundings to bf16 at the same places, but cuBLASLt's and the kernels'
+  # summation orders decide which way a value near a rounding boundary
+  # goes, one bf16 ulp (2^-8 relative) at a time (report.py).
+  local spec name ref rtol
+  for spec in "tiny-fp32:fp32:1e-4" "tiny-fp32-thread:fp32:1e-4" \
+              "tiny-bf16:bf16:$bf16_rtol"; do
+    IFS=: read -r name ref rtol <<< "$spec"
+    say "2. $name: 10 steps against the CPU binary ($ref, rtol $rtol)"
+    run rm -f "$out/$name.jsonl"
+    if ! run timeout 60 "$bundle/train-$name" --steps 10 -v \
+        --log-json "$out/$name.jsonl" > "$(logto "$out/$name.log")" 2>&1; then
+      echo "train-$name failed: see $out/$name.log" >&2
+      tail -20 "$out/$name.log" >&2 || true
       status=1
     fi
     if ((dry)); then
-      echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu.jsonl $out/tiny-cuda$v.jsonl > $out/tiny$v.json" >&2
-    elif ! python3 "$here/report.py" tiny "$bundle/ref/tiny-cpu.jsonl" \
-        "$out/tiny-cuda$v.jsonl" > "$out/tiny$v.json"; then
-      echo "tiny$v: the CUDA losses differ from the CPU's: $out/tiny$v.json" >&2
+      echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu-$ref.jsonl $out/$name.jsonl --rtol $rtol > $out/$name.json" >&2
+    elif ! python3 "$here/report.py" tiny "$bundle/ref/tiny-cpu-$ref.jsonl" \
+        "$out/$name.jsonl" --rtol "$rtol" --precision "$ref" \
+        --log "$out/$name.log" > "$out/$name.json"; then
+      echo "$name: the CUDA losses differ from the CPU's: $out/$name.json" >&2
       status=1
     fi
+  done
 
-    say "3${v}. gpt2: $gpt2_steps steps"
-    run rm -f "$out/gpt2-cuda$v.jsonl"
-    if ! run timeout 120 "$bundle/train-gpt2-cuda$v" --steps "$gpt2_steps" \
-        --log-json "$out/gpt2-cuda$v.jsonl" > "$(logto "$out/gpt2-cuda$v.log")" 2>&1; then
-      echo "train-gpt2-cuda$v failed or ran out of time: see $out/gpt2-cuda$v.log" >&2
-      tail -20 "$out/gpt2-cuda$v.log" >&2 || true
+  for name in gpt2-bf16 gpt2-fp32; do
+    say "3. $name: $gpt2_steps steps"
+    run rm -f "$out/$name.jsonl"
+    if ! run timeout 150 "$bundle/train-$name" --steps "$gpt2_steps" \
+        --log-json "$out/$name.jsonl" > "$(logto "$out/$name.log")" 2>&1; then
+      echo "train-$name failed or ran out of time: see $out/$name.log" >&2
+      tail -20 "$out/$name.log" >&2 || true
       status=1
     fi
     if ((dry)); then
-      echo "+ python3 $here/report.py gpt2 $out/gpt2-cuda$v.jsonl --params \$(cat $bundle/gpt2.params) > $out/gpt2$v.json" >&2
-    elif [[ -s "$out/gpt2-cuda$v.jsonl" ]]; then
-      python3 "$here/report.py" gpt2 "$out/gpt2-cuda$v.jsonl" \
+      echo "+ python3 $here/report.py gpt2 $out/$name.jsonl --params \$(cat $bundle/gpt2.params) > $out/$name.json" >&2
+    elif [[ -s "$out/$name.jsonl" ]]; then
+      python3 "$here/report.py" gpt2 "$out/$name.jsonl" \
         --params "$(cat "$bundle/gpt2.params")" --peak-tflops "$peak_tflops" \
-        > "$out/gpt2$v.json"
+        --precision "${name#gpt2-}" > "$out/$name.json"
     fi
   done
 
   if ((torch)); then
-    say "4. PyTorch on the same shapes (eager, torch.compile; fp32, bf16)"
+    say "4. PyTorch on the same shapes (eager, torch.compile; bf16, fp32)"
     # What is left of the 8 minutes, less a margin.
     local left=$((450 - (SECONDS - t0)))
     if ((left < 60)); then
@@ -303,8 +333,9 @@ json.dump({"passed": sys.argv[2] == "0", "seconds": int(sys.argv[3])},
           open(sys.argv[1], "w"))
 PY
   local parts=("$out/checks.json" "$out/gpu.json" "$out/kernel-check.json"
-               "$out/tiny.json" "$out/gpt2.json" "$out/kernel-check-block.json"
-               "$out/tiny-block.json" "$out/gpt2-block.json")
+               "$out/kernel-check-thread.json" "$out/tiny-fp32.json"
+               "$out/tiny-fp32-thread.json" "$out/tiny-bf16.json"
+               "$out/gpt2-bf16.json" "$out/gpt2-fp32.json")
   [[ -e "$out/torch.json" ]] && parts+=("$out/torch.json")
   [[ -e "$bundle/commit" ]] && cp "$bundle/commit" "$out/commit.txt"
   python3 "$here/report.py" combine "$out/gpu-bench.json" "${parts[@]}"

@@ -128,7 +128,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--modes", default="eager,compile")
-    p.add_argument("--dtypes", default="fp32,bf16")
+    p.add_argument("--dtypes", default="bf16,fp32")
     p.add_argument("--peak-tflops", type=float, default=989.4,
                    help="bf16 dense peak of the GPU (H100/H200 SXM: 989.4)")
     p.add_argument("--layers", type=int, default=12)
