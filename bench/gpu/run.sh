@@ -17,7 +17,8 @@
 #        1. the kernel test: every generated kernel on the GPU against the
 #           CPU target's result on the same inputs, for the row-wise kernels
 #           one block per row (the default) and one thread per row
-#           (--cuda-rows thread);
+#           (--cuda-rows thread), and the bf16 kernels (--precision
+#           bf16; relative 8e-3: one bf16 ulp);
 #        2. tiny, 10 steps, losses against the CPU binary's: fp32 (both
 #           row forms; relative 1e-4) and bf16 (--precision bf16, against
 #           the CPU's bf16 binary; relative 2e-2, see run_gpu);
@@ -142,14 +143,21 @@ prepare() {
       "$bundle/kernel-check-thread" --rows thread --tools-dir "$bin" \
       --runtime-dir "$rt" --runtime-include "$root/runtime/include" --arch "$arch"
   run find "$bundle/kernel-check-thread" -type f ! -name kernel-check-cuda -delete
+  # The bf16 kernels (--precision bf16): their own IR and CPU results.
+  run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
+      "$bundle/kernel-check-bf16" --precision bf16 --tools-dir "$bin" \
+      --runtime-dir "$rt" --runtime-include "$root/runtime/include" --arch "$arch"
+  run mkdir -p "$bundle/kernel-check-bf16/cpu"
+  run "$bundle/kernel-check-bf16/kernel-check-cpu" "$bundle/kernel-check-bf16/cpu"
   # Only what `run` needs travels.
-  run rm -f "$bundle/kernel-check/kernel-check-cpu" \
-      "$bundle/kernel-check/"*.ll "$bundle/kernel-check/"*.o \
-      "$bundle/kernel-check/"*.mlir
+  local kcd
+  for kcd in kernel-check kernel-check-bf16; do
+    run rm -f "$bundle/$kcd/kernel-check-cpu" "$bundle/$kcd/"*.ll \
+        "$bundle/$kcd/"*.o "$bundle/$kcd/"*.mlir
+  done
   say "shared libraries the GPU machine lacks"
   local exe lib
-  for exe in "$bundle"/train-* "$bundle/kernel-check/kernel-check-cuda" \
-             "$bundle/kernel-check-thread/kernel-check-cuda"; do
+  for exe in "$bundle"/train-* "$bundle"/kernel-check*/kernel-check-cuda; do
     if ((dry)); then
       echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib" >&2
       continue
@@ -202,6 +210,7 @@ check_bundle() {
            ref/tiny-cpu-fp32.jsonl ref/tiny-cpu-bf16.jsonl \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
            kernel-check/cpu kernel-check-thread/kernel-check-cuda \
+           kernel-check-bf16/kernel-check-cuda kernel-check-bf16/cpu \
            lib-stub/libmpi.so.40; do
     if [[ ! -e "$bundle/$f" ]]; then
       echo "run.sh run: $bundle/$f is missing (run \`bench/gpu/run.sh prepare\` on the build machine)" >&2
@@ -245,9 +254,13 @@ json.dump(dict(zip(keys, parts)) if len(parts) == 3 else {"nvidia_smi": text},
 PY
   fi
 
-  local v kc
-  for v in "" "-thread"; do
+  # "" and -thread: the fp32 kernels (one block, one thread per row) against
+  # the same CPU results; -bf16: the bf16 kernels against theirs.
+  local v kc ref
+  for v in "" "-thread" "-bf16"; do
     kc="$bundle/kernel-check${v}/kernel-check-cuda"
+    ref="$bundle/kernel-check"
+    [[ $v == -bf16 ]] && ref="$bundle/kernel-check-bf16"
     say "1${v}. kernel test (every generated kernel, GPU vs CPU)"
     run mkdir -p "$out/kernel-check-cuda$v"
     if ! run timeout 60 "$kc" "$out/kernel-check-cuda$v" \
@@ -257,7 +270,7 @@ PY
       status=1
     fi
     if ! run python3 "$root/test/cuda/kernel_check.py" compare \
-        "$bundle/kernel-check/kernels.json" "$bundle/kernel-check/cpu" \
+        "$ref/kernels.json" "$ref/cpu" \
         "$out/kernel-check-cuda$v" --json "$out/kernel-check$v.json"; then
       status=1
     fi
@@ -333,7 +346,8 @@ json.dump({"passed": sys.argv[2] == "0", "seconds": int(sys.argv[3])},
           open(sys.argv[1], "w"))
 PY
   local parts=("$out/checks.json" "$out/gpu.json" "$out/kernel-check.json"
-               "$out/kernel-check-thread.json" "$out/tiny-fp32.json"
+               "$out/kernel-check-thread.json" "$out/kernel-check-bf16.json"
+               "$out/tiny-fp32.json"
                "$out/tiny-fp32-thread.json" "$out/tiny-bf16.json"
                "$out/gpt2-bf16.json" "$out/gpt2-fp32.json")
   [[ -e "$out/torch.json" ]] && parts+=("$out/torch.json")

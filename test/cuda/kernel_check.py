@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Each generated kernel of a model, on the GPU and on the CPU, same inputs.
 
-  kernel_check.py build MODEL.mlir OUTDIR [--rows thread|block]  # build machine
+  kernel_check.py build MODEL.mlir OUTDIR [--rows block|thread]
+                  [--precision fp32|bf16]                  # build machine
   OUTDIR/kernel-check-cpu OUTDIR/cpu        # anywhere
   OUTDIR/kernel-check-cuda OUTDIR/cuda      # on a machine with a GPU
   kernel_check.py compare OUTDIR/cpu OUTDIR/cuda [--json FILE]
@@ -13,7 +14,8 @@ module twice: with the CPU target's lowering (the serial tail of
 triax-lower-cpu) and with triax-kernels-to-cuda (the tail of
 triax-lower-cuda). A generated C harness calls every kernel on buffers
 filled from a fixed seed (f32 in [-1, 1); i32 in [0, smallest dimension)
-so that gathers stay in bounds; float scalars 0.75) and writes, after the
+so that gathers stay in bounds; bf16 the f32 value rounded to nearest
+even; float scalars 0.75) and writes, after the
 call, a sample of every buffer (all elements up to 1024, else the first and
 last 256 and 512 in between) with the sum and the sum of magnitudes of all
 of it, to OUTDIR/<target>/<kernel>.bin (small enough to carry the CPU's to
@@ -26,7 +28,10 @@ and kernel-check-cuda (libtriax_rt_cuda.a first, as triaxc links).
 default atol 1e-5,
 rtol 1e-4 (fp32 kernels; libdevice's exp/tanh/pow and FMA contraction
 differ from libm by a few ulp), prints the worst kernels and exits 1 when
-one fails.
+one fails. bf16 buffers are written as f32 (exact); a kernel that computes
+in f32 and stores bf16 may round a value near a rounding boundary the other
+way on the GPU, one bf16 ulp: up to 2^-7 of the value, so `build
+--precision bf16` records rtol 8e-3 for compare to use.
 """
 
 import argparse
@@ -51,7 +56,10 @@ CPU_TAIL = (
 KERNEL_RE = re.compile(
     r"^  func\.func private @(\w+_kernel\d+)\((.*?)\)( -> (?:f64|f32))?"
     r"(?: attributes \{(.*)\})? \{$")
-MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|i32|i64)>$")
+MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|bf16|i32|i64)>$")
+
+# The harness's element codes and sizes (C_PRELUDE's buffer() and dump()).
+ELEM_CODE = {"f32": 0, "i32": 1, "i64": 2, "bf16": 3}
 
 
 def split_args(text):
@@ -138,6 +146,7 @@ C_PRELUDE = r"""
 #include <stdlib.h>
 #include <string.h>
 
+static FILE *out;
 #define MEMREF(R) typedef struct { void *allocated, *aligned; int64_t offset; \
   int64_t sizes[R], strides[R]; } memref##R;
 MEMREF(1) MEMREF(2) MEMREF(3) MEMREF(4) MEMREF(5)
@@ -147,14 +156,46 @@ static uint32_t next32(void) {
   rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
   return (uint32_t)(rng >> 33);
 }
+/* Element codes: 0 f32, 1 i32, 2 i64, 3 bf16 (the top half of an f32). */
+static const size_t elem_size[] = {4, 4, 8, 2};
+static uint16_t to_bf16(float f) {
+  uint32_t u; memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even (no NaN here) */
+  return (uint16_t)(u >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4);
+  return f;
+}
 static void *buffer(int64_t n, int elem, int64_t bound) {
-  void *p = trx_alloc((size_t)n * 4, TRX_MEM_OTHER);
+  void *p = trx_alloc((size_t)n * elem_size[elem], TRX_MEM_OTHER);
   if (!p) { fprintf(stderr, "kernel-check: %s\n", trx_last_error()); exit(2); }
   for (int64_t i = 0; i < n; ++i) {
-    if (elem == 0) ((float *)p)[i] = (float)(next32() % 2000000) / 1e6f - 1.0f;
-    else ((int32_t *)p)[i] = (int32_t)(next32() % (uint32_t)bound);
+    if (elem == 0 || elem == 3) {
+      float f = (float)(next32() % 2000000) / 1e6f - 1.0f;
+      if (elem == 0) ((float *)p)[i] = f; else ((uint16_t *)p)[i] = to_bf16(f);
+    } else if (elem == 1) {
+      ((int32_t *)p)[i] = (int32_t)(next32() % (uint32_t)bound);
+    } else {
+      ((int64_t *)p)[i] = (int64_t)(next32() % (uint32_t)bound);
+    }
   }
   return p;
+}
+/* Element i as a double, and as the 4 bytes the record holds (f32 for
+ * f32 and bf16, i32 for i32, the low half of an i64). */
+static double value(const void *p, int64_t i, int elem) {
+  switch (elem) {
+  case 0: return ((const float *)p)[i];
+  case 1: return ((const int32_t *)p)[i];
+  case 2: return (double)((const int64_t *)p)[i];
+  default: return from_bf16(((const uint16_t *)p)[i]);
+  }
+}
+static void put(const void *p, int64_t i, int elem) {
+  if (elem == 3) { float f = from_bf16(((const uint16_t *)p)[i]); fwrite(&f, 4, 1, out); }
+  else if (elem == 2) { int32_t v = (int32_t)((const int64_t *)p)[i]; fwrite(&v, 4, 1, out); }
+  else fwrite((const char *)p + 4 * i, 4, 1, out);
 }
 static void describe(void *d, void *p, int rank, const int64_t *shape) {
   memref5 *m = (memref5 *)d; /* the same layout up to the rank */
@@ -163,23 +204,21 @@ static void describe(void *d, void *p, int rank, const int64_t *shape) {
   int64_t s = 1;
   for (int r = rank - 1; r >= 0; --r) { sizes[r] = shape[r]; strides[r] = s; s *= shape[r]; }
 }
-static FILE *out;
 /* A buffer's record: the elements at sample_indices(n) (all of them up to
  * 1024; else the first 256, the last 256 and 512 spread in between), then
  * the sum and the sum of magnitudes of all n elements (doubles). */
 static void dump(const void *p, int64_t n, int elem) {
   double sum = 0, sumabs = 0;
   for (int64_t i = 0; i < n; ++i) {
-    double v = elem == 0 ? (double)((const float *)p)[i] : (double)((const int32_t *)p)[i];
+    double v = value(p, i, elem);
     sum += v; sumabs += v < 0 ? -v : v;
   }
   if (n <= 1024) {
-    fwrite(p, 4, (size_t)n, out);
+    for (int64_t i = 0; i < n; ++i) put(p, i, elem);
   } else {
-    fwrite(p, 4, 256, out);
-    for (int64_t k = 0; k < 512; ++k)
-      fwrite((const char *)p + 4 * (256 + k * (n - 512) / 512), 4, 1, out);
-    fwrite((const char *)p + 4 * (n - 256), 4, 256, out);
+    for (int64_t i = 0; i < 256; ++i) put(p, i, elem);
+    for (int64_t k = 0; k < 512; ++k) put(p, 256 + k * (n - 512) / 512, elem);
+    for (int64_t i = n - 256; i < n; ++i) put(p, i, elem);
   }
   fwrite(&sum, 8, 1, out);
   fwrite(&sumabs, 8, 1, out);
@@ -224,7 +263,7 @@ def harness(kernels):
                 shape = ", ".join(str(d) for d in t["shape"])
                 c.append("    int64_t s%d[] = {%s}; memref%d m%d;" % (j, shape, rank, j))
                 c.append("    void *b%d = buffer(%d, %d, %d); describe(&m%d, b%d, %d, s%d);"
-                         % (j, n, 0 if t["elem"] == "f32" else 1, bound, j, j, rank, j))
+                         % (j, n, ELEM_CODE[t["elem"]], bound, j, j, rank, j))
                 call.append("&m%d" % j)
             else:
                 call.append({"f32": "0.75f", "f64": "0.75"}.get(t["elem"], "1"))
@@ -242,7 +281,7 @@ def harness(kernels):
                 for d in t["shape"]:
                     n *= d
                 c.append("    dump(b%d, %d, %d); trx_free(b%d);"
-                         % (j, n, 0 if t["elem"] == "f32" else 1, j))
+                         % (j, n, ELEM_CODE[t["elem"]], j))
         c.append("    fclose(out); ++n;")
         c.append("  }")
     c.append("  printf(\"kernel-check: %d kernels run, buffers in %s\\n\", n, dir);")
@@ -266,7 +305,7 @@ def build(a):
     llvm = a.llvm_bin
     kir = os.path.join(a.outdir, "kernels-full.mlir")
     with open(kir, "w") as f:
-        sh([os.path.join(tools, "triaxc"), a.model,
+        sh([os.path.join(tools, "triaxc"), a.model, "--precision", a.precision,
             "--emit=mlir-after=triax-outline-kernels"], stdout=f)
     with open(kir) as f:
         text = f.read()
@@ -283,8 +322,9 @@ def build(a):
     with open(mod, "w") as f:
         f.write(module)
     with open(os.path.join(a.outdir, "kernels.json"), "w") as f:
-        json.dump({"model": a.model, "kernels": kernels, "skipped": skipped},
-                  f, indent=1)
+        json.dump({"model": a.model, "precision": a.precision,
+                   "rtol": 8e-3 if a.precision == "bf16" else None,
+                   "kernels": kernels, "skipped": skipped}, f, indent=1)
     harness_c = os.path.join(a.outdir, "harness.c")
     with open(harness_c, "w") as f:
         f.write(harness(kernels))
@@ -319,7 +359,10 @@ def build(a):
         link += ["-lstdc++", "-lm"] + mpi
         if target == "cuda":
             lib64 = os.path.join(a.cuda_toolkit, "lib64")
-            link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas",
+            # As triaxc links a CUDA binary (lib/Driver/Compiler.cpp).
+            nccl = os.path.join(a.cuda_toolkit, "lib")
+            link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublasLt",
+                     "-lcublas", "-L" + nccl, "-Wl,-rpath," + nccl, "-lnccl",
                      "-L" + os.path.join(lib64, "stubs"), "-lcuda", "-lstdc++"]
         sh(link)
     print("kernel_check.py: %d kernels; %s/kernel-check-cpu and "
@@ -330,6 +373,8 @@ def compare(a):
     with open(a.kernels) as f:
         meta = json.load(f)
     results, failed = [], 0
+    if a.rtol is None:  # build's bound for the precision, else fp32's
+        a.rtol = meta.get("rtol") or 1e-4
     for k in meta["kernels"]:
         name = k["name"]
         paths = [os.path.join(d, name + ".bin") for d in (a.cpu, a.gpu)]
@@ -347,7 +392,8 @@ def compare(a):
             if t["kind"] != "memref":
                 continue
             n = _count(t["shape"])
-            fmt += ("f" if t["elem"] == "f32" else "i") * min(n, 1024) + "dd"
+            fmt += ("f" if t["elem"] in ("f32", "bf16") else "i") * \
+                min(n, 1024) + "dd"
         cpu = struct.unpack("<" + fmt, data[0])
         gpu = struct.unpack("<" + fmt, data[1])
         # Sums (the "dd" after each buffer) get the tolerance scaled by the
@@ -417,7 +463,9 @@ def main():
     b.add_argument("--arch", default="sm_90")
     b.add_argument("--features", default="+ptx80")
     b.add_argument("--cc", default="cc")
-    b.add_argument("--rows", default="thread", choices=["thread", "block"],
+    b.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                   help="triaxc --precision of the kernel IR")
+    b.add_argument("--rows", default="block", choices=["thread", "block"],
                    help="row-wise kernels of the CUDA side: one thread or one "
                         "block per row (triax-lower-cuda's rows option)")
     c = sub.add_parser("compare")
@@ -425,7 +473,9 @@ def main():
     c.add_argument("cpu")
     c.add_argument("gpu")
     c.add_argument("--atol", type=float, default=1e-5)
-    c.add_argument("--rtol", type=float, default=1e-4)
+    c.add_argument("--rtol", type=float, default=None,
+                   help="default: what build recorded for the precision "
+                   "(fp32 1e-4, bf16 8e-3)")
     c.add_argument("--json")
     a = p.parse_args()
     if a.cmd == "build":
