@@ -100,6 +100,13 @@ const char *trx_mem_category_name(int cat);
  * Returns buf. */
 char *trx_format_mib(size_t bytes, char *buf, size_t len);
 
+/* Waits until the device is done with every buffer before the runtime
+ * reads or writes one on the host (state, gradients, token buffers). A
+ * no-op on the CPU (a weak definition); on the CUDA target, whose kernels
+ * and GEMMs are asynchronous, libtriax_rt_cuda.a's definition synchronizes
+ * the compute and the communication stream. */
+void trx_device_sync(void);
+
 /*===----------------------------------------------------------------------===*/
 /* Data loader for llm.c token files (.bin)                                 */
 /*===----------------------------------------------------------------------===*/

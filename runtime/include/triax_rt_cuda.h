@@ -31,18 +31,35 @@ extern "C" {
  * current. Returns the device ordinal. */
 int trx_cuda_init(void);
 
-/* The stream every kernel, GEMM and copy of the runtime runs on (a
- * CUstream), created by trx_cuda_init. */
+/* The compute stream every kernel, GEMM and memset of the runtime runs on
+ * (a CUstream), created by trx_cuda_init. Launches are asynchronous
+ * (TRX_CUDA_SYNC=1: a synchronization after each launch and GEMM). */
 void *trx_cuda_stream(void);
 
-/* Waits for all work on trx_cuda_stream(). */
+/* Waits for all work on the compute and the communication stream. */
 void trx_cuda_synchronize(void);
 
+/* The same, called by the compiled code before its host-side loads and
+ * stores (triax-insert-host-syncs; RuntimeABI.h kHostSync). The CPU
+ * runtime's hook, trx_device_sync (triax_rt.h), does the same on CUDA. */
+void trx_cuda_host_sync(void);
+
 /* Counters since start: kernels launched through mgpuLaunchKernel, GEMMs
- * run on cuBLAS, managed allocations made. */
+ * run on cuBLAS, managed allocations made (cuMemAllocManaged calls),
+ * allocations served from the cache, host synchronizations. */
 uint64_t trx_cuda_kernel_launches(void);
 uint64_t trx_cuda_gemms(void);
 uint64_t trx_cuda_allocations(void);
+uint64_t trx_cuda_cache_hits(void);
+uint64_t trx_cuda_host_syncs(void);
+
+/* The caching allocator (TRX_CUDA_ALLOC=cache, the default, or direct):
+ * bytes held from CUDA (in use plus cached) now and at most, and the size
+ * class a request of `bytes` is served from (multiples of 512 below 1 MiB,
+ * then 2^k, 1.25, 1.5, 1.75 2^k). */
+size_t trx_cuda_mem_reserved(void);
+size_t trx_cuda_mem_reserved_peak(void);
+size_t trx_cuda_size_class(size_t bytes);
 
 /* The device's name and its memory in bytes (after trx_cuda_init). */
 const char *trx_cuda_device_name(void);

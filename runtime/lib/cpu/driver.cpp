@@ -313,6 +313,7 @@ struct Run {
   int64_t n() const { return model->num_params; }
   int64_t tokensPerStep() const { return model->micro_batch * model->seq; }
   void zeroGrads() {
+    trx_device_sync(); // the last optimizer step's kernels read them
     for (int64_t i = 0; i < n(); ++i)
       if (int64_t count = layouts[size_t(i)].allocCount(TRX_STATE_GRAD))
         std::memset(grads[size_t(i)], 0, size_t(count) * sizeof(float));
@@ -323,6 +324,7 @@ struct Run {
   /// Assembles the whole tensors of `kind` (0 parameter, 1 exp_avg, 2
   /// exp_avg_sq) from the ranks' pieces: collective, every rank calls it.
   void gather(int kind) {
+    trx_device_sync(); // the host reads the state (and writes whole)
     if (!distributed)
       return;
     for (int64_t i = 0; i < n(); ++i)
@@ -331,6 +333,7 @@ struct Run {
   }
   /// Takes this rank's pieces of the whole tensors of `kind`.
   void scatter(int kind) {
+    trx_device_sync(); // the host writes the state
     if (!distributed)
       return;
     for (int64_t i = 0; i < n(); ++i)
@@ -368,12 +371,14 @@ struct Run {
 /// (a key bias's gradient is exactly zero under softmax; its computed |g|
 /// is ~1e-11). `samples` > 1 repeats the check with that many r.
 int Run::gradcheck(int64_t samples, float tol) {
+  trx_device_sync();
   if (trx_loader_next(train, inputs, targets) != TRX_OK) {
     printError("%s: %s", dataName.c_str(), trx_last_error());
     return 1;
   }
   zeroGrads();
   float loss = model->forward_backward(inputs, targets);
+  trx_device_sync(); // the host reads gradients and writes parameters
   printf("gradcheck: loss %.6f, %" PRId64 " directions per parameter, "
          "tolerance %.1e\n",
          double(loss), samples, double(tol));
@@ -415,9 +420,11 @@ int Run::gradcheck(int64_t samples, float tol) {
       for (int64_t k = 0; k < count; ++k)
         w[k] = float(double(saved[size_t(k)]) + h * u[size_t(k)]);
       double plus = model->forward(inputs, targets);
+      trx_device_sync();
       for (int64_t k = 0; k < count; ++k)
         w[k] = float(double(saved[size_t(k)]) - h * u[size_t(k)]);
       double minus = model->forward(inputs, targets);
+      trx_device_sync();
       std::copy(saved.begin(), saved.end(), w);
       double fd = (plus - minus) / (2.0 * h);
       double absErr = std::fabs(fd - expected);
@@ -452,6 +459,7 @@ int Run::gradcheck(int64_t samples, float tol) {
 /// A pipeline's call takes several micro-batches stacked: `slot` is the
 /// micro-batch's place in the call's token buffers.
 int Run::nextBatch(int64_t slot) {
+  trx_device_sync(); // the last call's kernels may still read the tokens
   const int64_t offset = slot * tokensPerStep();
   for (int64_t j = 0; j < dpSize; ++j) {
     bool mine = j == dpRank;
@@ -793,6 +801,7 @@ float Run::evaluate(int &rc) {
     nb = args.val_batches;
   double sum = 0;
   for (int64_t k = 0; k < nb; ++k) {
+    trx_device_sync(); // the last forward's kernels may read the tokens
     trx_loader_next(val, inputs, targets);
     sum += double(model->forward(inputs, targets));
   }

@@ -286,3 +286,7 @@ extern "C" const char *trx_status_str(int status) {
 }
 
 extern "C" const char *trx_last_error(void) { return lastError; }
+
+/// Nothing to wait for on the CPU: the kernels ran when they returned. The
+/// CUDA runtime (lib/cuda/context.cpp) overrides this.
+extern "C" __attribute__((weak)) void trx_device_sync(void) {}

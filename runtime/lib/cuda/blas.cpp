@@ -83,8 +83,9 @@ extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order,
   TRX_CUBLAS(cublasSgemm(h, op(transB), op(transA), N, M, K, &alpha, B, ldb, A,
                          lda, &beta, C, ldc));
   gemms.fetch_add(1, std::memory_order_relaxed);
-  // Synchronous, like the kernel launches: the host may read C next.
-  TRX_CU(cuStreamSynchronize(triax::rt::cuda::stream()));
+  // Stream-ordered like the kernel launches: the host syncs before it
+  // reads C (TRX_CUDA_SYNC=1 waits here).
+  triax::rt::cuda::launched("cublasSgemm");
 }
 
 /// trx_blas_set_threads (--threads) sets OpenBLAS's threads on the CPU;

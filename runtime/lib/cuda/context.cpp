@@ -7,11 +7,18 @@
 // CUDA driver API, with the signatures of MLIR 22's CudaRuntimeWrappers.
 //
 // Streams: the lowering creates a stream per launch, synchronizes and
-// destroys it. Here every "created" stream is the runtime's one stream, so
-// kernels, cuBLAS GEMMs and copies run in program order; destroy is a
-// no-op and synchronize waits for that stream. Every launch is therefore
-// synchronous, like the CPU target's kernels: the host runtime may read any
-// buffer after a kernel returns.
+// destroys it. Here every "created" stream is the runtime's compute stream,
+// so kernels, cuBLAS GEMMs, memsets and copies run in program order;
+// destroy is a no-op, and the lowering's synchronize after each launch is a
+// no-op too (unless TRX_CUDA_SYNC=1): launches are asynchronous. The host
+// waits only where it touches memory the device may be using: the compiled
+// code calls trx_cuda_host_sync before its host-side loads and stores
+// (triax-insert-host-syncs), the CPU runtime calls trx_device_sync before
+// it reads or writes state, token or gradient buffers. A kernel's error
+// then surfaces at the next synchronization (or the next CUDA call); the
+// message says so, and TRX_CUDA_SYNC=1 restores a synchronization after
+// every launch and GEMM to find the kernel. A second, communication stream
+// (commStream) carries DP gradient buckets.
 //
 // CUDA starts lazily, at the first kernel, allocation or GEMM, on the device
 // chosen by trx_cuda_init; module loads (global constructors) only record
@@ -26,6 +33,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 using namespace triax::rt::cuda;
@@ -36,14 +44,17 @@ struct Context {
   CUdevice device = 0;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
+  CUstream comm = nullptr;
+  bool syncEveryLaunch = false;
   int ordinal = -1;
   char name[256] = {0};
   size_t memory = 0;
 };
 
 Context ctx;
-std::once_flag initOnce;
+std::once_flag initOnce, commOnce;
 std::atomic<uint64_t> launches{0};
+std::atomic<uint64_t> hostSyncs{0};
 
 int envInt(const char *name, int fallback) {
   const char *v = std::getenv(name);
@@ -75,6 +86,8 @@ void initialize() {
   TRX_CU(cuDevicePrimaryCtxRetain(&ctx.context, ctx.device));
   TRX_CU(cuCtxSetCurrent(ctx.context));
   TRX_CU(cuStreamCreate(&ctx.stream, CU_STREAM_NON_BLOCKING));
+  const char *sync = std::getenv("TRX_CUDA_SYNC");
+  ctx.syncEveryLaunch = sync && *sync && std::strcmp(sync, "0") != 0;
   TRX_CU(cuDeviceGetName(ctx.name, int(sizeof(ctx.name)), ctx.device));
   TRX_CU(cuDeviceTotalMem(&ctx.memory, ctx.device));
   ctx.ordinal = ordinal;
@@ -82,16 +95,41 @@ void initialize() {
 
 } // namespace
 
+/// Errors a kernel leaves behind: with asynchronous launches they surface
+/// at a later call, not at the launch of the kernel that caused them.
+static bool asyncKernelError(CUresult rc) {
+  switch (rc) {
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+  case CUDA_ERROR_LAUNCH_FAILED:
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+  case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+  case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+  case CUDA_ERROR_INVALID_PC:
+  case CUDA_ERROR_HARDWARE_STACK_ERROR:
+  case CUDA_ERROR_ASSERT:
+    return true;
+  default:
+    return false;
+  }
+}
+
 void triax::rt::cuda::failCU(const char *call, CUresult rc) {
   const char *name = nullptr, *text = nullptr;
   cuGetErrorName(rc, &name);
   cuGetErrorString(rc, &text);
-  char msg[768], device[32] = "no device chosen yet";
+  char msg[1024], device[32] = "no device chosen yet";
   if (ctx.ordinal >= 0)
     snprintf(device, sizeof(device), "device %d", ctx.ordinal);
-  snprintf(msg, sizeof(msg), "cuda: %s failed: %s (CUresult %d): %s (%s)", call,
-           name ? name : "unknown error", int(rc),
-           text ? text : "no description", device);
+  const char *hint =
+      asyncKernelError(rc) && !ctx.syncEveryLaunch &&
+              !std::strstr(call, "TRX_CUDA_SYNC")
+          ? "; an earlier asynchronous launch failed; rerun with "
+            "TRX_CUDA_SYNC=1 to find it"
+          : "";
+  snprintf(msg, sizeof(msg), "cuda: %s failed: %s (CUresult %d): %s (%s)%s",
+           call, name ? name : "unknown error", int(rc),
+           text ? text : "no description", device, hint);
   trx_dist_abort(msg);
   std::abort(); // trx_dist_abort does not return
 }
@@ -110,6 +148,77 @@ CUstream triax::rt::cuda::stream() {
   return ctx.stream;
 }
 
+CUstream triax::rt::cuda::commStream() {
+  trx_cuda_init();
+  std::call_once(commOnce, [] {
+    CUstream s = nullptr;
+    TRX_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    __atomic_store_n(&ctx.comm, s, __ATOMIC_RELEASE);
+  });
+  return ctx.comm;
+}
+
+CUevent triax::rt::cuda::newEvent() {
+  trx_cuda_init();
+  CUevent event = nullptr;
+  TRX_CU(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING));
+  return event;
+}
+
+void triax::rt::cuda::streamWaits(CUstream waiter, CUstream producer) {
+  // cuStreamWaitEvent waits for the event's state at the call: once the
+  // wait is enqueued the event may be recorded again, so a small ring of
+  // events serves every pair (one mutex: recording and waiting are
+  // enqueues, cheap).
+  static std::mutex m;
+  static CUevent ring[16] = {};
+  static unsigned next = 0;
+  std::lock_guard<std::mutex> lock(m);
+  CUevent &event = ring[next++ % 16];
+  if (!event)
+    event = newEvent();
+  TRX_CU(cuEventRecord(event, producer));
+  TRX_CU(cuStreamWaitEvent(waiter, event, 0));
+}
+
+bool triax::rt::cuda::syncEveryLaunch() {
+  trx_cuda_init();
+  return ctx.syncEveryLaunch;
+}
+
+void triax::rt::cuda::launched(const char *what) {
+  if (!ctx.syncEveryLaunch)
+    return;
+  CUresult rc = cuStreamSynchronize(ctx.stream);
+  if (rc != CUDA_SUCCESS) {
+    char call[512];
+    snprintf(call, sizeof(call), "%s (TRX_CUDA_SYNC=1: synchronized after it)",
+             what);
+    failCU(call, rc);
+  }
+}
+
+void triax::rt::cuda::hostSync(const char *who) {
+  trx_cuda_init();
+  hostSyncs.fetch_add(1, std::memory_order_relaxed);
+  CUstream streams[] = {ctx.stream,
+                        __atomic_load_n(&ctx.comm, __ATOMIC_ACQUIRE)};
+  for (CUstream s : streams) {
+    if (!s)
+      continue;
+    CUresult rc = cuStreamSynchronize(s);
+    if (rc != CUDA_SUCCESS) {
+      char call[512];
+      snprintf(call, sizeof(call),
+               "cuStreamSynchronize (%s stream, before %s; an earlier "
+               "asynchronous launch failed; rerun with TRX_CUDA_SYNC=1 to "
+               "find it)",
+               s == ctx.stream ? "compute" : "communication", who);
+      failCU(call, rc);
+    }
+  }
+}
+
 extern "C" int trx_cuda_init(void) {
   std::call_once(initOnce, initialize);
   // Each thread that calls CUDA needs the context current.
@@ -121,11 +230,25 @@ extern "C" int trx_cuda_init(void) {
 
 extern "C" void *trx_cuda_stream(void) { return stream(); }
 
-extern "C" void trx_cuda_synchronize(void) {
-  TRX_CU(cuStreamSynchronize(stream()));
+extern "C" void trx_cuda_synchronize(void) { hostSync("trx_cuda_synchronize"); }
+
+/// The compiled code's host-side loads and stores (the loss, the gradient
+/// norm, scalar reductions): triax-insert-host-syncs calls this first.
+extern "C" void trx_cuda_host_sync(void) {
+  hostSync("a host-side access of the compiled code");
+}
+
+/// The CPU runtime's hook before it reads or writes buffers the device may
+/// be using (a weak no-op in libtriax_rt.a; this definition wins).
+extern "C" void trx_device_sync(void) {
+  hostSync("a host-side access of the runtime");
 }
 
 extern "C" uint64_t trx_cuda_kernel_launches(void) { return launches.load(); }
+
+extern "C" uint64_t trx_cuda_host_syncs(void) {
+  return hostSyncs.load(std::memory_order_relaxed);
+}
 
 extern "C" const char *trx_cuda_device_name(void) {
   trx_cuda_init();
@@ -233,16 +356,31 @@ extern "C" void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
     failCU(call, rc);
   }
   launches.fetch_add(1, std::memory_order_relaxed);
+  if (ctx.syncEveryLaunch) {
+    const char *name = nullptr;
+    cuFuncGetName(&name, function);
+    char what[320];
+    snprintf(what, sizeof(what), "kernel %s", name ? name : "?");
+    launched(what);
+  }
 }
 
 extern "C" CUstream mgpuStreamCreate() { return stream(); }
 
 extern "C" void mgpuStreamDestroy(CUstream /*s*/) {}
 
+/// The lowering synchronizes after every launch_func. On the compute stream
+/// that is a no-op (launches are asynchronous; the host syncs where it
+/// touches memory), except with TRX_CUDA_SYNC=1, where mgpuLaunchKernel
+/// already synchronized. Another stream is synchronized.
 extern "C" void mgpuStreamSynchronize(CUstream s) {
-  CUresult rc = cuStreamSynchronize(s ? s : stream());
+  if (!s || s == stream())
+    return;
+  CUresult rc = cuStreamSynchronize(s);
   if (rc != CUDA_SUCCESS)
-    failCU("cuStreamSynchronize (a kernel before it failed)", rc);
+    failCU("cuStreamSynchronize (an earlier asynchronous launch failed; "
+           "rerun with TRX_CUDA_SYNC=1 to find it)",
+           rc);
 }
 
 extern "C" void mgpuStreamWaitEvent(CUstream s, CUevent event) {

@@ -8,14 +8,44 @@
 namespace triax::rt::cuda {
 
 /// Ends the job (trx_dist_abort: the rank, then MPI_Abort or exit) with
-/// "<call> failed: <CUDA error name>: <description>".
+/// "<call> failed: <CUDA error name>: <description>". An error that an
+/// earlier asynchronous kernel left behind (illegal address, launch
+/// failure, ...) says so and names TRX_CUDA_SYNC=1 to find the kernel.
 [[noreturn]] void failCU(const char *call, CUresult rc);
 
 /// Ends the job with "<call> failed: <what>".
 [[noreturn]] void fail(const char *call, const char *what);
 
-/// The runtime's stream, after making sure CUDA is initialized.
+/// The compute stream, after making sure CUDA is initialized: every
+/// kernel, GEMM, memset and stream-ordered collective runs on it, in
+/// program order, without host synchronization.
 CUstream stream();
+
+/// The communication stream (created on first use): DP gradient buckets
+/// run on it while backward computes on stream(). Order it against the
+/// compute stream with streamWaits.
+CUstream commStream();
+
+/// A new event without timing (checked).
+CUevent newEvent();
+
+/// Makes `waiter` wait (on the device) for the work enqueued on `producer`
+/// so far: an event recorded on producer, waited on by waiter. The events
+/// come from a small pool (safe to reuse once the wait is enqueued).
+void streamWaits(CUstream waiter, CUstream producer);
+
+/// Whether TRX_CUDA_SYNC=1: every launch and GEMM synchronizes, so that an
+/// asynchronous error names its kernel.
+bool syncEveryLaunch();
+
+/// After enqueuing `what` (a kernel, a GEMM) on the compute stream: with
+/// TRX_CUDA_SYNC=1, waits for it and fails naming `what`; else nothing.
+void launched(const char *what);
+
+/// Waits for the compute stream and the communication stream before the
+/// host reads or writes memory the device may be using; `who` names the
+/// caller in the error ("an earlier asynchronous launch failed ...").
+void hostSync(const char *who);
 
 } // namespace triax::rt::cuda
 

@@ -1,5 +1,4 @@
-//===- mem.cpp - trx_alloc on CUDA managed memory
-//--------------------------===//
+//===- mem.cpp - trx_alloc on CUDA managed memory, with a cache --------===//
 //
 // The CPU runtime's allocation API (triax_rt.h: trx_alloc, trx_free, the
 // per-category current/peak counters) for the CUDA target. Training
@@ -8,10 +7,30 @@
 //
 // Every block is CUDA managed memory: one pointer valid on the host (the
 // runtime's driver fills parameters, reads the loss, writes checkpoints)
-// and in the kernels and cuBLAS. Blocks are zeroed, as on the CPU, on the
-// device (the pages start there). The block's size and category live in a
+// and in the kernels and cuBLAS. The block's size and category live in a
 // host-side table, not in a header in front of the block, so that
 // bookkeeping never touches a page the GPU uses.
+//
+// Caching: trx_free puts a block on the free list of its size class
+// (multiples of 512 bytes below 1 MiB, then four classes per power of two),
+// and trx_alloc takes one from there before asking CUDA. Reuse needs no
+// synchronization: kernels, GEMMs and memsets all run on the compute
+// stream in program order, so the next user's work runs after the last
+// user's. The compiled code's activation buffers (TRX_MEM_ACTIV) are
+// therefore handed out at once; any other category is the host runtime's
+// (state, tokens, scratch), which may touch the block as soon as it is
+// returned, so those wait for the compute stream first. Buffers used on
+// the communication stream are gradient state buffers, never freed during
+// a step. TRX_CUDA_ALLOC=direct turns the cache off: cuMemAllocManaged,
+// memset and a synchronization per block, cuMemFree (which waits for the
+// device) per free.
+//
+// Contract kept from lib/cpu/mem.cpp: every block is zero-filled (a
+// cuMemsetD8Async on the compute stream, ordered before any kernel that
+// uses it). The counters keep their meaning (bytes handed out and not yet
+// freed, per category, and their peaks); the bytes held from CUDA (handed
+// out plus cached, rounded to the size classes) are counted apart:
+// trx_cuda_mem_reserved / trx_cuda_mem_reserved_peak.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +42,11 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 using namespace triax::rt;
 
@@ -34,6 +56,7 @@ struct Block {
   size_t bytes;
   int category;
   CUdeviceptr base; // What cuMemAllocManaged returned.
+  size_t reserved;  // Its size (the size class; 0 when not cached).
 };
 
 struct Counters {
@@ -42,11 +65,15 @@ struct Counters {
   std::atomic<size_t> currentTotal;
   std::atomic<size_t> peakTotal;
   std::atomic<uint64_t> allocations;
+  std::atomic<uint64_t> cacheHits;
+  std::atomic<size_t> reserved;
+  std::atomic<size_t> peakReserved;
 };
 
 // Zero-initialized (static storage), usable before main.
 Counters counters;
 
+// Guards the table and the free lists.
 std::mutex &tableMutex() {
   static std::mutex m;
   return m;
@@ -54,6 +81,11 @@ std::mutex &tableMutex() {
 std::unordered_map<uintptr_t, Block> &table() {
   static std::unordered_map<uintptr_t, Block> t;
   return t;
+}
+/// Size class -> cached blocks (their bases) of that size.
+std::map<size_t, std::vector<CUdeviceptr>> &freeLists() {
+  static std::map<size_t, std::vector<CUdeviceptr>> f;
+  return f;
 }
 
 void raiseTo(std::atomic<size_t> &peak, size_t value) {
@@ -64,6 +96,56 @@ void raiseTo(std::atomic<size_t> &peak, size_t value) {
 }
 
 bool validCategory(int cat) { return cat >= 0 && cat < TRX_MEM_NCAT; }
+
+bool caching() {
+  static const bool on = [] {
+    const char *v = std::getenv("TRX_CUDA_ALLOC");
+    if (!v || !*v || std::strcmp(v, "cache") == 0)
+      return true;
+    if (std::strcmp(v, "direct") == 0)
+      return false;
+    fprintf(stderr,
+            "triax runtime: TRX_CUDA_ALLOC='%s' is not cache or direct; "
+            "using the cache\n",
+            v);
+    return true;
+  }();
+  return on;
+}
+
+constexpr size_t kMiB = size_t(1) << 20;
+
+} // namespace
+
+/// The size class of a request of `bytes`: a multiple of 512 below 1 MiB;
+/// from 1 MiB, the next of 2^k, 1.25 2^k, 1.5 2^k, 1.75 2^k (at most 25%
+/// over). 0 when the rounding overflows.
+extern "C" size_t trx_cuda_size_class(size_t bytes) {
+  if (bytes == 0)
+    bytes = 1;
+  if (bytes < kMiB)
+    return (bytes + 511) & ~size_t(511);
+  int k = 63 - __builtin_clzll((unsigned long long)bytes); // 2^k <= bytes
+  size_t quarter = (size_t(1) << k) / 4;
+  size_t rounded = (bytes + quarter - 1) / quarter * quarter;
+  return rounded < bytes ? 0 : rounded;
+}
+
+namespace {
+
+/// Frees every cached block (after the device is done with them): the
+/// cache gives its memory back when CUDA runs out.
+void releaseCache() {
+  triax::rt::cuda::hostSync("returning cached blocks to CUDA");
+  std::lock_guard<std::mutex> lock(tableMutex());
+  for (auto &[size, blocks] : freeLists()) {
+    for (CUdeviceptr base : blocks) {
+      TRX_CU(cuMemFree(base));
+      counters.reserved.fetch_sub(size, std::memory_order_relaxed);
+    }
+    blocks.clear();
+  }
+}
 
 void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   if (!validCategory(category)) {
@@ -78,29 +160,60 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
     setLastError("%s: size %zu bytes is too large", fn, bytes);
     return nullptr;
   }
-  triax::rt::cuda::stream(); // CUDA up, context current.
-  CUdeviceptr base = 0;
-  CUresult rc = cuMemAllocManaged(&base, total, CU_MEM_ATTACH_GLOBAL);
-  if (rc != CUDA_SUCCESS) {
-    const char *name = nullptr;
-    cuGetErrorName(rc, &name);
-    setLastError("%s: cuMemAllocManaged of %zu bytes (%s) failed: %s", fn,
-                 bytes, trx_mem_category_name(category),
-                 name ? name : "unknown error");
+  CUstream s = triax::rt::cuda::stream(); // CUDA up, context current.
+  bool cache = caching();
+  size_t reserved = cache ? trx_cuda_size_class(total) : 0;
+  if (cache && reserved == 0) {
+    setLastError("%s: size %zu bytes is too large", fn, bytes);
     return nullptr;
   }
-  CUstream s = triax::rt::cuda::stream();
+  CUdeviceptr base = 0;
+  if (cache) {
+    std::lock_guard<std::mutex> lock(tableMutex());
+    auto it = freeLists().find(reserved);
+    if (it != freeLists().end() && !it->second.empty()) {
+      base = it->second.back();
+      it->second.pop_back();
+      counters.cacheHits.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (!base) {
+    size_t size = cache ? reserved : total;
+    CUresult rc = cuMemAllocManaged(&base, size, CU_MEM_ATTACH_GLOBAL);
+    if (rc == CUDA_ERROR_OUT_OF_MEMORY && cache) {
+      releaseCache();
+      rc = cuMemAllocManaged(&base, size, CU_MEM_ATTACH_GLOBAL);
+    }
+    if (rc != CUDA_SUCCESS) {
+      const char *name = nullptr;
+      cuGetErrorName(rc, &name);
+      setLastError("%s: cuMemAllocManaged of %zu bytes (%s) failed: %s", fn,
+                   bytes, trx_mem_category_name(category),
+                   name ? name : "unknown error");
+      return nullptr;
+    }
+    if (cache) {
+      size_t held =
+          counters.reserved.fetch_add(size, std::memory_order_relaxed) + size;
+      raiseTo(counters.peakReserved, held);
+    }
+    counters.allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Zeroed like the CPU's blocks, in stream order: after the last user's
+  // kernels, before the next kernel.
   TRX_CU(cuMemsetD8Async(base, 0, total, s));
-  // The host may write the block as soon as it is returned.
-  TRX_CU(cuStreamSynchronize(s));
+  // The host runtime may write its blocks as soon as they are returned;
+  // the compiled code's activations are only touched by later work on the
+  // stream (or by host code that syncs first).
+  if (category != TRX_MEM_ACTIV || !cache)
+    triax::rt::cuda::hostSync(fn);
   uintptr_t user = uintptr_t(base);
   if (pad)
     user = (user + align - 1) & ~uintptr_t(align - 1);
   {
     std::lock_guard<std::mutex> lock(tableMutex());
-    table()[user] = Block{bytes, category, base};
+    table()[user] = Block{bytes, category, base, reserved};
   }
-  counters.allocations.fetch_add(1, std::memory_order_relaxed);
   size_t cur =
       counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
       bytes;
@@ -151,6 +264,12 @@ extern "C" void trx_free(void *p) {
   counters.current[block.category].fetch_sub(block.bytes,
                                              std::memory_order_relaxed);
   counters.currentTotal.fetch_sub(block.bytes, std::memory_order_relaxed);
+  if (block.reserved) {
+    // Reused in compute-stream order: no wait.
+    std::lock_guard<std::mutex> lock(tableMutex());
+    freeLists()[block.reserved].push_back(block.base);
+    return;
+  }
   // cuMemFree waits for the work that may still use the block.
   TRX_CU(cuMemFree(block.base));
 }
@@ -216,4 +335,16 @@ extern "C" char *trx_format_mib(size_t bytes, char *buf, size_t len) {
 
 extern "C" uint64_t trx_cuda_allocations(void) {
   return counters.allocations.load(std::memory_order_relaxed);
+}
+
+extern "C" uint64_t trx_cuda_cache_hits(void) {
+  return counters.cacheHits.load(std::memory_order_relaxed);
+}
+
+extern "C" size_t trx_cuda_mem_reserved(void) {
+  return counters.reserved.load(std::memory_order_relaxed);
+}
+
+extern "C" size_t trx_cuda_mem_reserved_peak(void) {
+  return counters.peakReserved.load(std::memory_order_relaxed);
 }
