@@ -271,6 +271,8 @@ def harness(kernels):
             c.append("    double r = _mlir_ciface_%s(%s);" % (name, ", ".join(call)))
         else:
             c.append("    _mlir_ciface_%s(%s);" % (name, ", ".join(call)))
+        # CUDA: the kernels run asynchronously; wait before reading.
+        c.append("    trx_device_sync();")
         c.append("    if (open_out(dir, \"%s\")) return 1;" % name)
         if k["result"]:
             # The scalar result first, as a double.
