@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "check.h"
+#include "transport.h"
 #include "triax_rt.h"
 
 #define OMPI_SKIP_MPICXX 1
@@ -264,6 +265,8 @@ void checkAllReduce(const ListInfo &li) {
       trx_all_reduce(f.data(), n, op, ax, na);
       CHECK_EQ(df.calls(), 1u);
       CHECK_EQ(df.bytes(), allReduceBytes(n, li.p, li.pos, 4));
+      // The formula the NCCL transport reports (transport.h).
+      CHECK_EQ(df.bytes(), triax::rt::ringAllReduceBytes(n, li.p, li.pos, 4));
       if (n % li.p == 0) // the textbook 2(p-1)/p * bytes
         CHECK_EQ(df.bytes(), uint64_t(2 * (li.p - 1) * (n / li.p) * 4));
       trx_all_reduce_i32(i.data(), n, op, ax, na);
@@ -313,6 +316,7 @@ void checkGatherScatter(const ListInfo &li) {
     trx_all_gather(send.data(), npr, recv.data(), ax, na);
     CHECK_EQ(dg.calls(), 1u);
     CHECK_EQ(dg.bytes(), uint64_t((p - 1) * npr * 4));
+    CHECK_EQ(dg.bytes(), triax::rt::ringAllGatherBytes(npr, p, 4));
     bool ok = true;
     for (int q = 0; q < p; ++q)
       for (int64_t j = 0; j < npr; ++j)
@@ -344,6 +348,7 @@ void checkGatherScatter(const ListInfo &li) {
       trx_reduce_scatter(in.data(), npr, out.data(), op, ax, na);
       CHECK_EQ(dr.calls(), 1u);
       CHECK_EQ(dr.bytes(), uint64_t((p - 1) * npr * 4));
+      CHECK_EQ(dr.bytes(), triax::rt::ringReduceScatterBytes(npr, p, 4));
       // i32 with recv aliasing the start of send.
       trx_reduce_scatter_i32(inI.data(), npr, inI.data(), op, ax, na);
       for (int64_t j = 0; j < npr; ++j) {
@@ -385,6 +390,8 @@ void checkBroadcastP2P(const ListInfo &li) {
     // Every member but the last of the chain (position root-1) sends n.
     bool last = (li.pos - root + p) % p == p - 1;
     CHECK_EQ(db.bytes(), last ? uint64_t(0) : uint64_t(n * 4));
+    CHECK_EQ(db.bytes(),
+             triax::rt::chainBroadcastBytes(n, p, (li.pos - root + p) % p, 4));
     trx_broadcast_i32(bufI.data(), n, root, ax, na);
     bool ok = true;
     for (int64_t j = 0; j < n; ++j)
@@ -620,6 +627,86 @@ void workloadTable(const Mesh &m) {
   }
 }
 
+/// The color/key rule both transports split with (transport.h): the
+/// members of the list's group are exactly the ranks of this rank's color,
+/// and for a list in mesh order a member's key is its position (its rank
+/// in the set's communicator).
+void checkSplitKey(const Mesh &m, const ListInfo &li) {
+  auto coordsOf = [&](int rank) {
+    std::vector<int64_t> c(m.sizes.size());
+    for (size_t a = c.size(); a-- > 0;) {
+      c[a] = rank % m.sizes[a];
+      rank = int(rank / m.sizes[a]);
+    }
+    return c;
+  };
+  const int world = trx_dist_world_size();
+  triax::rt::SplitKey mine =
+      triax::rt::splitKeyOf(li.mask, coordsOf(trx_dist_rank()), m.sizes);
+  std::set<int> sameColor, keys;
+  for (int r = 0; r < world; ++r) {
+    triax::rt::SplitKey k =
+        triax::rt::splitKeyOf(li.mask, coordsOf(r), m.sizes);
+    if (k.color == mine.color) {
+      sameColor.insert(r);
+      keys.insert(k.key);
+    }
+  }
+  CHECK(sameColor == std::set<int>(li.members.begin(), li.members.end()));
+  CHECK_EQ(int(keys.size()), li.p); // distinct keys 0..p-1
+  CHECK_EQ(*keys.rbegin(), li.p - 1);
+  if (std::is_sorted(li.axes.begin(), li.axes.end()))
+    for (int q = 0; q < li.p; ++q)
+      CHECK_EQ(triax::rt::splitKeyOf(li.mask, coordsOf(li.members[size_t(q)]),
+                                     m.sizes)
+                   .key,
+               q);
+}
+
+/// trx_all_reduce_bucket: bit for bit the all_reduce of the concatenation,
+/// counted as one all_reduce call of the summed size.
+void checkBucket(const ListInfo &li) {
+  const int rank = trx_dist_rank();
+  const int64_t counts[] = {7, 0, 1003, 64};
+  int64_t total = 0;
+  for (int64_t c : counts)
+    total += c;
+  std::vector<float> whole(static_cast<size_t>(total));
+  for (int64_t j = 0; j < total; ++j)
+    whole[size_t(j)] = noiseF(rank, j);
+  std::vector<std::vector<float>> parts;
+  int64_t at = 0;
+  for (int64_t c : counts) {
+    parts.emplace_back(whole.begin() + at, whole.begin() + at + c);
+    at += c;
+  }
+  std::vector<float *> bufs;
+  for (auto &part : parts)
+    bufs.push_back(part.data());
+  for (int32_t op : {TRX_REDUCE_SUM, TRX_REDUCE_AVG}) {
+    std::vector<float> ref = whole;
+    trx_all_reduce(ref.data(), total, op, li.axes.data(),
+                   int32_t(li.axes.size()));
+    Delta d(TRX_COMM_ALL_REDUCE, li.mask);
+    trx_all_reduce_bucket(bufs.data(), counts, 4, op, li.axes.data(),
+                          int32_t(li.axes.size()));
+    CHECK_EQ(d.calls(), 1u);
+    CHECK_EQ(d.bytes(), allReduceBytes(total, li.p, li.pos, 4));
+    at = 0;
+    bool same = true;
+    for (size_t b = 0; b < parts.size(); at += counts[b], ++b)
+      same = same && std::memcmp(parts[b].data(), ref.data() + at,
+                                 size_t(counts[b]) * sizeof(float)) == 0;
+    CHECK(same);
+    // Reset for the next op.
+    at = 0;
+    for (size_t b = 0; b < parts.size(); at += counts[b], ++b)
+      std::copy(whole.begin() + at, whole.begin() + at + counts[b],
+                parts[b].begin());
+  }
+  trx_comm_wait_grads(); // a no-op with MPI
+}
+
 std::vector<int32_t> allAxes(const Mesh &m) {
   std::vector<int32_t> all;
   for (int32_t a = 0; a < int32_t(m.sizes.size()); ++a)
@@ -651,6 +738,7 @@ int cmdRun(const Mesh &m, int *argc, char ***argv) {
   CHECK_EQ(trx_dist_axis_index("nope"), -1);
 
   printLayout(m);
+  CHECK_STREQ(trx_comm_transport_name(), "mpi");
   for (const std::vector<int32_t> &l : axisLists(static_cast<size_t>(k))) {
     ListInfo li = describe(m, l);
     checkGroup(li);
@@ -658,6 +746,8 @@ int cmdRun(const Mesh &m, int *argc, char ***argv) {
     checkGatherScatter(li);
     checkBroadcastP2P(li);
     checkSummationOrder(li);
+    checkSplitKey(m, li);
+    checkBucket(li);
   }
   checkLarge(describe(m, allAxes(m)));
   workloadTable(m);
@@ -728,6 +818,28 @@ int cmdSingleton(int *argc, char ***argv) {
   }
   CHECK_EQ(trx_dist_initialized(), 0);
 
+  // The split rule on explicit values: mesh 2 x 3 x 2 at (1, 0, 1).
+  {
+    std::vector<int64_t> c = {1, 0, 1}, z = {2, 3, 2};
+    triax::rt::SplitKey k = triax::rt::splitKeyOf(0b101, c, z);
+    CHECK_EQ(k.color, 0); // axis 1's coordinate
+    CHECK_EQ(k.key, 3);   // (1, 1) over 2 x 2
+    k = triax::rt::splitKeyOf(0b010, c, z);
+    CHECK_EQ(k.color, 3); // (1, 1) over 2 x 2
+    CHECK_EQ(k.key, 0);
+    k = triax::rt::splitKeyOf(0b111, c, z);
+    CHECK_EQ(k.color, 0);
+    CHECK_EQ(k.key, 7); // the world rank
+  }
+  // The ring volumes the NCCL transport reports: 1003 floats over 3
+  // members, chunks 334, 334, 335.
+  CHECK_EQ(triax::rt::ringAllReduceBytes(1003, 3, 0, 4),
+           uint64_t((2 * 1003 - 334 - 335) * 4));
+  CHECK_EQ(triax::rt::ringAllReduceBytes(1003, 1, 0, 4), 0u);
+  CHECK_EQ(triax::rt::chainBroadcastBytes(10, 4, 3, 4), 0u);
+  CHECK_EQ(triax::rt::chainBroadcastBytes(10, 4, 2, 4), 40u);
+  CHECK_STREQ(trx_comm_transport_name(), "none");
+
   // Counters start at 0; names.
   CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);
   CHECK_STREQ(trx_comm_kind_name(TRX_COMM_ALL_REDUCE), "all_reduce");
@@ -775,6 +887,14 @@ int cmdSingleton(int *argc, char ***argv) {
     checkGatherScatter(li);
     checkBroadcastP2P(li);
     checkSummationOrder(li);
+    checkSplitKey(m, li);
+    checkBucket(li);
+  }
+  CHECK_STREQ(trx_comm_transport_name(), "mpi");
+  {
+    char line[128];
+    CHECK(trx_comm_describe(line, sizeof(line)) > 0);
+    CHECK(std::string(line).rfind("mpi rings", 0) == 0);
   }
   CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);
   CHECK(trx_comm_calls(TRX_COMM_ALL_REDUCE, 1u) > 0);

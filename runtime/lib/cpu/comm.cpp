@@ -1,9 +1,14 @@
-//===- comm.cpp - The distributed runtime on the CPU: MPI ----------------===//
+//===- comm.cpp - The distributed runtime: mesh, groups, collectives ------===//
 //
 // World setup for a mesh with named axes (coordinates, one communicator per
 // axis, communicators of axis sets on demand), the collectives of the dist
-// dialect as ring algorithms over MPI_Sendrecv, point-to-point transfers,
-// per-kind and per-axis-set byte counters, and the job-wide abort.
+// dialect and point-to-point transfers, per-kind and per-axis-set byte
+// counters, --trace events, and the job-wide abort.
+//
+// The data movement goes through a Transport (transport.h): the MPI one
+// here, ring algorithms over MPI_Sendrecv, is the CPU target's; the CUDA
+// runtime registers NCCL (lib/cuda/nccl.cpp). Everything else (argument
+// checks, groups, counters, trace) is this front's, shared by both.
 //
 // Why our own rings rather than MPI_Allreduce and friends: the schedule is
 // fixed here (chunk c = [n*c/p, n*(c+1)/p), reduced in ring order), so a
@@ -19,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "transport.h"
 #include "triax_rt.h"
 
 // The C API only (no C++ bindings, whatever the MPI build has).
@@ -45,14 +51,9 @@ using namespace triax::rt;
 
 /// One ordered axis list: the members' positions map to ranks of the
 /// communicator of the (unordered) axis set.
-struct trx_dist_group {
-  std::vector<int32_t> axes; // as listed
-  uint32_t mask = 0;
+struct trx_dist_group : triax::rt::CommGroup {
+  std::vector<int32_t> axes;     // as listed
   MPI_Comm comm = MPI_COMM_NULL; // owned by DistState::setComms
-  int32_t size = 1;
-  int32_t position = 0;
-  std::vector<int> posToCommRank; // position -> rank in `comm`
-  std::vector<int> posToWorld;    // position -> world rank
 };
 
 namespace {
@@ -76,7 +77,10 @@ struct DistState {
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
   std::vector<int64_t> coords;
+  bool mpi = false;                      // MPI runs (see trx_dist_init)
+  Transport *transport = nullptr;        // the data movement
   std::map<uint32_t, MPI_Comm> setComms; // axis set -> communicator
+  std::map<uint32_t, void *> setHandles; // axis set -> transport's one
   std::map<std::vector<int32_t>, std::unique_ptr<trx_dist_group>> groups;
 };
 
@@ -189,8 +193,9 @@ std::string checkAxes(const int32_t *axes, int32_t n) {
   return "";
 }
 
-/// The communicator of axis set `mask`, created on first use (collective
-/// over the members of this rank's group).
+/// The MPI communicator of axis set `mask` (MPI_COMM_NULL when MPI does
+/// not run) and the transport's, created on first use (collective over the
+/// members of this rank's group).
 MPI_Comm commOfSet(uint32_t mask, const char *fn) {
   DistState &st = state();
   auto it = st.setComms.find(mask);
@@ -202,31 +207,37 @@ MPI_Comm commOfSet(uint32_t mask, const char *fn) {
   int64_t p = 1;
   for (int32_t a : setAxes)
     p *= st.sizes[size_t(a)];
-  std::vector<int> members(static_cast<size_t>(p));
-  std::vector<int64_t> c = st.coords;
-  for (int64_t i = 0; i < p; ++i) {
-    int64_t rem = i;
-    for (size_t j = setAxes.size(); j-- > 0;) {
-      int64_t s = st.sizes[size_t(setAxes[j])];
-      c[size_t(setAxes[j])] = rem % s;
-      rem /= s;
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (st.mpi) {
+    std::vector<int> members(static_cast<size_t>(p));
+    std::vector<int64_t> c = st.coords;
+    for (int64_t i = 0; i < p; ++i) {
+      int64_t rem = i;
+      for (size_t j = setAxes.size(); j-- > 0;) {
+        int64_t s = st.sizes[size_t(setAxes[j])];
+        c[size_t(setAxes[j])] = rem % s;
+        rem /= s;
+      }
+      members[size_t(i)] = worldRankOf(c);
     }
-    members[size_t(i)] = worldRankOf(c);
+    MPI_Group world, group;
+    checkMpi(MPI_Comm_group(MPI_COMM_WORLD, &world), fn, "MPI_Comm_group");
+    checkMpi(MPI_Group_incl(world, int(p), members.data(), &group), fn,
+             "MPI_Group_incl");
+    // The tag (the mask) tells apart creations of different axis sets that a
+    // rank's peers may be running at the same time.
+    checkMpi(MPI_Comm_create_group(MPI_COMM_WORLD, group, int(mask), &comm), fn,
+             "MPI_Comm_create_group");
+    checkMpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), fn,
+             "MPI_Comm_set_errhandler");
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
   }
-  MPI_Group world, group;
-  checkMpi(MPI_Comm_group(MPI_COMM_WORLD, &world), fn, "MPI_Comm_group");
-  checkMpi(MPI_Group_incl(world, int(p), members.data(), &group), fn,
-           "MPI_Group_incl");
-  MPI_Comm comm;
-  // The tag (the mask) tells apart creations of different axis sets that a
-  // rank's peers may be running at the same time.
-  checkMpi(MPI_Comm_create_group(MPI_COMM_WORLD, group, int(mask), &comm), fn,
-           "MPI_Comm_create_group");
-  checkMpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), fn,
-           "MPI_Comm_set_errhandler");
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
   st.setComms[mask] = comm;
+  if (!st.setHandles.count(mask))
+    st.setHandles[mask] =
+        st.transport->setComm(mask, splitKeyOf(mask, st.coords, st.sizes),
+                              int(p), st.mpi ? &comm : nullptr, fn);
   return comm;
 }
 
@@ -247,6 +258,7 @@ trx_dist_group *lookupGroup(const int32_t *axes, int32_t n, const char *fn,
   for (int32_t a : key)
     g->mask |= 1u << a;
   g->comm = commOfSet(g->mask, fn);
+  g->handle = st.setHandles[g->mask];
   int64_t p = 1;
   for (int32_t a : key)
     p *= st.sizes[size_t(a)];
@@ -264,9 +276,13 @@ trx_dist_group *lookupGroup(const int32_t *axes, int32_t n, const char *fn,
     g->posToWorld.push_back(worldRankOf(c));
     g->posToCommRank.push_back(int(linearize(c, setAxes)));
   }
-  int commRank = -1, commSize = 0;
-  checkMpi(MPI_Comm_rank(g->comm, &commRank), fn, "MPI_Comm_rank");
-  checkMpi(MPI_Comm_size(g->comm, &commSize), fn, "MPI_Comm_size");
+  // The split rule gives this rank's place; MPI agrees (or is not running:
+  // one rank).
+  int commRank = splitKeyOf(g->mask, st.coords, st.sizes).key, commSize = 1;
+  if (st.mpi) {
+    checkMpi(MPI_Comm_rank(g->comm, &commRank), fn, "MPI_Comm_rank");
+    checkMpi(MPI_Comm_size(g->comm, &commSize), fn, "MPI_Comm_size");
+  }
   if (commSize != p || commRank != g->posToCommRank[size_t(g->position)])
     abortf("%s: internal error: communicator of mask 0x%x has rank %d of "
            "%d, expected %d of %" PRId64,
@@ -441,13 +457,13 @@ int nextRank(const trx_dist_group &g, int32_t delta) {
 
 int64_t chunkBegin(int64_t n, int64_t c, int64_t p) { return n * c / p; }
 
+//===----------------------------------------------------------------------===//
+// The MPI transport: ring algorithms over MPI_Sendrecv on host memory
+//===----------------------------------------------------------------------===//
+
 template <typename T>
-void allReduce(T *buf, int64_t n, int32_t op, const int32_t *axes,
-               int32_t naxes, const char *fn) {
-  const double traceStart = traceOn() ? traceNow() : -1;
-  checkBuffer(buf, n, "data", fn);
-  checkOp(op, fn);
-  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+uint64_t ringAllReduce(const trx_dist_group &g, T *buf, int64_t n, int32_t op,
+                       const char *fn) {
   const int64_t p = g.size, pos = g.position;
   const int tag = kTagBase + TRX_COMM_ALL_REDUCE;
   uint64_t sent = 0;
@@ -478,16 +494,12 @@ void allReduce(T *buf, int64_t n, int32_t op, const int32_t *axes,
   }
   if (op == TRX_REDUCE_AVG && p > 1)
     divideBy(buf, n, int32_t(p));
-  count(TRX_COMM_ALL_REDUCE, g.mask, sent, traceStart);
+  return sent;
 }
 
 template <typename T>
-void allGather(const T *send, int64_t npr, T *recv, const int32_t *axes,
-               int32_t naxes, const char *fn) {
-  const double traceStart = traceOn() ? traceNow() : -1;
-  checkBuffer(send, npr, "send", fn);
-  checkBuffer(recv, npr, "recv", fn);
-  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+uint64_t ringAllGather(const trx_dist_group &g, const T *send, int64_t npr,
+                       T *recv, const char *fn) {
   const int64_t p = g.size, pos = g.position;
   const int tag = kTagBase + TRX_COMM_ALL_GATHER;
   uint64_t sent = 0;
@@ -503,17 +515,12 @@ void allGather(const T *send, int64_t npr, T *recv, const int32_t *axes,
                        prev, tag, fn);
     }
   }
-  count(TRX_COMM_ALL_GATHER, g.mask, sent, traceStart);
+  return sent;
 }
 
 template <typename T>
-void reduceScatter(const T *send, int64_t npr, T *recv, int32_t op,
-                   const int32_t *axes, int32_t naxes, const char *fn) {
-  const double traceStart = traceOn() ? traceNow() : -1;
-  checkBuffer(send, npr, "send", fn);
-  checkBuffer(recv, npr, "recv", fn);
-  checkOp(op, fn);
-  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+uint64_t ringReduceScatter(const trx_dist_group &g, const T *send, int64_t npr,
+                           T *recv, int32_t op, const char *fn) {
   const int64_t p = g.size, pos = g.position;
   const int tag = kTagBase + TRX_COMM_REDUCE_SCATTER;
   uint64_t sent = 0;
@@ -541,26 +548,18 @@ void reduceScatter(const T *send, int64_t npr, T *recv, int32_t op,
     if (op == TRX_REDUCE_AVG && p > 1)
       divideBy(recv, npr, int32_t(p));
   }
-  count(TRX_COMM_REDUCE_SCATTER, g.mask, sent, traceStart);
+  return sent;
 }
 
-template <typename T>
-void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
-               int32_t naxes, const char *fn) {
-  const double traceStart = traceOn() ? traceNow() : -1;
-  checkBuffer(buf, n, "data", fn);
-  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
-  if (root < 0 || root >= g.size)
-    abortf("%s: root %d is out of range (the group has %d member%s)", fn, root,
-           g.size, g.size == 1 ? "" : "s");
+uint64_t chainBroadcast(const trx_dist_group &g, void *buf, int64_t total,
+                        int32_t root, const char *fn) {
   const int64_t p = g.size;
   const int64_t d = ((g.position - root) % p + p) % p; // place in the chain
   const int tag = kTagBase + TRX_COMM_BROADCAST;
   uint64_t sent = 0;
-  if (p > 1 && n > 0) {
+  if (p > 1 && total > 0) {
     const int next = nextRank(g, 1), prev = nextRank(g, -1);
-    char *bytes = reinterpret_cast<char *>(buf);
-    const int64_t total = n * int64_t(sizeof(T));
+    char *bytes = static_cast<char *>(buf);
     for (int64_t o = 0; o < total; o += kBcastSegmentBytes) {
       int seg = int(std::min(total - o, kBcastSegmentBytes));
       if (d > 0)
@@ -574,6 +573,169 @@ void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
       }
     }
   }
+  return sent;
+}
+
+const trx_dist_group &mpiGroup(const CommGroup &g) {
+  return static_cast<const trx_dist_group &>(g);
+}
+
+class MpiTransport final : public Transport {
+public:
+  const char *name() const override { return "mpi"; }
+  std::string describe() const override {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    if (MPI_Get_library_version(version, &len) != MPI_SUCCESS)
+      version[0] = '\0';
+    std::string v(version, size_t(std::max(0, len)));
+    v = v.substr(0, v.find_first_of(",\n"));
+    return "mpi rings" + (v.empty() ? std::string() : " (" + v + ")") +
+           ", world " + std::to_string(state().worldSize);
+  }
+  void initWorld(const CommWorld &) override {}
+  void *setComm(uint32_t, const SplitKey &, int, const void *,
+                const char *) override {
+    return nullptr; // trx_dist_group::comm
+  }
+  void finalize() override {}
+
+  uint64_t allReduce(const CommGroup &g, void *buf, int64_t n, CommDType t,
+                     int32_t op, const char *fn) override {
+    hostSync();
+    if (t == CommDType::F32)
+      return ringAllReduce(mpiGroup(g), static_cast<float *>(buf), n, op, fn);
+    return ringAllReduce(mpiGroup(g), static_cast<int32_t *>(buf), n, op, fn);
+  }
+  uint64_t allReduceBucket(const CommGroup &g, void *const *bufs,
+                           const int64_t *counts, int32_t nbufs, CommDType t,
+                           int32_t op, CommQueue, const char *fn) override {
+    if (nbufs == 1)
+      return allReduce(g, bufs[0], counts[0], t, op, fn);
+    // One message: the buffers packed, reduced, unpacked.
+    int64_t total = 0;
+    for (int32_t b = 0; b < nbufs; ++b)
+      total += counts[b];
+    const size_t es = size_t(commDTypeSize(t));
+    std::vector<char> packed(size_t(total) * es);
+    hostSync();
+    int64_t at = 0;
+    for (int32_t b = 0; b < nbufs; at += counts[b], ++b)
+      memcpy(packed.data() + size_t(at) * es, bufs[b], size_t(counts[b]) * es);
+    uint64_t sent = allReduce(g, packed.data(), total, t, op, fn);
+    at = 0;
+    for (int32_t b = 0; b < nbufs; at += counts[b], ++b)
+      memcpy(bufs[b], packed.data() + size_t(at) * es, size_t(counts[b]) * es);
+    return sent;
+  }
+  uint64_t allGather(const CommGroup &g, const void *send, int64_t npr,
+                     void *recv, CommDType t, const char *fn) override {
+    hostSync();
+    if (t == CommDType::F32)
+      return ringAllGather(mpiGroup(g), static_cast<const float *>(send), npr,
+                           static_cast<float *>(recv), fn);
+    return ringAllGather(mpiGroup(g), static_cast<const int32_t *>(send), npr,
+                         static_cast<int32_t *>(recv), fn);
+  }
+  uint64_t reduceScatter(const CommGroup &g, const void *send, int64_t npr,
+                         void *recv, CommDType t, int32_t op,
+                         const char *fn) override {
+    hostSync();
+    if (t == CommDType::F32)
+      return ringReduceScatter(mpiGroup(g), static_cast<const float *>(send),
+                               npr, static_cast<float *>(recv), op, fn);
+    return ringReduceScatter(mpiGroup(g), static_cast<const int32_t *>(send),
+                             npr, static_cast<int32_t *>(recv), op, fn);
+  }
+  uint64_t broadcast(const CommGroup &g, void *buf, int64_t n, CommDType t,
+                     int32_t root, const char *fn) override {
+    hostSync();
+    return chainBroadcast(mpiGroup(g), buf, n * commDTypeSize(t), root, fn);
+  }
+  void send(const CommGroup &g, const void *buf, int64_t bytes, int32_t peer,
+            int32_t tag, const char *fn) override {
+    hostSync();
+    sendBytesTo(mpiGroup(g), buf, bytes, g.posToCommRank[size_t(peer)], tag,
+                fn);
+  }
+  void recv(const CommGroup &g, void *buf, int64_t bytes, int32_t peer,
+            int32_t tag, const char *fn) override {
+    hostSync();
+    recvBytesFrom(mpiGroup(g), buf, bytes, g.posToCommRank[size_t(peer)], tag,
+                  peer, fn);
+  }
+
+private:
+  /// On the CUDA target the buffers are managed memory the GPU may still
+  /// write: wait for it before the host reads them.
+  static void hostSync() {
+    if (gDeviceSyncHook)
+      gDeviceSyncHook();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The front: checks, groups, counters, trace
+//===----------------------------------------------------------------------===//
+
+template <typename T> constexpr CommDType dtypeOf() {
+  static_assert(sizeof(T) == 4, "32-bit elements only");
+  return std::is_same_v<T, float> ? CommDType::F32 : CommDType::I32;
+}
+
+Transport &transportOf(const char *fn) {
+  Transport *t = state().transport;
+  if (!t)
+    abortf("%s: the distributed runtime is not initialized", fn);
+  return *t;
+}
+
+template <typename T>
+void allReduce(T *buf, int64_t n, int32_t op, const int32_t *axes,
+               int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
+  checkBuffer(buf, n, "data", fn);
+  checkOp(op, fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  uint64_t sent = transportOf(fn).allReduce(g, buf, n, dtypeOf<T>(), op, fn);
+  count(TRX_COMM_ALL_REDUCE, g.mask, sent, traceStart);
+}
+
+template <typename T>
+void allGather(const T *send, int64_t npr, T *recv, const int32_t *axes,
+               int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
+  checkBuffer(send, npr, "send", fn);
+  checkBuffer(recv, npr, "recv", fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  uint64_t sent =
+      transportOf(fn).allGather(g, send, npr, recv, dtypeOf<T>(), fn);
+  count(TRX_COMM_ALL_GATHER, g.mask, sent, traceStart);
+}
+
+template <typename T>
+void reduceScatter(const T *send, int64_t npr, T *recv, int32_t op,
+                   const int32_t *axes, int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
+  checkBuffer(send, npr, "send", fn);
+  checkBuffer(recv, npr, "recv", fn);
+  checkOp(op, fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  uint64_t sent =
+      transportOf(fn).reduceScatter(g, send, npr, recv, dtypeOf<T>(), op, fn);
+  count(TRX_COMM_REDUCE_SCATTER, g.mask, sent, traceStart);
+}
+
+template <typename T>
+void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
+               int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
+  checkBuffer(buf, n, "data", fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  if (root < 0 || root >= g.size)
+    abortf("%s: root %d is out of range (the group has %d member%s)", fn, root,
+           g.size, g.size == 1 ? "" : "s");
+  uint64_t sent = transportOf(fn).broadcast(g, buf, n, dtypeOf<T>(), root, fn);
   count(TRX_COMM_BROADCAST, g.mask, sent, traceStart);
 }
 
@@ -598,7 +760,7 @@ void sendTo(const T *buf, int64_t n, int32_t peer, const int32_t *axes,
   const double traceStart = traceOn() ? traceNow() : -1;
   trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
   int64_t bytes = n * int64_t(sizeof(T));
-  sendBytesTo(g, buf, bytes, g.posToCommRank[size_t(peer)], tag, fn);
+  transportOf(fn).send(g, buf, bytes, peer, tag, fn);
   count(TRX_COMM_SEND, g.mask, uint64_t(bytes), traceStart);
 }
 
@@ -608,7 +770,7 @@ void recvFrom(T *buf, int64_t n, int32_t peer, const int32_t *axes,
   const double traceStart = traceOn() ? traceNow() : -1;
   trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
   int64_t bytes = n * int64_t(sizeof(T));
-  recvBytesFrom(g, buf, bytes, g.posToCommRank[size_t(peer)], tag, peer, fn);
+  transportOf(fn).recv(g, buf, bytes, peer, tag, fn);
   count(TRX_COMM_RECV, g.mask, uint64_t(bytes), traceStart);
 }
 
@@ -638,10 +800,47 @@ bool underLauncher() {
 void freeComms() {
   DistState &st = state();
   st.groups.clear();
+  if (st.transport)
+    st.transport->finalize();
+  st.setHandles.clear();
   for (auto &entry : st.setComms)
     if (entry.second != MPI_COMM_NULL)
       MPI_Comm_free(&entry.second);
   st.setComms.clear();
+}
+
+// Transports: the MPI one, and at most a few registered by other runtime
+// parts before main (constant-initialized, so registration order against
+// other constructors does not matter).
+constexpr int kMaxTransports = 4;
+struct Registered {
+  const char *name;
+  Transport *(*factory)();
+};
+Registered gRegistered[kMaxTransports];
+int gNumRegistered = 0;
+thread_local int gStreamOrderedDepth = 0;
+
+/// The transport trx_dist_init uses: TRX_COMM if set, else the last one
+/// registered, else MPI. nullptr with `error` set for an unknown or
+/// unavailable name.
+Transport *chooseTransport(std::string &error) {
+  static MpiTransport mpiTransport;
+  const char *want = getenv("TRX_COMM");
+  if (!want || !*want)
+    return gNumRegistered ? gRegistered[gNumRegistered - 1].factory()
+                          : &mpiTransport;
+  if (!strcmp(want, "mpi"))
+    return &mpiTransport;
+  std::string known = "mpi";
+  for (int i = gNumRegistered; i-- > 0;) {
+    if (!strcmp(want, gRegistered[i].name))
+      return gRegistered[i].factory();
+    known += std::string(", ") + gRegistered[i].name;
+  }
+  error = std::string("TRX_COMM='") + want +
+          "' is not a transport of this binary (it has " + known + ")";
+  return nullptr;
 }
 
 } // namespace
@@ -704,11 +903,23 @@ extern "C" int trx_dist_init(int *argc, char ***argv,
                   1ll << 30);
     gMaxPieceBytes = b;
   }
+  std::string transportError;
+  Transport *transport = chooseTransport(transportError);
+  if (!transport)
+    return fail(TRX_ERR_ARG, err, errlen, "trx_dist_init: %s",
+                transportError.c_str());
   // Before MPI_Init: a singleton's MPI sets these variables itself.
   const bool launched = underLauncher();
+  // A device transport on a one-device mesh without a launcher needs no
+  // MPI (the GPU benchmark's machine has none): a world of one rank.
+  const bool withoutMpi =
+      !launched && devices == 1 && strcmp(transport->name(), "mpi") != 0;
   int already = 0;
   MPI_Initialized(&already);
-  if (!already) {
+  if (withoutMpi) {
+    st.worldRank = 0;
+    st.worldSize = 1;
+  } else if (!already) {
     int provided = 0;
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS)
@@ -725,10 +936,12 @@ extern "C" int trx_dist_init(int *argc, char ***argv,
   }
   // From here on MPI errors come back as codes; checkMpi turns them into
   // trx_dist_abort with the call's name.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (!withoutMpi) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
 
   if (devices != size) {
     std::string mesh = meshString(names, sizes);
@@ -759,23 +972,35 @@ extern "C" int trx_dist_init(int *argc, char ***argv,
     st.coords[size_t(a)] = rem % sizes[size_t(a)];
     rem = int32_t(rem / sizes[size_t(a)]);
   }
+  st.mpi = !withoutMpi;
+  st.transport = transport;
   st.active = true;
 
+  CommWorld world;
+  world.rank = rank;
+  world.size = size;
+  world.mpi = st.mpi;
+  world.sizes = st.sizes;
+  world.coords = st.coords;
+  transport->initWorld(world);
+
   // One communicator per axis: the ranks that agree on every other axis
-  // (color) ordered by their coordinate on this one (key).
+  // (color) ordered by their coordinate on this one (key); the transport's
+  // from the same color and key, in axis order on every rank.
   for (int32_t a = 0; a < naxes; ++a) {
-    std::vector<int32_t> others;
-    for (int32_t b = 0; b < naxes; ++b)
-      if (b != a)
-        others.push_back(b);
-    int color = int(linearize(st.coords, others));
-    MPI_Comm comm;
-    checkMpi(
-        MPI_Comm_split(MPI_COMM_WORLD, color, int(st.coords[size_t(a)]), &comm),
-        "trx_dist_init", "MPI_Comm_split");
-    checkMpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "trx_dist_init",
-             "MPI_Comm_set_errhandler");
-    st.setComms[1u << a] = comm;
+    const uint32_t mask = 1u << a;
+    SplitKey key = splitKeyOf(mask, st.coords, st.sizes);
+    MPI_Comm comm = MPI_COMM_NULL;
+    if (st.mpi) {
+      checkMpi(MPI_Comm_split(MPI_COMM_WORLD, key.color, key.key, &comm),
+               "trx_dist_init", "MPI_Comm_split");
+      checkMpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
+               "trx_dist_init", "MPI_Comm_set_errhandler");
+    }
+    st.setComms[mask] = comm;
+    st.setHandles[mask] =
+        transport->setComm(mask, key, int(sizes[size_t(a)]),
+                           st.mpi ? &comm : nullptr, "trx_dist_init");
   }
   return TRX_OK;
 }
@@ -785,6 +1010,7 @@ extern "C" void trx_dist_finalize(void) {
   if (!st.active)
     return;
   freeComms();
+  st.transport = nullptr;
   st.active = false;
   st.names.clear();
   st.sizes.clear();
@@ -876,6 +1102,8 @@ extern "C" uint32_t trx_dist_group_mask(const trx_dist_group *g) {
 extern "C" void trx_dist_barrier(void) {
   if (!state().active)
     abortf("trx_dist_barrier: the distributed runtime is not initialized");
+  if (!state().mpi)
+    return; // one rank
   checkMpi(MPI_Barrier(MPI_COMM_WORLD), "trx_dist_barrier", "MPI_Barrier");
 }
 
@@ -886,6 +1114,12 @@ extern "C" void trx_dist_barrier(void) {
 extern "C" void trx_dist_abort(const char *message) {
   if (!message)
     message = "(no message)";
+  // A device transport first aborts its communicators (in-flight work of a
+  // dead peer would otherwise keep this process waiting); only once, should
+  // the abort itself fail.
+  static std::atomic<bool> aborting{false};
+  if (Transport *t = state().transport; t && !aborting.exchange(true))
+    t->abort();
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -1072,4 +1306,109 @@ extern "C" void trx_comm_print_table(FILE *out) {
   for (size_t i = 0; i < sets.size(); ++i)
     row(labels[i], sets[i].second);
   row("total", TRX_COMM_ANY_AXES);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient buckets, the transport, the shared split rule
+//===----------------------------------------------------------------------===//
+
+extern "C" void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
+                                      int32_t nbufs, int32_t op,
+                                      const int32_t *axes, int32_t naxes) {
+  const char *fn = "trx_all_reduce_bucket";
+  const double traceStart = traceOn() ? traceNow() : -1;
+  if (nbufs < 1 || !bufs || !counts)
+    abortf("%s: no buffers in the bucket", fn);
+  for (int32_t b = 0; b < nbufs; ++b)
+    checkBuffer(bufs[b], counts[b], "data", fn);
+  checkOp(op, fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  std::vector<void *> raw(bufs, bufs + nbufs);
+  uint64_t sent = transportOf(fn).allReduceBucket(
+      g, raw.data(), counts, nbufs, CommDType::F32, op, CommQueue::Grads, fn);
+  count(TRX_COMM_ALL_REDUCE, g.mask, sent, traceStart);
+}
+
+extern "C" void trx_comm_wait_grads(void) {
+  if (Transport *t = state().transport)
+    t->waitGrads();
+}
+
+extern "C" const char *trx_comm_transport_name(void) {
+  Transport *t = state().transport;
+  return t ? t->name() : "none";
+}
+
+extern "C" size_t trx_comm_describe(char *buf, size_t len) {
+  Transport *t = state().transport;
+  std::string s = t ? t->describe() : "none (the distributed runtime is off)";
+  if (buf && len)
+    snprintf(buf, len, "%s", s.c_str());
+  return s.size();
+}
+
+void triax::rt::registerTransport(const char *name, Transport *(*factory)()) {
+  if (!name || !factory || gNumRegistered >= kMaxTransports)
+    return;
+  gRegistered[gNumRegistered++] = Registered{name, factory};
+}
+
+Transport *triax::rt::activeTransport() { return state().transport; }
+
+void (*triax::rt::gDeviceSyncHook)() = nullptr;
+
+triax::rt::StreamOrderedScope::StreamOrderedScope() { ++gStreamOrderedDepth; }
+triax::rt::StreamOrderedScope::~StreamOrderedScope() { --gStreamOrderedDepth; }
+bool triax::rt::StreamOrderedScope::active() { return gStreamOrderedDepth > 0; }
+
+void triax::rt::commAbortf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::string msg = vformat(fmt, ap);
+  va_end(ap);
+  trx_dist_abort(msg.c_str());
+  _Exit(1); // not reached: trx_dist_abort does not return
+}
+
+SplitKey triax::rt::splitKeyOf(uint32_t mask,
+                               const std::vector<int64_t> &coords,
+                               const std::vector<int64_t> &sizes) {
+  int64_t color = 0, key = 0;
+  for (size_t a = 0; a < sizes.size() && a < coords.size(); ++a) {
+    if (mask & (1u << a))
+      key = key * sizes[a] + coords[a];
+    else
+      color = color * sizes[a] + coords[a];
+  }
+  return SplitKey{int(color), int(key)};
+}
+
+uint64_t triax::rt::ringAllReduceBytes(int64_t n, int64_t p, int64_t pos,
+                                       int64_t elemSize) {
+  if (p <= 1 || n <= 0)
+    return 0;
+  auto len = [&](int64_t c) {
+    c = (c % p + p) % p;
+    return chunkBegin(n, c + 1, p) - chunkBegin(n, c, p);
+  };
+  uint64_t sent = 0;
+  for (int64_t s = 0; s < p - 1; ++s)
+    sent += uint64_t((len(pos - s) + len(pos + 1 - s)) * elemSize);
+  return sent;
+}
+
+uint64_t triax::rt::ringAllGatherBytes(int64_t npr, int64_t p,
+                                       int64_t elemSize) {
+  return npr > 0 && p > 1 ? uint64_t((p - 1) * npr * elemSize) : 0;
+}
+
+uint64_t triax::rt::ringReduceScatterBytes(int64_t npr, int64_t p,
+                                           int64_t elemSize) {
+  return npr > 0 && p > 1 ? uint64_t((p - 1) * npr * elemSize) : 0;
+}
+
+uint64_t triax::rt::chainBroadcastBytes(int64_t n, int64_t p,
+                                        int64_t distFromRoot,
+                                        int64_t elemSize) {
+  return n > 0 && p > 1 && distFromRoot < p - 1 ? uint64_t(n * elemSize) : 0;
 }
