@@ -929,6 +929,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
            trx_dist_rank(),
            trx_dist_initialized() ? trx_dist_coord_str(coords, sizeof(coords))
                                   : "all coordinates 0");
+    if (trx_dist_initialized() && trx_comm_describe(coords, sizeof(coords)))
+      printf("comm: %s\n", coords);
     // This rank's pieces of the distributed parameters, in one write so
     // that the ranks' lines do not interleave.
     std::string pieces;
@@ -1104,6 +1106,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     loss = float(lossSum / double(accum));
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
                          a.min_lr_ratio);
+    trx_comm_wait_grads(); // NCCL: the optimizer reads the reduced grads
     float gradNorm = model->optimizer_step(lr, step, 1.0f / float(accum));
     traceRecord("optimizer", "optimizer", 1, optimizerStart);
     for (uint32_t mask = 1; report && mask < nmasks; ++mask) {

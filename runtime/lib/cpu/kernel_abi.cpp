@@ -16,6 +16,7 @@
 
 #include <cblas.h>
 
+#include "transport.h"
 #include <algorithm>
 #include <cinttypes>
 #include <climits>
@@ -528,26 +529,16 @@ extern "C" void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params,
     return;
   std::vector<float *> bufs;
   std::vector<int64_t> counts;
-  int64_t total = 0;
   for (int64_t i = 0; i < params->sizes[0]; ++i) {
     int64_t index = params->aligned[params->offset + i * params->strides[0]];
     const ParamLayout *l = nullptr;
     bufs.push_back(stateBuffer(fn, TRX_STATE_GRAD, index, l));
     counts.push_back(l->viewCount(TRX_STATE_GRAD));
-    total += counts.back();
   }
-  if (bufs.size() == 1) {
-    trx_all_reduce(bufs[0], counts[0], op, axes.data(), int32_t(axes.size()));
-    return;
-  }
-  std::vector<float> packed(static_cast<size_t>(total));
-  int64_t at = 0;
-  for (size_t b = 0; b < bufs.size(); at += counts[b], ++b)
-    std::copy(bufs[b], bufs[b] + counts[b], packed.begin() + at);
-  trx_all_reduce(packed.data(), total, op, axes.data(), int32_t(axes.size()));
-  at = 0;
-  for (size_t b = 0; b < bufs.size(); at += counts[b], ++b)
-    std::copy(packed.begin() + at, packed.begin() + at + counts[b], bufs[b]);
+  // One message (comm.cpp); on the GPU queued on the communication stream.
+  StreamOrderedScope streamOrdered;
+  trx_all_reduce_bucket(bufs.data(), counts.data(), int32_t(bufs.size()), op,
+                        axes.data(), int32_t(axes.size()));
 }
 
 extern "C" int64_t trx_group_position(int64_t axis_mask) {
@@ -557,3 +548,10 @@ extern "C" int64_t trx_group_position(int64_t axis_mask) {
   const trx_dist_group *g = trx_dist_comm(axes.data(), int32_t(axes.size()));
   return g ? trx_dist_group_position(g) : 0;
 }
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
