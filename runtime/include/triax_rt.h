@@ -921,6 +921,29 @@ void trx_send_i32(const int32_t *buf, int64_t n, int32_t peer,
 void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer, const int32_t *axes,
                   int32_t naxes, int32_t tag);
 
+/* A gradient bucket: bufs[0..nbufs-1] (counts[i] floats each) reduced in
+ * place as one all_reduce of their concatenation (counted as one call of
+ * the summed size). With the MPI transport it returns with the result in
+ * place; with NCCL it is queued on the communication stream behind the
+ * compute work so far, and trx_comm_wait_grads orders later compute work
+ * after it. */
+void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
+                           int32_t nbufs, int32_t op, const int32_t *axes,
+                           int32_t naxes);
+/* Compute work queued after this call runs after every gradient bucket
+ * queued before it (the driver calls it before the optimizer step). A
+ * no-op with the MPI transport or without the distributed runtime. */
+void trx_comm_wait_grads(void);
+
+/* Which transport moves the bytes (docs/cuda.md): "mpi" (the CPU
+ * runtime's rings over MPI), "nccl" (registered by the CUDA runtime), or
+ * "none" before trx_dist_init. The environment variable TRX_COMM=mpi|nccl
+ * at trx_dist_init overrides the default (the registered one, else mpi). */
+const char *trx_comm_transport_name(void);
+/* One line about it, e.g. "nccl 2.28.9, world 1" (into buf, cut to len;
+ * returns the full length). */
+size_t trx_comm_describe(char *buf, size_t len);
+
 /* Communication counters of this rank, per collective kind and axis set
  * (the unordered set: a bit mask, bit i = axis i). Bytes are the bytes this
  * rank actually handed to MPI as sender, counted in the ring loops, which
@@ -968,26 +991,3 @@ void trx_comm_print_table(FILE *out);
 #endif
 
 #endif /* TRIAX_RT_H */
-/* A gradient bucket: bufs[0..nbufs-1] (counts[i] floats each) reduced in
- * place as one all_reduce of their concatenation (counted as one call of
- * the summed size). With the MPI transport it returns with the result in
- * place; with NCCL it is queued on the communication stream behind the
- * compute work so far, and trx_comm_wait_grads orders later compute work
- * after it. */
-void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
-                           int32_t nbufs, int32_t op, const int32_t *axes,
-                           int32_t naxes);
-/* Compute work queued after this call runs after every gradient bucket
- * queued before it (the driver calls it before the optimizer step). A
- * no-op with the MPI transport or without the distributed runtime. */
-void trx_comm_wait_grads(void);
-
-/* Which transport moves the bytes (docs/cuda.md): "mpi" (the CPU
- * runtime's rings over MPI), "nccl" (registered by the CUDA runtime), or
- * "none" before trx_dist_init. The environment variable TRX_COMM=mpi|nccl
- * at trx_dist_init overrides the default (the registered one, else mpi). */
-const char *trx_comm_transport_name(void);
-/* One line about it, e.g. "nccl 2.28.9, world 1" (into buf, cut to len;
- * returns the full length). */
-size_t trx_comm_describe(char *buf, size_t len);
-

@@ -12,11 +12,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
+#include "transport.h"
 #include "triax_rt.h"
 
 #include <cblas.h>
 
-#include "transport.h"
 #include <algorithm>
 #include <cinttypes>
 #include <climits>
@@ -342,6 +342,7 @@ extern "C" void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out,
 
 extern "C" void trx_zero_all_gather_param(int64_t index, int64_t axis_mask) {
   const char *fn = "trx_zero_all_gather_param";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
   const ParamLayout *l = nullptr;
   float *buf = stateBuffer(fn, TRX_STATE_PARAM, index, l);
   if (l->zeroStage < 1 || l->zeroStage > 2 ||
@@ -426,6 +427,7 @@ int32_t groupSize(const std::vector<int32_t> &axes) {
 extern "C" void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf,
                                                 int32_t op, int64_t axis_mask) {
   const char *fn = "trx_all_reduce_f32";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *data = contiguous(fn, "buffer", buf);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   trx_all_reduce(data, buf->sizes[0], op, axes.data(), int32_t(axes.size()));
@@ -436,6 +438,7 @@ extern "C" void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
                                                     int32_t op,
                                                     int64_t axis_mask) {
   const char *fn = "trx_reduce_scatter_f32";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *src = contiguous(fn, "input", in);
   float *dst = contiguous(fn, "output", out);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
@@ -461,6 +464,7 @@ extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
                                                 trx_memref_f32_1d *out,
                                                 int64_t axis_mask) {
   const char *fn = "trx_all_gather_f32";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *src = contiguous(fn, "input", in);
   float *dst = contiguous(fn, "output", out);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
@@ -486,6 +490,7 @@ extern "C" void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf,
                                                int64_t root,
                                                int64_t axis_mask) {
   const char *fn = "trx_broadcast_f32";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *data = contiguous(fn, "buffer", buf);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   trx_broadcast(data, buf->sizes[0], int32_t(root), axes.data(),
@@ -495,6 +500,7 @@ extern "C" void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf,
 extern "C" void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
                                           int64_t tag, int64_t axis_mask) {
   const char *fn = "trx_send_f32";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *data = contiguous(fn, "buffer", buf);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   trx_send(data, buf->sizes[0], int32_t(peer), axes.data(),
@@ -504,6 +510,7 @@ extern "C" void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
 extern "C" void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
                                           int64_t tag, int64_t axis_mask) {
   const char *fn = "trx_recv_f32";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *data = contiguous(fn, "buffer", buf);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   trx_recv(data, buf->sizes[0], int32_t(peer), axes.data(),
@@ -548,10 +555,3 @@ extern "C" int64_t trx_group_position(int64_t axis_mask) {
   const trx_dist_group *g = trx_dist_comm(axes.data(), int32_t(axes.size()));
   return g ? trx_dist_group_position(g) : 0;
 }
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
