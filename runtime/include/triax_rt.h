@@ -489,16 +489,107 @@ typedef struct {
   int64_t strides[2];
 } trx_memref_f32_2d;
 
+/* memref<?x?x?xf32>: [batch, rows, cols], element (b, i, j) at
+ * aligned[offset + b*strides[0] + i*strides[1] + j*strides[2]]. */
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+} trx_memref_f32_3d;
+
+/* bf16 memrefs: each element is the top 16 bits of an IEEE f32 (uint16_t
+ * storage; MLIR's bf16). */
+typedef struct {
+  uint16_t *allocated;
+  uint16_t *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} trx_memref_bf16_2d;
+
+typedef struct {
+  uint16_t *allocated;
+  uint16_t *aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+} trx_memref_bf16_3d;
+
 /* C = alpha * op(A) * op(B) + beta * C, op(X) = X^T when the flag is
- * non-zero, through cblas_sgemm (row-major). M, N are C's sizes, K is
- * A.sizes[1] (A.sizes[0] with transA); op(A) must be M x K and op(B) K x N.
- * The inner stride of each operand must be 1 (for more than one column) and
- * the row stride >= the number of columns; it is passed as lda/ldb/ldc.
- * beta == 0 overwrites C without reading it. C must not overlap A or B.
- * Aborts with a message on a shape, stride or overlap violation. */
+ * non-zero, through trx_gemm_compute (cblas_sgemm, row-major, on the CPU).
+ * M, N are C's sizes, K is A.sizes[1] (A.sizes[0] with transA); op(A) must
+ * be M x K and op(B) K x N. Each operand is row-major (inner stride 1, for
+ * more than one column, and row stride >= the number of columns) or a
+ * transposed view (row stride 1, for more than one row, and inner stride >=
+ * the number of rows); the larger stride is passed as lda/ldb/ldc. beta == 0
+ * overwrites C without reading it. C must not overlap A or B. Aborts with a
+ * message on a shape, stride or overlap violation. */
 void _mlir_ciface_trx_sgemm(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
                             trx_memref_f32_2d *C, int32_t transA,
                             int32_t transB, float alpha, float beta);
+
+/* The same on bf16 operands with fp32 accumulation: A, B, C bf16 (C rounded
+ * to nearest even once at the end; with beta != 0, C is read as f32 first),
+ * or A, B bf16 and C f32. */
+void _mlir_ciface_trx_gemm_bf16(trx_memref_bf16_2d *A, trx_memref_bf16_2d *B,
+                                trx_memref_bf16_2d *C, int32_t transA,
+                                int32_t transB, float alpha, float beta);
+void _mlir_ciface_trx_gemm_bf16_f32(trx_memref_bf16_2d *A,
+                                    trx_memref_bf16_2d *B, trx_memref_f32_2d *C,
+                                    int32_t transA, int32_t transB, float alpha,
+                                    float beta);
+
+/* Strided-batched forms on [batch, rows, cols] operands: every matrix
+ * follows the 2-D rules above, the batch strides are >= 0, all three
+ * batch sizes are equal, and C[b] = alpha op(A[b]) op(B[b]) + beta C[b]
+ * for every b. A batch stride of 0 on A or B broadcasts that matrix; C's
+ * matrices must not overlap each other, nor any matrix of A or B. */
+void _mlir_ciface_trx_sgemm_batched(trx_memref_f32_3d *A, trx_memref_f32_3d *B,
+                                    trx_memref_f32_3d *C, int32_t transA,
+                                    int32_t transB, float alpha, float beta);
+void _mlir_ciface_trx_gemm_bf16_batched(trx_memref_bf16_3d *A,
+                                        trx_memref_bf16_3d *B,
+                                        trx_memref_bf16_3d *C, int32_t transA,
+                                        int32_t transB, float alpha,
+                                        float beta);
+void _mlir_ciface_trx_gemm_bf16_f32_batched(trx_memref_bf16_3d *A,
+                                            trx_memref_bf16_3d *B,
+                                            trx_memref_f32_3d *C,
+                                            int32_t transA, int32_t transB,
+                                            float alpha, float beta);
+
+/* The element types of a trx_gemm_problem. */
+enum trx_gemm_type {
+  TRX_GEMM_F32 = 0,      /* A, B, C f32 */
+  TRX_GEMM_BF16 = 1,     /* A, B, C bf16, fp32 accumulation */
+  TRX_GEMM_BF16_F32 = 2, /* A, B bf16, C f32, fp32 accumulation */
+};
+
+/* One checked GEMM as the entries above hand it to the backend: row-major,
+ * C_b = alpha op(A_b) op(B_b) + beta C_b for b in [0, batch), X_b starting
+ * at element b*strideX of X, op(A) M x K, op(B) K x N, C M x N, with
+ * leading dimensions lda >= (transA ? M : K), ldb >= (transB ? K : N),
+ * ldc >= N. M, N, K and batch are >= 1 and fit an int; the C matrices do
+ * not overlap each other or A and B; beta == 0 must not read C. */
+typedef struct {
+  int32_t type; /* trx_gemm_type */
+  int32_t transA, transB;
+  int64_t M, N, K, batch;
+  const void *A;
+  int64_t lda, strideA;
+  const void *B;
+  int64_t ldb, strideB;
+  void *C;
+  int64_t ldc, strideC;
+  float alpha, beta;
+} trx_gemm_problem;
+
+/* Runs a checked GEMM. The CPU runtime's definition is weak (OpenBLAS; bf16
+ * operands widened to f32 scratch); libtriax_rt_cuda.a replaces it with
+ * cuBLASLt. Called only by the _mlir_ciface_ entries above. */
+void trx_gemm_compute(const trx_gemm_problem *p);
 
 /* In place: buf (contiguous, f32) becomes its reduction (trx_reduce_op)
  * over the group of the mesh axes in axis_mask (bit i = axis i of the mesh

@@ -1,23 +1,29 @@
 //===- kernel_test.cpp - Tests of the kernel ABI called by compiled code --===//
 //
 // Usage:
-//   triax-rt-kernel-test            run all checks: trx_sgemm against a naive
-//                                   triple loop (transposes, strided and
-//                                   offset views, alpha/beta, edge sizes),
-//                                   the state views and the allocator
+//   triax-rt-kernel-test            run all checks: trx_sgemm, the bf16 and
+//                                   the batched GEMMs against a naive
+//                                   double loop (transposes, transposed,
+//                                   strided and offset views, broadcast
+//                                   batches, alpha/beta, edge sizes), the
+//                                   bf16 conversions, the state views and
+//                                   the allocator
 //   triax-rt-kernel-test abort WHAT make the ABI abort on purpose (for the
 //                                   lit test of its messages); WHAT is one of
 //                                   inner-stride, row-stride, shape, overlap,
-//                                   unbound, kind, index, rank, alignment,
-//                                   free-param, double-free
+//                                   batch, batch-overlap, batch-stride,
+//                                   bf16-overlap, unbound, kind, index, rank,
+//                                   alignment, free-param, double-free
 //
 //===----------------------------------------------------------------------===//
 
+#include "bf16.h"
 #include "check.h"
 #include "triax_rt.h"
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace {
 
@@ -154,6 +160,296 @@ void testSgemm() {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// The bf16 and batched GEMMs, against a double-precision loop
+//===----------------------------------------------------------------------===//
+
+void testBf16Conversions() {
+  using triax::rt::bf16ToF32;
+  using triax::rt::f32ToBf16;
+  CHECK_EQ(f32ToBf16(1.0f), uint16_t(0x3f80));
+  CHECK_EQ(f32ToBf16(-2.0f), uint16_t(0xc000));
+  CHECK_EQ(f32ToBf16(-0.0f), uint16_t(0x8000));
+  // Ties go to the even mantissa: 1 + 2^-8 is halfway between 1 and
+  // 1 + 2^-7 (down, to 1), 1 + 3 * 2^-8 between 1 + 2^-7 and 1 + 2^-6 (up).
+  CHECK_EQ(f32ToBf16(1.0f + 0.00390625f), uint16_t(0x3f80));
+  CHECK_EQ(f32ToBf16(1.0f + 3 * 0.00390625f), uint16_t(0x3f82));
+  // Past halfway rounds up; below, down.
+  CHECK_EQ(f32ToBf16(1.0f + 0.0040f), uint16_t(0x3f81));
+  CHECK_EQ(f32ToBf16(1.0f + 0.0038f), uint16_t(0x3f80));
+  CHECK_EQ(f32ToBf16(std::numeric_limits<float>::infinity()), uint16_t(0x7f80));
+  CHECK_EQ(f32ToBf16(std::numeric_limits<float>::max()), uint16_t(0x7f80));
+  CHECK_EQ(f32ToBf16(-std::numeric_limits<float>::max()), uint16_t(0xff80));
+  // NaNs stay NaNs (even one whose payload is only in the low bits, which
+  // plain rounding would turn into infinity).
+  uint32_t lowNaN = 0x7f800001u;
+  float f;
+  std::memcpy(&f, &lowNaN, sizeof(f));
+  CHECK(std::isnan(bf16ToF32(f32ToBf16(f))));
+  CHECK(std::isnan(bf16ToF32(f32ToBf16(-std::nanf("")))));
+  CHECK(std::signbit(bf16ToF32(f32ToBf16(-std::nanf("")))));
+  // Widening is exact, and narrowing a widened value gives it back.
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    float w = bf16ToF32(uint16_t(h));
+    uint32_t bits;
+    std::memcpy(&bits, &w, sizeof(bits));
+    if (bits != h << 16 || (!std::isnan(w) && f32ToBf16(w) != uint16_t(h)))
+      trxtest::failed(__FILE__, __LINE__,
+                      "bf16 round trip of 0x" + std::to_string(h));
+  }
+  ++trxtest::checkCount();
+}
+
+/// A [batch, rows, cols] operand in a padded buffer of f32 or bf16
+/// elements: row-major or a transposed view (row stride 1), padding between
+/// rows and matrices, a batch stride of 0 when broadcast. Everything
+/// outside the view holds a guard value.
+struct Operand3 {
+  bool bf16;
+  int64_t batch, rows, cols, offset, strides[3];
+  std::vector<float> f;
+  std::vector<uint16_t> h;
+  static constexpr float kGuard = 12345.0f;
+
+  Operand3(bool bf16, int64_t batch, int64_t rows, int64_t cols,
+           bool transposed, int64_t pad, bool broadcast, int64_t offset)
+      : bf16(bf16), batch(batch), rows(rows), cols(cols), offset(offset) {
+    strides[1] = transposed ? 1 : cols + pad;
+    strides[2] = transposed ? rows + pad : 1;
+    int64_t span = transposed ? (cols - 1) * strides[2] + rows
+                              : (rows - 1) * strides[1] + cols;
+    if (rows == 0 || cols == 0)
+      span = 1;
+    strides[0] = broadcast ? 0 : span + pad + 2;
+    size_t n =
+        size_t(offset + (batch > 0 ? batch - 1 : 0) * strides[0] + span + 8);
+    f.assign(n, kGuard);
+    h.assign(n, triax::rt::f32ToBf16(kGuard));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          set(b, i, j, nextValue());
+  }
+  size_t index(int64_t b, int64_t i, int64_t j) const {
+    return size_t(offset + b * strides[0] + i * strides[1] + j * strides[2]);
+  }
+  double get(int64_t b, int64_t i, int64_t j) const {
+    return bf16 ? double(triax::rt::bf16ToF32(h[index(b, i, j)]))
+                : double(f[index(b, i, j)]);
+  }
+  void set(int64_t b, int64_t i, int64_t j, float v) {
+    if (bf16)
+      h[index(b, i, j)] = triax::rt::f32ToBf16(v);
+    else
+      f[index(b, i, j)] = v;
+  }
+  template <typename D> D desc3() {
+    D d;
+    using T = std::remove_pointer_t<decltype(d.aligned)>;
+    T *data = reinterpret_cast<T *>(bf16 ? static_cast<void *>(h.data())
+                                         : static_cast<void *>(f.data()));
+    d.allocated = data;
+    d.aligned = data;
+    d.offset = offset;
+    for (int k = 0; k < 3; ++k) {
+      d.sizes[k] = k == 0 ? batch : k == 1 ? rows : cols;
+      d.strides[k] = strides[k];
+    }
+    return d;
+  }
+  template <typename D> D desc2() {
+    D d;
+    using T = std::remove_pointer_t<decltype(d.aligned)>;
+    T *data = reinterpret_cast<T *>(bf16 ? static_cast<void *>(h.data())
+                                         : static_cast<void *>(f.data()));
+    d.allocated = data;
+    d.aligned = data;
+    d.offset = offset;
+    d.sizes[0] = rows;
+    d.sizes[1] = cols;
+    d.strides[0] = strides[1];
+    d.strides[1] = strides[2];
+    return d;
+  }
+  /// Whether every element outside the view still holds the guard.
+  bool guardsIntact() const {
+    std::vector<bool> inView(bf16 ? h.size() : f.size(), false);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          inView[index(b, i, j)] = true;
+    for (size_t k = 0; k < inView.size(); ++k)
+      if (!inView[k] &&
+          (bf16 ? h[k] != triax::rt::f32ToBf16(kGuard) : f[k] != kGuard))
+        return false;
+    return true;
+  }
+};
+
+/// One GEMM through the entry of `type` (trx_gemm_type), 2-D or batched.
+void callGemm(int type, bool batched, Operand3 &A, Operand3 &B, Operand3 &C,
+              bool ta, bool tb, float alpha, float beta) {
+  if (batched) {
+    auto a = A.desc3<trx_memref_bf16_3d>(), b = B.desc3<trx_memref_bf16_3d>();
+    if (type == TRX_GEMM_F32) {
+      auto af = A.desc3<trx_memref_f32_3d>(), bf = B.desc3<trx_memref_f32_3d>(),
+           cf = C.desc3<trx_memref_f32_3d>();
+      _mlir_ciface_trx_sgemm_batched(&af, &bf, &cf, ta, tb, alpha, beta);
+    } else if (type == TRX_GEMM_BF16) {
+      auto c = C.desc3<trx_memref_bf16_3d>();
+      _mlir_ciface_trx_gemm_bf16_batched(&a, &b, &c, ta, tb, alpha, beta);
+    } else {
+      auto c = C.desc3<trx_memref_f32_3d>();
+      _mlir_ciface_trx_gemm_bf16_f32_batched(&a, &b, &c, ta, tb, alpha, beta);
+    }
+    return;
+  }
+  auto a = A.desc2<trx_memref_bf16_2d>(), b = B.desc2<trx_memref_bf16_2d>();
+  if (type == TRX_GEMM_F32) {
+    auto af = A.desc2<trx_memref_f32_2d>(), bf = B.desc2<trx_memref_f32_2d>(),
+         cf = C.desc2<trx_memref_f32_2d>();
+    _mlir_ciface_trx_sgemm(&af, &bf, &cf, ta, tb, alpha, beta);
+  } else if (type == TRX_GEMM_BF16) {
+    auto c = C.desc2<trx_memref_bf16_2d>();
+    _mlir_ciface_trx_gemm_bf16(&a, &b, &c, ta, tb, alpha, beta);
+  } else {
+    auto c = C.desc2<trx_memref_f32_2d>();
+    _mlir_ciface_trx_gemm_bf16_f32(&a, &b, &c, ta, tb, alpha, beta);
+  }
+}
+
+/// Layout of one case: which operands are transposed views, which are
+/// broadcast over the batch.
+struct GemmLayout {
+  bool aT, bT, cT, aBcast, bBcast;
+};
+
+/// Checks one GEMM of (M, N, K, batch) against a double loop over the
+/// (bf16-exact) operand values: f32 results within fp32 rounding, bf16
+/// results within that plus half a bf16 ulp; the guards unchanged.
+void checkGemm3(int type, bool batched, int64_t M, int64_t N, int64_t K,
+                int64_t batch, bool ta, bool tb, GemmLayout l, float alpha,
+                float beta, int64_t pad) {
+  bool abBf16 = type != TRX_GEMM_F32, cBf16 = type == TRX_GEMM_BF16;
+  Operand3 A(abBf16, batch, ta ? K : M, ta ? M : K, l.aT, pad, l.aBcast, 3);
+  Operand3 B(abBf16, batch, tb ? N : K, tb ? K : N, l.bT, pad + 1, l.bBcast, 5);
+  Operand3 C(cBf16, batch, M, N, l.cT, pad * 2, false, 7);
+  if (beta == 0.0f) // beta == 0 must not read C.
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          C.set(b, i, j, std::numeric_limits<float>::quiet_NaN());
+  Operand3 C0 = C;
+  callGemm(type, batched, A, B, C, ta, tb, alpha, beta);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double sum = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          double x = ta ? A.get(b, k, i) : A.get(b, i, k);
+          double y = tb ? B.get(b, j, k) : B.get(b, k, j);
+          sum += x * y;
+          mag += std::fabs(x * y);
+        }
+        double want = double(alpha) * sum, c0 = 0;
+        if (beta != 0.0f) {
+          c0 = double(beta) * C0.get(b, i, j);
+          want += c0;
+        }
+        double tol =
+            1e-5 * (std::fabs(double(alpha)) * mag + std::fabs(c0) + 1.0);
+        if (cBf16)
+          tol += std::fabs(want) / 256.0; // half an ulp of 8 bits
+        double got = C.get(b, i, j);
+        ++trxtest::checkCount();
+        if (!(std::fabs(got - want) <= tol))
+          trxtest::failed(
+              __FILE__, __LINE__,
+              "gemm type " + std::to_string(type) + " batched=" +
+                  std::to_string(batched) + " M=" + std::to_string(M) +
+                  " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                  " batch=" + std::to_string(batch) +
+                  " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) +
+                  " layout " + std::to_string(l.aT) + std::to_string(l.bT) +
+                  std::to_string(l.cT) + std::to_string(l.aBcast) +
+                  std::to_string(l.bBcast) + " at (" + std::to_string(b) + "," +
+                  std::to_string(i) + "," + std::to_string(j) + "): got " +
+                  std::to_string(got) + ", want " + std::to_string(want));
+      }
+  CHECK(C.guardsIntact());
+  CHECK(A.guardsIntact());
+  CHECK(B.guardsIntact());
+}
+
+void testGemmFamily() {
+  const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 9, 33}, {5, 1, 3},
+                               {1, 6, 4}, {7, 7, 1}, {40, 24, 70}};
+  const GemmLayout layouts[] = {
+      {false, false, false, false, false}, {true, false, false, false, false},
+      {false, true, false, false, false},  {false, false, true, false, false},
+      {true, true, true, false, false},    {false, false, false, true, false},
+      {false, false, false, false, true},  {true, false, true, false, true}};
+  const float alphaBeta[][2] = {{1.0f, 0.0f}, {-0.5f, 1.0f}, {2.0f, 0.25f}};
+  for (int type : {TRX_GEMM_F32, TRX_GEMM_BF16, TRX_GEMM_BF16_F32})
+    for (bool batched : {false, true})
+      for (const auto &s : shapes)
+        for (int ta = 0; ta < 2; ++ta)
+          for (int tb = 0; tb < 2; ++tb)
+            for (const GemmLayout &l : layouts) {
+              // Broadcasting needs a batch; the 2-D entries have none.
+              if (!batched && (l.aBcast || l.bBcast))
+                continue;
+              for (const auto &ab : alphaBeta)
+                checkGemm3(type, batched, s[0], s[1], s[2], batched ? 3 : 1, ta,
+                           tb, l, ab[0], ab[1], ab[0] < 0 ? 2 : 0);
+            }
+  for (int type : {TRX_GEMM_F32, TRX_GEMM_BF16, TRX_GEMM_BF16_F32}) {
+    GemmLayout plain{false, false, false, false, false};
+    GemmLayout cT{false, false, true, false, false};
+    // K = 0: C = beta * C; beta = 0 clears (even NaN).
+    checkGemm3(type, true, 4, 3, 0, 2, false, false, plain, 1.0f, 0.5f, 2);
+    checkGemm3(type, true, 4, 3, 0, 2, true, true, cT, 1.0f, 0.0f, 0);
+    checkGemm3(type, false, 4, 3, 0, 1, false, true, plain, 1.0f, 0.5f, 1);
+    // Empty C, empty batch: nothing happens.
+    checkGemm3(type, true, 0, 3, 4, 2, false, false, plain, 1.0f, 1.0f, 1);
+    checkGemm3(type, true, 3, 2, 4, 0, false, false, plain, 1.0f, 1.0f, 1);
+    checkGemm3(type, false, 3, 0, 4, 1, false, true, plain, 1.0f, 1.0f, 1);
+    // A longer batch, both broadcast patterns.
+    checkGemm3(type, true, 6, 5, 4, 9, false, true,
+               {false, false, false, true, false}, 1.0f, 0.0f, 1);
+    checkGemm3(type, true, 6, 5, 4, 9, true, false,
+               {false, true, false, false, true}, 0.5f, 1.0f, 0);
+  }
+  // The heads of one [S, H*d] buffer as a batch (batch stride d, row stride
+  // H*d): interleaved in memory, disjoint as elements. C = the heads of
+  // another such buffer, A = Q heads, B = K heads transposed.
+  {
+    const int64_t S = 5, H = 3, d = 4;
+    std::vector<float> q(size_t(S * H * d)), k(size_t(S * H * d)),
+        out(size_t(S * H * S), 0.0f);
+    for (float &v : q)
+      v = nextValue();
+    for (float &v : k)
+      v = nextValue();
+    trx_memref_f32_3d Q = {q.data(), q.data(), 0, {H, S, d}, {d, H * d, 1}};
+    trx_memref_f32_3d K = {k.data(), k.data(), 0, {H, S, d}, {d, H * d, 1}};
+    trx_memref_f32_3d O = {out.data(), out.data(), 0, {H, S, S}, {S, H * S, 1}};
+    _mlir_ciface_trx_sgemm_batched(&Q, &K, &O, 0, 1, 1.0f, 0.0f);
+    bool ok = true;
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < S; ++i)
+        for (int64_t j = 0; j < S; ++j) {
+          double want = 0;
+          for (int64_t t = 0; t < d; ++t)
+            want += double(q[size_t(i * H * d + h * d + t)]) *
+                    double(k[size_t(j * H * d + h * d + t)]);
+          ok = ok && std::fabs(out[size_t(i * H * S + h * S + j)] - want) <=
+                         1e-5 * (std::fabs(want) + 1.0);
+        }
+    CHECK(ok);
+  }
+}
+
 const trx_param_desc kParams[] = {
     {"w", 2, {3, 5}, TRX_INIT_NORMAL, 0.02f, 1, nullptr},
     {"b", 1, {5, 0}, TRX_INIT_ZEROS, 0.0f, 0, nullptr},
@@ -248,6 +544,29 @@ int abortCase(const std::string &what) {
   } else if (what == "overlap") {
     C.aligned = buf + 4; // Shares elements with A.
     _mlir_ciface_trx_sgemm(&A, &B, &C, 0, 0, 1.0f, 0.0f);
+  } else if (what == "batch" || what == "batch-overlap" ||
+             what == "batch-stride" || what == "bf16-overlap") {
+    // [2, 2, 3] x [2, 3, 4] -> [2, 2, 4] in separate buffers.
+    float a3[12] = {}, b3[24] = {}, c3[16] = {};
+    trx_memref_f32_3d A3 = {a3, a3, 0, {2, 2, 3}, {6, 3, 1}};
+    trx_memref_f32_3d B3 = {b3, b3, 0, {2, 3, 4}, {12, 4, 1}};
+    trx_memref_f32_3d C3 = {c3, c3, 0, {2, 2, 4}, {8, 4, 1}};
+    if (what == "batch")
+      B3.sizes[0] = 3;
+    else if (what == "batch-overlap")
+      C3.strides[0] = 4; // C[1] starts at C[0]'s second row.
+    else if (what == "batch-stride")
+      A3.strides[0] = -6;
+    if (what == "bf16-overlap") {
+      // A bf16 C that starts inside B's last matrix.
+      uint16_t h[64] = {};
+      trx_memref_bf16_3d A = {h, h, 0, {2, 2, 3}, {6, 3, 1}};
+      trx_memref_bf16_3d B = {h, h, 12, {2, 3, 4}, {12, 4, 1}};
+      trx_memref_bf16_3d C = {h, h, 30, {2, 2, 4}, {8, 4, 1}};
+      _mlir_ciface_trx_gemm_bf16_batched(&A, &B, &C, 0, 0, 1.0f, 0.0f);
+    } else {
+      _mlir_ciface_trx_sgemm_batched(&A3, &B3, &C3, 0, 0, 1.0f, 0.0f);
+    }
   } else if (what == "unbound") {
     trx_memref_f32_2d d;
     _mlir_ciface_trx_state_2d(&d, 0, 0);
@@ -288,6 +607,8 @@ int main(int argc, char **argv) {
   }
   trx_blas_set_threads(1);
   testSgemm();
+  testBf16Conversions();
+  testGemmFamily();
   testState();
   testAlloc();
   trxtest::done("kernel");

@@ -15,9 +15,33 @@
 namespace triax::rt {
 
 /// `C = alpha * op(A) op(B) + beta * C` on f32 2-D strided memrefs, op =
-/// transpose when the flag is non-zero (OpenBLAS on CPU, cuBLAS on GPU):
+/// transpose when the flag is non-zero (OpenBLAS on CPU, cuBLASLt on GPU,
+/// fp32 accumulation, no TF32):
 /// (memref A, memref B, memref C, i32 transA, i32 transB, f32 alpha, f32 beta)
 constexpr llvm::StringLiteral kSgemm = "trx_sgemm";
+
+/// The same GEMM on bf16 operands, accumulated in fp32 (cuBLASLt
+/// CUBLAS_COMPUTE_32F on GPU; on CPU the operands are widened to f32 and
+/// multiplied by OpenBLAS), with the argument list of kSgemm:
+/// - trx_gemm_bf16: A, B, C bf16 (C rounded to nearest even once, at the
+///   end; beta != 0 reads C as f32 first);
+/// - trx_gemm_bf16_f32: A, B bf16, C f32 (weight gradients summed into the
+///   fp32 gradient buffers, attention scores in fp32).
+/// alpha and beta stay f32. Operands are 2-D strided memrefs of any strides
+/// whose inner stride is 1 (row-major) or whose row stride is 1 (a
+/// transposed view, column-major), as for kSgemm.
+constexpr llvm::StringLiteral kGemmBf16 = "trx_gemm_bf16";
+constexpr llvm::StringLiteral kGemmBf16F32 = "trx_gemm_bf16_f32";
+
+/// Strided-batched GEMMs: the operands are 3-D strided memrefs
+/// [batch, rows, cols] (each matrix under the 2-D rules above, any batch
+/// stride >= 0), and C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for every i.
+/// A batch stride of 0 on A or B broadcasts that matrix; C's matrices must
+/// not overlap each other or A's and B's. The arguments and element types
+/// are those of kSgemm, kGemmBf16 and kGemmBf16F32, in that order.
+constexpr llvm::StringLiteral kSgemmBatched = "trx_sgemm_batched";
+constexpr llvm::StringLiteral kGemmBf16Batched = "trx_gemm_bf16_batched";
+constexpr llvm::StringLiteral kGemmBf16F32Batched = "trx_gemm_bf16_f32_batched";
 
 /// A rank-1 or rank-2 f32 view of a training state buffer owned by the
 /// runtime: (i32 kind, i64 parameter index) -> memref<?xf32> / memref<?x?xf32>.

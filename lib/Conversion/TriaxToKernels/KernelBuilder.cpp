@@ -119,21 +119,67 @@ Value KernelBuilder::indexToF32(Value idx) {
   return arith::SIToFPOp::create(b, loc, b.getF32Type(), i64);
 }
 
-/// The strided 2-D f32 memref type the runtime's GEMM takes.
-static MemRefType gemmOperandType(MLIRContext *ctx) {
+/// The strided memref type of rank `rank` (2, or 3 for the batched GEMMs)
+/// and element type `element` the runtime's GEMMs take: every size, stride
+/// and the offset dynamic.
+static MemRefType gemmOperandType(Type element, int64_t rank) {
   int64_t dyn = ShapedType::kDynamic;
-  return MemRefType::get({dyn, dyn}, Float32Type::get(ctx),
-                         StridedLayoutAttr::get(ctx, dyn, {dyn, dyn}));
+  SmallVector<int64_t> dyns(rank, dyn);
+  return MemRefType::get(
+      dyns, element, StridedLayoutAttr::get(element.getContext(), dyn, dyns));
 }
 
-void KernelBuilder::gemm(Value a, Value bm, Value c, bool transA, bool transB,
-                         double alpha, double beta) {
-  MemRefType type = gemmOperandType(b.getContext());
+FailureOr<StringRef> KernelBuilder::gemmEntry(Type a, Type b, Type c,
+                                              bool batched) {
+  if (a.isF32() && b.isF32() && c.isF32())
+    return batched ? ::triax::rt::kSgemmBatched : ::triax::rt::kSgemm;
+  if (a.isBF16() && b.isBF16() && c.isBF16())
+    return batched ? ::triax::rt::kGemmBf16Batched : ::triax::rt::kGemmBf16;
+  if (a.isBF16() && b.isBF16() && c.isF32())
+    return batched ? ::triax::rt::kGemmBf16F32Batched
+                   : ::triax::rt::kGemmBf16F32;
+  return failure();
+}
+
+LogicalResult KernelBuilder::callGemm(Value a, Value bm, Value c, bool transA,
+                                      bool transB, double alpha, double beta,
+                                      int64_t rank) {
+  StringRef what = rank == 3 ? "batched GEMM" : "GEMM";
+  SmallVector<Type> elements;
+  for (auto [name, m] :
+       {std::pair<StringRef, Value>{"A", a}, {"B", bm}, {"C", c}}) {
+    auto type = dyn_cast<MemRefType>(m.getType());
+    if (!type || type.getRank() != rank)
+      return emitError(loc) << what << " operand " << name << " must be a "
+                            << rank << "-D memref, got " << m.getType();
+    elements.push_back(type.getElementType());
+  }
+  FailureOr<StringRef> entry =
+      gemmEntry(elements[0], elements[1], elements[2], rank == 3);
+  if (failed(entry))
+    return emitError(loc) << "no runtime " << what << " for element types A "
+                          << elements[0] << ", B " << elements[1] << ", C "
+                          << elements[2]
+                          << " (expected f32 f32 f32, bf16 bf16 bf16 or bf16 "
+                             "bf16 f32)";
   SmallVector<Value> args;
-  for (Value m : {a, bm, c})
-    args.push_back(memref::CastOp::create(b, loc, type, m));
+  for (auto [m, element] : llvm::zip_equal(ValueRange{a, bm, c}, elements))
+    args.push_back(
+        memref::CastOp::create(b, loc, gemmOperandType(element, rank), m));
   args.append({i32(transA), i32(transB), f32(alpha), f32(beta)});
-  func::CallOp::create(b, loc, ::triax::rt::kSgemm, TypeRange{}, args);
+  func::CallOp::create(b, loc, *entry, TypeRange{}, args);
+  return success();
+}
+
+LogicalResult KernelBuilder::gemm(Value a, Value bm, Value c, bool transA,
+                                  bool transB, double alpha, double beta) {
+  return callGemm(a, bm, c, transA, transB, alpha, beta, /*rank=*/2);
+}
+
+LogicalResult KernelBuilder::gemmBatched(Value a, Value bm, Value c,
+                                         bool transA, bool transB, double alpha,
+                                         double beta) {
+  return callGemm(a, bm, c, transA, transB, alpha, beta, /*rank=*/3);
 }
 
 Value KernelBuilder::stateChunk(int kind, int64_t param, MemRefType type) {
@@ -171,11 +217,9 @@ Value KernelBuilder::state(int kind, int64_t param, MemRefType type) {
 void declareRuntimeFunctions(ModuleOp module);
 
 void declareRuntimeFunctions(ModuleOp module) {
-  MLIRContext *ctx = module.getContext();
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   Type f32 = b.getF32Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
   int64_t dyn = ShapedType::kDynamic;
-  MemRefType g = gemmOperandType(ctx);
   auto declare = [&](StringRef name, FunctionType type) {
     if (module.lookupSymbol(name))
       return;
@@ -183,8 +227,17 @@ void declareRuntimeFunctions(ModuleOp module) {
     fn.setPrivate();
     fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   };
-  declare(::triax::rt::kSgemm,
-          b.getFunctionType({g, g, g, i32, i32, f32, f32}, {}));
+  // The GEMMs: (A, B, C, transA, transB, alpha, beta), 2-D and batched 3-D,
+  // f32 / bf16 / bf16 with an f32 C.
+  Type bf16 = b.getBF16Type();
+  for (int64_t rank : {2, 3}) {
+    for (auto [a, c] :
+         {std::pair<Type, Type>{f32, f32}, {bf16, bf16}, {bf16, f32}}) {
+      MemRefType ga = gemmOperandType(a, rank), gc = gemmOperandType(c, rank);
+      declare(*KernelBuilder::gemmEntry(a, a, c, rank == 3),
+              b.getFunctionType({ga, ga, gc, i32, i32, f32, f32}, {}));
+    }
+  }
   declare(::triax::rt::kState1D,
           b.getFunctionType({i32, i64}, {MemRefType::get({dyn}, f32)}));
   declare(::triax::rt::kState2D,

@@ -130,9 +130,23 @@ public:
   Value indexToF32(Value idx);
 
   //===--- runtime calls --------------------------------------------------===//
-  /// C = alpha * op(A) op(B) + beta * C through the runtime's GEMM.
-  void gemm(Value a, Value bm, Value c, bool transA, bool transB,
-            double alpha = 1.0, double beta = 0.0);
+  /// C = alpha * op(A) op(B) + beta * C through the runtime's GEMM, on 2-D
+  /// buffers. The entry follows the element types of (A, B, C): f32 f32 f32
+  /// -> trx_sgemm, bf16 bf16 bf16 -> trx_gemm_bf16, bf16 bf16 f32 ->
+  /// trx_gemm_bf16_f32 (fp32 accumulation in all three). Any other
+  /// combination, or operands that are not 2-D memrefs, is an error at the
+  /// builder's location and a failure.
+  LogicalResult gemm(Value a, Value bm, Value c, bool transA, bool transB,
+                     double alpha = 1.0, double beta = 0.0);
+  /// The strided-batched form on 3-D buffers [batch, rows, cols]:
+  /// C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for every i (a batch stride
+  /// of 0 on A or B broadcasts it), with the same dispatch
+  /// (trx_sgemm_batched, trx_gemm_bf16_batched, trx_gemm_bf16_f32_batched).
+  LogicalResult gemmBatched(Value a, Value bm, Value c, bool transA,
+                            bool transB, double alpha = 1.0, double beta = 0.0);
+  /// The runtime GEMM entry for operands of these element types (`batched`:
+  /// the 3-D form), or failure when the runtime has none.
+  static FailureOr<StringRef> gemmEntry(Type a, Type b, Type c, bool batched);
   /// A runtime-owned state buffer (parameter, AdamW moment) as `type`.
   Value state(int kind, int64_t param, MemRefType type);
   /// This rank's ZeRO chunk of a state buffer (1-D `type`).
@@ -143,6 +157,8 @@ public:
 
 private:
   func::FuncOp declareRuntime(StringRef name, FunctionType type);
+  LogicalResult callGemm(Value a, Value bm, Value c, bool transA, bool transB,
+                         double alpha, double beta, int64_t rank);
 
   OpBuilder &b;
   Location loc;

@@ -33,8 +33,9 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
       });
       beta = 1.0;
     }
-    k.gemm(x, adaptor.getWeight(), y, /*transA=*/false,
-           /*transB=*/op.getTransposeWeight(), 1.0, beta);
+    if (failed(k.gemm(x, adaptor.getWeight(), y, /*transA=*/false,
+                      /*transB=*/op.getTransposeWeight(), 1.0, beta)))
+      return failure();
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -72,10 +73,10 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
     KernelBuilder k(rewriter, op.getLoc());
     Value dw = k.alloc(op.getType());
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
-    if (op.getTransposeWeight())
-      k.gemm(dy, x, dw, /*transA=*/true, /*transB=*/false);
-    else
-      k.gemm(x, dy, dw, /*transA=*/true, /*transB=*/false);
+    bool transposed = op.getTransposeWeight();
+    if (failed(k.gemm(transposed ? dy : x, transposed ? x : dy, dw,
+                      /*transA=*/true, /*transB=*/false)))
+      return failure();
     rewriter.replaceOp(op, dw);
     return success();
   }

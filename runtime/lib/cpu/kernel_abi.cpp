@@ -1,7 +1,10 @@
 //===- kernel_abi.cpp - The runtime functions compiled code calls ---------===//
 //
 // The kernel ABI of include/triax/Conversion/RuntimeABI.h on the CPU:
-//  - _mlir_ciface_trx_sgemm: strided f32 GEMM through OpenBLAS cblas_sgemm;
+//  - the GEMMs (_mlir_ciface_trx_sgemm, trx_gemm_bf16, trx_gemm_bf16_f32 and
+//    their _batched forms): one checker (shapes, strides, overlap) in front
+//    of trx_gemm_compute, OpenBLAS cblas_sgemm here (weak; cuBLASLt in the
+//    CUDA runtime);
 //  - _mlir_ciface_trx_state_1d/2d: views of the runtime-owned parameter,
 //    AdamW and gradient buffers bound with trx_state_bind;
 //  - _mlir_memref_to_llvm_alloc/aligned_alloc/free: the compiled code's
@@ -11,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bf16.h"
 #include "internal.h"
 #include "transport.h"
 #include "triax_rt.h"
@@ -24,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -49,46 +54,113 @@ namespace {
 // GEMM
 //===----------------------------------------------------------------------===//
 
-/// A checked row-major view of one GEMM operand.
-struct Operand {
-  float *data;
-  int64_t rows, cols, ld;
+/// The fields of an MLIR memref descriptor of rank 2 or 3 as
+/// [batch, rows, cols] (batch 1 for rank 2), element pointer as bytes.
+struct RawMemref {
+  const char *aligned;
+  int64_t offset;
+  int rank;
+  int64_t sizes[3], strides[3];
 };
 
-Operand checkOperand(const char *name, const trx_memref_f32_2d *m) {
-  const char *fn = "trx_sgemm";
-  if (!m)
+template <typename Desc>
+RawMemref rawMemref(const char *fn, const char *name, const Desc *d) {
+  if (!d)
     abortWith(fn, "operand %s is NULL", name);
-  int64_t rows = m->sizes[0], cols = m->sizes[1];
-  if (rows < 0 || cols < 0)
-    abortWith(fn, "%s has negative sizes [%" PRId64 ", %" PRId64 "]", name,
-              rows, cols);
-  if (rows > INT_MAX || cols > INT_MAX)
-    abortWith(
-        fn, "%s sizes [%" PRId64 ", %" PRId64 "] exceed the BLAS integer range",
-        name, rows, cols);
-  if (m->offset < 0)
-    abortWith(fn, "%s has negative offset %" PRId64, name, m->offset);
-  // The inner stride only matters with more than one column, the row stride
-  // only with more than one row.
-  if (cols > 1 && m->strides[1] != 1)
-    abortWith(fn,
-              "%s has inner stride %" PRId64 " (must be 1; sizes [%" PRId64
-              ", %" PRId64 "])",
-              name, m->strides[1], rows, cols);
-  int64_t minLd = cols > 1 ? cols : 1;
-  int64_t ld = rows > 1 ? m->strides[0] : minLd;
-  if (ld < minLd)
+  constexpr int rank = int(sizeof(d->sizes) / sizeof(d->sizes[0]));
+  static_assert(rank == 2 || rank == 3, "GEMM operands are 2-D or 3-D");
+  RawMemref m{reinterpret_cast<const char *>(d->aligned),
+              d->offset,
+              rank,
+              {1, 0, 0},
+              {0, 0, 0}};
+  for (int i = 0; i < rank; ++i) {
+    m.sizes[3 - rank + i] = d->sizes[i];
+    m.strides[3 - rank + i] = d->strides[i];
+  }
+  return m;
+}
+
+/// "[rows, cols]" or "[batch, rows, cols]" of a descriptor.
+std::string sizesOf(const RawMemref &m) {
+  char buf[96];
+  if (m.rank == 2)
+    snprintf(buf, sizeof(buf), "[%" PRId64 ", %" PRId64 "]", m.sizes[1],
+             m.sizes[2]);
+  else
+    snprintf(buf, sizeof(buf), "[%" PRId64 ", %" PRId64 ", %" PRId64 "]",
+             m.sizes[0], m.sizes[1], m.sizes[2]);
+  return buf;
+}
+
+/// A checked view of one GEMM operand: `batch` matrices of rows x cols, the
+/// one of batch index b starting `b * bstride` elements after `data`. Each is
+/// stored row-major as srows() x scols() with row stride `ld` (>= scols()):
+/// the matrix itself, or its transpose when `colMajor` (a transposed view,
+/// whose row stride is 1).
+struct Operand {
+  char *data;
+  size_t elem;
+  int64_t batch, rows, cols, bstride, ld;
+  bool colMajor;
+  int64_t srows() const { return colMajor ? cols : rows; }
+  int64_t scols() const { return colMajor ? rows : cols; }
+  char *matrix(int64_t b) const { return data + b * bstride * int64_t(elem); }
+  /// Elements from the first of matrix 0 to past the last of matrix 0.
+  int64_t span() const { return (srows() - 1) * ld + scols(); }
+};
+
+Operand checkOperand(const char *fn, const char *name, const RawMemref &m,
+                     size_t elem) {
+  int64_t batch = m.sizes[0], rows = m.sizes[1], cols = m.sizes[2];
+  if (batch < 0 || rows < 0 || cols < 0)
+    abortWith(fn, "%s has negative sizes %s", name, sizesOf(m).c_str());
+  if (batch > INT_MAX || rows > INT_MAX || cols > INT_MAX)
+    abortWith(fn, "%s sizes %s exceed the BLAS integer range", name,
+              sizesOf(m).c_str());
+  if (m.offset < 0)
+    abortWith(fn, "%s has negative offset %" PRId64, name, m.offset);
+  if (batch > 1 && m.strides[0] < 0)
+    abortWith(fn, "%s has negative batch stride %" PRId64, name, m.strides[0]);
+  // Row-major when the inner stride is 1, a transposed view when the row
+  // stride is 1. The inner stride only matters with more than one column,
+  // the row stride only with more than one row.
+  int64_t rowStride = m.strides[1], colStride = m.strides[2];
+  bool colMajor = false;
+  if (cols > 1 && colStride != 1) {
+    if (rows > 1 && rowStride != 1)
+      abortWith(fn,
+                "%s has strides [%" PRId64 ", %" PRId64
+                "]: neither row-major (inner stride 1) nor transposed (row "
+                "stride 1); sizes %s",
+                name, rowStride, colStride, sizesOf(m).c_str());
+    colMajor = true;
+  }
+  int64_t srows = colMajor ? cols : rows, scols = colMajor ? rows : cols;
+  int64_t stride = colMajor ? colStride : rowStride;
+  int64_t minLd = scols > 1 ? scols : 1;
+  int64_t ld = srows > 1 ? stride : minLd;
+  if (ld < minLd) {
+    if (colMajor)
+      abortWith(fn,
+                "%s (a transposed view) has column stride %" PRId64
+                " smaller than its %" PRId64 " rows",
+                name, stride, rows);
     abortWith(fn,
               "%s has row stride %" PRId64 " smaller than its %" PRId64
               " columns",
-              name, m->strides[0], cols);
+              name, stride, cols);
+  }
   if (ld > INT_MAX)
     abortWith(fn, "%s row stride %" PRId64 " exceeds the BLAS integer range",
               name, ld);
-  if (rows > 0 && cols > 0 && !m->aligned)
+  if (batch > 0 && rows > 0 && cols > 0 && !m.aligned)
     abortWith(fn, "%s has a NULL data pointer", name);
-  return {m->aligned ? m->aligned + m->offset : nullptr, rows, cols, ld};
+  char *data = m.aligned
+                   ? const_cast<char *>(m.aligned) + m.offset * int64_t(elem)
+                   : nullptr;
+  return {data, elem,    batch, rows, cols, batch > 1 ? m.strides[0] : 0,
+          ld,   colMajor};
 }
 
 int64_t floorDiv(int64_t a, int64_t b) {
@@ -96,35 +168,158 @@ int64_t floorDiv(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/// Whether two views share an element. Exact for row-major views: for each
-/// row of `a` (a byte interval), looks for a row k of `b` whose interval
-/// intersects it, i.e. x - b0 - wb < k*ldb < x + wa - b0. O(a.rows).
-bool overlaps(const Operand &a, const Operand &b) {
+/// Whether matrix `i` of `a` and matrix `j` of `b` share a byte. Exact for
+/// the stored row-major views: for each stored row of a (a byte interval),
+/// looks for a row k of b whose interval intersects it, i.e.
+/// x - b0 - wb < k*ldb < x + wa - b0. O(a.srows()).
+bool overlaps(const Operand &a, int64_t i, const Operand &b, int64_t j) {
   if (a.rows == 0 || a.cols == 0 || b.rows == 0 || b.cols == 0)
     return false;
-  const int64_t fs = int64_t(sizeof(float));
-  int64_t a0 = int64_t(reinterpret_cast<uintptr_t>(a.data));
-  int64_t b0 = int64_t(reinterpret_cast<uintptr_t>(b.data));
-  int64_t wa = a.cols * fs, wb = b.cols * fs;
-  int64_t lda = a.ld * fs, ldb = b.ld * fs;
+  int64_t a0 = int64_t(reinterpret_cast<uintptr_t>(a.matrix(i)));
+  int64_t b0 = int64_t(reinterpret_cast<uintptr_t>(b.matrix(j)));
+  int64_t ea = int64_t(a.elem), eb = int64_t(b.elem);
+  int64_t wa = a.scols() * ea, wb = b.scols() * eb;
+  int64_t lda = a.ld * ea, ldb = b.ld * eb;
   // Quick reject on the bounding ranges.
-  int64_t aEnd = a0 + (a.rows - 1) * lda + wa,
-          bEnd = b0 + (b.rows - 1) * ldb + wb;
+  int64_t aEnd = a0 + a.span() * ea, bEnd = b0 + b.span() * eb;
   if (aEnd <= b0 || bEnd <= a0)
     return false;
-  for (int64_t i = 0; i < a.rows; ++i) {
-    int64_t x = a0 + i * lda;
+  for (int64_t r = 0; r < a.srows(); ++r) {
+    int64_t x = a0 + r * lda;
     // Smallest k with k*ldb > x - b0 - wb, largest with k*ldb < x + wa - b0.
     int64_t kLo = floorDiv(x - b0 - wb, ldb) + 1;
     int64_t kHi = -floorDiv(-(x + wa - b0), ldb) - 1;
     if (kLo < 0)
       kLo = 0;
-    if (kHi > b.rows - 1)
-      kHi = b.rows - 1;
+    if (kHi > b.srows() - 1)
+      kHi = b.srows() - 1;
     if (kLo <= kHi)
       return true;
   }
   return false;
+}
+
+/// Aborts when a matrix of C shares an element with another of C's or with
+/// one of `x`'s (A or B). Cheap in the usual cases: disjoint buffers are
+/// told apart by their byte ranges, C's own matrices by their batch stride.
+void checkNoOverlap(const char *fn, bool batched, const Operand &c,
+                    const Operand &x, const char *xName) {
+  auto range = [](const Operand &m) {
+    int64_t lo = int64_t(reinterpret_cast<uintptr_t>(m.data));
+    int64_t n = (m.batch - 1) * m.bstride + m.span();
+    return std::pair<int64_t, int64_t>(lo, lo + n * int64_t(m.elem));
+  };
+  auto [cLo, cHi] = range(c);
+  auto [xLo, xHi] = range(x);
+  if (cHi <= xLo || xHi <= cLo)
+    return;
+  for (int64_t i = 0; i < c.batch; ++i)
+    for (int64_t j = 0; j < x.batch; ++j)
+      if (overlaps(c, i, x, j)) {
+        if (!batched)
+          abortWith(fn, "C overlaps %s", xName);
+        abortWith(fn, "C[%" PRId64 "] overlaps %s[%" PRId64 "]", i, xName, j);
+      }
+}
+
+void checkBatchDisjoint(const char *fn, const Operand &c) {
+  // Matrix d of C is matrix 0 moved by d * bstride: they overlap for some
+  // d < span / bstride only.
+  for (int64_t d = 1; d < c.batch && d * c.bstride < c.span(); ++d)
+    if (overlaps(c, 0, c, d))
+      abortWith(fn,
+                "C's matrices overlap (batch stride %" PRId64
+                ": C[0] and C[%" PRId64 "] share elements)",
+                c.bstride, d);
+}
+
+/// C = beta * C on the stored view of C (alpha op(A) op(B) is an empty sum
+/// when K = 0); beta == 0 clears C without reading it.
+void scaleC(const Operand &c, int32_t type, float beta) {
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t i = 0; i < c.srows(); ++i) {
+      char *row = c.matrix(b) + i * c.ld * int64_t(c.elem);
+      for (int64_t j = 0; j < c.scols(); ++j) {
+        if (type == TRX_GEMM_BF16) {
+          uint16_t *e = reinterpret_cast<uint16_t *>(row) + j;
+          *e = f32ToBf16(beta == 0.0f ? 0.0f : beta * bf16ToF32(*e));
+        } else {
+          float *e = reinterpret_cast<float *>(row) + j;
+          *e = beta == 0.0f ? 0.0f : beta * *e;
+        }
+      }
+    }
+}
+
+/// The shared body of every GEMM entry: checks the operands (shapes,
+/// strides, batch sizes, overlap), handles the empty cases, and hands the
+/// rest to trx_gemm_compute as a row-major problem.
+void runGemm(const char *fn, int32_t type, const RawMemref &A,
+             const RawMemref &B, const RawMemref &C, int32_t transA,
+             int32_t transB, float alpha, float beta) {
+  size_t abElem = type == TRX_GEMM_F32 ? sizeof(float) : sizeof(uint16_t);
+  size_t cElem = type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+  bool batched = C.rank == 3;
+  Operand a = checkOperand(fn, "A", A, abElem),
+          b = checkOperand(fn, "B", B, abElem),
+          c = checkOperand(fn, "C", C, cElem);
+  int64_t M = c.rows, N = c.cols;
+  int64_t aM = transA ? a.cols : a.rows, K = transA ? a.rows : a.cols;
+  int64_t bK = transB ? b.cols : b.rows, bN = transB ? b.rows : b.cols;
+  if (aM != M || bK != K || bN != N)
+    abortWith(fn,
+              "shapes do not agree: op(A) is %" PRId64 "x%" PRId64
+              ", op(B) is %" PRId64 "x%" PRId64 ", C is %" PRId64 "x%" PRId64
+              " (transA %d, transB %d)",
+              aM, K, bK, bN, M, N, transA ? 1 : 0, transB ? 1 : 0);
+  if (a.batch != c.batch || b.batch != c.batch)
+    abortWith(fn,
+              "batch sizes do not agree: A has %" PRId64 ", B %" PRId64
+              ", C %" PRId64,
+              a.batch, b.batch, c.batch);
+  if (M == 0 || N == 0 || c.batch == 0)
+    return;
+  checkBatchDisjoint(fn, c);
+  checkNoOverlap(fn, batched, c, a, "A");
+  checkNoOverlap(fn, batched, c, b, "B");
+  if (K == 0) {
+    // On the host: wait for the device's earlier work on C (CUDA target;
+    // a no-op on the CPU).
+    trx_device_sync();
+    scaleC(c, type, beta);
+    return;
+  }
+  // op(X) is stored X^(trans xor colMajor). A transposed C is computed as
+  // C^T = op(B)^T op(A)^T.
+  bool ta = (transA != 0) != a.colMajor, tb = (transB != 0) != b.colMajor;
+  trx_gemm_problem p;
+  p.type = type;
+  p.batch = c.batch;
+  p.C = c.data;
+  p.ldc = c.ld;
+  p.strideC = c.bstride;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.K = K;
+  const Operand *first = &a, *second = &b;
+  if (c.colMajor) {
+    std::swap(first, second);
+    std::swap(ta, tb);
+    ta = !ta;
+    tb = !tb;
+    std::swap(M, N);
+  }
+  p.M = M;
+  p.N = N;
+  p.transA = ta;
+  p.transB = tb;
+  p.A = first->data;
+  p.lda = first->ld;
+  p.strideA = first->bstride;
+  p.B = second->data;
+  p.ldb = second->ld;
+  p.strideB = second->bstride;
+  trx_gemm_compute(&p);
 }
 
 //===----------------------------------------------------------------------===//
@@ -197,33 +392,132 @@ extern "C" void _mlir_ciface_trx_sgemm(trx_memref_f32_2d *A,
                                        int32_t transB, float alpha,
                                        float beta) {
   const char *fn = "trx_sgemm";
-  Operand a = checkOperand("A", A), b = checkOperand("B", B),
-          c = checkOperand("C", C);
-  int64_t M = c.rows, N = c.cols;
-  int64_t aM = transA ? a.cols : a.rows, K = transA ? a.rows : a.cols;
-  int64_t bK = transB ? b.cols : b.rows, bN = transB ? b.rows : b.cols;
-  if (aM != M || bK != K || bN != N)
-    abortWith(fn,
-              "shapes do not agree: op(A) is %" PRId64 "x%" PRId64
-              ", op(B) is %" PRId64 "x%" PRId64 ", C is %" PRId64 "x%" PRId64
-              " (transA %d, transB %d)",
-              aM, K, bK, bN, M, N, transA ? 1 : 0, transB ? 1 : 0);
-  if (M == 0 || N == 0)
-    return;
-  if (overlaps(c, a) || overlaps(c, b))
-    abortWith(fn, "C overlaps %s", overlaps(c, a) ? "A" : "B");
-  if (K == 0) {
-    // C = beta * C (alpha * op(A) op(B) is an empty sum).
-    for (int64_t i = 0; i < M; ++i) {
-      float *row = c.data + i * c.ld;
-      for (int64_t j = 0; j < N; ++j)
-        row[j] = beta == 0.0f ? 0.0f : beta * row[j];
-    }
+  runGemm(fn, TRX_GEMM_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, beta);
+}
+
+extern "C" void _mlir_ciface_trx_gemm_bf16(trx_memref_bf16_2d *A,
+                                           trx_memref_bf16_2d *B,
+                                           trx_memref_bf16_2d *C,
+                                           int32_t transA, int32_t transB,
+                                           float alpha, float beta) {
+  const char *fn = "trx_gemm_bf16";
+  runGemm(fn, TRX_GEMM_BF16, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, beta);
+}
+
+extern "C" void _mlir_ciface_trx_gemm_bf16_f32(trx_memref_bf16_2d *A,
+                                               trx_memref_bf16_2d *B,
+                                               trx_memref_f32_2d *C,
+                                               int32_t transA, int32_t transB,
+                                               float alpha, float beta) {
+  const char *fn = "trx_gemm_bf16_f32";
+  runGemm(fn, TRX_GEMM_BF16_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, beta);
+}
+
+extern "C" void _mlir_ciface_trx_sgemm_batched(trx_memref_f32_3d *A,
+                                               trx_memref_f32_3d *B,
+                                               trx_memref_f32_3d *C,
+                                               int32_t transA, int32_t transB,
+                                               float alpha, float beta) {
+  const char *fn = "trx_sgemm_batched";
+  runGemm(fn, TRX_GEMM_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, beta);
+}
+
+extern "C" void
+_mlir_ciface_trx_gemm_bf16_batched(trx_memref_bf16_3d *A, trx_memref_bf16_3d *B,
+                                   trx_memref_bf16_3d *C, int32_t transA,
+                                   int32_t transB, float alpha, float beta) {
+  const char *fn = "trx_gemm_bf16_batched";
+  runGemm(fn, TRX_GEMM_BF16, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, beta);
+}
+
+extern "C" void _mlir_ciface_trx_gemm_bf16_f32_batched(
+    trx_memref_bf16_3d *A, trx_memref_bf16_3d *B, trx_memref_f32_3d *C,
+    int32_t transA, int32_t transB, float alpha, float beta) {
+  const char *fn = "trx_gemm_bf16_f32_batched";
+  runGemm(fn, TRX_GEMM_BF16_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, beta);
+}
+
+namespace {
+
+/// Widens a rows x cols bf16 matrix with row stride `ld` into a contiguous
+/// f32 one.
+void widen(const uint16_t *src, int64_t rows, int64_t cols, int64_t ld,
+           float *dst) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      dst[i * cols + j] = bf16ToF32(src[i * ld + j]);
+}
+
+/// Scratch of `n` floats, or an abort naming the GEMM's size.
+void resizeScratch(std::vector<float> &v, int64_t n) {
+  try {
+    v.resize(size_t(n));
+  } catch (const std::bad_alloc &) {
+    abortWith("trx_gemm_compute",
+              "out of memory for %" PRId64 " floats of f32 scratch", n);
+  }
+}
+
+} // namespace
+
+/// The CPU backend: OpenBLAS, one cblas_sgemm per matrix of the batch. bf16
+/// operands are widened to f32 scratch (exact), multiplied with fp32
+/// accumulation, and a bf16 C is rounded back once. Weak: the CUDA runtime
+/// (lib/cuda/blas.cpp) supplies cuBLASLt instead.
+extern "C" __attribute__((weak)) void
+trx_gemm_compute(const trx_gemm_problem *p) {
+  CBLAS_TRANSPOSE ta = p->transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = p->transB ? CblasTrans : CblasNoTrans;
+  int M = int(p->M), N = int(p->N), K = int(p->K);
+  if (p->type == TRX_GEMM_F32) {
+    for (int64_t i = 0; i < p->batch; ++i)
+      cblas_sgemm(
+          CblasRowMajor, ta, tb, M, N, K, p->alpha,
+          static_cast<const float *>(p->A) + i * p->strideA, int(p->lda),
+          static_cast<const float *>(p->B) + i * p->strideB, int(p->ldb),
+          p->beta, static_cast<float *>(p->C) + i * p->strideC, int(p->ldc));
     return;
   }
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, int(M), int(N), int(K), alpha,
-              a.data, int(a.ld), b.data, int(b.ld), beta, c.data, int(c.ld));
+  // Stored A is (transA ? K x M : M x K), B (transB ? N x K : K x N).
+  int64_t aRows = p->transA ? p->K : p->M, aCols = p->transA ? p->M : p->K;
+  int64_t bRows = p->transB ? p->N : p->K, bCols = p->transB ? p->K : p->N;
+  std::vector<float> a, b, c;
+  resizeScratch(a, aRows * aCols);
+  resizeScratch(b, bRows * bCols);
+  if (p->type == TRX_GEMM_BF16)
+    resizeScratch(c, p->M * p->N);
+  const uint16_t *lastA = nullptr, *lastB = nullptr;
+  for (int64_t i = 0; i < p->batch; ++i) {
+    // A broadcast operand (batch stride 0) is widened once.
+    const uint16_t *ai = static_cast<const uint16_t *>(p->A) + i * p->strideA;
+    const uint16_t *bi = static_cast<const uint16_t *>(p->B) + i * p->strideB;
+    if (ai != lastA)
+      widen(ai, aRows, aCols, p->lda, a.data());
+    if (bi != lastB)
+      widen(bi, bRows, bCols, p->ldb, b.data());
+    lastA = ai;
+    lastB = bi;
+    if (p->type == TRX_GEMM_BF16_F32) {
+      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, p->alpha, a.data(),
+                  int(aCols), b.data(), int(bCols), p->beta,
+                  static_cast<float *>(p->C) + i * p->strideC, int(p->ldc));
+      continue;
+    }
+    uint16_t *ci = static_cast<uint16_t *>(p->C) + i * p->strideC;
+    if (p->beta != 0.0f)
+      widen(ci, p->M, p->N, p->ldc, c.data());
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, p->alpha, a.data(), int(aCols),
+                b.data(), int(bCols), p->beta, c.data(), N);
+    for (int64_t r = 0; r < p->M; ++r)
+      for (int64_t j = 0; j < p->N; ++j)
+        ci[r * p->ldc + j] = f32ToBf16(c[size_t(r * p->N + j)]);
+  }
 }
 
 extern "C" void trx_blas_set_threads(int n) {
