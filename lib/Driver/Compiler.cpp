@@ -556,12 +556,14 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   if (options.openmp)
     link.push_back("-l:libomp.so.5");
   if (cuda) {
-    // cuBLAS from the toolkit (found at run time through the rpath, or
-    // LD_LIBRARY_PATH on another machine); the driver API from the stub
-    // library (the real libcuda.so.1 comes with the GPU driver).
+    // cuBLAS and cuBLASLt (the GEMMs) from the toolkit (found at run time
+    // through the rpath, or LD_LIBRARY_PATH on another machine); the driver
+    // API from the stub library (the real libcuda.so.1 comes with the GPU
+    // driver).
     std::string lib64 = options.cudaToolkit + "/lib64";
-    link.insert(link.end(), {"-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas",
-                             "-L" + lib64 + "/stubs", "-lcuda", "-lstdc++"});
+    link.insert(link.end(),
+                {"-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas", "-lcublasLt",
+                 "-L" + lib64 + "/stubs", "-lcuda", "-lstdc++"});
   }
   int rc = run(link, errs, options.verbose);
   llvm::sys::fs::remove(objPath);

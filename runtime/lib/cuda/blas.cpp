@@ -1,19 +1,34 @@
-//===- blas.cpp - cblas_sgemm on cuBLAS
-//-------------------------------------===//
+//===- blas.cpp - The GEMMs on cuBLASLt -----------------------------------===//
 //
-// The compiled code's GEMMs call the CPU runtime's trx_sgemm
-// (lib/cpu/kernel_abi.cpp), which checks the operands (shapes, strides,
-// overlap) and then calls cblas_sgemm. Training binaries of the CUDA target
-// link this definition and no OpenBLAS, so that call runs here, on cuBLAS,
-// on the runtime's stream: the operands are managed memory.
+// The compiled code's GEMMs (trx_sgemm, trx_gemm_bf16, trx_gemm_bf16_f32
+// and their _batched forms) are the CPU runtime's entries
+// (lib/cpu/kernel_abi.cpp): they check the operands (shapes, strides,
+// overlap), handle the empty cases, and hand a row-major problem to
+// trx_gemm_compute. The CPU runtime's definition of that hook is weak
+// (OpenBLAS); training binaries of the CUDA target link this one, which
+// runs the problem on cuBLASLt, on the runtime's compute stream,
+// asynchronously like the kernel launches (TRX_CUDA_SYNC=1 waits after each).
 //
 // Row-major C = alpha op(A) op(B) + beta C is column-major
-// C^T = alpha op(B)^T op(A)^T + beta C^T: cuBLAS gets B first, with the
-// same transpose flags, and N, M swapped.
+// C^T = alpha op(B)^T op(A)^T + beta C^T: cuBLASLt gets B as its A and A
+// as its B, with the same transpose flags, and N, M swapped.
 //
-// fp32 in, fp32 out, fp32 accumulation (CUBLAS_COMPUTE_32F, no TF32): the
-// same numbers as the CPU target within fp32 rounding. Bf16 GEMMs with
-// cuBLASLt epilogues are left for the bf16 compute path (docs/cuda.md).
+// Precision: fp32 accumulation everywhere (CUBLAS_COMPUTE_32F, f32 alpha
+// and beta). f32 operands stay f32 (no TF32: that would take
+// CUBLAS_COMPUTE_32F_FAST_TF32), so the numbers match the CPU target's
+// OpenBLAS within fp32 rounding. bf16 operands with a bf16 C round once, at
+// the end; split-K partial sums are kept in fp32 (the reduction schemes that
+// would store them as bf16 are excluded from the heuristic).
+//
+// Each distinct problem shape (types, transposes, sizes, leading dimensions,
+// batch strides, pointer alignments) gets a matmul descriptor, three layouts
+// and the heuristic's best algorithm once; they are cached for the run. One
+// 32 MiB workspace serves every GEMM: they are ordered on one stream.
+//
+// The CPU runtime's trx_sgemm used to reach cuBLAS through cblas_sgemm;
+// cblas_sgemm stays defined here (on the same path) because the CPU
+// runtime's weak trx_gemm_compute still names it and the CUDA binaries link
+// no OpenBLAS.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,48 +37,220 @@
 #include "triax_rt_cuda.h"
 
 #include <cblas.h>
-#include <cublas_v2.h>
+#include <cublasLt.h>
 
+#include <array>
 #include <atomic>
+#include <cinttypes>
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 namespace {
 
 std::atomic<uint64_t> gemms{0};
 
-void failCublas(const char *call, cublasStatus_t status) {
+/// One 32 MiB workspace, NVIDIA's recommendation for Hopper.
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+[[noreturn]] void failLt(const char *call, cublasStatus_t status) {
   char what[256];
-  snprintf(what, sizeof(what), "%s: %s", cublasGetStatusName(status),
-           cublasGetStatusString(status));
+  snprintf(what, sizeof(what), "%s: %s", cublasLtGetStatusName(status),
+           cublasLtGetStatusString(status));
   triax::rt::cuda::fail(call, what);
 }
 
-#define TRX_CUBLAS(call)                                                       \
+/// Runs a cuBLASLt call; a failure ends the job with
+/// "<call> failed: <status name>: <description>" and the rank.
+#define TRX_LT(call)                                                           \
   do {                                                                         \
-    cublasStatus_t trx_status_ = (call);                                       \
-    if (trx_status_ != CUBLAS_STATUS_SUCCESS)                                  \
-      failCublas(#call, trx_status_);                                          \
+    cublasStatus_t trx_lt_status_ = (call);                                    \
+    if (trx_lt_status_ != CUBLAS_STATUS_SUCCESS)                               \
+      failLt(#call, trx_lt_status_);                                           \
   } while (0)
 
-cublasHandle_t handle() {
-  static cublasHandle_t h = [] {
-    CUstream s = triax::rt::cuda::stream();
-    cublasHandle_t created = nullptr;
-    TRX_CUBLAS(cublasCreate(&created));
-    TRX_CUBLAS(cublasSetStream(created, s));
-    // fp32 exactly (no TF32 down-conversion): results comparable with the
-    // CPU target's OpenBLAS.
-    TRX_CUBLAS(cublasSetMathMode(created, CUBLAS_PEDANTIC_MATH));
-    return created;
+struct LtState {
+  cublasLtHandle_t handle = nullptr;
+  CUdeviceptr workspace = 0;
+};
+
+/// The handle and the workspace, created at the first GEMM (after CUDA is
+/// initialized on the runtime's device).
+LtState &lt() {
+  static LtState state = [] {
+    (void)triax::rt::cuda::stream(); // initializes CUDA, context current
+    LtState s;
+    TRX_LT(cublasLtCreate(&s.handle));
+    TRX_CU(cuMemAlloc(&s.workspace, kWorkspaceBytes));
+    return s;
   }();
-  return h;
+  return state;
 }
 
-cublasOperation_t op(CBLAS_TRANSPOSE t) {
-  return t == CblasNoTrans ? CUBLAS_OP_N : CUBLAS_OP_T;
+/// The largest power of two (at most 256) that divides the address of
+/// every matrix of an operand: its base and, in a batch, its batch stride.
+uint32_t alignmentOf(const void *p, int64_t batch, int64_t stride,
+                     size_t elem) {
+  uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(p)) | 256u;
+  if (batch > 1 && stride != 0)
+    bits |= uint64_t(stride) * elem;
+  return uint32_t(bits & (~bits + 1)); // lowest set bit
+}
+
+/// A problem's cache key: everything the descriptors and the heuristic see.
+using PlanKey = std::array<int64_t, 16>;
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo;
+  size_t workspace = 0;
+};
+
+const char *typeName(int32_t type) {
+  switch (type) {
+  case TRX_GEMM_F32:
+    return "f32";
+  case TRX_GEMM_BF16:
+    return "bf16";
+  case TRX_GEMM_BF16_F32:
+    return "bf16 -> f32";
+  default:
+    return "unknown";
+  }
+}
+
+/// A column-major layout of `rows` x `cols` with leading dimension `ld`,
+/// `batch` matrices `stride` elements apart.
+cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols,
+                              int64_t ld, int64_t batch, int64_t stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  TRX_LT(
+      cublasLtMatrixLayoutCreate(&l, type, uint64_t(rows), uint64_t(cols), ld));
+  if (batch > 1) {
+    int32_t count = int32_t(batch);
+    TRX_LT(cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+    TRX_LT(cublasLtMatrixLayoutSetAttribute(
+        l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+        sizeof(stride)));
+  }
+  return l;
+}
+
+/// Builds the descriptors of `p` and asks the heuristic for its best
+/// algorithm.
+Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
+              uint32_t alignC) {
+  cudaDataType_t ab = p.type == TRX_GEMM_F32 ? CUDA_R_32F : CUDA_R_16BF;
+  cudaDataType_t ct = p.type == TRX_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  Plan plan;
+  TRX_LT(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  // Column-major: Lt's A is the problem's B and Lt's B the problem's A.
+  int32_t opA = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int32_t opB = p.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                        &opA, sizeof(opA)));
+  TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                        &opB, sizeof(opB)));
+  // Stored row-major B is (transB ? N x K : K x N): column-major, the
+  // transpose (transB ? K x N : N x K); likewise A.
+  plan.a = layout(ab, p.transB ? p.K : p.N, p.transB ? p.N : p.K, p.ldb,
+                  p.batch, p.strideB);
+  plan.b = layout(ab, p.transA ? p.M : p.K, p.transA ? p.K : p.M, p.lda,
+                  p.batch, p.strideA);
+  plan.c = layout(ct, p.N, p.M, p.ldc, p.batch, p.strideC);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  TRX_LT(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t workspace = kWorkspaceBytes;
+  TRX_LT(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      sizeof(workspace)));
+  // The operands are views (head blocks, offsets): tell the heuristic the
+  // alignment they have instead of its default 256 bytes.
+  TRX_LT(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignB,
+      sizeof(alignB)));
+  TRX_LT(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignA,
+      sizeof(alignA)));
+  TRX_LT(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
+      sizeof(alignC)));
+  TRX_LT(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
+      sizeof(alignC)));
+  // A bf16 C keeps split-K partial sums in fp32: no in-place or
+  // output-type (bf16) reduction.
+  if (p.type == TRX_GEMM_BF16) {
+    uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    TRX_LT(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
+  }
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  TRX_LT(cublasLtMatmulAlgoGetHeuristic(lt().handle, plan.desc, plan.a, plan.b,
+                                        plan.c, plan.c, pref, 1, &result,
+                                        &found));
+  TRX_LT(cublasLtMatmulPreferenceDestroy(pref));
+  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
+    char what[512];
+    snprintf(what, sizeof(what),
+             "no algorithm for a %s GEMM M=%" PRId64 " N=%" PRId64 " K=%" PRId64
+             " batch=%" PRId64 " transA=%d transB=%d lda=%" PRId64
+             " ldb=%" PRId64 " ldc=%" PRId64 " (alignments A %u, B %u, C %u "
+             "bytes)%s%s",
+             typeName(p.type), p.M, p.N, p.K, p.batch, p.transA, p.transB,
+             p.lda, p.ldb, p.ldc, alignA, alignB, alignC, found < 1 ? "" : ": ",
+             found < 1 ? "" : cublasLtGetStatusName(result.state));
+    triax::rt::cuda::fail("cublasLtMatmulAlgoGetHeuristic", what);
+  }
+  plan.algo = result.algo;
+  plan.workspace = result.workspaceSize;
+  return plan;
+}
+
+/// The cached plan of `p`.
+const Plan &planFor(const trx_gemm_problem &p) {
+  static std::mutex mutex;
+  static std::map<PlanKey, Plan> plans;
+  size_t abElem = p.type == TRX_GEMM_F32 ? 4 : 2;
+  size_t cElem = p.type == TRX_GEMM_BF16 ? 2 : 4;
+  uint32_t alignA = alignmentOf(p.A, p.batch, p.strideA, abElem);
+  uint32_t alignB = alignmentOf(p.B, p.batch, p.strideB, abElem);
+  uint32_t alignC = alignmentOf(p.C, p.batch, p.strideC, cElem);
+  PlanKey key = {p.type,    p.transA, p.transB, p.M,   p.N,       p.K,
+                 p.batch,   p.lda,    p.ldb,    p.ldc, p.strideA, p.strideB,
+                 p.strideC, alignA,   alignB,   alignC};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans.find(key);
+  if (it == plans.end())
+    it = plans.emplace(key, makePlan(p, alignA, alignB, alignC)).first;
+  return it->second;
 }
 
 } // namespace
+
+extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
+  if (!p || p->M < 1 || p->N < 1 || p->K < 1 || p->batch < 1 ||
+      p->type < TRX_GEMM_F32 || p->type > TRX_GEMM_BF16_F32)
+    triax::rt::cuda::fail("trx_gemm_compute",
+                          "invalid problem (the GEMM entries hand over only "
+                          "non-empty, checked problems)");
+  const Plan &plan = planFor(*p);
+  LtState &state = lt();
+  // CUstream and cudaStream_t are the same type (CUstream_st *).
+  cudaStream_t stream = triax::rt::cuda::stream();
+  TRX_LT(cublasLtMatmul(state.handle, plan.desc, &p->alpha, p->B, plan.a, p->A,
+                        plan.b, &p->beta, p->C, plan.c, p->C, plan.c,
+                        &plan.algo, reinterpret_cast<void *>(state.workspace),
+                        plan.workspace, stream));
+  gemms.fetch_add(1, std::memory_order_relaxed);
+  // Stream-ordered like the kernel launches: the host syncs before it
+  // reads C (TRX_CUDA_SYNC=1 waits here).
+  triax::rt::cuda::launched("cublasLtMatmul");
+}
 
 extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order,
                             OPENBLAS_CONST enum CBLAS_TRANSPOSE transA,
@@ -77,15 +264,27 @@ extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order,
                             OPENBLAS_CONST blasint ldc) {
   if (order != CblasRowMajor)
     triax::rt::cuda::fail("cblas_sgemm",
-                          "only row-major GEMMs are supported (trx_sgemm "
+                          "only row-major GEMMs are supported (the runtime "
                           "passes CblasRowMajor)");
-  cublasHandle_t h = handle();
-  TRX_CUBLAS(cublasSgemm(h, op(transB), op(transA), N, M, K, &alpha, B, ldb, A,
-                         lda, &beta, C, ldc));
-  gemms.fetch_add(1, std::memory_order_relaxed);
-  // Stream-ordered like the kernel launches: the host syncs before it
-  // reads C (TRX_CUDA_SYNC=1 waits here).
-  triax::rt::cuda::launched("cublasSgemm");
+  if (M <= 0 || N <= 0 || K <= 0)
+    triax::rt::cuda::fail("cblas_sgemm", "empty GEMMs are not supported here");
+  trx_gemm_problem p = {};
+  p.type = TRX_GEMM_F32;
+  p.transA = transA != CblasNoTrans;
+  p.transB = transB != CblasNoTrans;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.batch = 1;
+  p.A = A;
+  p.lda = lda;
+  p.B = B;
+  p.ldb = ldb;
+  p.C = C;
+  p.ldc = ldc;
+  p.alpha = alpha;
+  p.beta = beta;
+  trx_gemm_compute(&p);
 }
 
 /// trx_blas_set_threads (--threads) sets OpenBLAS's threads on the CPU;
