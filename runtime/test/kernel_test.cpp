@@ -8,6 +8,10 @@
 //                                   batches, alpha/beta, edge sizes), the
 //                                   bf16 conversions, the state views and
 //                                   the allocator
+//   triax-rt-kernel-test gemm       only the GEMM family and the bf16
+//                                   conversions (buffers from trx_alloc;
+//                                   triax-rt-gemm-cuda-test runs this on
+//                                   cuBLASLt)
 //   triax-rt-kernel-test abort WHAT make the ABI abort on purpose (for the
 //                                   lit test of its messages); WHAT is one of
 //                                   inner-stride, row-stride, shape, overlap,
@@ -200,6 +204,40 @@ void testBf16Conversions() {
   ++trxtest::checkCount();
 }
 
+/// `n` elements from trx_alloc: host memory on the CPU, managed memory
+/// when linked with the CUDA runtime, so the GEMMs can run on the device
+/// (triax-rt-gemm-cuda-test).
+template <typename T> struct RtBuffer {
+  T *ptr = nullptr;
+  size_t n = 0;
+  explicit RtBuffer(size_t count = 0) { allocate(count); }
+  RtBuffer(const RtBuffer &o) {
+    allocate(o.n);
+    std::memcpy(ptr, o.ptr, n * sizeof(T));
+  }
+  RtBuffer &operator=(const RtBuffer &) = delete;
+  ~RtBuffer() { trx_free(ptr); }
+  /// `count` elements of value `v` (the old ones are freed).
+  void assign(size_t count, T v) {
+    trx_free(ptr);
+    allocate(count);
+    for (size_t i = 0; i < n; ++i)
+      ptr[i] = v;
+  }
+  T *data() { return ptr; }
+  size_t size() const { return n; }
+  T &operator[](size_t i) { return ptr[i]; }
+  const T &operator[](size_t i) const { return ptr[i]; }
+
+private:
+  void allocate(size_t count) {
+    n = count;
+    ptr = static_cast<T *>(trx_alloc((n ? n : 1) * sizeof(T), TRX_MEM_OTHER));
+    if (!ptr)
+      trxtest::failed(__FILE__, __LINE__, "trx_alloc failed");
+  }
+};
+
 /// A [batch, rows, cols] operand in a padded buffer of f32 or bf16
 /// elements: row-major or a transposed view (row stride 1), padding between
 /// rows and matrices, a batch stride of 0 when broadcast. Everything
@@ -207,8 +245,8 @@ void testBf16Conversions() {
 struct Operand3 {
   bool bf16;
   int64_t batch, rows, cols, offset, strides[3];
-  std::vector<float> f;
-  std::vector<uint16_t> h;
+  RtBuffer<float> f;
+  RtBuffer<uint16_t> h;
   static constexpr float kGuard = 12345.0f;
 
   Operand3(bool bf16, int64_t batch, int64_t rows, int64_t cols,
@@ -341,6 +379,7 @@ void checkGemm3(int type, bool batched, int64_t M, int64_t N, int64_t K,
           C.set(b, i, j, std::numeric_limits<float>::quiet_NaN());
   Operand3 C0 = C;
   callGemm(type, batched, A, B, C, ta, tb, alpha, beta);
+  trx_device_sync(); // the device's GEMM before the host reads C
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
@@ -425,16 +464,17 @@ void testGemmFamily() {
   // another such buffer, A = Q heads, B = K heads transposed.
   {
     const int64_t S = 5, H = 3, d = 4;
-    std::vector<float> q(size_t(S * H * d)), k(size_t(S * H * d)),
-        out(size_t(S * H * S), 0.0f);
-    for (float &v : q)
-      v = nextValue();
-    for (float &v : k)
-      v = nextValue();
+    RtBuffer<float> q(size_t(S * H * d)), k(size_t(S * H * d)),
+        out(size_t(S * H * S));
+    for (size_t i = 0; i < q.size(); ++i) {
+      q[i] = nextValue();
+      k[i] = nextValue();
+    }
     trx_memref_f32_3d Q = {q.data(), q.data(), 0, {H, S, d}, {d, H * d, 1}};
     trx_memref_f32_3d K = {k.data(), k.data(), 0, {H, S, d}, {d, H * d, 1}};
     trx_memref_f32_3d O = {out.data(), out.data(), 0, {H, S, S}, {S, H * S, 1}};
     _mlir_ciface_trx_sgemm_batched(&Q, &K, &O, 0, 1, 1.0f, 0.0f);
+    trx_device_sync();
     bool ok = true;
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < S; ++i)
@@ -601,8 +641,16 @@ int abortCase(const std::string &what) {
 int main(int argc, char **argv) {
   if (argc == 3 && std::string(argv[1]) == "abort")
     return abortCase(argv[2]);
+  if (argc == 2 && std::string(argv[1]) == "gemm") {
+    // The GEMM family alone, on buffers from trx_alloc: what
+    // triax-rt-gemm-cuda-test runs on cuBLASLt.
+    testBf16Conversions();
+    testGemmFamily();
+    trxtest::done("gemm");
+    return 0;
+  }
   if (argc != 1) {
-    fprintf(stderr, "usage: triax-rt-kernel-test [abort WHAT]\n");
+    fprintf(stderr, "usage: triax-rt-kernel-test [gemm | abort WHAT]\n");
     return 2;
   }
   trx_blas_set_threads(1);
