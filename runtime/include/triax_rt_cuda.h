@@ -65,6 +65,12 @@ size_t trx_cuda_size_class(size_t bytes);
 const char *trx_cuda_device_name(void);
 size_t trx_cuda_device_memory(void);
 
+/* The NCCL library's version code (NCCL_VERSION: 22809 for 2.28.9), from
+ * the library loaded (a negative ncclResult_t on failure). The NCCL
+ * transport itself (lib/cuda/nccl.cpp) is reached through the collectives
+ * of triax_rt.h; see docs/cuda.md. */
+int trx_nccl_version(void);
+
 #ifdef __cplusplus
 }
 #endif
