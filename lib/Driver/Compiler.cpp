@@ -561,9 +561,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     // API from the stub library (the real libcuda.so.1 comes with the GPU
     // driver).
     std::string lib64 = options.cudaToolkit + "/lib64";
+    // NCCL (the collectives' transport) lies next to cuBLAS.
     link.insert(link.end(),
                 {"-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas", "-lcublasLt",
-                 "-L" + lib64 + "/stubs", "-lcuda", "-lstdc++"});
+                 "-lnccl", "-L" + lib64 + "/stubs", "-lcuda", "-lstdc++"});
   }
   int rc = run(link, errs, options.verbose);
   llvm::sys::fs::remove(objPath);
