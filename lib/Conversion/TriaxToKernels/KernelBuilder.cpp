@@ -163,7 +163,8 @@ LogicalResult KernelBuilder::callGemm(Value a, Value bm, Value c, bool transA,
                           << " (expected f32 f32 f32, bf16 bf16 bf16 or bf16 "
                              "bf16 f32)";
   SmallVector<Value> args;
-  for (auto [m, element] : llvm::zip_equal(ValueRange{a, bm, c}, elements))
+  SmallVector<Value> operands = {a, bm, c};
+  for (auto [m, element] : llvm::zip_equal(operands, elements))
     args.push_back(
         memref::CastOp::create(b, loc, gemmOperandType(element, rank), m));
   args.append({i32(transA), i32(transB), f32(alpha), f32(beta)});
