@@ -314,7 +314,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     if (failed(checkCUDATarget(options, cudaOptions, errs)))
       return 1;
   } else if (options.cudaArch != "sm_90" || !options.cudaFeatures.empty() ||
-             options.cudaRows != "thread") {
+             options.cudaRows != "block") {
     errs << "triaxc: --cuda-arch, --cuda-features and --cuda-rows apply to "
             "--target cuda\n";
     return 1;

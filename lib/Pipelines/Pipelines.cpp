@@ -172,7 +172,11 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   // elementwise chains, layer ops as loop nests and runtime calls, one
   // function per kernel.
   pm.addPass(mlir::triax::createTriaxFuseElementwise());
-  pm.addPass(mlir::triax::createConvertTriaxToKernels());
+  // One kernel for all the AdamW updates of a step (not one per
+  // parameter): consecutive triax.adamw ops share one parallel loop.
+  mlir::triax::ConvertTriaxToKernelsOptions kernels;
+  kernels.fuseOptimizer = true;
+  pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   pm.addPass(mlir::triax::createTriaxOutlineKernels());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -188,6 +192,10 @@ void ::triax::buildKernelsToCUDAPipeline(OpPassManager &pm,
   map.blockSize = options.blockSize;
   map.rows = options.rows;
   pm.addNestedPass<func::FuncOp>(mlir::triax::createTriaxMapLoopsToGPU(map));
+  // Launches and GEMMs are asynchronous (stream-ordered): code left on the
+  // host waits for the device before it touches memory (the loss, the
+  // gradient norm, scalar reductions), once per run of host accesses.
+  pm.addPass(mlir::triax::createTriaxInsertHostSyncs());
   // Constants and index arithmetic into the launch bodies (else they
   // become kernel parameters), launch bodies -> gpu.func kernels, then all
   // kernels into one gpu.module: one device compilation and one ptxas run

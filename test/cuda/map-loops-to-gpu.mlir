@@ -1,11 +1,12 @@
 // RUN: triax-opt %s -split-input-file -verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu))' \
+// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu{rows=thread}))' \
 // RUN:   | FileCheck %s
 // RUN: triax-opt %s -split-input-file -verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu{block-size=128}))' \
+// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu{block-size=128 rows=thread}))' \
 // RUN:   | FileCheck %s --check-prefix=B128
+// One block per row is the default.
 // RUN: triax-opt %s -split-input-file -verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu{rows=block}))' \
+// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu))' \
 // RUN:   | FileCheck %s --check-prefix=ROWS
 // No CUDA needed: the pass only builds gpu.launch ops.
 

@@ -39,8 +39,9 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     cudaRows("cuda-rows",
              cl::desc("--target cuda: row-wise kernels (norms, softmax, "
-                      "cross-entropy) as one thread or one block per row"),
-             cl::value_desc("thread|block"), cl::init("thread"),
+                      "cross-entropy) as one block (default) or one thread "
+                      "per row"),
+             cl::value_desc("block|thread"), cl::init("block"),
              cl::cat(category));
 static cl::opt<std::string>
     emit("emit",

@@ -29,7 +29,20 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     The result feeds the CPU pipeline (`triax-lower-cpu`: loops to OpenMP
     and LLVM) or, later, GPU outlining: the loop nests are what gets mapped
     to GPU blocks and threads.
+
+    `fuse-optimizer` (the CUDA pipeline sets it): a run of consecutive
+    `triax.adamw` ops with the same learning rate, step and gradient scale
+    (an optimizer step's updates) becomes one `scf.parallel` over their
+    concatenated elements, each element dispatched to its parameter's
+    update by a binary tree of `scf.if e < offset`: one GPU kernel launch
+    per step instead of one per parameter. Each element is computed exactly
+    as without the option.
   }];
+  let options = [
+    Option<"fuseOptimizer", "fuse-optimizer", "bool", /*default=*/"false",
+           "Lower consecutive triax.adamw ops of one step as one parallel "
+           "loop over all their elements (one kernel on the GPU)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",

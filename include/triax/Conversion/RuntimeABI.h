@@ -97,6 +97,12 @@ constexpr llvm::StringLiteral kRecvF32 = "trx_recv_f32";
 constexpr llvm::StringLiteral kTraceBegin = "trx_trace_begin";
 constexpr llvm::StringLiteral kTraceEnd = "trx_trace_end";
 
+/// CUDA target: waits for the device (the compute and communication
+/// streams) before host code touches memory; a plain C function, () -> ().
+/// triax-insert-host-syncs calls it before the compiled code's host-side
+/// loads and stores.
+constexpr llvm::StringLiteral kHostSync = "trx_cuda_host_sync";
+
 /// The kinds of state buffers, per parameter (the index is the position of
 /// the `triax.param` in its model).
 enum StateKind : int {

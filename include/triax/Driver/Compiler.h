@@ -22,9 +22,9 @@ struct CompileOptions {
   std::string cudaArch = "sm_90";
   std::string cudaFeatures;
   std::string cudaToolkit = "/usr/local/cuda";
-  /// --target cuda: row-wise kernels as one thread ("thread") or one block
-  /// ("block") per row.
-  std::string cudaRows = "thread";
+  /// --target cuda: row-wise kernels as one block ("block", the default) or
+  /// one thread ("thread") per row.
+  std::string cudaRows = "block";
   /// "" (link a binary), "mlir" (after autodiff), "mlir-after=<pass>",
   /// "llvm" (LLVM IR) or "obj" (the model's object file).
   std::string emit;

@@ -41,9 +41,9 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
   Option<std::string> rows{
       *this, "rows",
       llvm::cl::desc("Row-wise kernels (norms, softmax, cross-entropy): "
-                     "thread (one thread per row) or block (one block per "
-                     "row, reductions through warp shuffles)"),
-      llvm::cl::init("thread")};
+                     "block (one block per row, reductions through warp "
+                     "shuffles; the default) or thread (one thread per row)"),
+      llvm::cl::init("block")};
   Option<unsigned> optLevel{*this, "opt-level",
                             llvm::cl::desc("LLVM optimization level of the "
                                            "device code"),

@@ -226,9 +226,12 @@ void populateCollectivePatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
 void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           const ParamIndex &params);
+/// fuseOptimizer: a run of consecutive triax.adamw ops of one step becomes
+/// one parallel loop over their concatenated elements (one GPU launch).
 void populateOptimizerPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
-                               const ParamIndex &params);
+                               const ParamIndex &params,
+                               bool fuseOptimizer = false);
 void populatePipelinePatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
 

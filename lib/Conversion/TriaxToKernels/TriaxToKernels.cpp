@@ -308,6 +308,7 @@ struct PositionIdsLowering : OpConversionPattern<PositionIdsOp> {
 struct ConvertTriaxToKernelsPass
     : public mlir::triax::impl::ConvertTriaxToKernelsBase<
           ConvertTriaxToKernelsPass> {
+  using Base::Base;
   void runOnOperation() override;
 };
 
@@ -426,7 +427,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateNormPatterns(converter, patterns);
   populateAttentionPatterns(converter, patterns);
   populateLossPatterns(converter, patterns);
-  populateOptimizerPatterns(converter, patterns, params);
+  populateOptimizerPatterns(converter, patterns, params, fuseOptimizer);
   populateCollectivePatterns(converter, patterns);
   populateZeroPatterns(converter, patterns, params);
   populatePipelinePatterns(converter, patterns);

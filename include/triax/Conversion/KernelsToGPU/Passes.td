@@ -19,7 +19,7 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
     elements: coalesced loads and stores). A guard skips the ids past the
     end of the iteration space.
 
-    With `rows=block`, a row-wise kernel (layer_norm, softmax,
+    With `rows=block` (the default), a row-wise kernel (layer_norm, softmax,
     cross-entropy and their backwards: a 1-D nest over rows whose body is
     scalar ops and `scf.for` loops over the row, each a reduction whose
     yielded values are `combine(%acc, x)` with add, mul, max or min, or an
@@ -30,6 +30,7 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
     shared memory after convert-gpu-to-nvvm), then with the loop's initial
     value; a `gpu.barrier` follows each elementwise loop. Scalar ops run in
     every thread. Summation order differs from the CPU's (fp32 rounding).
+    `rows=thread` keeps one thread per row (the mapping above).
 
     ```mlir
     gpu.launch blocks(%row, ...) in (%rows, 1, 1) threads(%t, ...) in (%B, 1, 1) {
@@ -74,14 +75,54 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block (a multiple of 32, at most 1024)">,
-    Option<"rows", "rows", "std::string", /*default=*/"\"thread\"",
+    Option<"rows", "rows", "std::string", /*default=*/"\"block\"",
            "Row-wise kernels (a 1-D nest over rows holding loops over the "
-           "row): thread (one thread per row) or block (one block per row, "
-           "reductions through gpu.all_reduce)">,
+           "row): block (one block per row, reductions through "
+           "gpu.all_reduce; the default) or thread (one thread per row)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::scf::SCFDialect"];
+}
+
+def TriaxInsertHostSyncs : Pass<"triax-insert-host-syncs", "::mlir::ModuleOp"> {
+  let summary = "Synchronize with the device before host code touches memory";
+  let description = [{
+    After `triax-map-loops-to-gpu`, kernels and GEMMs run asynchronously on
+    the runtime's compute stream, but some code stays on the host: nests
+    with scalar reductions (the loss sum, the gradient norm), nests that
+    call functions or allocate, and plain `memref.load`/`memref.store`
+    (`memref.copy`, atomics: any op that reads or writes a memref) outside
+    a `gpu.launch`. Such code must wait for the device first. This pass
+    inserts `func.call @trx_cuda_host_sync()` (a plain C function of the
+    CUDA runtime, declared here) before each of them, unless nothing that
+    enqueues device work ran since the last sync on that path:
+
+    - device work is a `gpu.launch`/`gpu.launch_func`, a call (a kernel
+      function launches, a runtime call may run a GEMM; the runtime's view
+      and position calls `trx_state_*` and `trx_group_position` are
+      exempt), or a `memref.alloc` (the runtime zero-fills on the stream);
+    - the sync goes before the outermost host op that accesses memory: a
+      host `scf.for`/`scf.parallel`/`scf.if` whose regions access memory
+      and enqueue nothing gets one sync in front, not one per iteration; a
+      region that also enqueues work is handled inside, and its blocks
+      start unsynchronized (a loop's next iteration follows its launches);
+    - a function starts unsynchronized (its caller may have launched), and
+      so does the code after a region that enqueued work.
+
+    Consecutive host accesses with no device work in between get one sync.
+    `gpu.launch` bodies are device code and are not looked at.
+
+    ```mlir
+    gpu.launch ... { ... }
+    func.call @trx_cuda_host_sync() : () -> ()
+    %s = scf.for %i = %c0 to %n step %c1 iter_args(%a = %z) -> f64 {
+      %x = memref.load %buf[%i] : memref<?xf32>
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
 def TriaxMergeGPUModules : Pass<"triax-merge-gpu-modules", "::mlir::ModuleOp"> {
