@@ -3,6 +3,7 @@
 
   report.py tiny REF.jsonl GPU.jsonl [--rtol R]   # exit 1 when a loss differs
   report.py gpt2 GPU.jsonl --params N --layers L --seq T --hidden D --batch B
+  report.py runtime GEMM.log NCCL.log ABORT.log --abort-status S
   report.py combine OUT.json PART.json...          # every figure in one file
 
 tiny: the first losses of the CUDA binary against the CPU binary's (same
@@ -22,6 +23,7 @@ module load, first-touch of managed memory), tokens/s = batch * seq /
 
 import argparse
 import json
+import re
 import sys
 
 
@@ -84,6 +86,37 @@ def gpt2(a):
     return 0
 
 
+def runtime(a):
+    """The CUDA runtime's own tests: each passes when its log ends with the
+    test harness's "<suite>: all N checks passed" (runtime/test/check.h);
+    the abort passes with exit status 1 and the injected message."""
+    def text(path):
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()
+        except OSError as e:
+            return "(%s)" % e
+
+    def suite(path, name):
+        t = text(path)
+        m = re.search(r"^%s: all (\d+) checks passed$" % name, t, re.M)
+        return {"ok": bool(m), "checks": int(m.group(1)) if m else 0,
+                "tail": t.strip().splitlines()[-5:]}
+
+    out = {"gemm_cublaslt": suite(a.gemm, "gemm"),
+           "nccl_one_rank": suite(a.nccl, "nccl")}
+    out["nccl_one_rank"]["comm"] = [l for l in text(a.nccl).splitlines()
+                                    if l.startswith(("comm:", "nccl:",
+                                                     "device:"))][:5]
+    t = text(a.abort)
+    out["nccl_abort"] = {
+        "ok": a.abort_status == 1 and "injected failure" in t,
+        "exit_status": a.abort_status, "tail": t.strip().splitlines()[-5:]}
+    out["ok"] = all(v["ok"] for v in out.values() if isinstance(v, dict))
+    print(json.dumps(out))
+    return 0 if out["ok"] else 1
+
+
 def combine(a):
     out = {}
     for path in a.parts:
@@ -124,11 +157,17 @@ def main():
     g.add_argument("--skip", type=int, default=3)
     g.add_argument("--peak-tflops", type=float, default=989.4)
     g.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    r = sub.add_parser("runtime")
+    r.add_argument("gemm")
+    r.add_argument("nccl")
+    r.add_argument("abort")
+    r.add_argument("--abort-status", type=int, required=True)
     c = sub.add_parser("combine")
     c.add_argument("out")
     c.add_argument("parts", nargs="+")
     a = p.parse_args()
-    return {"tiny": tiny, "gpt2": gpt2, "combine": combine}[a.cmd](a)
+    return {"tiny": tiny, "gpt2": gpt2, "runtime": runtime,
+            "combine": combine}[a.cmd](a)
 
 
 if __name__ == "__main__":

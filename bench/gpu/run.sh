@@ -14,6 +14,9 @@
 #                        [--torch-steps N] [--no-torch] [--peak-tflops F]
 #       On the GPU machine (CUDA driver + cuBLAS 13, Python with PyTorch;
 #       no MLIR, no MPI), single rank, no launcher, under 8 minutes:
+#        0. the CUDA runtime's tests: the GEMM family on cuBLASLt against a
+#           double-precision reference, the NCCL transport on one-rank
+#           communicators (every collective, exact values), and an abort;
 #        1. the kernel test: every generated kernel on the GPU against the
 #           CPU target's result on the same inputs, for the row-wise kernels
 #           one block per row (the default) and one thread per row
@@ -91,6 +94,7 @@ run() {
 prepare() {
   local bin="$build/bin" rt="$build/runtime"
   for f in "$bin/triaxc" "$bin/triax-model" "$bin/triax-opt" \
+           "$bin/triax-rt-gemm-cuda-test" "$bin/triax-rt-nccl-test" \
            "$rt/libtriax_rt.a" "$rt/libtriax_rt_cuda.a"; do
     if [[ ! -e "$f" ]]; then
       echo "run.sh prepare: $f is missing: build with the CUDA toolkit" \
@@ -99,6 +103,8 @@ prepare() {
     fi
   done
   run mkdir -p "$bundle/lib" "$bundle/ref"
+  say "the CUDA runtime's own tests"
+  run cp "$bin/triax-rt-gemm-cuda-test" "$bin/triax-rt-nccl-test" "$bundle/"
   say "models"
   run "$bin/triax-model" tiny -o "$bundle/tiny.mlir"
   run "$bin/triax-model" gpt2 -o "$bundle/gpt2.mlir"
@@ -157,7 +163,8 @@ prepare() {
   done
   say "shared libraries the GPU machine lacks"
   local exe lib
-  for exe in "$bundle"/train-* "$bundle"/kernel-check*/kernel-check-cuda; do
+  for exe in "$bundle"/train-* "$bundle"/kernel-check*/kernel-check-cuda \
+             "$bundle"/triax-rt-*-test; do
     if ((dry)); then
       echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib" >&2
       continue
@@ -211,7 +218,7 @@ check_bundle() {
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
            kernel-check/cpu kernel-check-thread/kernel-check-cuda \
            kernel-check-bf16/kernel-check-cuda kernel-check-bf16/cpu \
-           lib-stub/libmpi.so.40; do
+           triax-rt-gemm-cuda-test triax-rt-nccl-test lib-stub/libmpi.so.40; do
     if [[ ! -e "$bundle/$f" ]]; then
       echo "run.sh run: $bundle/$f is missing (run \`bench/gpu/run.sh prepare\` on the build machine)" >&2
       missing=1
@@ -252,6 +259,35 @@ keys = ["name", "memory", "driver"]
 json.dump(dict(zip(keys, parts)) if len(parts) == 3 else {"nvidia_smi": text},
           open(sys.argv[2], "w"))
 PY
+  fi
+
+  # The runtime's GEMM family on cuBLASLt against a double-precision loop
+  # (runtime/test/kernel_test.cpp), the NCCL transport on one-rank
+  # communicators (runtime/test/nccl_test.cpp: every collective, exact
+  # values), and an abort that must end the process, not hang it.
+  say "0. runtime tests: GEMM family (cuBLASLt), NCCL one rank, NCCL abort"
+  if ! run timeout 120 "$bundle/triax-rt-gemm-cuda-test" gemm \
+      > "$(logto "$out/gemm-cuda.log")" 2>&1; then
+    echo "triax-rt-gemm-cuda-test failed: see $out/gemm-cuda.log" >&2
+    tail -20 "$out/gemm-cuda.log" >&2 || true
+    status=1
+  fi
+  if ! run timeout 120 "$bundle/triax-rt-nccl-test" \
+      > "$(logto "$out/nccl.log")" 2>&1; then
+    echo "triax-rt-nccl-test failed: see $out/nccl.log" >&2
+    tail -20 "$out/nccl.log" >&2 || true
+    status=1
+  fi
+  local rc=0
+  run timeout 60 "$bundle/triax-rt-nccl-test" abort \
+      > "$(logto "$out/nccl-abort.log")" 2>&1 || rc=$?
+  if ((!dry && rc != 1)); then
+    echo "triax-rt-nccl-test abort: exit status $rc, expected 1 (124: it hung)" >&2
+    status=1
+  fi
+  if ((!dry)); then
+    python3 "$here/report.py" runtime "$out/gemm-cuda.log" "$out/nccl.log" \
+      "$out/nccl-abort.log" --abort-status "$rc" > "$out/runtime.json" || status=1
   fi
 
   # "" and -thread: the fp32 kernels (one block, one thread per row) against
@@ -345,7 +381,8 @@ import json, sys
 json.dump({"passed": sys.argv[2] == "0", "seconds": int(sys.argv[3])},
           open(sys.argv[1], "w"))
 PY
-  local parts=("$out/checks.json" "$out/gpu.json" "$out/kernel-check.json"
+  local parts=("$out/checks.json" "$out/gpu.json" "$out/runtime.json"
+               "$out/kernel-check.json"
                "$out/kernel-check-thread.json" "$out/kernel-check-bf16.json"
                "$out/tiny-fp32.json"
                "$out/tiny-fp32-thread.json" "$out/tiny-bf16.json"
