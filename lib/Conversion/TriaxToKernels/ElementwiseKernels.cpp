@@ -3,9 +3,11 @@
 // An elementwise op (ScalarElementwiseOpInterface: add, mul, activations
 // and their gradients) is one parallel loop over all elements whose body is
 // the op's own scalar formula (`buildScalar`, TriaxScalar.cpp): nothing
-// here knows any op's math. A `triax.fused_elementwise` is one parallel loop
-// for the whole group: each input loaded once, the region's scalar ops
-// cloned, each result stored.
+// here knows any op's math. Elements are computed in f32 for f32 and bf16
+// tensors alike: KernelBuilder's load extends a bf16 element, its store
+// rounds to the buffer's type (a triax.convert is just that). A
+// `triax.fused_elementwise` is one parallel loop for the whole group: each
+// input loaded once, the region's scalar ops cloned, each result stored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,15 +23,6 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
-/// The CPU kernels are generated for f32 only.
-LogicalResult checkF32(Operation *op) {
-  for (Type type :
-       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
-    if (!cast<RankedTensorType>(type).getElementType().isF32())
-      return op->emitOpError("only f32 kernels are generated on the CPU yet");
-  return success();
-}
-
 /// One parallel loop over all elements: out[i] = op's formula(in0[i], ...).
 struct ElementwiseLowering
     : OpInterfaceConversionPattern<ScalarElementwiseOpInterface> {
@@ -38,8 +31,6 @@ struct ElementwiseLowering
   LogicalResult
   matchAndRewrite(ScalarElementwiseOpInterface op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(checkF32(op)))
-      return failure();
     KernelBuilder k(rewriter, op->getLoc());
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     Value out = k.alloc(type);
@@ -66,8 +57,6 @@ struct FusedElementwiseLowering : OpConversionPattern<FusedElementwiseOp> {
   LogicalResult
   matchAndRewrite(FusedElementwiseOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(checkF32(op)))
-      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     SmallVector<Value> outs, flatOuts, flatIns;
     for (Type type : op.getResultTypes()) {

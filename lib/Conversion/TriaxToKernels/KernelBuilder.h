@@ -64,10 +64,24 @@ public:
   /// The [rows, cols] block at [row, col] of a 2-D buffer (a strided view).
   Value block(Value buffer2d, Value row, Value col, int64_t rows, int64_t cols);
 
+  /// An element of `buffer` in its compute type: a bf16 element is
+  /// extended to f32, so kernels compute in f32 whatever the storage type.
   Value load(Value buffer, ValueRange indices) {
-    return memref::LoadOp::create(b, loc, buffer, indices);
+    Value v = memref::LoadOp::create(b, loc, buffer, indices);
+    if (v.getType().isBF16())
+      return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return v;
   }
+  /// Stores `value` into `buffer`, converted to its element type: an f32
+  /// value into a bf16 buffer is rounded to nearest even (arith.truncf), a
+  /// bf16 value into an f32 buffer extended.
   void store(Value value, Value buffer, ValueRange indices) {
+    Type elt = cast<MemRefType>(buffer.getType()).getElementType();
+    Type from = value.getType();
+    if (from != elt && isa<FloatType>(from) && isa<FloatType>(elt))
+      value = from.getIntOrFloatBitWidth() > elt.getIntOrFloatBitWidth()
+                  ? arith::TruncFOp::create(b, loc, elt, value).getResult()
+                  : arith::ExtFOp::create(b, loc, elt, value).getResult();
     memref::StoreOp::create(b, loc, value, buffer, indices);
   }
 

@@ -79,20 +79,12 @@ Value rmsRstd(KernelBuilder &k, Value x, Value r, int64_t cols, double eps) {
   return reciprocalSqrt(k, ms, eps);
 }
 
-LogicalResult checkF32(Operation *op, Type type) {
-  if (!cast<ShapedType>(type).getElementType().isF32())
-    return op->emitOpError("only f32 kernels are generated on the CPU yet");
-  return success();
-}
-
 /// y = (x - mean) * rstd * w + b.
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(checkF32(op, op.getType())))
-      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value out = k.alloc(op.getType());
@@ -124,8 +116,6 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
   LogicalResult
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(checkF32(op, op.getInput().getType())))
-      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value dxBuf = k.alloc(op.getInputGrad().getType());
@@ -191,8 +181,6 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
   LogicalResult
   matchAndRewrite(RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(checkF32(op, op.getType())))
-      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value out = k.alloc(op.getType());
@@ -221,8 +209,6 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
   LogicalResult
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(checkF32(op, op.getInput().getType())))
-      return failure();
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value dxBuf = k.alloc(op.getInputGrad().getType());

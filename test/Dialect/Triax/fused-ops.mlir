@@ -27,15 +27,16 @@ func.func @swiglu(%a: tensor<2x4x8xf32>, %b: tensor<2x4x8xf32>) -> (tensor<2x4x8
   return %r#0, %r#1 : tensor<2x4x8xf32>, tensor<2x4x8xf32>
 }
 
-// A yielded input, a bf16 group and a 0-d one.
+// A yielded input, a bf16 group (its scalars are f32, the compute type of
+// bf16) and a 0-d one.
 // CHECK-LABEL: func.func @forms
 func.func @forms(%a: tensor<4xbf16>, %c: tensor<f32>) -> (tensor<4xbf16>, tensor<f32>) {
   // CHECK: triax.fused_elementwise(%{{.*}}) : (tensor<4xbf16>) -> tensor<4xbf16> {
-  // CHECK-NEXT: ^bb0(%[[X:.*]]: bf16):
-  // CHECK-NEXT: triax.fused_yield %[[X]] : bf16
+  // CHECK-NEXT: ^bb0(%[[X:.*]]: f32):
+  // CHECK-NEXT: triax.fused_yield %[[X]] : f32
   %r = triax.fused_elementwise(%a) : (tensor<4xbf16>) -> tensor<4xbf16> {
-  ^bb0(%x: bf16):
-    triax.fused_yield %x : bf16
+  ^bb0(%x: f32):
+    triax.fused_yield %x : f32
   }
   // CHECK: triax.fused_elementwise(%{{.*}}) : (tensor<f32>) -> tensor<f32> {
   // CHECK: math.tanh

@@ -48,7 +48,7 @@ func.func @arg_count(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @arg_type(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'triax.fused_elementwise' op region argument #0 has type 'tensor<4xf32>' but must be the element type of input #0 ('f32')}}
+  // expected-error @+1 {{'triax.fused_elementwise' op region argument #0 has type 'tensor<4xf32>' but must be the compute type of input #0 ('f32')}}
   %r = triax.fused_elementwise(%a) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%x: tensor<4xf32>):
     %one = arith.constant 1.0 : f32
@@ -70,13 +70,28 @@ func.func @yield_count(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A bf16 result is computed in f32 and rounded when stored: the region
+// yields f32 for it, not bf16.
 func.func @yield_type(%a: tensor<4xf32>) -> tensor<4xbf16> {
-  // expected-error @+1 {{'triax.fused_elementwise' op yielded value #0 has type 'f32' but must be the element type of result #0 ('bf16')}}
+  // expected-error @+1 {{'triax.fused_elementwise' op yielded value #0 has type 'bf16' but must be the compute type of result #0 ('f32')}}
   %r = triax.fused_elementwise(%a) : (tensor<4xf32>) -> tensor<4xbf16> {
   ^bb0(%x: f32):
-    triax.fused_yield %x : f32
+    %t = arith.truncf %x : f32 to bf16
+    triax.fused_yield %t : bf16
   }
   return %r : tensor<4xbf16>
+}
+
+// -----
+
+func.func @arg_compute_type(%a: tensor<4xbf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'triax.fused_elementwise' op region argument #0 has type 'bf16' but must be the compute type of input #0 ('f32')}}
+  %r = triax.fused_elementwise(%a) : (tensor<4xbf16>) -> tensor<4xf32> {
+  ^bb0(%x: bf16):
+    %e = arith.extf %x : bf16 to f32
+    triax.fused_yield %e : f32
+  }
+  return %r : tensor<4xf32>
 }
 
 // -----

@@ -412,7 +412,7 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // -----
 
 func.func @mixed(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>) -> tensor<16xbf16> {
-  // expected-error @+1 {{'triax.bias_grad' op mixes element types 'f32' and 'bf16'; expected one float type}}
+  // expected-error @+1 {{'triax.bias_grad' op bias gradient element type 'bf16' must be the result gradient's 'f32' or f32}}
   %db = triax.bias_grad %dy : tensor<2x4x16xf32> -> tensor<16xbf16>
   return %db : tensor<16xbf16>
 }
@@ -420,7 +420,7 @@ func.func @mixed(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>) -> tensor<16xbf
 // -----
 
 func.func @mixed(%ids: tensor<2x4xi32>, %dy: tensor<2x4x8xf32>) -> tensor<16x8xbf16> {
-  // expected-error @+1 {{'triax.embedding_grad' op mixes element types 'f32' and 'bf16'; expected one float type}}
+  // expected-error @+1 {{'triax.embedding_grad' op table gradient element type 'bf16' must be the result gradient's 'f32' or f32}}
   %dt = triax.embedding_grad %ids, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xbf16>
   return %dt : tensor<16x8xbf16>
 }
@@ -431,4 +431,14 @@ func.func @mixed(%x: tensor<2x4x8xbf16>, %dy: tensor<2x4x16xf32>) -> tensor<8x16
   // expected-error @+1 {{'triax.linear_weight_grad' op mixes element types 'bf16' and 'f32'; expected one float type}}
   %dw = triax.linear_weight_grad %x, %dy : (tensor<2x4x8xbf16>, tensor<2x4x16xf32>) -> tensor<8x16xf32>
   return %dw : tensor<8x16xf32>
+}
+
+// -----
+
+// bf16 operands may give an f32 weight gradient (mixed precision), f32
+// operands no bf16 one.
+func.func @narrowed(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>) -> tensor<8x16xbf16> {
+  // expected-error @+1 {{'triax.linear_weight_grad' op weight gradient element type 'bf16' must be the input's 'f32' or f32}}
+  %dw = triax.linear_weight_grad %x, %dy : (tensor<2x4x8xf32>, tensor<2x4x16xf32>) -> tensor<8x16xbf16>
+  return %dw : tensor<8x16xbf16>
 }

@@ -599,10 +599,11 @@ func.func @f(%x: tensor<2x4x8xbf16>, %w: tensor<8x12xbf16>, %b: tensor<12xf32>) 
 
 // -----
 
-// The result's element type is checked too.
-func.func @f(%x: tensor<2x4x8xbf16>, %w: tensor<8x12xbf16>) {
-  // expected-error @+1 {{'triax.linear' op mixes element types 'bf16' and 'f32'; expected one float type}}
-  %y = triax.linear %x, %w : (tensor<2x4x8xbf16>, tensor<8x12xbf16>) -> tensor<2x4x12xf32>
+// The result's element type is checked too: the operands' or f32 (bf16
+// operands may give an f32 result, f32 operands no bf16 one).
+func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<8x12xf32>) {
+  // expected-error @+1 {{'triax.linear' op result element type 'bf16' must be the input's 'f32' or f32}}
+  %y = triax.linear %x, %w : (tensor<2x4x8xf32>, tensor<8x12xf32>) -> tensor<2x4x12xbf16>
   return
 }
 
@@ -981,4 +982,21 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> attributes
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
   // expected-error @+1 {{'triax.param' op 'triax.checkpoint_name' must be a non-empty string, got 3 : i64}}
   triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint_name = 3}
+}
+
+// -----
+
+func.func @convert_shape(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'triax.convert' op all non-scalar operands/results must have the same shape and base type}}
+  %y = triax.convert %x : tensor<2x4xf32> to tensor<4x2xbf16>
+  return
+}
+
+// -----
+
+// Layer ops (and their kernels) take f32 or bf16 tensors only.
+func.func @convert_f16(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{'triax.convert' op result #0 must be ranked tensor of 32-bit float or bfloat16 type values, but got 'tensor<2x4xf16>'}}
+  %y = triax.convert %x : tensor<2x4xf32> to tensor<2x4xf16>
+  return
 }

@@ -38,11 +38,12 @@ LogicalResult FusedElementwiseOp::verifyRegions() {
            << getInputs().size() << " inputs";
   for (auto [i, arg, input] :
        llvm::enumerate(body.getArguments(), getInputs())) {
-    Type elt = cast<RankedTensorType>(input.getType()).getElementType();
+    Type elt = getComputeElementType(
+        cast<RankedTensorType>(input.getType()).getElementType());
     if (arg.getType() != elt)
       return emitOpError("region argument #")
              << i << " has type " << arg.getType()
-             << " but must be the element type of input #" << i << " (" << elt
+             << " but must be the compute type of input #" << i << " (" << elt
              << ")";
   }
 
@@ -55,11 +56,12 @@ LogicalResult FusedElementwiseOp::verifyRegions() {
            << getNumResults() << " results";
   for (auto [i, value, result] :
        llvm::enumerate(yield.getValues(), getResults())) {
-    Type elt = cast<RankedTensorType>(result.getType()).getElementType();
+    Type elt = getComputeElementType(
+        cast<RankedTensorType>(result.getType()).getElementType());
     if (value.getType() != elt)
       return emitOpError("yielded value #")
              << i << " has type " << value.getType()
-             << " but must be the element type of result #" << i << " (" << elt
+             << " but must be the compute type of result #" << i << " (" << elt
              << ")";
   }
 

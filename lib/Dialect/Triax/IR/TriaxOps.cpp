@@ -58,6 +58,29 @@ static LogicalResult verifySameFloatElementType(Operation *op,
   return success();
 }
 
+/// The element type a result of a layer op may have when its float operands
+/// have `operand`: the same, or f32. The kernels accumulate in f32, and
+/// mixed precision keeps in f32 what goes on to the fp32 state or to a
+/// reduction (weight gradients, partial sums): such a result is stored
+/// without rounding.
+static bool isResultElementType(Type result, Type operand) {
+  return result == operand || result.isF32();
+}
+
+/// `result` has `like`'s type, or its shape with element type f32
+/// (isResultElementType); `likeName` names `like` in the message.
+static LogicalResult verifyResultLike(Operation *op, StringRef what,
+                                      Type result, Type like,
+                                      StringRef likeName = "") {
+  auto r = cast<RankedTensorType>(result), l = cast<RankedTensorType>(like);
+  if (r.getShape() != l.getShape() ||
+      !isResultElementType(r.getElementType(), l.getElementType()))
+    return op->emitOpError()
+           << what << " type " << result << " must equal " << likeName
+           << (likeName.empty() ? "" : " ") << like;
+  return success();
+}
+
 static LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> actual,
                                        ArrayRef<int64_t> expected) {
   if (!sameShape(actual, expected))
@@ -209,7 +232,7 @@ LogicalResult EmbeddingOp::verify() {
     return emitOpError("table must be [vocab, hidden], got ") << table;
   SmallVector<int64_t> expected(getIndices().getType().getShape());
   expected.push_back(table.getDimSize(1));
-  if (getType().getElementType() != table.getElementType())
+  if (!isResultElementType(getType().getElementType(), table.getElementType()))
     return emitOpError("result element type ")
            << getType().getElementType() << " does not match the table's "
            << table.getElementType();
@@ -238,10 +261,12 @@ LogicalResult LinearOp::verify() {
       return emitOpError("bias shape ") << formatShape(biasType.getShape())
                                         << " does not match [" << out << "]";
   }
-  if (failed(
-          verifySameFloatElementType(*this, getOperation()->getOperands())) ||
-      failed(verifySameFloatElementType(*this, {getInput(), getResult()})))
+  if (failed(verifySameFloatElementType(*this, getOperation()->getOperands())))
     return failure();
+  if (!isResultElementType(getType().getElementType(), input.getElementType()))
+    return emitOpError("result element type ")
+           << getType().getElementType() << " must be the input's "
+           << input.getElementType() << " or f32";
   SmallVector<int64_t> expected(input.getShape().drop_back());
   expected.push_back(out);
   return verifyResultShape(*this, getType().getShape(), expected);
@@ -259,10 +284,9 @@ static LogicalResult verifyNorm(Operation *op, Value input, ValueRange affine,
       return op->emitOpError(affine.size() == 1 ? "weight must be ["
                                                 : "weight and bias must be [")
              << features << "], got " << formatShape(tensorType(v).getShape());
-  if (result.getType() != input.getType())
-    return op->emitOpError("result type ")
-           << result.getType() << " must equal the input type "
-           << input.getType();
+  if (failed(verifyResultLike(op, "result", result.getType(), input.getType(),
+                              "the input type")))
+    return failure();
   if (!(eps > 0.0))
     return op->emitOpError("eps must be > 0, got ") << eps;
   return verifySameFloatElementType(op, op->getOperands());
@@ -325,9 +349,8 @@ LogicalResult AttentionOp::verify() {
                                    getValue().getType(), getHeads(),
                                    getNumKVHeads())))
     return failure();
-  if (getType() != q)
-    return emitOpError("result type ")
-           << getType() << " must equal the query type " << q;
+  if (failed(verifyResultLike(*this, "result", getType(), q, "the query type")))
+    return failure();
   return verifySameFloatElementType(*this, getOperation()->getOperands());
 }
 
@@ -360,13 +383,11 @@ LogicalResult CrossEntropyOp::verify() {
 // Backward ops
 //===----------------------------------------------------------------------===//
 
-/// A gradient result must have exactly the type of what it differentiates.
+/// A gradient has the type of what it differentiates, or its shape in f32
+/// (see isResultElementType).
 static LogicalResult verifyGradType(Operation *op, StringRef what, Type grad,
                                     Type expected) {
-  if (grad != expected)
-    return op->emitOpError()
-           << what << " gradient type " << grad << " must equal " << expected;
-  return success();
+  return verifyResultLike(op, (what + " gradient").str(), grad, expected);
 }
 
 LogicalResult LinearWeightGradOp::verify() {
@@ -380,9 +401,12 @@ LogicalResult LinearWeightGradOp::verify() {
   SmallVector<int64_t> expected = getTransposeWeight()
                                       ? SmallVector<int64_t>{out, in}
                                       : SmallVector<int64_t>{in, out};
-  if (failed(verifySameFloatElementType(
-          *this, {getInput(), getResultGrad(), getWeightGrad()})))
+  if (failed(verifySameFloatElementType(*this, {getInput(), getResultGrad()})))
     return failure();
+  if (!isResultElementType(getType().getElementType(), x.getElementType()))
+    return emitOpError("weight gradient element type ")
+           << getType().getElementType() << " must be the input's "
+           << x.getElementType() << " or f32";
   return verifyResultShape(*this, getType().getShape(), expected);
 }
 
@@ -390,9 +414,10 @@ LogicalResult BiasGradOp::verify() {
   RankedTensorType dy = getResultGrad().getType();
   if (dy.getRank() < 1)
     return emitOpError("result gradient must have rank >= 1, got ") << dy;
-  if (failed(
-          verifySameFloatElementType(*this, {getResultGrad(), getBiasGrad()})))
-    return failure();
+  if (!isResultElementType(getType().getElementType(), dy.getElementType()))
+    return emitOpError("bias gradient element type ")
+           << getType().getElementType() << " must be the result gradient's "
+           << dy.getElementType() << " or f32";
   return verifyResultShape(*this, getType().getShape(), dy.getShape().back());
 }
 
@@ -408,7 +433,11 @@ LogicalResult EmbeddingGradOp::verify() {
     return emitOpError("result gradient shape ")
            << formatShape(dy.getShape()) << " does not match the expected "
            << formatShape(expected);
-  return verifySameFloatElementType(*this, {getResultGrad(), getTableGrad()});
+  if (!isResultElementType(table.getElementType(), dy.getElementType()))
+    return emitOpError("table gradient element type ")
+           << table.getElementType() << " must be the result gradient's "
+           << dy.getElementType() << " or f32";
+  return success();
 }
 
 LogicalResult LayerNormGradOp::verify() {
@@ -517,6 +546,36 @@ AccumulateGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 LogicalResult GetGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyParamUse(*this, getParamAttr(), getGrad().getType(),
                         symbolTable);
+}
+
+//===----------------------------------------------------------------------===//
+// ConvertOp
+//===----------------------------------------------------------------------===//
+
+Type mlir::triax::getComputeElementType(Type elementType) {
+  if (elementType.isBF16())
+    return Float32Type::get(elementType.getContext());
+  return elementType;
+}
+
+OpFoldResult ConvertOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // A round trip through a wider type is exact: bf16 -> f32 -> bf16.
+  if (auto inner = getInput().getDefiningOp<ConvertOp>()) {
+    Value source = inner.getInput();
+    unsigned width = getElementTypeOrSelf(source).getIntOrFloatBitWidth();
+    if (source.getType() == getType() &&
+        getElementTypeOrSelf(inner.getType()).getIntOrFloatBitWidth() >= width)
+      return source;
+  }
+  return {};
+}
+
+Value ConvertOp::buildScalar(OpBuilder &, Location, ValueRange v) {
+  // Elements are computed in f32 (getComputeElementType) whatever the
+  // storage type: the conversion happens when the result is stored.
+  return v[0];
 }
 
 #define GET_OP_CLASSES

@@ -201,8 +201,8 @@ void fuseGroup(ArrayRef<Operation *> ops) {
   SmallVector<Type> argTypes;
   SmallVector<Location> argLocs;
   for (Value input : inputs) {
-    argTypes.push_back(
-        cast<RankedTensorType>(input.getType()).getElementType());
+    argTypes.push_back(getComputeElementType(
+        cast<RankedTensorType>(input.getType()).getElementType()));
     argLocs.push_back(input.getLoc());
   }
   Block *body = b.createBlock(&fused.getBody(), {}, argTypes, argLocs);

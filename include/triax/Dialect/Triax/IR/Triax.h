@@ -29,6 +29,20 @@
 #define GET_ATTRDEF_CLASSES
 #include "triax/Dialect/Triax/IR/TriaxAttrs.h.inc"
 
+namespace mlir::triax {
+/// Marks the ops on the fp32 master state of the parameters
+/// (Triax_MasterPrecision in TriaxBase.td): their float tensors stay f32
+/// under mixed precision.
+template <typename ConcreteType>
+class MasterPrecision
+    : public ::mlir::OpTrait::TraitBase<ConcreteType, MasterPrecision> {};
+
+/// The type the kernels compute an element of type `elementType` in: f32
+/// for bf16 (loads extend, stores round to nearest even), the type itself
+/// otherwise.
+Type getComputeElementType(Type elementType);
+} // namespace mlir::triax
+
 #define GET_OP_CLASSES
 #include "triax/Dialect/Triax/IR/TriaxOps.h.inc"
 

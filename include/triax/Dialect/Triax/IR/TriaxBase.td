@@ -54,6 +54,13 @@ def Triax_FloatTensor : RankedTensorOf<[F32, BF16]>;
 // Token ids and targets.
 def Triax_IndexTensor : RankedTensorOf<[I32, I64]>;
 
+// An op on the fp32 master state of the parameters (their values, gradient
+// buffers and optimizer moments): under mixed precision its float tensors
+// stay f32 (`triax-mixed-precision` converts what reaches it).
+def Triax_MasterPrecision : NativeOpTrait<"MasterPrecision"> {
+  let cppNamespace = "::mlir::triax";
+}
+
 def Triax_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"normal", 0>,
     I32EnumAttrCase<"zeros", 1>,

@@ -20,9 +20,11 @@ def Triax_FusedElementwiseOp : Triax_Op<"fused_elementwise", [
   let description = [{
     Applies its region to every element position: the region's arguments
     are the elements of the inputs at one position (scalars of the inputs'
-    element types), its ops compute the elements of the results at that
-    position from them (`arith` and `math` ops on scalars, free of memory
-    effects) and `triax.fused_yield` returns them. All inputs and results
+    compute types: the element type, or f32 for bf16, which is extended when
+    loaded), its ops compute the elements of the results at that position
+    from them (`arith` and `math` ops on scalars, free of memory effects)
+    and `triax.fused_yield` returns them (in the results' compute types: a
+    bf16 result is rounded when stored). All inputs and results
     have one shape. The inputs are the group's values from outside it; the
     results are the values of the group that are used outside it (there may
     be several: activations the backward pass keeps, for instance).

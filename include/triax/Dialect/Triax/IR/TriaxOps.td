@@ -82,7 +82,7 @@ def Triax_ParamOp : Triax_Op<"param", [Symbol, HasParent<"ModelOp">]> {
 }
 
 def Triax_GetParamOp : Triax_Op<"get_param", [
-    Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    Pure, Triax_MasterPrecision, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Reads a parameter of the enclosing model";
   let description = [{
     ```mlir
@@ -534,6 +534,7 @@ def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Triax_AccumulateGradOp : Triax_Op<"accumulate_grad", [
+    Triax_MasterPrecision,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Adds a gradient to the gradient buffer of a parameter";
   let description = [{
@@ -551,6 +552,7 @@ def Triax_AccumulateGradOp : Triax_Op<"accumulate_grad", [
 }
 
 def Triax_GetGradOp : Triax_Op<"get_grad", [
+    Triax_MasterPrecision,
     MemoryEffects<[MemRead]>,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Reads the gradient buffer of a parameter";
@@ -564,7 +566,7 @@ def Triax_GetGradOp : Triax_Op<"get_grad", [
   let assemblyFormat = "$param attr-dict `:` type($grad)";
 }
 
-def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure]> {
+def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure, Triax_MasterPrecision]> {
   let summary = "L2 norm of all gradients taken together";
   let description = [{
     `sqrt(sum over every tensor and element of g^2)`, in f32.
@@ -595,6 +597,7 @@ def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure]> {
 }
 
 def Triax_AdamWOp : Triax_Op<"adamw", [
+    Triax_MasterPrecision,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "One AdamW step on a parameter and its optimizer state";
   let description = [{
@@ -620,6 +623,38 @@ def Triax_AdamWOp : Triax_Op<"adamw", [
     $param `,` $grad `,` `lr` $lr `,` `step` $step `,` `scale` $grad_scale
     attr-dict `:` type($grad)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+def Triax_ConvertOp : Triax_Op<"convert", [
+    Pure, Elementwise,
+    DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
+  let summary = "Converts a tensor to another float element type";
+  let description = [{
+    `result[i] = input[i]` in the result's element type: f32 to bf16 rounds
+    to nearest even, bf16 to f32 is exact. `triax-mixed-precision` puts it
+    where the fp32 master state (parameters, gradient buffers) and the
+    collectives meet the bf16 activations. It is an elementwise op like the
+    others: one loop, or part of a `triax.fused_elementwise` (where the
+    values stay f32 and are rounded when stored).
+
+    ```mlir
+    %w = triax.get_param @h.0.mlp.c_fc.weight : tensor<64x256xf32>
+    %wb = triax.convert %w : tensor<64x256xf32> to tensor<64x256xbf16>
+    ```
+    A conversion to the same type folds away, and so does a round trip
+    through a wider type (bf16 to f32 and back).
+  }];
+  let arguments = (ins Triax_FloatTensor:$input);
+  let results = (outs Triax_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `to` type($result)
+  }];
+  // Elementwise verifies that input and result have one shape.
+  let hasFolder = 1;
 }
 
 include "triax/Dialect/Triax/IR/TriaxFusedOps.td"

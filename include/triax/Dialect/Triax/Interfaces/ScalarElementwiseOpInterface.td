@@ -23,8 +23,10 @@ def ScalarElementwiseOpInterface : OpInterface<"ScalarElementwiseOpInterface"> {
     InterfaceMethod<[{
         Builds, at the builder's insertion point, the scalar computation of
         one element of the result from `scalarOperands` (one scalar per
-        operand, of the operand's element type) and returns it (of the
-        result's element type).
+        operand, of the operand's compute type: its element type, or f32
+        for bf16, see getComputeElementType) and returns it (of the
+        result's compute type; the kernel rounds it when it stores a bf16
+        result).
       }],
       "::mlir::Value", "buildScalar",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,

@@ -146,6 +146,77 @@ def TriaxRecompute : Pass<"triax-recompute", "::mlir::ModuleOp"> {
   ];
 }
 
+def TriaxMixedPrecision : Pass<"triax-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "bf16 activations with fp32 master weights, gradients, "
+                "optimizer and collectives";
+  let description = [{
+    Mixed-precision training as Megatron-LM does it (`compute=bf16`): the
+    parameters, their gradient buffers, the AdamW moments and the optimizer
+    step stay f32 (ops marked `Triax_MasterPrecision`: `get_param`,
+    `get_grad`, `accumulate_grad`, `global_norm`, `adamw`), the collectives
+    of the `dist` dialect stay f32, and the activations between layer ops
+    become bf16. Kernels compute every element in f32 whatever the storage
+    type (a bf16 element is extended when loaded and rounded to nearest even
+    when stored), so norm statistics, softmax maxima and sums and the loss
+    are f32 accumulators, and the GEMMs take bf16 operands and accumulate in
+    f32.
+
+    Which values become bf16 is decided on the IR, never on op kind. The
+    candidates are the rank >= 1 f32 tensors that layer ops, `triax.block`s
+    and calls of the model's functions produce, and the arguments of blocks
+    and called functions. Values that must share a type form one class: a
+    block's inputs and arguments, its yield and results, a call's operands
+    and results with the callee's arguments and returns, and the operands
+    and results of ops that infer their result type (`add`, `gelu`,
+    `bias_add`, ...). A class is bf16 when a layer op reads it; a class read
+    only by master-state ops and collectives stays f32, so its producers
+    write f32: weight gradients (a bf16 x bf16 GEMM with an f32 result, norm
+    and bias gradients summed in f32) and partial sums on their way to an
+    all_reduce. Layer ops accept that: their float operands share one
+    element type, and a result has it or f32.
+
+    Where a value meets a user that needs the other type, a `triax.convert`
+    is inserted right after the value's definition (one per value and
+    type): parameter reads feeding layer ops, activations reaching a
+    collective or a gradient buffer, collective results read by layer ops.
+    Entry functions keep their signatures (tokens in, f32 loss out); the
+    signatures of called functions (pipeline stages) follow their values.
+    The model's `train_config` says `compute = bf16` afterwards.
+
+    It runs after `triax-autodiff` and the parallel passes (in
+    `triax-parallelize{precision=bf16}`), before `triax-fuse-elementwise`
+    (which fuses conversions into elementwise chains like any elementwise
+    op). It refuses a model without a training step, a model that already
+    computes in bf16 and parameters that are not f32. `compute=f32` leaves
+    the module as it is.
+
+    Before (abridged):
+    ```mlir
+    %w = triax.get_param @h.0.mlp.c_fc.weight : tensor<64x256xf32>
+    %y = triax.linear %x, %w : (tensor<4x8x64xf32>, tensor<64x256xf32>) -> tensor<4x8x256xf32>
+    %g = triax.gelu %y : tensor<4x8x256xf32>
+    ...
+    %dw = triax.linear_weight_grad %x, %dy : (tensor<4x8x64xf32>, tensor<4x8x256xf32>) -> tensor<64x256xf32>
+    triax.accumulate_grad @h.0.mlp.c_fc.weight, %dw : tensor<64x256xf32>
+    ```
+    After:
+    ```mlir
+    %w = triax.get_param @h.0.mlp.c_fc.weight : tensor<64x256xf32>
+    %wb = triax.convert %w : tensor<64x256xf32> to tensor<64x256xbf16>
+    %y = triax.linear %x, %wb : (tensor<4x8x64xbf16>, tensor<64x256xbf16>) -> tensor<4x8x256xbf16>
+    %g = triax.gelu %y : tensor<4x8x256xbf16>
+    ...
+    %dw = triax.linear_weight_grad %x, %dy : (tensor<4x8x64xbf16>, tensor<4x8x256xbf16>) -> tensor<64x256xf32>
+    triax.accumulate_grad @h.0.mlp.c_fc.weight, %dw : tensor<64x256xf32>
+    ```
+  }];
+  let options = [
+    Option<"compute", "compute", "std::string", /*default=*/"\"bf16\"",
+           "The activations' type: bf16 (mixed precision) or f32 (nothing "
+           "changes)">,
+  ];
+}
+
 def TriaxFuseElementwise : Pass<"triax-fuse-elementwise", "::mlir::ModuleOp"> {
   let summary = "Fuse chains of elementwise ops into triax.fused_elementwise";
   let description = [{
