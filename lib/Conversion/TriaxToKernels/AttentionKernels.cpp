@@ -193,10 +193,13 @@ std::pair<Value, Value> headAndRow(KernelBuilder &k, Value r,
   return {h, i};
 }
 
-/// In place on the [heads, S, S] scores `p`: row i of head h becomes
-/// softmax(p[h, i, 0..i]) with the row max subtracted, and exactly 0 for the
-/// masked columns i+1..S-1. One parallel loop over the heads*S rows.
-void causalSoftmax(KernelBuilder &k, Value p, const AttentionDims &dims) {
+/// The [heads, S, S] f32 scores `p` (overwritten): row i of head h of each
+/// buffer of `probs` ([heads, S, S], f32 or bf16; `p` itself may be one)
+/// becomes softmax(p[h, i, 0..i]) with the row max subtracted (in f32), and
+/// exactly 0 for the masked columns i+1..S-1. One parallel loop over the
+/// heads*S rows.
+void causalSoftmax(KernelBuilder &k, Value p, ArrayRef<Value> probs,
+                   const AttentionDims &dims) {
   int64_t seq = dims.seq;
   k.parallel({dims.heads * seq}, [&](KernelBuilder &k, ValueRange iv) {
     auto [h, i] = headAndRow(k, iv[0], dims);
@@ -214,18 +217,23 @@ void causalSoftmax(KernelBuilder &k, Value p, const AttentionDims &dims) {
                            return SmallVector<Value>{k.add(acc[0], e)};
                          })[0];
     loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
-      k.store(k.div(k.load(p, {h, i, t}), sum), p, {h, i, t});
+      Value prob = k.div(k.load(p, {h, i, t}), sum);
+      for (Value out : probs)
+        k.store(prob, out, {h, i, t});
     });
     loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
-      k.store(k.f32(0.0), p, {h, i, t});
+      Value masked = k.f32(0.0);
+      for (Value out : probs)
+        k.store(masked, out, {h, i, t});
     });
   });
 }
 
-/// In place on dP (`ds`, [heads, S, S]) given P: dS = P * (dP - rowsum(dP *
-/// P)), 0 past the diagonal (where P is 0). One parallel loop over the
+/// Given P and dP (`ds`, both [heads, S, S] f32): dS = P * (dP - rowsum(dP
+/// * P)), 0 past the diagonal (where P is 0), into `dsOut` ([heads, S, S],
+/// f32 or bf16; `ds` itself for in place). One parallel loop over the
 /// heads*S rows.
-void causalSoftmaxGrad(KernelBuilder &k, Value p, Value ds,
+void causalSoftmaxGrad(KernelBuilder &k, Value p, Value ds, Value dsOut,
                        const AttentionDims &dims) {
   int64_t seq = dims.seq;
   k.parallel({dims.heads * seq}, [&](KernelBuilder &k, ValueRange iv) {
@@ -241,17 +249,51 @@ void causalSoftmaxGrad(KernelBuilder &k, Value p, Value ds,
     loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
       Value pt = k.load(p, {h, i, t});
       Value g = k.mul(pt, k.sub(k.load(ds, {h, i, t}), dot));
-      k.store(g, ds, {h, i, t});
+      k.store(g, dsOut, {h, i, t});
     });
     loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
-      k.store(k.f32(0.0), ds, {h, i, t});
+      k.store(k.f32(0.0), dsOut, {h, i, t});
     });
   });
 }
 
-/// P = causal_softmax(scale q_b k_b^T) for all heads of batch index b.
+/// A [heads, S, S] scratch of one attention op: f32 (the scores and
+/// probabilities, dP and dS; the row max, sums and rowsum(dP P) are f32
+/// registers) and, when the operands' element type `low` is bf16, a bf16
+/// copy for the GEMMs that take P or dS as an operand (the runtime has
+/// bf16 x bf16 -> f32 and bf16 x bf16 -> bf16 GEMMs, no f32 x bf16 one).
+/// For f32 operands both are the same buffer.
+std::pair<Value, Value> allocScores(KernelBuilder &k, Type low,
+                                    const AttentionDims &dims) {
+  SmallVector<int64_t> shape = {dims.heads, dims.seq, dims.seq};
+  Value f32 = k.alloc(MemRefType::get(shape, k.builder().getF32Type()));
+  if (low.isF32())
+    return {f32, f32};
+  return {f32, k.alloc(MemRefType::get(shape, low))};
+}
+
+Type elementType(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getElementType();
+}
+
+/// `rows2d` with element type `elt`: itself, or a converted copy (rounded
+/// to nearest even into bf16) made by one parallel loop.
+Value withElementType(KernelBuilder &k, Value rows2d, Type elt) {
+  auto type = cast<MemRefType>(rows2d.getType());
+  if (type.getElementType() == elt)
+    return rows2d;
+  Value copy = k.alloc(MemRefType::get(type.getShape(), elt));
+  k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ij) {
+    k.store(k.load(rows2d, ij), copy, ij);
+  });
+  return copy;
+}
+
+/// P = causal_softmax(scale q_b k_b^T) for all heads of batch index b, into
+/// each of `probs` (the scores go to the f32 `p`).
 LogicalResult attentionProbs(KernelBuilder &k, const AttentionBuffers &buf,
-                             Value b, Value p, const AttentionDims &dims) {
+                             Value b, Value p, ArrayRef<Value> probs,
+                             const AttentionDims &dims) {
   if (failed(forEachGroup(dims, b, [&](const GroupViews &views) {
         Value q = views.query(k, buf.q), key = views.kv(k, buf.key);
         Value s = views.scores(k, p);
@@ -259,7 +301,7 @@ LogicalResult attentionProbs(KernelBuilder &k, const AttentionBuffers &buf,
                              dims.scale, 0.0);
       })))
     return failure();
-  causalSoftmax(k, p, dims);
+  causalSoftmax(k, p, probs, dims);
   return success();
 }
 
@@ -278,14 +320,14 @@ batchLoop(KernelBuilder &k, const AttentionDims &dims,
 /// out = causal_softmax(q k^T / sqrt(d)) v through batched GEMMs.
 LogicalResult lowerBatchedGemm(KernelBuilder &k, const AttentionBuffers &buf,
                                const AttentionDims &dims) {
-  int64_t seq = dims.seq;
-  Value p = k.alloc(
-      MemRefType::get({dims.heads, seq, seq}, k.builder().getF32Type()));
+  // The probabilities are needed only as the operand of P v: in the
+  // operands' element type.
+  auto [p, pLow] = allocScores(k, elementType(buf.q), dims);
   return batchLoop(k, dims, [&](KernelBuilder &k, Value b) {
-    if (failed(attentionProbs(k, buf, b, p, dims)))
+    if (failed(attentionProbs(k, buf, b, p, {pLow}, dims)))
       return failure();
     return forEachGroup(dims, b, [&](const GroupViews &views) {
-      Value s = views.scores(k, p);
+      Value s = views.scores(k, pLow);
       Value v = views.kv(k, buf.v);
       Value out = views.query(k, buf.out);
       return k.gemmBatched(s, v, out, /*transA=*/false, /*transB=*/false);
@@ -302,17 +344,24 @@ LogicalResult lowerBatchedGemm(KernelBuilder &k, const AttentionBuffers &buf,
 LogicalResult lowerBatchedGemmGrad(KernelBuilder &k,
                                    const AttentionBuffers &buf,
                                    const AttentionDims &dims) {
-  int64_t seq = dims.seq;
-  auto scores =
-      MemRefType::get({dims.heads, seq, seq}, k.builder().getF32Type());
-  Value p = k.alloc(scores), ds = k.alloc(scores);
+  Type low = elementType(buf.q);
+  // The result's gradient may be f32 for bf16 operands (the op's
+  // verifier): the GEMMs that read it need it in the operands' type.
+  AttentionBuffers ops = buf;
+  ops.dout = withElementType(k, buf.dout, low);
+  auto [p, pLow] = allocScores(k, low, dims);
+  auto [ds, dsLow] = allocScores(k, low, dims);
+  // P in f32 for the dS kernel, and in bf16 for P^T dO where that differs.
+  SmallVector<Value> probs = {p};
+  if (pLow != p)
+    probs.push_back(pLow);
   return batchLoop(k, dims, [&](KernelBuilder &k, Value b) {
-    if (failed(attentionProbs(k, buf, b, p, dims)))
+    if (failed(attentionProbs(k, buf, b, p, probs, dims)))
       return failure();
     // dP = dO v^T (into ds); dV = P^T dO, summed over g in order.
     if (failed(forEachGroup(dims, b, [&](const GroupViews &views) {
-          Value dout = views.query(k, buf.dout), v = views.kv(k, buf.v);
-          Value dsg = views.scores(k, ds), pg = views.scores(k, p);
+          Value dout = views.query(k, ops.dout), v = views.kv(k, buf.v);
+          Value dsg = views.scores(k, ds), pg = views.scores(k, pLow);
           Value dv = views.kv(k, buf.dv);
           if (failed(k.gemmBatched(dout, v, dsg, /*transA=*/false,
                                    /*transB=*/true)))
@@ -321,10 +370,10 @@ LogicalResult lowerBatchedGemmGrad(KernelBuilder &k,
                                /*transB=*/false, 1.0, views.g == 0 ? 0.0 : 1.0);
         })))
       return failure();
-    causalSoftmaxGrad(k, p, ds, dims);
+    causalSoftmaxGrad(k, p, ds, dsLow, dims);
     // dQ = scale dS k; dK = scale dS^T q, summed over g in order.
     return forEachGroup(dims, b, [&](const GroupViews &views) {
-      Value dsg = views.scores(k, ds), key = views.kv(k, buf.key);
+      Value dsg = views.scores(k, dsLow), key = views.kv(k, buf.key);
       Value dq = views.query(k, buf.dq), q = views.query(k, buf.q);
       Value dk = views.kv(k, buf.dk);
       if (failed(k.gemmBatched(dsg, key, dq, /*transA=*/false,
@@ -358,12 +407,10 @@ LogicalResult lowerAttentionGrad(AttentionImpl impl, KernelBuilder &k,
   llvm_unreachable("unknown AttentionImpl");
 }
 
-template <typename OpT> FailureOr<AttentionDims> getDims(OpT op) {
+template <typename OpT> AttentionDims getDims(OpT op) {
+  // (The op's verifier makes q, k, v and the result one element type, f32
+  // or bf16.)
   RankedTensorType q = op.getQuery().getType();
-  if (!q.getElementType().isF32()) {
-    op.emitOpError("only f32 kernels are generated on the CPU yet");
-    return failure();
-  }
   AttentionDims dims;
   dims.batch = q.getDimSize(0);
   dims.seq = q.getDimSize(1);
@@ -380,9 +427,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<AttentionDims> dims = getDims(op);
-    if (failed(dims))
-      return failure();
+    AttentionDims dims = getDims(op);
     KernelBuilder k(rewriter, op.getLoc());
     Value outBuf = k.alloc(op.getType());
     // (One statement each: the IR order must not depend on the order the
@@ -392,7 +437,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     buf.key = k.rows(adaptor.getKey());
     buf.v = k.rows(adaptor.getValue());
     buf.out = k.rows(outBuf);
-    if (failed(lowerAttention(kAttentionImpl, k, buf, *dims)))
+    if (failed(lowerAttention(kAttentionImpl, k, buf, dims)))
       return failure();
     rewriter.replaceOp(op, outBuf);
     return success();
@@ -406,9 +451,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<AttentionDims> dims = getDims(op);
-    if (failed(dims))
-      return failure();
+    AttentionDims dims = getDims(op);
     KernelBuilder k(rewriter, op.getLoc());
     Value dqBuf = k.alloc(op.getQueryGrad().getType());
     Value dkBuf = k.alloc(op.getKeyGrad().getType());
@@ -421,7 +464,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     buf.dq = k.rows(dqBuf);
     buf.dk = k.rows(dkBuf);
     buf.dv = k.rows(dvBuf);
-    if (failed(lowerAttentionGrad(kAttentionImpl, k, buf, *dims)))
+    if (failed(lowerAttentionGrad(kAttentionImpl, k, buf, dims)))
       return failure();
     rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});
     return success();

@@ -25,8 +25,14 @@ gradient written here in float64 from the definition:
 
 The reference's backward is itself checked against central finite
 differences of its forward (float64) before anything is compared.
-An output passes when |kernel - ref| <= atol + rtol * max|ref| (f32 kernels:
-atol 1e-6, rtol 1e-5). Exits 1 on a mismatch.
+The same shapes run with f32 operands and, for three of them, with bf16
+operands (scores, softmax and its backward in f32, the GEMMs' operands bf16,
+fp32 accumulation). The reference always gets exactly the values the kernels
+get (bf16 inputs rounded first) and computes in float64. An output passes
+when |kernel - ref| <= atol + rtol * max|ref|: f32 atol 1e-6, rtol 1e-5;
+bf16 rtol 1e-2 (2.5 bf16 ulps of the largest element: a bf16 result is
+rounded, and so are P, dS and the result's gradient before the GEMMs that
+take them; measured worst 3.5e-3). Exits 1 on a mismatch.
 """
 
 import argparse
@@ -38,14 +44,22 @@ import numpy as np
 
 # (batch, seq, heads, kv_heads, head_dim): odd sizes so that a wrong stride
 # or a wrong head mapping cannot line up by chance.
-CONFIGS = [
+SHAPES = [
     (2, 5, 3, 3, 4),   # multi-head
     (2, 7, 6, 2, 3),   # grouped-query, group 3
     (3, 4, 4, 2, 2),   # grouped-query, group 2
     (1, 6, 4, 1, 8),   # multi-query
 ]
+# Each shape in f32; then bf16 operands: everything bf16 (q, k, v, the
+# result, its gradient and dq, dk, dv), and bf16 q, k, v with an f32 result,
+# f32 result gradient and f32 dq, dk, dv (what the op's verifier allows).
+# (shape, operand type, result/gradient type)
+CONFIGS = ([(shape, "f32", "f32") for shape in SHAPES] +
+           [(SHAPES[1], "bf16", "bf16"), (SHAPES[0], "bf16", "bf16"),
+            (SHAPES[2], "bf16", "f32")])
 
 CPU_LINK = ["-lopenblas"]
+ESIZE = {"f32": 4, "bf16": 2}
 
 
 def reference_forward(q, k, v, heads, kv_heads):
@@ -92,7 +106,7 @@ def reference_backward(q, k, v, dout, heads, kv_heads):
 
 def check_reference_gradient(rng):
     """The reference backward against central differences of its forward."""
-    for (b, s, heads, kv_heads, d) in CONFIGS:
+    for (b, s, heads, kv_heads, d) in SHAPES:
         q = rng.standard_normal((b, s, heads * d))
         k = rng.standard_normal((b, s, kv_heads * d))
         v = rng.standard_normal((b, s, kv_heads * d))
@@ -115,11 +129,27 @@ def check_reference_gradient(rng):
                          "%s of %s is off by %.3g from finite differences"
                          % ("qkv"[which], (b, s, heads, kv_heads, d), err))
     print("attention_reference.py: reference backward matches finite "
-          "differences (%d configurations)" % len(CONFIGS))
+          "differences (%d shapes)" % len(SHAPES))
 
 
-def tensor(shape):
-    return "tensor<%sxf32>" % "x".join(str(x) for x in shape)
+def tensor(shape, elt):
+    return "tensor<%sx%s>" % ("x".join(str(x) for x in shape), elt)
+
+
+def to_bf16_bits(x):
+    """float32 values -> bf16 bit patterns, rounded to nearest even."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))
+    return (rounded >> np.uint32(16)).astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def as_type(x, elt):
+    """x (float32) as the kernels see it in `elt`, as float32."""
+    return from_bf16_bits(to_bf16_bits(x)) if elt == "bf16" else x
 
 
 def module_text():
@@ -139,23 +169,25 @@ def module_text():
              "      return %l : tensor<f32>",
              "    }",
              "  }"]
-    for n, (b, s, heads, kv_heads, d) in enumerate(CONFIGS):
-        tq, tkv = tensor((b, s, heads * d)), tensor((b, s, kv_heads * d))
+    for n, ((b, s, heads, kv_heads, d), elt, rt) in enumerate(CONFIGS):
+        tq, tkv = tensor((b, s, heads * d), elt), tensor((b, s, kv_heads * d), elt)
+        # The result, its gradient and dq, dk, dv.
+        rq, rkv = tensor((b, s, heads * d), rt), tensor((b, s, kv_heads * d), rt)
         attrs = "heads = %d kv_heads = %d" % (heads, kv_heads)
         lines += [
             "  func.func @fwd_%d(%%q: %s, %%k: %s, %%v: %s) -> %s attributes "
-            "{llvm.emit_c_interface} {" % (n, tq, tkv, tkv, tq),
+            "{llvm.emit_c_interface} {" % (n, tq, tkv, tkv, rq),
             "    %%o = triax.attention %%q, %%k, %%v %s : (%s, %s, %s) -> %s"
-            % (attrs, tq, tkv, tkv, tq),
-            "    return %o : " + tq,
+            % (attrs, tq, tkv, tkv, rq),
+            "    return %o : " + rq,
             "  }",
             "  func.func @bwd_%d(%%q: %s, %%k: %s, %%v: %s, %%do: %s) -> (%s, "
             "%s, %s) attributes {llvm.emit_c_interface} {"
-            % (n, tq, tkv, tkv, tq, tq, tkv, tkv),
+            % (n, tq, tkv, tkv, rq, rq, rkv, rkv),
             "    %%dq, %%dk, %%dv = triax.attention_grad %%q, %%k, %%v, %%do "
             "%s : (%s, %s, %s, %s) -> (%s, %s, %s)"
-            % (attrs, tq, tkv, tkv, tq, tq, tkv, tkv),
-            "    return %%dq, %%dk, %%dv : %s, %s, %s" % (tq, tkv, tkv),
+            % (attrs, tq, tkv, tkv, rq, rq, rkv, rkv),
+            "    return %%dq, %%dk, %%dv : %s, %s, %s" % (rq, rkv, rkv),
             "  }"]
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -167,15 +199,16 @@ C_PRELUDE = r"""
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-typedef struct { float *allocated, *aligned; int64_t offset;
+/* Elements are f32 or bf16 (uint16_t storage): `esize` 4 or 2 bytes. */
+typedef struct { char *allocated, *aligned; int64_t offset;
                  int64_t sizes[3], strides[3]; } memref3;
 typedef struct { memref3 dq, dk, dv; } grads;
 static FILE *in, *out;
-static memref3 input(int64_t d0, int64_t d1, int64_t d2) {
+static memref3 input(int64_t d0, int64_t d1, int64_t d2, size_t esize) {
   memref3 m;
   size_t n = (size_t)(d0 * d1 * d2);
-  m.allocated = m.aligned = (float *)malloc(n * 4);
-  if (!m.aligned || fread(m.aligned, 4, n, in) != n) {
+  m.allocated = m.aligned = (char *)malloc(n * esize);
+  if (!m.aligned || fread(m.aligned, esize, n, in) != n) {
     fprintf(stderr, "attention-check: short input\n");
     exit(2);
   }
@@ -185,12 +218,14 @@ static memref3 input(int64_t d0, int64_t d1, int64_t d2) {
   return m;
 }
 /* A result (any strides) in row-major order. */
-static void output(const memref3 *m) {
+static void output(const memref3 *m, size_t esize) {
   for (int64_t i = 0; i < m->sizes[0]; ++i)
     for (int64_t j = 0; j < m->sizes[1]; ++j)
       for (int64_t l = 0; l < m->sizes[2]; ++l)
-        fwrite(m->aligned + m->offset + i * m->strides[0] +
-                   j * m->strides[1] + l * m->strides[2], 4, 1, out);
+        fwrite(m->aligned + esize * (size_t)(m->offset + i * m->strides[0] +
+                                             j * m->strides[1] +
+                                             l * m->strides[2]),
+               esize, 1, out);
 }
 """
 
@@ -207,16 +242,18 @@ def harness():
              " argv[0]); return 2; }")
     c.append("  in = fopen(argv[1], \"rb\"); out = fopen(argv[2], \"wb\");")
     c.append("  if (!in || !out) { perror(\"attention-check\"); return 2; }")
-    for n, (b, s, heads, kv_heads, d) in enumerate(CONFIGS):
+    for n, ((b, s, heads, kv_heads, d), elt, rt) in enumerate(CONFIGS):
+        e, r = ESIZE[elt], ESIZE[rt]
         c.append("  {")
-        c.append("    memref3 q = input(%d, %d, %d);" % (b, s, heads * d))
-        c.append("    memref3 k = input(%d, %d, %d);" % (b, s, kv_heads * d))
-        c.append("    memref3 v = input(%d, %d, %d);" % (b, s, kv_heads * d))
-        c.append("    memref3 dout = input(%d, %d, %d);" % (b, s, heads * d))
+        c.append("    memref3 q = input(%d, %d, %d, %d);" % (b, s, heads * d, e))
+        c.append("    memref3 k = input(%d, %d, %d, %d);" % (b, s, kv_heads * d, e))
+        c.append("    memref3 v = input(%d, %d, %d, %d);" % (b, s, kv_heads * d, e))
+        c.append("    memref3 dout = input(%d, %d, %d, %d);" % (b, s, heads * d, r))
         c.append("    memref3 o; grads g;")
         c.append("    _mlir_ciface_fwd_%d(&o, &q, &k, &v);" % n)
         c.append("    _mlir_ciface_bwd_%d(&g, &q, &k, &v, &dout);" % n)
-        c.append("    output(&o); output(&g.dq); output(&g.dk); output(&g.dv);")
+        c.append("    output(&o, %d); output(&g.dq, %d); output(&g.dk, %d); "
+                 "output(&g.dv, %d);" % (r, r, r, r))
         c.append("  }")
     c.append("  fclose(out);")
     c.append("  printf(\"attention-check: %d configurations run\\n\");"
@@ -264,7 +301,7 @@ def build(a):
     link += ["-lstdc++", "-lm"] + mpi
     if a.target == "cuda":
         lib64 = os.path.join(a.cuda_toolkit, "lib64")
-        link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublasLt", "-lcublas",
+        link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas", "-lcublasLt", "-lnccl",
                  "-L" + os.path.join(lib64, "stubs"), "-lcuda", "-lstdc++"]
     sh(link)
     return exe
@@ -273,14 +310,15 @@ def build(a):
 def run_and_compare(a, exe):
     rng = np.random.default_rng(0)
     inputs, refs = [], []
-    for (b, s, heads, kv_heads, d) in CONFIGS:
-        q = rng.standard_normal((b, s, heads * d))
-        k = rng.standard_normal((b, s, kv_heads * d))
-        v = rng.standard_normal((b, s, kv_heads * d))
-        dout = rng.standard_normal((b, s, heads * d))
-        # The reference sees exactly the f32 values the kernels see.
-        q, k, v, dout = (x.astype(np.float32) for x in (q, k, v, dout))
-        inputs += [q, k, v, dout]
+    for ((b, s, heads, kv_heads, d), elt, rt) in CONFIGS:
+        q = rng.standard_normal((b, s, heads * d)).astype(np.float32)
+        k = rng.standard_normal((b, s, kv_heads * d)).astype(np.float32)
+        v = rng.standard_normal((b, s, kv_heads * d)).astype(np.float32)
+        dout = rng.standard_normal((b, s, heads * d)).astype(np.float32)
+        # The reference sees exactly the values the kernels see.
+        q, k, v = (as_type(x, elt) for x in (q, k, v))
+        dout = as_type(dout, rt)
+        inputs += [(q, elt), (k, elt), (v, elt), (dout, rt)]
         q64, k64, v64, do64 = (x.astype(np.float64) for x in (q, k, v, dout))
         out, _ = reference_forward(q64, k64, v64, heads, kv_heads)
         refs.append((out,) + reference_backward(q64, k64, v64, do64, heads,
@@ -288,27 +326,43 @@ def run_and_compare(a, exe):
     in_path = os.path.join(a.outdir, "inputs.bin")
     out_path = os.path.join(a.outdir, "outputs.%s.bin" % a.target)
     with open(in_path, "wb") as f:
-        for x in inputs:
-            f.write(np.ascontiguousarray(x, dtype="<f4").tobytes())
+        for x, elt in inputs:
+            if elt == "bf16":
+                f.write(to_bf16_bits(x).astype("<u2").tobytes())
+            else:
+                f.write(np.ascontiguousarray(x, dtype="<f4").tobytes())
     sh([exe, in_path, out_path])
-    got = np.fromfile(out_path, dtype="<f4").astype(np.float64)
+    raw = open(out_path, "rb").read()
     pos, failed = 0, 0
-    for config, ref in zip(CONFIGS, refs):
+    for (shape, elt, rt), ref in zip(CONFIGS, refs):
+        atol, rtol = (a.atol, a.rtol) if elt == "f32" else (0.0, a.bf16_rtol)
         for name, r in zip(("out", "dq", "dk", "dv"), ref):
-            g = got[pos:pos + r.size].reshape(r.shape)
-            pos += r.size
+            size = ESIZE[rt] * r.size
+            chunk = raw[pos:pos + size]
+            pos += size
+            if len(chunk) != size:
+                print("attention-check: short output")
+                return 1
+            if rt == "bf16":
+                g = from_bf16_bits(np.frombuffer(chunk, dtype="<u2"))
+            else:
+                g = np.frombuffer(chunk, dtype="<f4")
+            g = g.astype(np.float64).reshape(r.shape)
             scale = np.abs(r).max()
-            err = np.abs(g - r).max() if g.size == r.size else np.inf
-            ok = err <= a.atol + a.rtol * scale
+            err = np.abs(g - r).max()
+            ok = err <= atol + rtol * scale
             failed += not ok
-            print("attention-check: B,S,heads,kv,d=%-16s %-3s max|err| %.3g "
-                  "(max|ref| %.3g) %s" % (",".join(map(str, config)), name,
-                                          err, scale, "ok" if ok else "FAIL"))
-    if pos != got.size:
-        print("attention-check: %d results, expected %d" % (got.size, pos))
+            print("attention-check: B,S,heads,kv,d=%-12s %-4s->%-4s %-3s "
+                  "max|err| %.3g (max|ref| %.3g, %.2g of it) %s"
+                  % (",".join(map(str, shape)), elt, rt, name, err, scale,
+                     err / scale, "ok" if ok else "FAIL"))
+    if pos != len(raw):
+        print("attention-check: %d bytes of results, expected %d"
+              % (len(raw), pos))
         failed += 1
-    print("attention-check: %d of %d outputs over tolerance (atol %g, rtol %g "
-          "of max|ref|)" % (failed, 4 * len(CONFIGS), a.atol, a.rtol))
+    print("attention-check: %d of %d outputs over tolerance (f32: atol %g, "
+          "rtol %g of max|ref|; bf16: rtol %g of max|ref|)"
+          % (failed, 4 * len(CONFIGS), a.atol, a.rtol, a.bf16_rtol))
     return 1 if failed else 0
 
 
@@ -337,6 +391,7 @@ def main():
                    help="run and compare an already built harness")
     p.add_argument("--atol", type=float, default=1e-6)
     p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--bf16-rtol", type=float, default=1e-2)
     a = p.parse_args()
     # Our lines in order with those of the tools and the harness.
     sys.stdout.reconfigure(line_buffering=True)
