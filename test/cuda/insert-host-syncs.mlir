@@ -110,6 +110,38 @@ func.func @host_loop_with_launches(%buf: memref<4xf32>, %out: memref<4xf32>) -> 
 
 // -----
 
+// A host-private scalar (stored, launches, read back: the loss of
+// forward_backward): no sync for the read; a buffer a launch also uses
+// gets one.
+// CHECK-LABEL: func.func @host_private
+// CHECK:         call @trx_cuda_host_sync()
+// CHECK-NEXT:    memref.store %{{.*}}, %[[P:.*]][]
+// CHECK:         gpu.launch
+// CHECK:         gpu.terminator
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %{{.*}} = memref.load %[[P]][]
+// CHECK-NEXT:    memref.dealloc %[[P]]
+// CHECK-NEXT:    call @trx_cuda_host_sync()
+// CHECK-NEXT:    memref.load %{{.*}}[%{{.*}}] : memref<4xf32>
+func.func @host_private(%buf: memref<4xf32>, %x: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %p = memref.alloc() : memref<f32>
+  memref.store %x, %p[] : memref<f32>
+  scf.parallel (%t) = (%c0) to (%c4) step (%c1) {
+    memref.store %x, %buf[%t] : memref<4xf32>
+    scf.reduce
+  }
+  %r = memref.load %p[] : memref<f32>
+  memref.dealloc %p : memref<f32>
+  %s = memref.load %buf[%c0] : memref<4xf32>
+  %sum = arith.addf %r, %s : f32
+  return %sum : f32
+}
+
+// -----
+
 // Only launches and pure arithmetic: nothing to wait for, and no
 // declaration is added.
 // CHECK-LABEL: func.func @device_only

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::triax {
 #define GEN_PASS_DEF_TRIAXINSERTHOSTSYNCS
@@ -89,6 +90,33 @@ Contents regionContents(Operation *op) {
   return c;
 }
 
+/// A buffer only host code touches: allocated here and used only by
+/// memref.load, memref.store and memref.dealloc outside any launch (the
+/// loss scalar the host stores and reads back). Once a sync follows its
+/// allocation (its zero-fill is done), its accesses need no other.
+bool isHostPrivate(Value buffer) {
+  if (!buffer.getDefiningOp<memref::AllocOp>())
+    return false;
+  return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+    if (user->getParentOfType<gpu::LaunchOp>())
+      return false;
+    if (auto load = dyn_cast<memref::LoadOp>(user))
+      return load.getMemRef() == buffer;
+    if (auto store = dyn_cast<memref::StoreOp>(user))
+      return store.getMemRef() == buffer;
+    return isa<memref::DeallocOp>(user);
+  });
+}
+
+/// The buffer `op` loads from or stores to, if it is one of those.
+Value accessedBuffer(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return load.getMemRef();
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return store.getMemRef();
+  return {};
+}
+
 class Inserter {
 public:
   explicit Inserter(func::FuncOp sync) : sync(sync) {}
@@ -106,10 +134,18 @@ public:
           synced = false;
           continue;
         }
-        if (accessesMemory(&op) && !synced) {
+        if (!accessesMemory(&op))
+          continue;
+        Value buffer = accessedBuffer(&op);
+        bool privateBuffer = buffer && isHostPrivate(buffer);
+        if (privateBuffer && settled.contains(buffer))
+          continue;
+        if (!synced) {
           insertBefore(&op);
           synced = true;
         }
+        if (privateBuffer)
+          settled.insert(buffer);
         continue;
       }
       Contents c = regionContents(&op);
@@ -143,6 +179,8 @@ private:
   }
 
   func::FuncOp sync;
+  /// Host-private buffers a sync has followed since their allocation.
+  llvm::DenseSet<Value> settled;
 };
 
 struct TriaxInsertHostSyncsPass

@@ -154,16 +154,19 @@ bool sameStep(AdamWOp first, Operation *next) {
 /// state (each its own parameter's buffers), so their order does not
 /// matter. Matches the run's first op and erases the others; a run of one
 /// is AdamWLowering's loop. Runs longer than kMaxRun are cut (the kernel's
-/// parameters must fit a launch): gpt2's 148 updates are 3 launches.
+/// parameters must fit a launch): tiny's 36 updates are 2 launches, gpt2's
+/// 148 are 7.
 struct FusedAdamWLowering : ParamPattern<AdamWOp> {
   using ParamPattern::ParamPattern;
-  static constexpr int64_t kMaxRun = 64;
+  static constexpr int64_t kMaxRun = 24;
   LogicalResult
   matchAndRewrite(AdamWOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     // Only the first op of a run (the others go with it). A run holds at
-    // most kMaxRun updates: each passes four buffers to the kernel (about
-    // 160 bytes of parameters), and a launch takes at most 32 KiB.
+    // most kMaxRun updates: each passes four buffers (memref descriptors of
+    // 40 bytes on the GPU) and two bias corrections to the kernel, 168
+    // bytes, and PTX before ISA 8.1 (+ptx80) allows 4352 bytes of kernel
+    // parameters.
     int64_t before = 0;
     for (Operation *prev = op->getPrevNode(); sameStep(op, prev);
          prev = prev->getPrevNode())
@@ -174,8 +177,10 @@ struct FusedAdamWLowering : ParamPattern<AdamWOp> {
     while (int64_t(run.size()) < kMaxRun &&
            sameStep(op, run.back()->getNextNode()))
       run.push_back(cast<AdamWOp>(run.back()->getNextNode()));
-    // The views and constants come before the loop, in the run's place.
-    rewriter.setInsertionPoint(run.back());
+    // The views, constants and the loop go in front of the run (the ops
+    // are consecutive, so every operand is defined there), which keeps
+    // the later runs' chains of adamw ops (and their heads) intact.
+    rewriter.setInsertionPoint(op);
     KernelBuilder k(rewriter, op.getLoc());
     SmallVector<AdamWUpdate> updates;
     SmallVector<int64_t> offsets{0};

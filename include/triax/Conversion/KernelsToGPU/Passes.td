@@ -111,6 +111,10 @@ def TriaxInsertHostSyncs : Pass<"triax-insert-host-syncs", "::mlir::ModuleOp"> {
       so does the code after a region that enqueued work.
 
     Consecutive host accesses with no device work in between get one sync.
+    A buffer only host code touches (allocated in the function, used only
+    by `memref.load`, `memref.store` and `memref.dealloc` outside launches:
+    the loss scalar stored and read back at the end) needs no sync after
+    the first one that follows its allocation.
     `gpu.launch` bodies are device code and are not looked at.
 
     ```mlir
