@@ -155,7 +155,7 @@ bool sameStep(AdamWOp first, Operation *next) {
 /// matter. Matches the run's first op and erases the others; a run of one
 /// is AdamWLowering's loop. Runs longer than kMaxRun are cut (the kernel's
 /// parameters must fit a launch): tiny's 36 updates are 2 launches, gpt2's
-/// 148 are 7.
+/// 196 are 9.
 struct FusedAdamWLowering : ParamPattern<AdamWOp> {
   using ParamPattern::ParamPattern;
   static constexpr int64_t kMaxRun = 24;
