@@ -386,6 +386,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   plan.zero = options.zero;
   plan.sequenceParallel = options.sequenceParallel;
   plan.recompute = options.recompute;
+  plan.precision = options.precision;
   plan.microbatches = options.microbatches;
   plan.schedule = options.schedule;
   plan.stageLayers = options.stageLayers;
@@ -407,6 +408,16 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
            "@forward_backward); --mesh, --zero and --recompute apply to a "
            "model before triax-autodiff";
     return 1;
+  } else if (options.precision == "bf16") {
+    // A differentiated model: mixed precision alone, as triax-parallelize
+    // would have run it last.
+    PassManager pm(&context);
+    mlir::triax::TriaxMixedPrecisionOptions precision;
+    precision.compute = "bf16";
+    pm.addPass(mlir::triax::createTriaxMixedPrecision(precision));
+    if (failed(pm.run(*module)))
+      return 1;
+    timer.done("triax-mixed-precision");
   }
   if (!options.report.empty()) {
     // The cost model's view of rank 0 of the plan just built.

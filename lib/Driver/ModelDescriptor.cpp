@@ -33,8 +33,11 @@ static int64_t findVocab(ModelOp model) {
     auto lookup = dyn_cast<EmbeddingOp>(user);
     if (!lookup)
       continue;
-    // ZeRO-3 gathers the table from its chunks first.
+    // Mixed precision reads it through a conversion to bf16, ZeRO-3
+    // gathers it from its chunks first.
     Value tableValue = lookup->getOperand(1);
+    if (auto convert = tableValue.getDefiningOp<ConvertOp>())
+      tableValue = convert.getInput();
     if (auto gather = tableValue.getDefiningOp<mlir::dist::AllGatherFlatOp>())
       tableValue = gather.getInput();
     auto table = tableValue.getDefiningOp<GetParamOp>();

@@ -8,6 +8,7 @@
 #include "triax/Dialect/Triax/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -47,6 +48,8 @@ std::string checkParallelizeOptions(const ParallelizeOptions &o) {
   if (o.zero < 0 || o.zero > 3)
     return "ZeRO stage " + std::to_string(o.zero) +
            " does not exist (expected 0, 1, 2 or 3)";
+  if (o.precision != "fp32" && o.precision != "bf16")
+    return "unknown precision '" + o.precision + "'; expected fp32 or bf16";
   if (o.zero > 0 && o.dp < 2)
     return "ZeRO shards the training state over data-parallel ranks: zero=" +
            std::to_string(o.zero) +
@@ -102,6 +105,14 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   } else if (options.dp > 1) {
     pm.addPass(mlir::dist::createDistDataParallel());
   }
+  // Mixed precision last: it decides on the final training program which
+  // values are activations (bf16) and which reach the fp32 master state or
+  // a collective (f32), so every pass above works on f32 as before.
+  if (options.precision == "bf16") {
+    mlir::triax::TriaxMixedPrecisionOptions precision;
+    precision.compute = "bf16";
+    pm.addPass(mlir::triax::createTriaxMixedPrecision(precision));
+  }
 }
 
 void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
@@ -134,6 +145,13 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   memrefOptions.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   pm.addPass(createSCFToControlFlowPass());
+  // bf16 conversions (mixed precision) as integer arithmetic (round to
+  // nearest even, NaN kept), so the object code needs no bf16 support from
+  // the CPU or a helper library. It also expands the few other ops it knows
+  // (maximumf as compare and select), exactly.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   // tanh has no LLVM intrinsic: call libm's; the rest map to intrinsics.
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());

@@ -95,6 +95,12 @@ static cl::opt<std::string> recompute(
     cl::desc("Activation recomputation (triax-recompute): none, selective "
              "(the attention core) or full (each block from its input)"),
     cl::value_desc("none|selective|full"), cl::init("none"), cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Training precision: fp32, or bf16 (bf16 activations, fp32 "
+             "master weights, gradients, optimizer and collectives; "
+             "docs/cuda.md)"),
+    cl::value_desc("fp32|bf16"), cl::init("fp32"), cl::cat(category));
 // dist-plan (docs/cost-model.md "Planner"): choose the plan instead of
 // compiling one, draw its schedule, or compile it (--apply).
 static cl::opt<std::string>
@@ -166,6 +172,7 @@ int main(int argc, char **argv) {
   options.zero = zero;
   options.sequenceParallel = sequenceParallel;
   options.recompute = recompute;
+  options.precision = precision;
   options.microbatches = microbatches;
   options.schedule = pipelineSchedule;
   options.stageLayers = stageLayers;

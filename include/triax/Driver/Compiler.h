@@ -44,6 +44,9 @@ struct CompileOptions {
   /// Activation recomputation: "none", "selective" or "full"
   /// (triax-recompute, as triax-parallelize's recompute option).
   std::string recompute = "none";
+  /// "fp32" or "bf16" (triax-mixed-precision, as triax-parallelize's
+  /// precision option); fp32 on both targets unless asked.
+  std::string precision = "fp32";
   /// Pipeline parallelism (pp >= 2 in the mesh): micro-batches per step (0:
   /// the model's accumulation count), schedule (gpipe or 1f1b) and blocks
   /// per stage ("" = balanced), as triax-parallelize's options.

@@ -98,6 +98,12 @@ struct ParallelizeOptions
                      "selective (the attention core) or full (each block "
                      "from its input)"),
       llvm::cl::init("none")};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("Training precision: fp32, or bf16 (bf16 activations, "
+                     "fp32 master weights, gradients, optimizer and "
+                     "collectives: triax-mixed-precision)"),
+      llvm::cl::init("fp32")};
 };
 
 /// Checks the plan of `options` (sizes, ZeRO without dp, ZeRO 2/3 with pp,
@@ -108,7 +114,8 @@ std::string checkParallelizeOptions(const ParallelizeOptions &options);
 
 /// Model (before triax-autodiff) -> the per-rank training program for a
 /// dp x pp x tp mesh: dist-mesh, dist-tensor-parallel, triax-autodiff,
-/// dist-pipeline, then dist-zero or dist-data-parallel. The options must pass
+/// dist-pipeline, then dist-zero or dist-data-parallel, and
+/// triax-mixed-precision with precision=bf16. The options must pass
 /// checkParallelizeOptions.
 void buildParallelizePipeline(mlir::OpPassManager &pm,
                               const ParallelizeOptions &options);
