@@ -409,9 +409,17 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   facts.globalBatch = config.getGlobalBatch();
   facts.microBatch = config.getMicroBatch();
   facts.seq = config.getSeq();
-  facts.plan.dtype = config.getComputeType() != config.getMasterType()
-                         ? DTypeMode::Mixed
-                         : DTypeMode::FP32;
+  // The training state the program holds: triax-mixed-precision keeps the
+  // parameters and their gradient buffers in f32 (they are the master copy;
+  // the bf16 copies its conversions make are activations, counted by [A9]),
+  // so f32 parameters mean 4 + 4 + 8 bytes whatever the compute type.
+  bool f32Params = llvm::all_of(model.getParams(), [](auto param) {
+    return param.getTensorType().getElementType().isF32();
+  });
+  facts.plan.dtype =
+      config.getComputeType() != config.getMasterType() && !f32Params
+          ? DTypeMode::Mixed
+          : DTypeMode::FP32;
   int64_t perRank = facts.microBatch * facts.plan.dp;
   facts.plan.microBatches =
       perRank > 0 ? std::max<int64_t>(1, facts.globalBatch / perRank) : 1;
