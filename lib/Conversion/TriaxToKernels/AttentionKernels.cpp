@@ -31,8 +31,12 @@
 // (beta = 1) in that order, so the gradients are the same bit for bit on
 // every run (no atomics, no order left to the GEMM library).
 //
-// The scratch P and dS are [heads, S, S] per batch index, reused by every b
-// (the host loop over b is sequential).
+// The scratch P and dS are [heads, S, S] f32 per batch index, reused by
+// every b (the host loop over b is sequential). With bf16 operands the
+// scores, the softmax and its backward stay f32 (q k^T and dO v^T are
+// bf16 x bf16 -> f32 GEMMs) and the row kernels also write bf16 copies of
+// P and dS, the operands of the GEMMs that take them (the runtime has no
+// f32 x bf16 GEMM).
 //
 //===----------------------------------------------------------------------===//
 
