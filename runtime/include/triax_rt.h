@@ -517,6 +517,14 @@ typedef struct {
   int64_t strides[3];
 } trx_memref_bf16_3d;
 
+typedef struct {
+  uint16_t *allocated;
+  uint16_t *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} trx_memref_bf16_1d;
+
 /* C = alpha * op(A) * op(B) + beta * C, op(X) = X^T when the flag is
  * non-zero, through trx_gemm_compute (cblas_sgemm, row-major, on the CPU).
  * M, N are C's sizes, K is A.sizes[1] (A.sizes[0] with transA); op(A) must
@@ -560,6 +568,22 @@ void _mlir_ciface_trx_gemm_bf16_f32_batched(trx_memref_bf16_3d *A,
                                             int32_t transA, int32_t transB,
                                             float alpha, float beta);
 
+/* C = alpha * op(A) * op(B) + bias, bias[n] added to every row of C (the
+ * GEMM's epilogue on cuBLASLt; beta is 0: C is not read). The operands
+ * follow trx_sgemm's rules; bias is a contiguous vector (stride 1) of C's
+ * element type and length N (C's columns) that does not overlap C. On the
+ * CPU, C is first filled with the bias and the product accumulated into it
+ * (beta 1), so the result is bit for bit that of filling C and calling
+ * trx_sgemm / trx_gemm_bf16 with beta 1. A linear layer with a bias. */
+void _mlir_ciface_trx_sgemm_bias(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
+                                 trx_memref_f32_2d *C, trx_memref_f32_1d *bias,
+                                 int32_t transA, int32_t transB, float alpha);
+void _mlir_ciface_trx_gemm_bf16_bias(trx_memref_bf16_2d *A,
+                                     trx_memref_bf16_2d *B,
+                                     trx_memref_bf16_2d *C,
+                                     trx_memref_bf16_1d *bias, int32_t transA,
+                                     int32_t transB, float alpha);
+
 /* The element types of a trx_gemm_problem. */
 enum trx_gemm_type {
   TRX_GEMM_F32 = 0,      /* A, B, C f32 */
@@ -584,6 +608,10 @@ typedef struct {
   void *C;
   int64_t ldc, strideC;
   float alpha, beta;
+  /* NULL, or N contiguous elements of C's type (TRX_GEMM_F32 or
+   * TRX_GEMM_BF16, batch 1 only) added to every row of C after the
+   * product; beta is then 0. */
+  const void *bias;
 } trx_gemm_problem;
 
 /* Runs a checked GEMM. The CPU runtime's definition is weak (OpenBLAS; bf16

@@ -8,7 +8,8 @@
 //                                   batches, alpha/beta, edge sizes), the
 //                                   bf16 conversions, the state views and
 //                                   the allocator
-//   triax-rt-kernel-test gemm       only the GEMM family and the bf16
+//   triax-rt-kernel-test gemm       only the GEMM family (with the bias
+//                                   entries) and the bf16
 //                                   conversions (buffers from trx_alloc;
 //                                   triax-rt-gemm-cuda-test runs this on
 //                                   cuBLASLt)
@@ -16,7 +17,8 @@
 //                                   lit test of its messages); WHAT is one of
 //                                   inner-stride, row-stride, shape, overlap,
 //                                   batch, batch-overlap, batch-stride,
-//                                   bf16-overlap, unbound, kind, index, rank,
+//                                   bf16-overlap, bias-length, bias-stride,
+//                                   bias-overlap, unbound, kind, index, rank,
 //                                   alignment, free-param, double-free
 //
 //===----------------------------------------------------------------------===//
@@ -420,6 +422,127 @@ void checkGemm3(int type, bool batched, int64_t M, int64_t N, int64_t K,
   CHECK(B.guardsIntact());
 }
 
+/// Defined by libtriax_rt_cuda.a only: non-null in triax-rt-gemm-cuda-test.
+extern "C" uint64_t trx_cuda_gemms(void) __attribute__((weak));
+
+/// Checks one GEMM with a bias epilogue (trx_sgemm_bias, or
+/// trx_gemm_bf16_bias when `bf16`) against a double loop: C[i, j] =
+/// alpha op(A) op(B) + bias[j], C not read (NaN before), the guards of C and
+/// of the bias buffer (at `biasOffset`) unchanged. On the CPU the result
+/// must also equal, bit for bit, filling C with the bias and calling the
+/// plain entry with beta 1 (what compiled code did before the bias entries).
+void checkGemmBias(bool bf16, int64_t M, int64_t N, int64_t K, bool ta, bool tb,
+                   GemmLayout l, float alpha, int64_t pad, int64_t biasOffset) {
+  Operand3 A(bf16, 1, ta ? K : M, ta ? M : K, l.aT, pad, false, 3);
+  Operand3 B(bf16, 1, tb ? N : K, tb ? K : N, l.bT, pad + 1, false, 5);
+  Operand3 C(bf16, 1, M, N, l.cT, pad * 2, false, 7);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      C.set(0, i, j, std::numeric_limits<float>::quiet_NaN());
+  size_t biasLen = size_t(biasOffset + N + 4);
+  RtBuffer<float> bf(biasLen);
+  RtBuffer<uint16_t> bh(biasLen);
+  for (size_t k = 0; k < biasLen; ++k) {
+    bool inView = int64_t(k) >= biasOffset && int64_t(k) < biasOffset + N;
+    float v = inView ? nextValue() : Operand3::kGuard;
+    bf[k] = v;
+    bh[k] = triax::rt::f32ToBf16(v);
+  }
+  auto biasAt = [&](int64_t j) {
+    size_t k = size_t(biasOffset + j);
+    return bf16 ? double(triax::rt::bf16ToF32(bh[k])) : double(bf[k]);
+  };
+  Operand3 C0 = C; // for the fill + beta 1 comparison
+  if (bf16) {
+    auto a = A.desc2<trx_memref_bf16_2d>(), b = B.desc2<trx_memref_bf16_2d>(),
+         c = C.desc2<trx_memref_bf16_2d>();
+    trx_memref_bf16_1d v = {bh.data(), bh.data(), biasOffset, {N}, {1}};
+    _mlir_ciface_trx_gemm_bf16_bias(&a, &b, &c, &v, ta, tb, alpha);
+  } else {
+    auto a = A.desc2<trx_memref_f32_2d>(), b = B.desc2<trx_memref_f32_2d>(),
+         c = C.desc2<trx_memref_f32_2d>();
+    trx_memref_f32_1d v = {bf.data(), bf.data(), biasOffset, {N}, {1}};
+    _mlir_ciface_trx_sgemm_bias(&a, &b, &c, &v, ta, tb, alpha);
+  }
+  trx_device_sync(); // the device's GEMM before the host reads C
+  std::string what = std::string(bf16 ? "gemm_bf16_bias" : "sgemm_bias") +
+                     " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                     " K=" + std::to_string(K) + " ta=" + std::to_string(ta) +
+                     " tb=" + std::to_string(tb) + " layout " +
+                     std::to_string(l.aT) + std::to_string(l.bT) +
+                     std::to_string(l.cT);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double x = ta ? A.get(0, k, i) : A.get(0, i, k);
+        double y = tb ? B.get(0, j, k) : B.get(0, k, j);
+        sum += x * y;
+        mag += std::fabs(x * y);
+      }
+      double want = double(alpha) * sum + biasAt(j);
+      double tol =
+          1e-5 * (std::fabs(double(alpha)) * mag + std::fabs(biasAt(j)) + 1.0);
+      if (bf16)
+        tol += std::fabs(want) / 256.0; // half an ulp of 8 bits
+      double got = C.get(0, i, j);
+      ++trxtest::checkCount();
+      if (!(std::fabs(got - want) <= tol))
+        trxtest::failed(__FILE__, __LINE__,
+                        what + " at (" + std::to_string(i) + "," +
+                            std::to_string(j) + "): got " +
+                            std::to_string(got) + ", want " +
+                            std::to_string(want));
+    }
+  CHECK(C.guardsIntact());
+  for (size_t k = 0; k < biasLen; ++k)
+    if (int64_t(k) < biasOffset || int64_t(k) >= biasOffset + N)
+      CHECK(bf16 ? bh[k] == triax::rt::f32ToBf16(Operand3::kGuard)
+                 : bf[k] == Operand3::kGuard);
+  if (trx_cuda_gemms)
+    return; // cuBLASLt rounds its own way; the tolerance above holds
+  // The old order: C = bias on every row, then the plain GEMM with beta 1.
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      C0.set(0, i, j, float(biasAt(j)));
+  callGemm(bf16 ? TRX_GEMM_BF16 : TRX_GEMM_F32, false, A, B, C0, ta, tb, alpha,
+           1.0f);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      size_t k = C.index(0, i, j);
+      bool same = bf16 ? C.h[k] == C0.h[k]
+                       : std::memcmp(&C.f[k], &C0.f[k], sizeof(float)) == 0;
+      ++trxtest::checkCount();
+      if (!same)
+        trxtest::failed(__FILE__, __LINE__,
+                        what +
+                            ": not bit for bit the fill + beta 1 result at (" +
+                            std::to_string(i) + "," + std::to_string(j) + ")");
+    }
+}
+
+void testGemmBias() {
+  const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7},    {17, 9, 33},
+                               {5, 1, 3}, {1, 6, 4},    {40, 24, 70},
+                               {4, 3, 0}, {64, 96, 128}};
+  const GemmLayout layouts[] = {{false, false, false, false, false},
+                                {true, false, false, false, false},
+                                {false, true, false, false, false},
+                                {false, false, true, false, false},
+                                {true, true, true, false, false}};
+  int64_t offset = 0;
+  for (bool bf16 : {false, true})
+    for (const auto &s : shapes)
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (const GemmLayout &l : layouts)
+            for (float alpha : {1.0f, -0.5f}) {
+              offset = (offset + 3) % 7; // odd offsets: unaligned vectors
+              checkGemmBias(bf16, s[0], s[1], s[2], ta, tb, l, alpha,
+                            alpha < 0 ? 2 : 1, offset);
+            }
+}
+
 void testGemmFamily() {
   const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 9, 33}, {5, 1, 3},
                                {1, 6, 4}, {7, 7, 1}, {40, 24, 70}};
@@ -607,6 +730,16 @@ int abortCase(const std::string &what) {
     } else {
       _mlir_ciface_trx_sgemm_batched(&A3, &B3, &C3, 0, 0, 1.0f, 0.0f);
     }
+  } else if (what == "bias-length" || what == "bias-stride" ||
+             what == "bias-overlap") {
+    trx_memref_f32_1d v = {buf + 40, buf + 40, 0, {4}, {1}};
+    if (what == "bias-length")
+      v.sizes[0] = 3;
+    else if (what == "bias-stride")
+      v.strides[0] = 2;
+    else
+      v.aligned = buf + 26; // inside C (buf + 24 .. buf + 32)
+    _mlir_ciface_trx_sgemm_bias(&A, &B, &C, &v, 0, 0, 1.0f);
   } else if (what == "unbound") {
     trx_memref_f32_2d d;
     _mlir_ciface_trx_state_2d(&d, 0, 0);
@@ -646,6 +779,7 @@ int main(int argc, char **argv) {
     // triax-rt-gemm-cuda-test runs on cuBLASLt.
     testBf16Conversions();
     testGemmFamily();
+    testGemmBias();
     trxtest::done("gemm");
     return 0;
   }
@@ -657,6 +791,7 @@ int main(int argc, char **argv) {
   testSgemm();
   testBf16Conversions();
   testGemmFamily();
+  testGemmBias();
   testState();
   testAlloc();
   trxtest::done("kernel");

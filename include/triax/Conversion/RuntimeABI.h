@@ -43,6 +43,22 @@ constexpr llvm::StringLiteral kSgemmBatched = "trx_sgemm_batched";
 constexpr llvm::StringLiteral kGemmBf16Batched = "trx_gemm_bf16_batched";
 constexpr llvm::StringLiteral kGemmBf16F32Batched = "trx_gemm_bf16_f32_batched";
 
+/// GEMMs with a bias epilogue, the forward of a linear layer with a bias:
+/// `C = alpha * op(A) op(B) + bias` with bias[n] added to every row of C
+/// (beta is 0; cuBLASLt's CUBLASLT_EPILOGUE_BIAS on GPU; on CPU C is filled
+/// with the bias and the product accumulated into it, bit for bit the old
+/// fill + beta = 1 GEMM):
+/// (memref A, memref B, memref C, memref<?xT> bias, i32 transA, i32 transB,
+///  f32 alpha)
+/// A, B, C follow kSgemm's rules; bias is contiguous, has C's element type
+/// (a bf16 linear's bias is bf16: LinearOp's operands share one element
+/// type) and N = C's columns elements, and does not overlap C.
+/// - trx_sgemm_bias: A, B, C, bias f32;
+/// - trx_gemm_bf16_bias: A, B, C, bias bf16 (fp32 accumulation, the bias
+///   added in fp32, C rounded once).
+constexpr llvm::StringLiteral kSgemmBias = "trx_sgemm_bias";
+constexpr llvm::StringLiteral kGemmBf16Bias = "trx_gemm_bf16_bias";
+
 /// A rank-1 or rank-2 f32 view of a training state buffer owned by the
 /// runtime: (i32 kind, i64 parameter index) -> memref<?xf32> / memref<?x?xf32>.
 constexpr llvm::StringLiteral kState1D = "trx_state_1d";

@@ -177,6 +177,52 @@ LogicalResult KernelBuilder::gemm(Value a, Value bm, Value c, bool transA,
   return callGemm(a, bm, c, transA, transB, alpha, beta, /*rank=*/2);
 }
 
+FailureOr<StringRef> KernelBuilder::gemmBiasEntry(Type a, Type b, Type c,
+                                                  Type bias) {
+  if (a.isF32() && b.isF32() && c.isF32() && bias.isF32())
+    return ::triax::rt::kSgemmBias;
+  if (a.isBF16() && b.isBF16() && c.isBF16() && bias.isBF16())
+    return ::triax::rt::kGemmBf16Bias;
+  return failure();
+}
+
+LogicalResult KernelBuilder::gemmBias(Value a, Value bm, Value c, Value bias,
+                                      bool transA, bool transB, double alpha) {
+  SmallVector<Type> elements;
+  for (auto [name, m, rank] : {std::tuple<StringRef, Value, int64_t>{"A", a, 2},
+                               {"B", bm, 2},
+                               {"C", c, 2},
+                               {"bias", bias, 1}}) {
+    auto type = dyn_cast<MemRefType>(m.getType());
+    if (!type || type.getRank() != rank)
+      return emitError(loc)
+             << "GEMM with bias operand " << name << " must be a " << rank
+             << "-D memref, got " << m.getType();
+    if (rank == 1 && !type.getLayout().isIdentity())
+      return emitError(loc)
+             << "GEMM with bias needs a contiguous bias (identity layout), got "
+             << m.getType();
+    elements.push_back(type.getElementType());
+  }
+  FailureOr<StringRef> entry =
+      gemmBiasEntry(elements[0], elements[1], elements[2], elements[3]);
+  if (failed(entry))
+    return emitError(loc) << "no runtime GEMM with bias for element types A "
+                          << elements[0] << ", B " << elements[1] << ", C "
+                          << elements[2] << ", bias " << elements[3]
+                          << " (expected all f32 or all bf16)";
+  SmallVector<Value> args;
+  SmallVector<Value> operands = {a, bm, c};
+  for (auto [m, element] : llvm::zip(operands, elements))
+    args.push_back(
+        memref::CastOp::create(b, loc, gemmOperandType(element, 2), m));
+  args.push_back(memref::CastOp::create(
+      b, loc, MemRefType::get({ShapedType::kDynamic}, elements[3]), bias));
+  args.append({i32(transA), i32(transB), f32(alpha)});
+  func::CallOp::create(b, loc, *entry, TypeRange{}, args);
+  return success();
+}
+
 LogicalResult KernelBuilder::gemmBatched(Value a, Value bm, Value c,
                                          bool transA, bool transB, double alpha,
                                          double beta) {
@@ -238,6 +284,14 @@ void declareRuntimeFunctions(ModuleOp module) {
       declare(*KernelBuilder::gemmEntry(a, a, c, rank == 3),
               b.getFunctionType({ga, ga, gc, i32, i32, f32, f32}, {}));
     }
+  }
+  // With a bias epilogue: (A, B, C, bias, transA, transB, alpha), f32 and
+  // bf16.
+  for (Type t : {f32, bf16}) {
+    MemRefType g = gemmOperandType(t, 2);
+    declare(*KernelBuilder::gemmBiasEntry(t, t, t, t),
+            b.getFunctionType(
+                {g, g, g, MemRefType::get({dyn}, t), i32, i32, f32}, {}));
   }
   declare(::triax::rt::kState1D,
           b.getFunctionType({i32, i64}, {MemRefType::get({dyn}, f32)}));

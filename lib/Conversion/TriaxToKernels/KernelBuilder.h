@@ -161,6 +161,16 @@ public:
   /// The runtime GEMM entry for operands of these element types (`batched`:
   /// the 3-D form), or failure when the runtime has none.
   static FailureOr<StringRef> gemmEntry(Type a, Type b, Type c, bool batched);
+  /// C = alpha * op(A) op(B) + bias (bias[n] on every row of C, beta 0)
+  /// through the runtime's GEMM with a bias epilogue, on 2-D A, B, C and a
+  /// 1-D contiguous (identity layout) bias: f32 f32 f32 f32 ->
+  /// trx_sgemm_bias, bf16 bf16 bf16 bf16 -> trx_gemm_bf16_bias. Anything
+  /// else is an error at the builder's location and a failure.
+  LogicalResult gemmBias(Value a, Value bm, Value c, Value bias, bool transA,
+                         bool transB, double alpha = 1.0);
+  /// The runtime entry of gemmBias for these element types (A, B, C, bias),
+  /// or failure when the runtime has none.
+  static FailureOr<StringRef> gemmBiasEntry(Type a, Type b, Type c, Type bias);
   /// A runtime-owned state buffer (parameter, AdamW moment) as `type`.
   Value state(int kind, int64_t param, MemRefType type);
   /// This rank's ZeRO chunk of a state buffer (1-D `type`).

@@ -1,8 +1,10 @@
 //===- LinearKernels.cpp - linear and its gradients -----------------------===//
 //
-// All matrix products go to the runtime's GEMM; the loops here only add the
-// bias (before the GEMM, which then accumulates with beta = 1) and reduce
-// the bias gradient.
+// All matrix products go to the runtime's GEMM; a linear's bias is the
+// GEMM's epilogue (trx_sgemm_bias / trx_gemm_bf16_bias), and the loops here
+// only add a bias the epilogue cannot take (bf16 operands into an f32
+// result, a strided bias: filled before the GEMM, which then accumulates
+// with beta = 1) and reduce the bias gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +30,21 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     auto [rows, cols] = KernelBuilder::rowsCols(y);
     double beta = 0.0;
     if (Value bias = adaptor.getBias()) {
+      auto biasType = cast<MemRefType>(bias.getType());
+      Type wElement =
+          cast<MemRefType>(adaptor.getWeight().getType()).getElementType();
+      if (biasType.getLayout().isIdentity() &&
+          succeeded(KernelBuilder::gemmBiasEntry(
+              cast<MemRefType>(x.getType()).getElementType(), wElement,
+              cast<MemRefType>(y.getType()).getElementType(),
+              biasType.getElementType()))) {
+        if (failed(k.gemmBias(x, adaptor.getWeight(), y, bias,
+                              /*transA=*/false,
+                              /*transB=*/op.getTransposeWeight())))
+          return failure();
+        rewriter.replaceOp(op, out);
+        return success();
+      }
       k.parallel({rows, cols}, [&](KernelBuilder &k, ValueRange ivs) {
         k.store(k.load(bias, ivs[1]), y, ivs);
       });

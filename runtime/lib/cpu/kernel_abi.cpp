@@ -1,10 +1,10 @@
 //===- kernel_abi.cpp - The runtime functions compiled code calls ---------===//
 //
 // The kernel ABI of include/triax/Conversion/RuntimeABI.h on the CPU:
-//  - the GEMMs (_mlir_ciface_trx_sgemm, trx_gemm_bf16, trx_gemm_bf16_f32 and
-//    their _batched forms): one checker (shapes, strides, overlap) in front
-//    of trx_gemm_compute, OpenBLAS cblas_sgemm here (weak; cuBLASLt in the
-//    CUDA runtime);
+//  - the GEMMs (_mlir_ciface_trx_sgemm, trx_gemm_bf16, trx_gemm_bf16_f32,
+//    their _batched forms, trx_sgemm_bias and trx_gemm_bf16_bias): one
+//    checker (shapes, strides, overlap) in front of trx_gemm_compute,
+//    OpenBLAS cblas_sgemm here (weak; cuBLASLt in the CUDA runtime);
 //  - _mlir_ciface_trx_state_1d/2d: views of the runtime-owned parameter,
 //    AdamW and gradient buffers bound with trx_state_bind;
 //  - _mlir_memref_to_llvm_alloc/aligned_alloc/free: the compiled code's
@@ -251,12 +251,58 @@ void scaleC(const Operand &c, int32_t type, float beta) {
     }
 }
 
+/// The fields of a rank-1 memref descriptor (the bias of the *_bias GEMMs).
+struct RawVector {
+  const char *aligned;
+  int64_t offset, size, stride;
+};
+
+template <typename Desc>
+RawVector rawVector(const char *fn, const char *name, const Desc *d) {
+  if (!d)
+    abortWith(fn, "operand %s is NULL", name);
+  return {reinterpret_cast<const char *>(d->aligned), d->offset, d->sizes[0],
+          d->strides[0]};
+}
+
+/// The bias of a *_bias GEMM as a 1 x N operand of C's element size, after
+/// checking that it is a contiguous vector of N elements.
+Operand checkBias(const char *fn, const RawVector &v, int64_t N, size_t elem) {
+  if (v.size != N)
+    abortWith(fn, "bias has %" PRId64 " elements but C has %" PRId64 " columns",
+              v.size, N);
+  if (v.offset < 0)
+    abortWith(fn, "bias has negative offset %" PRId64, v.offset);
+  if (N > 1 && v.stride != 1)
+    abortWith(fn, "bias has stride %" PRId64 " (it must be contiguous)",
+              v.stride);
+  if (N > 0 && !v.aligned)
+    abortWith(fn, "bias has a NULL data pointer");
+  char *data = v.aligned
+                   ? const_cast<char *>(v.aligned) + v.offset * int64_t(elem)
+                   : nullptr;
+  return {data, elem, 1, 1, N, 0, N > 1 ? N : 1, false};
+}
+
+/// C[i, j] = bias[j] on the stored view of C (batch 1), the element bytes
+/// copied (bias has C's element type).
+void fillBias(const Operand &c, const char *bias) {
+  for (int64_t i = 0; i < c.srows(); ++i) {
+    char *row = c.matrix(0) + i * c.ld * int64_t(c.elem);
+    for (int64_t j = 0; j < c.scols(); ++j)
+      std::memcpy(row + j * int64_t(c.elem),
+                  bias + (c.colMajor ? i : j) * int64_t(c.elem), c.elem);
+  }
+}
+
 /// The shared body of every GEMM entry: checks the operands (shapes,
 /// strides, batch sizes, overlap), handles the empty cases, and hands the
-/// rest to trx_gemm_compute as a row-major problem.
+/// rest to trx_gemm_compute as a row-major problem. With `bias` (the 2-D
+/// *_bias entries, beta 0), C = alpha op(A) op(B) + bias[n] on every row.
 void runGemm(const char *fn, int32_t type, const RawMemref &A,
              const RawMemref &B, const RawMemref &C, int32_t transA,
-             int32_t transB, float alpha, float beta) {
+             int32_t transB, float alpha, float beta,
+             const RawVector *bias = nullptr) {
   size_t abElem = type == TRX_GEMM_F32 ? sizeof(float) : sizeof(uint16_t);
   size_t cElem = type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
   bool batched = C.rank == 3;
@@ -277,17 +323,35 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
               "batch sizes do not agree: A has %" PRId64 ", B %" PRId64
               ", C %" PRId64,
               a.batch, b.batch, c.batch);
+  Operand biasOp{};
+  if (bias)
+    biasOp = checkBias(fn, *bias, N, cElem);
   if (M == 0 || N == 0 || c.batch == 0)
     return;
   checkBatchDisjoint(fn, c);
   checkNoOverlap(fn, batched, c, a, "A");
   checkNoOverlap(fn, batched, c, b, "B");
+  if (bias)
+    checkNoOverlap(fn, batched, c, biasOp, "bias");
   if (K == 0) {
     // On the host: wait for the device's earlier work on C (CUDA target;
     // a no-op on the CPU).
     trx_device_sync();
-    scaleC(c, type, beta);
+    if (bias)
+      fillBias(c, biasOp.data);
+    else
+      scaleC(c, type, beta);
     return;
+  }
+  // A transposed C is computed as C^T below, along whose rows the bias
+  // would run (no backend epilogue does that): fill C with the bias on the
+  // host and accumulate into it instead (same result as the CPU backend).
+  const void *biasData = bias ? biasOp.data : nullptr;
+  if (bias && c.colMajor) {
+    trx_device_sync();
+    fillBias(c, biasOp.data);
+    beta = 1.0f;
+    biasData = nullptr;
   }
   // op(X) is stored X^(trans xor colMajor). A transposed C is computed as
   // C^T = op(B)^T op(A)^T.
@@ -300,6 +364,7 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
   p.strideC = c.bstride;
   p.alpha = alpha;
   p.beta = beta;
+  p.bias = biasData;
   p.K = K;
   const Operand *first = &a, *second = &b;
   if (c.colMajor) {
@@ -443,6 +508,26 @@ extern "C" void _mlir_ciface_trx_gemm_bf16_f32_batched(
           rawMemref(fn, "C", C), transA, transB, alpha, beta);
 }
 
+extern "C" void
+_mlir_ciface_trx_sgemm_bias(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
+                            trx_memref_f32_2d *C, trx_memref_f32_1d *bias,
+                            int32_t transA, int32_t transB, float alpha) {
+  const char *fn = "trx_sgemm_bias";
+  RawVector v = rawVector(fn, "bias", bias);
+  runGemm(fn, TRX_GEMM_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, &v);
+}
+
+extern "C" void
+_mlir_ciface_trx_gemm_bf16_bias(trx_memref_bf16_2d *A, trx_memref_bf16_2d *B,
+                                trx_memref_bf16_2d *C, trx_memref_bf16_1d *bias,
+                                int32_t transA, int32_t transB, float alpha) {
+  const char *fn = "trx_gemm_bf16_bias";
+  RawVector v = rawVector(fn, "bias", bias);
+  runGemm(fn, TRX_GEMM_BF16, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, &v);
+}
+
 namespace {
 
 /// Widens a rows x cols bf16 matrix with row stride `ld` into a contiguous
@@ -471,7 +556,24 @@ void resizeScratch(std::vector<float> &v, int64_t n) {
 /// accumulation, and a bf16 C is rounded back once. Weak: the CUDA runtime
 /// (lib/cuda/blas.cpp) supplies cuBLASLt instead.
 extern "C" __attribute__((weak)) void
-trx_gemm_compute(const trx_gemm_problem *p) {
+trx_gemm_compute(const trx_gemm_problem *problem) {
+  // A bias: C = bias on every row, then the product accumulated with
+  // beta 1, the order the compiled code used before the *_bias entries
+  // (bit for bit the same results).
+  trx_gemm_problem withBias;
+  const trx_gemm_problem *p = problem;
+  if (problem->bias) {
+    withBias = *problem;
+    size_t elem = p->type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+    const char *b = static_cast<const char *>(p->bias);
+    for (int64_t r = 0; r < p->M; ++r) {
+      char *row = static_cast<char *>(p->C) + r * p->ldc * int64_t(elem);
+      std::memcpy(row, b, size_t(p->N) * elem);
+    }
+    withBias.beta = 1.0f;
+    withBias.bias = nullptr;
+    p = &withBias;
+  }
   CBLAS_TRANSPOSE ta = p->transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = p->transB ? CblasTrans : CblasNoTrans;
   int M = int(p->M), N = int(p->N), K = int(p->K);

@@ -13,6 +13,16 @@
 // C^T = alpha op(B)^T op(A)^T + beta C^T: cuBLASLt gets B as its A and A
 // as its B, with the same transpose flags, and N, M swapped.
 //
+// Bias epilogue (trx_sgemm_bias, trx_gemm_bf16_bias): the problem's
+// row-major C_row[m, n] is C^T_col[n, m], so the column-major D that
+// cuBLASLt writes is N x M with n as its ROW index. CUBLASLT_EPILOGUE_BIAS
+// adds bias[row] to every column of D (the vector's length must be D's row
+// count), i.e. bias[n] to C_row[m, n] for every m: exactly the linear
+// layer's bias broadcast over C's rows. The entries hand a bias only with
+// a row-major C (a transposed C is filled with the bias on the host and
+// accumulated into, beta 1) and beta 0; the bias has C's element type
+// (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set to D's type, also its default).
+//
 // Precision: fp32 accumulation everywhere (CUBLAS_COMPUTE_32F, f32 alpha
 // and beta). f32 operands stay f32 (no TF32: that would take
 // CUBLAS_COMPUTE_32F_FAST_TF32), so the numbers match the CPU target's
@@ -98,7 +108,7 @@ uint32_t alignmentOf(const void *p, int64_t batch, int64_t stride,
 }
 
 /// A problem's cache key: everything the descriptors and the heuristic see.
-using PlanKey = std::array<int64_t, 16>;
+using PlanKey = std::array<int64_t, 18>;
 
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -153,6 +163,20 @@ Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
                                         &opA, sizeof(opA)));
   TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                         &opB, sizeof(opB)));
+  if (p.bias) {
+    // bias[n] along the rows of the column-major D = C^T (see the top).
+    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    int32_t biasType = ct;
+    TRX_LT(cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
+                                          CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                          &biasType, sizeof(biasType)));
+    // The heuristic reads the pointer's alignment (the key holds it); each
+    // call sets its own pointer again.
+    TRX_LT(cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+  }
   // Stored row-major B is (transB ? N x K : K x N): column-major, the
   // transpose (transB ? K x N : N x K); likewise A.
   plan.a = layout(ab, p.transB ? p.K : p.N, p.transB ? p.N : p.K, p.ldb,
@@ -200,9 +224,10 @@ Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
              "no algorithm for a %s GEMM M=%" PRId64 " N=%" PRId64 " K=%" PRId64
              " batch=%" PRId64 " transA=%d transB=%d lda=%" PRId64
              " ldb=%" PRId64 " ldc=%" PRId64 " (alignments A %u, B %u, C %u "
-             "bytes)%s%s",
+             "bytes)%s%s%s",
              typeName(p.type), p.M, p.N, p.K, p.batch, p.transA, p.transB,
-             p.lda, p.ldb, p.ldc, alignA, alignB, alignC, found < 1 ? "" : ": ",
+             p.lda, p.ldb, p.ldc, alignA, alignB, alignC,
+             p.bias ? " with a bias epilogue" : "", found < 1 ? "" : ": ",
              found < 1 ? "" : cublasLtGetStatusName(result.state));
     triax::rt::cuda::fail("cublasLtMatmulAlgoGetHeuristic", what);
   }
@@ -220,9 +245,11 @@ const Plan &planFor(const trx_gemm_problem &p) {
   uint32_t alignA = alignmentOf(p.A, p.batch, p.strideA, abElem);
   uint32_t alignB = alignmentOf(p.B, p.batch, p.strideB, abElem);
   uint32_t alignC = alignmentOf(p.C, p.batch, p.strideC, cElem);
-  PlanKey key = {p.type,    p.transA, p.transB, p.M,   p.N,       p.K,
-                 p.batch,   p.lda,    p.ldb,    p.ldc, p.strideA, p.strideB,
-                 p.strideC, alignA,   alignB,   alignC};
+  uint32_t alignBias = p.bias ? alignmentOf(p.bias, 1, 0, cElem) : 0;
+  PlanKey key = {p.type,    p.transA,          p.transB,  p.M,    p.N,
+                 p.K,       p.batch,           p.lda,     p.ldb,  p.ldc,
+                 p.strideA, p.strideB,         p.strideC, alignA, alignB,
+                 alignC,    p.bias != nullptr, alignBias};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
   if (it == plans.end())
@@ -238,10 +265,26 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
     triax::rt::cuda::fail("trx_gemm_compute",
                           "invalid problem (the GEMM entries hand over only "
                           "non-empty, checked problems)");
+  if (p->bias &&
+      (p->type == TRX_GEMM_BF16_F32 || p->batch != 1 || p->beta != 0.0f))
+    triax::rt::cuda::fail("trx_gemm_compute",
+                          "a bias epilogue takes an f32 or bf16 C, batch 1 "
+                          "and beta 0");
   const Plan &plan = planFor(*p);
   LtState &state = lt();
   // CUstream and cudaStream_t are the same type (CUstream_st *).
   cudaStream_t stream = triax::rt::cuda::stream();
+  // The cached descriptor of a bias plan gets this call's vector (same
+  // alignment as the one the plan was made for: it is in the key), under a
+  // lock from the setting to the enqueue.
+  static std::mutex biasMutex;
+  std::unique_lock<std::mutex> biasLock(biasMutex, std::defer_lock);
+  if (p->bias) {
+    biasLock.lock();
+    TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
+                                          CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                          &p->bias, sizeof(p->bias)));
+  }
   TRX_LT(cublasLtMatmul(state.handle, plan.desc, &p->alpha, p->B, plan.a, p->A,
                         plan.b, &p->beta, p->C, plan.c, p->C, plan.c,
                         &plan.algo, reinterpret_cast<void *>(state.workspace),

@@ -33,7 +33,7 @@
 // Z3: %[[FC:.*]] = memref.alloc() : memref<64x256xf32>
 // Z3: call @trx_all_gather_f32
 // Z3: %[[FCV:.*]] = memref.cast %[[FC]] : memref<64x256xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
-// Z3: call @trx_sgemm({{.*}}, %[[FCV]],
+// Z3: call @trx_sgemm_bias({{.*}}, %[[FCV]],
 // Z3: memref.dealloc %[[FC]] : memref<64x256xf32>
 
 // Data parallelism: one bucket (the default 25 MiB holds them all) of the

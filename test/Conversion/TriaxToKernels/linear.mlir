@@ -1,5 +1,6 @@
-// linear and its gradients: bias broadcast, then GEMMs through the runtime
-// with the right transposes; parameters are runtime-owned state views.
+// linear and its gradients: GEMMs through the runtime with the right
+// transposes, the bias as the forward GEMM's epilogue (trx_sgemm_bias, no
+// fill loop); parameters are runtime-owned state views.
 // RUN: triax-opt %s --convert-triax-to-kernels --cse | FileCheck %s
 
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
@@ -25,6 +26,8 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // The model is gone; the runtime ABI is declared once.
 // CHECK-NOT: triax.model
 // CHECK-DAG: func.func private @trx_sgemm(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i32, i32, f32, f32) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @trx_sgemm_bias(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32>, i32, i32, f32) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @trx_gemm_bf16_bias(memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?x?xbf16, strided<[?, ?], offset: ?>>, memref<?xbf16>, i32, i32, f32) attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @trx_state_1d(i32, i64) -> memref<?xf32> attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @trx_state_2d(i32, i64) -> memref<?x?xf32> attributes {llvm.emit_c_interface}
 
@@ -35,14 +38,16 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // CHECK: %[[I1:.*]] = arith.constant 1 : i64
 // CHECK: call @trx_state_2d(%{{.*}}, %[[I1]]) : (i32, i64) -> memref<?x?xf32>
 // CHECK: memref.cast %{{.*}} : memref<?x?xf32> to memref<8x12xf32>
-// Bias first (every row), then x W accumulated with beta = 1.
+// y = x W + b in one GEMM whose epilogue adds b to every row: no loop
+// writes y first.
+// CHECK: %[[B:.*]] = memref.cast %{{.*}} : memref<?xf32> to memref<12xf32>
 // CHECK: %[[Y:.*]] = memref.alloc() {{.*}}: memref<2x4x12xf32>
 // CHECK: %[[YR:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1], [2]] : memref<2x4x12xf32> into memref<8x12xf32>
-// CHECK: scf.parallel (%[[M:.*]], %[[N:.*]]) = {{.*}} to {{.*}} {
-// CHECK:   memref.load %{{.*}}[%[[N]]] : memref<12xf32>
-// CHECK:   memref.store %{{.*}}, %[[YR]][%[[M]], %[[N]]] : memref<8x12xf32>
-// CHECK: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i32, %c0_i32, %[[ONE:.*]], %[[ONE]])
-// dx = dy W^T: transB.
+// CHECK-NOT: scf.parallel
+// CHECK: %[[YC:.*]] = memref.cast %[[YR]] : memref<8x12xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[BC:.*]] = memref.cast %[[B]] : memref<12xf32> to memref<?xf32>
+// CHECK: call @trx_sgemm_bias(%{{.*}}, %{{.*}}, %[[YC]], %[[BC]], %c0_i32, %c0_i32, %[[ONE:.*]]) :
+// dx = dy W^T: transB, no bias (beta 0).
 // CHECK: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c0_i32, %c1_i32, %[[ONE]], %{{.*}})
 // dW = x^T dy and (transposed layout) dy^T x: transA.
 // CHECK: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32,
