@@ -22,6 +22,10 @@
 // a row-major C (a transposed C is filled with the bias on the host and
 // accumulated into, beta 1) and beta 0; the bias has C's element type
 // (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set to D's type, also its default).
+// Should the heuristic have no epilogue algorithm for a problem (the bias
+// pointer's alignment is one of its inputs), the plan is the plain GEMM and
+// the bias is copied into C's rows on the host (after trx_device_sync;
+// managed memory) and accumulated into with beta 1.
 //
 // Precision: fp32 accumulation everywhere (CUBLAS_COMPUTE_32F, f32 alpha
 // and beta). f32 operands stay f32 (no TF32: that would take
@@ -53,6 +57,7 @@
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -115,6 +120,10 @@ struct Plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo;
   size_t workspace = 0;
+  /// A bias problem the heuristic had no epilogue algorithm for (an
+  /// unusually aligned bias, say): the plan is the plain GEMM, and the
+  /// bias is written into C on the host first and accumulated into (beta 1).
+  bool biasOnHost = false;
 };
 
 const char *typeName(int32_t type) {
@@ -218,6 +227,17 @@ Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
                                         plan.c, plan.c, pref, 1, &result,
                                         &found));
   TRX_LT(cublasLtMatmulPreferenceDestroy(pref));
+  if (p.bias && (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)) {
+    TRX_LT(cublasLtMatrixLayoutDestroy(plan.a));
+    TRX_LT(cublasLtMatrixLayoutDestroy(plan.b));
+    TRX_LT(cublasLtMatrixLayoutDestroy(plan.c));
+    TRX_LT(cublasLtMatmulDescDestroy(plan.desc));
+    trx_gemm_problem plain = p;
+    plain.bias = nullptr;
+    Plan fallback = makePlan(plain, alignA, alignB, alignC);
+    fallback.biasOnHost = true;
+    return fallback;
+  }
   if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
     char what[512];
     snprintf(what, sizeof(what),
@@ -279,15 +299,25 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
   // lock from the setting to the enqueue.
   static std::mutex biasMutex;
   std::unique_lock<std::mutex> biasLock(biasMutex, std::defer_lock);
-  if (p->bias) {
+  float beta = p->beta;
+  if (p->bias && plan.biasOnHost) {
+    // The device's earlier work on C first; C and the bias are managed
+    // memory (trx_alloc).
+    trx_device_sync();
+    size_t elem = p->type == TRX_GEMM_BF16 ? 2 : 4;
+    for (int64_t r = 0; r < p->M; ++r)
+      std::memcpy(static_cast<char *>(p->C) + r * p->ldc * int64_t(elem),
+                  p->bias, size_t(p->N) * elem);
+    beta = 1.0f;
+  } else if (p->bias) {
     biasLock.lock();
     TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
                                           CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                           &p->bias, sizeof(p->bias)));
   }
   TRX_LT(cublasLtMatmul(state.handle, plan.desc, &p->alpha, p->B, plan.a, p->A,
-                        plan.b, &p->beta, p->C, plan.c, p->C, plan.c,
-                        &plan.algo, reinterpret_cast<void *>(state.workspace),
+                        plan.b, &beta, p->C, plan.c, p->C, plan.c, &plan.algo,
+                        reinterpret_cast<void *>(state.workspace),
                         plan.workspace, stream));
   gemms.fetch_add(1, std::memory_order_relaxed);
   // Stream-ordered like the kernel launches: the host syncs before it
