@@ -49,7 +49,7 @@ CPU_TAIL = (
     # after triax-outline-kernels.
     "builtin.module(canonicalize, cse, expand-strided-metadata, lower-affine,"
     " finalize-memref-to-llvm{use-generic-functions=true}, convert-scf-to-cf,"
-    " convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
+    " arith-expand{include-bf16=true}, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
     " convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm,"
     " reconcile-unrealized-casts)")
 
