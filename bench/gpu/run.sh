@@ -24,7 +24,7 @@
 #           bf16; relative 8e-3: one bf16 ulp);
 #        2. tiny, 10 steps, losses against the CPU binary's: fp32 (both
 #           row forms; relative 1e-4) and bf16 (--precision bf16, against
-#           the CPU's bf16 binary; relative 2e-2, see run_gpu);
+#           the CPU's bf16 binary; relative 5e-3, see run_gpu);
 #           the bf16 run also shows the one-rank NCCL communicator (-v);
 #        3. gpt2 (124M, seq 1024, batch 8), bf16 and fp32: --gpt2-steps
 #           steps (30), ms/step, tokens/s, MFU against the bf16 peak;
@@ -59,7 +59,7 @@ torch_steps=20
 torch=1
 peak_tflops=989.4
 # tiny bf16 (GPU) against tiny bf16 (CPU): see the comment in run_gpu.
-bf16_rtol=2e-2
+bf16_rtol=5e-3
 while (($#)); do
   case "$1" in
     --build) build="$2"; shift 2 ;;
