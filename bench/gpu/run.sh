@@ -238,7 +238,8 @@ run_gpu() {
   libs="$(cuda_libs)"
   # The bundled Open MPI when it loads here, else the single-rank stand-in.
   if ((!dry)) && LD_LIBRARY_PATH="$mpi${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      ldd "$bundle/train-tiny-fp32" 2>&1 | grep -q "not found"; then
+      ldd "$bundle/train-tiny-fp32" 2>&1 | grep "not found" |
+      grep -Eq "lib(mpi|open-pal|open-rte|event|hwloc)"; then
     mpi="$bundle/lib-stub"
     echo "run.sh: the bundled Open MPI does not load here; using lib-stub/libmpi.so.40 (one rank)" >&2
   fi
