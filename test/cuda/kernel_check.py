@@ -301,6 +301,31 @@ def sh(cmd, **kw):
     subprocess.run(cmd, check=True, **kw)
 
 
+def link_command(cc, exe, inputs, target, runtime_dir, runtime_include,
+                 cuda_toolkit, mpi):
+    """The link of a harness with generated objects for `target` (cpu or
+    cuda), as triaxc links a binary (lib/Driver/Compiler.cpp): the CUDA
+    runtime whole ahead of the CPU runtime, OpenBLAS on the CPU, cuBLASLt,
+    cuBLAS, NCCL and the driver on CUDA. `mpi` is mpicc's link flags.
+    attention_reference.py links its harness with this too."""
+    link = [cc, "-O2", "-o", exe] + inputs + ["-I" + runtime_include]
+    if target == "cuda":
+        link += ["-Wl,--whole-archive",
+                 os.path.join(runtime_dir, "libtriax_rt_cuda.a"),
+                 "-Wl,--no-whole-archive"]
+    link += [os.path.join(runtime_dir, "libtriax_rt.a")]
+    if target == "cpu":
+        link += ["-lopenblas"]  # (cuda: cuBLAS, see runtime/lib/cuda)
+    link += ["-lstdc++", "-lm"] + mpi
+    if target == "cuda":
+        lib64 = os.path.join(cuda_toolkit, "lib64")
+        nccl = os.path.join(cuda_toolkit, "lib")
+        link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublasLt",
+                 "-lcublas", "-L" + nccl, "-Wl,-rpath," + nccl, "-lnccl",
+                 "-L" + os.path.join(lib64, "stubs"), "-lcuda", "-lstdc++"]
+    return link
+
+
 def build(a):
     os.makedirs(a.outdir, exist_ok=True)
     tools = a.tools_dir
@@ -333,7 +358,6 @@ def build(a):
     mpi = subprocess.run(["mpicc", "-showme:link"], capture_output=True,
                          text=True).stdout.split() or ["-lmpi"]
     rt = a.runtime_dir
-    common = ["-I" + a.runtime_include]
     for target in ("cpu", "cuda"):
         lowered = os.path.join(a.outdir, "kernels-%s.llvm.mlir" % target)
         if target == "cpu":
@@ -351,21 +375,8 @@ def build(a):
         sh([os.path.join(llvm, "llc"), "-O2", "-filetype=obj",
             "-relocation-model=pic", ll, "-o", obj])
         exe = os.path.join(a.outdir, "kernel-check-" + target)
-        link = [a.cc, "-O2", "-o", exe, harness_c, obj] + common
-        if target == "cuda":
-            link += ["-Wl,--whole-archive", os.path.join(rt, "libtriax_rt_cuda.a"),
-                     "-Wl,--no-whole-archive"]
-        link += [os.path.join(rt, "libtriax_rt.a")]
-        if target == "cpu":
-            link += ["-lopenblas"]  # (cuda: cuBLAS, see runtime/lib/cuda)
-        link += ["-lstdc++", "-lm"] + mpi
-        if target == "cuda":
-            lib64 = os.path.join(a.cuda_toolkit, "lib64")
-            # As triaxc links a CUDA binary (lib/Driver/Compiler.cpp).
-            nccl = os.path.join(a.cuda_toolkit, "lib")
-            link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublasLt",
-                     "-lcublas", "-L" + nccl, "-Wl,-rpath," + nccl, "-lnccl",
-                     "-L" + os.path.join(lib64, "stubs"), "-lcuda", "-lstdc++"]
+        link = link_command(a.cc, exe, [harness_c, obj], target, rt,
+                            a.runtime_include, a.cuda_toolkit, mpi)
         sh(link)
     print("kernel_check.py: %d kernels; %s/kernel-check-cpu and "
           "kernel-check-cuda built" % (len(kernels), a.outdir))

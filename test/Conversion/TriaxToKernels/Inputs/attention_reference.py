@@ -42,6 +42,11 @@ import sys
 
 import numpy as np
 
+# The harness is linked as kernel_check.py links its own (test/cuda).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "cuda"))
+import kernel_check  # noqa: E402
+
 # (batch, seq, heads, kv_heads, head_dim): odd sizes so that a wrong stride
 # or a wrong head mapping cannot line up by chance.
 SHAPES = [
@@ -58,7 +63,6 @@ CONFIGS = ([(shape, "f32", "f32") for shape in SHAPES] +
            [(SHAPES[1], "bf16", "bf16"), (SHAPES[0], "bf16", "bf16"),
             (SHAPES[2], "bf16", "f32")])
 
-CPU_LINK = ["-lopenblas"]
 ESIZE = {"f32": 4, "bf16": 2}
 
 
@@ -289,20 +293,9 @@ def build(a):
     mpi = subprocess.run(["mpicc", "-showme:link"], capture_output=True,
                          text=True).stdout.split() or ["-lmpi"]
     exe = os.path.join(a.outdir, "attention-check-" + a.target)
-    link = [a.cc, "-O2", "-o", exe, harness_c, obj,
-            "-I" + a.runtime_include]
-    if a.target == "cuda":
-        link += ["-Wl,--whole-archive",
-                 os.path.join(a.runtime_dir, "libtriax_rt_cuda.a"),
-                 "-Wl,--no-whole-archive"]
-    link += [os.path.join(a.runtime_dir, "libtriax_rt.a")]
-    if a.target == "cpu":
-        link += CPU_LINK
-    link += ["-lstdc++", "-lm"] + mpi
-    if a.target == "cuda":
-        lib64 = os.path.join(a.cuda_toolkit, "lib64")
-        link += ["-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas", "-lcublasLt", "-lnccl",
-                 "-L" + os.path.join(lib64, "stubs"), "-lcuda", "-lstdc++"]
+    link = kernel_check.link_command(a.cc, exe, [harness_c, obj], a.target,
+                                     a.runtime_dir, a.runtime_include,
+                                     a.cuda_toolkit, mpi)
     sh(link)
     return exe
 
