@@ -450,6 +450,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   PassManager pm(&context);
   ::triax::LowerCPUOptions lowerOptions;
   lowerOptions.openmp = options.openmp;
+  lowerOptions.fuseOptimizer = options.fuseOptimizer;
   if (cuda)
     ::triax::buildLowerCUDAPipeline(pm, cudaOptions);
   else

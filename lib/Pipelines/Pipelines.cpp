@@ -126,7 +126,10 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   pm.addPass(mlir::triax::createTriaxFuseElementwise());
   // Layer ops -> loop nests on buffers + runtime GEMM/state calls; buffers
   // are freed after their last use. Target-neutral up to here.
-  pm.addPass(mlir::triax::createConvertTriaxToKernels());
+  mlir::triax::ConvertTriaxToKernelsOptions kernels;
+  kernels.fuseOptimizer = options.fuseOptimizer;
+  kernels.kernelParamBytes = 0; // a CPU loop passes no kernel parameters
+  pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   // One function per kernel: keeps the lowering below and LLVM linear in the
   // model's size (a 96-layer model has thousands of loop nests).
   pm.addPass(mlir::triax::createTriaxOutlineKernels());
@@ -184,6 +187,19 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
   return "";
 }
 
+int64_t ::triax::kernelParamBytes(llvm::StringRef features) {
+  // "+ptx81", possibly among other comma-separated features.
+  llvm::SmallVector<llvm::StringRef> parts;
+  features.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    unsigned version = 0;
+    if (part.consume_front("+ptx") && !part.getAsInteger(10, version))
+      return version >= 81 ? 32764 : 4352;
+  }
+  return 4352;
+}
+
 void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
                                      const LowerCUDAOptions &options) {
   // The same kernel IR as the CPU path (see buildLowerCPUPipeline): fused
@@ -191,9 +207,11 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   // function per kernel.
   pm.addPass(mlir::triax::createTriaxFuseElementwise());
   // One kernel for all the AdamW updates of a step (not one per
-  // parameter): consecutive triax.adamw ops share one parallel loop.
+  // parameter): consecutive triax.adamw ops share one parallel loop, as
+  // many as the PTX version's kernel parameter space holds.
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = true;
+  kernels.kernelParamBytes = kernelParamBytes(options.features);
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   pm.addPass(mlir::triax::createTriaxOutlineKernels());
   pm.addPass(createCanonicalizerPass());

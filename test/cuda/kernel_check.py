@@ -474,7 +474,7 @@ def main():
     b.add_argument("--llvm-bin", default="/usr/lib/llvm-22/bin")
     b.add_argument("--cuda-toolkit", default="/usr/local/cuda")
     b.add_argument("--arch", default="sm_90")
-    b.add_argument("--features", default="+ptx80")
+    b.add_argument("--features", default="+ptx81")
     b.add_argument("--cc", default="cc")
     b.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                    help="triaxc --precision of the kernel IR")

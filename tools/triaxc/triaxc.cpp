@@ -30,7 +30,7 @@ static cl::opt<std::string>
              cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(category));
 static cl::opt<std::string>
     cudaFeatures("cuda-features",
-                 cl::desc("--target cuda: PTX features (default +ptx80)"),
+                 cl::desc("--target cuda: PTX features (default +ptx81)"),
                  cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     cudaToolkit("cuda-toolkit",
@@ -54,6 +54,12 @@ static cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
 static cl::opt<bool> openmp("openmp",
                             cl::desc("Run parallel loops on OpenMP threads"),
                             cl::cat(category));
+static cl::opt<bool> fuseOptimizer(
+    "fuse-optimizer",
+    cl::desc("--target cpu: update all parameters in one loop per step, as "
+             "the cuda target's one AdamW kernel does (bit-identical "
+             "results)"),
+    cl::cat(category));
 static cl::opt<std::string>
     runtimeDir("runtime-dir", cl::desc("Directory holding libtriax_rt.a"),
                cl::init(TRIAX_RUNTIME_LIB_DIR), cl::cat(category));
@@ -165,6 +171,7 @@ int main(int argc, char **argv) {
   options.emit = emit;
   options.verbose = verbose;
   options.openmp = openmp;
+  options.fuseOptimizer = fuseOptimizer;
   options.runtimeLibDir = runtimeDir;
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;

@@ -36,12 +36,23 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     concatenated elements, each element dispatched to its parameter's
     update by a binary tree of `scf.if e < offset`: one GPU kernel launch
     per step instead of one per parameter. Each element is computed exactly
-    as without the option.
+    as without the option. A run is cut where its launch would pass more
+    than `kernel-param-bytes` of kernel parameters: each update passes four
+    1-D buffers (memref descriptors of 40 bytes), and the step's learning
+    rate, gradient scale and bias corrections are shared. PTX ISA 8.1 and
+    later allow 32764 bytes (`triax-lower-cuda` passes that with its
+    default `+ptx81`: a gpt2 step, 196 updates, is one launch); before 8.1,
+    4352 (27 updates per launch).
   }];
   let options = [
     Option<"fuseOptimizer", "fuse-optimizer", "bool", /*default=*/"false",
            "Lower consecutive triax.adamw ops of one step as one parallel "
            "loop over all their elements (one kernel on the GPU)">,
+    Option<"kernelParamBytes", "kernel-param-bytes", "int64_t",
+           /*default=*/"4352",
+           "fuse-optimizer: the most bytes of kernel parameters one fused "
+           "launch may pass (4352 before PTX ISA 8.1, 32764 from 8.1; 0: "
+           "no limit, as on the CPU)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -18,7 +18,7 @@ struct CompileOptions {
   /// "cpu" or "cuda" (docs/cuda.md).
   std::string target = "cpu";
   /// --target cuda: the GPU architecture, its PTX features ("" = the
-  /// pipeline's default, +ptx80) and the CUDA toolkit (ptxas, cuBLAS).
+  /// pipeline's default, +ptx81) and the CUDA toolkit (ptxas, cuBLAS).
   std::string cudaArch = "sm_90";
   std::string cudaFeatures;
   std::string cudaToolkit = "/usr/local/cuda";
@@ -30,6 +30,9 @@ struct CompileOptions {
   std::string emit;
   bool verbose = false;
   bool openmp = false;
+  /// --target cpu: one loop over all AdamW updates of a step (the cuda
+  /// target always fuses them).
+  bool fuseOptimizer = false;
   /// Where libtriax_rt.a and triax_rt.h are (defaults: the build tree).
   std::string runtimeLibDir, runtimeIncludeDir;
   /// The C compiler that compiles the model descriptor and links.

@@ -13,6 +13,12 @@ struct LowerCPUOptions : public mlir::PassPipelineOptions<LowerCPUOptions> {
                       llvm::cl::desc("Run the kernels' parallel loops on "
                                      "OpenMP threads"),
                       llvm::cl::init(false)};
+  Option<bool> fuseOptimizer{
+      *this, "fuse-optimizer",
+      llvm::cl::desc("One parallel loop over all the AdamW updates of a step "
+                     "(convert-triax-to-kernels{fuse-optimizer}; the cuda "
+                     "target always does it)"),
+      llvm::cl::init(false)};
 };
 
 /// Options of triax-lower-cuda (docs/cuda.md).
@@ -23,8 +29,10 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
                            llvm::cl::init("sm_90")};
   Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features; sm_90 needs PTX ISA 8.0 (+ptx80)"),
-      llvm::cl::init("+ptx80")};
+      llvm::cl::desc("PTX features; sm_90 needs PTX ISA 8.0 (+ptx80), and "
+                     "8.1 (the default, +ptx81) allows 32764 bytes of "
+                     "kernel parameters instead of 4352"),
+      llvm::cl::init("+ptx81")};
   Option<std::string> format{
       *this, "format",
       llvm::cl::desc("What is embedded: fatbin (ptxas + fatbinary), bin "
@@ -53,6 +61,10 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
 /// Checks the options of triax-lower-cuda (chip name, format, block size);
 /// returns a message naming the problem, or "" when they are usable.
 std::string checkLowerCUDAOptions(const LowerCUDAOptions &options);
+
+/// The most bytes of kernel parameters one launch may pass with PTX
+/// `features`: 32764 from PTX ISA 8.1 (+ptx81 or later), else 4352.
+int64_t kernelParamBytes(llvm::StringRef features);
 
 struct ParallelizeOptions
     : public mlir::PassPipelineOptions<ParallelizeOptions> {

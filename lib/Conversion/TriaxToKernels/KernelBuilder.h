@@ -251,11 +251,14 @@ void populateCollectivePatterns(TypeConverter &converter,
 void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           const ParamIndex &params);
 /// fuseOptimizer: a run of consecutive triax.adamw ops of one step becomes
-/// one parallel loop over their concatenated elements (one GPU launch).
+/// one parallel loop over their concatenated elements (one GPU launch),
+/// cut where the launch would pass more than kernelParamBytes of kernel
+/// parameters.
 void populateOptimizerPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                const ParamIndex &params,
-                               bool fuseOptimizer = false);
+                               bool fuseOptimizer = false,
+                               int64_t kernelParamBytes = 4352);
 void populatePipelinePatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
 

@@ -62,11 +62,20 @@ struct AdamWUpdate {
   Value bc1, bc2, eps, wd;
 };
 
+/// Whether `a` and `b` have the same bias corrections (same betas; their
+/// step is the same when they belong to one run).
+bool sameBetas(AdamWOp a, AdamWOp b) {
+  return a.getBeta1() == b.getBeta1() && a.getBeta2() == b.getBeta2();
+}
+
 /// Views and bias corrections of `op`'s update (`grad`: its converted
-/// gradient), built before the loop.
-FailureOr<AdamWUpdate> prepareAdamW(KernelBuilder &k, AdamWOp op, Value grad,
-                                    const ParamIndex &params,
-                                    FailureOr<int64_t> index) {
+/// gradient), built before the loop. `shared`: an update of the same step
+/// whose bias corrections are reused when the betas match (one value each
+/// for a fused run: fewer kernel parameters).
+FailureOr<AdamWUpdate>
+prepareAdamW(KernelBuilder &k, AdamWOp op, Value grad, const ParamIndex &params,
+             FailureOr<int64_t> index,
+             std::optional<std::pair<AdamWOp, AdamWUpdate>> shared = {}) {
   if (failed(index))
     return failure();
   auto type = cast<MemRefType>(grad.getType());
@@ -87,10 +96,15 @@ FailureOr<AdamWUpdate> prepareAdamW(KernelBuilder &k, AdamWOp op, Value grad,
   u.n = type.getNumElements();
   u.beta1 = op.getBeta1().convertToDouble();
   u.beta2 = op.getBeta2().convertToDouble();
-  Value step = arith::SIToFPOp::create(k.builder(), op.getLoc(),
-                                       k.builder().getF32Type(), op.getStep());
-  u.bc1 = k.sub(k.f32(1.0), k.pow(k.f32(u.beta1), step));
-  u.bc2 = k.sub(k.f32(1.0), k.pow(k.f32(u.beta2), step));
+  if (shared && sameBetas(shared->first, op)) {
+    u.bc1 = shared->second.bc1;
+    u.bc2 = shared->second.bc2;
+  } else {
+    Value step = arith::SIToFPOp::create(
+        k.builder(), op.getLoc(), k.builder().getF32Type(), op.getStep());
+    u.bc1 = k.sub(k.f32(1.0), k.pow(k.f32(u.beta1), step));
+    u.bc2 = k.sub(k.f32(1.0), k.pow(k.f32(u.beta2), step));
+  }
   u.eps = k.f32(op.getEps().convertToDouble());
   u.wd = k.f32(op.getWeightDecay().convertToDouble());
   return u;
@@ -153,30 +167,58 @@ bool sameStep(AdamWOp first, Operation *next) {
 /// launch instead of one per parameter. The ops of a run touch disjoint
 /// state (each its own parameter's buffers), so their order does not
 /// matter. Matches the run's first op and erases the others; a run of one
-/// is AdamWLowering's loop. Runs longer than kMaxRun are cut (the kernel's
-/// parameters must fit a launch): tiny's 36 updates are 2 launches, gpt2's
-/// 196 are 9.
+/// is AdamWLowering's loop. A run is cut where its launch would pass more
+/// than `paramBytes` of kernel parameters (runFrom): with PTX ISA 8.1's
+/// 32764 bytes gpt2's 196 updates are one launch, with 4352 bytes (27
+/// updates each) eight.
 struct FusedAdamWLowering : ParamPattern<AdamWOp> {
-  using ParamPattern::ParamPattern;
-  static constexpr int64_t kMaxRun = 24;
+  FusedAdamWLowering(TypeConverter &converter, MLIRContext *ctx,
+                     const ParamIndex &params, int64_t paramBytes)
+      : ParamPattern(converter, ctx, params), paramBytes(paramBytes) {}
+
+  /// Kernel-parameter bytes of one update: four flat buffers (parameter,
+  /// gradient, moments), each a 1-D memref descriptor (allocated and
+  /// aligned pointers, offset, size, stride: 40 bytes), plus its own two
+  /// f32 bias corrections unless its betas are the run's first's.
+  static int64_t bytesOf(AdamWOp first, AdamWOp update) {
+    return 4 * 40 + (sameBetas(first, update) ? 0 : 8);
+  }
+  /// Shared by the run: learning rate, gradient scale and the first
+  /// update's bias corrections, with room for alignment.
+  static constexpr int64_t kSharedBytes = 32;
+  int64_t paramBytes;
+
+  /// The run that starts at `first`: it and the consecutive updates of its
+  /// step after it, while the launch's parameters fit (at least one;
+  /// paramBytes 0: no limit).
+  SmallVector<AdamWOp> runFrom(AdamWOp first) const {
+    SmallVector<AdamWOp> run{first};
+    int64_t bytes = kSharedBytes + bytesOf(first, first);
+    while (auto next =
+               dyn_cast_if_present<AdamWOp>(run.back()->getNextNode())) {
+      if (!sameStep(first, next) ||
+          (paramBytes > 0 && bytes + bytesOf(first, next) > paramBytes))
+        break;
+      bytes += bytesOf(first, next);
+      run.push_back(next);
+    }
+    return run;
+  }
+
   LogicalResult
   matchAndRewrite(AdamWOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // Only the first op of a run (the others go with it). A run holds at
-    // most kMaxRun updates: each passes four buffers (memref descriptors of
-    // 40 bytes on the GPU) and two bias corrections to the kernel, 168
-    // bytes, and PTX before ISA 8.1 (+ptx80) allows 4352 bytes of kernel
-    // parameters.
-    int64_t before = 0;
-    for (Operation *prev = op->getPrevNode(); sameStep(op, prev);
-         prev = prev->getPrevNode())
-      ++before;
-    if (before % kMaxRun != 0)
-      return rewriter.notifyMatchFailure(op, "not the first adamw of a run");
-    SmallVector<AdamWOp> run{op};
-    while (int64_t(run.size()) < kMaxRun &&
-           sameStep(op, run.back()->getNextNode()))
-      run.push_back(cast<AdamWOp>(run.back()->getNextNode()));
+    // Only the first op of a run (the others go with it): the step's
+    // updates are cut into runs greedily from the first.
+    AdamWOp head = op;
+    while (sameStep(op, head->getPrevNode()))
+      head = cast<AdamWOp>(head->getPrevNode());
+    SmallVector<AdamWOp> run = runFrom(head);
+    while (run.front() != op) {
+      if (llvm::is_contained(run, op))
+        return rewriter.notifyMatchFailure(op, "not the first adamw of a run");
+      run = runFrom(cast<AdamWOp>(run.back()->getNextNode()));
+    }
     // The views, constants and the loop go in front of the run (the ops
     // are consecutive, so every operand is defined there), which keeps
     // the later runs' chains of adamw ops (and their heads) intact.
@@ -189,7 +231,9 @@ struct FusedAdamWLowering : ParamPattern<AdamWOp> {
       if (!grad)
         return rewriter.notifyMatchFailure(member, "gradient not converted");
       FailureOr<AdamWUpdate> u = prepareAdamW(
-          k, member, grad, params, paramIndex(member, member.getParam()));
+          k, member, grad, params, paramIndex(member, member.getParam()),
+          updates.empty() ? std::nullopt
+                          : std::optional(std::pair(op, updates.front())));
       if (failed(u))
         return failure();
       updates.push_back(*u);
@@ -268,12 +312,13 @@ struct GetGradLowering : ParamPattern<GetGradOp> {
 
 void mlir::triax::kernels::populateOptimizerPatterns(
     TypeConverter &converter, RewritePatternSet &patterns,
-    const ParamIndex &params, bool fuseOptimizer) {
+    const ParamIndex &params, bool fuseOptimizer, int64_t kernelParamBytes) {
   patterns.add<GlobalNormLowering>(converter, patterns.getContext());
   patterns.add<AccumulateGradLowering, GetGradLowering>(
       converter, patterns.getContext(), params);
   if (fuseOptimizer)
-    patterns.add<FusedAdamWLowering>(converter, patterns.getContext(), params);
+    patterns.add<FusedAdamWLowering>(converter, patterns.getContext(), params,
+                                     kernelParamBytes);
   else
     patterns.add<AdamWLowering>(converter, patterns.getContext(), params);
 }

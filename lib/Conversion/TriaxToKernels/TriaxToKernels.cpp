@@ -427,7 +427,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateNormPatterns(converter, patterns);
   populateAttentionPatterns(converter, patterns);
   populateLossPatterns(converter, patterns);
-  populateOptimizerPatterns(converter, patterns, params, fuseOptimizer);
+  populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
+                            kernelParamBytes);
   populateCollectivePatterns(converter, patterns);
   populateZeroPatterns(converter, patterns, params);
   populatePipelinePatterns(converter, patterns);

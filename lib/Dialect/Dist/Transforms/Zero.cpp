@@ -221,13 +221,20 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
     norm.setMeshAttr(meshRef);
     norm.setAxesAttr(b.getArrayAttr(group));
   });
+  // The gathers follow the last update of their block, in the updates'
+  // order, so that the updates stay consecutive (one fused launch on the
+  // GPU: convert-triax-to-kernels{fuse-optimizer}).
   if (stage <= 2) {
     SmallVector<tx::AdamWOp> updates;
     step.walk([&](tx::AdamWOp op) { updates.push_back(op); });
+    DenseMap<Block *, Operation *> insertAfter; // first: the last update
+    for (tx::AdamWOp update : updates)
+      insertAfter[update->getBlock()] = update;
     for (tx::AdamWOp update : updates) {
-      b.setInsertionPointAfter(update);
-      AllGatherParamOp::create(b, update.getLoc(), update.getParamAttr(),
-                               meshRef, axes);
+      Operation *&after = insertAfter[update->getBlock()];
+      b.setInsertionPointAfter(after);
+      after = AllGatherParamOp::create(b, update.getLoc(),
+                                       update.getParamAttr(), meshRef, axes);
     }
   }
 }

@@ -7,8 +7,9 @@
 
 // Stage 1: the mesh is created, every parameter is marked; the forward and
 // backward are untouched; the optimizer step reduce-scatters each gradient
-// to this rank's chunk, takes a partial norm, updates the chunk, and
-// gathers the parameter.
+// to this rank's chunk, takes a partial norm, updates the chunks, and
+// then gathers the parameters in the same order (the updates stay
+// consecutive: one fused launch on the GPU).
 // S1: dist.mesh @mesh <["dp"=3]>
 // S1: triax.param @wpe.weight : tensor<64x64xf32> {{.*}}{dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>}
 // S1-LABEL: func.func @forward_backward
@@ -20,8 +21,14 @@
 // S1: triax.get_grad @ln_f.bias : tensor<64xf32>
 // S1-NEXT: dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp"] : tensor<64xf32> -> tensor<22xf32>
 // S1: triax.global_norm {{.*}} partial over @mesh ["dp"] : tensor<5462xf32>, tensor<1366xf32>, tensor<22xf32>,
-// S1: triax.adamw @wpe.weight, %[[C]], {{.*}} : tensor<1366xf32>
+// S1: triax.adamw @wte.weight,
+// S1-NEXT: triax.adamw @wpe.weight, %[[C]], {{.*}} : tensor<1366xf32>
+// S1-NOT: dist.all_gather_param
+// S1: triax.adamw @ln_f.bias,
+// S1-NEXT: dist.all_gather_param @wte.weight over @mesh ["dp"]
 // S1-NEXT: dist.all_gather_param @wpe.weight over @mesh ["dp"]
+// S1: dist.all_gather_param @ln_f.bias over @mesh ["dp"]
+// S1-NEXT: return
 
 // Stage 2: the reduce-scatter moves into the backward pass, right after
 // the block that produces the gradient; the buffers hold chunks.
@@ -37,6 +44,9 @@
 // S2: %[[G:.*]] = triax.get_grad @wpe.weight : tensor<1366xf32>
 // S2: triax.global_norm {{.*}} partial over @mesh ["dp"]
 // S2: triax.adamw @wpe.weight, %[[G]], {{.*}} : tensor<1366xf32>
+// S2-NEXT: triax.adamw @h.0.ln_1.weight,
+// S2: triax.adamw @ln_f.bias,
+// S2-NEXT: dist.all_gather_param @wte.weight over @mesh ["dp"]
 // S2-NEXT: dist.all_gather_param @wpe.weight over @mesh ["dp"]
 
 // Stage 3: every read of a parameter, in the forward, in each backward

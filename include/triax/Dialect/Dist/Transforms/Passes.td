@@ -256,7 +256,9 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
       norm becomes `partial over @mesh ["dp"]` (the square sums of the
       chunks are summed over dp), `triax.adamw` updates only the chunk (and
       the moments are chunk-sized), then `dist.all_gather_param` gathers the
-      updated chunks into every rank's whole parameter.
+      updated chunks into every rank's whole parameter. The gathers follow
+      the last update, in the updates' order, so that the updates stay
+      consecutive (one fused launch on the GPU).
     - Stage 2 (+ gradients sharded): the reduce-scatter moves into
       `@forward_backward`, right after each gradient is produced, and the
       gradient buffer keeps only the chunk (`triax.accumulate_grad` of the
@@ -309,6 +311,7 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
       %norm = triax.global_norm %c partial over @mesh ["dp"] : tensor<13xf32> -> tensor<f32>
       ...
       triax.adamw @w, %c, lr %lr, step %step, scale %s {...} : tensor<13xf32>
+      // ... the other updates, then the gathers in the same order:
       dist.all_gather_param @w over @mesh ["dp"]
     }
     ```

@@ -1,0 +1,42 @@
+// convert-triax-to-kernels{fuse-optimizer}: the optimizer step's 20 AdamW
+// updates of a one-layer tiny (70592 elements) are one parallel loop over
+// their concatenated elements, each element dispatched to its parameter by
+// a tree of `e < offset` tests; the bias corrections (the same betas and
+// step) are computed once, not per parameter.
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels=fuse-optimizer | FileCheck %s
+// CHECK-LABEL: func.func @triax_optimizer_step(
+// CHECK: math.powf
+// CHECK: math.powf
+// CHECK-NOT: math.powf
+// CHECK: %[[N:.*]] = arith.constant 70592 : index
+// CHECK: scf.parallel (%[[E:.*]]) = (%{{.*}}) to (%[[N]])
+// CHECK: arith.cmpi ult, %[[E]], %{{.*}} : index
+// CHECK-NEXT: scf.if
+// CHECK-NOT: scf.parallel
+// CHECK: return
+
+// Loops in the optimizer step: one fused; without the option, one per
+// parameter. kernel-param-bytes caps a launch's kernel parameters: 400
+// bytes hold two updates (32 shared + 2 x 160), so 10 loops; 100 bytes,
+// not even one: one update each; 0 is no limit (the CPU pipeline's).
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels=fuse-optimizer | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=ONE
+// ONE: {{^}}1{{$}}
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=EACH
+// EACH: {{^}}20{{$}}
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels='fuse-optimizer kernel-param-bytes=400' | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=TEN
+// TEN: {{^}}10{{$}}
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels='fuse-optimizer kernel-param-bytes=100' | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=EACH
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels='fuse-optimizer kernel-param-bytes=0' | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=ONE
+
+// Under ZeRO-1 the updates (of this rank's chunks: 35296 elements over
+// dp=2) stay consecutive, so they are one loop too, and the parameter
+// gathers follow it.
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero='stage=1 dp=2' --convert-triax-to-kernels=fuse-optimizer | FileCheck %s --check-prefix=ZERO
+// ZERO-LABEL: func.func @triax_optimizer_step(
+// ZERO: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c35296)
+// ZERO-NOT: scf.parallel
+// ZERO: call @trx_zero_all_gather_param(%c0_i64
+// ZERO-NOT: scf.parallel
+// ZERO: call @trx_zero_all_gather_param(%c19_i64
+// ZERO-NOT: scf.parallel
+// ZERO: return
