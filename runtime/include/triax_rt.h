@@ -1053,6 +1053,16 @@ void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
  * queued before it (the driver calls it before the optimizer step). A
  * no-op with the MPI transport or without the distributed runtime. */
 void trx_comm_wait_grads(void);
+/* A gradient region: the collectives and compiled kernels called between
+ * begin and end may run behind the compute work queued before begin (with
+ * NCCL: on the communication stream, while later compute work goes on);
+ * trx_comm_wait_grads orders later compute work after them. Buffers the
+ * region uses are not handed out again before its work is done. ZeRO-2
+ * puts each gradient's reduce-scatter and the accumulation of its chunk in
+ * one. No-ops with the MPI transport (everything runs in order) or without
+ * the distributed runtime; regions do not nest. */
+void trx_comm_grads_begin(void);
+void trx_comm_grads_end(void);
 
 /* Which transport moves the bytes (docs/cuda.md): "mpi" (the CPU
  * runtime's rings over MPI), "nccl" (registered by the CUDA runtime), or

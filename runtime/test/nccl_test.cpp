@@ -12,8 +12,9 @@
 //                               collective through the trx_* API over every
 //                               axis list: device and host buffers, f32 and
 //                               i32, in place and aliased, stream-ordered
-//                               and host-synchronous, a gradient bucket on
-//                               the communication stream; exact values
+//                               and host-synchronous, a gradient bucket and
+//                               a gradient region on the communication
+//                               stream; exact values
 //   triax-rt-nccl-test abort    trx_dist_abort after init: the
 //                               communicators are aborted and the process
 //                               ends with status 1 and the message
@@ -137,6 +138,55 @@ void checkBucket() {
     trx_free(p);
 }
 
+/// A gradient region in ZeRO-2's shape: a device gradient reduce-scattered
+/// into a fresh chunk on the communication stream. The gradient is freed
+/// after the region, a second chunk inside a second region; each freed
+/// block comes back from the cache (behind the region's event) to the next
+/// allocation of its size, which must read zeros, and the chunks hold the
+/// result after trx_comm_wait_grads.
+void checkGradsRegion() {
+  const int64_t n = 70000;
+  int32_t ax[] = {0};
+  float *grad = deviceBuffer<float>(n);
+  float *chunk = deviceBuffer<float>(n);
+  trx_device_sync();
+  for (int64_t j = 0; j < n; ++j)
+    grad[j] = valueF(j);
+  uint64_t hits = trx_cuda_cache_hits();
+  {
+    triax::rt::StreamOrderedScope scope;
+    trx_comm_grads_begin();
+    trx_reduce_scatter(grad, n, chunk, TRX_REDUCE_AVG, ax, 1);
+    trx_comm_grads_end();
+  }
+  trx_free(grad); // after the region: its block waits for the region
+  float *reused = deviceBuffer<float>(n);
+  CHECK_EQ(trx_cuda_cache_hits(), hits + 1);
+  CHECK(reused == grad); // the last freed block of the size class
+  float *chunk2 = nullptr;
+  {
+    triax::rt::StreamOrderedScope scope;
+    trx_comm_grads_begin();
+    chunk2 = deviceBuffer<float>(n); // zeroed, then the region's work
+    trx_reduce_scatter(chunk, n, chunk2, TRX_REDUCE_SUM, ax, 1);
+    trx_free(chunk); // inside the region
+    trx_comm_grads_end();
+  }
+  hits = trx_cuda_cache_hits();
+  float *reused2 = deviceBuffer<float>(n);
+  CHECK_EQ(trx_cuda_cache_hits(), hits + 1);
+  CHECK(reused2 == chunk);
+  trx_comm_wait_grads();
+  trx_device_sync();
+  bool ok = true;
+  for (int64_t j = 0; j < n; ++j)
+    ok = ok && chunk2[j] == valueF(j) && reused[j] == 0.0f &&
+         reused2[j] == 0.0f;
+  CHECK(ok);
+  for (float *p : {reused, chunk2, reused2})
+    trx_free(p);
+}
+
 int cmdRun() {
   int v = trx_nccl_version();
   CHECK(v >= 22800);
@@ -157,6 +207,7 @@ int cmdRun() {
           std::vector<int32_t>{0, 1}, std::vector<int32_t>{1, 0}})
       checkList(axes, device);
   checkBucket();
+  checkGradsRegion();
   // A group of one still counts its calls and sends nothing.
   CHECK(trx_comm_calls(TRX_COMM_ALL_GATHER, TRX_COMM_ANY_AXES) > 0);
   CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);

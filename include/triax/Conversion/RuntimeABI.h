@@ -99,6 +99,15 @@ constexpr llvm::StringLiteral kZeroAllGatherParam = "trx_zero_all_gather_param";
 /// micro-batches): (memref<?xi64> param_indices, i32 op, i64 axis_mask).
 constexpr llvm::StringLiteral kAllReduceGrads = "trx_all_reduce_grads";
 
+/// A gradient region, () -> (): the collectives and kernels between begin
+/// and end may run behind the compute work before begin (on CUDA with
+/// NCCL: on the communication stream) and are joined by
+/// trx_comm_wait_grads, which the driver calls before the optimizer step.
+/// ZeRO-2 puts each gradient's reduce-scatter and the accumulation of its
+/// chunk in one.
+constexpr llvm::StringLiteral kCommGradsBegin = "trx_comm_grads_begin";
+constexpr llvm::StringLiteral kCommGradsEnd = "trx_comm_grads_end";
+
 /// Blocking point-to-point messages between members of a group of mesh
 /// axes (a pipeline's neighbouring stages): (memref<?xf32> buf, i64 peer,
 /// i64 tag, i64 axis_mask); `peer` is the other member's position in the

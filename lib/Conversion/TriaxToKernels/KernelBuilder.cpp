@@ -312,6 +312,11 @@ void declareRuntimeFunctions(ModuleOp module) {
     func::FuncOp::create(b, module.getLoc(), ::triax::rt::kZeroAllGatherParam,
                          b.getFunctionType({i64, i64}, {}))
         .setPrivate();
+  for (StringRef name :
+       {::triax::rt::kCommGradsBegin, ::triax::rt::kCommGradsEnd})
+    if (!module.lookupSymbol(name))
+      func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({}, {}))
+          .setPrivate();
   if (!module.lookupSymbol(::triax::rt::kTraceBegin))
     func::FuncOp::create(b, module.getLoc(), ::triax::rt::kTraceBegin,
                          b.getFunctionType({i64, i64}, {}))

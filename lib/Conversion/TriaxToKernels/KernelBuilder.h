@@ -192,8 +192,8 @@ private:
 /// parameter index, the key of the runtime's state buffers.
 template <typename OpT> struct ParamPattern : OpConversionPattern<OpT> {
   ParamPattern(TypeConverter &converter, MLIRContext *ctx,
-               const ParamIndex &params)
-      : OpConversionPattern<OpT>(converter, ctx), params(params) {}
+               const ParamIndex &params, PatternBenefit benefit = 1)
+      : OpConversionPattern<OpT>(converter, ctx, benefit), params(params) {}
 
   /// The index of parameter `name`; an op error when the model has none.
   FailureOr<int64_t> paramIndex(Operation *op, StringRef name) const {
@@ -259,6 +259,9 @@ void populateOptimizerPatterns(TypeConverter &converter,
                                const ParamIndex &params,
                                bool fuseOptimizer = false,
                                int64_t kernelParamBytes = 4352);
+/// grad[index] += g (`g` a converted buffer of the gradient buffer's
+/// shape): one parallel loop into the runtime's gradient buffer.
+void accumulateGrad(KernelBuilder &k, int64_t index, Value g);
 void populatePipelinePatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
 

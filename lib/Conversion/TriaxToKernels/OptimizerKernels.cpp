@@ -281,12 +281,7 @@ struct AccumulateGradLowering : ParamPattern<AccumulateGradOp> {
     if (failed(index))
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
-    auto type = cast<MemRefType>(adaptor.getGrad().getType());
-    Value buffer = k.flat(k.state(::triax::rt::kGrad, *index, type));
-    Value g = k.flat(adaptor.getGrad());
-    k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
-      k.store(k.add(k.load(buffer, i), k.load(g, i)), buffer, i);
-    });
+    accumulateGrad(k, *index, adaptor.getGrad());
     rewriter.eraseOp(op);
     return success();
   }
@@ -309,6 +304,16 @@ struct GetGradLowering : ParamPattern<GetGradOp> {
 };
 
 } // namespace
+
+void mlir::triax::kernels::accumulateGrad(KernelBuilder &k, int64_t index,
+                                          Value grad) {
+  auto type = cast<MemRefType>(grad.getType());
+  Value buffer = k.flat(k.state(::triax::rt::kGrad, index, type));
+  Value g = k.flat(grad);
+  k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
+    k.store(k.add(k.load(buffer, i), k.load(g, i)), buffer, i);
+  });
+}
 
 void mlir::triax::kernels::populateOptimizerPatterns(
     TypeConverter &converter, RewritePatternSet &patterns,

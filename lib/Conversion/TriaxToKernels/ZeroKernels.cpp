@@ -4,7 +4,8 @@
 // padded reduce-scatter and all-gather on contiguous buffers (RuntimeABI.h);
 // dist.all_gather_param gathers a ZeRO-1/2 parameter's updated chunks in
 // place in the runtime's parameter buffer; dist.all_reduce_grads reduces a
-// bucket of gradient buffers in one message.
+// bucket of gradient buffers in one message; a ZeRO-2 gradient's
+// reduce-scatter and the accumulation of its chunk form a gradient region.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 
 #include "triax/Conversion/RuntimeABI.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
 
 using namespace mlir;
 using namespace mlir::triax::kernels;
@@ -89,6 +91,55 @@ struct AllGatherParamLowering : ParamPattern<dist::AllGatherParamOp> {
   }
 };
 
+/// ZeRO-2: a gradient's reduce-scatter whose only user accumulates the
+/// chunk into the parameter's gradient buffer. The collective and the
+/// accumulation go in one gradient region (trx_comm_grads_begin/end): on
+/// the CUDA target with NCCL they run on the communication stream behind
+/// the backward kernels that produced the gradient, while backward goes
+/// on; trx_comm_wait_grads (the driver, before the optimizer step) joins
+/// them. The chunk is allocated before the region. With the MPI transport
+/// the region changes nothing.
+struct ReduceScatterAccumulateLowering
+    : ParamPattern<dist::ReduceScatterFlatOp> {
+  ReduceScatterAccumulateLowering(TypeConverter &converter, MLIRContext *ctx,
+                                  const ParamIndex &params)
+      : ParamPattern(converter, ctx, params, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(dist::ReduceScatterFlatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op->hasOneUse())
+      return rewriter.notifyMatchFailure(op, "not a gradient's only use");
+    auto acc =
+        dyn_cast<mlir::triax::AccumulateGradOp>(*op->getUsers().begin());
+    if (!acc || acc->getBlock() != op->getBlock())
+      return rewriter.notifyMatchFailure(op, "not accumulated");
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.getElementType().isF32())
+      return op->emitOpError("only f32 is lowered yet");
+    FailureOr<int64_t> index = paramIndex(acc, acc.getParam());
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(index) || failed(mask))
+      return failure();
+    Location loc = op.getLoc();
+    KernelBuilder k(rewriter, loc);
+    Value chunk = k.alloc(type);
+    func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsBegin,
+                         TypeRange{}, ValueRange{});
+    func::CallOp::create(
+        rewriter, loc, ::triax::rt::kReduceScatterF32, TypeRange{},
+        ValueRange{k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(chunk),
+                   k.i32(static_cast<int32_t>(op.getReduction())),
+                   arith::ConstantOp::create(
+                       rewriter, loc, rewriter.getI64IntegerAttr(*mask))});
+    accumulateGrad(k, *index, chunk);
+    func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsEnd,
+                         TypeRange{}, ValueRange{});
+    rewriter.eraseOp(acc);
+    rewriter.replaceOp(op, chunk);
+    return success();
+  }
+};
+
 /// The bucket's parameter indices in a small i64 buffer, and one runtime
 /// call that packs, reduces and unpacks their gradient buffers.
 struct AllReduceGradsLowering : ParamPattern<dist::AllReduceGradsOp> {
@@ -134,6 +185,7 @@ void mlir::triax::kernels::populateZeroPatterns(TypeConverter &converter,
                                                 const ParamIndex &params) {
   patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering>(
       converter, patterns.getContext());
-  patterns.add<AllGatherParamLowering, AllReduceGradsLowering>(
-      converter, patterns.getContext(), params);
+  patterns.add<AllGatherParamLowering, AllReduceGradsLowering,
+               ReduceScatterAccumulateLowering>(converter,
+                                                patterns.getContext(), params);
 }

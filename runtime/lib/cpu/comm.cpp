@@ -1334,6 +1334,16 @@ extern "C" void trx_comm_wait_grads(void) {
     t->waitGrads();
 }
 
+extern "C" void trx_comm_grads_begin(void) {
+  if (Transport *t = state().transport)
+    t->beginGrads("trx_comm_grads_begin");
+}
+
+extern "C" void trx_comm_grads_end(void) {
+  if (Transport *t = state().transport)
+    t->endGrads("trx_comm_grads_end");
+}
+
 extern "C" const char *trx_comm_transport_name(void) {
   Transport *t = state().transport;
   return t ? t->name() : "none";

@@ -132,8 +132,14 @@ public:
   /// tell).
   virtual void recv(const CommGroup &g, void *buf, int64_t bytes, int32_t peer,
                     int32_t tag, const char *fn) = 0;
-  /// The compute side waits for every CommQueue::Grads collective so far.
+  /// The compute side waits for every CommQueue::Grads collective so far,
+  /// and for every gradient region.
   virtual void waitGrads() {}
+  /// A gradient region (trx_comm_grads_begin/end): the work between may run
+  /// behind the compute work before it until waitGrads. A no-op where
+  /// everything runs in order.
+  virtual void beginGrads(const char *fn) {}
+  virtual void endGrads(const char *fn) {}
 };
 
 /// A device transport for trx_dist_init to choose (the CUDA runtime's NCCL).

@@ -293,7 +293,7 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
   const Plan &plan = planFor(*p);
   LtState &state = lt();
   // CUstream and cudaStream_t are the same type (CUstream_st *).
-  cudaStream_t stream = triax::rt::cuda::stream();
+  cudaStream_t stream = triax::rt::cuda::launchStream();
   // The cached descriptor of a bias plan gets this call's vector (same
   // alignment as the one the plan was made for: it is in the key), under a
   // lock from the setting to the enqueue.

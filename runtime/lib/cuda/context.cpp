@@ -158,6 +158,20 @@ CUstream triax::rt::cuda::commStream() {
   return ctx.comm;
 }
 
+namespace {
+/// Set inside a gradient region (the compiled code runs on one thread).
+std::atomic<CUstream> gLaunchStream{nullptr};
+} // namespace
+
+CUstream triax::rt::cuda::launchStream() {
+  CUstream s = gLaunchStream.load(std::memory_order_acquire);
+  return s ? s : stream();
+}
+
+void triax::rt::cuda::setLaunchStream(CUstream s) {
+  gLaunchStream.store(s, std::memory_order_release);
+}
+
 CUevent triax::rt::cuda::newEvent() {
   trx_cuda_init();
   CUevent event = nullptr;
@@ -189,7 +203,7 @@ bool triax::rt::cuda::syncEveryLaunch() {
 void triax::rt::cuda::launched(const char *what) {
   if (!ctx.syncEveryLaunch)
     return;
-  CUresult rc = cuStreamSynchronize(ctx.stream);
+  CUresult rc = cuStreamSynchronize(launchStream());
   if (rc != CUDA_SUCCESS) {
     char call[512];
     snprintf(call, sizeof(call), "%s (TRX_CUDA_SYNC=1: synchronized after it)",
@@ -344,7 +358,8 @@ extern "C" void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
   CUresult rc = cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
                                unsigned(gridZ), unsigned(blockX),
                                unsigned(blockY), unsigned(blockZ),
-                               unsigned(smem), s ? s : stream(), params, extra);
+                               unsigned(smem), s ? s : launchStream(), params,
+                               extra);
   if (rc != CUDA_SUCCESS) {
     const char *name = nullptr;
     cuFuncGetName(&name, function);
@@ -365,7 +380,9 @@ extern "C" void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
   }
 }
 
-extern "C" CUstream mgpuStreamCreate() { return stream(); }
+/// The compute stream, or the communication stream inside a gradient
+/// region (launchStream).
+extern "C" CUstream mgpuStreamCreate() { return launchStream(); }
 
 extern "C" void mgpuStreamDestroy(CUstream /*s*/) {}
 
@@ -374,7 +391,7 @@ extern "C" void mgpuStreamDestroy(CUstream /*s*/) {}
 /// touches memory), except with TRX_CUDA_SYNC=1, where mgpuLaunchKernel
 /// already synchronized. Another stream is synchronized.
 extern "C" void mgpuStreamSynchronize(CUstream s) {
-  if (!s || s == stream())
+  if (!s || s == stream() || s == launchStream())
     return;
   CUresult rc = cuStreamSynchronize(s);
   if (rc != CUDA_SUCCESS)

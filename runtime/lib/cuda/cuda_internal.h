@@ -26,6 +26,20 @@ CUstream stream();
 /// compute stream with streamWaits.
 CUstream commStream();
 
+/// The stream compiled work goes on (kernel launches, GEMMs): the compute
+/// stream, or inside a gradient region (trx_comm_grads_begin/end with
+/// NCCL) the communication stream.
+CUstream launchStream();
+
+/// Sends compiled work to `s` (nullptr: back to the compute stream).
+void setLaunchStream(CUstream s);
+
+/// The allocator hands the block holding `p` out again only behind `done`
+/// (the next user's stream waits for it): for a buffer that work off the
+/// compute stream may still use when it is freed. Takes `done`; nothing
+/// when `p` is in no live block.
+void deferReuse(const void *p, CUevent done);
+
 /// A new event without timing (checked).
 CUevent newEvent();
 

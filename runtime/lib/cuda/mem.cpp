@@ -19,9 +19,16 @@
 // user's. The compiled code's activation buffers (TRX_MEM_ACTIV) are
 // therefore handed out at once; any other category is the host runtime's
 // (state, tokens, scratch), which may touch the block as soon as it is
-// returned, so those wait for the compute stream first. Buffers used on
-// the communication stream are gradient state buffers, never freed during
-// a step. TRX_CUDA_ALLOC=direct turns the cache off: cuMemAllocManaged,
+// returned, so those wait for the compute stream first.
+//
+// Work off the compute stream: a gradient region (trx_comm_grads_begin/
+// end) runs its collectives and kernels on the communication stream. A
+// block freed inside one, or one the region's collectives used
+// (deferReuse), carries an event of that stream, and whoever gets the
+// block next waits for it on the device (cuStreamWaitEvent, no host wait).
+// A block allocated inside a region is zeroed on the compute stream, which
+// the communication stream then waits for. TRX_CUDA_ALLOC=direct turns the
+// cache off: cuMemAllocManaged,
 // memset and a synchronization per block, cuMemFree (which waits for the
 // device) per free.
 //
@@ -39,13 +46,13 @@
 #include "triax_rt.h"
 #include "triax_rt_cuda.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 using namespace triax::rt;
@@ -57,6 +64,13 @@ struct Block {
   int category;
   CUdeviceptr base; // What cuMemAllocManaged returned.
   size_t reserved;  // Its size (the size class; 0 when not cached).
+  CUevent pending;  // Work off the compute stream that may use it, or null.
+};
+
+/// A cached block and what its next user waits for (or null).
+struct Cached {
+  CUdeviceptr base;
+  CUevent pending;
 };
 
 struct Counters {
@@ -78,13 +92,15 @@ std::mutex &tableMutex() {
   static std::mutex m;
   return m;
 }
-std::unordered_map<uintptr_t, Block> &table() {
-  static std::unordered_map<uintptr_t, Block> t;
+/// User pointer -> block, ordered so that a pointer inside a block finds
+/// it (deferReuse).
+std::map<uintptr_t, Block> &table() {
+  static std::map<uintptr_t, Block> t;
   return t;
 }
-/// Size class -> cached blocks (their bases) of that size.
-std::map<size_t, std::vector<CUdeviceptr>> &freeLists() {
-  static std::map<size_t, std::vector<CUdeviceptr>> f;
+/// Size class -> cached blocks of that size.
+std::map<size_t, std::vector<Cached>> &freeLists() {
+  static std::map<size_t, std::vector<Cached>> f;
   return f;
 }
 
@@ -139,8 +155,10 @@ void releaseCache() {
   triax::rt::cuda::hostSync("returning cached blocks to CUDA");
   std::lock_guard<std::mutex> lock(tableMutex());
   for (auto &[size, blocks] : freeLists()) {
-    for (CUdeviceptr base : blocks) {
-      TRX_CU(cuMemFree(base));
+    for (Cached &block : blocks) {
+      if (block.pending)
+        TRX_CU(cuEventDestroy(block.pending));
+      TRX_CU(cuMemFree(block.base));
       counters.reserved.fetch_sub(size, std::memory_order_relaxed);
     }
     blocks.clear();
@@ -168,14 +186,21 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
     return nullptr;
   }
   CUdeviceptr base = 0;
+  CUevent pending = nullptr;
   if (cache) {
     std::lock_guard<std::mutex> lock(tableMutex());
     auto it = freeLists().find(reserved);
     if (it != freeLists().end() && !it->second.empty()) {
-      base = it->second.back();
+      base = it->second.back().base;
+      pending = it->second.back().pending;
       it->second.pop_back();
       counters.cacheHits.fetch_add(1, std::memory_order_relaxed);
     }
+  }
+  // The block's last users off the compute stream finish first.
+  if (pending) {
+    TRX_CU(cuStreamWaitEvent(s, pending, 0));
+    TRX_CU(cuEventDestroy(pending));
   }
   if (!base) {
     size_t size = cache ? reserved : total;
@@ -202,6 +227,11 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   // Zeroed like the CPU's blocks, in stream order: after the last user's
   // kernels, before the next kernel.
   TRX_CU(cuMemsetD8Async(base, 0, total, s));
+  // Inside a gradient region the block's users run on the communication
+  // stream: after the zeroing.
+  CUstream users = triax::rt::cuda::launchStream();
+  if (users != s)
+    triax::rt::cuda::streamWaits(users, s);
   // The host runtime may write its blocks as soon as they are returned;
   // the compiled code's activations are only touched by later work on the
   // stream (or by host code that syncs first).
@@ -212,7 +242,7 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
     user = (user + align - 1) & ~uintptr_t(align - 1);
   {
     std::lock_guard<std::mutex> lock(tableMutex());
-    table()[user] = Block{bytes, category, base, reserved};
+    table()[user] = Block{bytes, category, base, reserved, nullptr};
   }
   size_t cur =
       counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
@@ -264,14 +294,42 @@ extern "C" void trx_free(void *p) {
   counters.current[block.category].fetch_sub(block.bytes,
                                              std::memory_order_relaxed);
   counters.currentTotal.fetch_sub(block.bytes, std::memory_order_relaxed);
+  // Freed inside a gradient region: the next user waits for the region's
+  // work so far (which includes every use of the block on that stream).
+  CUstream users = triax::rt::cuda::launchStream();
+  if (block.reserved && users != triax::rt::cuda::stream()) {
+    if (block.pending)
+      TRX_CU(cuEventDestroy(block.pending));
+    block.pending = triax::rt::cuda::newEvent();
+    TRX_CU(cuEventRecord(block.pending, users));
+  }
   if (block.reserved) {
-    // Reused in compute-stream order: no wait.
+    // Reused in compute-stream order: no wait beyond the pending event.
     std::lock_guard<std::mutex> lock(tableMutex());
-    freeLists()[block.reserved].push_back(block.base);
+    freeLists()[block.reserved].push_back(Cached{block.base, block.pending});
     return;
   }
   // cuMemFree waits for the work that may still use the block.
+  if (block.pending)
+    TRX_CU(cuEventDestroy(block.pending));
   TRX_CU(cuMemFree(block.base));
+}
+
+void triax::rt::cuda::deferReuse(const void *p, CUevent done) {
+  {
+    std::lock_guard<std::mutex> lock(tableMutex());
+    auto it = table().upper_bound(uintptr_t(p));
+    if (it != table().begin()) {
+      --it;
+      Block &block = it->second;
+      if (uintptr_t(p) < it->first + std::max<size_t>(block.bytes, 1)) {
+        // A later event of the same stream covers the earlier one.
+        std::swap(block.pending, done);
+      }
+    }
+  }
+  if (done)
+    TRX_CU(cuEventDestroy(done));
 }
 
 int triax::rt::allocCategory(const void *p) {

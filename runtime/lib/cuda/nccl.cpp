@@ -22,9 +22,16 @@
 // buckets (trx_all_reduce_bucket) run on the communication stream after an
 // event of the compute stream, so backward goes on while a bucket reduces;
 // trx_comm_wait_grads (the driver, before the optimizer step) makes the
-// compute stream wait for them. A compute-stream collective on a
-// communicator with bucket work in flight waits for it first, so the two
-// streams never run one communicator at once. Called from the host runtime
+// compute stream wait for them. A gradient region (trx_comm_grads_begin/
+// end: ZeRO-2's reduce-scatter of one gradient and the accumulation of its
+// chunk) runs on the communication stream too: begin makes it wait for the
+// compute stream, the compiled kernels between begin and end are launched
+// on it (launchStream), a reduce-scatter of device buffers runs on it, and
+// the buffers it read or wrote, and those freed inside, are handed out
+// again only behind it (deferReuse); trx_comm_wait_grads joins it like a
+// bucket. A compute-stream collective on a communicator with bucket or
+// region work in flight waits for it first, so the two streams never run
+// one communicator at once. Called from the host runtime
 // (no StreamOrderedScope), or on host memory (staged through a device
 // scratch), a collective returns with its result in place.
 //
@@ -333,6 +340,23 @@ public:
     // The input's blocks go in communicator-rank order; a permuted group
     // reorders them into scratch.
     const bool permuted = !identity(g);
+    if (inGrads_ && !permuted && StreamOrderedScope::active() &&
+        deviceAccessible(send) && deviceAccessible(recv)) {
+      const char *sb = static_cast<const char *>(send);
+      const char *rb = static_cast<const char *>(recv);
+      const bool overlap = rb < sb + p * bytes && sb < rb + bytes;
+      if (!overlap || rb == sb + int64_t(c.rank) * bytes) {
+        // In the gradient region, on the communication stream (which
+        // waited for the compute stream at begin).
+        call(ncclReduceScatter(send, recv, size_t(npr), ncclType(t),
+                               ncclOp(op), c.comm, commStream()),
+             "ncclReduceScatter (gradient region)", c, fn);
+        c.gradsInFlight = true;
+        regionBuffers_.push_back(send);
+        regionBuffers_.push_back(recv);
+        return ringReduceScatterBytes(npr, p, es);
+      }
+    }
     Staged in(*this, send, p * bytes, true, false, fn, 0, permuted,
               /*manual=*/permuted);
     CUstream st = computeOn(c);
@@ -396,6 +420,34 @@ public:
          "ncclRecv", c, fn);
     s.finish(st);
     finishCompute(s.host, fn);
+  }
+
+  void beginGrads(const char *fn) override {
+    if (inGrads_)
+      commAbortf("%s: a gradient region is already open (regions do not "
+                 "nest)",
+                 fn);
+    CUstream cs = commStream();
+    commStreamUsed_ = true;
+    streamWaits(cs, stream()); // behind the compute work that made the input
+    setLaunchStream(cs);
+    inGrads_ = true;
+    regionBuffers_.clear();
+  }
+
+  void endGrads(const char *fn) override {
+    if (!inGrads_)
+      commAbortf("%s: no gradient region is open", fn);
+    setLaunchStream(nullptr);
+    inGrads_ = false;
+    CUstream cs = commStream();
+    for (const void *p : regionBuffers_) {
+      CUevent done = newEvent();
+      TRX_CU(cuEventRecord(done, cs));
+      deferReuse(p, done);
+    }
+    regionBuffers_.clear();
+    gradsInFlight_ = true;
   }
 
   void waitGrads() override {
@@ -487,6 +539,10 @@ private:
   /// The compute stream, ordered after bucket work in flight on `c`.
   CUstream computeOn(Comm &c) {
     CUstream st = stream();
+    // Inside a gradient region its earlier work comes first (the compiled
+    // code may pass what the region's kernels wrote).
+    if (inGrads_)
+      streamWaits(st, commStream());
     if (c.gradsInFlight) {
       streamWaits(st, commStream());
       for (auto &other : comms_)
@@ -499,6 +555,9 @@ private:
   /// After a compute-stream collective: the host caller gets its result in
   /// place unless the compiled code asked for stream order.
   void finishCompute(bool staged, const char *fn) {
+    // Inside a gradient region the region's later kernels come after it.
+    if (inGrads_)
+      streamWaits(commStream(), stream());
     if (staged || !StreamOrderedScope::active())
       waitDevice(stream(), fn);
   }
@@ -642,6 +701,8 @@ private:
   bool inGroup_ = false;
   bool gradsInFlight_ = false;
   bool commStreamUsed_ = false;
+  bool inGrads_ = false;                    // inside a gradient region
+  std::vector<const void *> regionBuffers_; // its collectives' buffers
   size_t commBytes_ = 0;
   void *scratch_[2] = {nullptr, nullptr};
   int64_t scratchBytes_[2] = {0, 0};
