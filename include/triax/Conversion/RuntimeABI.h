@@ -59,6 +59,27 @@ constexpr llvm::StringLiteral kGemmBf16F32Batched = "trx_gemm_bf16_f32_batched";
 constexpr llvm::StringLiteral kSgemmBias = "trx_sgemm_bias";
 constexpr llvm::StringLiteral kGemmBf16Bias = "trx_gemm_bf16_bias";
 
+/// GELU epilogues (GPT-2's tanh approximation, the formulas of
+/// triax.gelu / triax.gelu_grad), the MLP's first linear and its backward;
+/// cuBLASLt's CUBLASLT_EPILOGUE_GELU_AUX_BIAS / CUBLASLT_EPILOGUE_DGELU on
+/// GPU, the GEMM then the formula on every element on CPU:
+/// - bias_gelu: (memref A, memref B, memref C, memref<?xT> bias,
+///   memref<?x?xT> aux, i32 transA, i32 transB, f32 alpha):
+///   aux = alpha op(A) op(B) + bias (the pre-activation, kept for the
+///   backward), C = gelu(aux);
+/// - dgelu: (memref A, memref B, memref C, memref<?x?xT> aux, i32 transA,
+///   i32 transB, f32 alpha): C = gelu_grad(aux, alpha op(A) op(B)) = the
+///   product times gelu'(aux).
+/// aux is M x N, row-major and contiguous like C, of C's element type, and
+/// overlaps neither C nor the inputs. f32 (trx_sgemm_*) and bf16
+/// (trx_gemm_bf16_*, fp32 accumulation). On the CPU each element is
+/// computed from the stored (rounded) aux and product exactly as the
+/// unfused kernels compute it, so the result is bit for bit theirs.
+constexpr llvm::StringLiteral kSgemmBiasGelu = "trx_sgemm_bias_gelu";
+constexpr llvm::StringLiteral kGemmBf16BiasGelu = "trx_gemm_bf16_bias_gelu";
+constexpr llvm::StringLiteral kSgemmDGelu = "trx_sgemm_dgelu";
+constexpr llvm::StringLiteral kGemmBf16DGelu = "trx_gemm_bf16_dgelu";
+
 /// A rank-1 or rank-2 f32 view of a training state buffer owned by the
 /// runtime: (i32 kind, i64 parameter index) -> memref<?xf32> / memref<?x?xf32>.
 constexpr llvm::StringLiteral kState1D = "trx_state_1d";
