@@ -584,6 +584,46 @@ void _mlir_ciface_trx_gemm_bf16_bias(trx_memref_bf16_2d *A,
                                      trx_memref_bf16_1d *bias, int32_t transA,
                                      int32_t transB, float alpha);
 
+/* GELU epilogues (GPT-2's tanh approximation, the formulas of triax.gelu /
+ * triax.gelu_grad), the MLP's first linear and its backward:
+ *   gelu(x)         = (0.5 x) (1 + t),
+ *   gelu_grad(x, d) = d ((0.5 (1 + t)) + ((0.5 x) (1 - t t)) du),
+ *   t = tanh(k0 (x + c ((x x) x))), du = k0 (1 + 3c (x x)),
+ * k0 = sqrt(2/pi), c = 0.044715, evaluated in f32 in exactly this order
+ * (tanhf, no contraction).
+ * - *_bias_gelu: aux = alpha op(A) op(B) + bias (the pre-activation, kept
+ *   for the backward; rounded to C's type), then C = gelu(aux) of the
+ *   stored aux;
+ * - *_dgelu: P = alpha op(A) op(B) (rounded to C's type), then
+ *   C = gelu_grad(aux, P) = P gelu'(aux).
+ * A, B, C and bias follow trx_sgemm_bias's rules, except that C must be
+ * row-major (not a transposed view). aux is M x N of C's element type,
+ * row-major (inner stride 1, row stride >= N), and overlaps neither C nor
+ * A, B or the bias. On the CPU the GEMM (the bias entry's for bias_gelu,
+ * the plain one for dgelu) writes aux / C and a loop applies the formula
+ * (trx_gemm_epilogue_host), so the result is bit for bit that of the
+ * unfused GEMM + elementwise kernel; on cuBLASLt the epilogue is
+ * CUBLASLT_EPILOGUE_GELU_AUX_BIAS / CUBLASLT_EPILOGUE_DGELU (fp32 inside,
+ * its own tanh), or the same host loop when cuBLASLt has no algorithm. */
+void _mlir_ciface_trx_sgemm_bias_gelu(trx_memref_f32_2d *A,
+                                      trx_memref_f32_2d *B,
+                                      trx_memref_f32_2d *C,
+                                      trx_memref_f32_1d *bias,
+                                      trx_memref_f32_2d *aux, int32_t transA,
+                                      int32_t transB, float alpha);
+void _mlir_ciface_trx_gemm_bf16_bias_gelu(
+    trx_memref_bf16_2d *A, trx_memref_bf16_2d *B, trx_memref_bf16_2d *C,
+    trx_memref_bf16_1d *bias, trx_memref_bf16_2d *aux, int32_t transA,
+    int32_t transB, float alpha);
+void _mlir_ciface_trx_sgemm_dgelu(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
+                                  trx_memref_f32_2d *C, trx_memref_f32_2d *aux,
+                                  int32_t transA, int32_t transB, float alpha);
+void _mlir_ciface_trx_gemm_bf16_dgelu(trx_memref_bf16_2d *A,
+                                      trx_memref_bf16_2d *B,
+                                      trx_memref_bf16_2d *C,
+                                      trx_memref_bf16_2d *aux, int32_t transA,
+                                      int32_t transB, float alpha);
+
 /* The element types of a trx_gemm_problem. */
 enum trx_gemm_type {
   TRX_GEMM_F32 = 0,      /* A, B, C f32 */
@@ -612,12 +652,37 @@ typedef struct {
    * TRX_GEMM_BF16, batch 1 only) added to every row of C after the
    * product; beta is then 0. */
   const void *bias;
+  /* The GELU epilogue (trx_gemm_epilogue; TRX_GEMM_EPI_NONE = 0, so a
+   * zero-initialized problem has none). With one: TRX_GEMM_F32 or
+   * TRX_GEMM_BF16, batch 1, beta 0, and aux an M x N row-major matrix of
+   * C's type with row stride ldaux >= N that overlaps no other operand. */
+  int32_t epilogue;
+  void *aux;
+  int64_t ldaux;
 } trx_gemm_problem;
+
+/* The epilogues of a trx_gemm_problem (the *_bias_gelu / *_dgelu entries).
+ * AB below is alpha op(A) op(B). */
+enum trx_gemm_epilogue {
+  TRX_GEMM_EPI_NONE = 0,
+  /* aux = AB (+ bias, when given), rounded to C's type; C = gelu(aux) */
+  TRX_GEMM_EPI_GELU_AUX = 1,
+  /* C = gelu_grad(aux, AB rounded to C's type) = AB gelu'(aux) */
+  TRX_GEMM_EPI_DGELU = 2,
+};
 
 /* Runs a checked GEMM. The CPU runtime's definition is weak (OpenBLAS; bf16
  * operands widened to f32 scratch); libtriax_rt_cuda.a replaces it with
  * cuBLASLt. Called only by the _mlir_ciface_ entries above. */
 void trx_gemm_compute(const trx_gemm_problem *p);
+
+/* The GELU part of p's epilogue on the host, element by element in f32
+ * (the formulas above; bf16 widened, the result rounded to nearest even):
+ * TRX_GEMM_EPI_GELU_AUX: C = gelu(aux), aux already holding AB + bias;
+ * TRX_GEMM_EPI_DGELU: C = gelu_grad(aux, C), C already holding AB.
+ * Nothing for TRX_GEMM_EPI_NONE. The CPU backend's epilogue, and the CUDA
+ * backend's fallback (on managed memory, after trx_device_sync). */
+void trx_gemm_epilogue_host(const trx_gemm_problem *p);
 
 /* In place: buf (contiguous, f32) becomes its reduction (trx_reduce_op)
  * over the group of the mesh axes in axis_mask (bit i = axis i of the mesh

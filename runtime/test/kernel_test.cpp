@@ -9,7 +9,7 @@
 //                                   bf16 conversions, the state views and
 //                                   the allocator
 //   triax-rt-kernel-test gemm       only the GEMM family (with the bias
-//                                   entries) and the bf16
+//                                   and GELU epilogue entries) and the bf16
 //                                   conversions (buffers from trx_alloc;
 //                                   triax-rt-gemm-cuda-test runs this on
 //                                   cuBLASLt)
@@ -18,7 +18,10 @@
 //                                   inner-stride, row-stride, shape, overlap,
 //                                   batch, batch-overlap, batch-stride,
 //                                   bf16-overlap, bias-length, bias-stride,
-//                                   bias-overlap, unbound, kind, index, rank,
+//                                   bias-overlap, gelu-aux-shape,
+//                                   gelu-aux-stride, gelu-aux-overlap,
+//                                   gelu-aux-overlap-a, gelu-c-transposed,
+//                                   unbound, kind, index, rank,
 //                                   alignment, free-param, double-free
 //
 //===----------------------------------------------------------------------===//
@@ -425,6 +428,13 @@ void checkGemm3(int type, bool batched, int64_t M, int64_t N, int64_t K,
 /// Defined by libtriax_rt_cuda.a only: non-null in triax-rt-gemm-cuda-test.
 extern "C" uint64_t trx_cuda_gemms(void) __attribute__((weak));
 
+/// The worst |got - want| / tolerance of C in the GELU epilogue checks
+/// against the double loop, f32 and bf16.
+double &geluMaxErr(bool bf16) {
+  static double worst[2] = {0, 0};
+  return worst[bf16 ? 1 : 0];
+}
+
 /// Checks one GEMM with a bias epilogue (trx_sgemm_bias, or
 /// trx_gemm_bf16_bias when `bf16`) against a double loop: C[i, j] =
 /// alpha op(A) op(B) + bias[j], C not read (NaN before), the guards of C and
@@ -613,6 +623,288 @@ void testGemmFamily() {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// The GELU epilogues
+//===----------------------------------------------------------------------===//
+
+/// The compiler's GELU formulas (TriaxScalar.cpp) in double: the reference.
+const double kSqrt2OverPi = std::sqrt(2.0 / 3.14159265358979323846);
+double geluRef(double x) {
+  double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
+  return 0.5 * x * (1.0 + t);
+}
+/// gelu'(x).
+double geluDerivRef(double x) {
+  double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3 * 0.044715 * x * x);
+}
+
+/// The same formulas in f32, operation by operation in the compiler's order
+/// (this file is compiled with -ffp-contract=off): what the generated
+/// triax.gelu / triax.gelu_grad kernels compute, written out again here
+/// independently of the runtime's copy.
+const float kK0f = float(std::sqrt(2.0 / 3.14159265358979323846));
+const float kCf = float(0.044715), kC3f = float(3.0 * 0.044715);
+float geluTanhF32(float x) {
+  float x3 = (x * x) * x;
+  float inner = x + kCf * x3;
+  return std::tanh(kK0f * inner);
+}
+float geluF32(float x) { return (0.5f * x) * (1.0f + geluTanhF32(x)); }
+float geluGradF32(float x, float dy) {
+  float t = geluTanhF32(x);
+  float du = kK0f * (1.0f + kC3f * (x * x));
+  float left = 0.5f * (1.0f + t);
+  float right = ((0.5f * x) * (1.0f - t * t)) * du;
+  return dy * (left + right);
+}
+
+/// Bounds of the f32 formulas' rounding against the double ones (measured
+/// over [-40, 40] with 4-8x to spare): gelu within 1e-5 |gelu| + 1e-7
+/// (1 + |x|), gelu' within 1e-5 |gelu'| + 1e-7 (1 + x^2).
+double geluEvalTol(double x, double g) {
+  return 1e-5 * std::fabs(g) + 1e-7 * (1.0 + std::fabs(x));
+}
+double geluDerivEvalTol(double x, double gp) {
+  return 1e-5 * std::fabs(gp) + 1e-7 * (1.0 + x * x);
+}
+constexpr double kMaxGeluDeriv = 1.13; // max |gelu'| (1.1290 at x = 1.5)
+
+/// Checks one GELU epilogue GEMM: trx_sgemm_bias_gelu / trx_gemm_bf16_
+/// bias_gelu (`dgelu` false) or trx_sgemm_dgelu / trx_gemm_bf16_dgelu, M x N
+/// x K, A / B as transposed views when aT / bT, aux with row padding
+/// `auxPad` at element offset `auxOffset` (a row stride that is a multiple
+/// of 8 and offset 0 take cuBLASLt's epilogue, anything else its host
+/// fallback). Against a double loop from A, B (and the bias): aux = the
+/// pre-activation, C = gelu(pre) / product * gelu'(aux), within the
+/// roundings. On the CPU, also within an f32 rounding / one bf16 ulp of the
+/// double formula of the stored intermediates, and bit for bit the unfused
+/// result: the bias / plain GEMM entry, then the f32 formula above.
+void checkGemmGelu(bool bf16, bool dgelu, int64_t M, int64_t N, int64_t K,
+                   bool ta, bool tb, bool aT, bool bT, float alpha, int64_t pad,
+                   int64_t auxPad, int64_t auxOffset) {
+  Operand3 A(bf16, 1, ta ? K : M, ta ? M : K, aT, pad, false, 3);
+  Operand3 B(bf16, 1, tb ? N : K, tb ? K : N, bT, pad + 1, false, 5);
+  Operand3 C(bf16, 1, M, N, false, pad * 2, false, 7);
+  Operand3 aux(bf16, 1, M, N, false, auxPad, false, auxOffset);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      C.set(0, i, j, std::numeric_limits<float>::quiet_NaN()); // not read
+      if (dgelu) // an input: the forward's pre-activation, in [-4, 4]
+        aux.set(0, i, j, 2.0f * nextValue());
+      else // an output
+        aux.set(0, i, j, std::numeric_limits<float>::quiet_NaN());
+    }
+  size_t biasLen = size_t(N + 3);
+  RtBuffer<float> bf(biasLen);
+  RtBuffer<uint16_t> bh(biasLen);
+  for (size_t k = 0; k < biasLen; ++k) {
+    float v = k >= 1 && k < size_t(N) + 1 ? nextValue() : Operand3::kGuard;
+    bf[k] = v;
+    bh[k] = triax::rt::f32ToBf16(v);
+  }
+  auto biasAt = [&](int64_t j) {
+    size_t k = size_t(1 + j);
+    return bf16 ? double(triax::rt::bf16ToF32(bh[k])) : double(bf[k]);
+  };
+  Operand3 C0 = C, aux0 = aux; // for the unfused comparison
+  auto callEntry = [&](Operand3 &c, Operand3 &x) {
+    if (bf16) {
+      auto a = A.desc2<trx_memref_bf16_2d>(), b = B.desc2<trx_memref_bf16_2d>(),
+           cd = c.desc2<trx_memref_bf16_2d>(),
+           xd = x.desc2<trx_memref_bf16_2d>();
+      trx_memref_bf16_1d v = {bh.data(), bh.data(), 1, {N}, {1}};
+      if (dgelu)
+        _mlir_ciface_trx_gemm_bf16_dgelu(&a, &b, &cd, &xd, ta, tb, alpha);
+      else
+        _mlir_ciface_trx_gemm_bf16_bias_gelu(&a, &b, &cd, &v, &xd, ta, tb,
+                                             alpha);
+    } else {
+      auto a = A.desc2<trx_memref_f32_2d>(), b = B.desc2<trx_memref_f32_2d>(),
+           cd = c.desc2<trx_memref_f32_2d>(), xd = x.desc2<trx_memref_f32_2d>();
+      trx_memref_f32_1d v = {bf.data(), bf.data(), 1, {N}, {1}};
+      if (dgelu)
+        _mlir_ciface_trx_sgemm_dgelu(&a, &b, &cd, &xd, ta, tb, alpha);
+      else
+        _mlir_ciface_trx_sgemm_bias_gelu(&a, &b, &cd, &v, &xd, ta, tb, alpha);
+    }
+  };
+  callEntry(C, aux);
+  trx_device_sync(); // the device's GEMM before the host reads C
+  bool gpu = trx_cuda_gemms != nullptr;
+  std::string what =
+      std::string(bf16 ? "gemm_bf16_" : "sgemm_") +
+      (dgelu ? "dgelu" : "bias_gelu") + " M=" + std::to_string(M) +
+      " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+      " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " layout " +
+      std::to_string(aT) + std::to_string(bT) +
+      " ldaux=" + std::to_string(N + auxPad) +
+      " auxOffset=" + std::to_string(auxOffset);
+  auto fail = [&](const char *kind, int64_t i, int64_t j, double got,
+                  double want) {
+    trxtest::failed(__FILE__, __LINE__,
+                    what + ": " + kind + " at (" + std::to_string(i) + "," +
+                        std::to_string(j) + "): got " + std::to_string(got) +
+                        ", want " + std::to_string(want));
+  };
+  double maxErr = 0; // |got - want| / tol, the worst over C
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double sum = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double x = ta ? A.get(0, k, i) : A.get(0, i, k);
+        double y = tb ? B.get(0, j, k) : B.get(0, k, j);
+        sum += x * y;
+        mag += std::fabs(x * y);
+      }
+      double prod = double(alpha) * sum;
+      double prodTol = 1e-5 * (std::fabs(double(alpha)) * mag + 1.0);
+      double got = C.get(0, i, j), want, tol;
+      if (!dgelu) {
+        // aux: the pre-activation, as trx_sgemm_bias checks it.
+        double pre = prod + biasAt(j);
+        double preTol = prodTol + 1e-5 * std::fabs(biasAt(j));
+        if (bf16)
+          preTol += std::fabs(pre) / 256.0; // half an ulp of 8 bits
+        double gotAux = aux.get(0, i, j);
+        ++trxtest::checkCount();
+        if (!(std::fabs(gotAux - pre) <= preTol))
+          fail("aux", i, j, gotAux, pre);
+        want = geluRef(pre);
+        tol = kMaxGeluDeriv * preTol + geluEvalTol(pre, want);
+        if (gpu) // cuBLASLt's own tanh
+          tol += 1e-3 * (1.0 + std::fabs(pre));
+      } else {
+        double x = aux.get(0, i, j), gp = geluDerivRef(x);
+        if (bf16)
+          prodTol += std::fabs(prod) / 256.0; // the product stored as bf16
+        want = prod * gp;
+        tol = std::fabs(gp) * prodTol +
+              (std::fabs(prod) + prodTol) * geluDerivEvalTol(x, gp);
+        if (gpu) // cuBLASLt's own tanh
+          tol += 1e-3 * (1.0 + x * x) * std::fabs(prod);
+      }
+      if (bf16)
+        tol += std::fabs(want) / 256.0; // C rounded to bf16
+      ++trxtest::checkCount();
+      if (!(std::fabs(got - want) <= tol))
+        fail("C", i, j, got, want);
+      maxErr = std::max(maxErr, std::fabs(got - want) / tol);
+    }
+  CHECK(C.guardsIntact());
+  CHECK(aux.guardsIntact());
+  CHECK(A.guardsIntact());
+  CHECK(B.guardsIntact());
+  for (size_t k = 0; k < biasLen; ++k)
+    if (k == 0 || k >= size_t(N) + 1)
+      CHECK(bf16 ? bh[k] == triax::rt::f32ToBf16(Operand3::kGuard)
+                 : bf[k] == Operand3::kGuard);
+  if (gpu)
+    return; // cuBLASLt rounds its own way; the tolerances above hold
+
+  // The unfused order on the CPU: the bias GEMM into aux0 (bias_gelu) or
+  // the plain GEMM into C0 (dgelu), then the f32 formula element by
+  // element on the stored values.
+  if (dgelu) {
+    callGemm(bf16 ? TRX_GEMM_BF16 : TRX_GEMM_F32, false, A, B, C0, ta, tb,
+             alpha, 0.0f);
+  } else if (bf16) {
+    auto a = A.desc2<trx_memref_bf16_2d>(), b = B.desc2<trx_memref_bf16_2d>(),
+         xd = aux0.desc2<trx_memref_bf16_2d>();
+    trx_memref_bf16_1d v = {bh.data(), bh.data(), 1, {N}, {1}};
+    _mlir_ciface_trx_gemm_bf16_bias(&a, &b, &xd, &v, ta, tb, alpha);
+  } else {
+    auto a = A.desc2<trx_memref_f32_2d>(), b = B.desc2<trx_memref_f32_2d>(),
+         xd = aux0.desc2<trx_memref_f32_2d>();
+    trx_memref_f32_1d v = {bf.data(), bf.data(), 1, {N}, {1}};
+    _mlir_ciface_trx_sgemm_bias(&a, &b, &xd, &v, ta, tb, alpha);
+  }
+  auto bits = [&](const Operand3 &o, size_t k) {
+    uint32_t u = 0;
+    if (bf16)
+      u = o.h[k];
+    else
+      std::memcpy(&u, &o.f[k], sizeof(u));
+    return u;
+  };
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      size_t kc = C.index(0, i, j), kx = aux.index(0, i, j);
+      // The stored intermediates: the pre-activation (aux), the product.
+      float x = float(aux0.get(0, i, j));
+      float dy = dgelu ? float(C0.get(0, i, j)) : 0.0f;
+      float r = dgelu ? geluGradF32(x, dy) : geluF32(x);
+      if (bf16) {
+        uint16_t h = triax::rt::f32ToBf16(r);
+        C0.h[kc] = h;
+      } else {
+        C0.f[kc] = r;
+      }
+      // Within the f32 formula's rounding (one bf16 ulp) of the double
+      // formula on the stored intermediates.
+      double want = dgelu ? double(dy) * geluDerivRef(x) : geluRef(x);
+      double tol = dgelu ? std::fabs(dy) * geluDerivEvalTol(x, geluDerivRef(x))
+                         : geluEvalTol(x, want);
+      if (bf16)
+        tol += std::fabs(want) / 128.0; // one ulp of 8 bits
+      double got = C.get(0, i, j);
+      ++trxtest::checkCount();
+      if (!(std::fabs(got - want) <= tol))
+        fail("C vs the formula of the stored values", i, j, got, want);
+      ++trxtest::checkCount();
+      if (bits(C, kc) != bits(C0, kc))
+        fail("C not bit for bit the unfused result", i, j, got, C0.get(0, i, j));
+      if (!dgelu) {
+        ++trxtest::checkCount();
+        if (bits(aux, kx) != bits(aux0, kx))
+          fail("aux not bit for bit trx_*_bias's", i, j, aux.get(0, i, j),
+               aux0.get(0, i, j));
+      }
+    }
+  geluMaxErr(bf16) = std::max(geluMaxErr(bf16), maxErr);
+}
+
+void testGemmGelu() {
+  // N = 5, 9, 13: rows not a multiple of 8 (the host fallback on cuBLASLt);
+  // 24, 96: cuBLASLt's epilogue with an unpadded aux.
+  const int64_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},  {17, 9, 33},
+                               {5, 13, 3},  {1, 24, 4}, {40, 24, 70},
+                               {4, 24, 0},  {7, 5, 0},  {64, 96, 128}};
+  const bool views[][2] = {{false, false}, {true, false}, {false, true},
+                           {true, true}};
+  for (bool bf16 : {false, true})
+    for (bool dgelu : {false, true})
+      for (const auto &s : shapes)
+        for (int ta = 0; ta < 2; ++ta)
+          for (int tb = 0; tb < 2; ++tb)
+            for (const auto &v : views)
+              for (float alpha : {1.0f, -0.5f})
+                checkGemmGelu(bf16, dgelu, s[0], s[1], s[2], ta, tb, v[0],
+                              v[1], alpha, alpha < 0 ? 2 : 1, 0, 0);
+  for (bool bf16 : {false, true})
+    for (bool dgelu : {false, true}) {
+      // aux padded to a row stride of 32 (cuBLASLt), of 27, at an odd
+      // offset (both the host fallback on cuBLASLt).
+      checkGemmGelu(bf16, dgelu, 9, 24, 17, false, true, false, false, 1.0f, 0,
+                    8, 0);
+      checkGemmGelu(bf16, dgelu, 9, 24, 17, true, false, false, false, 1.0f, 1,
+                    3, 0);
+      checkGemmGelu(bf16, dgelu, 9, 24, 17, false, false, false, true, 2.0f, 0,
+                    0, 3);
+      // Empty C: nothing happens (row strides >= 1 for the views' sake).
+      checkGemmGelu(bf16, dgelu, 0, 5, 3, false, false, false, false, 1.0f, 1,
+                    1, 0);
+      checkGemmGelu(bf16, dgelu, 4, 0, 3, false, false, false, false, 1.0f, 1,
+                    1, 0);
+    }
+  // bf16 comes close to 1 by design: the tolerance is the sum of the two
+  // half-ulp roundings (aux or the product, then C), which both can reach.
+  printf("gelu epilogues: worst C error vs the double loop: f32 %.3f, bf16 "
+         "%.3f of the tolerance\n",
+         geluMaxErr(false), geluMaxErr(true));
+}
+
 const trx_param_desc kParams[] = {
     {"w", 2, {3, 5}, TRX_INIT_NORMAL, 0.02f, 1, nullptr},
     {"b", 1, {5, 0}, TRX_INIT_ZEROS, 0.0f, 0, nullptr},
@@ -740,6 +1032,31 @@ int abortCase(const std::string &what) {
     else
       v.aligned = buf + 26; // inside C (buf + 24 .. buf + 32)
     _mlir_ciface_trx_sgemm_bias(&A, &B, &C, &v, 0, 0, 1.0f);
+  } else if (what.rfind("gelu-", 0) == 0) {
+    trx_memref_f32_1d v = {buf + 40, buf + 40, 0, {4}, {1}};
+    trx_memref_f32_2d X = {buf + 48, buf + 48, 0, {2, 4}, {4, 1}};
+    if (what == "gelu-aux-shape") {
+      X.sizes[1] = 3;
+      X.strides[0] = 3;
+      _mlir_ciface_trx_sgemm_bias_gelu(&A, &B, &C, &v, &X, 0, 0, 1.0f);
+    } else if (what == "gelu-aux-stride") {
+      X.strides[0] = 1; // a transposed view
+      X.strides[1] = 2;
+      _mlir_ciface_trx_sgemm_dgelu(&A, &B, &C, &X, 0, 0, 1.0f);
+    } else if (what == "gelu-aux-overlap") {
+      X.aligned = buf + 26; // inside C (buf + 24 .. buf + 32)
+      _mlir_ciface_trx_sgemm_dgelu(&A, &B, &C, &X, 0, 0, 1.0f);
+    } else if (what == "gelu-aux-overlap-a") {
+      X.aligned = buf + 2; // inside A (buf .. buf + 6)
+      _mlir_ciface_trx_sgemm_bias_gelu(&A, &B, &C, &v, &X, 0, 0, 1.0f);
+    } else if (what == "gelu-c-transposed") {
+      C.strides[0] = 1;
+      C.strides[1] = 2;
+      _mlir_ciface_trx_sgemm_bias_gelu(&A, &B, &C, &v, &X, 0, 0, 1.0f);
+    } else {
+      fprintf(stderr, "unknown abort case '%s'\n", what.c_str());
+      return 2;
+    }
   } else if (what == "unbound") {
     trx_memref_f32_2d d;
     _mlir_ciface_trx_state_2d(&d, 0, 0);
@@ -780,6 +1097,7 @@ int main(int argc, char **argv) {
     testBf16Conversions();
     testGemmFamily();
     testGemmBias();
+    testGemmGelu();
     trxtest::done("gemm");
     return 0;
   }
@@ -792,6 +1110,7 @@ int main(int argc, char **argv) {
   testBf16Conversions();
   testGemmFamily();
   testGemmBias();
+  testGemmGelu();
   testState();
   testAlloc();
   trxtest::done("kernel");

@@ -2,9 +2,12 @@
 //
 // The kernel ABI of include/triax/Conversion/RuntimeABI.h on the CPU:
 //  - the GEMMs (_mlir_ciface_trx_sgemm, trx_gemm_bf16, trx_gemm_bf16_f32,
-//    their _batched forms, trx_sgemm_bias and trx_gemm_bf16_bias): one
-//    checker (shapes, strides, overlap) in front of trx_gemm_compute,
-//    OpenBLAS cblas_sgemm here (weak; cuBLASLt in the CUDA runtime);
+//    their _batched forms, trx_sgemm_bias and trx_gemm_bf16_bias, and the
+//    GELU epilogues trx_sgemm_bias_gelu, trx_gemm_bf16_bias_gelu,
+//    trx_sgemm_dgelu, trx_gemm_bf16_dgelu): one checker (shapes, strides,
+//    overlap) in front of trx_gemm_compute, OpenBLAS cblas_sgemm here
+//    (weak; cuBLASLt in the CUDA runtime), the GELU formulas on the host
+//    (trx_gemm_epilogue_host, also the CUDA runtime's fallback);
 //  - _mlir_ciface_trx_state_1d/2d: views of the runtime-owned parameter,
 //    AdamW and gradient buffers bound with trx_state_bind;
 //  - _mlir_memref_to_llvm_alloc/aligned_alloc/free: the compiled code's
@@ -24,6 +27,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <climits>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -202,8 +206,11 @@ bool overlaps(const Operand &a, int64_t i, const Operand &b, int64_t j) {
 /// Aborts when a matrix of C shares an element with another of C's or with
 /// one of `x`'s (A or B). Cheap in the usual cases: disjoint buffers are
 /// told apart by their byte ranges, C's own matrices by their batch stride.
+/// `cName` names the written operand in the message (aux of a GELU
+/// epilogue).
 void checkNoOverlap(const char *fn, bool batched, const Operand &c,
-                    const Operand &x, const char *xName) {
+                    const Operand &x, const char *xName,
+                    const char *cName = "C") {
   auto range = [](const Operand &m) {
     int64_t lo = int64_t(reinterpret_cast<uintptr_t>(m.data));
     int64_t n = (m.batch - 1) * m.bstride + m.span();
@@ -217,8 +224,9 @@ void checkNoOverlap(const char *fn, bool batched, const Operand &c,
     for (int64_t j = 0; j < x.batch; ++j)
       if (overlaps(c, i, x, j)) {
         if (!batched)
-          abortWith(fn, "C overlaps %s", xName);
-        abortWith(fn, "C[%" PRId64 "] overlaps %s[%" PRId64 "]", i, xName, j);
+          abortWith(fn, "%s overlaps %s", cName, xName);
+        abortWith(fn, "%s[%" PRId64 "] overlaps %s[%" PRId64 "]", cName, i,
+                  xName, j);
       }
 }
 
@@ -295,14 +303,35 @@ void fillBias(const Operand &c, const char *bias) {
   }
 }
 
+/// The aux operand of a GELU epilogue: M x N like C, C's element size,
+/// row-major (inner stride 1, row stride >= N).
+Operand checkAux(const char *fn, const RawMemref &m, int64_t M, int64_t N,
+                 size_t elem) {
+  Operand aux = checkOperand(fn, "aux", m, elem);
+  if (aux.rows != M || aux.cols != N)
+    abortWith(fn,
+              "aux is %" PRId64 "x%" PRId64 " but C is %" PRId64 "x%" PRId64,
+              aux.rows, aux.cols, M, N);
+  if (aux.colMajor)
+    abortWith(fn,
+              "aux has strides [%" PRId64 ", %" PRId64
+              "]: it must be row-major (inner stride 1); sizes %s",
+              m.strides[1], m.strides[2], sizesOf(m).c_str());
+  return aux;
+}
+
 /// The shared body of every GEMM entry: checks the operands (shapes,
 /// strides, batch sizes, overlap), handles the empty cases, and hands the
 /// rest to trx_gemm_compute as a row-major problem. With `bias` (the 2-D
 /// *_bias entries, beta 0), C = alpha op(A) op(B) + bias[n] on every row.
+/// With a GELU `epilogue` (trx_gemm_epilogue; the 2-D *_gelu entries, beta
+/// 0, a row-major C) and its `aux` operand, see trx_gemm_problem.
 void runGemm(const char *fn, int32_t type, const RawMemref &A,
              const RawMemref &B, const RawMemref &C, int32_t transA,
              int32_t transB, float alpha, float beta,
-             const RawVector *bias = nullptr) {
+             const RawVector *bias = nullptr,
+             int32_t epilogue = TRX_GEMM_EPI_NONE,
+             const RawMemref *aux = nullptr) {
   size_t abElem = type == TRX_GEMM_F32 ? sizeof(float) : sizeof(uint16_t);
   size_t cElem = type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
   bool batched = C.rank == 3;
@@ -326,6 +355,16 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
   Operand biasOp{};
   if (bias)
     biasOp = checkBias(fn, *bias, N, cElem);
+  Operand auxOp{};
+  if (epilogue != TRX_GEMM_EPI_NONE) {
+    if (c.colMajor)
+      abortWith(fn,
+                "C has strides [%" PRId64 ", %" PRId64
+                "]: a GELU epilogue needs a row-major C (inner stride 1), "
+                "not a transposed view; sizes %s",
+                C.strides[1], C.strides[2], sizesOf(C).c_str());
+    auxOp = checkAux(fn, *aux, M, N, cElem);
+  }
   if (M == 0 || N == 0 || c.batch == 0)
     return;
   checkBatchDisjoint(fn, c);
@@ -333,14 +372,38 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
   checkNoOverlap(fn, batched, c, b, "B");
   if (bias)
     checkNoOverlap(fn, batched, c, biasOp, "bias");
+  if (epilogue != TRX_GEMM_EPI_NONE) {
+    checkNoOverlap(fn, false, c, auxOp, "aux");
+    checkNoOverlap(fn, false, auxOp, a, "A", "aux");
+    checkNoOverlap(fn, false, auxOp, b, "B", "aux");
+    if (bias)
+      checkNoOverlap(fn, false, auxOp, biasOp, "bias", "aux");
+  }
+  // The problem handed to the backend, or to trx_gemm_epilogue_host below.
+  trx_gemm_problem p = {};
+  p.epilogue = epilogue;
+  p.aux = auxOp.data;
+  p.ldaux = auxOp.ld;
   if (K == 0) {
     // On the host: wait for the device's earlier work on C (CUDA target;
     // a no-op on the CPU).
     trx_device_sync();
-    if (bias)
+    if (epilogue == TRX_GEMM_EPI_GELU_AUX)
+      fillBias(auxOp, biasOp.data); // the pre-activation: the bias alone
+    else if (bias)
       fillBias(c, biasOp.data);
     else
       scaleC(c, type, beta);
+    if (epilogue != TRX_GEMM_EPI_NONE) {
+      // C = gelu(aux) / gelu_grad(aux, 0), as the elementwise kernel would.
+      p.type = type;
+      p.M = M;
+      p.N = N;
+      p.batch = 1;
+      p.C = c.data;
+      p.ldc = c.ld;
+      trx_gemm_epilogue_host(&p);
+    }
     return;
   }
   // A transposed C is computed as C^T below, along whose rows the bias
@@ -356,7 +419,6 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
   // op(X) is stored X^(trans xor colMajor). A transposed C is computed as
   // C^T = op(B)^T op(A)^T.
   bool ta = (transA != 0) != a.colMajor, tb = (transB != 0) != b.colMajor;
-  trx_gemm_problem p;
   p.type = type;
   p.batch = c.batch;
   p.C = c.data;
@@ -528,6 +590,116 @@ _mlir_ciface_trx_gemm_bf16_bias(trx_memref_bf16_2d *A, trx_memref_bf16_2d *B,
           rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, &v);
 }
 
+extern "C" void _mlir_ciface_trx_sgemm_bias_gelu(
+    trx_memref_f32_2d *A, trx_memref_f32_2d *B, trx_memref_f32_2d *C,
+    trx_memref_f32_1d *bias, trx_memref_f32_2d *aux, int32_t transA,
+    int32_t transB, float alpha) {
+  const char *fn = "trx_sgemm_bias_gelu";
+  RawVector v = rawVector(fn, "bias", bias);
+  RawMemref x = rawMemref(fn, "aux", aux);
+  runGemm(fn, TRX_GEMM_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, &v,
+          TRX_GEMM_EPI_GELU_AUX, &x);
+}
+
+extern "C" void _mlir_ciface_trx_gemm_bf16_bias_gelu(
+    trx_memref_bf16_2d *A, trx_memref_bf16_2d *B, trx_memref_bf16_2d *C,
+    trx_memref_bf16_1d *bias, trx_memref_bf16_2d *aux, int32_t transA,
+    int32_t transB, float alpha) {
+  const char *fn = "trx_gemm_bf16_bias_gelu";
+  RawVector v = rawVector(fn, "bias", bias);
+  RawMemref x = rawMemref(fn, "aux", aux);
+  runGemm(fn, TRX_GEMM_BF16, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, &v,
+          TRX_GEMM_EPI_GELU_AUX, &x);
+}
+
+extern "C" void _mlir_ciface_trx_sgemm_dgelu(trx_memref_f32_2d *A,
+                                             trx_memref_f32_2d *B,
+                                             trx_memref_f32_2d *C,
+                                             trx_memref_f32_2d *aux,
+                                             int32_t transA, int32_t transB,
+                                             float alpha) {
+  const char *fn = "trx_sgemm_dgelu";
+  RawMemref x = rawMemref(fn, "aux", aux);
+  runGemm(fn, TRX_GEMM_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, nullptr,
+          TRX_GEMM_EPI_DGELU, &x);
+}
+
+extern "C" void _mlir_ciface_trx_gemm_bf16_dgelu(trx_memref_bf16_2d *A,
+                                                 trx_memref_bf16_2d *B,
+                                                 trx_memref_bf16_2d *C,
+                                                 trx_memref_bf16_2d *aux,
+                                                 int32_t transA, int32_t transB,
+                                                 float alpha) {
+  const char *fn = "trx_gemm_bf16_dgelu";
+  RawMemref x = rawMemref(fn, "aux", aux);
+  runGemm(fn, TRX_GEMM_BF16, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
+          rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, nullptr,
+          TRX_GEMM_EPI_DGELU, &x);
+}
+
+namespace {
+
+// The GELU formulas exactly as the compiler generates them
+// (lib/Dialect/Triax/IR/TriaxScalar.cpp, GeluOp / GeluGradOp::buildScalar:
+// f32 arith ops with f32 constants, math.tanh lowered to tanhf), one
+// rounding per operation in the same order. This file is compiled with
+// -ffp-contract=off (runtime/CMakeLists.txt) so that no a * b + c is fused.
+// The constants are the compiler's doubles rounded to f32.
+const float kGeluK0 = float(std::sqrt(2.0 / 3.14159265358979323846));
+const float kGeluC = float(0.044715);
+const float kGeluC3 = float(3.0 * 0.044715);
+
+/// tanh(k0 (x + c ((x x) x))).
+float geluTanh(float x) {
+  float x3 = (x * x) * x;
+  float inner = x + kGeluC * x3;
+  return std::tanh(kGeluK0 * inner); // tanhf
+}
+
+float gelu(float x) { return (0.5f * x) * (1.0f + geluTanh(x)); }
+
+float geluGrad(float x, float dy) {
+  float t = geluTanh(x);
+  float du = kGeluK0 * (1.0f + kGeluC3 * (x * x));
+  float left = 0.5f * (1.0f + t);
+  float right = ((0.5f * x) * (1.0f - t * t)) * du;
+  return dy * (left + right);
+}
+
+} // namespace
+
+extern "C" void trx_gemm_epilogue_host(const trx_gemm_problem *p) {
+  if (!p || p->epilogue == TRX_GEMM_EPI_NONE)
+    return;
+  if ((p->epilogue != TRX_GEMM_EPI_GELU_AUX &&
+       p->epilogue != TRX_GEMM_EPI_DGELU) ||
+      (p->type != TRX_GEMM_F32 && p->type != TRX_GEMM_BF16) || !p->aux ||
+      !p->C || p->ldc < p->N || p->ldaux < p->N)
+    abortWith("trx_gemm_epilogue_host",
+              "invalid GELU epilogue (epilogue %d, type %d, ldc %" PRId64
+              ", ldaux %" PRId64 ", N %" PRId64 ")",
+              int(p->epilogue), int(p->type), p->ldc, p->ldaux, p->N);
+  bool dgelu = p->epilogue == TRX_GEMM_EPI_DGELU;
+  for (int64_t i = 0; i < p->M; ++i) {
+    if (p->type == TRX_GEMM_F32) {
+      const float *x = static_cast<const float *>(p->aux) + i * p->ldaux;
+      float *c = static_cast<float *>(p->C) + i * p->ldc;
+      for (int64_t j = 0; j < p->N; ++j)
+        c[j] = dgelu ? geluGrad(x[j], c[j]) : gelu(x[j]);
+    } else {
+      const uint16_t *x = static_cast<const uint16_t *>(p->aux) + i * p->ldaux;
+      uint16_t *c = static_cast<uint16_t *>(p->C) + i * p->ldc;
+      for (int64_t j = 0; j < p->N; ++j) {
+        float xv = bf16ToF32(x[j]);
+        c[j] = f32ToBf16(dgelu ? geluGrad(xv, bf16ToF32(c[j])) : gelu(xv));
+      }
+    }
+  }
+}
+
 namespace {
 
 /// Widens a rows x cols bf16 matrix with row stride `ld` into a contiguous
@@ -551,12 +723,10 @@ void resizeScratch(std::vector<float> &v, int64_t n) {
 
 } // namespace
 
-/// The CPU backend: OpenBLAS, one cblas_sgemm per matrix of the batch. bf16
-/// operands are widened to f32 scratch (exact), multiplied with fp32
-/// accumulation, and a bf16 C is rounded back once. Weak: the CUDA runtime
-/// (lib/cuda/blas.cpp) supplies cuBLASLt instead.
-extern "C" __attribute__((weak)) void
-trx_gemm_compute(const trx_gemm_problem *problem) {
+namespace {
+
+/// The CPU backend's GEMM without an epilogue (the bias, if any, included).
+void cpuGemm(const trx_gemm_problem *problem) {
   // A bias: C = bias on every row, then the product accumulated with
   // beta 1, the order the compiled code used before the *_bias entries
   // (bit for bit the same results).
@@ -620,6 +790,33 @@ trx_gemm_compute(const trx_gemm_problem *problem) {
       for (int64_t j = 0; j < p->N; ++j)
         ci[r * p->ldc + j] = f32ToBf16(c[size_t(r * p->N + j)]);
   }
+}
+
+} // namespace
+
+/// The CPU backend: OpenBLAS, one cblas_sgemm per matrix of the batch. bf16
+/// operands are widened to f32 scratch (exact), multiplied with fp32
+/// accumulation, and a bf16 C is rounded back once. A GELU epilogue: the
+/// GEMM (with its bias) into aux (GELU_AUX) or C (DGELU), rounded to C's
+/// type, then trx_gemm_epilogue_host on every element: bit for bit the
+/// unfused GEMM and elementwise kernel. Weak: the CUDA runtime
+/// (lib/cuda/blas.cpp) supplies cuBLASLt instead.
+extern "C" __attribute__((weak)) void
+trx_gemm_compute(const trx_gemm_problem *problem) {
+  if (problem->epilogue == TRX_GEMM_EPI_NONE) {
+    cpuGemm(problem);
+    return;
+  }
+  trx_gemm_problem gemm = *problem;
+  gemm.epilogue = TRX_GEMM_EPI_NONE;
+  gemm.aux = nullptr;
+  gemm.ldaux = 0;
+  if (problem->epilogue == TRX_GEMM_EPI_GELU_AUX) {
+    gemm.C = problem->aux; // the pre-activation
+    gemm.ldc = problem->ldaux;
+  }
+  cpuGemm(&gemm);
+  trx_gemm_epilogue_host(problem);
 }
 
 extern "C" void trx_blas_set_threads(int n) {

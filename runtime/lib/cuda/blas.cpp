@@ -27,6 +27,24 @@
 // the bias is copied into C's rows on the host (after trx_device_sync;
 // managed memory) and accumulated into with beta 1.
 //
+// GELU epilogues (trx_*_bias_gelu, trx_*_dgelu; the problem's epilogue,
+// aux and ldaux): the row-major M x N aux with row stride ldaux is, like
+// C, a column-major N x M matrix with leading dimension ldaux, which is
+// what CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER / _AUX_LD describe (aux
+// of D's type, the default CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE).
+// TRX_GEMM_EPI_GELU_AUX is CUBLASLT_EPILOGUE_GELU_AUX_BIAS (the bias as
+// above; D = gelu(AB + bias), aux = AB + bias), TRX_GEMM_EPI_DGELU is
+// CUBLASLT_EPILOGUE_DGELU (D = AB gelu'(aux)). cuBLASLt computes the GELU
+// in fp32 from the unrounded product with its own tanh, so a bf16 result
+// can differ from the CPU's (which reads the rounded aux / product back)
+// by about an ulp. cuBLASLt needs AUX_LD a multiple of 8 and a 16-byte
+// aligned aux; with anything else, or when the heuristic has no algorithm
+// for the epilogue, the plan is the GEMM without the GELU part (into aux,
+// with the bias, for GELU_AUX; into C for DGELU), after which the host
+// applies the CPU runtime's formulas over managed memory
+// (trx_gemm_epilogue_host after a host sync): correct but slow, and
+// said once per process on stderr.
+//
 // Precision: fp32 accumulation everywhere (CUBLAS_COMPUTE_32F, f32 alpha
 // and beta). f32 operands stay f32 (no TF32: that would take
 // CUBLAS_COMPUTE_32F_FAST_TF32), so the numbers match the CPU target's
@@ -113,7 +131,7 @@ uint32_t alignmentOf(const void *p, int64_t batch, int64_t stride,
 }
 
 /// A problem's cache key: everything the descriptors and the heuristic see.
-using PlanKey = std::array<int64_t, 18>;
+using PlanKey = std::array<int64_t, 21>;
 
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -124,7 +142,29 @@ struct Plan {
   /// unusually aligned bias, say): the plan is the plain GEMM, and the
   /// bias is written into C on the host first and accumulated into (beta 1).
   bool biasOnHost = false;
+  /// A GELU epilogue cuBLASLt cannot do here (aux's leading dimension or
+  /// alignment, or no algorithm): no descriptors; trx_gemm_compute runs
+  /// the problem without the GELU part, then the formula on the host.
+  bool epilogueOnHost = false;
+  /// Why, for the warning.
+  const char *hostReason = nullptr;
 };
+
+/// cuBLASLt's rules for the GELU aux matrix: AUX_LD a multiple of 8, the
+/// pointer 16-byte aligned.
+constexpr int64_t kAuxLdMultiple = 8;
+constexpr uint32_t kAuxAlignment = 16;
+
+const char *epilogueName(int32_t epilogue) {
+  switch (epilogue) {
+  case TRX_GEMM_EPI_GELU_AUX:
+    return "GELU_AUX_BIAS";
+  case TRX_GEMM_EPI_DGELU:
+    return "DGELU";
+  default:
+    return "none";
+  }
+}
 
 const char *typeName(int32_t type) {
   switch (type) {
@@ -160,10 +200,22 @@ cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols,
 /// Builds the descriptors of `p` and asks the heuristic for its best
 /// algorithm.
 Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
-              uint32_t alignC) {
+              uint32_t alignC, uint32_t alignAux) {
   cudaDataType_t ab = p.type == TRX_GEMM_F32 ? CUDA_R_32F : CUDA_R_16BF;
   cudaDataType_t ct = p.type == TRX_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_32F;
   Plan plan;
+  if (p.epilogue != TRX_GEMM_EPI_NONE) {
+    if (p.ldaux % kAuxLdMultiple != 0) {
+      plan.epilogueOnHost = true;
+      plan.hostReason = "aux's row stride is not a multiple of 8";
+      return plan;
+    }
+    if (alignAux < kAuxAlignment) {
+      plan.epilogueOnHost = true;
+      plan.hostReason = "aux is not 16-byte aligned";
+      return plan;
+    }
+  }
   TRX_LT(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   // Column-major: Lt's A is the problem's B and Lt's B the problem's A.
   int32_t opA = p.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -172,19 +224,38 @@ Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
                                         &opA, sizeof(opA)));
   TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
                                         &opB, sizeof(opB)));
-  if (p.bias) {
+  if (p.bias || p.epilogue != TRX_GEMM_EPI_NONE) {
     // bias[n] along the rows of the column-major D = C^T (see the top).
     uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    if (p.epilogue == TRX_GEMM_EPI_GELU_AUX)
+      epilogue =
+          p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    else if (p.epilogue == TRX_GEMM_EPI_DGELU)
+      epilogue = CUBLASLT_EPILOGUE_DGELU;
     int32_t biasType = ct;
     TRX_LT(cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-    TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
-                                          CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                          &biasType, sizeof(biasType)));
-    // The heuristic reads the pointer's alignment (the key holds it); each
-    // call sets its own pointer again.
-    TRX_LT(cublasLtMatmulDescSetAttribute(
-        plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+    if (p.bias) {
+      TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                            &biasType, sizeof(biasType)));
+      // The heuristic reads the pointer's alignment (the key holds it);
+      // each call sets its own pointer again.
+      TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &p.bias, sizeof(p.bias)));
+    }
+    if (p.epilogue != TRX_GEMM_EPI_NONE) {
+      // aux: column-major N x M, leading dimension ldaux (see the top);
+      // the pointer like the bias's (alignment in the key, set per call).
+      int64_t ldaux = p.ldaux;
+      TRX_LT(cublasLtMatmulDescSetAttribute(
+          plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &p.aux,
+          sizeof(p.aux)));
+      TRX_LT(cublasLtMatmulDescSetAttribute(
+          plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux,
+          sizeof(ldaux)));
+    }
   }
   // Stored row-major B is (transB ? N x K : K x N): column-major, the
   // transpose (transB ? K x N : N x K); likewise A.
@@ -227,6 +298,17 @@ Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
                                         plan.c, plan.c, pref, 1, &result,
                                         &found));
   TRX_LT(cublasLtMatmulPreferenceDestroy(pref));
+  if (p.epilogue != TRX_GEMM_EPI_NONE &&
+      (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)) {
+    TRX_LT(cublasLtMatrixLayoutDestroy(plan.a));
+    TRX_LT(cublasLtMatrixLayoutDestroy(plan.b));
+    TRX_LT(cublasLtMatrixLayoutDestroy(plan.c));
+    TRX_LT(cublasLtMatmulDescDestroy(plan.desc));
+    Plan host;
+    host.epilogueOnHost = true;
+    host.hostReason = "cuBLASLt's heuristic has no algorithm for it";
+    return host;
+  }
   if (p.bias && (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)) {
     TRX_LT(cublasLtMatrixLayoutDestroy(plan.a));
     TRX_LT(cublasLtMatrixLayoutDestroy(plan.b));
@@ -234,7 +316,7 @@ Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
     TRX_LT(cublasLtMatmulDescDestroy(plan.desc));
     trx_gemm_problem plain = p;
     plain.bias = nullptr;
-    Plan fallback = makePlan(plain, alignA, alignB, alignC);
+    Plan fallback = makePlan(plain, alignA, alignB, alignC, alignAux);
     fallback.biasOnHost = true;
     return fallback;
   }
@@ -266,14 +348,18 @@ const Plan &planFor(const trx_gemm_problem &p) {
   uint32_t alignB = alignmentOf(p.B, p.batch, p.strideB, abElem);
   uint32_t alignC = alignmentOf(p.C, p.batch, p.strideC, cElem);
   uint32_t alignBias = p.bias ? alignmentOf(p.bias, 1, 0, cElem) : 0;
-  PlanKey key = {p.type,    p.transA,          p.transB,  p.M,    p.N,
-                 p.K,       p.batch,           p.lda,     p.ldb,  p.ldc,
-                 p.strideA, p.strideB,         p.strideC, alignA, alignB,
-                 alignC,    p.bias != nullptr, alignBias};
+  bool epi = p.epilogue != TRX_GEMM_EPI_NONE;
+  uint32_t alignAux = epi ? alignmentOf(p.aux, 1, 0, cElem) : 0;
+  PlanKey key = {p.type,    p.transA,          p.transB,   p.M,    p.N,
+                 p.K,       p.batch,           p.lda,      p.ldb,  p.ldc,
+                 p.strideA, p.strideB,         p.strideC,  alignA, alignB,
+                 alignC,    p.bias != nullptr, alignBias,  p.epilogue,
+                 epi ? p.ldaux : 0,            alignAux};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
   if (it == plans.end())
-    it = plans.emplace(key, makePlan(p, alignA, alignB, alignC)).first;
+    it = plans.emplace(key, makePlan(p, alignA, alignB, alignC, alignAux))
+             .first;
   return it->second;
 }
 
@@ -290,7 +376,40 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
     triax::rt::cuda::fail("trx_gemm_compute",
                           "a bias epilogue takes an f32 or bf16 C, batch 1 "
                           "and beta 0");
+  if (p->epilogue != TRX_GEMM_EPI_NONE &&
+      ((p->epilogue != TRX_GEMM_EPI_GELU_AUX &&
+        p->epilogue != TRX_GEMM_EPI_DGELU) ||
+       p->type == TRX_GEMM_BF16_F32 || p->batch != 1 || p->beta != 0.0f ||
+       !p->aux || p->ldaux < p->N))
+    triax::rt::cuda::fail("trx_gemm_compute",
+                          "a GELU epilogue takes an f32 or bf16 C, batch 1, "
+                          "beta 0 and an aux matrix with row stride >= N");
   const Plan &plan = planFor(*p);
+  if (plan.epilogueOnHost) {
+    // The GEMM without the GELU part on the device (into aux, with the
+    // bias, for GELU_AUX; into C for DGELU), then the CPU runtime's
+    // formulas on the host over managed memory.
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      fprintf(stderr,
+              "triax runtime: warning: no cuBLASLt %s epilogue for a %s "
+              "GEMM M=%" PRId64 " N=%" PRId64 " K=%" PRId64 " (ldaux %" PRId64
+              "): %s; the GELU runs on the host (slow; said once)\n",
+              epilogueName(p->epilogue), typeName(p->type), p->M, p->N, p->K,
+              p->ldaux, plan.hostReason ? plan.hostReason : "unsupported");
+    trx_gemm_problem gemm = *p;
+    gemm.epilogue = TRX_GEMM_EPI_NONE;
+    gemm.aux = nullptr;
+    gemm.ldaux = 0;
+    if (p->epilogue == TRX_GEMM_EPI_GELU_AUX) {
+      gemm.C = p->aux;
+      gemm.ldc = p->ldaux;
+    }
+    trx_gemm_compute(&gemm);
+    triax::rt::cuda::hostSync("a GEMM's GELU epilogue on the host");
+    trx_gemm_epilogue_host(p);
+    return;
+  }
   LtState &state = lt();
   // CUstream and cudaStream_t are the same type (CUstream_st *).
   cudaStream_t stream = triax::rt::cuda::launchStream();
@@ -309,11 +428,16 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
       std::memcpy(static_cast<char *>(p->C) + r * p->ldc * int64_t(elem),
                   p->bias, size_t(p->N) * elem);
     beta = 1.0f;
-  } else if (p->bias) {
+  } else if (p->bias || p->epilogue != TRX_GEMM_EPI_NONE) {
     biasLock.lock();
-    TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
-                                          CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                          &p->bias, sizeof(p->bias)));
+    if (p->bias)
+      TRX_LT(cublasLtMatmulDescSetAttribute(plan.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &p->bias, sizeof(p->bias)));
+    if (p->epilogue != TRX_GEMM_EPI_NONE)
+      TRX_LT(cublasLtMatmulDescSetAttribute(
+          plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &p->aux,
+          sizeof(p->aux)));
   }
   TRX_LT(cublasLtMatmul(state.handle, plan.desc, &p->alpha, p->B, plan.a, p->A,
                         plan.b, &beta, p->C, plan.c, p->C, plan.c, &plan.algo,
