@@ -182,6 +182,7 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
     cudaOptions.features = options.cudaFeatures;
   cudaOptions.toolkit = options.cudaToolkit;
   cudaOptions.rows = options.cudaRows;
+  cudaOptions.geluEpilogue = options.geluEpilogue;
   std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
   if (!problem.empty()) {
     errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem
@@ -451,6 +452,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   ::triax::LowerCPUOptions lowerOptions;
   lowerOptions.openmp = options.openmp;
   lowerOptions.fuseOptimizer = options.fuseOptimizer;
+  lowerOptions.geluEpilogue = options.geluEpilogue;
   if (cuda)
     ::triax::buildLowerCUDAPipeline(pm, cudaOptions);
   else

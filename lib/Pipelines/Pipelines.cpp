@@ -128,6 +128,7 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // are freed after their last use. Target-neutral up to here.
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = options.fuseOptimizer;
+  kernels.geluEpilogue = options.geluEpilogue;
   kernels.kernelParamBytes = 0; // a CPU loop passes no kernel parameters
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   // One function per kernel: keeps the lowering below and LLVM linear in the
@@ -212,6 +213,7 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = true;
   kernels.kernelParamBytes = kernelParamBytes(options.features);
+  kernels.geluEpilogue = options.geluEpilogue;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   pm.addPass(mlir::triax::createTriaxOutlineKernels());
   pm.addPass(createCanonicalizerPass());

@@ -60,6 +60,12 @@ static cl::opt<bool> fuseOptimizer(
              "the cuda target's one AdamW kernel does (bit-identical "
              "results)"),
     cl::cat(category));
+static cl::opt<bool> geluEpilogue(
+    "gelu-epilogue",
+    cl::desc("Compute GELU (and its gradient) in the epilogue of the GEMM "
+             "before it: cuBLASLt's on CUDA, the runtime's on the CPU "
+             "(default true; =false keeps separate kernels)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string>
     runtimeDir("runtime-dir", cl::desc("Directory holding libtriax_rt.a"),
                cl::init(TRIAX_RUNTIME_LIB_DIR), cl::cat(category));
@@ -172,6 +178,7 @@ int main(int argc, char **argv) {
   options.verbose = verbose;
   options.openmp = openmp;
   options.fuseOptimizer = fuseOptimizer;
+  options.geluEpilogue = geluEpilogue;
   options.runtimeLibDir = runtimeDir;
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;

@@ -48,6 +48,10 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     Option<"fuseOptimizer", "fuse-optimizer", "bool", /*default=*/"false",
            "Lower consecutive triax.adamw ops of one step as one parallel "
            "loop over all their elements (one kernel on the GPU)">,
+    Option<"geluEpilogue", "gelu-epilogue", "bool", /*default=*/"true",
+           "Fold a triax.gelu into the biased linear before it, and a "
+           "triax.gelu_grad into the linear producing its upstream gradient "
+           "(the runtime's GELU GEMM epilogues)">,
     Option<"kernelParamBytes", "kernel-param-bytes", "int64_t",
            /*default=*/"4352",
            "fuse-optimizer: the most bytes of kernel parameters one fused "

@@ -33,6 +33,8 @@ struct CompileOptions {
   /// --target cpu: one loop over all AdamW updates of a step (the cuda
   /// target always fuses them).
   bool fuseOptimizer = false;
+  /// GELU and its gradient in the GEMM epilogues (both targets).
+  bool geluEpilogue = true;
   /// Where libtriax_rt.a and triax_rt.h are (defaults: the build tree).
   std::string runtimeLibDir, runtimeIncludeDir;
   /// The C compiler that compiles the model descriptor and links.

@@ -19,6 +19,11 @@ struct LowerCPUOptions : public mlir::PassPipelineOptions<LowerCPUOptions> {
                      "(convert-triax-to-kernels{fuse-optimizer}; the cuda "
                      "target always does it)"),
       llvm::cl::init(false)};
+  Option<bool> geluEpilogue{
+      *this, "gelu-epilogue",
+      llvm::cl::desc("GELU and its gradient in the GEMM epilogues "
+                     "(convert-triax-to-kernels{gelu-epilogue})"),
+      llvm::cl::init(true)};
 };
 
 /// Options of triax-lower-cuda (docs/cuda.md).
@@ -52,6 +57,11 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
                      "block (one block per row, reductions through warp "
                      "shuffles; the default) or thread (one thread per row)"),
       llvm::cl::init("block")};
+  Option<bool> geluEpilogue{
+      *this, "gelu-epilogue",
+      llvm::cl::desc("GELU and its gradient in the cuBLASLt GEMM epilogues "
+                     "(convert-triax-to-kernels{gelu-epilogue})"),
+      llvm::cl::init(true)};
   Option<unsigned> optLevel{*this, "opt-level",
                             llvm::cl::desc("LLVM optimization level of the "
                                            "device code"),

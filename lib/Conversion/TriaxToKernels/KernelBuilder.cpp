@@ -177,49 +177,76 @@ LogicalResult KernelBuilder::gemm(Value a, Value bm, Value c, bool transA,
   return callGemm(a, bm, c, transA, transB, alpha, beta, /*rank=*/2);
 }
 
+FailureOr<StringRef> KernelBuilder::gemmEpilogueEntry(Epilogue kind, Type t) {
+  if (!t.isF32() && !t.isBF16())
+    return failure();
+  bool f32 = t.isF32();
+  switch (kind) {
+  case Epilogue::Bias:
+    return f32 ? ::triax::rt::kSgemmBias : ::triax::rt::kGemmBf16Bias;
+  case Epilogue::BiasGelu:
+    return f32 ? ::triax::rt::kSgemmBiasGelu : ::triax::rt::kGemmBf16BiasGelu;
+  case Epilogue::DGelu:
+    return f32 ? ::triax::rt::kSgemmDGelu : ::triax::rt::kGemmBf16DGelu;
+  }
+  return failure();
+}
+
 FailureOr<StringRef> KernelBuilder::gemmBiasEntry(Type a, Type b, Type c,
                                                   Type bias) {
-  if (a.isF32() && b.isF32() && c.isF32() && bias.isF32())
-    return ::triax::rt::kSgemmBias;
-  if (a.isBF16() && b.isBF16() && c.isBF16() && bias.isBF16())
-    return ::triax::rt::kGemmBf16Bias;
-  return failure();
+  if (a != b || a != c || a != bias)
+    return failure();
+  return gemmEpilogueEntry(Epilogue::Bias, a);
 }
 
 LogicalResult KernelBuilder::gemmBias(Value a, Value bm, Value c, Value bias,
                                       bool transA, bool transB, double alpha) {
-  SmallVector<Type> elements;
-  for (auto [name, m, rank] : {std::tuple<StringRef, Value, int64_t>{"A", a, 2},
-                               {"B", bm, 2},
-                               {"C", c, 2},
-                               {"bias", bias, 1}}) {
-    auto type = dyn_cast<MemRefType>(m.getType());
-    if (!type || type.getRank() != rank)
-      return emitError(loc)
-             << "GEMM with bias operand " << name << " must be a " << rank
-             << "-D memref, got " << m.getType();
-    if (rank == 1 && !type.getLayout().isIdentity())
-      return emitError(loc)
-             << "GEMM with bias needs a contiguous bias (identity layout), got "
-             << m.getType();
-    elements.push_back(type.getElementType());
-  }
-  FailureOr<StringRef> entry =
-      gemmBiasEntry(elements[0], elements[1], elements[2], elements[3]);
-  if (failed(entry))
-    return emitError(loc) << "no runtime GEMM with bias for element types A "
-                          << elements[0] << ", B " << elements[1] << ", C "
-                          << elements[2] << ", bias " << elements[3]
-                          << " (expected all f32 or all bf16)";
+  return gemmEpilogue(Epilogue::Bias, a, bm, c, bias, /*aux=*/Value(), transA,
+                      transB, alpha);
+}
+
+LogicalResult KernelBuilder::gemmEpilogue(Epilogue kind, Value a, Value bm,
+                                          Value c, Value bias, Value aux,
+                                          bool transA, bool transB,
+                                          double alpha) {
+  const char *what = kind == Epilogue::Bias       ? "GEMM with bias"
+                     : kind == Epilogue::BiasGelu ? "GEMM with bias and GELU"
+                                                  : "GEMM with GELU gradient";
+  SmallVector<std::tuple<StringRef, Value, int64_t>> operands = {
+      {"A", a, 2}, {"B", bm, 2}, {"C", c, 2}};
+  if (kind != Epilogue::DGelu)
+    operands.push_back({"bias", bias, 1});
+  if (kind != Epilogue::Bias)
+    operands.push_back({"aux", aux, 2});
   SmallVector<Value> args;
-  SmallVector<Value> operands = {a, bm, c};
-  for (auto [m, element] : llvm::zip(operands, elements))
-    args.push_back(
-        memref::CastOp::create(b, loc, gemmOperandType(element, 2), m));
-  args.push_back(memref::CastOp::create(
-      b, loc, MemRefType::get({ShapedType::kDynamic}, elements[3]), bias));
+  Type element;
+  for (auto [name, m, rank] : operands) {
+    auto type = m ? dyn_cast<MemRefType>(m.getType()) : MemRefType();
+    if (!type || type.getRank() != rank)
+      return emitError(loc) << what << " operand " << name << " must be a "
+                            << rank << "-D memref, got "
+                            << (m ? m.getType() : Type());
+    if (rank == 1 && !type.getLayout().isIdentity())
+      return emitError(loc) << what
+                            << " needs a contiguous bias (identity layout), got "
+                            << m.getType();
+    if (!element)
+      element = type.getElementType();
+    if (type.getElementType() != element || failed(gemmEpilogueEntry(
+                                                kind, type.getElementType())))
+      return emitError(loc) << "no runtime " << what << " for operand " << name
+                            << " of type " << m.getType() << " with A of "
+                            << element << " (expected all f32 or all bf16)";
+    args.push_back(memref::CastOp::create(
+        b, loc,
+        rank == 1 ? MemRefType::get({ShapedType::kDynamic}, element)
+                  : gemmOperandType(element, 2),
+        m));
+  }
+  // The ABI's order: A, B, C, [bias], [aux], transA, transB, alpha.
   args.append({i32(transA), i32(transB), f32(alpha)});
-  func::CallOp::create(b, loc, *entry, TypeRange{}, args);
+  func::CallOp::create(b, loc, *gemmEpilogueEntry(kind, element), TypeRange{},
+                       args);
   return success();
 }
 
@@ -287,11 +314,17 @@ void declareRuntimeFunctions(ModuleOp module) {
   }
   // With a bias epilogue: (A, B, C, bias, transA, transB, alpha), f32 and
   // bf16.
+  // With a GELU epilogue: (A, B, C, bias, aux, ...) forward, (A, B, C,
+  // aux, ...) backward.
   for (Type t : {f32, bf16}) {
-    MemRefType g = gemmOperandType(t, 2);
-    declare(*KernelBuilder::gemmBiasEntry(t, t, t, t),
-            b.getFunctionType(
-                {g, g, g, MemRefType::get({dyn}, t), i32, i32, f32}, {}));
+    using Epilogue = KernelBuilder::Epilogue;
+    MemRefType g = gemmOperandType(t, 2), v = MemRefType::get({dyn}, t);
+    declare(*KernelBuilder::gemmEpilogueEntry(Epilogue::Bias, t),
+            b.getFunctionType({g, g, g, v, i32, i32, f32}, {}));
+    declare(*KernelBuilder::gemmEpilogueEntry(Epilogue::BiasGelu, t),
+            b.getFunctionType({g, g, g, v, g, i32, i32, f32}, {}));
+    declare(*KernelBuilder::gemmEpilogueEntry(Epilogue::DGelu, t),
+            b.getFunctionType({g, g, g, g, i32, i32, f32}, {}));
   }
   declare(::triax::rt::kState1D,
           b.getFunctionType({i32, i64}, {MemRefType::get({dyn}, f32)}));

@@ -171,6 +171,23 @@ public:
   /// The runtime entry of gemmBias for these element types (A, B, C, bias),
   /// or failure when the runtime has none.
   static FailureOr<StringRef> gemmBiasEntry(Type a, Type b, Type c, Type bias);
+
+  /// What a GEMM's epilogue does after the product P = alpha op(A) op(B).
+  enum class Epilogue {
+    Bias,     // C = P + bias
+    BiasGelu, // aux = P + bias, C = gelu(aux)
+    DGelu,    // C = gelu_grad(aux, P) = P * gelu'(aux)
+  };
+  /// The GEMM with an epilogue (RuntimeABI.h): 2-D A, B, C; `bias` 1-D
+  /// contiguous (Bias, BiasGelu; else null); `aux` 2-D of C's shape
+  /// (BiasGelu, DGelu; else null). All f32 or all bf16. Anything else is
+  /// an error at the builder's location and a failure.
+  LogicalResult gemmEpilogue(Epilogue kind, Value a, Value bm, Value c,
+                             Value bias, Value aux, bool transA, bool transB,
+                             double alpha = 1.0);
+  /// The runtime entry of `kind` when A, B, C (and bias, aux) all have
+  /// element type `t`, or failure when the runtime has none.
+  static FailureOr<StringRef> gemmEpilogueEntry(Epilogue kind, Type t);
   /// A runtime-owned state buffer (parameter, AdamW moment) as `type`.
   Value state(int kind, int64_t param, MemRefType type);
   /// This rank's ZeRO chunk of a state buffer (1-D `type`).
@@ -234,8 +251,11 @@ std::pair<Value, Value> localRow(KernelBuilder &k, Value id, Value offset,
 void populateStructuralPatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns,
                                 const ParamIndex &params);
+/// geluEpilogue: a GELU after a biased linear, and a GELU gradient after a
+/// linear, go into the GEMM's epilogue.
 void populateLinearPatterns(TypeConverter &converter,
-                            RewritePatternSet &patterns);
+                            RewritePatternSet &patterns,
+                            bool geluEpilogue = true);
 void populateElementwisePatterns(TypeConverter &converter,
                                  RewritePatternSet &patterns);
 void populateEmbeddingPatterns(TypeConverter &converter,

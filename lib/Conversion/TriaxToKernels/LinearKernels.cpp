@@ -6,6 +6,15 @@
 // result, a strided bias: filled before the GEMM, which then accumulates
 // with beta = 1) and reduce the bias gradient.
 //
+// GELU epilogues (gelu-epilogue, on by default): a biased linear whose
+// result feeds a triax.gelu computes both in one GEMM (the pre-activation
+// is still written, as the backward's saved input), and a linear whose only
+// user is the triax.gelu_grad of its result folds that gradient into its
+// GEMM. On the GPU each saves a pass over the [tokens, 4 * hidden]
+// activation (forward: the GELU kernel's read; backward: the upstream
+// gradient's write and read); on the CPU the runtime applies the same
+// formula after the GEMM, bit for bit the unfused kernels' result.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -18,13 +27,95 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
+/// The triax.gelu that reads `linear`'s result, if any (in its block).
+GeluOp geluOf(LinearOp linear) {
+  for (Operation *user : linear->getUsers())
+    if (auto gelu = dyn_cast<GeluOp>(user))
+      if (gelu->getBlock() == linear->getBlock() &&
+          gelu.getType() == linear.getType())
+        return gelu;
+  return {};
+}
+
+/// The triax.gelu_grad whose upstream gradient is `linear`'s result, when
+/// that is its only use.
+GeluGradOp geluGradOf(LinearOp linear) {
+  if (!linear->hasOneUse())
+    return {};
+  auto grad = dyn_cast<GeluGradOp>(*linear->getUsers().begin());
+  if (!grad || grad.getResultGrad() != linear.getResult() ||
+      grad->getBlock() != linear->getBlock() ||
+      grad.getType() != linear.getType())
+    return {};
+  return grad;
+}
+
 /// y[m, :] = x[m, :] W (+ b), with the tokens of all leading dims as rows.
 struct LinearLowering : OpConversionPattern<LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LinearLowering(TypeConverter &converter, MLIRContext *ctx, bool geluEpilogue)
+      : OpConversionPattern(converter, ctx), geluEpilogue(geluEpilogue) {}
+  bool geluEpilogue;
+
+  /// The element type shared by x, W, y (and the bias), when the GEMM
+  /// epilogues take it.
+  static Type epilogueElement(LinearOp op, OpAdaptor adaptor) {
+    Type t = cast<MemRefType>(adaptor.getInput().getType()).getElementType();
+    SmallVector<Value> others = {adaptor.getWeight()};
+    if (Value bias = adaptor.getBias()) {
+      if (!cast<MemRefType>(bias.getType()).getLayout().isIdentity())
+        return {};
+      others.push_back(bias);
+    }
+    for (Value v : others)
+      if (cast<MemRefType>(v.getType()).getElementType() != t)
+        return {};
+    if (op.getType().getElementType() != t ||
+        failed(KernelBuilder::gemmEpilogueEntry(
+            KernelBuilder::Epilogue::Bias, t)))
+      return {};
+    return t;
+  }
+
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
+    using Epilogue = KernelBuilder::Epilogue;
+    Type element = epilogueElement(op, adaptor);
+    // y = x W + b and g = gelu(y) in one GEMM: y is the epilogue's aux.
+    GeluOp gelu = geluEpilogue && element && adaptor.getBias() ? geluOf(op)
+                                                               : GeluOp();
+    if (gelu) {
+      Value y = k.alloc(op.getType()), g = k.alloc(gelu.getType());
+      if (failed(k.gemmEpilogue(Epilogue::BiasGelu, k.rows(adaptor.getInput()),
+                                adaptor.getWeight(), k.rows(g),
+                                adaptor.getBias(), k.rows(y),
+                                /*transA=*/false,
+                                /*transB=*/op.getTransposeWeight())))
+        return failure();
+      rewriter.replaceOp(gelu, g);
+      rewriter.replaceOp(op, y);
+      return success();
+    }
+    // dx = gelu_grad(h, x W) in one GEMM: h is the epilogue's aux.
+    GeluGradOp geluGrad = geluEpilogue && element && !adaptor.getBias()
+                              ? geluGradOf(op)
+                              : GeluGradOp();
+    if (geluGrad) {
+      Value h = rewriter.getRemappedValue(geluGrad.getInput());
+      if (h && cast<MemRefType>(h.getType()).getElementType() == element) {
+        Value dx = k.alloc(geluGrad.getType());
+        if (failed(k.gemmEpilogue(Epilogue::DGelu, k.rows(adaptor.getInput()),
+                                  adaptor.getWeight(), k.rows(dx),
+                                  /*bias=*/Value(), k.rows(h),
+                                  /*transA=*/false,
+                                  /*transB=*/op.getTransposeWeight())))
+          return failure();
+        rewriter.replaceOp(geluGrad, dx);
+        rewriter.eraseOp(op);
+        return success();
+      }
+    }
     Value out = k.alloc(op.getType());
     Value x = k.rows(adaptor.getInput()), y = k.rows(out);
     auto [rows, cols] = KernelBuilder::rowsCols(y);
@@ -124,7 +215,9 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
 } // namespace
 
 void mlir::triax::kernels::populateLinearPatterns(TypeConverter &converter,
-                                                  RewritePatternSet &patterns) {
-  patterns.add<LinearLowering, BiasAddLowering, LinearWeightGradLowering,
-               BiasGradLowering>(converter, patterns.getContext());
+                                                  RewritePatternSet &patterns,
+                                                  bool geluEpilogue) {
+  patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
+  patterns.add<BiasAddLowering, LinearWeightGradLowering, BiasGradLowering>(
+      converter, patterns.getContext());
 }

@@ -421,7 +421,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);
   populateStructuralPatterns(converter, patterns, params);
-  populateLinearPatterns(converter, patterns);
+  populateLinearPatterns(converter, patterns, geluEpilogue);
   populateElementwisePatterns(converter, patterns);
   populateEmbeddingPatterns(converter, patterns);
   populateNormPatterns(converter, patterns);

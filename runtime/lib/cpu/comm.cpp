@@ -157,6 +157,20 @@ int worldRankOf(const std::vector<int64_t> &coords) {
   return int(r);
 }
 
+/// This rank's coordinates with those of `axes` replaced by position `pos`
+/// in the group over `axes` (linearize's inverse on those axes).
+std::vector<int64_t> coordsAtPosition(const std::vector<int32_t> &axes,
+                                      int64_t pos) {
+  const DistState &st = state();
+  std::vector<int64_t> c = st.coords;
+  for (size_t j = axes.size(); j-- > 0;) {
+    int64_t s = st.sizes[size_t(axes[j])];
+    c[size_t(axes[j])] = pos % s;
+    pos /= s;
+  }
+  return c;
+}
+
 std::vector<int32_t> axesOfMask(uint32_t mask) {
   std::vector<int32_t> axes;
   for (int32_t a = 0; a < kMaxAxes; ++a)
@@ -210,16 +224,8 @@ MPI_Comm commOfSet(uint32_t mask, const char *fn) {
   MPI_Comm comm = MPI_COMM_NULL;
   if (st.mpi) {
     std::vector<int> members(static_cast<size_t>(p));
-    std::vector<int64_t> c = st.coords;
-    for (int64_t i = 0; i < p; ++i) {
-      int64_t rem = i;
-      for (size_t j = setAxes.size(); j-- > 0;) {
-        int64_t s = st.sizes[size_t(setAxes[j])];
-        c[size_t(setAxes[j])] = rem % s;
-        rem /= s;
-      }
-      members[size_t(i)] = worldRankOf(c);
-    }
+    for (int64_t i = 0; i < p; ++i)
+      members[size_t(i)] = worldRankOf(coordsAtPosition(setAxes, i));
     MPI_Group world, group;
     checkMpi(MPI_Comm_group(MPI_COMM_WORLD, &world), fn, "MPI_Comm_group");
     checkMpi(MPI_Group_incl(world, int(p), members.data(), &group), fn,
@@ -265,14 +271,8 @@ trx_dist_group *lookupGroup(const int32_t *axes, int32_t n, const char *fn,
   g->size = int32_t(p);
   g->position = int32_t(linearize(st.coords, key));
   std::vector<int32_t> setAxes = axesOfMask(g->mask);
-  std::vector<int64_t> c = st.coords;
   for (int64_t pos = 0; pos < p; ++pos) {
-    int64_t rem = pos;
-    for (size_t j = key.size(); j-- > 0;) {
-      int64_t s = st.sizes[size_t(key[j])];
-      c[size_t(key[j])] = rem % s;
-      rem /= s;
-    }
+    std::vector<int64_t> c = coordsAtPosition(key, pos);
     g->posToWorld.push_back(worldRankOf(c));
     g->posToCommRank.push_back(int(linearize(c, setAxes)));
   }
