@@ -54,12 +54,12 @@
 // Z3: %[[WC:.*]] = memref.cast %[[W]] : memref<?xf32> to memref<8192xf32>
 // Z3: %[[WHOLE:.*]] = memref.alloc() : memref<256x64xf32>
 // Z3: call @trx_all_gather_f32({{.*}}, {{.*}}, %c1_i64{{.*}}) : (memref<?xf32>, memref<?xf32>, i64) -> ()
-// The gathered c_fc weight (64x256) lives from its gather to its GEMM and
-// is freed right after.
+// The gathered c_fc weight (64x256) lives from its gather to its GEMM (with
+// the GELU epilogue) and is freed right after.
 // Z3: %[[FC:.*]] = memref.alloc() : memref<64x256xf32>
 // Z3: call @trx_all_gather_f32
 // Z3: %[[FCV:.*]] = memref.cast %[[FC]] : memref<64x256xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
-// Z3: call @trx_sgemm_bias({{.*}}, %[[FCV]],
+// Z3: call @trx_sgemm_bias_gelu({{.*}}, %[[FCV]],
 // Z3: memref.dealloc %[[FC]] : memref<64x256xf32>
 
 // Data parallelism: one bucket (the default 25 MiB holds them all) of the
