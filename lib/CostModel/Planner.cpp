@@ -103,7 +103,8 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   llvm::StringMap<bool> seen;
   const char *keys = "gpus, gpu, gpus-per-node, global-batch, micro-batch, "
                      "microbatches, dp, tp, pp, zero, schedule, "
-                     "sequence-parallel, recompute, efficiency, top";
+                     "sequence-parallel, recompute, precision, efficiency, "
+                     "top";
   for (llvm::StringRef item : items) {
     auto [key, value] = item.trim().split('=');
     key = key.trim();
@@ -190,6 +191,13 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
       else
         return failure("recompute=" + value +
                        ": expected none, selective or full");
+    } else if (key == "precision") {
+      if (value == "fp32")
+        req.activationBytes = 4;
+      else if (value == "bf16")
+        req.activationBytes = 2;
+      else
+        return failure("precision=" + value + ": expected fp32 or bf16");
     } else if (key == "efficiency") {
       double e = 0;
       if (value.getAsDouble(e) || !(e > 0 && e <= 1))
@@ -835,7 +843,10 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
      << m.layers << " layers, hidden " << m.hidden << ", " << m.heads
      << " heads, " << m.kvHeads << " kv-heads, ffn " << m.ffn << ", vocab "
      << m.vocab << ", seq " << m.seq << ", "
-     << (m.dtype == DTypeMode::Mixed ? "mixed precision" : "fp32") << ") on "
+     << (m.dtype == DTypeMode::Mixed ? "mixed precision"
+         : m.activationBytes == 2    ? "bf16 compute, fp32 state"
+                                     : "fp32")
+     << ") on "
      << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes) << " HBM, "
      << hw.gpusPerNode << " per node); global batch " << B << "\n";
   os << "searched " << r.searched << " plans (dp x tp x pp = " << q.gpus
@@ -901,7 +912,8 @@ void triax::cost::printPlanJSON(llvm::raw_ostream &os, const PlanResult &r) {
                           {"ffn", m.ffn},
                           {"vocab", m.vocab},
                           {"seq", m.seq},
-                          {"mixed_precision", m.dtype == DTypeMode::Mixed}}},
+                          {"mixed_precision", m.dtype == DTypeMode::Mixed},
+                          {"activation_bytes", m.activationBytes}}},
       {"request",
        llvm::json::Object{
            {"spec", q.text},

@@ -356,6 +356,9 @@ triax::cost::runPlan(mlir::ModuleOp module, llvm::StringRef spec, bool json,
     return fail("--plan", shape.takeError());
   if (fixMicroBatch && !request->microBatch && !request->microBatches)
     request->microBatch = shape->microBatch;
+  // precision=: the activations in that type (the state is the model's).
+  if (request->activationBytes)
+    shape->activationBytes = *request->activationBytes;
   PlanResult result = planModel(*shape, *request);
   if (json)
     printPlanJSON(os, result);

@@ -214,8 +214,14 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
                       llvm::raw_ostream &errs,
                       std::optional<::triax::CompileOptions> &applied) {
   namespace cost = ::triax::cost;
+  // triaxc --precision bf16 plans with bf16 activations unless the plan
+  // says otherwise.
+  std::string spec = options.plan;
+  if (options.precision == "bf16" &&
+      !llvm::StringRef(spec).contains("precision="))
+    spec += ",precision=bf16";
   llvm::Expected<cost::PlanResult> result =
-      cost::runPlan(module, options.plan, options.report == "json",
+      cost::runPlan(module, spec, options.report == "json",
                     /*fixMicroBatch=*/options.apply, options.traceFile,
                     options.svgFile, llvm::outs());
   if (!result) {
@@ -271,6 +277,9 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   }
   applied = options;
   applied->plan.clear();
+  // precision=bf16 in the plan compiles in bf16.
+  if (result->request.activationBytes)
+    applied->precision = *result->request.activationBytes == 2 ? "bf16" : "fp32";
   applied->apply = false;
   applied->traceFile.clear();
   applied->svgFile.clear();
@@ -291,7 +300,8 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   errs << "triaxc: --apply: compiling the top plan: --mesh " << applied->mesh
        << " --zero " << plan.zeroStage
        << (plan.sequenceParallel ? " --sequence-parallel" : "") << pipeline
-       << (recompute != "none" ? " --recompute " + recompute : "") << "\n";
+       << (recompute != "none" ? " --recompute " + recompute : "")
+       << (applied->precision == "bf16" ? " --precision bf16" : "") << "\n";
   return 0;
 }
 

@@ -73,6 +73,10 @@ struct PlanRequest {
   std::optional<Schedule> schedule;
   std::optional<bool> sequenceParallel;
   std::optional<Recompute> recompute;
+  /// precision=fp32|bf16: the compute type's bytes per activation element
+  /// (4 or 2; unset: the model's). The state stays as the model has it
+  /// (triaxc --precision bf16 keeps f32 parameters, gradients, moments).
+  std::optional<int64_t> activationBytes;
   double efficiency = 0.5;
   int64_t top = 5;
   std::string text; // as given

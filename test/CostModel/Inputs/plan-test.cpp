@@ -406,7 +406,8 @@ int main() {
     expectText("spec unknown key", err("gpus=8,gpu=h100-80g,gpu-count=8"),
                "unknown key 'gpu-count' (keys: gpus, gpu, gpus-per-node, "
                "global-batch, micro-batch, microbatches, dp, tp, pp, zero, "
-               "schedule, sequence-parallel, recompute, efficiency, top)");
+               "schedule, sequence-parallel, recompute, precision, "
+               "efficiency, top)");
     expectText("spec gpus=0", err("gpus=0,gpu=h100-80g"),
                "gpus=0: expected an integer >= 1");
     expectText("spec tp", err("gpus=8,gpu=h100-80g,tp=3"),
