@@ -846,9 +846,8 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
      << (m.dtype == DTypeMode::Mixed ? "mixed precision"
          : m.activationBytes == 2    ? "bf16 compute, fp32 state"
                                      : "fp32")
-     << ") on "
-     << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes) << " HBM, "
-     << hw.gpusPerNode << " per node); global batch " << B << "\n";
+     << ") on " << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes)
+     << " HBM, " << hw.gpusPerNode << " per node); global batch " << B << "\n";
   os << "searched " << r.searched << " plans (dp x tp x pp = " << q.gpus
      << ", zero, micro-batches, schedule, sequence parallelism, "
         "recompute): "

@@ -279,7 +279,8 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   applied->plan.clear();
   // precision=bf16 in the plan compiles in bf16.
   if (result->request.activationBytes)
-    applied->precision = *result->request.activationBytes == 2 ? "bf16" : "fp32";
+    applied->precision =
+        *result->request.activationBytes == 2 ? "bf16" : "fp32";
   applied->apply = false;
   applied->traceFile.clear();
   applied->svgFile.clear();

@@ -733,14 +733,14 @@ void checkGemmGelu(bool bf16, bool dgelu, int64_t M, int64_t N, int64_t K,
   callEntry(C, aux);
   trx_device_sync(); // the device's GEMM before the host reads C
   bool gpu = trx_cuda_gemms != nullptr;
-  std::string what =
-      std::string(bf16 ? "gemm_bf16_" : "sgemm_") +
-      (dgelu ? "dgelu" : "bias_gelu") + " M=" + std::to_string(M) +
-      " N=" + std::to_string(N) + " K=" + std::to_string(K) +
-      " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " layout " +
-      std::to_string(aT) + std::to_string(bT) +
-      " ldaux=" + std::to_string(N + auxPad) +
-      " auxOffset=" + std::to_string(auxOffset);
+  std::string what = std::string(bf16 ? "gemm_bf16_" : "sgemm_") +
+                     (dgelu ? "dgelu" : "bias_gelu") +
+                     " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                     " K=" + std::to_string(K) + " ta=" + std::to_string(ta) +
+                     " tb=" + std::to_string(tb) + " layout " +
+                     std::to_string(aT) + std::to_string(bT) +
+                     " ldaux=" + std::to_string(N + auxPad) +
+                     " auxOffset=" + std::to_string(auxOffset);
   auto fail = [&](const char *kind, int64_t i, int64_t j, double got,
                   double want) {
     trxtest::failed(__FILE__, __LINE__,
@@ -854,7 +854,8 @@ void checkGemmGelu(bool bf16, bool dgelu, int64_t M, int64_t N, int64_t K,
         fail("C vs the formula of the stored values", i, j, got, want);
       ++trxtest::checkCount();
       if (bits(C, kc) != bits(C0, kc))
-        fail("C not bit for bit the unfused result", i, j, got, C0.get(0, i, j));
+        fail("C not bit for bit the unfused result", i, j, got,
+             C0.get(0, i, j));
       if (!dgelu) {
         ++trxtest::checkCount();
         if (bits(aux, kx) != bits(aux0, kx))
@@ -868,11 +869,11 @@ void checkGemmGelu(bool bf16, bool dgelu, int64_t M, int64_t N, int64_t K,
 void testGemmGelu() {
   // N = 5, 9, 13: rows not a multiple of 8 (the host fallback on cuBLASLt);
   // 24, 96: cuBLASLt's epilogue with an unpadded aux.
-  const int64_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},  {17, 9, 33},
-                               {5, 13, 3},  {1, 24, 4}, {40, 24, 70},
-                               {4, 24, 0},  {7, 5, 0},  {64, 96, 128}};
-  const bool views[][2] = {{false, false}, {true, false}, {false, true},
-                           {true, true}};
+  const int64_t shapes[][3] = {{1, 1, 1},  {3, 5, 7},  {17, 9, 33},
+                               {5, 13, 3}, {1, 24, 4}, {40, 24, 70},
+                               {4, 24, 0}, {7, 5, 0},  {64, 96, 128}};
+  const bool views[][2] = {
+      {false, false}, {true, false}, {false, true}, {true, true}};
   for (bool bf16 : {false, true})
     for (bool dgelu : {false, true})
       for (const auto &s : shapes)
@@ -880,8 +881,8 @@ void testGemmGelu() {
           for (int tb = 0; tb < 2; ++tb)
             for (const auto &v : views)
               for (float alpha : {1.0f, -0.5f})
-                checkGemmGelu(bf16, dgelu, s[0], s[1], s[2], ta, tb, v[0],
-                              v[1], alpha, alpha < 0 ? 2 : 1, 0, 0);
+                checkGemmGelu(bf16, dgelu, s[0], s[1], s[2], ta, tb, v[0], v[1],
+                              alpha, alpha < 0 ? 2 : 1, 0, 0);
   for (bool bf16 : {false, true})
     for (bool dgelu : {false, true}) {
       // aux padded to a row stride of 32 (cuBLASLt), of 27, at an odd

@@ -180,8 +180,8 @@ void checkGradsRegion() {
   trx_device_sync();
   bool ok = true;
   for (int64_t j = 0; j < n; ++j)
-    ok = ok && chunk2[j] == valueF(j) && reused[j] == 0.0f &&
-         reused2[j] == 0.0f;
+    ok =
+        ok && chunk2[j] == valueF(j) && reused[j] == 0.0f && reused2[j] == 0.0f;
   CHECK(ok);
   for (float *p : {reused, chunk2, reused2})
     trx_free(p);

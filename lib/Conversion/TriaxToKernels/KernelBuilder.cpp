@@ -223,17 +223,17 @@ LogicalResult KernelBuilder::gemmEpilogue(Epilogue kind, Value a, Value bm,
   for (auto [name, m, rank] : operands) {
     auto type = m ? dyn_cast<MemRefType>(m.getType()) : MemRefType();
     if (!type || type.getRank() != rank)
-      return emitError(loc) << what << " operand " << name << " must be a "
-                            << rank << "-D memref, got "
-                            << (m ? m.getType() : Type());
+      return emitError(loc)
+             << what << " operand " << name << " must be a " << rank
+             << "-D memref, got " << (m ? m.getType() : Type());
     if (rank == 1 && !type.getLayout().isIdentity())
-      return emitError(loc) << what
-                            << " needs a contiguous bias (identity layout), got "
-                            << m.getType();
+      return emitError(loc)
+             << what << " needs a contiguous bias (identity layout), got "
+             << m.getType();
     if (!element)
       element = type.getElementType();
-    if (type.getElementType() != element || failed(gemmEpilogueEntry(
-                                                kind, type.getElementType())))
+    if (type.getElementType() != element ||
+        failed(gemmEpilogueEntry(kind, type.getElementType())))
       return emitError(loc) << "no runtime " << what << " for operand " << name
                             << " of type " << m.getType() << " with A of "
                             << element << " (expected all f32 or all bf16)";

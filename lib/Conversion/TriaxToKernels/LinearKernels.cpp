@@ -38,7 +38,9 @@ GeluOp geluOf(LinearOp linear) {
 }
 
 /// The triax.gelu_grad whose upstream gradient is `linear`'s result, when
-/// that is its only use.
+/// that is its only use and the GELU's input is computed before `linear`
+/// (the GEMM reads it; under full recomputation the block recomputes it
+/// after the upstream gradient's GEMM, and the two stay apart).
 GeluGradOp geluGradOf(LinearOp linear) {
   if (!linear->hasOneUse())
     return {};
@@ -46,6 +48,10 @@ GeluGradOp geluGradOf(LinearOp linear) {
   if (!grad || grad.getResultGrad() != linear.getResult() ||
       grad->getBlock() != linear->getBlock() ||
       grad.getType() != linear.getType())
+    return {};
+  Operation *input = grad.getInput().getDefiningOp();
+  if (input && input->getBlock() == linear->getBlock() &&
+      !input->isBeforeInBlock(linear))
     return {};
   return grad;
 }
@@ -70,8 +76,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
       if (cast<MemRefType>(v.getType()).getElementType() != t)
         return {};
     if (op.getType().getElementType() != t ||
-        failed(KernelBuilder::gemmEpilogueEntry(
-            KernelBuilder::Epilogue::Bias, t)))
+        failed(
+            KernelBuilder::gemmEpilogueEntry(KernelBuilder::Epilogue::Bias, t)))
       return {};
     return t;
   }
@@ -83,8 +89,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     using Epilogue = KernelBuilder::Epilogue;
     Type element = epilogueElement(op, adaptor);
     // y = x W + b and g = gelu(y) in one GEMM: y is the epilogue's aux.
-    GeluOp gelu = geluEpilogue && element && adaptor.getBias() ? geluOf(op)
-                                                               : GeluOp();
+    GeluOp gelu =
+        geluEpilogue && element && adaptor.getBias() ? geluOf(op) : GeluOp();
     if (gelu) {
       Value y = k.alloc(op.getType()), g = k.alloc(gelu.getType());
       if (failed(k.gemmEpilogue(Epilogue::BiasGelu, k.rows(adaptor.getInput()),

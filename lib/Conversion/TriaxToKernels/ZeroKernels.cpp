@@ -109,8 +109,7 @@ struct ReduceScatterAccumulateLowering
                   ConversionPatternRewriter &rewriter) const override {
     if (!op->hasOneUse())
       return rewriter.notifyMatchFailure(op, "not a gradient's only use");
-    auto acc =
-        dyn_cast<mlir::triax::AccumulateGradOp>(*op->getUsers().begin());
+    auto acc = dyn_cast<mlir::triax::AccumulateGradOp>(*op->getUsers().begin());
     if (!acc || acc->getBlock() != op->getBlock())
       return rewriter.notifyMatchFailure(op, "not accumulated");
     auto type = cast<RankedTensorType>(op.getType());
@@ -132,8 +131,8 @@ struct ReduceScatterAccumulateLowering
                    arith::ConstantOp::create(
                        rewriter, loc, rewriter.getI64IntegerAttr(*mask))});
     accumulateGrad(k, *index, chunk);
-    func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsEnd,
-                         TypeRange{}, ValueRange{});
+    func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsEnd, TypeRange{},
+                         ValueRange{});
     rewriter.eraseOp(acc);
     rewriter.replaceOp(op, chunk);
     return success();

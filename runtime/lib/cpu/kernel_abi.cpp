@@ -590,10 +590,11 @@ _mlir_ciface_trx_gemm_bf16_bias(trx_memref_bf16_2d *A, trx_memref_bf16_2d *B,
           rawMemref(fn, "C", C), transA, transB, alpha, 0.0f, &v);
 }
 
-extern "C" void _mlir_ciface_trx_sgemm_bias_gelu(
-    trx_memref_f32_2d *A, trx_memref_f32_2d *B, trx_memref_f32_2d *C,
-    trx_memref_f32_1d *bias, trx_memref_f32_2d *aux, int32_t transA,
-    int32_t transB, float alpha) {
+extern "C" void
+_mlir_ciface_trx_sgemm_bias_gelu(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
+                                 trx_memref_f32_2d *C, trx_memref_f32_1d *bias,
+                                 trx_memref_f32_2d *aux, int32_t transA,
+                                 int32_t transB, float alpha) {
   const char *fn = "trx_sgemm_bias_gelu";
   RawVector v = rawVector(fn, "bias", bias);
   RawMemref x = rawMemref(fn, "aux", aux);
@@ -614,12 +615,10 @@ extern "C" void _mlir_ciface_trx_gemm_bf16_bias_gelu(
           TRX_GEMM_EPI_GELU_AUX, &x);
 }
 
-extern "C" void _mlir_ciface_trx_sgemm_dgelu(trx_memref_f32_2d *A,
-                                             trx_memref_f32_2d *B,
-                                             trx_memref_f32_2d *C,
-                                             trx_memref_f32_2d *aux,
-                                             int32_t transA, int32_t transB,
-                                             float alpha) {
+extern "C" void
+_mlir_ciface_trx_sgemm_dgelu(trx_memref_f32_2d *A, trx_memref_f32_2d *B,
+                             trx_memref_f32_2d *C, trx_memref_f32_2d *aux,
+                             int32_t transA, int32_t transB, float alpha) {
   const char *fn = "trx_sgemm_dgelu";
   RawMemref x = rawMemref(fn, "aux", aux);
   runGemm(fn, TRX_GEMM_F32, rawMemref(fn, "A", A), rawMemref(fn, "B", B),
@@ -627,12 +626,10 @@ extern "C" void _mlir_ciface_trx_sgemm_dgelu(trx_memref_f32_2d *A,
           TRX_GEMM_EPI_DGELU, &x);
 }
 
-extern "C" void _mlir_ciface_trx_gemm_bf16_dgelu(trx_memref_bf16_2d *A,
-                                                 trx_memref_bf16_2d *B,
-                                                 trx_memref_bf16_2d *C,
-                                                 trx_memref_bf16_2d *aux,
-                                                 int32_t transA, int32_t transB,
-                                                 float alpha) {
+extern "C" void
+_mlir_ciface_trx_gemm_bf16_dgelu(trx_memref_bf16_2d *A, trx_memref_bf16_2d *B,
+                                 trx_memref_bf16_2d *C, trx_memref_bf16_2d *aux,
+                                 int32_t transA, int32_t transB, float alpha) {
   const char *fn = "trx_gemm_bf16_dgelu";
   RawMemref x = rawMemref(fn, "aux", aux);
   runGemm(fn, TRX_GEMM_BF16, rawMemref(fn, "A", A), rawMemref(fn, "B", B),

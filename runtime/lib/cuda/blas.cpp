@@ -350,16 +350,17 @@ const Plan &planFor(const trx_gemm_problem &p) {
   uint32_t alignBias = p.bias ? alignmentOf(p.bias, 1, 0, cElem) : 0;
   bool epi = p.epilogue != TRX_GEMM_EPI_NONE;
   uint32_t alignAux = epi ? alignmentOf(p.aux, 1, 0, cElem) : 0;
-  PlanKey key = {p.type,    p.transA,          p.transB,   p.M,    p.N,
-                 p.K,       p.batch,           p.lda,      p.ldb,  p.ldc,
-                 p.strideA, p.strideB,         p.strideC,  alignA, alignB,
-                 alignC,    p.bias != nullptr, alignBias,  p.epilogue,
-                 epi ? p.ldaux : 0,            alignAux};
+  PlanKey key = {
+      p.type,    p.transA,          p.transB,  p.M,        p.N,
+      p.K,       p.batch,           p.lda,     p.ldb,      p.ldc,
+      p.strideA, p.strideB,         p.strideC, alignA,     alignB,
+      alignC,    p.bias != nullptr, alignBias, p.epilogue, epi ? p.ldaux : 0,
+      alignAux};
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
   if (it == plans.end())
-    it = plans.emplace(key, makePlan(p, alignA, alignB, alignC, alignAux))
-             .first;
+    it =
+        plans.emplace(key, makePlan(p, alignA, alignB, alignC, alignAux)).first;
   return it->second;
 }
 

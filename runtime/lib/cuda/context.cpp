@@ -355,11 +355,10 @@ extern "C" void mgpuLaunchKernel(CUfunction function, intptr_t gridX,
   if (smem > 48 * 1024)
     TRX_CU(cuFuncSetAttribute(
         function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
-  CUresult rc = cuLaunchKernel(function, unsigned(gridX), unsigned(gridY),
-                               unsigned(gridZ), unsigned(blockX),
-                               unsigned(blockY), unsigned(blockZ),
-                               unsigned(smem), s ? s : launchStream(), params,
-                               extra);
+  CUresult rc = cuLaunchKernel(
+      function, unsigned(gridX), unsigned(gridY), unsigned(gridZ),
+      unsigned(blockX), unsigned(blockY), unsigned(blockZ), unsigned(smem),
+      s ? s : launchStream(), params, extra);
   if (rc != CUDA_SUCCESS) {
     const char *name = nullptr;
     cuFuncGetName(&name, function);

@@ -348,8 +348,8 @@ public:
       if (!overlap || rb == sb + int64_t(c.rank) * bytes) {
         // In the gradient region, on the communication stream (which
         // waited for the compute stream at begin).
-        call(ncclReduceScatter(send, recv, size_t(npr), ncclType(t),
-                               ncclOp(op), c.comm, commStream()),
+        call(ncclReduceScatter(send, recv, size_t(npr), ncclType(t), ncclOp(op),
+                               c.comm, commStream()),
              "ncclReduceScatter (gradient region)", c, fn);
         c.gradsInFlight = true;
         regionBuffers_.push_back(send);

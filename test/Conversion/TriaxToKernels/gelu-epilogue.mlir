@@ -4,6 +4,7 @@
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --triax-fuse-elementwise --convert-triax-to-kernels | FileCheck %s
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --triax-mixed-precision=compute=bf16 --triax-fuse-elementwise --convert-triax-to-kernels | FileCheck %s --check-prefix=BF16
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --triax-fuse-elementwise --convert-triax-to-kernels=gelu-epilogue=false | FileCheck %s --check-prefix=OFF
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --triax-recompute=mode=full --triax-fuse-elementwise --convert-triax-to-kernels | FileCheck %s --check-prefix=FULL
 
 // Forward: one GEMM writes the pre-activation (aux, 512x256, kept for the
 // backward) and gelu of it (C); no GELU loop (math.tanh) is left.
@@ -42,3 +43,13 @@
 // OFF-NOT: call @trx_sgemm_dgelu
 // OFF: math.tanh
 // OFF: return
+
+// Full recomputation: the backward block recomputes the pre-activation
+// after the GEMM of the upstream gradient, so that GEMM cannot read it:
+// the forward and the recomputed forward use the GELU epilogue, the
+// gradient stays a loop.
+// FULL-LABEL: func.func @triax_forward_backward(
+// FULL: call @trx_sgemm_bias_gelu(
+// FULL: call @trx_sgemm_bias_gelu(
+// FULL-NOT: call @trx_sgemm_dgelu
+// FULL: return
