@@ -13,8 +13,15 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
+/// Elements per partial sum of the global norm: one row of the row-wise
+/// nest (one GPU block).
+constexpr int64_t kNormRow = 4096;
+
 /// sqrt(sum of squares) over all gradients, accumulated in f64 in a fixed
-/// order (the same norm, bit for bit, on every run).
+/// order (the same norm, bit for bit, on every run): each gradient's
+/// squares are summed in rows of kNormRow elements by a row-wise nest (one
+/// block per row on the GPU, so the gradients stay in device memory), and
+/// the row sums on the host (about 30,000 values for gpt2).
 struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -26,13 +33,34 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
     for (auto [index, grad] : llvm::enumerate(adaptor.getGrads())) {
       Value flat = k.flat(grad);
       int64_t n = cast<MemRefType>(flat.getType()).getNumElements();
+      int64_t cols = std::min<int64_t>(n, kNormRow);
+      int64_t rows = cols > 0 ? (n + cols - 1) / cols : 0;
+      Value partials =
+          k.alloc(RankedTensorType::get({rows}, rewriter.getF64Type()));
+      k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+        Value base = k.muli(r[0], k.index(cols));
+        Value last = k.index(n - 1);
+        Value sum =
+            k.reduce(cols, {k.f64(0.0)},
+                     [&](KernelBuilder &k, Value c, ValueRange acc) {
+                       // The last row's tail (n % cols) adds zeros.
+                       Value i = k.addi(base, c);
+                       Value inside =
+                           k.cmpi(arith::CmpIPredicate::ule, i, last);
+                       Value g =
+                           k.toF64(k.load(flat, {k.select(inside, i, last)}));
+                       Value sq = k.select(inside, k.mul(g, g), k.f64(0.0));
+                       return SmallVector<Value>{k.add(acc[0], sq)};
+                     })[0];
+        k.store(sum, partials, r);
+      });
       // A piece held by r members of the group counts 1/r on each.
       int64_t r = replicas ? (*replicas)[index] : 1;
       Value sum =
-          k.reduce(n, {r > 1 ? k.f64(0.0) : total},
+          k.reduce(rows, {r > 1 ? k.f64(0.0) : total},
                    [&](KernelBuilder &k, Value i, ValueRange acc) {
-                     Value g = k.toF64(k.load(flat, i));
-                     return SmallVector<Value>{k.add(acc[0], k.mul(g, g))};
+                     return SmallVector<Value>{
+                         k.add(acc[0], k.load(partials, i))};
                    })[0];
       total = r > 1 ? k.add(total, k.div(sum, k.f64(double(r)))) : sum;
     }

@@ -26,11 +26,19 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK: memref.load %[[IDS]]
 // CHECK: return
 
-// The global norm's sequential f64 reduction returns its result.
+// The global norm: a row-wise nest of f64 square sums into a buffer (one
+// kernel, no result), then the sequential f64 sum of the rows, which
+// returns its result.
 // CHECK-LABEL: func.func @triax_optimizer_step(
-// CHECK: %[[NORM:.*]] = call @triax_optimizer_step_kernel0(%{{.*}}) : (memref<8xf32>) -> f64
+// CHECK: %[[ROWS:.*]] = memref.alloc() : memref<1xf64>
+// CHECK: call @triax_optimizer_step_kernel0(%{{.*}}, %[[ROWS]]) : (memref<8xf32>, memref<1xf64>) -> ()
+// CHECK: %[[NORM:.*]] = call @triax_optimizer_step_kernel1(%[[ROWS]]) : (memref<1xf64>) -> f64
 // CHECK: math.sqrt %[[NORM]] : f64
 // CHECK-LABEL: func.func private @triax_optimizer_step_kernel0(
-// CHECK-SAME: memref<8xf32>) -> f64
+// CHECK-SAME: memref<8xf32>, %{{.*}}: memref<1xf64>)
+// CHECK: scf.parallel
+// CHECK: scf.for {{.*}} -> (f64)
+// CHECK-LABEL: func.func private @triax_optimizer_step_kernel1(
+// CHECK-SAME: memref<1xf64>) -> f64
 // CHECK: %[[R:.*]] = scf.for {{.*}} -> (f64)
 // CHECK: return %[[R]] : f64
