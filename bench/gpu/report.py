@@ -130,6 +130,14 @@ def combine(a):
                 out[name] = json.loads(text.splitlines()[-1])
         except (OSError, ValueError) as e:
             out[name] = {"error": "%s: %s" % (path, e)}
+    # The GELU epilogues against the same binary without them, this run.
+    fused, plain = out.get("gpt2-bf16"), out.get("gpt2-bf16-nogelu")
+    if (isinstance(fused, dict) and isinstance(plain, dict)
+            and fused.get("ms_per_step") and plain.get("ms_per_step")):
+        out["gelu_epilogue"] = {
+            "ms_per_step": fused["ms_per_step"],
+            "ms_per_step_without": plain["ms_per_step"],
+            "speedup": plain["ms_per_step"] / fused["ms_per_step"]}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
     print("report: %s" % a.out)

@@ -27,7 +27,9 @@
 #           the CPU's bf16 binary; relative 5e-3, see run_gpu);
 #           the bf16 run also shows the one-rank NCCL communicator (-v);
 #        3. gpt2 (124M, seq 1024, batch 8), bf16 and fp32: --gpt2-steps
-#           steps (30), ms/step, tokens/s, MFU against the bf16 peak;
+#           steps (30), ms/step, tokens/s, MFU against the bf16 peak; and
+#           bf16 without the GELU epilogues (--gelu-epilogue=false), the
+#           baseline of their speedup;
 #        4. PyTorch on the same shapes: eager and torch.compile, bf16
 #           autocast and fp32;
 #       and writes OUT/gpu-bench.json with every figure and check. Exits 1
@@ -131,7 +133,8 @@ prepare() {
               "tiny-fp32-thread:tiny --precision fp32 --cuda-rows thread" \
               "tiny-bf16:tiny --precision bf16" \
               "gpt2-bf16:gpt2 --precision bf16" \
-              "gpt2-fp32:gpt2 --precision fp32"; do
+              "gpt2-fp32:gpt2 --precision fp32" \
+              "gpt2-bf16-nogelu:gpt2 --precision bf16 --gelu-epilogue=false"; do
     name="${spec%%:*}"
     flags=(${spec#*:})
     run "$bin/triaxc" "$bundle/${flags[0]}.mlir" --target cuda --cuda-arch "$arch" \
@@ -213,7 +216,7 @@ cuda_libs() {
 check_bundle() {
   local f missing=0
   for f in train-tiny-fp32 train-tiny-fp32-thread train-tiny-bf16 \
-           train-gpt2-bf16 train-gpt2-fp32 gpt2.params \
+           train-gpt2-bf16 train-gpt2-fp32 train-gpt2-bf16-nogelu gpt2.params \
            ref/tiny-cpu-fp32.jsonl ref/tiny-cpu-bf16.jsonl \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
            kernel-check/cpu kernel-check-thread/kernel-check-cuda \
@@ -340,7 +343,7 @@ PY
     fi
   done
 
-  for name in gpt2-bf16 gpt2-fp32; do
+  for name in gpt2-bf16 gpt2-fp32 gpt2-bf16-nogelu; do
     say "3. $name: $gpt2_steps steps"
     run rm -f "$out/$name.jsonl"
     if ! run timeout 150 "$bundle/train-$name" --steps "$gpt2_steps" \
@@ -354,7 +357,8 @@ PY
     elif [[ -s "$out/$name.jsonl" ]]; then
       python3 "$here/report.py" gpt2 "$out/$name.jsonl" \
         --params "$(cat "$bundle/gpt2.params")" --peak-tflops "$peak_tflops" \
-        --precision "${name#gpt2-}" > "$out/$name.json"
+        --precision "$([[ $name == *bf16* ]] && echo bf16 || echo fp32)" \
+        > "$out/$name.json"
     fi
   done
 
@@ -387,7 +391,8 @@ PY
                "$out/kernel-check-thread.json" "$out/kernel-check-bf16.json"
                "$out/tiny-fp32.json"
                "$out/tiny-fp32-thread.json" "$out/tiny-bf16.json"
-               "$out/gpt2-bf16.json" "$out/gpt2-fp32.json")
+               "$out/gpt2-bf16.json" "$out/gpt2-fp32.json"
+               "$out/gpt2-bf16-nogelu.json")
   [[ -e "$out/torch.json" ]] && parts+=("$out/torch.json")
   [[ -e "$bundle/commit" ]] && cp "$bundle/commit" "$out/commit.txt"
   python3 "$here/report.py" combine "$out/gpu-bench.json" "${parts[@]}"
