@@ -40,28 +40,24 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
       k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
         Value base = k.muli(r[0], k.index(cols));
         Value last = k.index(n - 1);
-        Value sum =
-            k.reduce(cols, {k.f64(0.0)},
-                     [&](KernelBuilder &k, Value c, ValueRange acc) {
-                       // The last row's tail (n % cols) adds zeros.
-                       Value i = k.addi(base, c);
-                       Value inside =
-                           k.cmpi(arith::CmpIPredicate::ule, i, last);
-                       Value g =
-                           k.toF64(k.load(flat, {k.select(inside, i, last)}));
-                       Value sq = k.select(inside, k.mul(g, g), k.f64(0.0));
-                       return SmallVector<Value>{k.add(acc[0], sq)};
-                     })[0];
+        Value sum = k.reduce(
+            cols, {k.f64(0.0)}, [&](KernelBuilder &k, Value c, ValueRange acc) {
+              // The last row's tail (n % cols) adds zeros.
+              Value i = k.addi(base, c);
+              Value inside = k.cmpi(arith::CmpIPredicate::ule, i, last);
+              Value g = k.toF64(k.load(flat, {k.select(inside, i, last)}));
+              Value sq = k.select(inside, k.mul(g, g), k.f64(0.0));
+              return SmallVector<Value>{k.add(acc[0], sq)};
+            })[0];
         k.store(sum, partials, r);
       });
       // A piece held by r members of the group counts 1/r on each.
       int64_t r = replicas ? (*replicas)[index] : 1;
-      Value sum =
-          k.reduce(rows, {r > 1 ? k.f64(0.0) : total},
-                   [&](KernelBuilder &k, Value i, ValueRange acc) {
-                     return SmallVector<Value>{
-                         k.add(acc[0], k.load(partials, i))};
-                   })[0];
+      Value sum = k.reduce(rows, {r > 1 ? k.f64(0.0) : total},
+                           [&](KernelBuilder &k, Value i, ValueRange acc) {
+                             return SmallVector<Value>{
+                                 k.add(acc[0], k.load(partials, i))};
+                           })[0];
       total = r > 1 ? k.add(total, k.div(sum, k.f64(double(r)))) : sum;
     }
     Value out = k.alloc(op.getType());
