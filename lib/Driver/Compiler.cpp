@@ -351,6 +351,9 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Errors point at the model's source line; the IR of the failing op (a
+  // whole gpu.module when ptxas fails) would bury the message.
+  context.printOpOnDiagnostic(false);
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =

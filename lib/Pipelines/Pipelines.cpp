@@ -168,6 +168,40 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+/// The PTX ISA version of `features` ("+ptx81" -> 81; several
+/// comma-separated features may be given), or 0 when none is named.
+static unsigned ptxVersion(llvm::StringRef features) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  features.split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    part = part.trim();
+    unsigned version = 0;
+    if (part.consume_front("+ptx") && !part.getAsInteger(10, version))
+      return version;
+  }
+  return 0;
+}
+
+/// The oldest PTX ISA (x10) that can target sm_<sm> (`arch`: the "a"
+/// variant), as LLVM's NVPTX backend requires it.
+static unsigned minPtxVersion(unsigned sm, bool arch) {
+  if (sm >= 120)
+    return 87;
+  if (sm >= 100)
+    return 86;
+  if (sm >= 90)
+    return arch ? 80 : 78;
+  if (sm >= 89)
+    return 78;
+  if (sm >= 87)
+    return 74;
+  if (sm >= 86)
+    return 71;
+  if (sm >= 80)
+    return 70;
+  return 63;
+}
+
 auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
   llvm::StringRef chip = o.chip;
   unsigned sm = 0;
@@ -178,6 +212,16 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
   if (sm < 75)
     return "chip '" + o.chip +
            "' is older than sm_75, the oldest CUDA 13 supports";
+  // LLVM's NVPTX backend stops with a fatal error on a PTX ISA too old for
+  // the chip: say it here, with what would work.
+  unsigned ptx = ptxVersion(o.features), least = minPtxVersion(sm, chip == "a");
+  if (ptx && ptx < least)
+    return "features '" + o.features + "': PTX ISA " +
+           std::to_string(ptx / 10) + "." + std::to_string(ptx % 10) +
+           " cannot target " + o.chip + ", which needs " +
+           std::to_string(least / 10) + "." + std::to_string(least % 10) +
+           " or newer (+ptx" + std::to_string(least) +
+           "; the default is +ptx81)";
   if (o.format != "fatbin" && o.format != "bin" && o.format != "isa")
     return "format '" + o.format + "' is not fatbin, bin or isa";
   if (o.blockSize < 32 || o.blockSize > 1024 || o.blockSize % 32 != 0)
@@ -189,16 +233,7 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
 }
 
 int64_t ::triax::kernelParamBytes(llvm::StringRef features) {
-  // "+ptx81", possibly among other comma-separated features.
-  llvm::SmallVector<llvm::StringRef> parts;
-  features.split(parts, ',');
-  for (llvm::StringRef part : parts) {
-    part = part.trim();
-    unsigned version = 0;
-    if (part.consume_front("+ptx") && !part.getAsInteger(10, version))
-      return version >= 81 ? 32764 : 4352;
-  }
-  return 4352;
+  return ptxVersion(features) >= 81 ? 32764 : 4352;
 }
 
 void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
