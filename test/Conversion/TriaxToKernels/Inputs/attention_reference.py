@@ -47,6 +47,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "cuda"))
 import kernel_check  # noqa: E402
 
+sh = kernel_check.sh  # prints a command, then runs it (check=True)
+
 # (batch, seq, heads, kv_heads, head_dim): odd sizes so that a wrong stride
 # or a wrong head mapping cannot line up by chance.
 SHAPES = [
@@ -265,11 +267,6 @@ def harness():
     c.append("  return 0;")
     c.append("}")
     return "\n".join(c) + "\n"
-
-
-def sh(cmd, **kw):
-    print("+ " + " ".join(cmd), file=sys.stderr)
-    subprocess.run(cmd, check=True, **kw)
 
 
 def build(a):
