@@ -329,6 +329,23 @@ struct Operand3 {
   }
 };
 
+/// The double-precision reference of one element of op(A_b) op(B_b): the
+/// sum over k, and the sum of the terms' magnitudes (for the tolerance).
+struct RefDot {
+  double sum = 0, mag = 0;
+};
+RefDot refDot(const Operand3 &A, const Operand3 &B, int64_t b, int64_t i,
+              int64_t j, int64_t K, bool ta, bool tb) {
+  RefDot r;
+  for (int64_t k = 0; k < K; ++k) {
+    double x = ta ? A.get(b, k, i) : A.get(b, i, k);
+    double y = tb ? B.get(b, j, k) : B.get(b, k, j);
+    r.sum += x * y;
+    r.mag += std::fabs(x * y);
+  }
+  return r;
+}
+
 /// One GEMM through the entry of `type` (trx_gemm_type), 2-D or batched.
 void callGemm(int type, bool batched, Operand3 &A, Operand3 &B, Operand3 &C,
               bool ta, bool tb, float alpha, float beta) {
@@ -388,13 +405,7 @@ void checkGemm3(int type, bool batched, int64_t M, int64_t N, int64_t K,
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
-        double sum = 0, mag = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          double x = ta ? A.get(b, k, i) : A.get(b, i, k);
-          double y = tb ? B.get(b, j, k) : B.get(b, k, j);
-          sum += x * y;
-          mag += std::fabs(x * y);
-        }
+        auto [sum, mag] = refDot(A, B, b, i, j, K, ta, tb);
         double want = double(alpha) * sum, c0 = 0;
         if (beta != 0.0f) {
           c0 = double(beta) * C0.get(b, i, j);
@@ -483,13 +494,7 @@ void checkGemmBias(bool bf16, int64_t M, int64_t N, int64_t K, bool ta, bool tb,
                      std::to_string(l.cT);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      double sum = 0, mag = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        double x = ta ? A.get(0, k, i) : A.get(0, i, k);
-        double y = tb ? B.get(0, j, k) : B.get(0, k, j);
-        sum += x * y;
-        mag += std::fabs(x * y);
-      }
+      auto [sum, mag] = refDot(A, B, 0, i, j, K, ta, tb);
       double want = double(alpha) * sum + biasAt(j);
       double tol =
           1e-5 * (std::fabs(double(alpha)) * mag + std::fabs(biasAt(j)) + 1.0);
@@ -751,13 +756,7 @@ void checkGemmGelu(bool bf16, bool dgelu, int64_t M, int64_t N, int64_t K,
   double maxErr = 0; // |got - want| / tol, the worst over C
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      double sum = 0, mag = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        double x = ta ? A.get(0, k, i) : A.get(0, i, k);
-        double y = tb ? B.get(0, j, k) : B.get(0, k, j);
-        sum += x * y;
-        mag += std::fabs(x * y);
-      }
+      auto [sum, mag] = refDot(A, B, 0, i, j, K, ta, tb);
       double prod = double(alpha) * sum;
       double prodTol = 1e-5 * (std::fabs(double(alpha)) * mag + 1.0);
       double got = C.get(0, i, j), want, tol;
