@@ -192,13 +192,6 @@ FailureOr<StringRef> KernelBuilder::gemmEpilogueEntry(Epilogue kind, Type t) {
   return failure();
 }
 
-FailureOr<StringRef> KernelBuilder::gemmBiasEntry(Type a, Type b, Type c,
-                                                  Type bias) {
-  if (a != b || a != c || a != bias)
-    return failure();
-  return gemmEpilogueEntry(Epilogue::Bias, a);
-}
-
 LogicalResult KernelBuilder::gemmBias(Value a, Value bm, Value c, Value bias,
                                       bool transA, bool transB, double alpha) {
   return gemmEpilogue(Epilogue::Bias, a, bm, c, bias, /*aux=*/Value(), transA,

@@ -168,9 +168,6 @@ public:
   /// else is an error at the builder's location and a failure.
   LogicalResult gemmBias(Value a, Value bm, Value c, Value bias, bool transA,
                          bool transB, double alpha = 1.0);
-  /// The runtime entry of gemmBias for these element types (A, B, C, bias),
-  /// or failure when the runtime has none.
-  static FailureOr<StringRef> gemmBiasEntry(Type a, Type b, Type c, Type bias);
 
   /// What a GEMM's epilogue does after the product P = alpha op(A) op(B).
   enum class Epilogue {

@@ -127,14 +127,8 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
     auto [rows, cols] = KernelBuilder::rowsCols(y);
     double beta = 0.0;
     if (Value bias = adaptor.getBias()) {
-      auto biasType = cast<MemRefType>(bias.getType());
-      Type wElement =
-          cast<MemRefType>(adaptor.getWeight().getType()).getElementType();
-      if (biasType.getLayout().isIdentity() &&
-          succeeded(KernelBuilder::gemmBiasEntry(
-              cast<MemRefType>(x.getType()).getElementType(), wElement,
-              cast<MemRefType>(y.getType()).getElementType(),
-              biasType.getElementType()))) {
+      // The bias epilogue takes it (one element type, a contiguous bias).
+      if (element) {
         if (failed(k.gemmBias(x, adaptor.getWeight(), y, bias,
                               /*transA=*/false,
                               /*transB=*/op.getTransposeWeight())))
