@@ -18,6 +18,18 @@
 using namespace mlir;
 using namespace mlir::triax::kernels;
 
+/// The runtime call `callee(input, out, [reduction,] axis mask)` of a
+/// flat-chunk collective.
+static void callFlatCollective(KernelBuilder &k, OpBuilder &b, Location loc,
+                               StringRef callee, Value input, Value out,
+                               std::optional<int32_t> reduction, int64_t mask) {
+  SmallVector<Value> args = {k.dynamicFlat(input), k.dynamicFlat(out)};
+  if (reduction)
+    args.push_back(k.i32(*reduction));
+  args.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(mask)));
+  func::CallOp::create(b, loc, callee, TypeRange{}, args);
+}
+
 /// Replaces a flat-chunk collective `op` (one f32 result) by a fresh
 /// result buffer and the runtime call `callee(input, result, [reduction,]
 /// axis mask)`.
@@ -34,12 +46,8 @@ static LogicalResult lowerFlatCollective(Operation *op, StringRef callee,
     return failure();
   KernelBuilder k(rewriter, op->getLoc());
   Value out = k.alloc(type);
-  SmallVector<Value> args = {k.dynamicFlat(input), k.dynamicFlat(out)};
-  if (reduction)
-    args.push_back(k.i32(*reduction));
-  args.push_back(arith::ConstantOp::create(rewriter, op->getLoc(),
-                                           rewriter.getI64IntegerAttr(*mask)));
-  func::CallOp::create(rewriter, op->getLoc(), callee, TypeRange{}, args);
+  callFlatCollective(k, rewriter, op->getLoc(), callee, input, out, reduction,
+                     *mask);
   rewriter.replaceOp(op, out);
   return success();
 }
@@ -124,12 +132,9 @@ struct ReduceScatterAccumulateLowering
     Value chunk = k.alloc(type);
     func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsBegin,
                          TypeRange{}, ValueRange{});
-    func::CallOp::create(
-        rewriter, loc, ::triax::rt::kReduceScatterF32, TypeRange{},
-        ValueRange{k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(chunk),
-                   k.i32(static_cast<int32_t>(op.getReduction())),
-                   arith::ConstantOp::create(
-                       rewriter, loc, rewriter.getI64IntegerAttr(*mask))});
+    callFlatCollective(k, rewriter, loc, ::triax::rt::kReduceScatterF32,
+                       adaptor.getInput(), chunk,
+                       static_cast<int32_t>(op.getReduction()), *mask);
     accumulateGrad(k, *index, chunk);
     func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsEnd, TypeRange{},
                          ValueRange{});
