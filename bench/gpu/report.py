@@ -3,8 +3,11 @@
 
   report.py tiny REF.jsonl GPU.jsonl [--rtol R]   # exit 1 when a loss differs
   report.py gpt2 GPU.jsonl --params N --layers L --seq T --hidden D --batch B
+                [--steps S]
   report.py runtime GEMM.log NCCL.log ABORT.log --abort-status S
-  report.py combine OUT.json PART.json...          # every figure in one file
+  report.py sanitizer TOOL LOG --status S | --unavailable
+  report.py combine OUT.json [--steps STEPS.jsonl --status S --seconds T
+                             --deadline D] PART.json...   # one file
 
 tiny: the first losses of the CUDA binary against the CPU binary's (same
 model, data, seed, precision): |gpu - cpu| <= rtol * |cpu|. In fp32 (rtol
@@ -19,6 +22,21 @@ kept ("comm" lines: the transport, NCCL's version and the world size).
 gpt2: median ms/step over the steps after the first --skip (start-up:
 module load, first-touch of managed memory), tokens/s = batch * seq /
 (ms/1000), MFU = (6 N + 12 L T D) * tokens / s / (peak bf16 FLOP/s).
+A run killed at run.sh's deadline leaves fewer steps than --steps, and
+maybe half a last line: the figures are the whole lines' ("complete":
+false, "partial_lines" counts what was dropped).
+
+sanitizer: compute-sanitizer's "ERROR SUMMARY: N errors" line; ok when N
+is 0 and the program under it exited 0. No summary (killed, or it did
+not start) is not ok; --unavailable (no compute-sanitizer on the
+machine) records "unavailable" and is not a failure.
+
+combine: each PART under its file name (a missing or unreadable one as
+an error; a torch_gpt2.py file as it is, "complete": false when the run
+was cut short), run.sh's step records (STEPS.jsonl: name, status ok /
+failed / killed / skipped, why, seconds) under "steps", and "checks":
+passed (run.sh's status 0), the seconds taken against the deadline, and
+the steps killed or skipped.
 """
 
 import argparse
@@ -27,7 +45,9 @@ import re
 import sys
 
 
-def read_jsonl(path):
+def read_jsonl(path, dropped=None):
+    """The file's JSON lines; a line that does not parse (a program killed
+    while writing it) is left out and counted in dropped[0]."""
     rows = []
     try:
         f = open(path)
@@ -36,8 +56,13 @@ def read_jsonl(path):
     with f:
         for line in f:
             line = line.strip()
-            if line:
+            if not line:
+                continue
+            try:
                 rows.append(json.loads(line))
+            except ValueError:
+                if dropped is not None:
+                    dropped[0] += 1
     return rows
 
 
@@ -68,14 +93,17 @@ def tiny(a):
 
 
 def gpt2(a):
-    rows = read_jsonl(a.gpu)
+    dropped = [0]
+    rows = read_jsonl(a.gpu, dropped)
     timed = [r["ms"] for r in rows[a.skip:]] or [r["ms"] for r in rows]
     timed.sort()
     ms = timed[len(timed) // 2] if timed else float("nan")
     tokens = a.batch * a.seq
     flops = tokens * (6 * a.params + 12 * a.layers * a.seq * a.hidden)
     out = {"model": "gpt2", "precision": a.precision, "params": a.params, "batch": a.batch,
-           "seq": a.seq, "steps": len(rows), "skipped_steps": a.skip,
+           "seq": a.seq, "steps": len(rows), "expected_steps": a.steps,
+           "complete": a.steps is None or len(rows) >= a.steps,
+           "partial_lines": dropped[0], "skipped_steps": a.skip,
            "ms_per_step": ms, "tokens_per_s": tokens / (ms / 1e3),
            "flops_per_step": flops,
            "mfu": flops / (ms / 1e3) / (a.peak_tflops * 1e12),
@@ -117,8 +145,39 @@ def runtime(a):
     return 0 if out["ok"] else 1
 
 
+def sanitizer(a):
+    """One compute-sanitizer tool's verdict on the tiny binary."""
+    if a.unavailable:
+        print(json.dumps({"tool": a.tool, "result": "unavailable",
+                          "ok": None}))
+        return 0
+    try:
+        with open(a.log, errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        text = "(%s)" % e
+    m = re.findall(r"ERROR SUMMARY: (\d+) errors?", text)
+    errors = int(m[-1]) if m else None
+    ok = errors == 0 and a.status == 0
+    out = {"tool": a.tool, "result": ("%d errors" % errors if m else
+                                      "no ERROR SUMMARY line"),
+           "errors": errors, "exit_status": a.status, "ok": ok,
+           "summary": [l.strip() for l in text.splitlines()
+                       if "SUMMARY" in l][-3:],
+           "tail": text.strip().splitlines()[-8:]}
+    print(json.dumps(out))
+    return 0 if ok else 1
+
+
 def combine(a):
     out = {}
+    steps = read_jsonl(a.steps) if a.steps else []
+    if a.status is not None:
+        out["checks"] = {
+            "passed": a.status == 0, "seconds": a.seconds,
+            "deadline_s": a.deadline,
+            "killed": [s["name"] for s in steps if s["status"] == "killed"],
+            "skipped": [s["name"] for s in steps if s["status"] == "skipped"]}
     for path in a.parts:
         name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         try:
@@ -128,6 +187,9 @@ def combine(a):
                 out[name] = json.loads(text) if text else None
             except ValueError:  # a log whose last line is the JSON
                 out[name] = json.loads(text.splitlines()[-1])
+        except FileNotFoundError:
+            out[name] = {"missing": "no %s: the run ended before this step's "
+                                    "result (see steps)" % path}
         except (OSError, ValueError) as e:
             out[name] = {"error": "%s: %s" % (path, e)}
     # The GELU epilogues against the same binary without them, this run.
@@ -138,6 +200,8 @@ def combine(a):
             "ms_per_step": fused["ms_per_step"],
             "ms_per_step_without": plain["ms_per_step"],
             "speedup": plain["ms_per_step"] / fused["ms_per_step"]}
+    if a.steps:
+        out["steps"] = steps
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
     print("report: %s" % a.out)
@@ -165,17 +229,28 @@ def main():
     g.add_argument("--skip", type=int, default=3)
     g.add_argument("--peak-tflops", type=float, default=989.4)
     g.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    g.add_argument("--steps", type=int, help="the steps asked for")
     r = sub.add_parser("runtime")
     r.add_argument("gemm")
     r.add_argument("nccl")
     r.add_argument("abort")
     r.add_argument("--abort-status", type=int, required=True)
+    z = sub.add_parser("sanitizer")
+    z.add_argument("tool")
+    z.add_argument("log", nargs="?")
+    z.add_argument("--status", type=int, default=0,
+                   help="compute-sanitizer's exit status")
+    z.add_argument("--unavailable", action="store_true")
     c = sub.add_parser("combine")
     c.add_argument("out")
     c.add_argument("parts", nargs="+")
+    c.add_argument("--steps", help="run.sh's step records (JSON lines)")
+    c.add_argument("--status", type=int, help="run.sh's check status")
+    c.add_argument("--seconds", type=int)
+    c.add_argument("--deadline", type=int)
     a = p.parse_args()
     return {"tiny": tiny, "gpt2": gpt2, "runtime": runtime,
-            "combine": combine}[a.cmd](a)
+            "sanitizer": sanitizer, "combine": combine}[a.cmd](a)
 
 
 if __name__ == "__main__":

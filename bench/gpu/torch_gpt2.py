@@ -3,20 +3,32 @@
 
 The model of `triax-model gpt2` (docs/cuda.md): 12 layers, hidden 768, 12
 heads, vocabulary 50257, sequence 1024, learned positions, biases, GELU
-(tanh), pre-LayerNorm, LM head tied to the token embedding; batch 8; AdamW
-(lr 6e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on matrices) with the
-gradient clipped to norm 1. Random tokens (timing only).
+(tanh), pre-LayerNorm, LM head tied to the token embedding; batch 16
+(--batch; the issue's goal shape); AdamW (lr 6e-4, betas 0.9/0.95, eps
+1e-8, weight decay 0.1 on matrices) with the gradient clipped to norm 1.
+Random tokens (timing only).
 
 Each (mode, dtype) is timed separately: mode eager or compile
 (torch.compile), dtype fp32 (TF32 off: the numbers Triax's fp32 target
 computes) or bf16 (autocast, fp32 master weights: what the issue's bf16
-goal compares against). Prints one JSON object: per configuration the
-median ms/step over the timed steps, tokens/s and MFU (6 N tokens + the
-attention's 12 L T d per token, against --peak-tflops).
+goal compares against); the bf16 ones first. One JSON object: per
+configuration the median ms/step over the timed steps, tokens/s and MFU
+(6 N tokens + the attention's 12 L T d per token, against --peak-tflops).
+
+With --out the object is (re)written to that file before the first
+configuration and after each one, "complete": false until the last is
+done, through a rename: a run killed at bench/gpu/run.sh's deadline
+leaves a whole file with what was measured before the kill (report.py
+reads it as it is). Without --out it is printed at the end.
+
+--dry-run lists the configurations without importing torch; with
+--dry-run-exit-after K it ends at once, as a KILL would (os._exit, no
+clean-up), in configuration K + 1 (test/cuda/bench-scripts.test).
 """
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -123,6 +135,39 @@ def run_config(torch, nn, F, cfg, mode, dtype, steps, warmup, peak):
     return result
 
 
+class Results:
+    """The output object, written whole after each change when --out is
+    given (a temporary file renamed over the old one: a kill at any point
+    leaves the last whole version)."""
+
+    def __init__(self, path, head):
+        self.path, self.out = path, dict(head, runs=[], complete=False)
+        self.write()
+
+    def write(self):
+        if not self.path:
+            return
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.out, f)
+            f.write("\n")
+        os.replace(tmp, self.path)
+
+    def set(self, **fields):
+        self.out.update(fields)
+        self.write()
+
+    def add(self, run):
+        self.out["runs"].append(run)
+        self.write()
+
+    def finish(self):
+        self.out.pop("running", None)
+        self.set(complete=True)
+        if not self.path:
+            print(json.dumps(self.out))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--steps", type=int, default=20)
@@ -136,25 +181,34 @@ def main():
     p.add_argument("--heads", type=int, default=12)
     p.add_argument("--vocab", type=int, default=50257)
     p.add_argument("--seq", type=int, default=1024)
-    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--out", help="the JSON file, rewritten after each "
+                   "configuration (default: print it at the end)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the configurations and exit")
+                   help="list the configurations without running them")
+    p.add_argument("--dry-run-exit-after", type=int, default=-1, metavar="K",
+                   help="with --dry-run: end as if killed in configuration "
+                   "K + 1")
     a = p.parse_args()
     cfg = {k: getattr(a, k) for k in
            ("layers", "hidden", "heads", "vocab", "seq", "batch")}
-    configs = [(m, d) for m in a.modes.split(",") if m
-               for d in a.dtypes.split(",") if d]
-    out = {"config": cfg, "peak_tflops": a.peak_tflops, "runs": []}
-    if a.dry_run:
-        out["runs"] = [{"mode": m, "dtype": d} for m, d in configs]
-        print(json.dumps(out))
-        return 0
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-    out["torch"] = torch.__version__
-    out["gpu"] = torch.cuda.get_device_name(0)
-    for mode, dtype in configs:
+    # dtype-major: both bf16 runs (the issue's comparison) before fp32.
+    configs = [(m, d) for d in a.dtypes.split(",") if d
+               for m in a.modes.split(",") if m]
+    res = Results(a.out, {"config": cfg, "peak_tflops": a.peak_tflops,
+                          "steps": a.steps, "dry_run": a.dry_run})
+    if not a.dry_run:
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        res.set(torch=torch.__version__, gpu=torch.cuda.get_device_name(0))
+    for i, (mode, dtype) in enumerate(configs):
+        res.set(running="%s %s" % (mode, dtype))
+        if a.dry_run:
+            if i == a.dry_run_exit_after:
+                os._exit(137)
+            res.add({"mode": mode, "dtype": dtype})
+            continue
         try:
             r = run_config(torch, nn, F, cfg, mode, dtype, a.steps, a.warmup,
                            a.peak_tflops)
@@ -164,9 +218,9 @@ def main():
               "error" if "error" in r else
               "%.1f ms/step, %.0f tok/s, MFU %.1f%%" % (
                   r["ms_per_step"], r["tokens_per_s"], 100 * r["mfu"])),
-              file=sys.stderr)
-        out["runs"].append(r)
-    print(json.dumps(out))
+              file=sys.stderr, flush=True)
+        res.add(r)
+    res.finish()
     return 0
 
 
