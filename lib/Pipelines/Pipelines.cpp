@@ -249,6 +249,12 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   kernels.fuseOptimizer = true;
   kernels.kernelParamBytes = kernelParamBytes(options.features);
   kernels.geluEpilogue = options.geluEpilogue;
+  // The embedding backward has `hidden` race-free iterations (tokens may
+  // share a row); 768 threads would leave an H200 idle for milliseconds.
+  // Vocabulary slices give it ~32k (see the option), still without
+  // atomics: the same sums in the same order, proved disjoint by
+  // triax-map-loops-to-gpu.
+  kernels.embeddingGradThreads = 32768;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   pm.addPass(mlir::triax::createTriaxOutlineKernels());
   pm.addPass(createCanonicalizerPass());

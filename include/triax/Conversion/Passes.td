@@ -43,6 +43,16 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     later allow 32764 bytes (`triax-lower-cuda` passes that with its
     default `+ptx81`: a gpt2 step, 196 updates, is one launch); before 8.1,
     4352 (27 updates per launch).
+
+    `embedding-grad-threads` (the CUDA pipeline sets it): the embedding
+    backward `dtable[ids[t], h] += dy[t, h]` cannot run its tokens in
+    parallel (two tokens may share a row). On the CPU it is parallel over
+    features with the tokens in order. With N > 0 the vocabulary is also
+    cut into S = ceil(N / hidden) slices of W rows: one iteration per
+    (slice, feature) scans the tokens in order and adds those whose row is
+    in its slice, under `scf.if (row - s * W) < W`. Each element's sum is
+    the same, in the same order (bit-identical results), and
+    `triax-map-loops-to-gpu` proves the stores disjoint from that guard.
   }];
   let options = [
     Option<"fuseOptimizer", "fuse-optimizer", "bool", /*default=*/"false",
@@ -57,6 +67,13 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "fuse-optimizer: the most bytes of kernel parameters one fused "
            "launch may pass (4352 before PTX ISA 8.1, 32764 from 8.1; 0: "
            "no limit, as on the CPU)">,
+    Option<"embeddingGradThreads", "embedding-grad-threads", "int64_t",
+           /*default=*/"0",
+           "Parallel iterations of the embedding backward: 0 runs one per "
+           "feature (the CPU); N > 0 also cuts the vocabulary into "
+           "ceil(N / hidden) slices, one iteration per (slice, feature), "
+           "each adding its slice's tokens in token order (the GPU: "
+           "deterministic, proved race-free by the GPU mapping)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

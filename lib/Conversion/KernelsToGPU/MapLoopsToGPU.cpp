@@ -19,7 +19,10 @@
 
 #include "triax/Conversion/KernelsToGPU/Passes.h"
 
+#include "WriteDisjointness.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -37,6 +40,7 @@ namespace mlir::triax {
 } // namespace mlir::triax
 
 using namespace mlir;
+namespace gpu_mapping = mlir::triax::gpu_mapping;
 
 namespace {
 
@@ -56,21 +60,27 @@ std::string whyNotOnGPU(scf::ParallelOp loop) {
   return why;
 }
 
-/// Replaces `loop` by a gpu.launch running one thread per iteration. The
-/// index arithmetic folds where the bounds are constants (always, for the
-/// kernels of convert-triax-to-kernels), so the launch gets constant sizes.
-void mapToLaunch(scf::ParallelOp loop, int64_t blockSize) {
+/// Replaces `loop` by a gpu.launch running one thread per iteration of the
+/// dimensions in `parallel`; the other dimensions (those the disjointness
+/// analysis could not prove) run as sequential loops inside each thread, in
+/// their original order. The index arithmetic folds where the bounds are
+/// constants (always, for the kernels of convert-triax-to-kernels), so the
+/// launch gets constant sizes.
+void mapToLaunch(scf::ParallelOp loop, int64_t blockSize,
+                 const llvm::SmallBitVector &parallel) {
   OpBuilder b(loop);
   Location loc = loop.getLoc();
   // Trip count of each dimension: ceil((ub - lb) / step).
   SmallVector<Value> extents;
   Value total = arith::ConstantIndexOp::create(b, loc, 1);
-  for (auto [lb, ub, step] :
-       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+  for (auto [d, bounds] : llvm::enumerate(llvm::zip(
+           loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))) {
+    auto [lb, ub, step] = bounds;
     Value span = b.createOrFold<arith::SubIOp>(loc, ub, lb);
     Value extent = b.createOrFold<arith::CeilDivUIOp>(loc, span, step);
     extents.push_back(extent);
-    total = b.createOrFold<arith::MulIOp>(loc, total, extent);
+    if (parallel.test(d))
+      total = b.createOrFold<arith::MulIOp>(loc, total, extent);
   }
   std::optional<int64_t> knownTotal = getConstantIntValue(total);
   if (knownTotal && *knownTotal == 0) {
@@ -102,20 +112,33 @@ void mapToLaunch(scf::ParallelOp loop, int64_t blockSize) {
   auto inside = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
   gpu::TerminatorOp::create(b, loc);
 
-  // Delinearize, innermost dimension fastest.
+  // Delinearize the parallel dimensions, innermost fastest.
   b.setInsertionPointToStart(inside.thenBlock());
   IRMapping map;
   Value rest = id;
   unsigned rank = loop.getNumLoops();
+  int outermostParallel = parallel.find_first();
   for (unsigned d = rank; d-- > 0;) {
-    Value index =
-        d == 0 ? rest : b.createOrFold<arith::RemUIOp>(loc, rest, extents[d]);
-    if (d != 0)
+    if (!parallel.test(d))
+      continue;
+    Value index = int(d) == outermostParallel
+                      ? rest
+                      : b.createOrFold<arith::RemUIOp>(loc, rest, extents[d]);
+    if (int(d) != outermostParallel)
       rest = b.createOrFold<arith::DivUIOp>(loc, rest, extents[d]);
     Value scaled = b.createOrFold<arith::MulIOp>(loc, index, loop.getStep()[d]);
     Value iv =
         b.createOrFold<arith::AddIOp>(loc, loop.getLowerBound()[d], scaled);
     map.map(loop.getInductionVars()[d], iv);
+  }
+  // The sequential dimensions: loops inside the thread, outermost first.
+  for (unsigned d = 0; d < rank; ++d) {
+    if (parallel.test(d))
+      continue;
+    auto seq = scf::ForOp::create(b, loc, loop.getLowerBound()[d],
+                                  loop.getUpperBound()[d], loop.getStep()[d]);
+    map.map(loop.getInductionVars()[d], seq.getInductionVar());
+    b.setInsertionPoint(seq.getBody()->getTerminator());
   }
   for (Operation &op : loop.getBody()->without_terminator())
     b.clone(op, map);
@@ -339,11 +362,66 @@ struct TriaxMapLoopsToGPUPass
         loop.emitRemark() << "loop nest stays on the host: " << why;
         continue;
       }
-      if (rows == "block" && isRowKernel(loop))
-        mapRowsToBlocks(loop, blockSize);
-      else
-        mapToLaunch(loop, blockSize);
+      if (rows == "block" && isRowKernel(loop)) {
+        std::optional<gpu_mapping::UnprovedWrite> race =
+            gpu_mapping::rowKernelRace(loop);
+        if (!race) {
+          mapRowsToBlocks(loop, blockSize);
+          continue;
+        }
+        // Splitting a row loop over a block would race: each row's loop
+        // stays in one thread (the mapping below proves the rows apart).
+        InFlightDiagnostic remark = loop.emitRemark()
+                                    << "row kernel keeps one thread per row: "
+                                       "splitting its row loop would race";
+        remark.attachNote(race->op->getLoc()) << race->why;
+      }
+      SmallVector<gpu_mapping::UnprovedWrite> unproved;
+      llvm::SmallBitVector parallel =
+          gpu_mapping::provablyParallelDims(loop, unproved);
+      if (parallel.none()) {
+        reportRace(loop, unproved.front());
+        return signalPassFailure();
+      }
+      for (const gpu_mapping::UnprovedWrite &write : unproved) {
+        InFlightDiagnostic remark =
+            loop.emitRemark()
+            << "dimension " << write.dim
+            << " runs sequentially in each thread: its iterations may write "
+               "the same element";
+        remark.attachNote(write.op->getLoc()) << write.why;
+      }
+      mapToLaunch(loop, blockSize, parallel);
     }
+  }
+
+  /// No dimension of `loop` can run in parallel: an error naming the
+  /// kernel, the write and two iterations that (may) collide.
+  void reportRace(scf::ParallelOp loop,
+                  const gpu_mapping::UnprovedWrite &write) {
+    auto kernel = loop->getParentOfType<func::FuncOp>();
+    int d = write.dim;
+    auto iteration = [&](int64_t offset) {
+      std::string text = "(";
+      for (unsigned i = 0; i < loop.getNumLoops(); ++i) {
+        std::optional<int64_t> lb =
+            getConstantIntValue(loop.getLowerBound()[i]);
+        std::optional<int64_t> step = getConstantIntValue(loop.getStep()[i]);
+        text += (i ? ", " : "") + std::string("d") + std::to_string(i) + " = ";
+        text += lb ? std::to_string(*lb +
+                                    (int(i) == d && step ? offset * *step : 0))
+                   : std::string(int(i) == d ? "lb + step" : "lb");
+      }
+      return text + ")";
+    };
+    InFlightDiagnostic error =
+        write.op->emitError()
+        << "kernel '" << (kernel ? kernel.getSymName() : "?")
+        << "' cannot run on the GPU without a race: iterations " << iteration(0)
+        << " and " << iteration(1) << (write.certain ? " write" : " may write")
+        << " the same element (" << write.why << "), and no dimension of the "
+        << "nest is proved to write apart";
+    error.attachNote(loop.getLoc()) << "the parallel loop nest";
   }
 };
 

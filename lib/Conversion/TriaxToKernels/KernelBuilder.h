@@ -255,8 +255,10 @@ void populateLinearPatterns(TypeConverter &converter,
                             bool geluEpilogue = true);
 void populateElementwisePatterns(TypeConverter &converter,
                                  RewritePatternSet &patterns);
+/// embeddingGradThreads: see convert-triax-to-kernels' option.
 void populateEmbeddingPatterns(TypeConverter &converter,
-                               RewritePatternSet &patterns);
+                               RewritePatternSet &patterns,
+                               int64_t embeddingGradThreads = 0);
 void populateNormPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateAttentionPatterns(TypeConverter &converter,

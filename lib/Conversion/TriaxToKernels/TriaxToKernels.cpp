@@ -423,7 +423,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateStructuralPatterns(converter, patterns, params);
   populateLinearPatterns(converter, patterns, geluEpilogue);
   populateElementwisePatterns(converter, patterns);
-  populateEmbeddingPatterns(converter, patterns);
+  populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
   populateNormPatterns(converter, patterns);
   populateAttentionPatterns(converter, patterns);
   populateLossPatterns(converter, patterns);

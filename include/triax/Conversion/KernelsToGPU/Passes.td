@@ -41,6 +41,37 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
     }
     ```
 
+    **Race freedom.** A dimension runs in parallel only when the pass has
+    proved that distinct iterations of it write distinct elements and read
+    no element another iteration writes (index analysis of every
+    `memref.store` and `memref.load` against the mapped induction
+    variables: WriteDisjointness.cpp; docs/cuda.md section 1 gives the
+    rules). A dimension it cannot prove runs as a sequential loop inside
+    each thread, with a remark naming it and the store; a row kernel whose
+    row loop cannot be split over a block's threads keeps one thread per
+    row, with a remark; a nest with no provable dimension is an error that
+    names the kernel, the store and two iterations that may write the same
+    element. The embedding backward (a scatter-add over token rows) is
+    proved through the vocabulary-slice guard that
+    `convert-triax-to-kernels{embedding-grad-threads}` puts around its
+    stores:
+
+    ```mlir
+    // Before: two tokens may share a row; %t cannot be split over threads.
+    scf.parallel (%t, %h) = (%c0, %c0) to (%c512, %c64) step (%c1, %c1) {
+      %id = <ids[%t]>
+      %old = memref.load %table[%id, %h]
+      memref.store <%old + dy[%t, %h]>, %table[%id, %h]
+    }
+    // After: one thread per %h, the tokens in order inside it
+    // (remark: dimension 0 runs sequentially in each thread).
+    gpu.launch ... {
+      scf.if <%h in range> {
+        scf.for %t = %c0 to %c512 step %c1 { ... }
+      }
+    }
+    ```
+
     Nests the GPU cannot run stay on the host (a remark says which): those
     with reductions (`scf.reduce` with operands) and those whose body calls a
     function or allocates. Loops around runtime calls (the attention's

@@ -1,0 +1,505 @@
+//===- WriteDisjointness.cpp - Proving that GPU threads write apart -------===//
+//
+// Index analysis of every store and load of a loop nest against the
+// induction variables the GPU mapping runs in parallel (WriteDisjointness.h
+// says what it assumes). An index is "linear" when it is
+//     sum_k c_k * iv_k + u
+// over the mapped induction variables iv_k, with constant c_k and u the
+// same in every thread (built from values defined outside the nest,
+// constants, and pure ops and loads of unwritten buffers on those). A store
+// is disjoint over a set S of mapped variables when each of them is covered
+// by an index position whose linear form is one-to-one in the variables it
+// holds (one variable with c != 0; several: mixed-radix coefficients over
+// known trip counts, so that a flattened [i * 64 + j] still counts). Two
+// iterations that differ in a covered variable then write different
+// elements. A data-dependent index (a token's row) counts when the scf.if
+// around the access confines it to [L, L + W) with L linear in one variable
+// whose next iteration moves L by at least W (the embedding backward's
+// vocabulary slices). Reads are safe when a thread reads only the elements it
+// writes itself (the same buffer at the same index values as one of its
+// stores), or buffers the kernel does not write.
+//
+//===----------------------------------------------------------------------===//
+
+#include "WriteDisjointness.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::triax::gpu_mapping;
+
+namespace {
+
+/// A mapped induction variable: iv = lb + step * k, k in [0, trips).
+struct Extent {
+  int dim = -1; // the scf.parallel dimension, -1 for a row loop
+  std::optional<int64_t> step, trips;
+};
+
+/// sum coeff[iv] * iv + (a value uniform across threads).
+struct Linear {
+  llvm::SmallDenseMap<Value, int64_t, 4> coeff;
+  bool uniform() const { return coeff.empty(); }
+};
+
+Value rootOf(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
+std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
+  std::optional<int64_t> l = getConstantIntValue(lb),
+                         u = getConstantIntValue(ub),
+                         s = getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0)
+    return std::nullopt;
+  return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+}
+
+/// Index arithmetic of one phase of a kernel (the code that runs between
+/// two block-wide synchronizations) over its mapped induction variables.
+class IndexAnalysis {
+public:
+  IndexAnalysis(Region &nest, const llvm::DenseMap<Value, Extent> &mapped,
+                const llvm::DenseSet<Value> &writtenRoots)
+      : nest(nest), mapped(mapped), writtenRoots(writtenRoots) {}
+
+  std::optional<Linear> linear(Value v) {
+    auto it = memo.find(v);
+    if (it != memo.end())
+      return it->second;
+    std::optional<Linear> result = compute(v);
+    memo[v] = result;
+    return result;
+  }
+
+  /// The mapped variables that `indices` (of an access at `at`) separate:
+  /// two iterations that differ in one of them access different elements.
+  llvm::SmallDenseSet<Value, 4> separated(ValueRange indices, Operation *at) {
+    llvm::SmallDenseSet<Value, 4> covered;
+    SmallVector<Range> ranges = guardsOf(at);
+    // [x / C, x mod C] together determine x (a row split into (head, row)
+    // of attention's [heads, S, S] scratch): x counts as a position.
+    SmallVector<Value> positions(indices.begin(), indices.end());
+    for (Value quotient : indices)
+      if (auto div = quotient.getDefiningOp<arith::DivUIOp>())
+        for (Value remainder : indices)
+          if (auto rem = remainder.getDefiningOp<arith::RemUIOp>();
+              rem && rem.getLhs() == div.getLhs() &&
+              rem.getRhs() == div.getRhs() &&
+              getConstantIntValue(div.getRhs()).value_or(0) > 0)
+            positions.push_back(div.getLhs());
+    for (Value index : positions) {
+      std::optional<Linear> lin = linear(index);
+      if (!lin) {
+        // A data-dependent index confined by its guard to [L, L + W), L
+        // moving by at least W from one iteration of a variable to the
+        // next: the intervals of two iterations do not meet.
+        for (const Range &range : ranges) {
+          std::optional<Linear> low = linear(range.low);
+          if (range.x != index || !low || low->coeff.size() != 1)
+            continue;
+          auto [iv, c] = *low->coeff.begin();
+          std::optional<int64_t> step = mapped.lookup(iv).step;
+          if (step && range.width > 0 && range.width <= std::abs(c * *step))
+            covered.insert(iv);
+        }
+        continue;
+      }
+      if (lin->uniform())
+        continue;
+      // Coefficients of the iteration numbers k (iv = lb + step * k).
+      SmallVector<std::pair<int64_t, Value>> terms;
+      bool known = true;
+      for (auto [iv, c] : lin->coeff) {
+        const Extent &e = mapped.lookup(iv);
+        if (!e.step) {
+          known = false;
+          break;
+        }
+        terms.push_back({c * *e.step, iv});
+      }
+      if (!known)
+        continue;
+      if (terms.size() == 1) {
+        covered.insert(terms.front().second);
+        continue;
+      }
+      // Mixed radix: with the terms sorted by |a|, each |a_i| exceeds the
+      // largest span sum_{j<i} |a_j| (trips_j - 1) of the smaller ones.
+      llvm::sort(terms, [](auto &x, auto &y) {
+        return std::abs(x.first) < std::abs(y.first);
+      });
+      int64_t span = 0;
+      bool oneToOne = true;
+      for (auto [a, iv] : terms) {
+        std::optional<int64_t> trips = mapped.lookup(iv).trips;
+        if (std::abs(a) <= span || !trips) {
+          oneToOne = false;
+          break;
+        }
+        span += std::abs(a) * std::max<int64_t>(*trips - 1, 0);
+      }
+      if (oneToOne)
+        for (auto [a, iv] : terms)
+          covered.insert(iv);
+    }
+    return covered;
+  }
+
+private:
+  std::optional<Linear> uniformValue() { return Linear(); }
+
+  /// `x` in [low, low + width): a conjunct `(x - low) <u width` of the
+  /// condition of an scf.if whose then-region holds the access.
+  struct Range {
+    Value x, low;
+    int64_t width;
+  };
+  SmallVector<Range> guardsOf(Operation *at) {
+    SmallVector<Range> ranges;
+    for (Operation *op = at; nest.isAncestor(op->getParentRegion());
+         op = op->getParentOp()) {
+      auto guard = dyn_cast<scf::IfOp>(op->getParentOp());
+      if (!guard || op->getParentRegion() != &guard.getThenRegion())
+        continue;
+      SmallVector<Value> conjuncts{guard.getCondition()};
+      while (!conjuncts.empty()) {
+        Value c = conjuncts.pop_back_val();
+        if (auto both = c.getDefiningOp<arith::AndIOp>()) {
+          conjuncts.append({both.getLhs(), both.getRhs()});
+          continue;
+        }
+        auto cmp = c.getDefiningOp<arith::CmpIOp>();
+        if (!cmp || cmp.getPredicate() != arith::CmpIPredicate::ult)
+          continue;
+        auto diff = cmp.getLhs().getDefiningOp<arith::SubIOp>();
+        std::optional<int64_t> width = getConstantIntValue(cmp.getRhs());
+        if (diff && width)
+          ranges.push_back({diff.getLhs(), diff.getRhs(), *width});
+      }
+    }
+    return ranges;
+  }
+
+  std::optional<Linear> compute(Value v) {
+    if (mapped.count(v)) {
+      Linear l;
+      l.coeff[v] = 1;
+      return l;
+    }
+    if (!nest.isAncestor(v.getParentRegion()))
+      return uniformValue(); // defined outside the nest
+    if (matchPattern(v, m_Constant()))
+      return uniformValue();
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return std::nullopt; // an inner loop's variable: differs per thread
+    auto both = [&](Value a, Value b, int64_t sign) -> std::optional<Linear> {
+      std::optional<Linear> x = linear(a), y = linear(b);
+      if (!x || !y)
+        return std::nullopt;
+      for (auto [iv, c] : y->coeff)
+        x->coeff[iv] += sign * c;
+      for (auto it = x->coeff.begin(); it != x->coeff.end();)
+        it->second == 0 ? (void)x->coeff.erase(it++) : (void)++it;
+      return x;
+    };
+    if (auto add = dyn_cast<arith::AddIOp>(op))
+      return both(add.getLhs(), add.getRhs(), 1);
+    if (auto sub = dyn_cast<arith::SubIOp>(op))
+      return both(sub.getLhs(), sub.getRhs(), -1);
+    if (auto mul = dyn_cast<arith::MulIOp>(op)) {
+      for (auto [factor, other] : {std::pair(mul.getLhs(), mul.getRhs()),
+                                   std::pair(mul.getRhs(), mul.getLhs())}) {
+        std::optional<int64_t> c = getConstantIntValue(factor);
+        if (!c)
+          continue;
+        std::optional<Linear> x = linear(other);
+        if (!x)
+          return std::nullopt;
+        if (*c == 0)
+          return uniformValue();
+        for (auto &term : x->coeff)
+          term.second *= *c;
+        return x;
+      }
+    }
+    // Widening casts keep the value (indices are small and non-negative).
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+            arith::ExtUIOp>(op))
+      return linear(op->getOperand(0));
+    // A load is uniform when every thread reads the same element of a
+    // buffer nobody writes in the kernel.
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      if (writtenRoots.count(rootOf(load.getMemRef())))
+        return std::nullopt;
+      for (Value index : load.getIndices()) {
+        std::optional<Linear> l = linear(index);
+        if (!l || !l->uniform())
+          return std::nullopt;
+      }
+      return uniformValue();
+    }
+    // Any other pure op on uniform values is uniform.
+    if (op->getNumRegions() == 0 && isPure(op)) {
+      for (Value operand : op->getOperands()) {
+        std::optional<Linear> l = linear(operand);
+        if (!l || !l->uniform())
+          return std::nullopt;
+      }
+      return uniformValue();
+    }
+    return std::nullopt;
+  }
+
+  Region &nest;
+  const llvm::DenseMap<Value, Extent> &mapped;
+  const llvm::DenseSet<Value> &writtenRoots;
+  llvm::DenseMap<Value, std::optional<Linear>> memo;
+};
+
+/// Whether `v` may depend on `iv` (through any chain of definitions in the
+/// nest; inner loop variables and iteration arguments count as "may").
+bool mayDependOn(Value v, Value iv, Region &nest, llvm::DenseSet<Value> &seen) {
+  if (v == iv)
+    return true;
+  if (!seen.insert(v).second || !nest.isAncestor(v.getParentRegion()))
+    return false;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return true;
+  return llvm::any_of(op->getOperands(), [&](Value operand) {
+    return mayDependOn(operand, iv, nest, seen);
+  });
+}
+
+std::string describeIndices(memref::StoreOp store) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(store.getIndices(), os, [&](Value index) {
+    if (std::optional<int64_t> c = getConstantIntValue(index))
+      os << *c;
+    else if (auto arg = dyn_cast<BlockArgument>(index))
+      os << "%arg" << arg.getArgNumber();
+    else
+      os << index.getDefiningOp()->getName().getStringRef();
+  });
+  os << "]";
+  return text;
+}
+
+/// One phase: `ops` run concurrently in the threads that `mapped` tells
+/// apart. Appends what it cannot prove. `redundant`: every thread of a block
+/// runs these ops with the same values (a row kernel's scalar code), so a
+/// read-modify-write there races with itself.
+void checkPhase(Region &nest, ArrayRef<Operation *> ops,
+                const llvm::DenseMap<Value, Extent> &mapped, bool redundant,
+                SmallVectorImpl<UnprovedWrite> &out) {
+  SmallVector<memref::StoreOp> stores;
+  SmallVector<memref::LoadOp> loads;
+  for (Operation *top : ops)
+    top->walk([&](Operation *op) {
+      if (auto store = dyn_cast<memref::StoreOp>(op))
+        stores.push_back(store);
+      else if (auto load = dyn_cast<memref::LoadOp>(op))
+        loads.push_back(load);
+      else if (auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+               effects && effects.hasEffect<MemoryEffects::Write>() &&
+               !isa<memref::AllocaOp>(op))
+        out.push_back(
+            {op, -1, false, "it writes memory the analysis cannot index"});
+    });
+  llvm::DenseSet<Value> written;
+  for (memref::StoreOp store : stores)
+    written.insert(rootOf(store.getMemRef()));
+  IndexAnalysis analysis(nest, mapped, written);
+  // The variables in dimension order (a row loop's last), so that the
+  // diagnostics do not depend on hash order.
+  SmallVector<std::pair<Value, Extent>> ordered(mapped.begin(), mapped.end());
+  llvm::sort(ordered, [](const auto &x, const auto &y) {
+    return unsigned(x.second.dim) < unsigned(y.second.dim);
+  });
+
+  for (memref::StoreOp store : stores) {
+    llvm::SmallDenseSet<Value, 4> covered =
+        analysis.separated(store.getIndices(), store);
+    for (auto &[iv, extent] : ordered) {
+      if (covered.count(iv))
+        continue;
+      bool depends = llvm::any_of(store.getIndices(), [&](Value index) {
+        llvm::DenseSet<Value> seen;
+        return mayDependOn(index, iv, nest, seen);
+      });
+      out.push_back({store, extent.dim, !depends,
+                     "its index " + describeIndices(store) +
+                         (depends ? " is not a one-to-one function of"
+                                  : " does not depend on") +
+                         " the parallel loop variable"});
+    }
+  }
+  // Two accesses of one buffer in different threads touch different
+  // elements when the index positions they share (the same values at the
+  // same places of the same view) separate the threads: thread r storing
+  // [r, j] never meets thread r' loading [r', k]. That covers several
+  // stores of one buffer (a row's loops) and in-place updates (a load at
+  // the store's own indices).
+  auto apart = [&](Operation *at, Value memrefA, ValueRange a, Value memrefB,
+                   ValueRange b) {
+    llvm::SmallDenseSet<Value, 4> covered;
+    if (memrefA != memrefB || a.size() != b.size())
+      return covered;
+    SmallVector<Value> shared;
+    for (auto [x, y] : llvm::zip(a, b))
+      if (x == y)
+        shared.push_back(x);
+    return analysis.separated(shared, at);
+  };
+  auto unprovedPair = [&](Operation *op,
+                          const llvm::SmallDenseSet<Value, 4> &covered,
+                          const char *why) {
+    for (auto &[iv, extent] : ordered)
+      if (!covered.count(iv))
+        out.push_back({op, extent.dim, false, why});
+  };
+  for (auto [i, store] : llvm::enumerate(stores))
+    for (memref::StoreOp other : ArrayRef(stores).drop_front(i + 1))
+      if (rootOf(store.getMemRef()) == rootOf(other.getMemRef()))
+        unprovedPair(other,
+                     apart(other, store.getMemRef(), store.getIndices(),
+                           other.getMemRef(), other.getIndices()),
+                     "it writes a buffer another store of the kernel writes, "
+                     "and their common indices do not tell the threads apart");
+  for (memref::LoadOp load : loads) {
+    Value root = rootOf(load.getMemRef());
+    if (!written.count(root))
+      continue;
+    if (redundant) {
+      out.push_back({load, -1, true,
+                     "every thread of the block reads and writes this "
+                     "buffer (a read-modify-write in the row's scalar "
+                     "code)"});
+      continue;
+    }
+    for (memref::StoreOp store : stores)
+      if (rootOf(store.getMemRef()) == root)
+        unprovedPair(load,
+                     apart(load, store.getMemRef(), store.getIndices(),
+                           load.getMemRef(), load.getIndices()),
+                     "it reads an element of a buffer the kernel writes, "
+                     "at indices other than its own store's");
+  }
+}
+
+llvm::DenseMap<Value, Extent>
+parallelExtents(scf::ParallelOp loop, const llvm::SmallBitVector &dims) {
+  llvm::DenseMap<Value, Extent> mapped;
+  for (int d : dims.set_bits())
+    mapped[loop.getInductionVars()[d]] = {
+        d, getConstantIntValue(loop.getStep()[d]),
+        tripCount(loop.getLowerBound()[d], loop.getUpperBound()[d],
+                  loop.getStep()[d])};
+  return mapped;
+}
+
+} // namespace
+
+llvm::SmallBitVector mlir::triax::gpu_mapping::provablyParallelDims(
+    scf::ParallelOp loop, SmallVectorImpl<UnprovedWrite> &unproved) {
+  llvm::SmallBitVector dims(loop.getNumLoops(), true);
+  SmallVector<Operation *> body;
+  for (Operation &op : loop.getBody()->without_terminator())
+    body.push_back(&op);
+  // Dropping a dimension makes its variable differ per thread, which can
+  // unprove another store: iterate to the fixed point.
+  while (dims.any()) {
+    SmallVector<UnprovedWrite> found;
+    checkPhase(loop.getRegion(), body, parallelExtents(loop, dims),
+               /*redundant=*/false, found);
+    bool changed = false;
+    for (UnprovedWrite &write : found) {
+      // A write not tied to one dimension unproves them all.
+      if (write.dim < 0) {
+        for (int d : dims.set_bits())
+          unproved.push_back({write.op, d, write.certain, write.why});
+        dims.reset();
+        return dims;
+      }
+      if (dims.test(write.dim)) {
+        dims.reset(write.dim);
+        unproved.push_back(write);
+        changed = true;
+      }
+    }
+    if (!changed)
+      break;
+  }
+  return dims;
+}
+
+std::optional<UnprovedWrite>
+mlir::triax::gpu_mapping::rowKernelRace(scf::ParallelOp loop) {
+  Region &nest = loop.getRegion();
+  llvm::DenseMap<Value, Extent> rowOnly =
+      parallelExtents(loop, llvm::SmallBitVector(1, true));
+  SmallVector<UnprovedWrite> found;
+  SmallVector<Operation *> scalarCode;
+  // Buffers the row loops after each point write (a scalar read of one of
+  // them could see another thread's write: no barrier before a loop).
+  SmallVector<Operation *> body;
+  for (Operation &op : loop.getBody()->without_terminator())
+    body.push_back(&op);
+  for (auto [i, op] : llvm::enumerate(body)) {
+    auto rowLoop = dyn_cast<scf::ForOp>(op);
+    if (!rowLoop) {
+      scalarCode.push_back(op);
+      continue;
+    }
+    // Blocks take rows, the block's threads take the row loop's elements.
+    llvm::DenseMap<Value, Extent> mapped = rowOnly;
+    mapped[rowLoop.getInductionVar()] = {
+        -1, getConstantIntValue(rowLoop.getStep()),
+        tripCount(rowLoop.getLowerBound(), rowLoop.getUpperBound(),
+                  rowLoop.getStep())};
+    checkPhase(nest, {op}, mapped, /*redundant=*/false, found);
+    if (!found.empty())
+      return found.front();
+  }
+  checkPhase(nest, scalarCode, rowOnly, /*redundant=*/true, found);
+  if (!found.empty())
+    return found.front();
+  // A scalar read before the next row loop that writes the same buffer
+  // (each row loop ends in a block-wide synchronization: the barrier after
+  // an elementwise loop, gpu.all_reduce after a reduction; so only the
+  // next loop can overtake a slow thread's read).
+  llvm::DenseSet<Value> writtenLater;
+  for (Operation *op : llvm::reverse(body)) {
+    if (isa<scf::ForOp>(op)) {
+      writtenLater.clear();
+      op->walk([&](memref::StoreOp s) {
+        writtenLater.insert(rootOf(s.getMemRef()));
+      });
+      continue;
+    }
+    std::optional<UnprovedWrite> race;
+    op->walk([&](memref::LoadOp load) {
+      if (!race && writtenLater.count(rootOf(load.getMemRef())))
+        race = UnprovedWrite{load, -1, false,
+                             "the row's scalar code reads a buffer the next "
+                             "row loop writes, with no barrier between"};
+    });
+    if (race)
+      return race;
+  }
+  return std::nullopt;
+}

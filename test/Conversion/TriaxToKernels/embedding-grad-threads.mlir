@@ -1,0 +1,60 @@
+// The embedding backward, dtable[ids[t], h] += dy[t, h] (EmbeddingKernels.cpp).
+// Default (the CPU): parallel over the 4 features, the 6 tokens in order in
+// each iteration. embedding-grad-threads=16 (the GPU's option, here small):
+// ceil(16 / 4) = 4 slices of ceil(8 / 4) = 2 vocabulary rows, parallel over
+// (slice, feature); each iteration scans the tokens in order and adds those
+// whose row r satisfies (r - 2 s) <u 2. Same sums in the same order.
+// embedding-grad-threads=1000: at most one slice per row (8 slices of 1).
+// RUN: triax-opt %s --convert-triax-to-kernels | FileCheck %s
+// RUN: triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=16 | FileCheck %s --check-prefix=SLICES
+// RUN: triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=1000 | FileCheck %s --check-prefix=ROWS
+// RUN: triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=16 | FileCheck %s --check-prefix=VOCAB
+
+// CHECK-LABEL: func.func @grad(
+// CHECK:         scf.parallel (%[[H:.*]]) = (%c0{{.*}}) to (%c4{{.*}}) step
+// CHECK:           scf.for %[[T:.*]] = %c0{{.*}} to %c6{{.*}} step
+// CHECK-NOT:         scf.if
+// CHECK:             memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[H]]] : memref<8x4xf32>
+
+// SLICES-LABEL: func.func @grad(
+// SLICES:         scf.parallel (%[[S:.*]], %[[H:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c4{{.*}}, %c4{{.*}}) step
+// SLICES:           %[[FIRST:.*]] = arith.muli %[[S]], %c2{{.*}} : index
+// SLICES:           scf.for %[[T:.*]] = %c0{{.*}} to %c6{{.*}} step
+// SLICES:             %[[ROW:.*]] = arith.index_cast %{{.*}} : i32 to index
+// SLICES:             %[[REL:.*]] = arith.subi %[[ROW]], %[[FIRST]] : index
+// SLICES:             %[[MINE:.*]] = arith.cmpi ult, %[[REL]], %c2{{.*}} : index
+// SLICES:             scf.if %[[MINE]] {
+// SLICES:               memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[H]]] : memref<8x4xf32>
+
+// ROWS-LABEL: func.func @grad(
+// ROWS:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%c8{{.*}}, %c4{{.*}}) step
+// ROWS:             arith.cmpi ult, %{{.*}}, %c1{{.*}} : index
+
+// A vocab-parallel table (this rank's 8 rows of 16): the slice test and
+// the "this rank's row" test are one condition.
+// VOCAB-LABEL: func.func @grad_vocab_parallel(
+// VOCAB:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%c4{{.*}}, %c4{{.*}}) step
+// VOCAB:             %[[INSIDE:.*]] = arith.cmpi ult, %{{.*}}, %c8{{.*}} : index
+// VOCAB:             %[[MINE:.*]] = arith.cmpi ult, %{{.*}}, %c2{{.*}} : index
+// VOCAB:             %[[BOTH:.*]] = arith.andi %[[MINE]], %[[INSIDE]] : i1
+// VOCAB:             scf.if %[[BOTH]] {
+
+dist.mesh @mesh <["dp"=2, "tp"=2]>
+func.func @grad(%ids: tensor<2x3xi32>, %dy: tensor<2x3x4xf32>) -> tensor<8x4xf32> {
+  %g = triax.embedding_grad %ids, %dy : (tensor<2x3xi32>, tensor<2x3x4xf32>) -> tensor<8x4xf32>
+  return %g : tensor<8x4xf32>
+}
+func.func @grad_vocab_parallel(%ids: tensor<2x3xi32>, %dy: tensor<2x3x4xf32>) -> tensor<8x4xf32> {
+  %g = triax.embedding_grad %ids, %dy vocab_parallel over @mesh ["tp"] : (tensor<2x3xi32>, tensor<2x3x4xf32>) -> tensor<8x4xf32>
+  return %g : tensor<8x4xf32>
+}
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02> decay
+  func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x2xi32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<1x2x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x2x4xf32>, tensor<1x2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
