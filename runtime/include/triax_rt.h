@@ -69,10 +69,29 @@ enum trx_mem_category {
   TRX_MEM_NCAT
 };
 
-/* Allocates `bytes` bytes, 64-byte aligned and zero-filled, and charges them
- * to `category` (a trx_mem_category). bytes == 0 returns a valid unique
- * pointer. Returns NULL (message in trx_last_error()) for an invalid category
- * or when out of memory. Thread-safe. */
+/* Allocates `bytes` bytes, 64-byte aligned, and charges them to `category`
+ * (a trx_mem_category). bytes == 0 returns a valid unique pointer. Returns
+ * NULL (message in trx_last_error()) for an invalid category or when out of
+ * memory. Thread-safe.
+ *
+ * Where the block lives: host memory in this (CPU) library; device memory
+ * (never managed memory) in libtriax_rt_cuda.a, which replaces the trx_alloc
+ * family. The runtime therefore never dereferences a trx_alloc'd block on
+ * the host: it moves bytes with trx_copy_to_host, trx_copy_to_device,
+ * trx_copy_on_device and trx_device_memset (below), which are memcpy and
+ * memset here.
+ *
+ * Zero fill: blocks of TRX_MEM_PARAMS, TRX_MEM_GRADS, TRX_MEM_OPTIM and
+ * TRX_MEM_OTHER (the training state, token buffers, scratch) are zero-filled
+ * (on CUDA: once, by the device, in stream order before any later use).
+ * TRX_MEM_ACTIV blocks (the compiled code's temporaries, see
+ * _mlir_memref_to_llvm_alloc) are zero-filled on the CPU and NOT on CUDA: the
+ * compiled code writes every element before it reads it. To check that on
+ * the CPU, the environment variable TRX_ALLOC_POISON=1 (read at every
+ * TRX_MEM_ACTIV allocation) fills TRX_MEM_ACTIV blocks with 0xFF bytes
+ * instead (a NaN in f32 and bf16, -1 in i32), so that a read before a write
+ * shows; the CUDA library honours it too (a cuMemsetD8Async of 0xFF). Other
+ * values than "1" (or unset) leave the default. */
 void *trx_alloc(size_t bytes, int category);
 
 /* Frees a pointer returned by trx_alloc. NULL is a no-op. A pointer that was
@@ -93,6 +112,10 @@ size_t trx_mem_current_total(void);
 size_t trx_mem_peak_total(void);
 /* Sets every peak (per category and total) to the current value. */
 void trx_mem_reset_peaks(void);
+/* Bytes zero-filled at allocation in `cat` since start (the requested
+ * sizes of the blocks that were zeroed; a poisoned or, on CUDA, an
+ * activation block adds nothing). 0 for an invalid category. */
+size_t trx_mem_zeroed_bytes(int cat);
 /* "params", "grads", "optim", "activ", "other"; "invalid" otherwise. */
 const char *trx_mem_category_name(int cat);
 
@@ -100,12 +123,59 @@ const char *trx_mem_category_name(int cat);
  * Returns buf. */
 char *trx_format_mib(size_t bytes, char *buf, size_t len);
 
-/* Waits until the device is done with every buffer before the runtime
- * reads or writes one on the host (state, gradients, token buffers). A
- * no-op on the CPU (a weak definition); on the CUDA target, whose kernels
- * and GEMMs are asynchronous, libtriax_rt_cuda.a's definition synchronizes
- * the compute and the communication stream. */
+/* Waits until the device has finished the work queued so far. A no-op on
+ * the CPU (a weak definition); on the CUDA target, whose kernels and GEMMs
+ * are asynchronous, libtriax_rt_cuda.a's definition synchronizes the
+ * compute and the communication stream. The copies below do what they
+ * need themselves; this is for timing and tests. */
 void trx_device_sync(void);
+
+/* Host <-> device copies: the only way the runtime reads or writes a
+ * trx_alloc'd block (or any buffer of the compiled code) on the host. The
+ * CPU library's definitions are weak (memcpy, memmove, memset);
+ * libtriax_rt_cuda.a defines them on the CUDA driver API. NULL pointers
+ * with bytes > 0 abort with a message; bytes == 0 does nothing (but is
+ * counted).
+ *
+ * trx_copy_to_host: dst is host memory. Returns with the bytes in dst. On
+ *   CUDA it first waits for the compute and the communication stream (all
+ *   work queued so far, so the copy sees every earlier write), then
+ *   copies (cuMemcpy: src may be device memory or, through unified
+ *   addressing, host memory). A host synchronization: the driver calls it
+ *   only where it needs a value on the host.
+ * trx_copy_to_device: src is host memory; it may be reused or freed as soon
+ *   as the call returns. On CUDA the copy is queued on the compute stream
+ *   (inside a gradient region, on the region's stream, like the compiled
+ *   work) after the work queued so far there, without a host wait: src is
+ *   first copied into one of a few pinned staging buffers (4 MiB each;
+ *   larger copies go through them in pieces), and a staging buffer is
+ *   reused only after its previous copy finished (an event). Work on the
+ *   other stream that may still use dst must have been joined
+ *   (trx_comm_wait_grads); the driver's copies are of buffers no such work
+ *   uses.
+ * trx_copy_on_device: device to device (the ranges may overlap on the CPU,
+ *   not on CUDA), stream-ordered like trx_copy_to_device.
+ * trx_device_memset: every byte of [device_dst, device_dst + bytes) becomes
+ *   (unsigned char)byte; stream-ordered like trx_copy_to_device
+ *   (cuMemsetD8Async), no host wait. */
+void trx_copy_to_host(void *dst, const void *device_src, size_t bytes);
+void trx_copy_to_device(void *device_dst, const void *src, size_t bytes);
+void trx_copy_on_device(void *device_dst, const void *device_src,
+                        size_t bytes);
+void trx_device_memset(void *device_dst, int byte, size_t bytes);
+
+/* Counters of the four functions above, since start or the last reset:
+ * calls and bytes per kind. Atomic; 0 for an invalid kind. */
+enum trx_copy_kind {
+  TRX_COPY_TO_HOST = 0,
+  TRX_COPY_TO_DEVICE = 1,
+  TRX_COPY_ON_DEVICE = 2,
+  TRX_COPY_MEMSET = 3,
+  TRX_COPY_NKINDS = 4
+};
+uint64_t trx_copy_calls(int kind);
+uint64_t trx_copy_bytes(int kind);
+void trx_copy_reset_counters(void);
 
 /*===----------------------------------------------------------------------===*/
 /* Data loader for llm.c token files (.bin)                                 */

@@ -9,7 +9,12 @@
 #include "triax_rt.h"
 
 #include <atomic>
+#include <cmath>
+#include <csignal>
+#include <string>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -132,6 +137,166 @@ void testThreads() {
   CHECK(trx_mem_peak_total() <= base + 16 * 1024);
 }
 
+/// Whether all `n` bytes at p are `byte`.
+bool allBytes(const void *p, size_t n, unsigned char byte) {
+  const auto *b = static_cast<const unsigned char *>(p);
+  for (size_t i = 0; i < n; ++i)
+    if (b[i] != byte)
+      return false;
+  return true;
+}
+
+/// TRX_ALLOC_POISON=1: activation blocks (trx_alloc of TRX_MEM_ACTIV and the
+/// compiled code's _mlir_memref_to_llvm_alloc) are 0xFF bytes, not zeros;
+/// every other category stays zero-filled; trx_mem_zeroed_bytes counts the
+/// zeroed blocks only.
+void testPoisonAndZeroedBytes() {
+  const char *saved = getenv("TRX_ALLOC_POISON");
+  std::string savedValue = saved ? saved : "";
+  size_t zeroed[TRX_MEM_NCAT];
+  for (int c = 0; c < TRX_MEM_NCAT; ++c)
+    zeroed[c] = trx_mem_zeroed_bytes(c);
+  CHECK_EQ(trx_mem_zeroed_bytes(-1), size_t(0));
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_NCAT), size_t(0));
+
+  // Default: zeros, counted.
+  unsetenv("TRX_ALLOC_POISON");
+  void *a = trx_alloc(1000, TRX_MEM_ACTIV);
+  void *m = _mlir_memref_to_llvm_alloc(256);
+  CHECK(a && m);
+  CHECK(allBytes(a, 1000, 0));
+  CHECK(allBytes(m, 256, 0));
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroed[TRX_MEM_ACTIV] + 1256);
+  trx_free(a);
+  _mlir_memref_to_llvm_free(m);
+
+  // Poisoned: 0xFF in activations (a NaN as f32), nothing counted; the
+  // state categories are still zeroed and counted.
+  setenv("TRX_ALLOC_POISON", "1", 1);
+  a = trx_alloc(1000, TRX_MEM_ACTIV);
+  m = _mlir_memref_to_llvm_aligned_alloc(256, 64 * sizeof(float));
+  void *g = trx_alloc(4096, TRX_MEM_GRADS);
+  void *o = trx_alloc(100, TRX_MEM_OTHER);
+  CHECK(a && m && g && o);
+  CHECK(allBytes(a, 1000, 0xFF));
+  CHECK(allBytes(m, 64 * sizeof(float), 0xFF));
+  CHECK(std::isnan(static_cast<float *>(m)[63]));
+  CHECK_EQ(static_cast<int32_t *>(a)[0], -1);
+  CHECK(allBytes(g, 4096, 0));
+  CHECK(allBytes(o, 100, 0));
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroed[TRX_MEM_ACTIV] + 1256);
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_GRADS), zeroed[TRX_MEM_GRADS] + 4096);
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_OTHER), zeroed[TRX_MEM_OTHER] + 100);
+  // The block is still a normal block: freed by the compiled code's free.
+  _mlir_memref_to_llvm_free(m);
+  trx_free(a);
+  trx_free(g);
+  trx_free(o);
+
+  // Only "1" poisons.
+  setenv("TRX_ALLOC_POISON", "0", 1);
+  a = trx_alloc(64, TRX_MEM_ACTIV);
+  CHECK(allBytes(a, 64, 0));
+  trx_free(a);
+
+  if (saved)
+    setenv("TRX_ALLOC_POISON", savedValue.c_str(), 1);
+  else
+    unsetenv("TRX_ALLOC_POISON");
+}
+
+/// The copy hooks on the CPU (memcpy / memmove / memset) and their
+/// counters.
+void testCopyHooks() {
+  trx_copy_reset_counters();
+  for (int k = 0; k < TRX_COPY_NKINDS; ++k) {
+    CHECK_EQ(trx_copy_calls(k), uint64_t(0));
+    CHECK_EQ(trx_copy_bytes(k), uint64_t(0));
+  }
+  CHECK_EQ(trx_copy_calls(-1), uint64_t(0));
+  CHECK_EQ(trx_copy_bytes(TRX_COPY_NKINDS), uint64_t(0));
+
+  auto *dev = static_cast<float *>(trx_alloc(64 * sizeof(float), TRX_MEM_OTHER));
+  CHECK(dev != nullptr);
+  float host[64], back[64];
+  for (int i = 0; i < 64; ++i)
+    host[i] = float(i) * 0.5f - 3.0f;
+  trx_copy_to_device(dev, host, sizeof(host));
+  memset(back, 0, sizeof(back));
+  trx_copy_to_host(back, dev, sizeof(back));
+  CHECK(memcmp(host, back, sizeof(host)) == 0);
+  // On the device: [0, 32) -> [16, 48) (overlapping: memmove on the CPU).
+  trx_copy_on_device(dev + 16, dev, 32 * sizeof(float));
+  trx_copy_to_host(back, dev, sizeof(back));
+  bool moved = true;
+  for (int i = 0; i < 64; ++i) {
+    float want = i < 16 ? host[i] : i < 48 ? host[i - 16] : host[i];
+    moved = moved && back[i] == want;
+  }
+  CHECK(moved);
+  trx_device_memset(dev + 8, 0xFF, 4 * sizeof(float));
+  trx_device_memset(dev, 0, 0); // counted, nothing done
+  trx_copy_to_host(back, dev, sizeof(back));
+  CHECK(allBytes(back + 8, 4 * sizeof(float), 0xFF));
+  CHECK_EQ(back[7], host[7]);
+  CHECK_EQ(back[12], host[12]);
+  trx_copy_to_host(nullptr, nullptr, 0); // nothing to copy: no pointer needed
+
+  CHECK_EQ(trx_copy_calls(TRX_COPY_TO_DEVICE), uint64_t(1));
+  CHECK_EQ(trx_copy_bytes(TRX_COPY_TO_DEVICE), uint64_t(256));
+  CHECK_EQ(trx_copy_calls(TRX_COPY_TO_HOST), uint64_t(4));
+  CHECK_EQ(trx_copy_bytes(TRX_COPY_TO_HOST), uint64_t(3 * 256));
+  CHECK_EQ(trx_copy_calls(TRX_COPY_ON_DEVICE), uint64_t(1));
+  CHECK_EQ(trx_copy_bytes(TRX_COPY_ON_DEVICE), uint64_t(128));
+  CHECK_EQ(trx_copy_calls(TRX_COPY_MEMSET), uint64_t(2));
+  CHECK_EQ(trx_copy_bytes(TRX_COPY_MEMSET), uint64_t(16));
+  trx_copy_reset_counters();
+  CHECK_EQ(trx_copy_calls(TRX_COPY_TO_HOST), uint64_t(0));
+  trx_free(dev);
+}
+
+/// Runs `body` in a child process; returns its stderr and whether it was
+/// ended by SIGABRT.
+template <typename F> bool abortsWith(F body, std::string &err) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    return false;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    body();
+    _exit(0);
+  }
+  close(fds[1]);
+  char buf[512];
+  ssize_t r;
+  err.clear();
+  while ((r = read(fds[0], buf, sizeof(buf))) > 0)
+    err.append(buf, size_t(r));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+/// A NULL pointer with bytes > 0 is a runtime bug: a message and abort().
+void testCopyNullAborts() {
+  float x[4] = {0, 0, 0, 0};
+  std::string err;
+  CHECK(abortsWith([&] { trx_copy_to_host(nullptr, x, sizeof(x)); }, err));
+  CHECK_EQ(err, std::string("triax runtime: trx_copy_to_host: NULL "
+                            "destination pointer for 16 bytes\n"));
+  CHECK(abortsWith([&] { trx_copy_to_device(x, nullptr, 8); }, err));
+  CHECK_EQ(err, std::string("triax runtime: trx_copy_to_device: NULL source "
+                            "pointer for 8 bytes\n"));
+  CHECK(abortsWith([&] { trx_device_memset(nullptr, 0, 4); }, err));
+  CHECK_EQ(err, std::string("triax runtime: trx_device_memset: NULL "
+                            "destination pointer for 4 bytes\n"));
+}
+
 } // namespace
 
 int main() {
@@ -139,6 +304,9 @@ int main() {
   testAccounting();
   testBadInput();
   testThreads();
+  testPoisonAndZeroedBytes();
+  testCopyHooks();
+  testCopyNullAborts();
   trxtest::done("mem");
   return 0;
 }

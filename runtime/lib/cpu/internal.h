@@ -10,8 +10,10 @@
 
 #include "triax_rt.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,11 +85,14 @@ std::vector<int32_t> axesOfMask(uint64_t mask);
 
 /// Collective over the parameter's groups: assembles the whole tensor of
 /// buffer `kind` (global[0] x global[1], row-major) from every rank's piece
-/// into `whole` on every rank.
+/// into `whole` on every rank. `buf` is the rank's buffer (a trx_alloc
+/// block, device memory on CUDA: read with trx_copy_to_host), `whole` host
+/// memory.
 void gatherWhole(const ParamLayout &l, int kind, const float *buf,
                  float *whole);
 /// The inverse, no communication: this rank's piece of `whole` into buf
-/// (allocCount(kind) elements; padding zeroed).
+/// (allocCount(kind) elements; padding zeroed), with one
+/// trx_copy_to_device.
 void scatterWhole(const ParamLayout &l, int kind, const float *whole,
                   float *buf);
 
@@ -141,6 +146,131 @@ int validateTensors(const char *label, int64_t n, const trx_tensor *tensors,
 /// The category of a live trx_alloc block, or -1 when `p` does not look like
 /// one (best effort, like trx_free's check). NULL gives -1.
 int allocCategory(const void *p);
+
+/// Counts one call of trx_copy_* / trx_device_memset (kind: trx_copy_kind)
+/// after checking that neither pointer is NULL when bytes > 0 (a message
+/// naming `fn`, then abort()). Both the CPU definitions (copy.cpp) and the
+/// CUDA ones call it.
+void countCopy(int kind, const char *fn, const void *dst, const void *src,
+               size_t bytes);
+
+/// Set by the CUDA runtime (a global constructor): whether `p` is device
+/// memory, which the host must not dereference. nullptr on the CPU, where
+/// every buffer is host memory (tests may set it to run the staging paths
+/// below on the CPU).
+extern bool (*gDeviceMemoryHook)(const void *p);
+/// gDeviceMemoryHook(p), false without a hook or for NULL.
+bool isDeviceMemory(const void *p);
+
+/// A host view of the `bytes` bytes at `p` for runtime code that must read
+/// or write them on the host (a collective of the MPI transport, a GEMM's
+/// host fallback): `p` itself when it is host memory (isDeviceMemory is
+/// false: always on the CPU), else a host copy, filled with
+/// trx_copy_to_host when `in`, written back with trx_copy_to_device by
+/// finish() (or the destructor) when `out`.
+class HostView {
+public:
+  HostView(void *p, size_t bytes, bool in, bool out)
+      : user_(p), bytes_(bytes), out_(out),
+        staged_(bytes > 0 && isDeviceMemory(p)) {
+    if (!staged_)
+      return;
+    copy_.resize(bytes);
+    if (in)
+      trx_copy_to_host(copy_.data(), p, bytes);
+  }
+  HostView(const void *p, size_t bytes)
+      : HostView(const_cast<void *>(p), bytes, /*in=*/true, /*out=*/false) {}
+  ~HostView() { finish(); }
+  HostView(const HostView &) = delete;
+  HostView &operator=(const HostView &) = delete;
+  void *data() { return staged_ ? copy_.data() : user_; }
+  bool staged() const { return staged_; }
+  /// Writes a staged copy back (once).
+  void finish() {
+    if (staged_ && out_)
+      trx_copy_to_device(user_, copy_.data(), bytes_);
+    out_ = false;
+  }
+
+private:
+  void *user_;
+  size_t bytes_;
+  bool out_, staged_;
+  std::vector<unsigned char> copy_;
+};
+
+/// Host views of several byte ranges (the operands of a host fallback: a
+/// GEMM with K = 0, a GELU epilogue cuBLASLt cannot do). Ranges that share
+/// a byte (strided views of one buffer interleave even when their elements
+/// do not) are merged into one HostView, so that writing one back never
+/// puts stale bytes over another's. Usage: add() each range, stage(), use
+/// host(i), finish() (or the destructor) writes the written ones back.
+class HostSpans {
+public:
+  /// [p, p + bytes); `written`: the host writes it. Returns its index.
+  int add(const void *p, size_t bytes, bool written) {
+    ranges_.push_back({reinterpret_cast<uintptr_t>(p), bytes, written, 0});
+    return int(ranges_.size()) - 1;
+  }
+  void stage() {
+    std::vector<size_t> order(ranges_.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return ranges_[a].lo < ranges_[b].lo;
+    });
+    struct Group {
+      uintptr_t lo, hi;
+      bool written;
+    };
+    std::vector<Group> groups;
+    for (size_t i : order) {
+      Range &r = ranges_[i];
+      if (r.bytes == 0) {
+        r.group = -1;
+        continue;
+      }
+      uintptr_t hi = r.lo + r.bytes;
+      if (!groups.empty() && r.lo < groups.back().hi) {
+        groups.back().hi = std::max(groups.back().hi, hi);
+        groups.back().written |= r.written;
+      } else {
+        groups.push_back({r.lo, hi, r.written});
+      }
+      r.group = int(groups.size()) - 1;
+    }
+    for (const Group &g : groups) {
+      los_.push_back(g.lo);
+      views_.push_back(std::make_unique<HostView>(
+          reinterpret_cast<void *>(g.lo), size_t(g.hi - g.lo), /*in=*/true,
+          g.written));
+    }
+  }
+  /// The host address of range i's first byte.
+  char *host(int i) {
+    const Range &r = ranges_[size_t(i)];
+    if (r.group < 0)
+      return reinterpret_cast<char *>(r.lo);
+    return static_cast<char *>(views_[size_t(r.group)]->data()) +
+           (r.lo - los_[size_t(r.group)]);
+  }
+  void finish() {
+    for (auto &v : views_)
+      v->finish();
+  }
+
+private:
+  struct Range {
+    uintptr_t lo;
+    size_t bytes;
+    bool written;
+    int group;
+  };
+  std::vector<Range> ranges_;
+  std::vector<uintptr_t> los_;
+  std::vector<std::unique_ptr<HostView>> views_;
+};
 
 /// Reads a whole (small) file. Returns 0 or an errno value.
 int readFile(const std::string &path, std::string &out);

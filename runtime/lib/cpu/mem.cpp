@@ -5,7 +5,13 @@
 // stays 64-byte aligned) recording its size, category and the start of the
 // underlying allocation (trx_alloc_aligned pads in front for alignments
 // above 64); lock-free atomic counters track current and peak bytes per
-// category and in total.
+// category and in total, and the bytes zero-filled per category.
+//
+// Every block is zero-filled, except that TRX_ALLOC_POISON=1 fills
+// TRX_MEM_ACTIV blocks (the compiled code's temporaries) with 0xFF bytes
+// instead: the CUDA runtime does not zero activations, so a compiled
+// program must write every element before it reads it, and a poisoned run
+// on the CPU shows a read that does not (NaN in f32 and bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +44,7 @@ struct Counters {
   std::atomic<size_t> peak[TRX_MEM_NCAT];
   std::atomic<size_t> currentTotal;
   std::atomic<size_t> peakTotal;
+  std::atomic<size_t> zeroed[TRX_MEM_NCAT];
 };
 
 // Zero-initialized (static storage), usable before main.
@@ -51,6 +58,13 @@ void raiseTo(std::atomic<size_t> &peak, size_t value) {
 }
 
 bool validCategory(int cat) { return cat >= 0 && cat < TRX_MEM_NCAT; }
+
+/// TRX_ALLOC_POISON=1, read at every activation allocation (so that a test
+/// can switch it).
+bool poisonActivations() {
+  const char *v = std::getenv("TRX_ALLOC_POISON");
+  return v && std::strcmp(v, "1") == 0;
+}
 
 /// The block layout: [padding][BlockHeader][bytes...], where the user
 /// pointer is `align`-aligned (align >= kAlign) and the header sits right
@@ -75,8 +89,14 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
                  trx_mem_category_name(category));
     return nullptr;
   }
-  std::memset(raw, 0, total);
   char *user = static_cast<char *>(raw) + align;
+  if (category == TRX_MEM_ACTIV && poisonActivations()) {
+    std::memset(raw, 0, align); // the header's bytes
+    std::memset(user, 0xFF, total - align);
+  } else {
+    std::memset(raw, 0, total);
+    counters.zeroed[category].fetch_add(bytes, std::memory_order_relaxed);
+  }
   auto *h = reinterpret_cast<BlockHeader *>(user - sizeof(BlockHeader));
   h->magic = kLiveMagic;
   h->bytes = bytes;
@@ -172,6 +192,12 @@ extern "C" void trx_mem_reset_peaks(void) {
   counters.peakTotal.store(
       counters.currentTotal.load(std::memory_order_relaxed),
       std::memory_order_relaxed);
+}
+
+extern "C" size_t trx_mem_zeroed_bytes(int cat) {
+  return validCategory(cat)
+             ? counters.zeroed[cat].load(std::memory_order_relaxed)
+             : 0;
 }
 
 extern "C" const char *trx_mem_category_name(int cat) {
