@@ -11,6 +11,7 @@
 #include "triax/Driver/Compiler.h"
 
 #include "triax/CostModel/CostModel.h"
+#include "triax/CostModel/KernelReport.h"
 #include "triax/CostModel/Planner.h"
 
 #include "triax/Dialect/Dist/Transforms/Passes.h"
@@ -24,6 +25,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -189,13 +191,14 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
          << "\n";
     return failure();
   }
+  // --kernel-report stops before the device code is compiled: no toolkit.
   std::string ptxas = options.cudaToolkit + "/bin/ptxas";
-  if (!llvm::sys::fs::can_execute(ptxas)) {
+  if (options.kernelReport.empty() && !llvm::sys::fs::can_execute(ptxas)) {
     errs << "triaxc: --target cuda needs the CUDA toolkit: no ptxas at '"
          << ptxas << "' (set --cuda-toolkit)\n";
     return failure();
   }
-  bool linking = options.emit.empty();
+  bool linking = options.emit.empty() && options.kernelReport.empty();
   std::string runtime = options.runtimeLibDir + "/libtriax_rt_cuda.a";
   if (linking && !llvm::sys::fs::exists(runtime)) {
     errs << "triaxc: --target cuda links with the CUDA runtime, but '"
@@ -306,6 +309,100 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   return 0;
 }
 
+/// The pass after which --kernel-report reads the IR: the last point where
+/// the structure is visible. CUDA: after triax-insert-host-syncs (launches
+/// are gpu.launch with their sizes, loops still scf, runtime calls
+/// func.call, and the syncs are in). CPU: the cleanup (canonicalize, cse)
+/// right after triax-outline-kernels, the IR the CUDA pipeline maps.
+static llvm::StringRef kernelReportStage(bool cuda) {
+  return cuda ? "triax-insert-host-syncs" : "cse";
+}
+
+/// The passes of `pipeline` up to and including the first top-level pass
+/// whose argument is `last`, in `prefix`: the passes' textual form (which
+/// every registered pass round-trips) cut there and parsed again.
+static LogicalResult pipelineUpTo(OpPassManager &pipeline, llvm::StringRef last,
+                                  OpPassManager &prefix,
+                                  llvm::raw_ostream &errs) {
+  static bool registered = [] {
+    ::triax::registerAllPasses();
+    return true;
+  }();
+  (void)registered;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  bool found = false;
+  for (Pass &pass : pipeline.getPasses()) {
+    if (!text.empty())
+      os << ",";
+    pass.printAsTextualPipeline(os);
+    if (pass.getArgument() == last) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) {
+    errs << "triaxc: --kernel-report: the pipeline has no pass '" << last
+         << "' to stop after; it runs:";
+    for (Pass &pass : pipeline.getPasses())
+      errs << " " << pass.getArgument();
+    errs << "\n";
+    return failure();
+  }
+  std::string problem;
+  llvm::raw_string_ostream problemOs(problem);
+  if (failed(parsePassPipeline(text, prefix, problemOs))) {
+    errs << "triaxc: --kernel-report: cannot rebuild the pipeline up to '"
+         << last << "': " << problem << "\n";
+    return failure();
+  }
+  return success();
+}
+
+/// --kernel-report: lowers `module` (parallelized, rank 0) up to the
+/// target's kernel stage and prints what one step runs. Returns the exit
+/// code.
+static int runKernelReport(const ::triax::CompileOptions &options,
+                           ModuleOp module, OpPassManager &lowering, bool cuda,
+                           llvm::raw_ostream &errs) {
+  namespace cost = ::triax::cost;
+  llvm::Expected<cost::Hardware> hw = cost::loadHardware(options.hardware);
+  if (!hw) {
+    errs << "triaxc: --hardware: " << llvm::toString(hw.takeError()) << "\n";
+    return 1;
+  }
+  // The training config, the mesh and the parameters: the kernel IR no
+  // longer has the triax.model that states them.
+  llvm::Expected<cost::ModuleFacts> facts =
+      cost::analyzeModule(module, /*rank=*/0);
+  if (!facts) {
+    errs << "triaxc: --kernel-report: " << llvm::toString(facts.takeError())
+         << "\n";
+    return 1;
+  }
+  std::string model =
+      (*module.getOps<mlir::triax::ModelOp>().begin()).getSymName().str();
+  PassManager pm(module.getContext());
+  if (failed(pipelineUpTo(lowering, kernelReportStage(cuda), pm, errs)))
+    return 1;
+  if (failed(pm.run(module)))
+    return 1;
+  llvm::Expected<cost::KernelReport> report = cost::analyzeKernelModule(
+      module, *facts, *hw,
+      cuda ? cost::KernelTarget::CUDA : cost::KernelTarget::CPU, model,
+      options.precision);
+  if (!report) {
+    errs << "triaxc: --kernel-report: " << llvm::toString(report.takeError())
+         << "\n";
+    return 1;
+  }
+  if (options.kernelReport == "json")
+    cost::printKernelReportJSON(llvm::outs(), *report);
+  else
+    cost::printKernelReport(llvm::outs(), *report);
+  return 0;
+}
+
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
   llvm::StringRef emitKind = options.emit;
@@ -314,6 +411,19 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     errs << "triaxc: unknown --emit value '" << options.emit
          << "'; expected mlir, mlir-after=<pass>, llvm or obj\n";
     return 1;
+  }
+  if (!options.kernelReport.empty()) {
+    if (options.kernelReport != "text" && options.kernelReport != "json") {
+      errs << "triaxc: unknown --kernel-report value '" << options.kernelReport
+           << "'; expected --kernel-report or --kernel-report=json\n";
+      return 1;
+    }
+    if (!options.emit.empty() || !options.report.empty() ||
+        !options.plan.empty()) {
+      errs << "triaxc: --kernel-report prints a report instead of compiling: "
+              "it does not combine with --emit, --report or --plan\n";
+      return 1;
+    }
   }
   if (options.target != "cpu" && options.target != "cuda") {
     errs << "triaxc: unknown target '" << options.target
@@ -471,6 +581,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     ::triax::buildLowerCUDAPipeline(pm, cudaOptions);
   else
     ::triax::buildLowerCPUPipeline(pm, lowerOptions);
+  if (!options.kernelReport.empty())
+    return runKernelReport(options, *module, pm, cuda, errs);
   llvm::StringRef emit = options.emit;
   bool stopAfterLowering = emit.consume_front("mlir-after=");
   if (stopAfterLowering) {

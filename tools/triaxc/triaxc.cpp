@@ -91,10 +91,17 @@ static cl::opt<bool>
 static cl::opt<bool> reportJson("report-json",
                                 cl::desc("The same report as JSON"),
                                 cl::cat(category));
+static cl::opt<std::string> kernelReport(
+    "kernel-report", cl::ValueOptional,
+    cl::desc("Print what one training step of the compiled program runs "
+             "(kernels, GEMMs, collectives, host syncs, memory traffic, "
+             "roofline time on --hardware), counted from its kernel-level "
+             "IR, and stop; =json for JSON (docs/cuda.md)"),
+    cl::value_desc("json"), cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     hardware("hardware",
-             cl::desc("Hardware of --report: a100-40g, a100-80g, h100-80g, "
-                      "h200-141g or a JSON file"),
+             cl::desc("Hardware of --report and --kernel-report: a100-40g, "
+                      "a100-80g, h100-80g, h200-141g or a JSON file"),
              cl::init("h100-80g"), cl::cat(category));
 static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
@@ -191,6 +198,10 @@ int main(int argc, char **argv) {
   options.schedule = pipelineSchedule;
   options.stageLayers = stageLayers;
   options.report = reportJson ? "json" : report ? "text" : "";
+  // --kernel-report alone means text.
+  if (kernelReport.getNumOccurrences())
+    options.kernelReport =
+        kernelReport.empty() ? std::string("text") : kernelReport.getValue();
   options.hardware = hardware;
   options.plan = planSpec;
   options.apply = applyPlan;

@@ -61,7 +61,12 @@ struct CompileOptions {
   /// "" (compile), "text" or "json": print the cost model's report of the
   /// parallelized model for rank 0 (docs/cost-model.md) and stop.
   std::string report;
-  /// The hardware the report predicts for: a built-in name or a JSON file.
+  /// "" (compile), "text" or "json": print the static per-step report of
+  /// the compiled program (kernels, GEMMs, collectives, syncs, memory
+  /// traffic, roofline time; docs/cuda.md "Kernel report"), counted from
+  /// the kernel-level IR of `target`, and stop.
+  std::string kernelReport;
+  /// The hardware the reports predict for: a built-in name or a JSON file.
   std::string hardware = "h100-80g";
   /// --plan: "gpus=N,gpu=..." (docs/cost-model.md "Planner"): print the
   /// ranked plans (JSON when report is "json") instead of compiling; with
