@@ -227,7 +227,9 @@ trx_loader *trx_loader_open_memory(const uint8_t *bytes, size_t n,
                                    int shuffle, uint64_t seed, char *err,
                                    size_t errlen);
 
-/* Fills inputs[B*T] and targets[B*T] with the next batch and advances.
+/* Fills inputs[B*T] and targets[B*T] (host memory; the training driver
+ * then copies them to its device token buffers) with the next batch and
+ * advances.
  * Returns TRX_OK, or TRX_ERR_ARG for NULL arguments (see trx_last_error). */
 int trx_loader_next(trx_loader *l, int32_t *inputs, int32_t *targets);
 
@@ -371,7 +373,9 @@ typedef struct {
 int trx_ckpt_check_writable(const char *ckpt_dir, char *err, size_t errlen);
 
 /* Writes checkpoint `state->step` with the protocol above. params[i] are the
- * n parameters (name, dtype, shape, data). exp_avg and exp_avg_sq are NULL
+ * n parameters (name, dtype, shape, data). Every buffer here and in
+ * trx_ckpt_load and the safetensors functions is host memory (the driver
+ * copies the state from and to the device). exp_avg and exp_avg_sq are NULL
  * (no optimizer state: optim.safetensors holds no tensor) or arrays of n F32
  * buffers with the element count of params[i]. extra_json_object_or_null is
  * NULL or a JSON object of string values saved in state.json. */
@@ -474,7 +478,10 @@ typedef struct {
   int64_t ckpt_every;    /* --ckpt-every N (>= 0), default 0 = only at end */
   int32_t resume;        /* --resume: continue from ckpt_dir's latest */
   const char *init_from; /* --init-from FILE: initial weights */
-  int64_t log_every;     /* --log-every N (>= 0), default 1; 0 = off */
+  int64_t log_every;     /* --log-every N (>= 0), default 1; 0 = off. The
+                            loss is read from the device (and checked for
+                            divergence) only on logged steps, checkpoint
+                            steps and the last step */
   const char *log_json;  /* --log-json FILE: JSON-lines log */
   int32_t verbose;       /* -v, -vv, --verbose (count) */
   int32_t help;          /* --help / -h seen: print usage, exit 0 */
@@ -750,8 +757,10 @@ void trx_gemm_compute(const trx_gemm_problem *p);
  * (the formulas above; bf16 widened, the result rounded to nearest even):
  * TRX_GEMM_EPI_GELU_AUX: C = gelu(aux), aux already holding AB + bias;
  * TRX_GEMM_EPI_DGELU: C = gelu_grad(aux, C), C already holding AB.
- * Nothing for TRX_GEMM_EPI_NONE. The CPU backend's epilogue, and the CUDA
- * backend's fallback (on managed memory, after trx_device_sync). */
+ * Nothing for TRX_GEMM_EPI_NONE. p's pointers are host memory: the CPU
+ * backend's epilogue, and the CUDA backend's fallback (on host copies of
+ * aux and C, made with trx_copy_to_host and written back with
+ * trx_copy_to_device). */
 void trx_gemm_epilogue_host(const trx_gemm_problem *p);
 
 /* In place: buf (contiguous, f32) becomes its reduction (trx_reduce_op)
@@ -783,7 +792,8 @@ typedef struct trx_param_desc trx_param_desc; /* defined below */
  * parameter i of params[0..n-1], param_bufs[i], exp_avg[i], exp_avg_sq[i]
  * and grads[i] each hold its numel floats (row-major, contiguous). The
  * pointer arrays are copied; params and the buffers must stay valid while
- * bound. n = 0 unbinds. trx_train_main binds its own buffers; a
+ * bound. The buffers are the compiled code's (trx_alloc blocks: device
+ * memory on the CUDA target); the runtime never dereferences them. n = 0 unbinds. trx_train_main binds its own buffers; a
  * hand-written driver calls this itself. Returns TRX_ERR_ARG for a NULL
  * buffer or an invalid parameter description. Not thread-safe with respect
  * to concurrent trx_state_* calls. */
@@ -861,8 +871,10 @@ int64_t trx_group_position(int64_t axis_mask);
 /* The allocator of compiled code (MLIR's generic allocation functions,
  * finalize-memref-to-llvm{use-generic-functions}): activations, gradients
  * and other temporaries, charged to TRX_MEM_ACTIV so the peak is measured.
- * Memory is zero-filled and at least 64-byte aligned; `alignment` must be a
- * power of two. Both are freed by _mlir_memref_to_llvm_free (NULL is a
+ * Memory is at least 64-byte aligned; `alignment` must be a power of two.
+ * It is zero-filled on the CPU but not on CUDA (device memory; see
+ * trx_alloc and TRX_ALLOC_POISON): the compiled code writes every element
+ * before it reads it. Both are freed by _mlir_memref_to_llvm_free (NULL is a
  * no-op). Out of memory, a bad alignment, or freeing anything else (a
  * state buffer, a foreign or already freed pointer) aborts with a
  * message. */
@@ -941,16 +953,28 @@ typedef struct {
   float lr, beta1, beta2, eps, weight_decay, grad_clip;
   /* Compiled entry points (wrapped by generated C code). They reach the
    * parameters, moments and gradient buffers through trx_state_1d/2d.
-   * tokens and targets are micro_batch x seq, row-major. */
-  /* Forward and backward on one micro-batch: returns its mean loss and
-   * adds its gradients to the gradient buffers (TRX_STATE_GRAD). */
-  float (*forward_backward)(const int32_t *tokens, const int32_t *targets);
+   * tokens and targets are micro_batch x seq, row-major, int32, in a
+   * trx_alloc block (device memory on the CUDA target: the compiled code
+   * reads them in kernels). loss_acc and grad_norm point to one float each
+   * in a trx_alloc block of TRX_MEM_OTHER (device memory on CUDA): the two
+   * training entries write them on the device and return nothing, so a
+   * step needs no host synchronization; the driver reads both with one
+   * trx_copy_to_host on the steps that need them. */
+  /* Forward and backward on one micro-batch: adds its mean loss to
+   * loss_acc[0] (f32, on the device; the driver zeroes it at the start of
+   * each step) and its gradients to the gradient buffers
+   * (TRX_STATE_GRAD). */
+  void (*forward_backward)(const int32_t *tokens, const int32_t *targets,
+                           float *loss_acc);
   /* One AdamW step (`step` counts from 1) at learning rate `lr` from the
    * gradient buffers scaled by grad_scale (1 / micro-batches): clips by the
-   * global norm and returns that norm (of the scaled gradients, before
-   * clipping). */
-  float (*optimizer_step)(float lr, int64_t step, float grad_scale);
-  /* Mean loss only, no update. May be NULL (then --val-data is refused). */
+   * global norm and writes that norm (of the scaled gradients, before
+   * clipping) to grad_norm[0], on the device. */
+  void (*optimizer_step)(float lr, int64_t step, float grad_scale,
+                         float *grad_norm);
+  /* Mean loss only, no update, returned to the host (evaluation and
+   * --gradcheck; it may synchronize). May be NULL (then --val-data is
+   * refused). */
   float (*forward)(const int32_t *tokens, const int32_t *targets);
   /* The device mesh the model was compiled for (the module's dist.mesh; a
    * one-axis "dp"=1 mesh when it has none), axes in mesh order: the order
@@ -965,8 +989,8 @@ typedef struct {
    * schedule (dist-pipeline's @pipeline_step): one call takes this many
    * micro-batches stacked (pipeline_microbatches * micro_batch rows of
    * tokens and targets), accumulates their gradients on each stage, and
-   * returns their mean loss on the last stage and 0 on the others. It must
-   * be the number of micro-batches per step and dp rank. 0: one
+   * adds their mean loss to loss_acc on the last stage (0 on the others).
+   * It must be the number of micro-batches per step and dp rank. 0: one
    * micro-batch per call. */
   int64_t pipeline_microbatches;
 } trx_model_desc;

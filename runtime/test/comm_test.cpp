@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "check.h"
+#include "internal.h"
 #include "transport.h"
 #include "triax_rt.h"
 
@@ -707,6 +708,118 @@ void checkBucket(const ListInfo &li) {
   trx_comm_wait_grads(); // a no-op with MPI
 }
 
+/// Stands in for the CUDA runtime's gDeviceMemoryHook: the blocks that
+/// checkStaging allocated are "device memory".
+std::set<const void *> &deviceBlocks() {
+  static std::set<const void *> blocks;
+  return blocks;
+}
+bool allocBlock(const void *ptr) { return deviceBlocks().count(ptr) > 0; }
+
+/// TRX_COMM=mpi on the CUDA target: the MPI transport stages buffers in
+/// device memory through the copy hooks (trx_copy_to_host in, then
+/// trx_copy_to_device out). Here trx_alloc blocks stand in for device memory
+/// (gDeviceMemoryHook, which the CUDA runtime sets): every collective gives
+/// bit for bit its result on host buffers, and costs one copy per staged
+/// buffer it reads and one per staged buffer it writes.
+void checkStaging(const ListInfo &li) {
+  const int rank = trx_dist_rank();
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int64_t n = 1001, k = 67, p = li.p;
+  auto fill = [&](std::vector<float> &v, int64_t salt) {
+    for (size_t j = 0; j < v.size(); ++j)
+      v[j] = noiseF(rank, int64_t(j) * 7 + salt);
+  };
+  auto onDevice = [](const std::vector<float> &v) {
+    auto *d = static_cast<float *>(
+        trx_alloc(v.size() * sizeof(float) + 1, TRX_MEM_OTHER));
+    CHECK(d != nullptr);
+    std::memcpy(d, v.data(), v.size() * sizeof(float));
+    deviceBlocks().insert(d);
+    return d;
+  };
+  auto same = [](const float *d, const std::vector<float> &v) {
+    return std::memcmp(d, v.data(), v.size() * sizeof(float)) == 0;
+  };
+  std::vector<float> a(static_cast<size_t>(n)), agIn(static_cast<size_t>(k)),
+      agOut(static_cast<size_t>(k * p)), rsIn(static_cast<size_t>(k * p)),
+      rsOut(static_cast<size_t>(k)), bc(static_cast<size_t>(n)), b0(9),
+      b1(33);
+  fill(a, 1);
+  fill(agIn, 2);
+  fill(rsIn, 3);
+  fill(bc, 4);
+  fill(b0, 5);
+  fill(b1, 6);
+  float *dA = onDevice(a), *dAgIn = onDevice(agIn), *dAgOut = onDevice(agOut),
+        *dRsIn = onDevice(rsIn), *dRsOut = onDevice(rsOut),
+        *dBc = onDevice(bc), *dB0 = onDevice(b0), *dB1 = onDevice(b1);
+  // The host results.
+  trx_all_reduce(a.data(), n, TRX_REDUCE_SUM, ax, na);
+  trx_all_gather(agIn.data(), k, agOut.data(), ax, na);
+  trx_reduce_scatter(rsIn.data(), k, rsOut.data(), TRX_REDUCE_AVG, ax, na);
+  trx_broadcast(bc.data(), n, int32_t(p - 1), ax, na);
+  float *hostBufs[] = {b0.data(), b1.data()};
+  const int64_t counts[] = {9, 33};
+  trx_all_reduce_bucket(hostBufs, counts, 2, TRX_REDUCE_SUM, ax, na);
+
+  triax::rt::gDeviceMemoryHook = allocBlock;
+  trx_copy_reset_counters();
+  trx_all_reduce(dA, n, TRX_REDUCE_SUM, ax, na);
+  trx_all_gather(dAgIn, k, dAgOut, ax, na);
+  trx_reduce_scatter(dRsIn, k, dRsOut, TRX_REDUCE_AVG, ax, na);
+  trx_broadcast(dBc, n, int32_t(p - 1), ax, na);
+  float *devBufs[] = {dB0, dB1};
+  trx_all_reduce_bucket(devBufs, counts, 2, TRX_REDUCE_SUM, ax, na);
+  uint64_t toHost = trx_copy_calls(TRX_COPY_TO_HOST);
+  uint64_t toDevice = trx_copy_calls(TRX_COPY_TO_DEVICE);
+  uint64_t hostBytes = trx_copy_bytes(TRX_COPY_TO_HOST);
+  triax::rt::gDeviceMemoryHook = nullptr;
+  CHECK(same(dA, a));
+  CHECK(same(dAgOut, agOut));
+  CHECK(same(dRsOut, rsOut));
+  CHECK(same(dBc, bc));
+  CHECK(same(dB0, b0));
+  CHECK(same(dB1, b1));
+  // In: all_reduce, all_gather's and reduce_scatter's inputs, the root's
+  // broadcast buffer, the bucket's two buffers; out: the same less the
+  // inputs, and the non-roots' broadcast buffer.
+  const bool root = li.pos == p - 1;
+  CHECK_EQ(toHost, uint64_t(1 + 1 + 1 + (root ? 1 : 0) + 2));
+  CHECK_EQ(toDevice, uint64_t(1 + 1 + 1 + (root ? 0 : 1) + 2));
+  CHECK_EQ(hostBytes, uint64_t((n + k + k * p + (root ? n : 0) + 9 + 33) *
+                               int64_t(sizeof(float))));
+  // Point to point, positions 0 and 1.
+  if (p > 1 && li.pos < 2) {
+    std::vector<float> msg(50);
+    fill(msg, 8);
+    float *dMsg = onDevice(msg);
+    triax::rt::gDeviceMemoryHook = allocBlock;
+    trx_copy_reset_counters();
+    if (li.pos == 0)
+      trx_send(dMsg, 50, 1, ax, na, 5);
+    else
+      trx_recv(dMsg, 50, 0, ax, na, 5);
+    CHECK_EQ(trx_copy_calls(li.pos == 0 ? TRX_COPY_TO_HOST : TRX_COPY_TO_DEVICE),
+             uint64_t(1));
+    CHECK_EQ(trx_copy_calls(li.pos == 0 ? TRX_COPY_TO_DEVICE : TRX_COPY_TO_HOST),
+             uint64_t(0));
+    triax::rt::gDeviceMemoryHook = nullptr;
+    if (li.pos == 1) {
+      // What position 0 sent: its noise.
+      bool ok = true;
+      for (int64_t j = 0; j < 50; ++j)
+        ok = ok && dMsg[j] == noiseF(li.members[0], j * 7 + 8);
+      CHECK(ok);
+    }
+    trx_free(dMsg);
+  }
+  for (float *d : {dA, dAgIn, dAgOut, dRsIn, dRsOut, dBc, dB0, dB1})
+    trx_free(d);
+  deviceBlocks().clear();
+}
+
 std::vector<int32_t> allAxes(const Mesh &m) {
   std::vector<int32_t> all;
   for (int32_t a = 0; a < int32_t(m.sizes.size()); ++a)
@@ -748,6 +861,7 @@ int cmdRun(const Mesh &m, int *argc, char ***argv) {
     checkSummationOrder(li);
     checkSplitKey(m, li);
     checkBucket(li);
+    checkStaging(li);
   }
   checkLarge(describe(m, allAxes(m)));
   workloadTable(m);
@@ -889,6 +1003,7 @@ int cmdSingleton(int *argc, char ***argv) {
     checkSummationOrder(li);
     checkSplitKey(m, li);
     checkBucket(li);
+    checkStaging(li);
   }
   CHECK_STREQ(trx_comm_transport_name(), "mpi");
   {

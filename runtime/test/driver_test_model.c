@@ -16,13 +16,16 @@
 |* with N = micro_batch * seq, D = 32, V = 256, and the backward written by *|
 |* hand. Like compiled code it is split in two entry points:                *|
 |*  - forward_backward adds the gradients of one micro-batch to the         *|
-|*    gradient buffers (zeroed by the driver before each step);             *|
+|*    gradient buffers (zeroed by the driver before each step) and its      *|
+|*    mean loss to *loss_acc (zeroed by the driver before each step);       *|
 |*  - optimizer_step is the Triax AdamW (test/reference/README.md) on the   *|
 |*    buffers times grad_scale: global norm n; if grad_clip > 0 and         *|
 |*    n > grad_clip every gradient is scaled by grad_clip / (n + 1e-6);     *|
 |*    m, v updates; bias correction with the 1-based step;                  *|
 |*    p -= lr (mhat / (sqrt(vhat) + eps) + wd p), wd only for parameters    *|
-|*    with decay. It returns n, before clipping.                            *|
+|*    with decay. It writes n, before clipping, to *grad_norm.              *|
+|* (On the CPU the runtime's buffers are host memory, so the harness reads  *|
+|* and writes them directly, as the compiled CPU code does.)                *|
 |*                                                                          *|
 |* Usage: triax-rt-driver-test [training flags]   (see --help)              *|
 |* For the driver's error tests, these environment variables change the     *|
@@ -141,11 +144,11 @@ static float testForward(const int32_t *tokens, const int32_t *targets) {
   return loss;
 }
 
-/* forward_backward: the loss of one micro-batch; its gradients are added to
- * the gradient buffers (TRX_STATE_GRAD), which the driver zeroes before the
- * first micro-batch of a step. */
-static float testForwardBackward(const int32_t *tokens,
-                                 const int32_t *targets) {
+/* forward_backward: the loss of one micro-batch is added to *loss_acc; its
+ * gradients are added to the gradient buffers (TRX_STATE_GRAD). The driver
+ * zeroes both before the first micro-batch of a step. */
+static void testForwardBackward(const int32_t *tokens, const int32_t *targets,
+                                float *loss_acc) {
   int64_t N = desc.micro_batch * desc.seq;
   float *x = temp((size_t)(N * D));
   float *logits = (float *)_mlir_memref_to_llvm_aligned_alloc(
@@ -185,12 +188,14 @@ static float testForwardBackward(const int32_t *tokens,
   _mlir_memref_to_llvm_free(dlogits);
   _mlir_memref_to_llvm_free(logits);
   _mlir_memref_to_llvm_free(x);
-  return loss;
+  loss_acc[0] += loss;
 }
 
 /* optimizer_step: AdamW from the gradient buffers scaled by grad_scale, with
- * global-norm clipping; returns the norm of the scaled gradients. */
-static float testOptimizerStep(float lr, int64_t step, float grad_scale) {
+ * global-norm clipping; writes the norm of the scaled gradients to
+ * *grad_norm. */
+static void testOptimizerStep(float lr, int64_t step, float grad_scale,
+                              float *grad_norm) {
   double sq = 0;
   for (int p = 0; p < numParams; ++p) {
     View g = state(TRX_STATE_GRAD, p);
@@ -217,7 +222,7 @@ static float testOptimizerStep(float lr, int64_t step, float grad_scale) {
       w.data[i] -= lr * (mhat / (sqrtf(vhat) + desc.eps) + wd * w.data[i]);
     }
   }
-  return norm;
+  grad_norm[0] = norm;
 }
 
 static int64_t envInt(const char *name, int64_t dflt) {

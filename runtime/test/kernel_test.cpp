@@ -12,7 +12,10 @@
 //                                   and GELU epilogue entries) and the bf16
 //                                   conversions (buffers from trx_alloc;
 //                                   triax-rt-gemm-cuda-test runs this on
-//                                   cuBLASLt)
+//                                   cuBLASLt, where they are device memory:
+//                                   the test keeps a host copy of each and
+//                                   moves it with the copy hooks around
+//                                   every GEMM call)
 //   triax-rt-kernel-test abort WHAT make the ABI abort on purpose (for the
 //                                   lit test of its messages); WHAT is one of
 //                                   inner-stride, row-stride, shape, overlap,
@@ -31,7 +34,9 @@
 #include "triax_rt.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <set>
 #include <type_traits>
 
 namespace {
@@ -209,35 +214,72 @@ void testBf16Conversions() {
   ++trxtest::checkCount();
 }
 
-/// `n` elements from trx_alloc: host memory on the CPU, managed memory
-/// when linked with the CUDA runtime, so the GEMMs can run on the device
-/// (triax-rt-gemm-cuda-test).
-template <typename T> struct RtBuffer {
+/// Every live RtBuffer, so that a GEMM call can move them all: pushAll()
+/// before it (host copies to the trx_alloc blocks), pullAll() after it
+/// (back; on CUDA trx_copy_to_host waits for the GEMM).
+struct RtBufferBase {
+  virtual void push() = 0;
+  virtual void pull() = 0;
+
+protected:
+  ~RtBufferBase() = default;
+};
+std::set<RtBufferBase *> &liveBuffers() {
+  static std::set<RtBufferBase *> live;
+  return live;
+}
+void pushAll() {
+  for (RtBufferBase *b : liveBuffers())
+    b->push();
+}
+void pullAll() {
+  for (RtBufferBase *b : liveBuffers())
+    b->pull();
+}
+
+/// `n` elements: a host copy the test reads and writes (operator[]) and a
+/// trx_alloc block the entries get (data(): host memory on the CPU, device
+/// memory when linked with the CUDA runtime, so the GEMMs run on the device
+/// in triax-rt-gemm-cuda-test), moved with the copy hooks by push / pull.
+template <typename T> struct RtBuffer final : RtBufferBase {
+  std::vector<T> host;
   T *ptr = nullptr;
-  size_t n = 0;
-  explicit RtBuffer(size_t count = 0) { allocate(count); }
-  RtBuffer(const RtBuffer &o) {
-    allocate(o.n);
-    std::memcpy(ptr, o.ptr, n * sizeof(T));
+  explicit RtBuffer(size_t count = 0) {
+    allocate(count);
+    liveBuffers().insert(this);
+  }
+  RtBuffer(const RtBuffer &o) : RtBufferBase() {
+    allocate(o.size());
+    host = o.host;
+    liveBuffers().insert(this);
   }
   RtBuffer &operator=(const RtBuffer &) = delete;
-  ~RtBuffer() { trx_free(ptr); }
+  ~RtBuffer() {
+    liveBuffers().erase(this);
+    trx_free(ptr);
+  }
   /// `count` elements of value `v` (the old ones are freed).
   void assign(size_t count, T v) {
     trx_free(ptr);
     allocate(count);
-    for (size_t i = 0; i < n; ++i)
-      ptr[i] = v;
+    host.assign(count, v);
   }
   T *data() { return ptr; }
-  size_t size() const { return n; }
-  T &operator[](size_t i) { return ptr[i]; }
-  const T &operator[](size_t i) const { return ptr[i]; }
+  size_t size() const { return host.size(); }
+  T &operator[](size_t i) { return host[i]; }
+  const T &operator[](size_t i) const { return host[i]; }
+  void push() override {
+    trx_copy_to_device(ptr, host.data(), host.size() * sizeof(T));
+  }
+  void pull() override {
+    trx_copy_to_host(host.data(), ptr, host.size() * sizeof(T));
+  }
 
 private:
   void allocate(size_t count) {
-    n = count;
-    ptr = static_cast<T *>(trx_alloc((n ? n : 1) * sizeof(T), TRX_MEM_OTHER));
+    host.assign(count, T());
+    ptr = static_cast<T *>(
+        trx_alloc((count ? count : 1) * sizeof(T), TRX_MEM_OTHER));
     if (!ptr)
       trxtest::failed(__FILE__, __LINE__, "trx_alloc failed");
   }
@@ -347,8 +389,20 @@ RefDot refDot(const Operand3 &A, const Operand3 &B, int64_t b, int64_t i,
 }
 
 /// One GEMM through the entry of `type` (trx_gemm_type), 2-D or batched.
+void callGemmEntry(int type, bool batched, Operand3 &A, Operand3 &B,
+                   Operand3 &C, bool ta, bool tb, float alpha, float beta);
+
+/// callGemmEntry between pushAll and pullAll: C (every buffer) is on the
+/// host when it returns.
 void callGemm(int type, bool batched, Operand3 &A, Operand3 &B, Operand3 &C,
               bool ta, bool tb, float alpha, float beta) {
+  pushAll();
+  callGemmEntry(type, batched, A, B, C, ta, tb, alpha, beta);
+  pullAll();
+}
+
+void callGemmEntry(int type, bool batched, Operand3 &A, Operand3 &B,
+                   Operand3 &C, bool ta, bool tb, float alpha, float beta) {
   if (batched) {
     auto a = A.desc3<trx_memref_bf16_3d>(), b = B.desc3<trx_memref_bf16_3d>();
     if (type == TRX_GEMM_F32) {
@@ -401,7 +455,6 @@ void checkGemm3(int type, bool batched, int64_t M, int64_t N, int64_t K,
           C.set(b, i, j, std::numeric_limits<float>::quiet_NaN());
   Operand3 C0 = C;
   callGemm(type, batched, A, B, C, ta, tb, alpha, beta);
-  trx_device_sync(); // the device's GEMM before the host reads C
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
@@ -474,6 +527,7 @@ void checkGemmBias(bool bf16, int64_t M, int64_t N, int64_t K, bool ta, bool tb,
     return bf16 ? double(triax::rt::bf16ToF32(bh[k])) : double(bf[k]);
   };
   Operand3 C0 = C; // for the fill + beta 1 comparison
+  pushAll();
   if (bf16) {
     auto a = A.desc2<trx_memref_bf16_2d>(), b = B.desc2<trx_memref_bf16_2d>(),
          c = C.desc2<trx_memref_bf16_2d>();
@@ -485,7 +539,7 @@ void checkGemmBias(bool bf16, int64_t M, int64_t N, int64_t K, bool ta, bool tb,
     trx_memref_f32_1d v = {bf.data(), bf.data(), biasOffset, {N}, {1}};
     _mlir_ciface_trx_sgemm_bias(&a, &b, &c, &v, ta, tb, alpha);
   }
-  trx_device_sync(); // the device's GEMM before the host reads C
+  pullAll(); // the device's GEMM before the host reads C
   std::string what = std::string(bf16 ? "gemm_bf16_bias" : "sgemm_bias") +
                      " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                      " K=" + std::to_string(K) + " ta=" + std::to_string(ta) +
@@ -611,8 +665,9 @@ void testGemmFamily() {
     trx_memref_f32_3d Q = {q.data(), q.data(), 0, {H, S, d}, {d, H * d, 1}};
     trx_memref_f32_3d K = {k.data(), k.data(), 0, {H, S, d}, {d, H * d, 1}};
     trx_memref_f32_3d O = {out.data(), out.data(), 0, {H, S, S}, {S, H * S, 1}};
+    pushAll();
     _mlir_ciface_trx_sgemm_batched(&Q, &K, &O, 0, 1, 1.0f, 0.0f);
-    trx_device_sync();
+    pullAll();
     bool ok = true;
     for (int64_t h = 0; h < H; ++h)
       for (int64_t i = 0; i < S; ++i)
@@ -735,8 +790,9 @@ void checkGemmGelu(bool bf16, bool dgelu, int64_t M, int64_t N, int64_t K,
         _mlir_ciface_trx_sgemm_bias_gelu(&a, &b, &cd, &v, &xd, ta, tb, alpha);
     }
   };
+  pushAll();
   callEntry(C, aux);
-  trx_device_sync(); // the device's GEMM before the host reads C
+  pullAll(); // the device's GEMM before the host reads C
   bool gpu = trx_cuda_gemms != nullptr;
   std::string what = std::string(bf16 ? "gemm_bf16_" : "sgemm_") +
                      (dgelu ? "dgelu" : "bias_gelu") +
@@ -812,12 +868,16 @@ void checkGemmGelu(bool bf16, bool dgelu, int64_t M, int64_t N, int64_t K,
     auto a = A.desc2<trx_memref_bf16_2d>(), b = B.desc2<trx_memref_bf16_2d>(),
          xd = aux0.desc2<trx_memref_bf16_2d>();
     trx_memref_bf16_1d v = {bh.data(), bh.data(), 1, {N}, {1}};
+    pushAll();
     _mlir_ciface_trx_gemm_bf16_bias(&a, &b, &xd, &v, ta, tb, alpha);
+    pullAll();
   } else {
     auto a = A.desc2<trx_memref_f32_2d>(), b = B.desc2<trx_memref_f32_2d>(),
          xd = aux0.desc2<trx_memref_f32_2d>();
     trx_memref_f32_1d v = {bf.data(), bf.data(), 1, {N}, {1}};
+    pushAll();
     _mlir_ciface_trx_sgemm_bias(&a, &b, &xd, &v, ta, tb, alpha);
+    pullAll();
   }
   auto bits = [&](const Operand3 &o, size_t k) {
     uint32_t u = 0;
@@ -948,6 +1008,9 @@ void testState() {
 }
 
 void testAlloc() {
+  // The compiled code's blocks are zero-filled on the CPU (unless poisoned:
+  // mem_test checks TRX_ALLOC_POISON).
+  unsetenv("TRX_ALLOC_POISON");
   size_t base = trx_mem_current(TRX_MEM_ACTIV);
   trx_mem_reset_peaks();
   void *a = _mlir_memref_to_llvm_alloc(100);

@@ -8,12 +8,20 @@
 //   triax-rt-train-test log [JSON_FILE]       print two sample step lines and
 //                                             an eval line (peak 3.0 MiB)
 //
+// The checks include trx_train_main around a fake model whose training
+// entries write the step's scalars on the "device" (the driver's buffer):
+// the driver reads them with one trx_copy_to_host on logged, checkpoint and
+// last steps only, copies each call's tokens once, and zeroes the loss
+// accumulator every step.
+//
 //===----------------------------------------------------------------------===//
 
 #include "check.h"
 #include "triax_rt.h"
 
 #include <cmath>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace {
 
@@ -150,6 +158,158 @@ void testLogger(const trxtest::TempDir &tmp) {
   trx_logger_close(nullptr);
 }
 
+//===----------------------------------------------------------------------===//
+// The driver's step scalars
+//===----------------------------------------------------------------------===//
+
+/// What the fake model's entries saw.
+struct FakeCalls {
+  int64_t forwardBackward = 0, optimizer = 0;
+  float lastGradScale = 0;
+};
+FakeCalls fake;
+
+/// Adds a mean loss of 0.75 per call to the accumulator: with 4 calls per
+/// step the step's loss is 3.0 / 4 = 0.75, and 1.5 if the driver did not
+/// zero the accumulator between steps.
+void fakeForwardBackward(const int32_t *tokens, const int32_t *targets,
+                         float *loss_acc) {
+  ++fake.forwardBackward;
+  if (tokens && targets && tokens[0] >= 0 && targets[0] >= 0)
+    loss_acc[0] += 0.75f;
+}
+
+/// grad_norm = step / 2.
+void fakeOptimizerStep(float, int64_t step, float grad_scale,
+                       float *grad_norm) {
+  ++fake.optimizer;
+  fake.lastGradScale = grad_scale;
+  grad_norm[0] = 0.5f * float(step);
+}
+
+struct DriverRun {
+  int rc = -1;
+  std::string out;
+  uint64_t calls[TRX_COPY_NKINDS] = {};
+};
+
+/// trx_train_main over the fake model with `args` (after the program
+/// name), its stdout captured, and the copies it made.
+DriverRun runFakeModel(const trxtest::TempDir &tmp,
+                       std::vector<std::string> args) {
+  static trx_param_desc params[1] = {};
+  params[0].name = "w";
+  params[0].rank = 1;
+  params[0].shape[0] = 8;
+  params[0].init = TRX_INIT_ZEROS;
+  trx_model_desc m{};
+  m.model_name = "fake-scalars";
+  m.num_params = 1;
+  m.params = params;
+  m.micro_batch = 2;
+  m.global_batch = 8; // 4 calls per step
+  m.seq = 8;
+  m.vocab = 256;
+  m.lr = 1e-3f;
+  m.beta1 = 0.9f;
+  m.beta2 = 0.95f;
+  m.eps = 1e-8f;
+  m.forward_backward = fakeForwardBackward;
+  m.optimizer_step = fakeOptimizerStep;
+
+  std::vector<std::string> argvStore = {"fake", "--lr-schedule", "constant"};
+  argvStore.insert(argvStore.end(), args.begin(), args.end());
+  std::vector<char *> argv;
+  for (std::string &a : argvStore)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  std::string path = tmp / "driver.out";
+  fflush(stdout);
+  int saved = dup(1);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(fd, 1);
+  close(fd);
+  trx_copy_reset_counters();
+  DriverRun r;
+  r.rc = trx_train_main(int(argv.size()) - 1, argv.data(), &m);
+  for (int k = 0; k < TRX_COPY_NKINDS; ++k)
+    r.calls[k] = trx_copy_calls(k);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  std::vector<uint8_t> bytes = trxtest::readFileBytes(path);
+  r.out.assign(bytes.begin(), bytes.end());
+  return r;
+}
+
+/// The "step N | loss ..." lines of a run, each cut after the grad-norm.
+std::string stepLines(const std::string &out) {
+  std::string lines;
+  size_t at = 0;
+  while (at < out.size()) {
+    size_t end = out.find('\n', at);
+    if (end == std::string::npos)
+      end = out.size();
+    std::string line = out.substr(at, end - at);
+    if (line.find(" | loss ") != std::string::npos) {
+      size_t cut = line.find(" | ", line.find("grad-norm"));
+      lines += line.substr(0, cut) + "\n";
+    }
+    at = end + 1;
+  }
+  return lines;
+}
+
+void testDriverScalars(const trxtest::TempDir &tmp) {
+  // Logged steps 4 and 8, and the last step 10: three reads of the
+  // scalars, nothing else comes back to the host.
+  fake = FakeCalls{};
+  DriverRun r = runFakeModel(tmp, {"--steps", "10", "--log-every", "4"});
+  CHECK_EQ(r.rc, 0);
+  CHECK_EQ(fake.forwardBackward, int64_t(40));
+  CHECK_EQ(fake.optimizer, int64_t(10));
+  CHECK_EQ(fake.lastGradScale, 0.25f);
+  CHECK_EQ(stepLines(r.out),
+           std::string("step     4 | loss 0.750000 | lr 1.000e-03 | "
+                       "grad-norm 2.0000\n"
+                       "step     8 | loss 0.750000 | lr 1.000e-03 | "
+                       "grad-norm 4.0000\n"
+                       "step    10 | loss 0.750000 | lr 1.000e-03 | "
+                       "grad-norm 5.0000\n"));
+  CHECK(r.out.find("done: step 10, last loss 0.750000\n") != std::string::npos);
+  CHECK_EQ(r.calls[TRX_COPY_TO_HOST], uint64_t(3));
+  // One token copy per call, and the initial parameter.
+  CHECK_EQ(r.calls[TRX_COPY_TO_DEVICE], uint64_t(40 + 1));
+  // Per step: the gradient buffer and the loss accumulator.
+  CHECK_EQ(r.calls[TRX_COPY_MEMSET], uint64_t(2 * 10));
+  CHECK_EQ(r.calls[TRX_COPY_ON_DEVICE], uint64_t(0));
+
+  // --log-every 0: the last step only (the final line, the divergence
+  // check).
+  r = runFakeModel(tmp, {"--steps", "10", "--log-every", "0"});
+  CHECK_EQ(r.rc, 0);
+  CHECK_EQ(stepLines(r.out), std::string());
+  CHECK(r.out.find("done: step 10, last loss 0.750000\n") != std::string::npos);
+  CHECK_EQ(r.calls[TRX_COPY_TO_HOST], uint64_t(1));
+
+  // Checkpoint steps 3 and 6 read the scalars (the loss goes into
+  // state.json) and copy the state (parameter and both moments) to the
+  // host: 3 reads (steps 3, 4, 6) + 2 x 3 tensors.
+  std::string ckpt = tmp / "ckpt";
+  r = runFakeModel(tmp, {"--steps", "6", "--log-every", "4", "--ckpt-dir",
+                         ckpt, "--ckpt-every", "3"});
+  CHECK_EQ(r.rc, 0);
+  CHECK_EQ(r.calls[TRX_COPY_TO_HOST], uint64_t(3 + 2 * 3));
+  CHECK(trxtest::fileExists(ckpt + "/step-00000006/model.safetensors"));
+  CHECK_EQ(stepLines(r.out),
+           std::string("step     4 | loss 0.750000 | lr 1.000e-03 | "
+                       "grad-norm 2.0000\n"
+                       "step     6 | loss 0.750000 | lr 1.000e-03 | "
+                       "grad-norm 3.0000\n"));
+  trxtest::TempDir::removeTree(ckpt);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -187,6 +347,7 @@ int main(int argc, char **argv) {
   testLrSchedule();
   testTimer();
   testLogger(tmp);
+  testDriverScalars(tmp);
   trxtest::done("train");
   return 0;
 }

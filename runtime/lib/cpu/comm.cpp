@@ -600,12 +600,19 @@ public:
   }
   void finalize() override {}
 
+  // The rings run on host memory. A buffer in device memory (the CUDA
+  // target with TRX_COMM=mpi: the compiled code's buffers) is staged: a
+  // HostView copies it to the host (trx_copy_to_host, which waits for the
+  // device's queued work) when the collective reads it, and back
+  // (trx_copy_to_device) when it writes it. Host buffers are used in place.
   uint64_t allReduce(const CommGroup &g, void *buf, int64_t n, CommDType t,
                      int32_t op, const char *fn) override {
-    hostSync();
+    HostView b(buf, bytesOf(n, t), /*in=*/true, /*out=*/true);
     if (t == CommDType::F32)
-      return ringAllReduce(mpiGroup(g), static_cast<float *>(buf), n, op, fn);
-    return ringAllReduce(mpiGroup(g), static_cast<int32_t *>(buf), n, op, fn);
+      return ringAllReduce(mpiGroup(g), static_cast<float *>(b.data()), n, op,
+                           fn);
+    return ringAllReduce(mpiGroup(g), static_cast<int32_t *>(b.data()), n, op,
+                         fn);
   }
   uint64_t allReduceBucket(const CommGroup &g, void *const *bufs,
                            const int64_t *counts, int32_t nbufs, CommDType t,
@@ -618,59 +625,72 @@ public:
       total += counts[b];
     const size_t es = size_t(commDTypeSize(t));
     std::vector<char> packed(size_t(total) * es);
-    hostSync();
     int64_t at = 0;
-    for (int32_t b = 0; b < nbufs; at += counts[b], ++b)
-      memcpy(packed.data() + size_t(at) * es, bufs[b], size_t(counts[b]) * es);
+    for (int32_t b = 0; b < nbufs; at += counts[b], ++b) {
+      char *slot = packed.data() + size_t(at) * es;
+      if (isDeviceMemory(bufs[b]))
+        trx_copy_to_host(slot, bufs[b], size_t(counts[b]) * es);
+      else
+        memcpy(slot, bufs[b], size_t(counts[b]) * es);
+    }
     uint64_t sent = allReduce(g, packed.data(), total, t, op, fn);
     at = 0;
-    for (int32_t b = 0; b < nbufs; at += counts[b], ++b)
-      memcpy(bufs[b], packed.data() + size_t(at) * es, size_t(counts[b]) * es);
+    for (int32_t b = 0; b < nbufs; at += counts[b], ++b) {
+      const char *slot = packed.data() + size_t(at) * es;
+      if (isDeviceMemory(bufs[b]))
+        trx_copy_to_device(bufs[b], slot, size_t(counts[b]) * es);
+      else
+        memcpy(bufs[b], slot, size_t(counts[b]) * es);
+    }
     return sent;
   }
   uint64_t allGather(const CommGroup &g, const void *send, int64_t npr,
                      void *recv, CommDType t, const char *fn) override {
-    hostSync();
+    HostView in(send, bytesOf(npr, t));
+    HostView out(recv, bytesOf(npr * g.size, t), /*in=*/false, /*out=*/true);
     if (t == CommDType::F32)
-      return ringAllGather(mpiGroup(g), static_cast<const float *>(send), npr,
-                           static_cast<float *>(recv), fn);
-    return ringAllGather(mpiGroup(g), static_cast<const int32_t *>(send), npr,
-                         static_cast<int32_t *>(recv), fn);
+      return ringAllGather(mpiGroup(g), static_cast<const float *>(in.data()),
+                           npr, static_cast<float *>(out.data()), fn);
+    return ringAllGather(mpiGroup(g), static_cast<const int32_t *>(in.data()),
+                         npr, static_cast<int32_t *>(out.data()), fn);
   }
   uint64_t reduceScatter(const CommGroup &g, const void *send, int64_t npr,
                          void *recv, CommDType t, int32_t op,
                          const char *fn) override {
-    hostSync();
+    HostView in(send, bytesOf(npr * g.size, t));
+    HostView out(recv, bytesOf(npr, t), /*in=*/false, /*out=*/true);
     if (t == CommDType::F32)
-      return ringReduceScatter(mpiGroup(g), static_cast<const float *>(send),
-                               npr, static_cast<float *>(recv), op, fn);
-    return ringReduceScatter(mpiGroup(g), static_cast<const int32_t *>(send),
-                             npr, static_cast<int32_t *>(recv), op, fn);
+      return ringReduceScatter(mpiGroup(g),
+                               static_cast<const float *>(in.data()), npr,
+                               static_cast<float *>(out.data()), op, fn);
+    return ringReduceScatter(mpiGroup(g),
+                             static_cast<const int32_t *>(in.data()), npr,
+                             static_cast<int32_t *>(out.data()), op, fn);
   }
   uint64_t broadcast(const CommGroup &g, void *buf, int64_t n, CommDType t,
                      int32_t root, const char *fn) override {
-    hostSync();
-    return chainBroadcast(mpiGroup(g), buf, n * commDTypeSize(t), root, fn);
+    // Only the root's bytes are read; the others' are written.
+    const bool root_ = g.position == root;
+    HostView b(buf, bytesOf(n, t), /*in=*/root_, /*out=*/!root_);
+    return chainBroadcast(mpiGroup(g), b.data(), n * commDTypeSize(t), root,
+                          fn);
   }
   void send(const CommGroup &g, const void *buf, int64_t bytes, int32_t peer,
             int32_t tag, const char *fn) override {
-    hostSync();
-    sendBytesTo(mpiGroup(g), buf, bytes, g.posToCommRank[size_t(peer)], tag,
-                fn);
+    HostView b(buf, size_t(bytes));
+    sendBytesTo(mpiGroup(g), b.data(), bytes, g.posToCommRank[size_t(peer)],
+                tag, fn);
   }
   void recv(const CommGroup &g, void *buf, int64_t bytes, int32_t peer,
             int32_t tag, const char *fn) override {
-    hostSync();
-    recvBytesFrom(mpiGroup(g), buf, bytes, g.posToCommRank[size_t(peer)], tag,
-                  peer, fn);
+    HostView b(buf, size_t(bytes), /*in=*/false, /*out=*/true);
+    recvBytesFrom(mpiGroup(g), b.data(), bytes, g.posToCommRank[size_t(peer)],
+                  tag, peer, fn);
   }
 
 private:
-  /// On the CUDA target the buffers are managed memory the GPU may still
-  /// write: wait for it before the host reads them.
-  static void hostSync() {
-    if (gDeviceSyncHook)
-      gDeviceSyncHook();
+  static size_t bytesOf(int64_t n, CommDType t) {
+    return size_t(n) * size_t(commDTypeSize(t));
   }
 };
 

@@ -8,6 +8,16 @@
 // checkpoint directory) is checked before the first step, so a bad one
 // stops the run with a message naming the file, before anything is written.
 //
+// The state, the token buffers and the step's scalars are trx_alloc blocks:
+// device memory on the CUDA target. The driver never dereferences them: it
+// works on host copies (the whole tensors of initialization and
+// checkpoints, the loader's batches, the loss) and moves them with
+// trx_copy_to_host / trx_copy_to_device / trx_device_memset. A training
+// step queues its work without waiting for the device; the loss and the
+// gradient norm stay on the device (one 2-float buffer) and are read, in
+// one copy, only on the steps that need them (logged, checkpoint and last
+// steps).
+//
 //===----------------------------------------------------------------------===//
 
 #include "internal.h"
@@ -212,7 +222,7 @@ struct CheckpointLayout {
   bool fused(const Group &g) const { return g.members.size() > 1; }
 
   /// Points the specs at the parameters (single members) or at the packed
-  /// buffers (fused groups), allocating those.
+  /// buffers (fused groups), allocating those. `params` are host copies.
   void bind(const std::vector<float *> &params) {
     specs.clear();
     for (Group &g : groups) {
@@ -253,6 +263,13 @@ struct CheckpointLayout {
       }
     }
   }
+  /// Frees the packed buffers (after a checkpoint or a load).
+  void release() {
+    for (Group &g : groups)
+      for (auto &buf : g.packed)
+        std::vector<float>().swap(buf);
+    specs.clear();
+  }
   /// The data pointers of `kind` per checkpoint tensor.
   std::vector<float *> pointers(std::vector<float *> &perParam, int kind) {
     std::vector<float *> out;
@@ -275,14 +292,23 @@ struct Run {
   // blocks, ZeRO chunks); `distributed` when any is not whole.
   std::vector<ParamLayout> layouts;
   bool distributed = false;
-  // The whole tensors of parameter, exp_avg and exp_avg_sq that
-  // initialization and checkpoints read and write: the buffers themselves
-  // on one rank, else copies assembled by gatherWhole.
+  // Host copies of the whole tensors of parameter, exp_avg and exp_avg_sq
+  // that initialization and checkpoints read and write (copied from this
+  // rank's buffers, or assembled by gatherWhole, and back): made by
+  // hostWhole when needed and freed by releaseWhole.
   std::vector<float *> whole[3];
   std::vector<std::vector<float>> wholeStore[3];
   CheckpointLayout layout; // what checkpoints, --save-init, --init-from hold
+  // One trx_alloc block for a call's tokens: inputs at `tokens`, targets
+  // at `tokens + targetOffset` (256-byte aligned), filled from hostTokens
+  // (the same layout) with one copy per call.
+  int32_t *tokens = nullptr;
   int32_t *inputs = nullptr;
   int32_t *targets = nullptr;
+  int64_t targetOffset = 0;
+  std::vector<int32_t> hostTokens;
+  // The step's scalars on the device: [loss_acc, grad_norm].
+  float *scalars = nullptr;
   bool bound = false;
   float lrMax = 0;
   // Data parallelism: this rank's position on the "dp" axis of the mesh, the
@@ -303,8 +329,8 @@ struct Run {
     for (auto *v : {&params, &expAvg, &expAvgSq, &grads})
       for (float *p : *v)
         trx_free(p);
-    trx_free(inputs);
-    trx_free(targets);
+    trx_free(tokens);
+    trx_free(scalars);
     trx_loader_close(train);
     trx_loader_close(val);
     trx_logger_close(logger);
@@ -312,40 +338,83 @@ struct Run {
 
   int64_t n() const { return model->num_params; }
   int64_t tokensPerStep() const { return model->micro_batch * model->seq; }
+  /// Zeroes the gradient buffers on the device, in stream order after the
+  /// last optimizer step's kernels (which read them): no host wait.
   void zeroGrads() {
-    trx_device_sync(); // the last optimizer step's kernels read them
     for (int64_t i = 0; i < n(); ++i)
       if (int64_t count = layouts[size_t(i)].allocCount(TRX_STATE_GRAD))
-        std::memset(grads[size_t(i)], 0, size_t(count) * sizeof(float));
+        trx_device_memset(grads[size_t(i)], 0, size_t(count) * sizeof(float));
   }
   std::vector<float *> &buffers(int kind) {
     return kind == 0 ? params : kind == 1 ? expAvg : expAvgSq;
   }
-  /// Assembles the whole tensors of `kind` (0 parameter, 1 exp_avg, 2
-  /// exp_avg_sq) from the ranks' pieces: collective, every rank calls it.
-  void gather(int kind) {
-    trx_device_sync(); // the host reads the state (and writes whole)
-    if (!distributed)
-      return;
-    for (int64_t i = 0; i < n(); ++i)
-      gatherWhole(layouts[size_t(i)], kind, buffers(kind)[size_t(i)],
-                  whole[kind][size_t(i)]);
+  /// Allocates the host copies of the whole tensors of `kind` (zeros) if
+  /// they are not there, and points the checkpoint layout at the
+  /// parameters'.
+  void hostWhole(int kind) {
+    if (whole[kind].empty())
+      for (int64_t i = 0; i < n(); ++i) {
+        wholeStore[kind].emplace_back(size_t(numel(model->params[i])), 0.0f);
+        whole[kind].push_back(wholeStore[kind].back().data());
+      }
+    if (kind == 0)
+      layout.bind(whole[0]);
   }
-  /// Takes this rank's pieces of the whole tensors of `kind`.
+  /// Frees the host copies (they are only needed while initializing and
+  /// checkpointing).
+  void releaseWhole() {
+    for (int kind = 0; kind < 3; ++kind) {
+      whole[kind].clear();
+      std::vector<std::vector<float>>().swap(wholeStore[kind]);
+    }
+    layout.release();
+  }
+  /// Assembles the whole tensors of `kind` (0 parameter, 1 exp_avg, 2
+  /// exp_avg_sq) in their host copies from the ranks' pieces: collective,
+  /// every rank calls it.
+  void gather(int kind) {
+    hostWhole(kind);
+    for (int64_t i = 0; i < n(); ++i) {
+      if (distributed)
+        gatherWhole(layouts[size_t(i)], kind, buffers(kind)[size_t(i)],
+                    whole[kind][size_t(i)]);
+      else
+        trx_copy_to_host(whole[kind][size_t(i)], buffers(kind)[size_t(i)],
+                         size_t(numel(model->params[i])) * sizeof(float));
+    }
+  }
+  /// Copies this rank's pieces of the whole tensors of `kind` (host
+  /// copies) into its buffers.
   void scatter(int kind) {
-    trx_device_sync(); // the host writes the state
-    if (!distributed)
-      return;
-    for (int64_t i = 0; i < n(); ++i)
-      scatterWhole(layouts[size_t(i)], kind, whole[kind][size_t(i)],
-                   buffers(kind)[size_t(i)]);
+    for (int64_t i = 0; i < n(); ++i) {
+      if (distributed)
+        scatterWhole(layouts[size_t(i)], kind, whole[kind][size_t(i)],
+                     buffers(kind)[size_t(i)]);
+      else
+        trx_copy_to_device(buffers(kind)[size_t(i)], whole[kind][size_t(i)],
+                           size_t(numel(model->params[i])) * sizeof(float));
+    }
+  }
+  /// Copies the host batch (hostTokens) into the device token buffers: one
+  /// copy, queued behind the last call's kernels that read them.
+  void uploadTokens() {
+    trx_copy_to_device(tokens, hostTokens.data(),
+                       size_t(targetOffset + callMicroBatches *
+                                                 tokensPerStep()) *
+                           sizeof(int32_t));
+  }
+  /// Reads the step's scalars [loss_acc, grad_norm] (one copy; a host
+  /// synchronization on the GPU).
+  void readScalars(float out[2]) {
+    trx_copy_to_host(out, scalars, 2 * sizeof(float));
   }
 
   int computeLayouts();
 
   int openData();
   int allocate();
-  int nextBatch(int64_t slot = 0);
+  int nextCall();
+  int loadBatch(trx_loader *from);
   int initialize(int64_t &startStep, std::string &source);
   int resume(const char *stepDir, int64_t &startStep);
   void initFromSeed();
@@ -370,15 +439,19 @@ struct Run {
 /// (~5 * 6e-8) divided by 2h: below it a finite difference cannot tell
 /// (a key bias's gradient is exactly zero under softmax; its computed |g|
 /// is ~1e-11). `samples` > 1 repeats the check with that many r.
+///
+/// The host works on copies: each tensor's parameter and gradient are
+/// copied to the host once, each perturbed parameter is copied to the
+/// device before its forward, and the saved one back after.
 int Run::gradcheck(int64_t samples, float tol) {
-  trx_device_sync();
-  if (trx_loader_next(train, inputs, targets) != TRX_OK) {
-    printError("%s: %s", dataName.c_str(), trx_last_error());
+  if (loadBatch(train) != 0)
     return 1;
-  }
   zeroGrads();
-  float loss = model->forward_backward(inputs, targets);
-  trx_device_sync(); // the host reads gradients and writes parameters
+  trx_device_memset(scalars, 0, sizeof(float));
+  model->forward_backward(inputs, targets, scalars);
+  float scalarsHost[2];
+  readScalars(scalarsHost);
+  const float loss = scalarsHost[0];
   printf("gradcheck: loss %.6f, %" PRId64 " directions per parameter, "
          "tolerance %.1e\n",
          double(loss), samples, double(tol));
@@ -388,13 +461,16 @@ int Run::gradcheck(int64_t samples, float tol) {
   for (int64_t i = 0; i < n(); ++i) {
     const trx_param_desc &p = model->params[i];
     const int64_t count = numel(p);
-    float *w = params[size_t(i)];
-    const float *g = grads[size_t(i)];
-    std::vector<float> saved(w, w + count);
+    const size_t bytes = size_t(count) * sizeof(float);
+    std::vector<float> saved(static_cast<size_t>(count)), w(saved.size()),
+        gCopy(saved.size());
+    trx_copy_to_host(saved.data(), params[size_t(i)], bytes);
+    trx_copy_to_host(gCopy.data(), grads[size_t(i)], bytes);
+    const float *g = gCopy.data();
     double gNorm = 0, pSq = 0;
     for (int64_t k = 0; k < count; ++k) {
       gNorm += double(g[k]) * double(g[k]);
-      pSq += double(w[k]) * double(w[k]);
+      pSq += double(saved[size_t(k)]) * double(saved[size_t(k)]);
     }
     gNorm = std::sqrt(gNorm);
     double h = 1e-2 * std::max(1.0, std::sqrt(pSq / double(count)));
@@ -418,14 +494,14 @@ int Run::gradcheck(int64_t samples, float tol) {
         expected += double(g[k]) * u[size_t(k)];
       }
       for (int64_t k = 0; k < count; ++k)
-        w[k] = float(double(saved[size_t(k)]) + h * u[size_t(k)]);
+        w[size_t(k)] = float(double(saved[size_t(k)]) + h * u[size_t(k)]);
+      trx_copy_to_device(params[size_t(i)], w.data(), bytes);
       double plus = model->forward(inputs, targets);
-      trx_device_sync();
       for (int64_t k = 0; k < count; ++k)
-        w[k] = float(double(saved[size_t(k)]) - h * u[size_t(k)]);
+        w[size_t(k)] = float(double(saved[size_t(k)]) - h * u[size_t(k)]);
+      trx_copy_to_device(params[size_t(i)], w.data(), bytes);
       double minus = model->forward(inputs, targets);
-      trx_device_sync();
-      std::copy(saved.begin(), saved.end(), w);
+      trx_copy_to_device(params[size_t(i)], saved.data(), bytes);
       double fd = (plus - minus) / (2.0 * h);
       double absErr = std::fabs(fd - expected);
       double err = expected != 0 ? absErr / std::fabs(expected) : absErr;
@@ -456,24 +532,45 @@ int Run::gradcheck(int64_t samples, float tol) {
 /// per step sees. Every rank reads all R batches, so the loader position
 /// (the one checkpoints save) is the same on every rank.
 ///
-/// A pipeline's call takes several micro-batches stacked: `slot` is the
-/// micro-batch's place in the call's token buffers.
-int Run::nextBatch(int64_t slot) {
-  trx_device_sync(); // the last call's kernels may still read the tokens
-  const int64_t offset = slot * tokensPerStep();
-  for (int64_t j = 0; j < dpSize; ++j) {
-    bool mine = j == dpRank;
-    if (!mine && skipInputs.empty()) {
-      skipInputs.resize(size_t(tokensPerStep()));
-      skipTargets.resize(size_t(tokensPerStep()));
-    }
-    if (trx_loader_next(train, mine ? inputs + offset : skipInputs.data(),
-                        mine ? targets + offset : skipTargets.data()) !=
-        TRX_OK) {
-      printError("%s: %s", dataName.c_str(), trx_last_error());
-      return 1;
+/// A pipeline's call takes several micro-batches stacked: its
+/// callMicroBatches micro-batches fill the call's token buffers in order.
+/// The loader writes the host copy; one trx_copy_to_device per call moves
+/// it to the device token buffers (queued behind the last call's kernels,
+/// which may still read them).
+int Run::nextCall() {
+  int32_t *hostInputs = hostTokens.data();
+  int32_t *hostTargets = hostTokens.data() + targetOffset;
+  for (int64_t slot = 0; slot < callMicroBatches; ++slot) {
+    const int64_t offset = slot * tokensPerStep();
+    for (int64_t j = 0; j < dpSize; ++j) {
+      bool mine = j == dpRank;
+      if (!mine && skipInputs.empty()) {
+        skipInputs.resize(size_t(tokensPerStep()));
+        skipTargets.resize(size_t(tokensPerStep()));
+      }
+      if (trx_loader_next(train,
+                          mine ? hostInputs + offset : skipInputs.data(),
+                          mine ? hostTargets + offset : skipTargets.data()) !=
+          TRX_OK) {
+        printError("%s: %s", dataName.c_str(), trx_last_error());
+        return 1;
+      }
     }
   }
+  uploadTokens();
+  return 0;
+}
+
+/// The next batch of `from` (one micro-batch, this rank's only) into the
+/// token buffers: evaluation and --gradcheck.
+int Run::loadBatch(trx_loader *from) {
+  if (trx_loader_next(from, hostTokens.data(),
+                      hostTokens.data() + targetOffset) != TRX_OK) {
+    printError("%s: %s", from == train ? dataName.c_str() : args.val_data,
+               trx_last_error());
+    return 1;
+  }
+  uploadTokens();
   return 0;
 }
 
@@ -539,6 +636,8 @@ int Run::allocate() {
     for (const auto &[list, kind, category] : kinds) {
       size_t bytes =
           size_t(layouts[size_t(i)].allocCount(kind)) * sizeof(float);
+      // Zero-filled at allocation (on the device on CUDA): the moments and
+      // gradient buffers start at 0; the parameters are written below.
       // Nothing of a parameter another pipeline stage holds.
       float *buf =
           bytes ? static_cast<float *>(trx_alloc(bytes, category)) : nullptr;
@@ -549,30 +648,26 @@ int Run::allocate() {
       list->push_back(buf);
     }
   }
-  for (int kind = 0; kind < 3; ++kind) {
-    if (!distributed) {
-      whole[kind] = buffers(kind);
-      continue;
-    }
-    for (int64_t i = 0; i < n(); ++i) {
-      wholeStore[kind].emplace_back(size_t(numel(model->params[i])), 0.0f);
-      whole[kind].push_back(wholeStore[kind].back().data());
-    }
-  }
   std::string msg;
   if (!layout.build(model, msg)) {
     printError("model '%s': %s", model->model_name, msg.c_str());
     return 1;
   }
-  layout.bind(whole[0]);
-  size_t tokBytes =
-      size_t(callMicroBatches * tokensPerStep()) * sizeof(int32_t);
-  inputs = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
-  targets = static_cast<int32_t *>(trx_alloc(tokBytes, TRX_MEM_OTHER));
-  if (!inputs || !targets) {
-    printError("token buffers: %s", trx_last_error());
+  // The token buffers: inputs, then targets at the next 256-byte boundary,
+  // in one block so that a call's batch is one copy.
+  const int64_t callTokens = callMicroBatches * tokensPerStep();
+  targetOffset = (callTokens + 63) / 64 * 64;
+  hostTokens.assign(size_t(targetOffset + callTokens), 0);
+  tokens = static_cast<int32_t *>(
+      trx_alloc(hostTokens.size() * sizeof(int32_t), TRX_MEM_OTHER));
+  scalars = static_cast<float *>(trx_alloc(2 * sizeof(float), TRX_MEM_OTHER));
+  if (!tokens || !scalars) {
+    printError("%s: %s", tokens ? "step scalars" : "token buffers",
+               trx_last_error());
     return 1;
   }
+  inputs = tokens;
+  targets = tokens + targetOffset;
   if (trx_state_bind(n(), model->params, params.data(), expAvg.data(),
                      expAvgSq.data(), grads.data(), err,
                      sizeof(err)) != TRX_OK) {
@@ -584,6 +679,7 @@ int Run::allocate() {
 }
 
 void Run::initFromSeed() {
+  hostWhole(0);
   for (int64_t i = 0; i < n(); ++i) {
     const trx_param_desc &p = model->params[i];
     float *w = whole[0][size_t(i)];
@@ -602,6 +698,7 @@ void Run::initFromSeed() {
     }
   }
   scatter(0);
+  releaseWhole();
 }
 
 std::string Run::extraJson() const {
@@ -639,6 +736,8 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
                model->seq);
     return 1;
   }
+  for (int kind = 0; kind < 3; ++kind)
+    hostWhole(kind);
   std::vector<float *> p = layout.pointers(whole[0], 0);
   std::vector<float *> m = layout.pointers(whole[1], 1);
   std::vector<float *> v = layout.pointers(whole[2], 2);
@@ -653,6 +752,7 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
     layout.transfer(model, whole[kind], kind, /*pack=*/false);
     scatter(kind);
   }
+  releaseWhole();
   trx_ckpt_state st{};
   trx_ckpt_get_state(ck.get(), &st);
   if (trx_loader_set_state(train, st.loader_state, err, sizeof(err)) !=
@@ -712,6 +812,7 @@ int Run::initialize(int64_t &startStep, std::string &source) {
     std::unique_ptr<trx_safetensors, void (*)(trx_safetensors *)> st(
         trx_safetensors_open(args.init_from, err, sizeof(err)),
         trx_safetensors_close);
+    hostWhole(0);
     std::vector<float *> p = layout.pointers(whole[0], 0);
     std::vector<void *> dst(p.begin(), p.end());
     if (!st || trx_safetensors_read_tensors(
@@ -722,6 +823,7 @@ int Run::initialize(int64_t &startStep, std::string &source) {
     }
     layout.transfer(model, whole[0], 0, /*pack=*/false);
     scatter(0);
+    releaseWhole();
     source = std::string("loaded from ") + args.init_from;
     return 0;
   }
@@ -738,12 +840,16 @@ int Run::saveInit(const std::string &source) {
   json::appendString(meta, source);
   meta += "}";
   gather(0);
-  if (!leader)
+  if (!leader) {
+    releaseWhole();
     return 0;
+  }
   layout.transfer(model, whole[0], 0, /*pack=*/true);
-  if (trx_safetensors_write(args.save_init, int64_t(layout.specs.size()),
-                            layout.specs.data(), meta.c_str(), err,
-                            sizeof(err)) != TRX_OK) {
+  int rc = trx_safetensors_write(args.save_init, int64_t(layout.specs.size()),
+                                 layout.specs.data(), meta.c_str(), err,
+                                 sizeof(err));
+  releaseWhole();
+  if (rc != TRX_OK) {
     printError("%s", err);
     return 1;
   }
@@ -766,17 +872,21 @@ int Run::checkpoint(int64_t step, float loss) {
   st.loss = loss;
   for (int kind = 0; kind < 3; ++kind)
     gather(kind);
-  if (!leader)
+  if (!leader) {
+    releaseWhole();
     return 0;
+  }
   for (int kind = 0; kind < 3; ++kind)
     layout.transfer(model, whole[kind], kind, /*pack=*/true);
   std::vector<float *> mp = layout.pointers(whole[1], 1);
   std::vector<float *> vp = layout.pointers(whole[2], 2);
   std::vector<const float *> m(mp.begin(), mp.end());
   std::vector<const float *> v(vp.begin(), vp.end());
-  if (trx_ckpt_save(args.ckpt_dir, &st, int64_t(layout.specs.size()),
-                    layout.specs.data(), m.data(), v.data(),
-                    extraJson().c_str(), err, sizeof(err)) != TRX_OK) {
+  int rc = trx_ckpt_save(args.ckpt_dir, &st, int64_t(layout.specs.size()),
+                         layout.specs.data(), m.data(), v.data(),
+                         extraJson().c_str(), err, sizeof(err));
+  releaseWhole();
+  if (rc != TRX_OK) {
     printError("%s", err);
     return 1;
   }
@@ -801,8 +911,10 @@ float Run::evaluate(int &rc) {
     nb = args.val_batches;
   double sum = 0;
   for (int64_t k = 0; k < nb; ++k) {
-    trx_device_sync(); // the last forward's kernels may read the tokens
-    trx_loader_next(val, inputs, targets);
+    if (loadBatch(val) != 0) {
+      rc = 1;
+      return NAN;
+    }
     sum += double(model->forward(inputs, targets));
   }
   return float(sum / double(nb));
@@ -1078,36 +1190,39 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   };
   if (a.trace)
     traceEnable();
+  // The time of the steps since the scalars were last read (minus the
+  // evaluations and checkpoints in between): steps that do not read them
+  // only queue work, so a logged step reports the mean over its interval.
+  double intervalStart = trx_now_ms(), intervalExcluded = 0;
+  int64_t intervalSteps = 0;
   while (step < endStep) {
     ++step;
-    double t0 = trx_now_ms();
+    ++intervalSteps;
     const bool report = a.verbose > 0 && step == startStep + 1;
     std::vector<Traffic> before;
     for (uint32_t mask = 1; report && mask < nmasks; ++mask)
       before.push_back(traffic(mask));
     run.zeroGrads();
-    double lossSum = 0;
+    // loss_acc = 0; forward_backward adds each call's mean loss to it.
+    trx_device_memset(run.scalars, 0, sizeof(float));
     // A pipeline's call takes all the step's micro-batches at once (its
     // schedule traces each stage function itself).
     const int64_t perCall = run.callMicroBatches;
     for (int64_t k = 0; k < accum; k += perCall) {
-      for (int64_t slot = 0; slot < perCall; ++slot)
-        if (run.nextBatch(slot) != 0)
-          return 1;
+      if (run.nextCall() != 0)
+        return 1;
       // Gradient buckets reduce after the last micro-batch only.
       trx_set_accumulation_boundary(k + perCall == accum);
       double start = traceNow();
-      lossSum += double(model->forward_backward(run.inputs, run.targets)) *
-                 double(perCall);
+      model->forward_backward(run.inputs, run.targets, run.scalars);
       if (perCall == 1)
         traceRecord("FB" + std::to_string(k), "forward_backward", 1, start, k);
     }
     double optimizerStart = traceNow();
-    loss = float(lossSum / double(accum));
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
                          a.min_lr_ratio);
     trx_comm_wait_grads(); // NCCL: the optimizer reads the reduced grads
-    float gradNorm = model->optimizer_step(lr, step, 1.0f / float(accum));
+    model->optimizer_step(lr, step, 1.0f / float(accum), run.scalars + 1);
     traceRecord("optimizer", "optimizer", 1, optimizerStart);
     for (uint32_t mask = 1; report && mask < nmasks; ++mask) {
       Traffic now = traffic(mask);
@@ -1124,26 +1239,52 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
                  kind == TRX_COMM_RECV ? "received" : "sent",
                  now.calls[kind] - before[mask - 1].calls[kind]);
     }
-    // The logged loss is the mean over the global batch. A pipeline's
-    // loss is on its last stage (0 on the others).
-    if (run.ppAxis >= 0)
-      trx_all_reduce(&loss, 1, TRX_REDUCE_SUM, &run.ppAxis, 1);
-    if (run.dpSize > 1)
-      trx_all_reduce(&loss, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
-    double ms = trx_now_ms() - t0;
-    if (!std::isfinite(loss)) {
-      printError("step %" PRId64 ": the loss is %s; training diverged, "
-                 "stopping without writing a checkpoint",
-                 step, std::isnan(loss) ? "nan" : (loss > 0 ? "inf" : "-inf"));
-      return 1;
+    // The loss and the gradient norm stay on the device; they are read
+    // (one copy, which waits for the step) only on the steps that need
+    // them: logged steps, checkpoint steps and the last step. The same on
+    // every rank (the averages below are collectives).
+    const bool logged =
+        a.log_every > 0 && (step % a.log_every == 0 || step == endStep);
+    const bool ckptStep =
+        a.ckpt_dir && a.ckpt_every > 0 && step % a.ckpt_every == 0;
+    loss = NAN;
+    float gradNorm = NAN;
+    if (logged || ckptStep || step == endStep) {
+      float scalars[2];
+      run.readScalars(scalars);
+      // loss_acc sums the calls' mean losses (each the mean of perCall
+      // micro-batches): the step's loss is their mean over accum.
+      loss = float(double(scalars[0]) * double(perCall) / double(accum));
+      gradNorm = scalars[1];
+      // The logged loss is the mean over the global batch. A pipeline's
+      // loss is on its last stage (0 on the others).
+      if (run.ppAxis >= 0)
+        trx_all_reduce(&loss, 1, TRX_REDUCE_SUM, &run.ppAxis, 1);
+      if (run.dpSize > 1)
+        trx_all_reduce(&loss, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
+      // Checked on these steps only: a divergence shows at the next one.
+      if (!std::isfinite(loss)) {
+        printError("step %" PRId64 ": the loss is %s; training diverged, "
+                   "stopping without writing a checkpoint",
+                   step,
+                   std::isnan(loss) ? "nan" : (loss > 0 ? "inf" : "-inf"));
+        return 1;
+      }
     }
-    if (a.log_every > 0 && (step % a.log_every == 0 || step == endStep) &&
-        trx_logger_step(run.logger, step, loss, lr, gradNorm,
-                        run.tokensPerStep() * accum * run.dpSize,
-                        ms) != TRX_OK) {
-      printError("%s", trx_last_error());
-      return 1;
+    if (logged) {
+      double ms = (trx_now_ms() - intervalStart - intervalExcluded) /
+                  double(intervalSteps);
+      if (trx_logger_step(run.logger, step, loss, lr, gradNorm,
+                          run.tokensPerStep() * accum * run.dpSize,
+                          ms) != TRX_OK) {
+        printError("%s", trx_last_error());
+        return 1;
+      }
+      intervalStart = trx_now_ms();
+      intervalExcluded = 0;
+      intervalSteps = 0;
     }
+    const double asideStart = trx_now_ms();
     if (run.val && a.eval_every > 0 && step % a.eval_every == 0) {
       int rc;
       float vl = run.evaluate(rc);
@@ -1155,11 +1296,12 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
         return 1;
       }
     }
-    if (a.ckpt_dir && a.ckpt_every > 0 && step % a.ckpt_every == 0) {
+    if (ckptStep) {
       if (run.checkpoint(step, loss) != 0)
         return 1;
       lastSaved = step;
     }
+    intervalExcluded += trx_now_ms() - asideStart;
   }
   if (run.val && lastEval != step) {
     int rc;

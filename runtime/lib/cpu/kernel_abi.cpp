@@ -15,6 +15,13 @@
 // Compiled code cannot handle errors, so violations print a message naming
 // the function and the problem and abort().
 //
+// The buffers the compiled code passes are device memory on the CUDA
+// target. Nothing here dereferences one on the host except through the copy
+// hooks: the GEMMs' host paths (K = 0, a transposed C with a bias) work on
+// HostSpans; the collectives' padding is done on the device
+// (trx_copy_on_device, trx_device_memset); the bucket's index list is read
+// through a HostView (no copy when it is host memory).
+//
 //===----------------------------------------------------------------------===//
 
 #include "bf16.h"
@@ -165,6 +172,12 @@ Operand checkOperand(const char *fn, const char *name, const RawMemref &m,
                    : nullptr;
   return {data, elem,    batch, rows, cols, batch > 1 ? m.strides[0] : 0,
           ld,   colMajor};
+}
+
+/// The bytes from an operand's first element to past its last (over the
+/// whole batch), for a host view of it. Non-empty operands only.
+size_t spanBytes(const Operand &m) {
+  return size_t(((m.batch - 1) * m.bstride + m.span()) * int64_t(m.elem));
 }
 
 int64_t floorDiv(int64_t a, int64_t b) {
@@ -385,34 +398,55 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
   p.aux = auxOp.data;
   p.ldaux = auxOp.ld;
   if (K == 0) {
-    // On the host: wait for the device's earlier work on C (CUDA target;
-    // a no-op on the CPU).
-    trx_device_sync();
+    // On the host, over host views of C, aux and the bias (copies on the
+    // CUDA target, after the device's earlier work; written back in stream
+    // order).
+    HostSpans spans;
+    int ci = spans.add(c.data, spanBytes(c), /*written=*/true);
+    int xi = spans.add(auxOp.data,
+                       epilogue != TRX_GEMM_EPI_NONE ? spanBytes(auxOp) : 0,
+                       /*written=*/epilogue == TRX_GEMM_EPI_GELU_AUX);
+    int bi = spans.add(biasOp.data, bias ? spanBytes(biasOp) : 0,
+                       /*written=*/false);
+    spans.stage();
+    Operand hc = c, haux = auxOp;
+    hc.data = spans.host(ci);
+    haux.data = spans.host(xi);
+    const char *hbias = spans.host(bi);
     if (epilogue == TRX_GEMM_EPI_GELU_AUX)
-      fillBias(auxOp, biasOp.data); // the pre-activation: the bias alone
+      fillBias(haux, hbias); // the pre-activation: the bias alone
     else if (bias)
-      fillBias(c, biasOp.data);
+      fillBias(hc, hbias);
     else
-      scaleC(c, type, beta);
+      scaleC(hc, type, beta);
     if (epilogue != TRX_GEMM_EPI_NONE) {
       // C = gelu(aux) / gelu_grad(aux, 0), as the elementwise kernel would.
       p.type = type;
       p.M = M;
       p.N = N;
       p.batch = 1;
-      p.C = c.data;
+      p.C = hc.data;
       p.ldc = c.ld;
+      p.aux = haux.data;
       trx_gemm_epilogue_host(&p);
     }
+    spans.finish();
     return;
   }
   // A transposed C is computed as C^T below, along whose rows the bias
-  // would run (no backend epilogue does that): fill C with the bias on the
-  // host and accumulate into it instead (same result as the CPU backend).
+  // would run (no backend epilogue does that): fill C with the bias (on a
+  // host view of C) and accumulate into it instead (same result as the CPU
+  // backend).
   const void *biasData = bias ? biasOp.data : nullptr;
   if (bias && c.colMajor) {
-    trx_device_sync();
-    fillBias(c, biasOp.data);
+    HostSpans spans;
+    int ci = spans.add(c.data, spanBytes(c), /*written=*/true);
+    int bi = spans.add(biasOp.data, spanBytes(biasOp), /*written=*/false);
+    spans.stage();
+    Operand hc = c;
+    hc.data = spans.host(ci);
+    fillBias(hc, spans.host(bi));
+    spans.finish();
     beta = 1.0f;
     biasData = nullptr;
   }
@@ -1041,13 +1075,18 @@ extern "C" void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
              fn, n, g, k);
     trx_dist_abort(msg);
   }
-  std::vector<float> padded;
+  // Padded on the device: a temporary of g*k elements, the input copied
+  // in and the tail zeroed (stream-ordered; no host access).
+  float *padded = nullptr;
   if (n != g * k) {
-    padded.assign(size_t(g * k), 0.0f);
-    std::copy(src, src + n, padded.begin());
-    src = padded.data();
+    padded = static_cast<float *>(checkedAlloc(
+        fn, size_t(g * k) * sizeof(float), 64));
+    trx_copy_on_device(padded, src, size_t(n) * sizeof(float));
+    trx_device_memset(padded + n, 0, size_t(g * k - n) * sizeof(float));
+    src = padded;
   }
   trx_reduce_scatter(src, k, dst, op, axes.data(), int32_t(axes.size()));
+  trx_free(padded);
 }
 
 extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
@@ -1071,9 +1110,12 @@ extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
     trx_all_gather(src, k, dst, axes.data(), int32_t(axes.size()));
     return;
   }
-  std::vector<float> whole(size_t(g * k));
-  trx_all_gather(src, k, whole.data(), axes.data(), int32_t(axes.size()));
-  std::copy(whole.begin(), whole.begin() + n, dst);
+  // Gathered into a device temporary, then cut to n on the device.
+  float *whole = static_cast<float *>(checkedAlloc(
+      fn, size_t(g * k) * sizeof(float), 64));
+  trx_all_gather(src, k, whole, axes.data(), int32_t(axes.size()));
+  trx_copy_on_device(dst, whole, size_t(n) * sizeof(float));
+  trx_free(whole);
 }
 
 extern "C" void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf,
@@ -1124,10 +1166,19 @@ extern "C" void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params,
     abortWith(fn, "no parameters in the bucket");
   if (!accumulationBoundary)
     return;
+  // The index list on the host: read in place when it is host memory (a
+  // constant or a stack array of the compiled code), else copied (which
+  // waits for the device).
+  const int64_t count = params->sizes[0], stride = params->strides[0];
+  if (count > 1 && stride < 1)
+    abortWith(fn, "the parameter list has stride %" PRId64, stride);
+  HostView list(params->aligned + params->offset,
+                size_t((count - 1) * stride + 1) * sizeof(int64_t));
+  const int64_t *indices = static_cast<const int64_t *>(list.data());
   std::vector<float *> bufs;
   std::vector<int64_t> counts;
-  for (int64_t i = 0; i < params->sizes[0]; ++i) {
-    int64_t index = params->aligned[params->offset + i * params->strides[0]];
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t index = indices[i * stride];
     const ParamLayout *l = nullptr;
     bufs.push_back(stateBuffer(fn, TRX_STATE_GRAD, index, l));
     counts.push_back(l->viewCount(TRX_STATE_GRAD));

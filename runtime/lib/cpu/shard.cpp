@@ -4,7 +4,10 @@
 // zero_* fields): the sizes of each rank's buffers, and the conversions
 // between a rank's pieces and the whole tensor that initialization and
 // checkpoints use (checkpoints hold whole tensors, so a checkpoint written
-// by one mesh resumes on any other).
+// by one mesh resumes on any other). The rank's buffers are trx_alloc blocks
+// (device memory on the CUDA target): they are read with trx_copy_to_host
+// and written with trx_copy_to_device; the whole tensors and everything in
+// between are host memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,12 +141,15 @@ void gatherWhole(const ParamLayout &l, int kind, const float *buf,
 
 static void gatherOnStage(const ParamLayout &l, int kind, const float *buf,
                           float *whole) {
+  // 0. This rank's piece on the host.
+  std::vector<float> piece(size_t(l.sharded(kind) ? l.chunk : l.numel));
+  trx_copy_to_host(piece.data(), buf, piece.size() * sizeof(float));
   // 1. This rank's tensor-parallel block, whole.
   std::vector<float> block;
-  const float *local = buf;
+  const float *local = piece.data();
   if (l.sharded(kind)) {
     block.resize(size_t(l.chunk * l.zeroParts));
-    trx_all_gather(buf, l.chunk, block.data(), l.zeroAxes.data(),
+    trx_all_gather(piece.data(), l.chunk, block.data(), l.zeroAxes.data(),
                    int32_t(l.zeroAxes.size()));
     local = block.data();
   }
@@ -185,15 +191,16 @@ void scatterWhole(const ParamLayout &l, int kind, const float *whole,
                 whole + r * l.global[1] + (l.splitPos + 1) * cols,
                 block.begin() + r * cols);
   }
-  int64_t count = l.allocCount(kind);
-  std::memset(buf, 0, size_t(count) * sizeof(float));
+  // The buffer's contents on the host (padding zeroed), then one copy.
+  std::vector<float> piece(size_t(l.allocCount(kind)), 0.0f);
   if (l.sharded(kind)) {
     int64_t begin = std::min(l.numel, l.zeroPos * l.chunk);
     int64_t end = std::min(l.numel, begin + l.chunk);
-    std::copy(block.begin() + begin, block.begin() + end, buf);
+    std::copy(block.begin() + begin, block.begin() + end, piece.begin());
   } else {
-    std::copy(block.begin(), block.end(), buf);
+    std::copy(block.begin(), block.end(), piece.begin());
   }
+  trx_copy_to_device(buf, piece.data(), piece.size() * sizeof(float));
 }
 
 } // namespace triax::rt

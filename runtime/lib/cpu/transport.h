@@ -5,7 +5,8 @@
 // counters and the --trace events. The bytes themselves move through a
 // Transport:
 //  - "mpi": ring algorithms over MPI_Sendrecv on host memory (comm.cpp; the
-//    CPU target's and the default);
+//    CPU target's and the default). On the CUDA target (TRX_COMM=mpi) the
+//    device buffers are staged through host copies (HostView, internal.h);
 //  - "nccl": NCCL on device memory (lib/cuda/nccl.cpp), registered by the
 //    CUDA runtime from a global constructor.
 // trx_dist_init picks the registered device transport when there is one,
@@ -150,8 +151,8 @@ void registerTransport(const char *name, Transport *(*factory)());
 Transport *activeTransport();
 
 /// Set by the CUDA runtime: waits until the device finished the work
-/// queued so far, so that the MPI transport may read managed memory on the
-/// host. nullptr on the CPU.
+/// queued so far. No longer used by the MPI transport (it stages device
+/// buffers through the copy hooks); removed with the CUDA side's update.
 extern void (*gDeviceSyncHook)();
 
 /// While one lives on this thread, collectives on device memory may return
