@@ -5,8 +5,10 @@
 |*  - the mgpu* entry points the upstream GPU lowering calls (module load,  *|
 |*    kernel launch, streams, events, device memory);                       *|
 |*  - trx_alloc and its family (the same API and peak counters as the CPU   *|
-|*    runtime's, see triax_rt.h) on CUDA managed memory, so that a buffer   *|
-|*    is one pointer for the host runtime and for the kernels;              *|
+|*    runtime's, see triax_rt.h) on CUDA device memory (never managed       *|
+|*    memory), and the copy hooks through which the host runtime reads and  *|
+|*    writes it (trx_copy_to_host, trx_copy_to_device, trx_copy_on_device,  *|
+|*    trx_device_memset);                                                   *|
 |*  - cblas_sgemm on cuBLAS, under the CPU runtime's trx_sgemm (its checks  *|
 |*    stay, the product runs on the GPU).                                   *|
 |* Every CUDA or cuBLAS failure ends the job through trx_dist_abort with    *|
@@ -45,8 +47,8 @@ void trx_cuda_synchronize(void);
 void trx_cuda_host_sync(void);
 
 /* Counters since start: kernels launched through mgpuLaunchKernel, GEMMs
- * run on cuBLAS, managed allocations made (cuMemAllocManaged calls),
- * allocations served from the cache, host synchronizations. */
+ * run on cuBLAS, device allocations made (cuMemAlloc calls of the trx_alloc
+ * family), allocations served from the cache, host synchronizations. */
 uint64_t trx_cuda_kernel_launches(void);
 uint64_t trx_cuda_gemms(void);
 uint64_t trx_cuda_allocations(void);

@@ -14,7 +14,10 @@
 //                               i32, in place and aliased, stream-ordered
 //                               and host-synchronous, a gradient bucket and
 //                               a gradient region on the communication
-//                               stream; exact values
+//                               stream; exact values. The test reads and
+//                               writes device buffers only through the
+//                               copy hooks, and checks device memory,
+//                               zeroing, TRX_ALLOC_POISON and the copies
 //   triax-rt-nccl-test abort    trx_dist_abort after init: the
 //                               communicators are aborted and the process
 //                               ends with status 1 and the message
@@ -26,7 +29,11 @@
 #include "triax_rt.h"
 #include "triax_rt_cuda.h"
 
+#include <cuda.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,6 +48,35 @@ template <typename T> T *deviceBuffer(int64_t n) {
   return static_cast<T *>(p);
 }
 
+/// n elements for a collective: a device buffer (trx_alloc, device memory)
+/// with a host copy the test fills and checks, moved with the copy hooks
+/// (up: trx_copy_to_device, down: trx_copy_to_host), or a host buffer
+/// (up and down do nothing).
+template <typename T> struct Buffer {
+  std::vector<T> host;
+  bool device;
+  T *dev;
+  Buffer(int64_t n, bool onDevice)
+      : host(size_t(n) + 1), device(onDevice),
+        dev(onDevice ? deviceBuffer<T>(n) : host.data()) {}
+  ~Buffer() {
+    if (device)
+      trx_free(dev);
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  T &operator[](int64_t j) { return host[size_t(j)]; }
+  size_t bytes() const { return (host.size() - 1) * sizeof(T); }
+  void up() {
+    if (device)
+      trx_copy_to_device(dev, host.data(), bytes());
+  }
+  void down() {
+    if (device)
+      trx_copy_to_host(host.data(), dev, bytes());
+  }
+};
+
 /// One axis list of the mesh dp=1 x tp=1: every collective is a group of
 /// one, so each result is known exactly; the gathers and scatters write a
 /// buffer that starts different from the answer, so a call that moved
@@ -49,21 +85,23 @@ void checkList(const std::vector<int32_t> &axes, bool device) {
   const int32_t *ax = axes.data();
   const int32_t na = int32_t(axes.size());
   for (int64_t n : {int64_t(0), int64_t(1), int64_t(1003), int64_t(1) << 20}) {
-    std::vector<float> hf(size_t(n) + 1), hout(size_t(n) + 1);
-    std::vector<int32_t> hi(size_t(n) + 1);
-    float *f = device ? deviceBuffer<float>(n) : hf.data();
-    float *out = device ? deviceBuffer<float>(n) : hout.data();
-    int32_t *i = device ? deviceBuffer<int32_t>(n) : hi.data();
+    Buffer<float> f(n, device), out(n, device);
+    Buffer<int32_t> i(n, device);
     for (int32_t op = 0; op < 4; ++op) {
-      trx_device_sync(); // the host writes device buffers next
       for (int64_t j = 0; j < n; ++j) {
         f[j] = valueF(j);
         i[j] = valueI(j);
         out[j] = -1.0f;
       }
-      trx_all_reduce(f, n, op, ax, na);
-      trx_all_reduce_i32(i, n, op, ax, na);
-      trx_all_gather(f, n, out, ax, na);
+      f.up();
+      i.up();
+      out.up();
+      trx_all_reduce(f.dev, n, op, ax, na);
+      trx_all_reduce_i32(i.dev, n, op, ax, na);
+      trx_all_gather(f.dev, n, out.dev, ax, na);
+      f.down();
+      i.down();
+      out.down();
       bool ok = true;
       for (int64_t j = 0; j < n; ++j)
         ok =
@@ -72,39 +110,42 @@ void checkList(const std::vector<int32_t> &axes, bool device) {
       // reduce_scatter into another buffer, then aliased (recv == send).
       for (int64_t j = 0; j < n; ++j)
         out[j] = 0.5f;
-      trx_reduce_scatter(f, n, out, op, ax, na);
-      trx_reduce_scatter_i32(i, n, i, op, ax, na);
+      out.up();
+      trx_reduce_scatter(f.dev, n, out.dev, op, ax, na);
+      trx_reduce_scatter_i32(i.dev, n, i.dev, op, ax, na);
+      out.down();
+      i.down();
       ok = true;
       for (int64_t j = 0; j < n; ++j)
         ok = ok && out[j] == valueF(j) && i[j] == valueI(j);
       CHECK(ok);
     }
     // In-place all_gather (send = recv + position * n) and broadcast.
-    trx_all_gather(f, n, f, ax, na);
-    trx_broadcast(f, n, 0, ax, na);
-    trx_broadcast_i32(i, n, 0, ax, na);
+    trx_all_gather(f.dev, n, f.dev, ax, na);
+    trx_broadcast(f.dev, n, 0, ax, na);
+    trx_broadcast_i32(i.dev, n, 0, ax, na);
+    f.down();
+    i.down();
     bool ok = true;
     for (int64_t j = 0; j < n; ++j)
       ok = ok && f[j] == valueF(j) && i[j] == valueI(j);
     CHECK(ok);
     if (device) {
       // Stream-ordered (as the compiled code calls it): the result is there
-      // once the compute stream is.
+      // once the compute stream is (trx_copy_to_host waits for it).
       for (int64_t j = 0; j < n; ++j)
         out[j] = 2.0f;
+      out.up();
       {
         triax::rt::StreamOrderedScope scope;
-        trx_all_gather(f, n, out, ax, na);
-        trx_all_reduce(out, n, TRX_REDUCE_AVG, ax, na);
+        trx_all_gather(f.dev, n, out.dev, ax, na);
+        trx_all_reduce(out.dev, n, TRX_REDUCE_AVG, ax, na);
       }
-      trx_device_sync();
+      out.down();
       ok = true;
       for (int64_t j = 0; j < n; ++j)
         ok = ok && out[j] == valueF(j);
       CHECK(ok);
-      trx_free(f);
-      trx_free(out);
-      trx_free(i);
     }
   }
 }
@@ -113,45 +154,57 @@ void checkList(const std::vector<int32_t> &axes, bool device) {
 /// compiled code's trx_all_reduce_grads calls it), then the wait.
 void checkBucket() {
   const int64_t counts[] = {5, 0, 70000, 1};
-  std::vector<float *> bufs;
-  for (int64_t c : counts)
-    bufs.push_back(deviceBuffer<float>(c));
-  trx_device_sync();
-  for (size_t b = 0; b < bufs.size(); ++b)
+  std::vector<std::unique_ptr<Buffer<float>>> bufs;
+  std::vector<float *> devs;
+  for (size_t b = 0; b < 4; ++b) {
+    bufs.push_back(std::make_unique<Buffer<float>>(counts[b], true));
     for (int64_t j = 0; j < counts[b]; ++j)
-      bufs[b][j] = valueF(j + int64_t(b));
+      (*bufs[b])[j] = valueF(j + int64_t(b));
+    bufs[b]->up();
+    devs.push_back(bufs[b]->dev);
+  }
   int32_t ax[] = {0};
   uint64_t calls = trx_comm_calls(TRX_COMM_ALL_REDUCE, 1u);
   {
     triax::rt::StreamOrderedScope scope;
-    trx_all_reduce_bucket(bufs.data(), counts, 4, TRX_REDUCE_AVG, ax, 1);
+    trx_all_reduce_bucket(devs.data(), counts, 4, TRX_REDUCE_AVG, ax, 1);
   }
   trx_comm_wait_grads();
-  trx_device_sync();
   CHECK_EQ(trx_comm_calls(TRX_COMM_ALL_REDUCE, 1u), calls + 1);
   bool ok = true;
-  for (size_t b = 0; b < bufs.size(); ++b)
+  for (size_t b = 0; b < bufs.size(); ++b) {
     for (int64_t j = 0; j < counts[b]; ++j)
-      ok = ok && bufs[b][j] == valueF(j + int64_t(b));
+      (*bufs[b])[j] = -7.0f;
+    bufs[b]->down();
+    for (int64_t j = 0; j < counts[b]; ++j)
+      ok = ok && (*bufs[b])[j] == valueF(j + int64_t(b));
+  }
   CHECK(ok);
-  for (float *p : bufs)
-    trx_free(p);
+}
+
+/// `n` floats of device buffer `p` on the host.
+std::vector<float> download(const float *p, int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  trx_copy_to_host(v.data(), p, size_t(n) * sizeof(float));
+  return v;
 }
 
 /// A gradient region in ZeRO-2's shape: a device gradient reduce-scattered
 /// into a fresh chunk on the communication stream. The gradient is freed
 /// after the region, a second chunk inside a second region; each freed
 /// block comes back from the cache (behind the region's event) to the next
-/// allocation of its size, which must read zeros, and the chunks hold the
-/// result after trx_comm_wait_grads.
+/// allocation of its size, which must read zeros (TRX_MEM_OTHER is zeroed
+/// on the device), and the chunks hold the result after
+/// trx_comm_wait_grads.
 void checkGradsRegion() {
   const int64_t n = 70000;
   int32_t ax[] = {0};
   float *grad = deviceBuffer<float>(n);
   float *chunk = deviceBuffer<float>(n);
-  trx_device_sync();
+  std::vector<float> values(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j)
-    grad[j] = valueF(j);
+    values[size_t(j)] = valueF(j);
+  trx_copy_to_device(grad, values.data(), size_t(n) * sizeof(float));
   uint64_t hits = trx_cuda_cache_hits();
   {
     triax::rt::StreamOrderedScope scope;
@@ -177,14 +230,73 @@ void checkGradsRegion() {
   CHECK_EQ(trx_cuda_cache_hits(), hits + 1);
   CHECK(reused2 == chunk);
   trx_comm_wait_grads();
-  trx_device_sync();
+  std::vector<float> c2 = download(chunk2, n), r1 = download(reused, n),
+                     r2 = download(reused2, n);
   bool ok = true;
   for (int64_t j = 0; j < n; ++j)
-    ok =
-        ok && chunk2[j] == valueF(j) && reused[j] == 0.0f && reused2[j] == 0.0f;
+    ok = ok && c2[size_t(j)] == valueF(j) && r1[size_t(j)] == 0.0f &&
+         r2[size_t(j)] == 0.0f;
   CHECK(ok);
   for (float *p : {reused, chunk2, reused2})
     trx_free(p);
+}
+
+/// Device memory, zeroing and the copy hooks: no managed memory (the
+/// pointer is CU_MEMORYTYPE_DEVICE); state categories come zeroed,
+/// activations are not zeroed (TRX_ALLOC_POISON=1 fills them with 0xFF);
+/// copies, device-to-device copies and memsets land in order.
+void checkMemory() {
+  void *p = trx_alloc(4096, TRX_MEM_PARAMS);
+  CUmemorytype type = CU_MEMORYTYPE_HOST;
+  unsigned managed = 1;
+  CHECK_EQ(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 reinterpret_cast<CUdeviceptr>(p)),
+           CUDA_SUCCESS);
+  CHECK_EQ(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 reinterpret_cast<CUdeviceptr>(p)),
+           CUDA_SUCCESS);
+  CHECK(type == CU_MEMORYTYPE_DEVICE);
+  CHECK_EQ(managed, 0u);
+  std::vector<unsigned char> bytes(4096, 0xAB);
+  trx_copy_to_host(bytes.data(), p, bytes.size());
+  bool zero = true;
+  for (unsigned char b : bytes)
+    zero = zero && b == 0;
+  CHECK(zero);
+  size_t zeroedActiv = trx_mem_zeroed_bytes(TRX_MEM_ACTIV);
+  setenv("TRX_ALLOC_POISON", "1", 1);
+  void *a = trx_alloc(1000, TRX_MEM_ACTIV);
+  unsetenv("TRX_ALLOC_POISON");
+  trx_copy_to_host(bytes.data(), a, 1000);
+  bool poisoned = true;
+  for (size_t k = 0; k < 1000; ++k)
+    poisoned = poisoned && bytes[k] == 0xFF;
+  CHECK(poisoned);
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroedActiv);
+  // A copy larger than the staging ring (4 x 4 MiB), twice in a row from
+  // the same host buffer, then a device-to-device copy and a memset.
+  const int64_t n = (int64_t(24) << 20) / 4;
+  std::vector<float> host(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    host[size_t(j)] = valueF(j);
+  float *d = deviceBuffer<float>(n), *e = deviceBuffer<float>(n);
+  trx_copy_to_device(d, host.data(), size_t(n) * sizeof(float));
+  for (float &x : host)
+    x = -x;
+  trx_copy_to_device(e, host.data(), size_t(n) * sizeof(float));
+  trx_copy_on_device(d + n / 2, e, size_t(n / 4) * sizeof(float));
+  trx_device_memset(e, 0, size_t(n / 2) * sizeof(float));
+  std::vector<float> dv = download(d, n), ev = download(e, n);
+  bool ok = true;
+  for (int64_t j = 0; j < n; ++j) {
+    float wantD = j >= n / 2 && j < n / 2 + n / 4 ? -valueF(j - n / 2)
+                                                   : valueF(j);
+    float wantE = j < n / 2 ? 0.0f : -valueF(j);
+    ok = ok && dv[size_t(j)] == wantD && ev[size_t(j)] == wantE;
+  }
+  CHECK(ok);
+  for (void *q : {p, a, static_cast<void *>(d), static_cast<void *>(e)})
+    trx_free(q);
 }
 
 int cmdRun() {
@@ -208,6 +320,7 @@ int cmdRun() {
       checkList(axes, device);
   checkBucket();
   checkGradsRegion();
+  checkMemory();
   // A group of one still counts its calls and sends nothing.
   CHECK(trx_comm_calls(TRX_COMM_ALL_GATHER, TRX_COMM_ANY_AXES) > 0);
   CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);

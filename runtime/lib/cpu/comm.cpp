@@ -1385,8 +1385,6 @@ void triax::rt::registerTransport(const char *name, Transport *(*factory)()) {
 
 Transport *triax::rt::activeTransport() { return state().transport; }
 
-void (*triax::rt::gDeviceSyncHook)() = nullptr;
-
 triax::rt::StreamOrderedScope::StreamOrderedScope() { ++gStreamOrderedDepth; }
 triax::rt::StreamOrderedScope::~StreamOrderedScope() { --gStreamOrderedDepth; }
 bool triax::rt::StreamOrderedScope::active() { return gStreamOrderedDepth > 0; }

@@ -150,11 +150,6 @@ void registerTransport(const char *name, Transport *(*factory)());
 /// The transport in use (nullptr before trx_dist_init).
 Transport *activeTransport();
 
-/// Set by the CUDA runtime: waits until the device finished the work
-/// queued so far. No longer used by the MPI transport (it stages device
-/// buffers through the copy hooks); removed with the CUDA side's update.
-extern void (*gDeviceSyncHook)();
-
 /// While one lives on this thread, collectives on device memory may return
 /// before they finish (stream-ordered with the compute stream): the
 /// compiled code's entry points use it. Without it a collective's result is

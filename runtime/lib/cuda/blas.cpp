@@ -24,8 +24,8 @@
 // (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE set to D's type, also its default).
 // Should the heuristic have no epilogue algorithm for a problem (the bias
 // pointer's alignment is one of its inputs), the plan is the plain GEMM and
-// the bias is copied into C's rows on the host (after trx_device_sync;
-// managed memory) and accumulated into with beta 1.
+// the bias is copied into C's rows on the device (fillRowsWithBias:
+// stream-ordered device-to-device copies) and accumulated into with beta 1.
 //
 // GELU epilogues (trx_*_bias_gelu, trx_*_dgelu; the problem's epilogue,
 // aux and ldaux): the row-major M x N aux with row stride ldaux is, like
@@ -41,9 +41,10 @@
 // aligned aux; with anything else, or when the heuristic has no algorithm
 // for the epilogue, the plan is the GEMM without the GELU part (into aux,
 // with the bias, for GELU_AUX; into C for DGELU), after which the host
-// applies the CPU runtime's formulas over managed memory
-// (trx_gemm_epilogue_host after a host sync): correct but slow, and
-// said once per process on stderr.
+// applies the CPU runtime's formulas (trx_gemm_epilogue_host) on host
+// copies of aux and C (trx_copy_to_host, which waits for the GEMM; C goes
+// back with trx_copy_to_device): correct but slow, and said once per
+// process on stderr.
 //
 // Precision: fp32 accumulation everywhere (CUBLAS_COMPUTE_32F, f32 alpha
 // and beta). f32 operands stay f32 (no TF32: that would take
@@ -64,6 +65,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../cpu/internal.h"
 #include "cuda_internal.h"
 #include "triax_rt.h"
 #include "triax_rt_cuda.h"
@@ -338,6 +340,31 @@ Plan makePlan(const trx_gemm_problem &p, uint32_t alignA, uint32_t alignB,
   return plan;
 }
 
+/// C's M rows (row stride ldc, row-major) = the N-element bias, on the
+/// device in stream order: the bias into row 0, then rows [0, r) copied to
+/// [r, 2r) with 2-D copies (source and destination rows disjoint), doubling
+/// r: log2(M) + 1 copies.
+void fillRowsWithBias(const trx_gemm_problem &p, CUstream s) {
+  const size_t elem = p.type == TRX_GEMM_BF16 ? 2 : 4;
+  const size_t width = size_t(p.N) * elem, pitch = size_t(p.ldc) * elem;
+  const CUdeviceptr c = reinterpret_cast<CUdeviceptr>(p.C);
+  TRX_CU(cuMemcpyDtoDAsync(c, reinterpret_cast<CUdeviceptr>(p.bias), width,
+                           s));
+  for (int64_t filled = 1; filled < p.M; filled *= 2) {
+    const int64_t rows = std::min(filled, p.M - filled);
+    CUDA_MEMCPY2D copy = {};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = c;
+    copy.srcPitch = pitch;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = c + CUdeviceptr(size_t(filled) * pitch);
+    copy.dstPitch = pitch;
+    copy.WidthInBytes = width;
+    copy.Height = size_t(rows);
+    TRX_CU(cuMemcpy2DAsync(&copy, s));
+  }
+}
+
 /// The cached plan of `p`.
 const Plan &planFor(const trx_gemm_problem &p) {
   static std::mutex mutex;
@@ -407,8 +434,22 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
       gemm.ldc = p->ldaux;
     }
     trx_gemm_compute(&gemm);
-    triax::rt::cuda::hostSync("a GEMM's GELU epilogue on the host");
-    trx_gemm_epilogue_host(p);
+    // The formulas on host copies of aux (read) and C (written; read too
+    // for DGELU): trx_copy_to_host waits for the GEMM, trx_copy_to_device
+    // puts C back in stream order. Overlapping byte ranges (views of one
+    // buffer) share one copy (HostSpans).
+    const size_t elem = p->type == TRX_GEMM_BF16 ? 2 : 4;
+    triax::rt::HostSpans spans;
+    int xi = spans.add(p->aux, size_t((p->M - 1) * p->ldaux + p->N) * elem,
+                       /*written=*/false);
+    int ci = spans.add(p->C, size_t((p->M - 1) * p->ldc + p->N) * elem,
+                       /*written=*/true);
+    spans.stage();
+    trx_gemm_problem host = *p;
+    host.aux = spans.host(xi);
+    host.C = spans.host(ci);
+    trx_gemm_epilogue_host(&host);
+    spans.finish();
     return;
   }
   LtState &state = lt();
@@ -421,13 +462,8 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
   std::unique_lock<std::mutex> biasLock(biasMutex, std::defer_lock);
   float beta = p->beta;
   if (p->bias && plan.biasOnHost) {
-    // The device's earlier work on C first; C and the bias are managed
-    // memory (trx_alloc).
-    trx_device_sync();
-    size_t elem = p->type == TRX_GEMM_BF16 ? 2 : 4;
-    for (int64_t r = 0; r < p->M; ++r)
-      std::memcpy(static_cast<char *>(p->C) + r * p->ldc * int64_t(elem),
-                  p->bias, size_t(p->N) * elem);
+    // C = the bias on every row, on the device, then accumulate (beta 1).
+    fillRowsWithBias(*p, stream);
     beta = 1.0f;
   } else if (p->bias || p->epilogue != TRX_GEMM_EPI_NONE) {
     biasLock.lock();

@@ -11,10 +11,11 @@
 // so kernels, cuBLAS GEMMs, memsets and copies run in program order;
 // destroy is a no-op, and the lowering's synchronize after each launch is a
 // no-op too (unless TRX_CUDA_SYNC=1): launches are asynchronous. The host
-// waits only where it touches memory the device may be using: the compiled
-// code calls trx_cuda_host_sync before its host-side loads and stores
-// (triax-insert-host-syncs), the CPU runtime calls trx_device_sync before
-// it reads or writes state, token or gradient buffers. A kernel's error
+// waits only where it needs device memory's bytes: the compiled code calls
+// trx_cuda_host_sync before its host-side loads and stores
+// (triax-insert-host-syncs), and the CPU runtime's trx_copy_to_host
+// (copy.cpp) waits before it copies; its other copies and memsets are
+// stream-ordered. A kernel's error
 // then surfaces at the next synchronization (or the next CUDA call); the
 // message says so, and TRX_CUDA_SYNC=1 restores a synchronization after
 // every launch and GEMM to find the kernel. A second, communication stream
@@ -252,8 +253,9 @@ extern "C" void trx_cuda_host_sync(void) {
   hostSync("a host-side access of the compiled code");
 }
 
-/// The CPU runtime's hook before it reads or writes buffers the device may
-/// be using (a weak no-op in libtriax_rt.a; this definition wins).
+/// Waits for the device's queued work (a weak no-op in libtriax_rt.a; this
+/// definition wins). The copy hooks do their own waiting; this one serves
+/// timing and tests.
 extern "C" void trx_device_sync(void) {
   hostSync("a host-side access of the runtime");
 }
@@ -422,35 +424,28 @@ extern "C" void mgpuEventRecord(CUevent event, CUstream s) {
   TRX_CU(cuEventRecord(event, s ? s : stream()));
 }
 
-/// gpu.alloc: device memory (host-shared: managed), stream ordered.
+/// gpu.alloc: device memory, stream ordered. The runtime hands out no
+/// managed memory (asking for more than is free can hang the GPU), so a
+/// host-shared gpu.alloc (which the Triax lowering does not emit) is
+/// refused.
 extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, CUstream s,
                               bool isHostShared) {
   trx_cuda_init();
+  if (isHostShared)
+    fail("mgpuMemAlloc",
+         "a host-shared (managed) gpu.alloc: the Triax runtime allocates "
+         "device memory only (docs/cuda.md, section 2)");
   if (sizeBytes == 0)
     return nullptr;
   CUdeviceptr ptr = 0;
-  if (isHostShared)
-    TRX_CU(cuMemAllocManaged(&ptr, sizeBytes, CU_MEM_ATTACH_GLOBAL));
-  else
-    TRX_CU(cuMemAllocAsync(&ptr, sizeBytes, s ? s : stream()));
+  TRX_CU(cuMemAllocAsync(&ptr, sizeBytes, s ? s : stream()));
   return reinterpret_cast<void *>(ptr);
 }
 
 extern "C" void mgpuMemFree(void *ptr, CUstream s) {
   if (!ptr)
     return;
-  CUmemorytype type = CU_MEMORYTYPE_DEVICE;
-  unsigned isManaged = 0;
-  void *data[] = {&type, &isManaged};
-  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                 CU_POINTER_ATTRIBUTE_IS_MANAGED};
-  TRX_CU(cuPointerGetAttributes(2, attrs, data,
-                                reinterpret_cast<CUdeviceptr>(ptr)));
-  if (isManaged)
-    TRX_CU(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)));
-  else
-    TRX_CU(
-        cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), s ? s : stream()));
+  TRX_CU(cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), s ? s : stream()));
 }
 
 extern "C" void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, CUstream s) {

@@ -40,6 +40,9 @@ void setLaunchStream(CUstream s);
 /// when `p` is in no live block.
 void deferReuse(const void *p, CUevent done);
 
+/// Whether `p` points into a live trx_alloc block (device memory).
+bool ownsPointer(const void *p);
+
 /// A new event without timing (checked).
 CUevent newEvent();
 

@@ -1,43 +1,47 @@
-//===- mem.cpp - trx_alloc on CUDA managed memory, with a cache --------===//
+//===- mem.cpp - trx_alloc on CUDA device memory, with a cache -----------===//
 //
 // The CPU runtime's allocation API (triax_rt.h: trx_alloc, trx_free, the
 // per-category current/peak counters) for the CUDA target. Training
 // binaries link this archive whole before libtriax_rt.a, so these
 // definitions are taken and lib/cpu/mem.cpp's object is never pulled in.
 //
-// Every block is CUDA managed memory: one pointer valid on the host (the
-// runtime's driver fills parameters, reads the loss, writes checkpoints)
-// and in the kernels and cuBLAS. The block's size and category live in a
-// host-side table, not in a header in front of the block, so that
-// bookkeeping never touches a page the GPU uses.
+// Every block is plain device memory (cuMemAlloc; never managed memory:
+// asking for more managed memory than is free can hang the GPU). The host
+// never dereferences a block: the runtime reads and writes them with the
+// copy hooks (copy.cpp: trx_copy_to_host, trx_copy_to_device,
+// trx_device_memset). The block's size and category live in a host-side
+// table, not in a header in front of the block.
 //
 // Caching: trx_free puts a block on the free list of its size class
 // (multiples of 512 bytes below 1 MiB, then four classes per power of two),
 // and trx_alloc takes one from there before asking CUDA. Reuse needs no
-// synchronization: kernels, GEMMs and memsets all run on the compute
-// stream in program order, so the next user's work runs after the last
-// user's. The compiled code's activation buffers (TRX_MEM_ACTIV) are
-// therefore handed out at once; any other category is the host runtime's
-// (state, tokens, scratch), which may touch the block as soon as it is
-// returned, so those wait for the compute stream first.
+// synchronization: kernels, GEMMs, memsets and the copy hooks' copies all
+// run on the compute stream in program order, so the next user's work runs
+// after the last user's. No block waits for the host: the host touches
+// blocks only through the copy hooks, which are stream-ordered too.
 //
 // Work off the compute stream: a gradient region (trx_comm_grads_begin/
 // end) runs its collectives and kernels on the communication stream. A
 // block freed inside one, or one the region's collectives used
 // (deferReuse), carries an event of that stream, and whoever gets the
 // block next waits for it on the device (cuStreamWaitEvent, no host wait).
-// A block allocated inside a region is zeroed on the compute stream, which
-// the communication stream then waits for. TRX_CUDA_ALLOC=direct turns the
-// cache off: cuMemAllocManaged,
-// memset and a synchronization per block, cuMemFree (which waits for the
-// device) per free.
+// A block allocated inside a region is handed out behind the compute
+// stream (its zeroing, the waits above), which the communication stream
+// then waits for. TRX_CUDA_ALLOC=direct turns the cache off: cuMemAlloc
+// (and the zeroing) per block, cuMemFree (which waits for the device) per
+// free.
 //
-// Contract kept from lib/cpu/mem.cpp: every block is zero-filled (a
-// cuMemsetD8Async on the compute stream, ordered before any kernel that
-// uses it). The counters keep their meaning (bytes handed out and not yet
-// freed, per category, and their peaks); the bytes held from CUDA (handed
-// out plus cached, rounded to the size classes) are counted apart:
-// trx_cuda_mem_reserved / trx_cuda_mem_reserved_peak.
+// Zero fill: blocks of the state categories (TRX_MEM_PARAMS, _GRADS,
+// _OPTIM, _OTHER) are zeroed once at allocation by the device
+// (cuMemsetD8Async on the compute stream, ordered before any later use);
+// TRX_MEM_ACTIV blocks (the compiled code's temporaries) are not zeroed:
+// the compiled code writes every element before it reads it (checked on
+// the CPU with TRX_ALLOC_POISON=1, which here fills them with 0xFF bytes).
+// trx_mem_zeroed_bytes counts the zeroed bytes per category. The counters
+// keep their meaning (bytes handed out and not yet freed, per category, and
+// their peaks); the bytes held from CUDA (handed out plus cached, rounded to
+// the size classes) are counted apart: trx_cuda_mem_reserved /
+// trx_cuda_mem_reserved_peak.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,7 +66,7 @@ namespace {
 struct Block {
   size_t bytes;
   int category;
-  CUdeviceptr base; // What cuMemAllocManaged returned.
+  CUdeviceptr base; // What cuMemAlloc returned.
   size_t reserved;  // Its size (the size class; 0 when not cached).
   CUevent pending;  // Work off the compute stream that may use it, or null.
 };
@@ -82,6 +86,7 @@ struct Counters {
   std::atomic<uint64_t> cacheHits;
   std::atomic<size_t> reserved;
   std::atomic<size_t> peakReserved;
+  std::atomic<size_t> zeroed[TRX_MEM_NCAT];
 };
 
 // Zero-initialized (static storage), usable before main.
@@ -131,6 +136,13 @@ bool caching() {
 
 constexpr size_t kMiB = size_t(1) << 20;
 
+/// TRX_ALLOC_POISON=1 (triax_rt.h), read at every activation allocation
+/// like the CPU runtime's.
+bool poisonActivations() {
+  const char *v = std::getenv("TRX_ALLOC_POISON");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 } // namespace
 
 /// The size class of a request of `bytes`: a multiple of 512 below 1 MiB;
@@ -171,7 +183,7 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
                  category, TRX_MEM_NCAT - 1);
     return nullptr;
   }
-  // cuMemAllocManaged aligns to at least 256 bytes; larger alignments pad.
+  // cuMemAlloc aligns to at least 256 bytes; larger alignments pad.
   size_t pad = align > 256 ? align : 0;
   size_t total = (bytes ? bytes : 1) + pad;
   if (total < bytes) {
@@ -204,16 +216,16 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   }
   if (!base) {
     size_t size = cache ? reserved : total;
-    CUresult rc = cuMemAllocManaged(&base, size, CU_MEM_ATTACH_GLOBAL);
+    CUresult rc = cuMemAlloc(&base, size);
     if (rc == CUDA_ERROR_OUT_OF_MEMORY && cache) {
       releaseCache();
-      rc = cuMemAllocManaged(&base, size, CU_MEM_ATTACH_GLOBAL);
+      rc = cuMemAlloc(&base, size);
     }
     if (rc != CUDA_SUCCESS) {
       const char *name = nullptr;
       cuGetErrorName(rc, &name);
-      setLastError("%s: cuMemAllocManaged of %zu bytes (%s) failed: %s", fn,
-                   bytes, trx_mem_category_name(category),
+      setLastError("%s: cuMemAlloc of %zu bytes (%s) failed: %s", fn, bytes,
+                   trx_mem_category_name(category),
                    name ? name : "unknown error");
       return nullptr;
     }
@@ -224,19 +236,20 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
     }
     counters.allocations.fetch_add(1, std::memory_order_relaxed);
   }
-  // Zeroed like the CPU's blocks, in stream order: after the last user's
-  // kernels, before the next kernel.
-  TRX_CU(cuMemsetD8Async(base, 0, total, s));
+  // The state categories are zeroed once, by the device, in stream order:
+  // after the last user's kernels, before the next use (a kernel, or a
+  // copy hook's copy). Activations are not (poisoned on request).
+  if (category != TRX_MEM_ACTIV) {
+    TRX_CU(cuMemsetD8Async(base, 0, total, s));
+    counters.zeroed[category].fetch_add(bytes, std::memory_order_relaxed);
+  } else if (poisonActivations()) {
+    TRX_CU(cuMemsetD8Async(base, 0xFF, total, s));
+  }
   // Inside a gradient region the block's users run on the communication
-  // stream: after the zeroing.
+  // stream: after the zeroing and the waits above.
   CUstream users = triax::rt::cuda::launchStream();
   if (users != s)
     triax::rt::cuda::streamWaits(users, s);
-  // The host runtime may write its blocks as soon as they are returned;
-  // the compiled code's activations are only touched by later work on the
-  // stream (or by host code that syncs first).
-  if (category != TRX_MEM_ACTIV || !cache)
-    triax::rt::cuda::hostSync(fn);
   uintptr_t user = uintptr_t(base);
   if (pad)
     user = (user + align - 1) & ~uintptr_t(align - 1);
@@ -332,6 +345,17 @@ void triax::rt::cuda::deferReuse(const void *p, CUevent done) {
     TRX_CU(cuEventDestroy(done));
 }
 
+bool triax::rt::cuda::ownsPointer(const void *p) {
+  if (!p)
+    return false;
+  std::lock_guard<std::mutex> lock(tableMutex());
+  auto it = table().upper_bound(uintptr_t(p));
+  if (it == table().begin())
+    return false;
+  --it;
+  return uintptr_t(p) < it->first + std::max<size_t>(it->second.bytes, 1);
+}
+
 int triax::rt::allocCategory(const void *p) {
   if (!p)
     return -1;
@@ -366,6 +390,12 @@ extern "C" void trx_mem_reset_peaks(void) {
   counters.peakTotal.store(
       counters.currentTotal.load(std::memory_order_relaxed),
       std::memory_order_relaxed);
+}
+
+extern "C" size_t trx_mem_zeroed_bytes(int cat) {
+  return validCategory(cat)
+             ? counters.zeroed[cat].load(std::memory_order_relaxed)
+             : 0;
 }
 
 extern "C" const char *trx_mem_category_name(int cat) {

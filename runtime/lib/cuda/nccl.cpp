@@ -717,15 +717,10 @@ Transport *makeNccl() {
   return gNccl;
 }
 
-/// The MPI transport on the CUDA target reads managed memory on the host:
-/// the device's queued work first.
-void deviceSyncForMpi() { hostSync("the MPI transport"); }
-
+// (The MPI transport, TRX_COMM=mpi, stages device buffers itself through
+// the copy hooks: comm.cpp's HostView.)
 struct Registration {
-  Registration() {
-    registerTransport("nccl", &makeNccl);
-    gDeviceSyncHook = &deviceSyncForMpi;
-  }
+  Registration() { registerTransport("nccl", &makeNccl); }
 } registration;
 
 } // namespace
