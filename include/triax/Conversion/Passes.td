@@ -53,6 +53,14 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     in its slice, under `scf.if (row - s * W) < W`. Each element's sum is
     the same, in the same order (bit-identical results), and
     `triax-map-loops-to-gpu` proves the stores disjoint from that guard.
+
+    `accumulate-in-gemm` (the CUDA pipeline sets it): a weight gradient
+    whose only user is its `triax.accumulate_grad` becomes one GEMM into the
+    parameter's gradient buffer with beta = 1, instead of a GEMM into a new
+    buffer plus an accumulation kernel (per weight: one launch, one
+    allocation and three passes over the gradient fewer). cuBLASLt adds C
+    once after the product; OpenBLAS adds it into its partial sums, so the
+    CPU keeps the separate kernel and its rounding.
   }];
   let options = [
     Option<"fuseOptimizer", "fuse-optimizer", "bool", /*default=*/"false",
@@ -74,6 +82,12 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "ceil(N / hidden) slices, one iteration per (slice, feature), "
            "each adding its slice's tokens in token order (the GPU: "
            "deterministic, proved race-free by the GPU mapping)">,
+    Option<"accumulateInGemm", "accumulate-in-gemm", "bool",
+           /*default=*/"false",
+           "A weight gradient whose only user is its triax.accumulate_grad "
+           "is one GEMM adding into the gradient buffer (beta = 1) instead "
+           "of a GEMM into a new buffer and an accumulation kernel (the "
+           "CUDA pipeline sets it)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -250,9 +250,14 @@ void populateStructuralPatterns(TypeConverter &converter,
                                 const ParamIndex &params);
 /// geluEpilogue: a GELU after a biased linear, and a GELU gradient after a
 /// linear, go into the GEMM's epilogue.
+/// accumulateInGemm: a weight gradient whose only user is its
+/// accumulate_grad is a GEMM into the gradient buffer with beta 1 (`params`
+/// names the buffers).
 void populateLinearPatterns(TypeConverter &converter,
                             RewritePatternSet &patterns,
-                            bool geluEpilogue = true);
+                            bool geluEpilogue = true,
+                            const ParamIndex *params = nullptr,
+                            bool accumulateInGemm = false);
 void populateElementwisePatterns(TypeConverter &converter,
                                  RewritePatternSet &patterns);
 /// embeddingGradThreads: see convert-triax-to-kernels' option.

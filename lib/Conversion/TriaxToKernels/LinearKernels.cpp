@@ -19,6 +19,8 @@
 
 #include "KernelBuilder.h"
 
+#include "triax/Conversion/RuntimeABI.h"
+
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 using namespace mlir;
@@ -173,21 +175,60 @@ struct BiasAddLowering : OpConversionPattern<BiasAddOp> {
 
 /// dW = x^T dy ([in, out]) or dy^T x ([out, in]), summed over tokens by the
 /// GEMM itself.
+///
+/// accumulateInGemm (the CUDA pipeline): when dW's only user adds it to the
+/// parameter's gradient buffer (triax.accumulate_grad), the GEMM adds into
+/// that buffer itself (beta = 1): no dW buffer, no accumulation kernel, dW
+/// neither written nor read back. cuBLASLt adds C once after the product
+/// (alpha AB + beta C), the sum the separate kernel made. The CPU keeps the
+/// separate kernel: OpenBLAS adds C into its partial sums block by block, a
+/// different rounding, and CPU losses stay as they were.
 struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LinearWeightGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                           const ParamIndex *params, bool accumulateInGemm)
+      : OpConversionPattern(converter, ctx), params(params),
+        accumulateInGemm(accumulateInGemm) {}
+
   LogicalResult
   matchAndRewrite(LinearWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
-    Value dw = k.alloc(op.getType());
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     bool transposed = op.getTransposeWeight();
+    AccumulateGradOp into = accumulatedInto(op);
+    Value dw;
+    if (into) {
+      auto type =
+          cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
+      dw = k.state(::triax::rt::kGrad, params->lookup(into.getParam()), type);
+    } else {
+      dw = k.alloc(op.getType());
+    }
     if (failed(k.gemm(transposed ? dy : x, transposed ? x : dy, dw,
-                      /*transA=*/true, /*transB=*/false)))
+                      /*transA=*/true, /*transB=*/false, /*alpha=*/1.0,
+                      /*beta=*/into ? 1.0 : 0.0)))
       return failure();
+    if (into)
+      rewriter.eraseOp(into);
     rewriter.replaceOp(op, dw);
     return success();
   }
+
+  /// The accumulate_grad that is dW's only user, when the GEMM can add into
+  /// its f32 gradient buffer; null otherwise.
+  AccumulateGradOp accumulatedInto(LinearWeightGradOp op) const {
+    if (!accumulateInGemm || !params || !op->hasOneUse() ||
+        !op.getType().getElementType().isF32())
+      return {};
+    auto into = dyn_cast<AccumulateGradOp>(*op->getUsers().begin());
+    if (!into || into->getBlock() != op->getBlock() ||
+        !params->count(into.getParam()))
+      return {};
+    return into;
+  }
+
+  const ParamIndex *params;
+  bool accumulateInGemm;
 };
 
 /// db[n] = sum over rows of dy[m, n]: one column per iteration.
@@ -216,8 +257,12 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
 
 void mlir::triax::kernels::populateLinearPatterns(TypeConverter &converter,
                                                   RewritePatternSet &patterns,
-                                                  bool geluEpilogue) {
+                                                  bool geluEpilogue,
+                                                  const ParamIndex *params,
+                                                  bool accumulateInGemm) {
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
-  patterns.add<BiasAddLowering, LinearWeightGradLowering, BiasGradLowering>(
-      converter, patterns.getContext());
+  patterns.add<BiasAddLowering, BiasGradLowering>(converter,
+                                                  patterns.getContext());
+  patterns.add<LinearWeightGradLowering>(converter, patterns.getContext(),
+                                         params, accumulateInGemm);
 }

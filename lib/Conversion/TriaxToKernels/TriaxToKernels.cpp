@@ -421,7 +421,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);
   populateStructuralPatterns(converter, patterns, params);
-  populateLinearPatterns(converter, patterns, geluEpilogue);
+  populateLinearPatterns(converter, patterns, geluEpilogue, &params,
+                         accumulateInGemm);
   populateElementwisePatterns(converter, patterns);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
   populateNormPatterns(converter, patterns);
