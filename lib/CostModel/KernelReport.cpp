@@ -690,6 +690,11 @@ bool StepCounter::controlDependsOn(Region &region, llvm::ArrayRef<Value> leaves,
       control = {sw.getArg()};
     else if (auto inner = dyn_cast<gpu::LaunchOp>(op))
       llvm::append_range(control, inner->getOperands());
+    else if (auto call = dyn_cast<func::CallOp>(op))
+      // A kernel function's sizes.
+      for (Value operand : call.getOperands())
+        if (operand.getType().isIntOrIndex())
+          control.push_back(operand);
     for (Value v : control)
       if (dependsOn(v, leaves)) {
         found = true;
