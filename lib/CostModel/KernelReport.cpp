@@ -499,7 +499,7 @@ struct KernelCtx {
 
 /// Limit on the ops visited while enumerating iterations (a bound that
 /// depends on an index makes the walk visit a body once per value).
-constexpr int64_t kMaxVisits = 400'000'000;
+constexpr int64_t kMaxVisits = 100'000'000;
 
 class StepCounter {
 public:
@@ -1199,7 +1199,6 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
     if (!n)
       return failure("cannot size the message of " + describe(call) +
                      ": the shape of its buffer (or parameter) is not known");
-    item.bytesRead = callee == rt::kRecvF32 ? 0 : *n * 4;
     return llvm::Error::success();
   }
   }
