@@ -189,13 +189,50 @@ func.func @accumulate(%g: memref<4096xf32>, %x: memref<4096xf32>) {
 
 // -----
 
-// A row kernel whose scalar code adds into the row's element: every thread
-// of a block would run the read-modify-write. It keeps one thread per row.
+// A row kernel whose scalar code adds into the row's element (a bias
+// gradient added into its gradient buffer): the scalar code's store runs in
+// thread 0 alone, so the read-modify-write is one; the row's sum is still
+// one block per row.
 // CHECK-LABEL: func.func @row_rmw
-// CHECK:         gpu.launch
-// CHECK:           scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args
-// CHECK-NOT:     gpu.all_reduce
+// CHECK:         gpu.launch blocks
+// CHECK:           %[[T0:.*]] = arith.cmpi eq, %{{.*}}, %c0
+// CHECK:           %[[P:.*]] = scf.for
+// CHECK:           %[[S:.*]] = gpu.all_reduce add %[[P]]
+// CHECK:           %[[OLD:.*]] = memref.load
+// CHECK:           %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}} : f32
+// CHECK:           scf.if %[[T0]] {
+// CHECK-NEXT:        memref.store %[[NEW]]
+// CHECK-NOT:       gpu.barrier
+// CHECK:           gpu.terminator
 func.func @row_rmw(%a: memref<512x64xf32>, %out: memref<512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%r) = (%c0) to (%c512) step (%c1) {
+    %s = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = memref.load %a[%r, %j] : memref<512x64xf32>
+      %n = arith.addf %acc, %x : f32
+      scf.yield %n : f32
+    }
+    %old = memref.load %out[%r] : memref<512xf32>
+    %new = arith.addf %old, %s : f32
+    memref.store %new, %out[%r] : memref<512xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// The scalar code reads what it writes and uses it for more than the write
+// (here the row loop scales by it): another thread could read thread 0's
+// new value. The kernel keeps one thread per row.
+// CHECK-LABEL: func.func @row_read_back
+// CHECK:         gpu.launch
+// CHECK-NOT:     gpu.all_reduce
+func.func @row_read_back(%a: memref<512x64xf32>, %out: memref<512xf32>, %y: memref<512x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
@@ -208,10 +245,15 @@ func.func @row_rmw(%a: memref<512x64xf32>, %out: memref<512xf32>) {
       %n = arith.addf %acc, %x : f32
       scf.yield %n : f32
     }
-    // expected-note @below {{every thread of the block reads and writes this buffer (a read-modify-write in the row's scalar code)}}
+    // expected-note @below {{the row's scalar code reads a buffer it writes, and uses the value for more than the write}}
     %old = memref.load %out[%r] : memref<512xf32>
     %new = arith.addf %old, %s : f32
     memref.store %new, %out[%r] : memref<512xf32>
+    scf.for %j = %c0 to %c64 step %c1 {
+      %x = memref.load %a[%r, %j] : memref<512x64xf32>
+      %z = arith.mulf %x, %old : f32
+      memref.store %z, %y[%r, %j] : memref<512x64xf32>
+    }
     scf.reduce
   }
   return

@@ -216,7 +216,8 @@ bool isRowKernel(scf::ParallelOp loop) {
 /// (warp shuffles and shared memory after convert-gpu-to-nvvm) and then
 /// with the loop's initial value, and a barrier follows each elementwise
 /// loop (a later loop may read what it wrote). Scalar ops run in every
-/// thread (the same values).
+/// thread (the same values); their stores run in thread 0 only, followed by
+/// a barrier when a row loop comes after them.
 void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
   // B: the longest row loop's trip count rounded up to a warp, at most
   // maxBlockSize (a 64-element row needs 64 threads, not 256).
@@ -259,9 +260,31 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
   map.map(loop.getInductionVars()[0], row);
   Value tid = launch.getThreadIds().x;
 
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
   for (Operation &op : loop.getBody()->without_terminator()) {
     auto inner = dyn_cast<scf::ForOp>(op);
     if (!inner) {
+      // A store of the row's scalar code: thread 0 alone writes (a
+      // read-modify-write of the row's element stays one), and a later row
+      // loop that may read it waits at a barrier.
+      if (isa<memref::StoreOp>(op)) {
+        auto single =
+            scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(single.thenBlock()->getTerminator());
+          b.clone(op, map);
+        }
+        bool rowLoopLater = llvm::any_of(
+            llvm::make_range(std::next(op.getIterator()),
+                             loop.getBody()->without_terminator().end()),
+            [](Operation &later) { return isa<scf::ForOp>(later); });
+        if (rowLoopLater)
+          gpu::BarrierOp::create(b, loc);
+        continue;
+      }
       b.clone(op, map);
       continue;
     }

@@ -284,6 +284,31 @@ bool mayDependOn(Value v, Value iv, Region &nest, llvm::DenseSet<Value> &seen) {
   });
 }
 
+/// Whether `load`'s value flows only through pure ops into the values (not
+/// the indices) of `stores`.
+bool feedsOnlyStores(memref::LoadOp load, ArrayRef<memref::StoreOp> stores) {
+  SmallVector<Value> worklist{load.getResult()};
+  llvm::DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto store = dyn_cast<memref::StoreOp>(user)) {
+        if (use.get() != store.getValueToStore() ||
+            !llvm::is_contained(stores, store))
+          return false;
+        continue;
+      }
+      if (user->getNumRegions() != 0 || !isPure(user))
+        return false;
+      worklist.append(user->result_begin(), user->result_end());
+    }
+  }
+  return true;
+}
+
 std::string describeIndices(memref::StoreOp store) {
   std::string text = "[";
   llvm::raw_string_ostream os(text);
@@ -301,8 +326,9 @@ std::string describeIndices(memref::StoreOp store) {
 
 /// One phase: `ops` run concurrently in the threads that `mapped` tells
 /// apart. Appends what it cannot prove. `redundant`: every thread of a block
-/// runs these ops with the same values (a row kernel's scalar code), so a
-/// read-modify-write there races with itself.
+/// runs these ops with the same values and thread 0 alone stores (a row
+/// kernel's scalar code), so a read of a stored buffer is safe only when it
+/// feeds nothing but those stores.
 void checkPhase(Region &nest, ArrayRef<Operation *> ops,
                 const llvm::DenseMap<Value, Extent> &mapped, bool redundant,
                 SmallVectorImpl<UnprovedWrite> &out) {
@@ -385,10 +411,13 @@ void checkPhase(Region &nest, ArrayRef<Operation *> ops,
     if (!written.count(root))
       continue;
     if (redundant) {
-      out.push_back({load, -1, true,
-                     "every thread of the block reads and writes this "
-                     "buffer (a read-modify-write in the row's scalar "
-                     "code)"});
+      // The scalar code's stores run in thread 0 alone: a read of what
+      // they write is safe when it only feeds those stores (a
+      // read-modify-write); another thread could read the new value.
+      if (!feedsOnlyStores(load, stores))
+        out.push_back({load, -1, false,
+                       "the row's scalar code reads a buffer it writes, and "
+                       "uses the value for more than the write"});
       continue;
     }
     for (memref::StoreOp store : stores)

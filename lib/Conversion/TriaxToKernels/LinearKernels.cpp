@@ -173,6 +173,20 @@ struct BiasAddLowering : OpConversionPattern<BiasAddOp> {
   }
 };
 
+/// The accumulate_grad that is `gradient`'s only user (in its block), when
+/// the producer can add into the f32 gradient buffer itself; null otherwise.
+AccumulateGradOp accumulatedInto(Operation *gradient,
+                                 const ParamIndex *params) {
+  auto type = cast<ShapedType>(gradient->getResult(0).getType());
+  if (!params || !gradient->hasOneUse() || !type.getElementType().isF32())
+    return {};
+  auto into = dyn_cast<AccumulateGradOp>(*gradient->getUsers().begin());
+  if (!into || into->getBlock() != gradient->getBlock() ||
+      !params->count(into.getParam()))
+    return {};
+  return into;
+}
+
 /// dW = x^T dy ([in, out]) or dy^T x ([out, in]), summed over tokens by the
 /// GEMM itself.
 ///
@@ -195,7 +209,8 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
     KernelBuilder k(rewriter, op.getLoc());
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     bool transposed = op.getTransposeWeight();
-    AccumulateGradOp into = accumulatedInto(op);
+    AccumulateGradOp into =
+        accumulateInGemm ? accumulatedInto(op, params) : AccumulateGradOp();
     Value dw;
     if (into) {
       auto type =
@@ -214,31 +229,33 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
     return success();
   }
 
-  /// The accumulate_grad that is dW's only user, when the GEMM can add into
-  /// its f32 gradient buffer; null otherwise.
-  AccumulateGradOp accumulatedInto(LinearWeightGradOp op) const {
-    if (!accumulateInGemm || !params || !op->hasOneUse() ||
-        !op.getType().getElementType().isF32())
-      return {};
-    auto into = dyn_cast<AccumulateGradOp>(*op->getUsers().begin());
-    if (!into || into->getBlock() != op->getBlock() ||
-        !params->count(into.getParam()))
-      return {};
-    return into;
-  }
-
   const ParamIndex *params;
   bool accumulateInGemm;
 };
 
-/// db[n] = sum over rows of dy[m, n]: one column per iteration.
+/// db[n] = sum over rows of dy[m, n]: one column per iteration. When db's
+/// only user is its accumulate_grad (f32), the column's sum is added into
+/// the gradient buffer by this kernel: g[n] + sum is the same single f32
+/// addition the accumulation kernel made, so results are bit-identical on
+/// both targets, with one kernel, one buffer and two passes fewer.
 struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  BiasGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                   const ParamIndex *params)
+      : OpConversionPattern(converter, ctx), params(params) {}
+
   LogicalResult
   matchAndRewrite(BiasGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
-    Value db = k.alloc(op.getType());
+    AccumulateGradOp into = accumulatedInto(op, params);
+    Value db;
+    if (into) {
+      auto type =
+          cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
+      db = k.state(::triax::rt::kGrad, params->lookup(into.getParam()), type);
+    } else {
+      db = k.alloc(op.getType());
+    }
     Value dy = k.rows(adaptor.getResultGrad());
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
     k.parallel({cols}, [&](KernelBuilder &k, ValueRange n) {
@@ -246,11 +263,15 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
           rows, {k.f32(0.0)}, [&](KernelBuilder &k, Value m, ValueRange acc) {
             return SmallVector<Value>{k.add(acc[0], k.load(dy, {m, n[0]}))};
           })[0];
-      k.store(sum, db, n);
+      k.store(into ? k.add(k.load(db, n), sum) : sum, db, n);
     });
+    if (into)
+      rewriter.eraseOp(into);
     rewriter.replaceOp(op, db);
     return success();
   }
+
+  const ParamIndex *params;
 };
 
 } // namespace
@@ -261,8 +282,8 @@ void mlir::triax::kernels::populateLinearPatterns(TypeConverter &converter,
                                                   const ParamIndex *params,
                                                   bool accumulateInGemm) {
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
-  patterns.add<BiasAddLowering, BiasGradLowering>(converter,
-                                                  patterns.getContext());
+  patterns.add<BiasAddLowering>(converter, patterns.getContext());
+  patterns.add<BiasGradLowering>(converter, patterns.getContext(), params);
   patterns.add<LinearWeightGradLowering>(converter, patterns.getContext(),
                                          params, accumulateInGemm);
 }
