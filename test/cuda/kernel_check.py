@@ -13,13 +13,20 @@ from), keeps only the kernels (public, with C interfaces) and lowers that
 module twice: with the CPU target's lowering (the serial tail of
 triax-lower-cpu) and with triax-kernels-to-cuda (the tail of
 triax-lower-cuda). A generated C harness calls every kernel on buffers
-filled from a fixed seed (f32 in [-1, 1); i32 in [0, smallest dimension)
-so that gathers stay in bounds; bf16 the f32 value rounded to nearest
-even; float scalars 0.75) and writes, after the
-call, a sample of every buffer (all elements up to 1024, else the first and
-last 256 and 512 in between) with the sum and the sum of magnitudes of all
-of it, to OUTDIR/<target>/<kernel>.bin (small enough to carry the CPU's to
-the GPU machine). The harness is
+filled from a fixed seed (f32 and f64 in [-1, 1); i32 and i64 in [0,
+smallest dimension) so that gathers stay in bounds; bf16 the f32 value
+rounded to nearest even; float scalars 0.75; an integer argument, a size
+the kernel's loops run to, the constant its entry function passes at the
+call (a kernel whose `index` size is not a constant there is not checked;
+another integer without one is 1)) and
+writes, after the call, a sample of every buffer (all elements up to 1024,
+else the first and last 256 and 512 in between) with the sum and the sum
+of magnitudes of all of it, to OUTDIR/<target>/<kernel>.bin (small enough
+to carry the CPU's to the GPU machine). The buffers are trx_alloc'd, which
+is device memory on CUDA: the harness fills each in host memory and copies
+it over with trx_copy_to_device, and reads it back with trx_copy_to_host
+before sampling and summing (memcpy on the CPU, so both targets run the
+same harness code). The harness is
 linked once with each object: kernel-check-cpu (libtriax_rt.a, OpenBLAS)
 and kernel-check-cuda (libtriax_rt_cuda.a first, as triaxc links).
 
@@ -28,7 +35,8 @@ and kernel-check-cuda (libtriax_rt_cuda.a first, as triaxc links).
 default atol 1e-5,
 rtol 1e-4 (fp32 kernels; libdevice's exp/tanh/pow and FMA contraction
 differ from libm by a few ulp), prints the worst kernels and exits 1 when
-one fails. bf16 buffers are written as f32 (exact); a kernel that computes
+one fails. bf16 buffers are written as f32 (exact), f64 buffers as f32
+(rounded; their sums stay doubles), i64 as their low 32 bits; a kernel that computes
 in f32 and stores bf16 may round a value near a rounding boundary the other
 way on the GPU, one bf16 ulp: up to 2^-7 of the value, so `build
 --precision bf16` records rtol 8e-3 for compare to use.
@@ -56,10 +64,16 @@ CPU_TAIL = (
 KERNEL_RE = re.compile(
     r"^  func\.func private @(\w+_kernel\d+)\((.*?)\)( -> (?:f64|f32))?"
     r"(?: attributes \{(.*)\})? \{$")
-MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|bf16|i32|i64)>$")
+# A memref of static shape; rank 0 (memref<f32>) too.
+MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|bf16|f64|i32|i64)>$")
+# In an entry function: a constant, and a call of a kernel.
+FUNC_RE = re.compile(r"^  func\.func (?:private )?@(\w+)\(.*\{$")
+CONST_RE = re.compile(
+    r"^\s*(%[\w.$-]+) = arith\.constant (-?\d+) : (?:index|i32|i64)$")
+CALL_RE = re.compile(r"^\s*(?:%[\w.$:-]+ = )?call @(\w+_kernel\d+)\((.*?)\) :")
 
 # The harness's element codes and sizes (C_PRELUDE's buffer() and dump()).
-ELEM_CODE = {"f32": 0, "i32": 1, "i64": 2, "bf16": 3}
+ELEM_CODE = {"f32": 0, "i32": 1, "i64": 2, "bf16": 3, "f64": 4}
 
 
 def split_args(text):
@@ -85,15 +99,54 @@ def parse_type(t):
     if m:
         dims = [int(d) for d in m.group(1).split("x") if d]
         return {"kind": "memref", "elem": m.group(2), "shape": dims}
-    if t in ("f32", "f64", "i32", "i64"):
+    if t in ("f32", "f64", "i32", "i64", "index"):
         return {"kind": "scalar", "elem": t}
     return None
+
+
+def call_sizes(lines):
+    """{kernel: [the operands of each call, a constant index as an int,
+    anything else as None]} over the functions that call kernels (the entry
+    functions). SSA names are unique within a function."""
+    calls, consts = {}, {}
+    for line in lines:
+        if FUNC_RE.match(line):
+            consts = {}
+            continue
+        m = CONST_RE.match(line)
+        if m:
+            consts[m.group(1)] = int(m.group(2))
+            continue
+        m = CALL_RE.match(line)
+        if m:
+            ops = [o.strip() for o in m.group(2).split(",") if o.strip()]
+            calls.setdefault(m.group(1), []).append(
+                [consts.get(o) for o in ops])
+    return calls
+
+
+def resolve_sizes(name, types, calls):
+    """Gives every integer scalar argument of kernel `name` (a size its
+    loops run to) a "value": the constant all its calls pass. False when an
+    index argument has none (a call passes something else, calls disagree,
+    or nothing calls the kernel): the kernel is not checked. An i32/i64
+    argument without one gets 1."""
+    for j, t in enumerate(types):
+        if t["elem"] not in ("index", "i32", "i64"):
+            continue
+        values = {c[j] if j < len(c) else None for c in calls.get(name, [])}
+        if len(values) == 1 and None not in values:
+            t["value"] = values.pop()
+        elif t["elem"] == "index":
+            return False
+    return True
 
 
 def kernels_only(text):
     """The kernel functions (public, C interface) and the declarations."""
     out, kernels, skipped = [], [], []
     lines = text.splitlines()
+    calls = call_sizes(lines)
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -106,7 +159,8 @@ def kernels_only(text):
                 body.append(lines[i])
                 i += 1
             body.append(lines[i])
-            if any(t is None for t in types):
+            if any(t is None for t in types) or \
+                    not resolve_sizes(m.group(1), types, calls):
                 skipped.append(m.group(1))
             else:
                 attrs = [a for a in (m.group(4) or "").split(", ") if a]
@@ -139,7 +193,9 @@ def kernels_only(text):
 
 C_PRELUDE = r"""
 /* Generated by test/cuda/kernel_check.py: calls every kernel of the model on
- * fixed inputs and writes its buffers afterwards. */
+ * fixed inputs and writes its buffers afterwards. The buffers are trx_alloc'd
+ * (device memory on CUDA): the host never dereferences them, it fills and
+ * reads host copies (trx_copy_to_device, trx_copy_to_host). */
 #include "triax_rt.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -150,14 +206,16 @@ static FILE *out;
 #define MEMREF(R) typedef struct { void *allocated, *aligned; int64_t offset; \
   int64_t sizes[R], strides[R]; } memref##R;
 MEMREF(1) MEMREF(2) MEMREF(3) MEMREF(4) MEMREF(5)
+typedef struct { void *allocated, *aligned; int64_t offset; } memref0;
 
 static uint64_t rng;
 static uint32_t next32(void) {
   rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
   return (uint32_t)(rng >> 33);
 }
-/* Element codes: 0 f32, 1 i32, 2 i64, 3 bf16 (the top half of an f32). */
-static const size_t elem_size[] = {4, 4, 8, 2};
+/* Element codes: 0 f32, 1 i32, 2 i64, 3 bf16 (the top half of an f32),
+ * 4 f64. */
+static const size_t elem_size[] = {4, 4, 8, 2, 8};
 static uint16_t to_bf16(float f) {
   uint32_t u; memcpy(&u, &f, 4);
   u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even (no NaN here) */
@@ -167,34 +225,49 @@ static float from_bf16(uint16_t h) {
   uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4);
   return f;
 }
+static void *host_array(size_t bytes) {
+  void *h = malloc(bytes ? bytes : 1);
+  if (!h) { fprintf(stderr, "kernel-check: out of host memory\n"); exit(2); }
+  return h;
+}
+/* A trx_alloc'd buffer of n elements, filled in host memory and copied to
+ * the device. */
 static void *buffer(int64_t n, int elem, int64_t bound) {
-  void *p = trx_alloc((size_t)n * elem_size[elem], TRX_MEM_OTHER);
-  if (!p) { fprintf(stderr, "kernel-check: %s\n", trx_last_error()); exit(2); }
+  size_t bytes = (size_t)n * elem_size[elem];
+  void *d = trx_alloc(bytes, TRX_MEM_OTHER);
+  if (!d) { fprintf(stderr, "kernel-check: %s\n", trx_last_error()); exit(2); }
+  void *p = host_array(bytes);
   for (int64_t i = 0; i < n; ++i) {
-    if (elem == 0 || elem == 3) {
+    if (elem == 0 || elem == 3 || elem == 4) {
       float f = (float)(next32() % 2000000) / 1e6f - 1.0f;
-      if (elem == 0) ((float *)p)[i] = f; else ((uint16_t *)p)[i] = to_bf16(f);
+      if (elem == 0) ((float *)p)[i] = f;
+      else if (elem == 4) ((double *)p)[i] = f;
+      else ((uint16_t *)p)[i] = to_bf16(f);
     } else if (elem == 1) {
       ((int32_t *)p)[i] = (int32_t)(next32() % (uint32_t)bound);
     } else {
       ((int64_t *)p)[i] = (int64_t)(next32() % (uint32_t)bound);
     }
   }
-  return p;
+  trx_copy_to_device(d, p, bytes);
+  free(p);
+  return d;
 }
-/* Element i as a double, and as the 4 bytes the record holds (f32 for
- * f32 and bf16, i32 for i32, the low half of an i64). */
+/* Element i of a host array as a double, and as the 4 bytes the record
+ * holds (f32 for f32, bf16 and f64, i32 for i32, the low half of an i64). */
 static double value(const void *p, int64_t i, int elem) {
   switch (elem) {
   case 0: return ((const float *)p)[i];
   case 1: return ((const int32_t *)p)[i];
   case 2: return (double)((const int64_t *)p)[i];
+  case 4: return ((const double *)p)[i];
   default: return from_bf16(((const uint16_t *)p)[i]);
   }
 }
 static void put(const void *p, int64_t i, int elem) {
   if (elem == 3) { float f = from_bf16(((const uint16_t *)p)[i]); fwrite(&f, 4, 1, out); }
   else if (elem == 2) { int32_t v = (int32_t)((const int64_t *)p)[i]; fwrite(&v, 4, 1, out); }
+  else if (elem == 4) { float f = (float)((const double *)p)[i]; fwrite(&f, 4, 1, out); }
   else fwrite((const char *)p + 4 * i, 4, 1, out);
 }
 static void describe(void *d, void *p, int rank, const int64_t *shape) {
@@ -206,8 +279,12 @@ static void describe(void *d, void *p, int rank, const int64_t *shape) {
 }
 /* A buffer's record: the elements at sample_indices(n) (all of them up to
  * 1024; else the first 256, the last 256 and 512 spread in between), then
- * the sum and the sum of magnitudes of all n elements (doubles). */
-static void dump(const void *p, int64_t n, int elem) {
+ * the sum and the sum of magnitudes of all n elements (doubles). `d` is the
+ * trx_alloc'd buffer: read through a host copy. */
+static void dump(const void *d, int64_t n, int elem) {
+  size_t bytes = (size_t)n * elem_size[elem];
+  void *p = host_array(bytes);
+  trx_copy_to_host(p, d, bytes);
   double sum = 0, sumabs = 0;
   for (int64_t i = 0; i < n; ++i) {
     double v = value(p, i, elem);
@@ -222,6 +299,7 @@ static void dump(const void *p, int64_t n, int elem) {
   }
   fwrite(&sum, 8, 1, out);
   fwrite(&sumabs, 8, 1, out);
+  free(p);
 }
 static int open_out(const char *dir, const char *name) {
   char path[4096];
@@ -242,7 +320,7 @@ def harness(kernels):
                 params.append("memref%d *" % len(t["shape"]))
             else:
                 params.append({"f32": "float", "f64": "double", "i32": "int32_t",
-                               "i64": "int64_t"}[t["elem"]])
+                               "i64": "int64_t", "index": "int64_t"}[t["elem"]])
         ret = {None: "void", "f64": "double", "f32": "float"}[k["result"]]
         c.append("%s _mlir_ciface_%s(%s);" % (ret, k["name"], ", ".join(params)))
     c.append("static int run(const char *dir, const char *only) {")
@@ -260,18 +338,22 @@ def harness(kernels):
                 for d in t["shape"]:
                     n *= d
                 rank = len(t["shape"])
-                shape = ", ".join(str(d) for d in t["shape"])
+                # (rank 0: a placeholder, describe() reads no size)
+                shape = ", ".join(str(d) for d in t["shape"]) or "0"
                 c.append("    int64_t s%d[] = {%s}; memref%d m%d;" % (j, shape, rank, j))
                 c.append("    void *b%d = buffer(%d, %d, %d); describe(&m%d, b%d, %d, s%d);"
                          % (j, n, ELEM_CODE[t["elem"]], bound, j, j, rank, j))
                 call.append("&m%d" % j)
+            elif "value" in t:
+                call.append("%d" % t["value"])  # the size at the call
             else:
                 call.append({"f32": "0.75f", "f64": "0.75"}.get(t["elem"], "1"))
         if k["result"]:
             c.append("    double r = _mlir_ciface_%s(%s);" % (name, ", ".join(call)))
         else:
             c.append("    _mlir_ciface_%s(%s);" % (name, ", ".join(call)))
-        # CUDA: the kernels run asynchronously; wait before reading.
+        # CUDA: the kernels run asynchronously; wait before reading (the
+        # copies to the host in dump() wait too).
         c.append("    trx_device_sync();")
         c.append("    if (open_out(dir, \"%s\")) return 1;" % name)
         if k["result"]:
@@ -405,7 +487,7 @@ def compare(a):
             if t["kind"] != "memref":
                 continue
             n = _count(t["shape"])
-            fmt += ("f" if t["elem"] in ("f32", "bf16") else "i") * \
+            fmt += ("f" if t["elem"] in ("f32", "bf16", "f64") else "i") * \
                 min(n, 1024) + "dd"
         cpu = struct.unpack("<" + fmt, data[0])
         gpu = struct.unpack("<" + fmt, data[1])
