@@ -163,14 +163,15 @@ CallClass classify(llvm::StringRef name) {
 }
 
 /// Bytes the runtime zero-fills when `alloc` runs, of its `bytes`. THE
-/// ONE PLACE for this rule: today every block trx_alloc hands out is
-/// zero-filled (runtime/lib/cuda/mem.cpp, "Contract kept from
-/// lib/cpu/mem.cpp: every block is zero-filled"), so every allocation
-/// counts whole. When only the allocations marked as needing zeros are
-/// filled, test the mark here.
-int64_t zeroFilledBytes(memref::AllocOp alloc, int64_t bytes) {
+/// ONE PLACE for this rule. The compiled code's allocations are
+/// TRX_MEM_ACTIV blocks (_mlir_memref_to_llvm_alloc): the CUDA runtime
+/// does not zero them (runtime/lib/cuda/mem.cpp: the compiled code writes
+/// every element before reading it, which TRX_ALLOC_POISON=1 checks on
+/// the CPU); the CPU runtime still does (runtime/lib/cpu/mem.cpp).
+int64_t zeroFilledBytes(memref::AllocOp alloc, int64_t bytes,
+                        KernelTarget target) {
   (void)alloc;
-  return bytes;
+  return target == KernelTarget::CUDA ? 0 : bytes;
 }
 
 /// A floating-point operation of a kernel body: an arith op on floats
@@ -1252,7 +1253,7 @@ llvm::Error StepCounter::allocation(memref::AllocOp alloc, double w) {
   entry->allocations += w;
   report.totals.allocationBytes += w * scale * double(bytes);
   report.totals.allocationMemsetBytes +=
-      w * scale * double(zeroFilledBytes(alloc, bytes));
+      w * scale * double(zeroFilledBytes(alloc, bytes, target));
   return llvm::Error::success();
 }
 
@@ -1470,7 +1471,15 @@ llvm::Expected<KernelReport> triax::cost::analyzeKernelModule(
   // (runtime/lib/cpu/driver.cpp zeroGrads): this rank's gradient bytes,
   // [M2].
   t.gradientZeroBytes = double(facts.state.grads);
-  t.memsetBytes = t.allocationMemsetBytes + t.gradientZeroBytes;
+  // ...and the one-float loss accumulator the forward_backward calls add
+  // to (RuntimeABI.h's entries: the step's scalars stay on the device).
+  t.scalarZeroBytes = double(sizeof(float));
+  t.memsetBytes =
+      t.allocationMemsetBytes + t.gradientZeroBytes + t.scalarZeroBytes;
+  // The driver reads the loss and the gradient norm with one copy to the
+  // host, on the steps it logs only (runtime/lib/cpu/driver.cpp).
+  t.loggedStepHostSyncs = t.hostSyncs + (cuda ? 1 : 0);
+  t.deviceAllocationsAfterFirstStep = cuda ? 0 : t.allocations;
   std::vector<CommLoad> loads;
   for (const KernelItem &item : report.items) {
     switch (item.kind) {
@@ -1614,13 +1623,19 @@ void triax::cost::printKernelReport(llvm::raw_ostream &os,
   os << "  host syncs: " << count(t.hostSyncs) << " (" << count(t.hostSyncCalls)
      << " trx_cuda_host_sync + " << count(t.hostSyncs - t.hostSyncCalls)
      << " returned values)\n";
+  os << "  host syncs on a logged step: " << count(t.loggedStepHostSyncs)
+     << "\n";
   os << "  host accesses: " << count(t.hostAccesses) << "\n";
   os << "  host access bytes: " << count(t.hostAccessBytes) << "\n";
   os << "  allocations: " << count(t.allocations) << "\n";
+  os << "  device allocations after the first step: "
+     << count(t.deviceAllocationsAfterFirstStep)
+     << (cuda ? " (caching allocator)" : " (malloc)") << "\n";
   os << "  allocation bytes: " << count(t.allocationBytes) << "\n";
   os << "  memset bytes: " << count(t.memsetBytes) << " (allocations "
      << count(t.allocationMemsetBytes) << " + gradient zeroing "
-     << count(t.gradientZeroBytes)
+     << count(t.gradientZeroBytes) << " + loss accumulator "
+     << count(t.scalarZeroBytes)
      << llvm::format("; %.1f us at HBM bandwidth, not in the step time)\n",
                      hw.hbmBandwidth > 0 ? t.memsetBytes / hw.hbmBandwidth * 1e6
                                          : 0.0);
@@ -1697,6 +1712,10 @@ void triax::cost::printKernelReportJSON(llvm::raw_ostream &os,
                           {"memset_bytes", t.memsetBytes},
                           {"allocation_memset_bytes", t.allocationMemsetBytes},
                           {"gradient_zero_bytes", t.gradientZeroBytes},
+                          {"scalar_zero_bytes", t.scalarZeroBytes},
+                          {"logged_step_host_syncs", t.loggedStepHostSyncs},
+                          {"device_allocations_after_first_step",
+                           t.deviceAllocationsAfterFirstStep},
                           {"host_device_bytes", t.hostDeviceBytes},
                           {"flops_counted", t.kernelFlops},
                           {"kernel_seconds", t.kernelSeconds},

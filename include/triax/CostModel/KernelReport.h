@@ -91,9 +91,17 @@ struct KernelReportTotals {
   double hostAccessBytes = 0;
   double allocations = 0; ///< memref.alloc executed
   double allocationBytes = 0;
-  double memsetBytes = 0; ///< zero-filled allocations + gradient zeroing
+  double memsetBytes = 0; ///< zero-filled allocations + the driver's zeroing
   double allocationMemsetBytes = 0;
   double gradientZeroBytes = 0;
+  double scalarZeroBytes = 0; ///< the driver's loss accumulator, each step
+  /// Host syncs of a logged step: hostSyncs + the driver's one read of the
+  /// loss and the gradient norm (steps it does not log read nothing).
+  double loggedStepHostSyncs = 0;
+  /// Allocations that reach the device allocator after the first step: 0
+  /// with the CUDA runtime's caching allocator (a step allocates the same
+  /// sizes in the same order, so every block comes from its cache).
+  double deviceAllocationsAfterFirstStep = 0;
   double hostDeviceBytes = 0;   ///< host accesses + tokens in + results out
   double kernelFlops = 0;       ///< counted in kernels and GEMMs
   double kernelSeconds = 0;     ///< roofline, kernels
