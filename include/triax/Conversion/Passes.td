@@ -60,10 +60,10 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     buffer plus an accumulation kernel (per weight: one launch, one
     allocation and three passes over the gradient fewer). cuBLASLt adds C
     once after the product; OpenBLAS adds it into its partial sums, so the
-    CPU keeps the separate kernel and its rounding. A bias gradient (a
-    column sum) whose only user is its `triax.accumulate_grad` adds its sum
-    into the gradient buffer on both targets, without the option: the same
-    single f32 addition, so the same bits.
+    CPU keeps the separate kernel and its rounding. With the option, a
+    bias gradient (a column sum) whose only user is its
+    `triax.accumulate_grad` also adds its sum into the gradient buffer in
+    its own kernel: the same single f32 addition, so the same bits.
   }];
   let options = [
     Option<"fuseOptimizer", "fuse-optimizer", "bool", /*default=*/"false",

@@ -233,11 +233,14 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
   bool accumulateInGemm;
 };
 
-/// db[n] = sum over rows of dy[m, n]: one column per iteration. When db's
-/// only user is its accumulate_grad (f32), the column's sum is added into
-/// the gradient buffer by this kernel: g[n] + sum is the same single f32
-/// addition the accumulation kernel made, so results are bit-identical on
-/// both targets, with one kernel, one buffer and two passes fewer.
+/// db[n] = sum over rows of dy[m, n]: one column per iteration. With
+/// accumulateInGemm (the CUDA pipeline), when db's only user is its
+/// accumulate_grad (f32), the column's sum is added into the gradient
+/// buffer by this kernel: g[n] + sum is the same single f32 addition the
+/// accumulation kernel made (bit-identical: checked on CPU ranks), with one
+/// kernel, one buffer and two passes fewer. The CPU keeps the separate
+/// kernel so that the cost model's activation liveness [A9], which sees a
+/// bias gradient as a buffer, stays exact there.
 struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
   BiasGradLowering(TypeConverter &converter, MLIRContext *ctx,
                    const ParamIndex *params)
@@ -283,7 +286,8 @@ void mlir::triax::kernels::populateLinearPatterns(TypeConverter &converter,
                                                   bool accumulateInGemm) {
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
   patterns.add<BiasAddLowering>(converter, patterns.getContext());
-  patterns.add<BiasGradLowering>(converter, patterns.getContext(), params);
+  patterns.add<BiasGradLowering>(converter, patterns.getContext(),
+                                 accumulateInGemm ? params : nullptr);
   patterns.add<LinearWeightGradLowering>(converter, patterns.getContext(),
                                          params, accumulateInGemm);
 }
