@@ -1,9 +1,11 @@
 //===- ModelDescriptor.cpp - The C side of a compiled model ---------------===//
 //
-// The compiled object exports `triax_train_step` and `triax_forward` with
-// MLIR's C interface (memref descriptors, results through a pointer). This
-// file writes the small C translation unit that wraps them for the runtime
-// (plain pointers), tables the parameters for initialization and
+// The compiled object exports `triax_forward_backward`,
+// `triax_optimizer_step` and `triax_forward` with MLIR's C interface (memref
+// descriptors; RuntimeABI.h gives their signatures). This file writes the
+// small C translation unit that wraps them for the runtime (plain
+// pointers: the training step's loss and gradient norm go to device
+// scalars the driver owns), tables the parameters for initialization and
 // checkpoints, and defines main: the runtime's training driver.
 //
 //===----------------------------------------------------------------------===//
@@ -110,11 +112,14 @@ std::string emitModelDescriptor(ModuleOp module) {
         "#include <stdint.h>\n#include \"triax_rt.h\"\n\n"
         "typedef struct { int32_t *allocated, *aligned; int64_t offset, "
         "sizes[2], strides[2]; } triax_i32_view;\n"
+        "typedef struct { float *allocated, *aligned; int64_t offset; } "
+        "triax_f32_scalar;\n"
         "float _mlir_ciface_triax_forward(triax_i32_view *, triax_i32_view "
         "*);\n"
-        "float _mlir_ciface_triax_forward_backward(triax_i32_view *, "
-        "triax_i32_view *);\n"
-        "float _mlir_ciface_triax_optimizer_step(float, int64_t, float);\n\n";
+        "void _mlir_ciface_triax_forward_backward(triax_i32_view *, "
+        "triax_i32_view *, triax_f32_scalar *);\n"
+        "void _mlir_ciface_triax_optimizer_step(float, int64_t, float, "
+        "triax_f32_scalar *);\n\n";
   int64_t batch = config.getMicroBatch(), seq = config.getSeq();
   // With a pipeline (dist-pipeline's @pipeline_step), the training step's
   // entry takes its micro-batches stacked, and there is no whole-model
@@ -126,17 +131,24 @@ std::string emitModelDescriptor(ModuleOp module) {
   }
   int64_t callRows =
       pipelineMicroBatches ? pipelineMicroBatches * batch : batch;
+  // The training step's scalars are device memory the driver owns:
+  // forward_backward adds its mean loss to loss_acc[0], optimizer_step
+  // writes the global norm to grad_norm[0].
   os << llvm::formatv(
       "static triax_i32_view view(const int32_t *p, int64_t rows) {{\n"
       "  triax_i32_view v = {{(int32_t *)p, (int32_t *)p, 0, {{rows, {0}}, "
       "{{{0}, 1}};\n  return v;\n}\n"
-      "static float forward_backward(const int32_t *tokens, const int32_t "
-      "*targets) {{\n"
+      "static triax_f32_scalar scalar(float *p) {{\n"
+      "  triax_f32_scalar s = {{p, p, 0};\n  return s;\n}\n"
+      "static void forward_backward(const int32_t *tokens, const int32_t "
+      "*targets, float *loss_acc) {{\n"
       "  triax_i32_view t = view(tokens, {1}), y = view(targets, {1});\n"
-      "  return _mlir_ciface_triax_forward_backward(&t, &y);\n}\n"
-      "static float optimizer_step(float lr, int64_t step, float grad_scale) "
-      "{{\n  return _mlir_ciface_triax_optimizer_step(lr, step, grad_scale);"
-      "\n}\n\n",
+      "  triax_f32_scalar l = scalar(loss_acc);\n"
+      "  _mlir_ciface_triax_forward_backward(&t, &y, &l);\n}\n"
+      "static void optimizer_step(float lr, int64_t step, float grad_scale, "
+      "float *grad_norm) {{\n"
+      "  triax_f32_scalar n = scalar(grad_norm);\n"
+      "  _mlir_ciface_triax_optimizer_step(lr, step, grad_scale, &n);\n}\n\n",
       seq, callRows);
   if (!pipelineMicroBatches)
     os << llvm::formatv(

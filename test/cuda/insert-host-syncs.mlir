@@ -4,7 +4,8 @@
 // No CUDA needed: the pass only inserts calls. The launches come from
 // triax-map-loops-to-gpu (triax-opt does not parse the gpu dialect).
 
-// A scalar reduction left on the host after a launch (the loss sum): one
+// A scalar reduction left on the host after a launch (a reduction the
+// kernels keep on the device in a training step, here written by hand): one
 // sync in front of the host loop, none inside it (not per iteration).
 // CHECK-LABEL: func.func @loss_after_launch
 // CHECK:         gpu.launch
@@ -110,9 +111,8 @@ func.func @host_loop_with_launches(%buf: memref<4xf32>, %out: memref<4xf32>) -> 
 
 // -----
 
-// A host-private scalar (stored, launches, read back: the loss of
-// forward_backward): no sync for the read; a buffer a launch also uses
-// gets one.
+// A host-private scalar (stored, launches, read back): no sync for the
+// read; a buffer a launch also uses gets one.
 // CHECK-LABEL: func.func @host_private
 // CHECK:         call @trx_cuda_host_sync()
 // CHECK-NEXT:    memref.store %{{.*}}, %[[P:.*]][]

@@ -159,7 +159,20 @@ enum StateKind : int {
 };
 
 /// The entry points the lowering produces from `@forward`,
-/// `@forward_backward` and `@optimizer_step`.
+/// `@forward_backward` (or dist-pipeline's `@pipeline_step`) and
+/// `@optimizer_step`, with `llvm.emit_c_interface`. The training step keeps
+/// its scalars in device memory (the host neither reads device memory nor
+/// waits inside a step), so its two entries hand them over in a 0-d f32
+/// buffer the caller owns, `memref<f32>` (C: `{float *allocated, *aligned;
+/// int64_t offset;}`):
+/// - triax_forward(memref tokens, memref targets) -> f32: the mean loss
+///   (evaluation; the host reads it);
+/// - triax_forward_backward(memref tokens, memref targets,
+///   memref<f32> loss_acc): adds the call's mean loss to loss_acc[0] and
+///   accumulates the gradients;
+/// - triax_optimizer_step(f32 lr, i64 step, f32 grad_scale,
+///   memref<f32> grad_norm): writes the global norm of the scaled
+///   gradients (before clipping) to grad_norm[0], then clips and updates.
 constexpr llvm::StringLiteral kForwardEntry = "triax_forward";
 constexpr llvm::StringLiteral kForwardBackwardEntry = "triax_forward_backward";
 constexpr llvm::StringLiteral kOptimizerStepEntry = "triax_optimizer_step";

@@ -2,12 +2,19 @@
 //
 // On the CUDA target kernels and GEMMs are stream-ordered and asynchronous:
 // the host function that launched them goes on at once. Code that stayed on
-// the host after triax-map-loops-to-gpu (scalar reductions such as the loss
-// sum and the gradient norm, nests that call or allocate, plain loads and
-// stores) reads and writes managed memory directly, so it must wait for the
-// device first: a call to the runtime's trx_cuda_host_sync before the
-// outermost host op that touches memory, skipped when nothing enqueued
-// device work since the last one on the same path.
+// the host after triax-map-loops-to-gpu (nests the mapping refused, plain
+// loads and stores) reads and writes memory the device may still be using,
+// so it must wait for the device first: a call to the runtime's
+// trx_cuda_host_sync before the outermost host op that touches memory,
+// skipped when nothing enqueued device work since the last one on the same
+// path.
+//
+// A training step needs none: convert-triax-to-kernels keeps its scalars
+// (the loss, the gradient norm and its sum, the clipping scale, a
+// pipeline's mean loss) in device buffers and computes them in kernels, so
+// after this pass the step's entries and everything they call hold no sync
+// (test/cuda/no-host-in-step.test). What remains is outside the step: the
+// evaluation forward returns its loss to the host, after one sync.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,8 +98,8 @@ Contents regionContents(Operation *op) {
 }
 
 /// A buffer only host code touches: allocated here and used only by
-/// memref.load, memref.store and memref.dealloc outside any launch (the
-/// loss scalar the host stores and reads back). Once a sync follows its
+/// memref.load, memref.store and memref.dealloc outside any launch (a
+/// scalar the host stores and reads back). Once a sync follows its
 /// allocation (its zero-fill is done), its accesses need no other.
 bool isHostPrivate(Value buffer) {
   if (!buffer.getDefiningOp<memref::AllocOp>())

@@ -3,8 +3,10 @@
 // The logits are viewed as [rows, V] with one target per row. Each row is
 // independent (one `scf.parallel` over rows); the softmax denominator of a
 // row, a sum of up to ~1e5 terms, is accumulated in f64, and the mean over
-// rows is a sequential f64 sum in row order, so the loss is the same bit for
-// bit on every run.
+// rows is an f64 sum in a fixed order, so the loss is the same bit for bit
+// on every run. That sum is a nest of one row (one GPU block, its sum a
+// tree of the threads' partial sums; on the CPU a sequential sum in row
+// order): the loss never leaves device memory.
 //
 // Vocab-parallel (`vocab_parallel over @mesh [axes]`): each rank holds V
 // columns of the vocabulary starting at its position in the group times V.
@@ -133,12 +135,19 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
         k.store(k.toF32(loss), perRow, r);
       });
     }
-    Value total = k.reduce(
-        rows, {k.f64(0.0)}, [&](KernelBuilder &k, Value r, ValueRange acc) {
-          return SmallVector<Value>{k.add(acc[0], k.toF64(k.load(perRow, r)))};
-        })[0];
+    // The mean: one row, stored through the 0-d result's one-element view
+    // at the nest's variable (each iteration its own element).
     Value out = k.alloc(op.getType());
-    k.store(k.toF32(k.div(total, k.f64(static_cast<double>(rows)))), out, {});
+    Value outElement = k.flat(out);
+    k.parallel({1}, [&](KernelBuilder &k, ValueRange one) {
+      Value total = k.reduce(rows, {k.f64(0.0)},
+                             [&](KernelBuilder &k, Value r, ValueRange acc) {
+                               Value loss = k.toF64(k.load(perRow, r));
+                               return SmallVector<Value>{k.add(acc[0], loss)};
+                             })[0];
+      Value mean = k.div(total, k.f64(static_cast<double>(rows)));
+      k.store(k.toF32(mean), outElement, one);
+    });
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -155,14 +164,20 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
     Value logits = k.rows(adaptor.getLogits()), out = k.rows(outBuf);
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
-    Value dloss = k.load(adaptor.getLossGrad(), {});
-    Value scale = k.div(dloss, k.f32(static_cast<double>(rows)));
+    // The upstream gradient is a device scalar: read in the kernel (through
+    // its one-element view).
+    Value lossGrad = k.flat(adaptor.getLossGrad());
+    auto rowScale = [&](KernelBuilder &k) {
+      Value dloss = k.load(lossGrad, {k.index(0)});
+      return k.div(dloss, k.f32(static_cast<double>(rows)));
+    };
     FailureOr<std::optional<VocabStats>> parallel = vocabParallelStats(
         k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets);
     if (failed(parallel))
       return failure();
     if (std::optional<VocabStats> vp = *parallel) {
       k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+        Value scale = rowScale(k);
         Value max = k.load(vp->max, r);
         Value denom = k.load(vp->stats, {k.index(0), r[0]});
         Value target = k.toIndex(k.load(targets, r));
@@ -179,6 +194,7 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
       return success();
     }
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+      Value scale = rowScale(k);
       auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
       Value denom = k.toF32(sum);
       Value target = k.toIndex(k.load(targets, r));

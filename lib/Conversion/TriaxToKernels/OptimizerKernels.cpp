@@ -18,10 +18,21 @@ namespace {
 constexpr int64_t kNormRow = 4096;
 
 /// sqrt(sum of squares) over all gradients, accumulated in f64 in a fixed
-/// order (the same norm, bit for bit, on every run): each gradient's
-/// squares are summed in rows of kNormRow elements by a row-wise nest (one
-/// block per row on the GPU, so the gradients stay in device memory), and
-/// the row sums on the host (about 30,000 values for gpt2).
+/// order (the same norm, bit for bit, on every run), without leaving device
+/// memory:
+/// - each gradient's squares are summed in rows of kNormRow elements by a
+///   row-wise nest (one block per row on the GPU) into one f64 buffer of
+///   partial sums, the gradients' rows one after the other (about 30,000
+///   for gpt2);
+/// - a nest of one row sums the partial sums in order: a run of gradients
+///   held once is one sequential sum, a gradient whose piece r members of
+///   the group hold adds its own sum divided by r. On the CPU that is the
+///   same chain of f64 additions as a host loop over the rows; on the GPU
+///   each such sum is one block's tree of its threads' partial sums (a
+///   fixed order too);
+/// - with a group (`over @mesh [axes]`), the square sums of the pieces are
+///   all_reduced in place in the f32 result (a device buffer), and a nest of
+///   one iteration takes the root.
 struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -29,15 +40,27 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     std::optional<ArrayRef<int64_t>> replicas = op.getReplicas();
-    Value total = k.f64(0.0);
+    // Each gradient's rows: [first, first + rows) of the partial sums.
+    struct Rows {
+      int64_t first, rows, replicas;
+    };
+    SmallVector<Rows> spans;
+    int64_t totalRows = 0;
     for (auto [index, grad] : llvm::enumerate(adaptor.getGrads())) {
+      int64_t n = cast<MemRefType>(grad.getType()).getNumElements();
+      int64_t cols = std::min<int64_t>(n, kNormRow);
+      int64_t rows = cols > 0 ? (n + cols - 1) / cols : 0;
+      spans.push_back({totalRows, rows, replicas ? (*replicas)[index] : 1});
+      totalRows += rows;
+    }
+    Value partials =
+        k.alloc(RankedTensorType::get({totalRows}, rewriter.getF64Type()));
+    for (auto [grad, span] : llvm::zip(adaptor.getGrads(), spans)) {
       Value flat = k.flat(grad);
       int64_t n = cast<MemRefType>(flat.getType()).getNumElements();
       int64_t cols = std::min<int64_t>(n, kNormRow);
-      int64_t rows = cols > 0 ? (n + cols - 1) / cols : 0;
-      Value partials =
-          k.alloc(RankedTensorType::get({rows}, rewriter.getF64Type()));
-      k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+      int64_t first = span.first;
+      k.parallel({span.rows}, [&](KernelBuilder &k, ValueRange r) {
         Value base = k.muli(r[0], k.index(cols));
         Value last = k.index(n - 1);
         Value sum = k.reduce(
@@ -49,29 +72,51 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
               Value sq = k.select(inside, k.mul(g, g), k.f64(0.0));
               return SmallVector<Value>{k.add(acc[0], sq)};
             })[0];
-        k.store(sum, partials, r);
+        k.store(sum, partials, {first ? k.addi(r[0], k.index(first)) : r[0]});
       });
-      // A piece held by r members of the group counts 1/r on each.
-      int64_t r = replicas ? (*replicas)[index] : 1;
-      Value sum = k.reduce(rows, {r > 1 ? k.f64(0.0) : total},
-                           [&](KernelBuilder &k, Value i, ValueRange acc) {
-                             return SmallVector<Value>{
-                                 k.add(acc[0], k.load(partials, i))};
-                           })[0];
-      total = r > 1 ? k.add(total, k.div(sum, k.f64(double(r)))) : sum;
     }
     Value out = k.alloc(op.getType());
-    if (op.getMesh()) {
-      // The pieces' square sums, summed over the group, then the root.
+    Value outElement = k.flat(out);
+    bool overGroup = bool(op.getMesh());
+    k.parallel({1}, [&](KernelBuilder &k, ValueRange one) {
+      auto sumRows = [&](int64_t begin, int64_t end, Value init) {
+        return k.reduce(k.index(begin), k.index(end), {init},
+                        [&](KernelBuilder &k, Value i, ValueRange acc) {
+                          Value partial = k.load(partials, {i});
+                          return SmallVector<Value>{k.add(acc[0], partial)};
+                        })[0];
+      };
+      Value total = k.f64(0.0);
+      for (size_t g = 0; g < spans.size();) {
+        // A piece held by r members of the group counts 1/r on each.
+        if (spans[g].replicas > 1) {
+          Value sum = sumRows(spans[g].first, spans[g].first + spans[g].rows,
+                              k.f64(0.0));
+          total = k.add(total, k.div(sum, k.f64(double(spans[g].replicas))));
+          ++g;
+          continue;
+        }
+        // Consecutive gradients held once: one sum over their rows.
+        size_t end = g;
+        while (end < spans.size() && spans[end].replicas <= 1)
+          ++end;
+        total = sumRows(spans[g].first,
+                        spans[end - 1].first + spans[end - 1].rows, total);
+        g = end;
+      }
+      // Over a group the square sums are reduced first (below).
+      Value result = overGroup ? total : k.sqrt(total);
+      k.store(k.toF32(result), outElement, one);
+    });
+    if (overGroup) {
       FailureOr<int64_t> mask =
           axisMask(op, op.getMeshAttr(), op.getAxesAttr());
       if (failed(mask))
         return failure();
-      k.store(k.toF32(total), out, {});
       allReduceInPlace(k, out, /*sum=*/0, *mask);
-      k.store(k.sqrt(k.load(out, {})), out, {});
-    } else {
-      k.store(k.toF32(k.sqrt(total)), out, {});
+      k.parallel({1}, [&](KernelBuilder &k, ValueRange one) {
+        k.store(k.sqrt(k.load(outElement, one)), outElement, one);
+      });
     }
     rewriter.replaceOp(op, out);
     return success();
@@ -193,7 +238,7 @@ bool sameStep(AdamWOp first, Operation *next) {
 /// matter. Matches the run's first op and erases the others; a run of one
 /// is AdamWLowering's loop. A run is cut where its launch would pass more
 /// than `paramBytes` of kernel parameters (runFrom): with PTX ISA 8.1's
-/// 32764 bytes gpt2's 196 updates are one launch, with 4352 bytes (27
+/// 32764 bytes gpt2's 196 updates are one launch, with 4352 bytes (26
 /// updates each) eight.
 struct FusedAdamWLowering : ParamPattern<AdamWOp> {
   FusedAdamWLowering(TypeConverter &converter, MLIRContext *ctx,
@@ -207,9 +252,11 @@ struct FusedAdamWLowering : ParamPattern<AdamWOp> {
   static int64_t bytesOf(AdamWOp first, AdamWOp update) {
     return 4 * 40 + (sameBetas(first, update) ? 0 : 8);
   }
-  /// Shared by the run: learning rate, gradient scale and the first
-  /// update's bias corrections, with room for alignment.
-  static constexpr int64_t kSharedBytes = 32;
+  /// Shared by the run: the learning rate and the first update's bias
+  /// corrections (f32), the gradient scale's buffer (the clipping scale is
+  /// a device scalar, read in the kernel: a 0-d memref descriptor, 24
+  /// bytes), with room for alignment.
+  static constexpr int64_t kSharedBytes = 48;
   int64_t paramBytes;
 
   /// The run that starts at `first`: it and the consecutive updates of its

@@ -5,7 +5,12 @@
 // conversion from tensors to memrefs with the kernel patterns of each op
 // family (Linear/Elementwise/Embedding/Norm/Attention/Loss/Optimizer
 // Kernels.cpp). Which kernel an op becomes is decided by its pattern, never
-// by this file.
+// by this file. After the conversion, the training step's entries hand
+// their scalars (the loss, the gradient norm) to the caller in device
+// buffers, and the step's remaining scalar code (loads, stores and the
+// arithmetic on them: the clipping scale, a pipeline's mean loss) moves
+// into one-iteration loop nests, so that on the GPU the host neither reads
+// device memory nor waits inside a step (sinkHostScalars).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,10 +23,14 @@
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::triax {
@@ -72,6 +81,377 @@ static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name) {
   fn->moveBefore(module.getBody(), module.getBody()->end());
   fn.setSymName(name);
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+}
+
+/// The training entries keep their scalar result on the device: it goes to
+/// a 0-d f32 buffer the caller passes as a new last argument (RuntimeABI.h),
+/// added to it (`accumulate`: forward_backward's loss, which the driver
+/// sums over a step's micro-batches) or written (the optimizer step's
+/// gradient norm), and the entry returns nothing. The update goes right
+/// after the value is computed, so that it joins that computation's
+/// device nest (sinkHostScalars).
+static LogicalResult returnScalarThroughBuffer(func::FuncOp fn,
+                                               bool accumulate) {
+  Block &entry = fn.front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  if (ret.getNumOperands() != 1 || !ret.getOperand(0).getType().isF32())
+    return fn.emitOpError("a training entry must return one f32 scalar, got ")
+           << ret.getOperandTypes();
+  Value result = ret.getOperand(0);
+  Location loc = ret.getLoc();
+  auto type = MemRefType::get({}, result.getType());
+  if (failed(fn.insertArgument(fn.getNumArguments(), type, {}, loc)))
+    return failure();
+  Value out = entry.getArguments().back();
+  OpBuilder b(fn.getContext());
+  if (Operation *def = result.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(&entry);
+  Value value = result;
+  if (accumulate)
+    value = arith::AddFOp::create(
+        b, loc, memref::LoadOp::create(b, loc, out, ValueRange{}), result);
+  memref::StoreOp::create(b, loc, value, out, ValueRange{});
+  ret->setOperands({});
+  fn.setFunctionType(
+      b.getFunctionType(fn.getArgumentTypes(), /*results=*/TypeRange{}));
+  return success();
+}
+
+namespace {
+
+/// Moves a function's host scalar code onto the device, block by block.
+/// After the conversion a training step's host code is runtime calls, loop
+/// nests, and scalar code between them: loads and stores of single
+/// elements (a loss tensor read as a scalar, the loss handed to the
+/// caller) and pure arithmetic on what they read (the clipping scale from
+/// the gradient norm, a pipeline's mean over its micro-batches). On the GPU
+/// every buffer is device memory, so each maximal run of that scalar code
+/// (no call, nest or other memory access in between) becomes a nest of one
+/// iteration, in program order (the same arithmetic, bit for bit, on the
+/// CPU):
+///
+///   %n = memref.load %norm[]        scf.parallel (%i) = (%c0) to (%c1) {
+///   %s = arith.mulf %n, %scale  ->    %n = memref.load %norm_1[%i]
+///                                     %s = arith.mulf %n, %scale
+///                                     memref.store %s, %s_buf_1[%i]
+///                                   }
+///
+/// A value used after its nest lives in a one-element buffer: a later nest
+/// loads it at the start of its body (the AdamW kernels read the clipping
+/// scale there, not as a host argument), later scalar code reloads it (and
+/// joins the next such nest). Inside the nest a single-element buffer is
+/// accessed through a one-element 1-D view at the nest's variable (%norm_1
+/// above), so that the GPU mapping proves its stores disjoint. The scalar
+/// results of host branches (scf.index_switch, scf.if: a pipeline's stage
+/// cases) go through one-element buffers the same way. Host values
+/// (arguments, constants, arithmetic on them only) stay on the host and
+/// are passed in.
+class DeviceScalars {
+public:
+  void run(Block &block);
+
+private:
+  /// Whether `op` is scalar code of the current run: a load or a store, or
+  /// pure scalar arithmetic on a value the run computes.
+  bool joins(Operation *op) const;
+  /// Moves the current run into a nest in front of `before`.
+  void flush(Operation *before);
+
+  SmallVector<Operation *> run_;
+  llvm::SmallPtrSet<Operation *, 16> members;
+};
+
+} // namespace
+
+/// Whether `buffer` is host memory (a constant table, a stack buffer): its
+/// accesses stay host code.
+static bool isHostMemory(Value buffer) {
+  while (auto view = buffer.getDefiningOp<ViewLikeOpInterface>())
+    buffer = view.getViewSource();
+  return buffer.getDefiningOp<memref::GetGlobalOp>() ||
+         buffer.getDefiningOp<memref::AllocaOp>();
+}
+
+bool DeviceScalars::joins(Operation *op) const {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return !isHostMemory(load.getMemRef());
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return !isHostMemory(store.getMemRef());
+  if (op->getNumRegions() != 0 || !isMemoryEffectFree(op) ||
+      !llvm::all_of(op->getResultTypes(),
+                    [](Type t) { return t.isIntOrIndexOrFloat(); }))
+    return false;
+  return llvm::any_of(op->getOperands(), [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && members.contains(def);
+  });
+}
+
+/// The buffer of a single element `buffer` as a one-element 1-D view, or
+/// null when it holds more (or is strided).
+static Value singleElementView(KernelBuilder &k, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (!type.hasStaticShape() || type.getNumElements() != 1 ||
+      !type.getLayout().isIdentity())
+    return {};
+  return k.flat(buffer);
+}
+
+void DeviceScalars::flush(Operation *before) {
+  if (run_.empty())
+    return;
+  OpBuilder b(before);
+  Location loc = run_.front()->getLoc();
+  KernelBuilder k(b, loc);
+  // The one-element views of the buffers the run reads and writes, and a
+  // one-element buffer for each value used after it.
+  llvm::MapVector<Value, Value> views;
+  auto viewOf = [&](Value buffer) -> Value {
+    auto it = views.find(buffer);
+    if (it != views.end())
+      return it->second;
+    return views[buffer] = singleElementView(k, buffer);
+  };
+  for (Operation *op : run_) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      viewOf(load.getMemRef());
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      viewOf(store.getMemRef());
+  }
+  SmallVector<std::pair<Value, Value>> escaping; // value, its buffer
+  for (Operation *op : run_)
+    for (Value v : op->getResults())
+      if (llvm::any_of(v.getUsers(), [&](Operation *user) {
+            return !members.contains(user);
+          }))
+        escaping.push_back({v, memref::AllocOp::create(
+                                   b, loc, MemRefType::get({1}, v.getType()))});
+  for (auto &[v, buffer] : escaping)
+    viewOf(buffer);
+  k.parallel({1}, [&](KernelBuilder &k, ValueRange iv) {
+    OpBuilder &nb = k.builder();
+    for (Operation *op : run_) {
+      op->moveBefore(nb.getInsertionBlock(), nb.getInsertionPoint());
+      if (auto load = dyn_cast<memref::LoadOp>(op)) {
+        if (Value view = views.lookup(load.getMemRef())) {
+          load.getMemrefMutable().assign(view);
+          load.getIndicesMutable().assign(iv);
+        }
+      } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+        if (Value view = views.lookup(store.getMemRef())) {
+          store.getMemrefMutable().assign(view);
+          store.getIndicesMutable().assign(iv);
+        }
+      }
+    }
+    for (auto &[v, buffer] : escaping)
+      members.insert(
+          memref::StoreOp::create(nb, loc, v, views.lookup(buffer), iv));
+  });
+  // The uses after the nest read the buffer: once at the start of each
+  // nest that uses it, else right before the user.
+  Block *block = before->getBlock();
+  auto load = [&](OpBuilder &at, Value buffer) -> Value {
+    Value zero = arith::ConstantIndexOp::create(at, loc, 0);
+    return memref::LoadOp::create(at, loc, buffer, ValueRange{zero});
+  };
+  for (auto &[v, buffer] : escaping) {
+    llvm::DenseMap<Operation *, Value> nestLoads;
+    for (OpOperand &use : llvm::make_early_inc_range(v.getUses())) {
+      Operation *user = use.getOwner();
+      if (members.contains(user))
+        continue;
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (auto nest = dyn_cast_if_present<scf::ParallelOp>(ancestor)) {
+        Value &loaded = nestLoads[nest];
+        if (!loaded) {
+          OpBuilder at = OpBuilder::atBlockBegin(nest.getBody());
+          loaded = load(at, buffer);
+        }
+        use.set(loaded);
+        continue;
+      }
+      OpBuilder at(user);
+      use.set(load(at, buffer));
+    }
+  }
+  run_.clear();
+  members.clear();
+}
+
+/// The scalar results of a host branch (scf.index_switch, scf.if) go
+/// through one-element buffers: each region stores its values before its yield,
+/// the code after the branch loads them. Returns the branch (a new op
+/// without those results) or `op` unchanged.
+static Operation *branchResultsToBuffers(Operation *op) {
+  if (!isa<scf::IndexSwitchOp, scf::IfOp>(op) || op->getNumResults() == 0 ||
+      !llvm::all_of(op->getResultTypes(),
+                    [](Type t) { return t.isIntOrIndexOrFloat(); }))
+    return op;
+  Location loc = op->getLoc();
+  OpBuilder b(op);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  SmallVector<Value> buffers;
+  for (Value result : op->getResults())
+    buffers.push_back(memref::AllocOp::create(
+        b, loc, MemRefType::get({1}, result.getType())));
+  for (Region &region : op->getRegions()) {
+    for (Block &block : region) {
+      auto yield = cast<scf::YieldOp>(block.getTerminator());
+      OpBuilder at(yield);
+      for (auto [value, buffer] : llvm::zip(yield.getOperands(), buffers))
+        memref::StoreOp::create(at, loc, value, buffer, ValueRange{zero});
+      yield->setOperands({});
+    }
+  }
+  Operation *branch;
+  if (auto sw = dyn_cast<scf::IndexSwitchOp>(op)) {
+    auto without = scf::IndexSwitchOp::create(b, loc, TypeRange{}, sw.getArg(),
+                                              sw.getCases(), sw.getNumCases());
+    without.getDefaultRegion().takeBody(sw.getDefaultRegion());
+    for (auto [to, from] :
+         llvm::zip(without.getCaseRegions(), sw.getCaseRegions()))
+      to.takeBody(from);
+    branch = without;
+  } else {
+    auto ifOp = cast<scf::IfOp>(op);
+    auto without = scf::IfOp::create(b, loc, TypeRange{}, ifOp.getCondition(),
+                                     /*withElse=*/false);
+    without.getThenRegion().takeBody(ifOp.getThenRegion());
+    without.getElseRegion().takeBody(ifOp.getElseRegion());
+    branch = without;
+  }
+  b.setInsertionPointAfter(branch);
+  for (auto [result, buffer] : llvm::zip(op->getResults(), buffers))
+    result.replaceAllUsesWith(
+        memref::LoadOp::create(b, loc, buffer, ValueRange{zero}).getResult());
+  op->erase();
+  return branch;
+}
+
+void DeviceScalars::run(Block &block) {
+  for (Operation *op = &block.front(); op;) {
+    if (op->hasTrait<OpTrait::IsTerminator>()) {
+      flush(op);
+      break;
+    }
+    if (joins(op)) {
+      run_.push_back(op);
+      members.insert(op);
+      op = op->getNextNode();
+      continue;
+    }
+    // Host values and new buffers do not end a run (a new buffer holds
+    // nothing the run reads); views are pure.
+    if (op->getNumRegions() == 0 &&
+        (isMemoryEffectFree(op) || isa<memref::AllocOp>(op))) {
+      op = op->getNextNode();
+      continue;
+    }
+    flush(op);
+    // Host control flow: its regions are host code too (a pipeline's stage
+    // cases). A host loop carrying scalars is left as it is.
+    if (isa<scf::IndexSwitchOp, scf::IfOp>(op) ||
+        (isa<scf::ForOp>(op) && op->getNumResults() == 0)) {
+      op = branchResultsToBuffers(op);
+      for (Region &region : op->getRegions())
+        for (Block &inner : region)
+          DeviceScalars().run(inner);
+    }
+    op = op->getNextNode();
+  }
+}
+
+/// Whether `op` calls a function defined outside the module (the runtime).
+static bool callsRuntime(Operation *op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  if (!call)
+    return false;
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      op, call.getCalleeAttr());
+  return callee && callee.isExternal();
+}
+
+/// A 1-D buffer the host fills with constants for runtime calls only (a
+/// gradient bucket's parameter list, which trx_all_reduce_grads reads on
+/// the host) is a table of the program, not device data: it becomes a
+/// private constant memref.global (host memory: nothing to store, and on
+/// the GPU nothing to wait for). Applies when each element is stored once,
+/// by a constant at a constant index, in the buffer's block, before any
+/// runtime call (directly or through a memref.cast) reads it.
+static void constantTablesToGlobals(func::FuncOp fn) {
+  auto module = fn->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  SmallVector<memref::AllocOp> allocs;
+  fn.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    if (type.getRank() != 1 || !type.hasStaticShape() ||
+        !type.getLayout().isIdentity() || !type.getElementType().isIntOrFloat())
+      continue;
+    Block *block = alloc->getBlock();
+    SmallVector<Attribute> values(type.getNumElements());
+    SmallVector<Operation *> stores, readers;
+    bool isTable = true;
+    for (Operation *user : alloc->getUsers()) {
+      if (auto store = dyn_cast<memref::StoreOp>(user)) {
+        Attribute value;
+        std::optional<int64_t> index =
+            getConstantIntValue(store.getIndices().front());
+        if (store.getMemRef() != alloc.getResult() ||
+            store->getBlock() != block ||
+            !matchPattern(store.getValue(), m_Constant(&value)) || !index ||
+            *index < 0 || *index >= type.getNumElements() || values[*index]) {
+          isTable = false;
+          break;
+        }
+        values[*index] = value;
+        stores.push_back(store);
+      } else if (isa<memref::CastOp>(user) &&
+                 llvm::all_of(user->getUsers(), callsRuntime)) {
+        llvm::append_range(readers, user->getUsers());
+      } else if (callsRuntime(user)) {
+        readers.push_back(user);
+      } else {
+        isTable = false;
+        break;
+      }
+    }
+    if (!isTable || stores.empty() || llvm::is_contained(values, Attribute()))
+      continue;
+    if (llvm::any_of(readers, [&](Operation *reader) {
+          Operation *at = block->findAncestorOpInBlock(*reader);
+          return !at || llvm::any_of(stores, [&](Operation *store) {
+            return !store->isBeforeInBlock(at);
+          });
+        }))
+      continue;
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPoint(fn);
+    auto global = memref::GlobalOp::create(
+        b, alloc.getLoc(), (fn.getSymName() + "_table").str(),
+        b.getStringAttr("private"), type,
+        DenseElementsAttr::get(
+            RankedTensorType::get(type.getShape(), type.getElementType()),
+            values),
+        /*constant=*/true, /*alignment=*/IntegerAttr());
+    symbols.insert(global); // renames on a clash: <fn>_table_0, ...
+    b.setInsertionPoint(alloc);
+    Value table = memref::GetGlobalOp::create(b, alloc.getLoc(), type,
+                                              global.getSymName());
+    for (Operation *store : stores)
+      store->erase();
+    alloc.replaceAllUsesWith(table);
+    alloc.erase();
+  }
+}
+
+/// See DeviceScalars.
+static void sinkHostScalars(func::FuncOp fn) {
+  for (Block &block : fn.getBody())
+    DeviceScalars().run(block);
 }
 
 /// Makes every buffer `fn` returns one it owns, so the caller can free it:
@@ -178,17 +558,51 @@ static void insertDeallocs(func::FuncOp fn) {
 /// Marks the functions outlineKernels made.
 static constexpr llvm::StringLiteral kKernelAttr = "triax_kernel";
 
-/// Moves each top-level loop nest of `fn` into a private function of its own
-/// (`<fn>_kernel<N>`) and calls it. The entry functions of a 96-layer model
-/// hold thousands of loop nests; as separate functions the later lowering
-/// (SCF to CFG in particular) and LLVM's optimizer stay linear in the model
-/// size, and each kernel is a unit the GPU outlining can take as it is.
-/// Constants are re-created inside the kernel instead of passed.
-static void outlineKernels(func::FuncOp fn) {
-  SmallVector<Operation *> loops;
-  for (Operation &op : fn.front())
+/// Whether `op` is a parallel nest of exactly one iteration (constant
+/// bounds): a device scalar's kernel (DeviceScalars, a loss or norm sum
+/// over one row).
+static bool isSingleIteration(Operation *op) {
+  auto loop = dyn_cast<scf::ParallelOp>(op);
+  if (!loop)
+    return false;
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0 || *u <= *l || *u - *l > *s)
+      return false;
+  }
+  return true;
+}
+
+/// The loop nests of `block` in order, with those of the host branches
+/// (scf.index_switch, scf.if: a pipeline's stage cases) it holds.
+static void collectNests(Block &block, SmallVectorImpl<Operation *> &loops) {
+  for (Operation &op : block) {
     if (isa<scf::ParallelOp, scf::ForOp>(op))
       loops.push_back(&op);
+    else if (isa<scf::IndexSwitchOp, scf::IfOp>(op))
+      for (Region &region : op.getRegions())
+        for (Block &inner : region)
+          collectNests(inner, loops);
+  }
+}
+
+/// Moves each loop nest of `fn` outside other loops into a private function
+/// of its own (`<fn>_kernel<N>`) and calls it. The entry functions of a
+/// 96-layer model hold thousands of loop nests; as separate functions the
+/// later lowering (SCF to CFG in particular) and LLVM's optimizer stay
+/// linear in the model size, and each kernel is a unit the GPU outlining
+/// can take as it is. Constants are re-created inside the kernel instead of
+/// passed, except the upper bounds of a nest of one iteration: canonicalize
+/// would inline that nest's body into the kernel function (scf.parallel's
+/// single-iteration folding) and so leave a device scalar's code on the
+/// host; passed in (as i64 arguments, 1 at the call), they keep it a kernel
+/// of one thread (or one block).
+static void outlineKernels(func::FuncOp fn) {
+  SmallVector<Operation *> loops;
+  collectNests(fn.front(), loops);
   OpBuilder b(fn.getContext());
   b.setInsertionPointAfter(fn);
   for (auto [n, loop] : llvm::enumerate(loops)) {
@@ -205,22 +619,42 @@ static void outlineKernels(func::FuncOp fn) {
       else
         args.push_back(v);
     }
+    // A nest of one iteration: its upper bounds, passed as i64 constants.
+    SmallVector<Value> operands = args;
+    unsigned bounds = 0;
+    if (isSingleIteration(loop)) {
+      OpBuilder at(loop);
+      for (Value ub : cast<scf::ParallelOp>(loop).getUpperBound())
+        operands.push_back(arith::ConstantOp::create(
+            at, loop->getLoc(),
+            at.getI64IntegerAttr(*getConstantIntValue(ub))));
+      bounds = operands.size() - args.size();
+    }
     Location loc = loop->getLoc();
     auto kernel = func::FuncOp::create(
         b, loc, (fn.getName() + "_kernel" + Twine(n)).str(),
-        b.getFunctionType(ValueRange(args).getTypes(), loop->getResultTypes()));
+        b.getFunctionType(ValueRange(operands).getTypes(),
+                          loop->getResultTypes()));
     kernel.setPrivate();
     kernel->setAttr(kKernelAttr, b.getUnitAttr());
     Block *entry = kernel.addEntryBlock();
     OpBuilder body = OpBuilder::atBlockBegin(entry);
     IRMapping mapping;
-    mapping.map(args, entry->getArguments());
+    mapping.map(args, entry->getArguments().take_front(args.size()));
     for (Operation *constant : constants)
       body.clone(*constant, mapping);
     Operation *moved = body.clone(*loop, mapping);
+    if (bounds) {
+      SmallVector<Value> ubs;
+      for (BlockArgument bound : entry->getArguments().take_back(bounds))
+        ubs.push_back(
+            arith::IndexCastOp::create(body, loc, body.getIndexType(), bound));
+      moved->moveAfter(ubs.back().getDefiningOp());
+      cast<scf::ParallelOp>(moved).getUpperBoundMutable().assign(ubs);
+    }
     func::ReturnOp::create(body, loc, moved->getResults());
     OpBuilder call(loop);
-    auto callOp = func::CallOp::create(call, loc, kernel, args);
+    auto callOp = func::CallOp::create(call, loc, kernel, operands);
     loop->replaceAllUsesWith(callOp.getResults());
     loop->erase();
   }
@@ -438,11 +872,22 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   model.erase();
   for (dist::MeshOp mesh : llvm::to_vector(module.getOps<dist::MeshOp>()))
     mesh.erase();
+  // The training step: its scalars stay on the device (RuntimeABI.h's
+  // entries; the evaluation forward returns its loss to the host).
+  for (auto [entry, accumulate] :
+       {std::pair<StringRef, bool>{::triax::rt::kForwardBackwardEntry, true},
+        {::triax::rt::kOptimizerStepEntry, false}})
+    if (auto fn = module.lookupSymbol<func::FuncOp>(entry))
+      if (failed(returnScalarThroughBuffer(fn, accumulate)))
+        return signalPassFailure();
   SmallVector<func::FuncOp> lowered;
   for (func::FuncOp fn : module.getOps<func::FuncOp>())
     if (!fn.isExternal())
       lowered.push_back(fn);
   for (func::FuncOp fn : lowered) {
+    constantTablesToGlobals(fn);
+    if (fn.getSymName() != ::triax::rt::kForwardEntry)
+      sinkHostScalars(fn);
     ownReturnedBuffers(fn);
     insertDeallocs(fn);
   }

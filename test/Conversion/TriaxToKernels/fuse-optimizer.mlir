@@ -15,17 +15,19 @@
 // CHECK-NOT: scf.parallel
 // CHECK: return
 
-// Parallel loops in the optimizer step: the global norm's 20 (one row-wise
-// nest per gradient) and the updates: one fused; without the option, one
-// per parameter. kernel-param-bytes caps a launch's kernel parameters: 400
-// bytes hold two updates (32 shared + 2 x 160), so 10 loops; 100 bytes,
-// not even one: one update each; 0 is no limit (the CPU pipeline's).
+// Parallel loops in the optimizer step: the global norm's 21 (one row-wise
+// nest per gradient, one for the sum of their rows), the scaled norm and
+// clipping scale's (one iteration) and the updates: one fused; without the
+// option, one per parameter. kernel-param-bytes caps a launch's kernel
+// parameters: 400 bytes hold two updates (48 shared + 2 x 160), so 10
+// loops; 100 bytes, not even one: one update each; 0 is no limit (the CPU
+// pipeline's).
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels=fuse-optimizer | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=ONE
-// ONE: {{^}}21{{$}}
+// ONE: {{^}}23{{$}}
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=EACH
-// EACH: {{^}}40{{$}}
+// EACH: {{^}}42{{$}}
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels='fuse-optimizer kernel-param-bytes=400' | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=TEN
-// TEN: {{^}}30{{$}}
+// TEN: {{^}}32{{$}}
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels='fuse-optimizer kernel-param-bytes=100' | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=EACH
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --convert-triax-to-kernels='fuse-optimizer kernel-param-bytes=0' | sed -n '/func.func @triax_optimizer_step(/,/^  }/p' | grep -c scf.parallel | FileCheck %s --check-prefix=ONE
 

@@ -4,11 +4,11 @@
 // get no buffer.
 // RUN: triax-opt %s --triax-fuse-elementwise --convert-triax-to-kernels | FileCheck %s
 // Three ops, one loop: two loops fewer than without fusion (the embedding,
-// the logits' add and the cross-entropy have the rest).
+// the logits' add and the cross-entropy's rows and mean have the rest).
 // RUN: triax-opt %s --convert-triax-to-kernels | grep -c scf.parallel | FileCheck --check-prefix=UNFUSED %s
-// UNFUSED: {{^}}6{{$}}
+// UNFUSED: {{^}}7{{$}}
 // RUN: triax-opt %s --triax-fuse-elementwise --convert-triax-to-kernels | grep -c scf.parallel | FileCheck --check-prefix=FUSED %s
-// FUSED: {{^}}4{{$}}
+// FUSED: {{^}}5{{$}}
 
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
   triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay

@@ -1,7 +1,10 @@
 // Gradient buffers and the optimizer: accumulate_grad adds into the
 // runtime's gradient buffer (state kind 3), get_grad reads it, global_norm
 // sums squares in f64 in a fixed order, adamw is one fused loop updating the
-// parameter (kind 0) and both moments (kinds 1, 2) in place.
+// parameter (kind 0) and both moments (kinds 1, 2) in place. The step's
+// scalars stay in device memory: the loss is added to the caller's
+// loss_acc, the norm written to its grad_norm, and the clipping scale is
+// computed by a nest of one iteration and read by the update's loop.
 // RUN: triax-opt %s --triax-autodiff --convert-triax-to-kernels | FileCheck %s
 
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip = 1.0> {
@@ -16,7 +19,7 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 }
 
 // CHECK-LABEL: func.func @triax_forward_backward(
-// CHECK-SAME: memref<1x2xi32>, %{{.*}}: memref<1x2xi32>) -> f32
+// CHECK-SAME: memref<1x2xi32>, %{{.*}}: memref<1x2xi32>, %[[ACC:.*]]: memref<f32>) attributes
 // The embedding gradient: zero-filled, then rows added token by token.
 // CHECK: scf.parallel (%[[H:.*]]) =
 // CHECK:   scf.for %[[T:.*]] =
@@ -26,22 +29,49 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK: call @trx_state_2d(%[[KIND]], %{{.*}})
 // CHECK: scf.parallel
 // CHECK:   arith.addf
-// CHECK: return %{{.*}} : f32
+// loss_acc[0] += loss, on the device.
+// CHECK: %[[ACC1:.*]] = memref.expand_shape %[[ACC]] [] output_shape [1]
+// CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c1{{.*}})
+// CHECK:   %[[LOSS:.*]] = memref.load %{{.*}}[%[[I]]] : memref<1xf32>
+// CHECK:   %[[OLD:.*]] = memref.load %[[ACC1]][%[[I]]] : memref<1xf32>
+// CHECK:   %[[NEW:.*]] = arith.addf %[[OLD]], %[[LOSS]] : f32
+// CHECK:   memref.store %[[NEW]], %[[ACC1]][%[[I]]] : memref<1xf32>
+// CHECK: return{{$}}
 
 // CHECK-LABEL: func.func @triax_optimizer_step(
-// CHECK-SAME: %[[LR:.*]]: f32, %[[STEP:.*]]: i64, %[[SCALE:.*]]: f32) -> f32
+// CHECK-SAME: %[[LR:.*]]: f32, %[[STEP:.*]]: i64, %[[SCALE:.*]]: f32, %[[NORM:.*]]: memref<f32>) attributes
 // CHECK: %[[GKIND:.*]] = arith.constant 3 : i32
 // CHECK: call @trx_state_2d(%[[GKIND]]
-// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)
-// CHECK:   arith.extf
-// CHECK: math.sqrt %{{.*}} : f64
-// Bias corrections 1 - beta^step, once per update.
+// The squares' partial sums (one row), then their sum (a nest of one row).
+// CHECK: %[[PARTIALS:.*]] = memref.alloc() : memref<1xf64>
+// CHECK: scf.parallel
+// CHECK:   scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)
+// CHECK:     arith.extf
+// CHECK:   memref.store %{{.*}}, %[[PARTIALS]]
+// CHECK: %[[RAW:.*]] = memref.alloc() : memref<f32>
+// CHECK: scf.parallel
+// CHECK:   scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)
+// CHECK:     memref.load %[[PARTIALS]]
+// CHECK:   math.sqrt %{{.*}} : f64
+// The scaled norm to grad_norm[0] and the clipping scale, on the device.
+// CHECK: %[[NORM1:.*]] = memref.expand_shape %[[NORM]] [] output_shape [1]
+// CHECK: %[[CLIP:.*]] = memref.alloc() : memref<1xf32>
+// CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c1{{.*}})
+// CHECK:   %[[N:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK:   memref.store %[[N]], %[[NORM1]][%[[I]]] : memref<1xf32>
+// CHECK:   arith.cmpf ogt, %[[N]]
+// CHECK:   %[[S:.*]] = arith.mulf %[[SCALE]], %{{.*}} : f32
+// CHECK:   memref.store %[[S]], %[[CLIP]][%[[I]]] : memref<1xf32>
+// Bias corrections 1 - beta^step, once per update, on the host.
 // CHECK: %[[STEPF:.*]] = arith.sitofp %[[STEP]] : i64 to f32
 // CHECK: math.powf %{{.*}}, %[[STEPF]]
 // CHECK: math.powf %{{.*}}, %[[STEPF]]
+// The update reads the clipping scale in its loop.
 // CHECK: scf.parallel
+// CHECK:   %[[S2:.*]] = memref.load %[[CLIP]][%{{.*}}] : memref<1xf32>
+// CHECK:   arith.mulf %{{.*}}, %[[S2]] : f32
 // CHECK:   math.sqrt
 // CHECK:   memref.store
 // CHECK:   memref.store
 // CHECK:   memref.store
-// CHECK: return %{{.*}} : f32
+// CHECK: return{{$}}

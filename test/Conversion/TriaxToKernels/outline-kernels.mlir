@@ -1,6 +1,8 @@
 // Each top-level loop nest of an entry function moves into a private
 // kernel function; constants are re-created inside, buffers and scalars
-// are passed, loops with results return them.
+// are passed, loops with results return them. A nest of one iteration gets
+// its upper bound passed, as an i64 (canonicalize would otherwise inline
+// its body on the host).
 // RUN: triax-opt %s --triax-autodiff --convert-triax-to-kernels --triax-outline-kernels | FileCheck %s
 
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip = 1.0> {
@@ -27,18 +29,29 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK: return
 
 // The global norm: a row-wise nest of f64 square sums into a buffer (one
-// kernel, no result), then the sequential f64 sum of the rows, which
-// returns its result.
+// kernel, no result), then the f64 sum of the rows (a nest of one row), the
+// scaled norm and the clipping scale (a nest of one iteration), the update.
 // CHECK-LABEL: func.func @triax_optimizer_step(
+// CHECK-SAME: %{{[^:]*}}: i64, %[[SCALE:[^:]*]]: f32, %[[NORM:[^:]*]]: memref<f32>)
 // CHECK: %[[ROWS:.*]] = memref.alloc() : memref<1xf64>
-// CHECK: call @triax_optimizer_step_kernel0(%{{.*}}, %[[ROWS]]) : (memref<8xf32>, memref<1xf64>) -> ()
-// CHECK: %[[NORM:.*]] = call @triax_optimizer_step_kernel1(%[[ROWS]]) : (memref<1xf64>) -> f64
-// CHECK: math.sqrt %[[NORM]] : f64
+// CHECK: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK: call @triax_optimizer_step_kernel0(%{{.*}}, %[[ROWS]], %[[ONE]]) : (memref<8xf32>, memref<1xf64>, i64) -> ()
+// CHECK: call @triax_optimizer_step_kernel1(%[[ROWS]], %{{.*}}, %{{.*}}) : (memref<1xf64>, memref<1xf32>, i64) -> ()
+// CHECK: call @triax_optimizer_step_kernel2(%{{.*}}, %[[SCALE]], %{{.*}}, %{{.*}}, %{{.*}}) : (memref<1xf32>, f32, memref<1xf32>, memref<1xf32>, i64) -> ()
+// CHECK: call @triax_optimizer_step_kernel3(
+// CHECK: return{{$}}
 // CHECK-LABEL: func.func private @triax_optimizer_step_kernel0(
-// CHECK-SAME: memref<8xf32>, %{{.*}}: memref<1xf64>)
-// CHECK: scf.parallel
+// CHECK-SAME: memref<8xf32>, %{{.*}}: memref<1xf64>, %[[N:.*]]: i64)
+// CHECK: %[[UB:.*]] = arith.index_cast %[[N]] : i64 to index
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[UB]])
 // CHECK: scf.for {{.*}} -> (f64)
 // CHECK-LABEL: func.func private @triax_optimizer_step_kernel1(
-// CHECK-SAME: memref<1xf64>) -> f64
-// CHECK: %[[R:.*]] = scf.for {{.*}} -> (f64)
-// CHECK: return %[[R]] : f64
+// CHECK-SAME: memref<1xf64>, %{{.*}}: memref<1xf32>, %[[N:.*]]: i64)
+// CHECK: %[[UB:.*]] = arith.index_cast %[[N]] : i64 to index
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[UB]])
+// CHECK: scf.for {{.*}} -> (f64)
+// CHECK: math.sqrt
+// CHECK-LABEL: func.func private @triax_optimizer_step_kernel2(
+// CHECK: scf.parallel
+// CHECK-LABEL: func.func private @triax_optimizer_step_kernel3(
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c8)

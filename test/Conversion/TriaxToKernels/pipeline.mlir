@@ -5,11 +5,15 @@
 // RUN: triax-model tiny --batch 16 --micro-batch 8 | triax-opt --triax-autodiff --dist-pipeline="pp=2 microbatches=2 schedule=gpipe" --convert-triax-to-kernels | FileCheck %s
 
 // CHECK-NOT: func.func @triax_forward(
-// CHECK-LABEL: func.func @triax_forward_backward(%arg0: memref<16x64xi32>, %arg1: memref<16x64xi32>) -> f32
+// The loss goes to the caller's device scalar (the third argument).
+// CHECK-LABEL: func.func @triax_forward_backward(%arg0: memref<16x64xi32>, %arg1: memref<16x64xi32>, %arg2: memref<f32>) attributes
 // The stage is the rank's position on the pp axis (mask 1: axis 0).
 // CHECK: %[[POS:.*]] = call @trx_group_position(%{{.*}}) : (i64) -> i64
 // CHECK: %[[STAGE:.*]] = arith.index_cast %[[POS]] : i64 to index
-// CHECK: scf.index_switch %[[STAGE]] -> f32
+// Each case leaves its loss in a one-element buffer (the switch has no
+// result).
+// CHECK: %[[LOSS:.*]] = memref.alloc() : memref<1xf32>
+// CHECK: scf.index_switch %[[STAGE]]{{ *$}}
 // CHECK: case 0 {
 // Micro-batch 0's tokens are copied out of the stacked batch.
 // CHECK: %[[TOK:.*]] = memref.alloc() : memref<8x64xi32>
@@ -33,9 +37,29 @@
 // CHECK: func.call @stage0_backward(
 // CHECK: case 1 {
 // CHECK: func.call @trx_recv_f32(
-// CHECK: func.call @stage1_forward(
+// CHECK: %[[F1:.*]]:13 = func.call @stage1_forward(
 // CHECK: func.call @stage1_backward(
 // CHECK: func.call @trx_send_f32(
+// The last stage's loss, the mean over the micro-batches in order, by a
+// nest of one iteration (device code: no host read).
+// CHECK: %[[L0:.*]] = memref.expand_shape %[[F1]]#0 [] output_shape [1]
+// CHECK: %[[L1:.*]] = memref.expand_shape %{{.*}}#0 [] output_shape [1]
+// CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c1{{.*}})
+// CHECK: %[[A:.*]] = memref.load %[[L0]][%[[I]]]
+// CHECK: %[[B:.*]] = memref.load %[[L1]][%[[I]]]
+// CHECK: %[[SUM:.*]] = arith.addf %[[A]], %[[B]] : f32
+// CHECK: %[[MEAN:.*]] = arith.mulf %[[SUM]], %{{.*}} : f32
+// CHECK: memref.store %[[MEAN]], %[[LOSS]][%[[I]]]
+// The other stages' loss is 0.
+// CHECK: default {
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<1xf32>
+// Then loss_acc[0] += loss, on the device.
+// CHECK: %[[ACC:.*]] = memref.expand_shape %arg2 [] output_shape [1]
+// CHECK: scf.parallel (%[[J:.*]]) = (%{{.*}}) to (%c1{{.*}})
+// CHECK: %[[NEW:.*]] = arith.addf
+// CHECK: memref.store %[[NEW]], %[[ACC]][%[[J]]]
+// CHECK: return{{$}}
 
 // The per-stage optimizer step exchanges the tied wte gradient (tag 4).
 // CHECK-LABEL: func.func @triax_optimizer_step(
