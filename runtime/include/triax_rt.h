@@ -160,8 +160,7 @@ void trx_device_sync(void);
  *   (cuMemsetD8Async), no host wait. */
 void trx_copy_to_host(void *dst, const void *device_src, size_t bytes);
 void trx_copy_to_device(void *device_dst, const void *src, size_t bytes);
-void trx_copy_on_device(void *device_dst, const void *device_src,
-                        size_t bytes);
+void trx_copy_on_device(void *device_dst, const void *device_src, size_t bytes);
 void trx_device_memset(void *device_dst, int byte, size_t bytes);
 
 /* Counters of the four functions above, since start or the last reset:
@@ -793,10 +792,10 @@ typedef struct trx_param_desc trx_param_desc; /* defined below */
  * and grads[i] each hold its numel floats (row-major, contiguous). The
  * pointer arrays are copied; params and the buffers must stay valid while
  * bound. The buffers are the compiled code's (trx_alloc blocks: device
- * memory on the CUDA target); the runtime never dereferences them. n = 0 unbinds. trx_train_main binds its own buffers; a
- * hand-written driver calls this itself. Returns TRX_ERR_ARG for a NULL
- * buffer or an invalid parameter description. Not thread-safe with respect
- * to concurrent trx_state_* calls. */
+ * memory on the CUDA target); the runtime never dereferences them. n = 0
+ * unbinds. trx_train_main binds its own buffers; a hand-written driver calls
+ * this itself. Returns TRX_ERR_ARG for a NULL buffer or an invalid parameter
+ * description. Not thread-safe with respect to concurrent trx_state_* calls. */
 int trx_state_bind(int64_t n, const trx_param_desc *params,
                    float *const *param_bufs, float *const *exp_avg,
                    float *const *exp_avg_sq, float *const *grads, char *err,

@@ -744,8 +744,7 @@ void checkStaging(const ListInfo &li) {
   };
   std::vector<float> a(static_cast<size_t>(n)), agIn(static_cast<size_t>(k)),
       agOut(static_cast<size_t>(k * p)), rsIn(static_cast<size_t>(k * p)),
-      rsOut(static_cast<size_t>(k)), bc(static_cast<size_t>(n)), b0(9),
-      b1(33);
+      rsOut(static_cast<size_t>(k)), bc(static_cast<size_t>(n)), b0(9), b1(33);
   fill(a, 1);
   fill(agIn, 2);
   fill(rsIn, 3);
@@ -753,8 +752,8 @@ void checkStaging(const ListInfo &li) {
   fill(b0, 5);
   fill(b1, 6);
   float *dA = onDevice(a), *dAgIn = onDevice(agIn), *dAgOut = onDevice(agOut),
-        *dRsIn = onDevice(rsIn), *dRsOut = onDevice(rsOut),
-        *dBc = onDevice(bc), *dB0 = onDevice(b0), *dB1 = onDevice(b1);
+        *dRsIn = onDevice(rsIn), *dRsOut = onDevice(rsOut), *dBc = onDevice(bc),
+        *dB0 = onDevice(b0), *dB1 = onDevice(b1);
   // The host results.
   trx_all_reduce(a.data(), n, TRX_REDUCE_SUM, ax, na);
   trx_all_gather(agIn.data(), k, agOut.data(), ax, na);
@@ -801,10 +800,12 @@ void checkStaging(const ListInfo &li) {
       trx_send(dMsg, 50, 1, ax, na, 5);
     else
       trx_recv(dMsg, 50, 0, ax, na, 5);
-    CHECK_EQ(trx_copy_calls(li.pos == 0 ? TRX_COPY_TO_HOST : TRX_COPY_TO_DEVICE),
-             uint64_t(1));
-    CHECK_EQ(trx_copy_calls(li.pos == 0 ? TRX_COPY_TO_DEVICE : TRX_COPY_TO_HOST),
-             uint64_t(0));
+    CHECK_EQ(
+        trx_copy_calls(li.pos == 0 ? TRX_COPY_TO_HOST : TRX_COPY_TO_DEVICE),
+        uint64_t(1));
+    CHECK_EQ(
+        trx_copy_calls(li.pos == 0 ? TRX_COPY_TO_DEVICE : TRX_COPY_TO_HOST),
+        uint64_t(0));
     triax::rt::gDeviceMemoryHook = nullptr;
     if (li.pos == 1) {
       // What position 0 sent: its noise.

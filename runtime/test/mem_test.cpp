@@ -216,7 +216,8 @@ void testCopyHooks() {
   CHECK_EQ(trx_copy_calls(-1), uint64_t(0));
   CHECK_EQ(trx_copy_bytes(TRX_COPY_NKINDS), uint64_t(0));
 
-  auto *dev = static_cast<float *>(trx_alloc(64 * sizeof(float), TRX_MEM_OTHER));
+  auto *dev =
+      static_cast<float *>(trx_alloc(64 * sizeof(float), TRX_MEM_OTHER));
   CHECK(dev != nullptr);
   float host[64], back[64];
   for (int i = 0; i < 64; ++i)

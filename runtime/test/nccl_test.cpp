@@ -289,8 +289,8 @@ void checkMemory() {
   std::vector<float> dv = download(d, n), ev = download(e, n);
   bool ok = true;
   for (int64_t j = 0; j < n; ++j) {
-    float wantD = j >= n / 2 && j < n / 2 + n / 4 ? -valueF(j - n / 2)
-                                                   : valueF(j);
+    float wantD =
+        j >= n / 2 && j < n / 2 + n / 4 ? -valueF(j - n / 2) : valueF(j);
     float wantE = j < n / 2 ? 0.0f : -valueF(j);
     ok = ok && dv[size_t(j)] == wantD && ev[size_t(j)] == wantE;
   }

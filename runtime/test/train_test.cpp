@@ -297,8 +297,8 @@ void testDriverScalars(const trxtest::TempDir &tmp) {
   // state.json) and copy the state (parameter and both moments) to the
   // host: 3 reads (steps 3, 4, 6) + 2 x 3 tensors.
   std::string ckpt = tmp / "ckpt";
-  r = runFakeModel(tmp, {"--steps", "6", "--log-every", "4", "--ckpt-dir",
-                         ckpt, "--ckpt-every", "3"});
+  r = runFakeModel(tmp, {"--steps", "6", "--log-every", "4", "--ckpt-dir", ckpt,
+                         "--ckpt-every", "3"});
   CHECK_EQ(r.rc, 0);
   CHECK_EQ(r.calls[TRX_COPY_TO_HOST], uint64_t(3 + 2 * 3));
   CHECK(trxtest::fileExists(ckpt + "/step-00000006/model.safetensors"));

@@ -398,10 +398,10 @@ struct Run {
   /// Copies the host batch (hostTokens) into the device token buffers: one
   /// copy, queued behind the last call's kernels that read them.
   void uploadTokens() {
-    trx_copy_to_device(tokens, hostTokens.data(),
-                       size_t(targetOffset + callMicroBatches *
-                                                 tokensPerStep()) *
-                           sizeof(int32_t));
+    trx_copy_to_device(
+        tokens, hostTokens.data(),
+        size_t(targetOffset + callMicroBatches * tokensPerStep()) *
+            sizeof(int32_t));
   }
   /// Reads the step's scalars [loss_acc, grad_norm] (one copy; a host
   /// synchronization on the GPU).
@@ -548,8 +548,7 @@ int Run::nextCall() {
         skipInputs.resize(size_t(tokensPerStep()));
         skipTargets.resize(size_t(tokensPerStep()));
       }
-      if (trx_loader_next(train,
-                          mine ? hostInputs + offset : skipInputs.data(),
+      if (trx_loader_next(train, mine ? hostInputs + offset : skipInputs.data(),
                           mine ? hostTargets + offset : skipTargets.data()) !=
           TRX_OK) {
         printError("%s: %s", dataName.c_str(), trx_last_error());

@@ -1079,8 +1079,8 @@ extern "C" void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
   // in and the tail zeroed (stream-ordered; no host access).
   float *padded = nullptr;
   if (n != g * k) {
-    padded = static_cast<float *>(checkedAlloc(
-        fn, size_t(g * k) * sizeof(float), 64));
+    padded = static_cast<float *>(
+        checkedAlloc(fn, size_t(g * k) * sizeof(float), 64));
     trx_copy_on_device(padded, src, size_t(n) * sizeof(float));
     trx_device_memset(padded + n, 0, size_t(g * k - n) * sizeof(float));
     src = padded;
@@ -1111,8 +1111,8 @@ extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
     return;
   }
   // Gathered into a device temporary, then cut to n on the device.
-  float *whole = static_cast<float *>(checkedAlloc(
-      fn, size_t(g * k) * sizeof(float), 64));
+  float *whole =
+      static_cast<float *>(checkedAlloc(fn, size_t(g * k) * sizeof(float), 64));
   trx_all_gather(src, k, whole, axes.data(), int32_t(axes.size()));
   trx_copy_on_device(dst, whole, size_t(n) * sizeof(float));
   trx_free(whole);

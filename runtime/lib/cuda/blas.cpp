@@ -348,8 +348,7 @@ void fillRowsWithBias(const trx_gemm_problem &p, CUstream s) {
   const size_t elem = p.type == TRX_GEMM_BF16 ? 2 : 4;
   const size_t width = size_t(p.N) * elem, pitch = size_t(p.ldc) * elem;
   const CUdeviceptr c = reinterpret_cast<CUdeviceptr>(p.C);
-  TRX_CU(cuMemcpyDtoDAsync(c, reinterpret_cast<CUdeviceptr>(p.bias), width,
-                           s));
+  TRX_CU(cuMemcpyDtoDAsync(c, reinterpret_cast<CUdeviceptr>(p.bias), width, s));
   for (int64_t filled = 1; filled < p.M; filled *= 2) {
     const int64_t rows = std::min(filled, p.M - filled);
     CUDA_MEMCPY2D copy = {};

@@ -71,8 +71,8 @@ bool deviceMemory(const void *p) {
   if (ownsPointer(p))
     return true;
   CUmemorytype type = CU_MEMORYTYPE_HOST;
-  CUresult rc = cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                      dptr(p));
+  CUresult rc =
+      cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dptr(p));
   return rc == CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE;
 }
 
@@ -128,9 +128,8 @@ extern "C" void trx_copy_on_device(void *device_dst, const void *device_src,
             bytes);
   if (bytes == 0 || device_dst == device_src)
     return;
-  TRX_CU(
-      cuMemcpyDtoDAsync(dptr(device_dst), dptr(device_src), bytes,
-                        launchStream()));
+  TRX_CU(cuMemcpyDtoDAsync(dptr(device_dst), dptr(device_src), bytes,
+                           launchStream()));
   launched("trx_copy_on_device");
 }
 
