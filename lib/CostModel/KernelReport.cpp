@@ -32,6 +32,7 @@
 
 #include "triax/CostModel/KernelReport.h"
 
+#include "triax/Conversion/KernelsToGPU/HostPrivate.h"
 #include "triax/Conversion/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -198,25 +199,6 @@ Value rootOf(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
     v = view.getViewSource();
   return v;
-}
-
-/// A buffer only host code touches: allocated here and used only by
-/// memref.load, memref.store and memref.dealloc outside any launch. The
-/// same rule as triax-insert-host-syncs' isHostPrivate
-/// (lib/Conversion/KernelsToGPU/InsertHostSyncs.cpp): such a buffer is the
-/// host's own scalar, not device memory.
-bool isHostPrivate(Value buffer) {
-  if (!buffer.getDefiningOp<memref::AllocOp>())
-    return false;
-  return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
-    if (user->getParentOfType<gpu::LaunchOp>())
-      return false;
-    if (auto load = dyn_cast<memref::LoadOp>(user))
-      return load.getMemRef() == buffer;
-    if (auto store = dyn_cast<memref::StoreOp>(user))
-      return store.getMemRef() == buffer;
-    return isa<memref::DeallocOp>(user);
-  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1227,7 +1209,7 @@ llvm::Error StepCounter::hostAccess(Operation *op, double w) {
                      ": its source's shape is not static");
     bytes = type.getNumElements() * elemBytes(type);
   }
-  if (!buffer || isHostPrivate(buffer))
+  if (!buffer || ::triax::isHostPrivate(buffer))
     return llvm::Error::success();
   entry->hostAccesses += w;
   report.totals.hostAccessBytes += w * scale * double(bytes);

@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "triax/Conversion/KernelsToGPU/Passes.h"
+
+#include "triax/Conversion/KernelsToGPU/HostPrivate.h"
 #include "triax/Conversion/RuntimeABI.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -97,24 +99,6 @@ Contents regionContents(Operation *op) {
   return c;
 }
 
-/// A buffer only host code touches: allocated here and used only by
-/// memref.load, memref.store and memref.dealloc outside any launch (a
-/// scalar the host stores and reads back). Once a sync follows its
-/// allocation (its zero-fill is done), its accesses need no other.
-bool isHostPrivate(Value buffer) {
-  if (!buffer.getDefiningOp<memref::AllocOp>())
-    return false;
-  return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
-    if (user->getParentOfType<gpu::LaunchOp>())
-      return false;
-    if (auto load = dyn_cast<memref::LoadOp>(user))
-      return load.getMemRef() == buffer;
-    if (auto store = dyn_cast<memref::StoreOp>(user))
-      return store.getMemRef() == buffer;
-    return isa<memref::DeallocOp>(user);
-  });
-}
-
 /// The buffer `op` loads from or stores to, if it is one of those.
 Value accessedBuffer(Operation *op) {
   if (auto load = dyn_cast<memref::LoadOp>(op))
@@ -144,7 +128,9 @@ public:
         if (!accessesMemory(&op))
           continue;
         Value buffer = accessedBuffer(&op);
-        bool privateBuffer = buffer && isHostPrivate(buffer);
+        // Once a sync follows its allocation, a host-private buffer's
+        // accesses need no other.
+        bool privateBuffer = buffer && ::triax::isHostPrivate(buffer);
         if (privateBuffer && settled.contains(buffer))
           continue;
         if (!synced) {
