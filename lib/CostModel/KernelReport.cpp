@@ -1003,10 +1003,19 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
       Value v = e.getValue();
       if (!v || !isa<MemRefType>(v.getType()))
         continue;
-      if (isa<MemoryEffects::Read>(e.getEffect()))
-        read.insert(rootOf(v));
-      else if (isa<MemoryEffects::Write>(e.getEffect()))
-        written.insert(rootOf(v));
+      // A buffer chosen per iteration (`arith.select` of buffers, the
+      // fused gradient norm's rows) is each of the buffers it chooses from.
+      llvm::SmallVector<Value> buffers{rootOf(v)};
+      while (auto select = buffers.back().getDefiningOp<arith::SelectOp>()) {
+        buffers.back() = rootOf(select.getFalseValue());
+        buffers.insert(buffers.end() - 1, rootOf(select.getTrueValue()));
+      }
+      for (Value buffer : buffers) {
+        if (isa<MemoryEffects::Read>(e.getEffect()))
+          read.insert(buffer);
+        else if (isa<MemoryEffects::Write>(e.getEffect()))
+          written.insert(buffer);
+      }
     }
   });
   auto bytesOf = [&](const llvm::SetVector<Value> &buffers,

@@ -81,6 +81,35 @@ void KernelBuilder::parallel(ArrayRef<int64_t> upperBounds, BodyFn body) {
                           });
 }
 
+void KernelBuilder::parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body) {
+  SmallVector<int64_t> offsets{0};
+  for (int64_t n : sizes)
+    offsets.push_back(offsets.back() + n);
+  // Ranges [lo, hi) hold iteration e (offsets[lo] <= e < offsets[hi]).
+  std::function<void(KernelBuilder &, Value, size_t, size_t)> tree =
+      [&](KernelBuilder &k, Value e, size_t lo, size_t hi) {
+        if (hi - lo == 1) {
+          Value local = e;
+          if (offsets[lo] != 0)
+            local = arith::SubIOp::create(k.b, k.loc, e, k.index(offsets[lo]));
+          body(k, lo, local, e);
+          return;
+        }
+        size_t mid = (lo + hi) / 2;
+        Value below =
+            k.cmpi(arith::CmpIPredicate::ult, e, k.index(offsets[mid]));
+        auto branch = scf::IfOp::create(k.b, k.loc, below, /*withElse=*/true);
+        OpBuilder::InsertionGuard guard(k.b);
+        k.b.setInsertionPoint(branch.thenBlock()->getTerminator());
+        tree(k, e, lo, mid);
+        k.b.setInsertionPoint(branch.elseBlock()->getTerminator());
+        tree(k, e, mid, hi);
+      };
+  parallel({offsets.back()}, [&](KernelBuilder &k, ValueRange e) {
+    tree(k, e[0], 0, sizes.size());
+  });
+}
+
 void KernelBuilder::loop(ArrayRef<int64_t> upperBounds, BodyFn body) {
   SmallVector<Value> ivs;
   std::function<void(KernelBuilder &, size_t)> nest = [&](KernelBuilder &k,

@@ -90,6 +90,15 @@ public:
   /// An `scf.parallel` nest over [0, ub) per dimension: iterations are
   /// independent (each writes its own outputs).
   void parallel(ArrayRef<int64_t> upperBounds, BodyFn body);
+  /// One `scf.parallel` over the concatenation of ranges of `sizes`
+  /// iterations: iteration e belongs to range m when offset_m <= e <
+  /// offset_m + sizes[m] (offset_m the sum of the sizes before m), found by
+  /// a binary tree of `scf.if e < offset` (depth log2 of sizes.size()), and
+  /// runs body(k, m, e - offset_m, e). Ranges that would each be a loop of
+  /// their own become one loop (one GPU launch).
+  using ConcatBodyFn =
+      function_ref<void(KernelBuilder &, size_t, Value local, Value global)>;
+  void parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body);
   /// A sequential `scf.for` over [0, ub) (nests for several bounds).
   void loop(ArrayRef<int64_t> upperBounds, BodyFn body);
   /// A sequential loop from `lower` to `upper` carrying `init`; the body
@@ -132,6 +141,7 @@ public:
   }
   /// Index arithmetic.
   Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value subi(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value muli(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value divui(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
   Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
@@ -276,8 +286,9 @@ void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           const ParamIndex &params);
 /// fuseOptimizer: a run of consecutive triax.adamw ops of one step becomes
 /// one parallel loop over their concatenated elements (one GPU launch),
-/// cut where the launch would pass more than kernelParamBytes of kernel
-/// parameters.
+/// and the global norm's partial sums over all gradients one loop over
+/// their concatenated rows, each cut where the launch would pass more than
+/// kernelParamBytes of kernel parameters.
 void populateOptimizerPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                const ParamIndex &params,

@@ -23,7 +23,10 @@ constexpr int64_t kNormRow = 4096;
 /// - each gradient's squares are summed in rows of kNormRow elements by a
 ///   row-wise nest (one block per row on the GPU) into one f64 buffer of
 ///   partial sums, the gradients' rows one after the other (about 30,000
-///   for gpt2);
+///   for gpt2); with fuse-optimizer the rows of all gradients are one nest
+///   (rows dispatched to their gradient as the fused AdamW dispatches
+///   elements: one launch per step instead of one per gradient), the same
+///   sums;
 /// - a nest of one row sums the partial sums in order: a run of gradients
 ///   held once is one sequential sum, a gradient whose piece r members of
 ///   the group hold adds its own sum divided by r. On the CPU that is the
@@ -34,7 +37,12 @@ constexpr int64_t kNormRow = 4096;
 ///   all_reduced in place in the f32 result (a device buffer), and a nest of
 ///   one iteration takes the root.
 struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+  GlobalNormLowering(TypeConverter &converter, MLIRContext *ctx, bool fuse,
+                     int64_t paramBytes)
+      : OpConversionPattern(converter, ctx), fuse(fuse),
+        paramBytes(paramBytes) {}
+  bool fuse;
+  int64_t paramBytes;
   LogicalResult
   matchAndRewrite(GlobalNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -55,25 +63,85 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
     }
     Value partials =
         k.alloc(RankedTensorType::get({totalRows}, rewriter.getF64Type()));
-    for (auto [grad, span] : llvm::zip(adaptor.getGrads(), spans)) {
-      Value flat = k.flat(grad);
-      int64_t n = cast<MemRefType>(flat.getType()).getNumElements();
-      int64_t cols = std::min<int64_t>(n, kNormRow);
-      int64_t first = span.first;
-      k.parallel({span.rows}, [&](KernelBuilder &k, ValueRange r) {
-        Value base = k.muli(r[0], k.index(cols));
-        Value last = k.index(n - 1);
-        Value sum = k.reduce(
-            cols, {k.f64(0.0)}, [&](KernelBuilder &k, Value c, ValueRange acc) {
-              // The last row's tail (n % cols) adds zeros.
-              Value i = k.addi(base, c);
-              Value inside = k.cmpi(arith::CmpIPredicate::ule, i, last);
-              Value g = k.toF64(k.load(flat, {k.select(inside, i, last)}));
-              Value sq = k.select(inside, k.mul(g, g), k.f64(0.0));
-              return SmallVector<Value>{k.add(acc[0], sq)};
-            })[0];
-        k.store(sum, partials, {first ? k.addi(r[0], k.index(first)) : r[0]});
-      });
+    // Row r (`cols` elements, the last row's tail, past n, adding zeros)
+    // of the flat gradient `flat` of n elements: the sum of its squares
+    // into partials[global] (the row's place among all gradients' rows).
+    auto sumRow = [&](KernelBuilder &k, Value flat, Value n, int64_t cols,
+                      Value r, Value global) {
+      Value base = k.muli(r, k.index(cols));
+      Value last = k.subi(n, k.index(1));
+      Value sum = k.reduce(
+          cols, {k.f64(0.0)}, [&](KernelBuilder &k, Value c, ValueRange acc) {
+            Value i = k.addi(base, c);
+            Value inside = k.cmpi(arith::CmpIPredicate::ule, i, last);
+            Value g = k.toF64(k.load(flat, {k.select(inside, i, last)}));
+            Value sq = k.select(inside, k.mul(g, g), k.f64(0.0));
+            return SmallVector<Value>{k.add(acc[0], sq)};
+          })[0];
+      k.store(sum, partials, {global});
+    };
+    auto numElements = [](Value buffer) {
+      return cast<MemRefType>(buffer.getType()).getNumElements();
+    };
+    SmallVector<Value> flats;
+    for (Value grad : adaptor.getGrads())
+      flats.push_back(k.flat(grad));
+    auto atRow = [&](KernelBuilder &k, Value r, int64_t first) {
+      return first ? k.addi(r, k.index(first)) : r;
+    };
+    if (!fuse) {
+      // One loop over each gradient's rows.
+      for (auto [flat, span] : llvm::zip(flats, spans)) {
+        int64_t n = numElements(flat), first = span.first;
+        k.parallel({span.rows}, [&](KernelBuilder &k, ValueRange r) {
+          sumRow(k, flat, k.index(n), std::min(n, kNormRow), r[0],
+                 atRow(k, r[0], first));
+        });
+      }
+    } else {
+      // fuse-optimizer: one loop over the concatenated rows of a run of
+      // gradients, all rows kNormRow long (a shorter gradient's one row
+      // adds zeros past its end: the same sum). A row's gradient is chosen
+      // by selects on its index (the row's own buffer, first row and size),
+      // so each iteration is still one row loop: one block per row on the
+      // GPU. A run is cut where its launch would pass more than paramBytes
+      // of kernel parameters (a 1-D buffer descriptor, 40 bytes, per
+      // gradient; the partial sums' is shared) and where the element type
+      // changes.
+      constexpr int64_t kBufferBytes = 40;
+      for (size_t g = 0; g < spans.size();) {
+        Type type = cast<MemRefType>(flats[g].getType()).getElementType();
+        size_t end = g + 1;
+        while (end < spans.size() &&
+               cast<MemRefType>(flats[end].getType()).getElementType() ==
+                   type &&
+               (paramBytes <= 0 || (end - g + 2) * kBufferBytes <= paramBytes))
+          ++end;
+        auto dynamic = MemRefType::get({ShapedType::kDynamic}, type);
+        int64_t first = spans[g].first;
+        int64_t rows = spans[end - 1].first + spans[end - 1].rows - first;
+        k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+          // (The casts inside the nest: its kernel's parameters keep their
+          // static shapes.)
+          SmallVector<Value> members;
+          for (size_t m = g; m < end; ++m)
+            members.push_back(memref::CastOp::create(k.builder(), k.getLoc(),
+                                                     dynamic, flats[m]));
+          // The last member whose first row is at or before r.
+          Value flat = members[0], start = k.index(0);
+          Value n = k.index(numElements(flats[g]));
+          for (size_t m = g + 1; m < end; ++m) {
+            int64_t from = spans[m].first - first;
+            Value at = k.cmpi(arith::CmpIPredicate::uge, r[0], k.index(from));
+            flat = k.select(at, members[m - g], flat);
+            start = k.select(at, k.index(from), start);
+            n = k.select(at, k.index(numElements(flats[m])), n);
+          }
+          sumRow(k, flat, n, kNormRow, k.subi(r[0], start),
+                 atRow(k, r[0], first));
+        });
+        g = end;
+      }
     }
     Value out = k.alloc(op.getType());
     Value outElement = k.flat(out);
@@ -296,7 +364,6 @@ struct FusedAdamWLowering : ParamPattern<AdamWOp> {
     rewriter.setInsertionPoint(op);
     KernelBuilder k(rewriter, op.getLoc());
     SmallVector<AdamWUpdate> updates;
-    SmallVector<int64_t> offsets{0};
     for (AdamWOp member : run) {
       Value grad = rewriter.getRemappedValue(member.getGrad());
       if (!grad)
@@ -308,34 +375,15 @@ struct FusedAdamWLowering : ParamPattern<AdamWOp> {
       if (failed(u))
         return failure();
       updates.push_back(*u);
-      offsets.push_back(offsets.back() + u->n);
     }
     Value lr = adaptor.getLr(), scale = adaptor.getGradScale();
-    OpBuilder &b = rewriter;
-    Location loc = op.getLoc();
-    // Parameters [lo, hi) hold element e (offsets[lo] <= e < offsets[hi]).
-    std::function<void(KernelBuilder &, Value, size_t, size_t)> tree =
-        [&](KernelBuilder &k, Value e, size_t lo, size_t hi) {
-          if (hi - lo == 1) {
-            Value local = e;
-            if (offsets[lo] != 0)
-              local = arith::SubIOp::create(b, loc, e, k.index(offsets[lo]));
-            updateElement(k, updates[lo], lr, scale, ValueRange{local});
-            return;
-          }
-          size_t mid = (lo + hi) / 2;
-          Value below = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                              e, k.index(offsets[mid]));
-          auto branch = scf::IfOp::create(b, loc, below, /*withElse=*/true);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(branch.thenBlock()->getTerminator());
-          tree(k, e, lo, mid);
-          b.setInsertionPoint(branch.elseBlock()->getTerminator());
-          tree(k, e, mid, hi);
-        };
-    k.parallel({offsets.back()}, [&](KernelBuilder &k, ValueRange i) {
-      tree(k, i[0], 0, run.size());
-    });
+    SmallVector<int64_t> sizes;
+    for (const AdamWUpdate &u : updates)
+      sizes.push_back(u.n);
+    k.parallelConcat(
+        sizes, [&](KernelBuilder &k, size_t m, Value local, Value) {
+          updateElement(k, updates[m], lr, scale, ValueRange{local});
+        });
     for (AdamWOp member : run)
       rewriter.eraseOp(member);
     return success();
@@ -389,7 +437,8 @@ void mlir::triax::kernels::accumulateGrad(KernelBuilder &k, int64_t index,
 void mlir::triax::kernels::populateOptimizerPatterns(
     TypeConverter &converter, RewritePatternSet &patterns,
     const ParamIndex &params, bool fuseOptimizer, int64_t kernelParamBytes) {
-  patterns.add<GlobalNormLowering>(converter, patterns.getContext());
+  patterns.add<GlobalNormLowering>(converter, patterns.getContext(),
+                                   fuseOptimizer, kernelParamBytes);
   patterns.add<AccumulateGradLowering, GetGradLowering>(
       converter, patterns.getContext(), params);
   if (fuseOptimizer)
