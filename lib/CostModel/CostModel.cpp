@@ -26,18 +26,20 @@ constexpr double kLatency = 5e-6;
 const Hardware kBuiltins[] = {
     // A100 SXM4 40GB: 312 TFLOP/s bf16 dense, 1,555 GB/s, NVLink 3 600 GB/s;
     // DGX A100: 8 GPUs, one 200 Gb/s HDR InfiniBand port per GPU.
+    // FP32 without tensor cores: 19.5 TFLOP/s.
     {"a100-40g", 40 * kGB, 312 * kTFLOPS, 1.555 * kTB, 600 * kGB, 8, 25 * kGB,
-     kLatency},
+     kLatency, 19.5 * kTFLOPS},
     // A100 SXM4 80GB: 2,039 GB/s.
     {"a100-80g", 80 * kGB, 312 * kTFLOPS, 2.039 * kTB, 600 * kGB, 8, 25 * kGB,
-     kLatency},
+     kLatency, 19.5 * kTFLOPS},
     // H100 SXM5 80GB: 989 TFLOP/s bf16 dense, 3.35 TB/s, NVLink 4 900 GB/s;
-    // DGX H100: 8 GPUs, one 400 Gb/s NDR port per GPU.
+    // DGX H100: 8 GPUs, one 400 Gb/s NDR port per GPU. FP32 without tensor
+    // cores: 67 TFLOP/s.
     {"h100-80g", 80 * kGB, 989 * kTFLOPS, 3.35 * kTB, 900 * kGB, 8, 50 * kGB,
-     kLatency},
+     kLatency, 67 * kTFLOPS},
     // H200 SXM 141GB: 989 TFLOP/s, 4.8 TB/s, 900 GB/s; DGX H200 as DGX H100.
     {"h200-141g", 141 * kGB, 989 * kTFLOPS, 4.8 * kTB, 900 * kGB, 8, 50 * kGB,
-     kLatency},
+     kLatency, 67 * kTFLOPS},
 };
 } // namespace
 
@@ -77,13 +79,14 @@ llvm::Expected<Hardware> triax::cost::parseHardwareJSON(llvm::StringRef text) {
                 {"latency_us", 1, &latencyUs}};
   for (const auto &kv : *obj) {
     llvm::StringRef key = kv.first;
-    if (key == "name")
+    if (key == "name" || key == "fp32_tflops")
       continue;
     if (std::none_of(std::begin(fields), std::end(fields),
                      [&](const Field &f) { return key == f.key; }))
       return fail("unknown field '" + key +
                   "' (fields: name, hbm_gb, bf16_tflops, hbm_tb_s, "
-                  "nvlink_gb_s, gpus_per_node, internode_gb_s, latency_us)");
+                  "nvlink_gb_s, gpus_per_node, internode_gb_s, latency_us; "
+                  "optional fp32_tflops)");
   }
   std::optional<llvm::StringRef> name = obj->getString("name");
   if (!name || name->empty())
@@ -104,6 +107,12 @@ llvm::Expected<Hardware> triax::cost::parseHardwareJSON(llvm::StringRef text) {
   }
   if (gpus != std::floor(gpus))
     return fail("field 'gpus_per_node' must be an integer");
+  if (const llvm::json::Value *v = obj->get("fp32_tflops")) {
+    std::optional<double> num = v->getAsNumber();
+    if (!num || !(*num > 0) || !std::isfinite(*num))
+      return fail("field 'fp32_tflops' must be a positive number");
+    hw.fp32Flops = *num * kTFLOPS;
+  }
   hw.gpusPerNode = int64_t(gpus);
   hw.latency = latencyUs * 1e-6;
   return hw;

@@ -333,6 +333,21 @@ bool dependsOn(Value v, llvm::ArrayRef<Value> leaves) {
   return dependsOn(v, leaves, seen);
 }
 
+/// Whether `v` is computed from a value loaded from memory.
+bool dependsOnLoad(Value v) {
+  llvm::SmallVector<Value> worklist{v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (isa<memref::LoadOp>(def))
+      return true;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return false;
+}
+
 /// The trip count of [lb, ub) by step (0 when empty or the step is not
 /// positive).
 int64_t tripCount(int64_t lb, int64_t ub, int64_t step) {
@@ -516,6 +531,12 @@ private:
   bool isLinearId(Value v, gpu::LaunchOp launch) const;
   std::optional<int64_t> blockStridedTrips(scf::ForOp loop,
                                            const KernelCtx &ctx) const;
+  /// A loop whose bounds vary by thread (the flash-attention kernels' loops
+  /// to the thread's query position) in a kernel of linear thread ids: its
+  /// mean trip count over the threads; none when its bounds are constant
+  /// or do not evaluate from the thread's id.
+  std::optional<double> meanTripsOverThreads(scf::ForOp loop,
+                                             const KernelCtx &ctx);
   llvm::Error countVisit(Operation *op) {
     if (++visits > kMaxVisits)
       return failure("cannot count " + describe(op) + ": more than " +
@@ -527,8 +548,14 @@ private:
   KernelItem &itemFor(Operation *op, ItemKind kind, llvm::StringRef name);
   /// (group size, span in ranks) of the mesh axes in `mask`.
   std::pair<int64_t, int64_t> group(int64_t mask) const;
-  double roofline(double flops, double bytes) const {
-    return std::max(hw.peakFlops > 0 ? flops / hw.peakFlops : 0.0,
+  /// Generated kernels are scalar loops (no tensor cores): the FP32 peak
+  /// where the hardware names one; GEMMs (cuBLASLt, bf16 on tensor cores)
+  /// the dense bf16 peak.
+  double kernelPeak() const {
+    return hw.fp32Flops > 0 ? hw.fp32Flops : hw.peakFlops;
+  }
+  double roofline(double flops, double bytes, double peak) const {
+    return std::max(peak > 0 ? flops / peak : 0.0,
                     hw.hbmBandwidth > 0 ? bytes / hw.hbmBandwidth : 0.0);
   }
 
@@ -667,7 +694,9 @@ bool StepCounter::controlDependsOn(Region &region, llvm::ArrayRef<Value> leaves,
       auto guard = linearGuard(branch.getCondition(), launch, isLinear);
       if (guard)
         control = {guard->second};
-      else
+      else if (!dependsOnLoad(branch.getCondition()))
+        // (A condition on loaded data never evaluates: the walk takes its
+        // then-branch whatever the indices.)
         control = {branch.getCondition()};
     } else if (auto sw = dyn_cast<scf::IndexSwitchOp>(op))
       control = {sw.getArg()};
@@ -709,6 +738,27 @@ llvm::Error StepCounter::iterate(Operation *loop, ValueRange ivs,
   llvm::SmallVector<Value> leaves(ivs.begin(), ivs.end());
   if (!controlDependsOn(loop->getRegion(0), leaves))
     return body(w * trips);
+  // Enumerate the points of the variables the control depends on; the
+  // others multiply the weight (a flash-attention nest over (b, h, i) whose
+  // loops run to i: S points, not B*H*S).
+  llvm::SmallVector<Value> enumerated;
+  {
+    llvm::SmallVector<int64_t> keptLo, keptHi, keptStep;
+    for (auto [iv, l, u, st] : llvm::zip(ivs, lo, hi, step)) {
+      if (controlDependsOn(loop->getRegion(0), {iv})) {
+        enumerated.push_back(iv);
+        keptLo.push_back(l);
+        keptHi.push_back(u);
+        keptStep.push_back(st);
+      } else {
+        w *= double(tripCount(l, u, st));
+      }
+    }
+    lo = keptLo;
+    hi = keptHi;
+    step = keptStep;
+  }
+  ivs = enumerated;
   // Enumerate the points of the nest (last index fastest).
   llvm::SmallVector<int64_t> point(lo);
   while (true) {
@@ -734,6 +784,53 @@ llvm::Error StepCounter::iterate(Operation *loop, ValueRange ivs,
   for (Value iv : ivs)
     ev.env.erase(iv);
   return llvm::Error::success();
+}
+
+std::optional<double> StepCounter::meanTripsOverThreads(scf::ForOp loop,
+                                                        const KernelCtx &ctx) {
+  gpu::LaunchOp launch = ctx.launch;
+  if (!launch || !ctx.hasLinear || ctx.hi <= ctx.lo || ctx.blockX <= 0)
+    return std::nullopt;
+  Value tid = launch.getThreadIds().x, bid = launch.getBlockIds().x;
+  if (ev.env.count(tid))
+    return std::nullopt;
+  // Walked block by block (the block id set): its threads' ids.
+  bool perBlock = ev.env.count(bid);
+  auto bounds = [&] {
+    return std::array{ev.eval(loop.getLowerBound()),
+                      ev.eval(loop.getUpperBound()), ev.eval(loop.getStep())};
+  };
+  if (llvm::all_of(bounds(), [](auto v) { return v.has_value(); }))
+    return std::nullopt; // constant: the ordinary walk
+  // The body's control must not depend on the loop's own variable (one
+  // walk of it stands for every iteration).
+  if (controlDependsOn(loop.getRegion(), {loop.getInductionVar()}, launch))
+    return std::nullopt;
+  // Thread ids [lo, hi): every one up to kThreadSamples, else that many
+  // spread evenly over the range (the mean trip count of a triangular
+  // loop within a fraction of a percent).
+  constexpr int64_t kThreadSamples = 4096;
+  int64_t n = ctx.hi - ctx.lo, samples = std::min(n, kThreadSamples);
+  double total = 0;
+  std::optional<double> mean;
+  for (int64_t k = 0; k < samples; ++k) {
+    int64_t id = ctx.lo + (samples == n ? k : k * n / samples);
+    if (!perBlock)
+      ev.env[bid] = id / ctx.blockX;
+    ev.env[tid] = id % ctx.blockX;
+    auto [l, u, st] = bounds();
+    if (!l || !u || !st) {
+      total = -1;
+      break;
+    }
+    total += double(tripCount(*l, *u, *st));
+  }
+  if (!perBlock)
+    ev.env.erase(bid);
+  ev.env.erase(tid);
+  if (total >= 0)
+    mean = total / double(samples);
+  return mean;
 }
 
 std::optional<int64_t>
@@ -846,6 +943,11 @@ llvm::Error StepCounter::walkKernel(Block &block, double w,
         double perThread = double(*sum) / double(ctx.blockX);
         if (llvm::Error e =
                 walkKernel(*loop.getBody(), w * perThread, ctx, flops))
+          return e;
+        continue;
+      }
+      if (std::optional<double> mean = meanTripsOverThreads(loop, ctx)) {
+        if (llvm::Error e = walkKernel(*loop.getBody(), w * *mean, ctx, flops))
           return e;
         continue;
       }
@@ -1035,7 +1137,8 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
     return e;
   if (llvm::Error e = bytesOf(written, k.bytesWritten))
     return e;
-  k.seconds = roofline(k.flops, double(k.bytesRead + k.bytesWritten));
+  k.seconds =
+      roofline(k.flops, double(k.bytesRead + k.bytesWritten), kernelPeak());
   return llvm::Error::success();
 }
 
@@ -1102,8 +1205,8 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
     if (sig.aux >= 0)
       (sig.auxWritten ? item.bytesWritten : item.bytesRead) +=
           m * n * eltOf(sig.aux);
-    item.seconds =
-        roofline(item.flops, double(item.bytesRead + item.bytesWritten));
+    item.seconds = roofline(
+        item.flops, double(item.bytesRead + item.bytesWritten), hw.peakFlops);
     return llvm::Error::success();
   }
   case CallClass::Collective:
@@ -1567,9 +1670,11 @@ void triax::cost::printKernelReport(llvm::raw_ostream &os,
     if (e.callsPerStep > 0)
       os << "; " << count(e.callsPerStep) << " x " << e.name;
   os << "\n";
-  os << llvm::format("roofline: max(FLOPs / %.4g FLOP/s, bytes / %.4g B/s); "
-                     "the one peak (dense bf16) times f32 work too\n",
-                     hw.peakFlops, hw.hbmBandwidth);
+  os << llvm::format("roofline: max(FLOPs / peak, bytes / %.4g B/s); peak "
+                     "%.4g FLOP/s for GEMMs (dense bf16), %.4g for "
+                     "generated kernels (fp32, no tensor cores)\n",
+                     hw.hbmBandwidth, hw.peakFlops,
+                     hw.fp32Flops > 0 ? hw.fp32Flops : hw.peakFlops);
   os << "bytes: each distinct buffer a kernel loads (stores) counts once, "
         "whole, as read (written)\n";
 
@@ -1682,6 +1787,8 @@ void triax::cost::printKernelReportJSON(llvm::raw_ostream &os,
       {"precision", r.precision},
       {"hardware", r.hardware.name},
       {"peak_flops", r.hardware.peakFlops},
+      {"kernel_peak_flops",
+       r.hardware.fp32Flops > 0 ? r.hardware.fp32Flops : r.hardware.peakFlops},
       {"hbm_bandwidth", r.hardware.hbmBandwidth},
       {"step", llvm::json::Object{{"global_batch", r.globalBatch},
                                   {"micro_batch", r.microBatch},

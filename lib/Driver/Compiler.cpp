@@ -185,6 +185,7 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
   cudaOptions.toolkit = options.cudaToolkit;
   cudaOptions.rows = options.cudaRows;
   cudaOptions.geluEpilogue = options.geluEpilogue;
+  cudaOptions.attention = options.attention;
   std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
   if (!problem.empty()) {
     errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem
@@ -405,6 +406,11 @@ static int runKernelReport(const ::triax::CompileOptions &options,
 
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
+  if (options.attention != "flash" && options.attention != "batched-gemm") {
+    errs << "triaxc: unknown --attention value '" << options.attention
+         << "'; expected flash or batched-gemm\n";
+    return 1;
+  }
   llvm::StringRef emitKind = options.emit;
   if (!(emitKind.empty() || emitKind == "mlir" || emitKind == "llvm" ||
         emitKind == "obj" || emitKind.starts_with("mlir-after="))) {
@@ -577,6 +583,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   lowerOptions.openmp = options.openmp;
   lowerOptions.fuseOptimizer = options.fuseOptimizer;
   lowerOptions.geluEpilogue = options.geluEpilogue;
+  lowerOptions.attention = options.attention;
   if (cuda)
     ::triax::buildLowerCUDAPipeline(pm, cudaOptions);
   else

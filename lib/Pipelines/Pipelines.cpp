@@ -129,6 +129,7 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = options.fuseOptimizer;
   kernels.geluEpilogue = options.geluEpilogue;
+  kernels.attention = options.attention;
   kernels.kernelParamBytes = 0; // a CPU loop passes no kernel parameters
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   // One function per kernel: keeps the lowering below and LLVM linear in the
@@ -249,6 +250,7 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   kernels.fuseOptimizer = true;
   kernels.kernelParamBytes = kernelParamBytes(options.features);
   kernels.geluEpilogue = options.geluEpilogue;
+  kernels.attention = options.attention;
   // The embedding backward has `hidden` race-free iterations (tokens may
   // share a row); 768 threads would leave an H200 idle for milliseconds.
   // Vocabulary slices give it ~32k (see the option), still without

@@ -4,10 +4,10 @@
 // launch of one block per (head, row), its row reductions finished by
 // gpu.all_reduce (warp shuffles); the batched GEMMs between them stay runtime
 // calls in the host loop over the batch index.
-// RUN: triax-opt %s --pass-pipeline='builtin.module(convert-triax-to-kernels, func.func(triax-map-loops-to-gpu{rows=block}))' \
+// RUN: triax-opt %s --pass-pipeline='builtin.module(convert-triax-to-kernels{attention=batched-gemm}, func.func(triax-map-loops-to-gpu{rows=block}))' \
 // RUN:   | FileCheck %s
 // With rows=thread the same loops are one thread per (head, row) instead.
-// RUN: triax-opt %s --pass-pipeline='builtin.module(convert-triax-to-kernels, func.func(triax-map-loops-to-gpu{rows=thread}))' \
+// RUN: triax-opt %s --pass-pipeline='builtin.module(convert-triax-to-kernels{attention=batched-gemm}, func.func(triax-map-loops-to-gpu{rows=thread}))' \
 // RUN:   | FileCheck %s --check-prefix=THREAD
 
 // B = 2, S = 3, 4 query heads of d = 2 sharing 2 kv heads: 12 rows of P.

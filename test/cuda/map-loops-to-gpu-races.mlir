@@ -331,3 +331,58 @@ func.func @overlapping_slices(%ids: memref<512xi32>, %dy: memref<512x64xf32>, %t
   }
   return
 }
+
+// -----
+
+// A thread's own sequential offsets (the flash-attention kernels' features):
+// iteration (h, i) writes out[i, h*4 + c] for c in [0, 4). c moves the
+// column by at most 3 < 4, the step of h, so distinct (h, i) write distinct
+// elements: both dimensions run in parallel, no remark.
+// CHECK-LABEL: func.func @own_feature_offsets
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %c0 to %c4 step %c1 {
+// CHECK:             memref.store
+func.func @own_feature_offsets(%x: memref<8x16xf32>, %out: memref<8x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.parallel (%h, %i) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %base = arith.muli %h, %c4 : index
+    scf.for %c = %c0 to %c4 step %c1 {
+      %col = arith.addi %base, %c : index
+      %v = memref.load %x[%i, %col] : memref<8x16xf32>
+      memref.store %v, %out[%i, %col] : memref<8x16xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// The same with offsets c in [0, 5): h*4 + 4 of one head is h*4 + 0 of the
+// next, so two heads may write the same element: h runs sequentially.
+// CHECK-LABEL: func.func @overlapping_feature_offsets
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %c0 to %c4 step %c1 {
+// CHECK:             scf.for %{{.*}} = %c0 to %c5 step %c1 {
+func.func @overlapping_feature_offsets(%x: memref<8x20xf32>, %out: memref<8x20xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c8 = arith.constant 8 : index
+  // expected-remark @below {{dimension 0 runs sequentially in each thread: its iterations may write the same element}}
+  scf.parallel (%h, %i) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %base = arith.muli %h, %c4 : index
+    scf.for %c = %c0 to %c5 step %c1 {
+      %col = arith.addi %base, %c : index
+      %v = memref.load %x[%i, %col] : memref<8x20xf32>
+      // expected-note @below {{its index [%arg1, arith.addi] is not a one-to-one function of the parallel loop variable}}
+      memref.store %v, %out[%i, %col] : memref<8x20xf32>
+    }
+    scf.reduce
+  }
+  return
+}

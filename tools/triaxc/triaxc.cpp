@@ -66,6 +66,12 @@ static cl::opt<bool> geluEpilogue(
              "before it: cuBLASLt's on CUDA, the runtime's on the CPU "
              "(default true; =false keeps separate kernels)"),
     cl::init(true), cl::cat(category));
+static cl::opt<std::string> attention(
+    "attention",
+    cl::desc("Attention kernels: flash (fused, online softmax, memory "
+             "linear in the sequence; the default) or batched-gemm "
+             "(strided-batched GEMMs around a materialized T x T softmax)"),
+    cl::init("flash"), cl::cat(category));
 static cl::opt<std::string>
     runtimeDir("runtime-dir", cl::desc("Directory holding libtriax_rt.a"),
                cl::init(TRIAX_RUNTIME_LIB_DIR), cl::cat(category));
@@ -186,6 +192,7 @@ int main(int argc, char **argv) {
   options.openmp = openmp;
   options.fuseOptimizer = fuseOptimizer;
   options.geluEpilogue = geluEpilogue;
+  options.attention = attention;
   options.runtimeLibDir = runtimeDir;
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;

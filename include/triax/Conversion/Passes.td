@@ -64,6 +64,17 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     bias gradient (a column sum) whose only user is its
     `triax.accumulate_grad` also adds its sum into the gradient buffer in
     its own kernel: the same single f32 addition, so the same bits.
+
+    `attention` (default `flash`): `triax.attention` is one parallel nest
+    over (batch, head, query) with an online softmax over the visible keys
+    (an f32 accumulator row per query, one exp per key), and
+    `triax.attention_grad` two: one over query rows (log-sum-exp, the
+    softmax backward's row sum D, dQ) and one over key rows (dK and dV,
+    summed over a kv head's query heads in order). Nothing is T x T, each
+    iteration writes only its own rows (no atomics; deterministic), and the
+    GPU mapping runs one thread per row. `batched-gemm` is the earlier
+    lowering: strided-batched GEMMs per batch index around a causal softmax
+    over a materialized `[heads, S, S]` f32 scratch.
   }];
   let options = [
     Option<"fuseOptimizer", "fuse-optimizer", "bool", /*default=*/"false",
@@ -85,6 +96,10 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "ceil(N / hidden) slices, one iteration per (slice, feature), "
            "each adding its slice's tokens in token order (the GPU: "
            "deterministic, proved race-free by the GPU mapping)">,
+    Option<"attention", "attention", "std::string", /*default=*/"\"flash\"",
+           "How triax.attention and its gradient are lowered: flash (fused "
+           "kernels with an online softmax, no T x T buffer) or batched-gemm "
+           "(strided-batched GEMMs around a materialized causal softmax)">,
     Option<"accumulateInGemm", "accumulate-in-gemm", "bool",
            /*default=*/"false",
            "A weight gradient whose only user is its triax.accumulate_grad "

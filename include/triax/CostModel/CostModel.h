@@ -41,12 +41,15 @@ namespace triax::cost {
 struct Hardware {
   std::string name;
   double hbmBytes = 0;           // HBM capacity
-  double peakFlops = 0;          // dense bf16 FLOP/s
+  double peakFlops = 0;          // dense bf16 FLOP/s (tensor cores)
   double hbmBandwidth = 0;       // bytes/s
   double nvlinkBandwidth = 0;    // bytes/s per GPU inside a node
   int64_t gpusPerNode = 0;       // GPUs sharing one NVLink domain
   double interNodeBandwidth = 0; // bytes/s per GPU between nodes
   double latency = 0;            // seconds per collective call (alpha)
+  /// FP32 FLOP/s without tensor cores (CUDA cores: what a generated kernel
+  /// of scalar loops reaches at best); 0 when unknown (then peakFlops).
+  double fp32Flops = 0;
 };
 
 /// a100-40g, a100-80g, h100-80g, h200-141g.

@@ -35,6 +35,8 @@ struct CompileOptions {
   bool fuseOptimizer = false;
   /// GELU and its gradient in the GEMM epilogues (both targets).
   bool geluEpilogue = true;
+  /// How attention is lowered: flash or batched-gemm (both targets).
+  std::string attention = "flash";
   /// Where libtriax_rt.a and triax_rt.h are (defaults: the build tree).
   std::string runtimeLibDir, runtimeIncludeDir;
   /// The C compiler that compiles the model descriptor and links.

@@ -19,6 +19,12 @@ struct LowerCPUOptions : public mlir::PassPipelineOptions<LowerCPUOptions> {
                      "(convert-triax-to-kernels{fuse-optimizer}; the cuda "
                      "target always does it)"),
       llvm::cl::init(false)};
+  Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("Attention as flash (fused kernels, online softmax, no "
+                     "T x T buffer; the default) or batched-gemm "
+                     "(convert-triax-to-kernels{attention})"),
+      llvm::cl::init("flash")};
   Option<bool> geluEpilogue{
       *this, "gelu-epilogue",
       llvm::cl::desc("GELU and its gradient in the GEMM epilogues "
@@ -57,6 +63,12 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
                      "block (one block per row, reductions through warp "
                      "shuffles; the default) or thread (one thread per row)"),
       llvm::cl::init("block")};
+  Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("Attention as flash (fused kernels, online softmax, no "
+                     "T x T buffer; the default) or batched-gemm "
+                     "(convert-triax-to-kernels{attention})"),
+      llvm::cl::init("flash")};
   Option<bool> geluEpilogue{
       *this, "gelu-epilogue",
       llvm::cl::desc("GELU and its gradient in the cuBLASLt GEMM epilogues "

@@ -6,7 +6,11 @@
 //     sum_k c_k * iv_k + u
 // over the mapped induction variables iv_k, with constant c_k and u the
 // same in every thread (built from values defined outside the nest,
-// constants, and pure ops and loads of unwritten buffers on those). A store
+// constants, and pure ops and loads of unwritten buffers on those), plus
+// terms e_j * w_j of sequential loops inside the nest with constant bounds
+// (a thread's own offsets, a feature loop's c in [h * d + c]), whose most
+// movement sum |e_j step_j| (trips_j - 1) the one-to-one test below must
+// stay under. A store
 // is disjoint over a set S of mapped variables when each of them is covered
 // by an index position whose linear form is one-to-one in the variables it
 // holds (one variable with c != 0; several: mixed-radix coefficients over
@@ -45,10 +49,14 @@ struct Extent {
   std::optional<int64_t> step, trips;
 };
 
-/// sum coeff[iv] * iv + (a value uniform across threads).
+/// sum coeff[iv] * iv + sum local[w] * w + (a value uniform across
+/// threads), the w variables of sequential loops inside the nest with
+/// constant bounds (a thread's own offsets: a feature loop's c in
+/// [h * d + c]).
 struct Linear {
   llvm::SmallDenseMap<Value, int64_t, 4> coeff;
-  bool uniform() const { return coeff.empty(); }
+  llvm::SmallDenseMap<Value, int64_t, 4> local;
+  bool uniform() const { return coeff.empty() && local.empty(); }
 };
 
 Value rootOf(Value memref) {
@@ -107,7 +115,8 @@ public:
         // next: the intervals of two iterations do not meet.
         for (const Range &range : ranges) {
           std::optional<Linear> low = linear(range.low);
-          if (range.x != index || !low || low->coeff.size() != 1)
+          if (range.x != index || !low || low->coeff.size() != 1 ||
+              !low->local.empty())
             continue;
           auto [iv, c] = *low->coeff.begin();
           std::optional<int64_t> step = mapped.lookup(iv).step;
@@ -116,7 +125,24 @@ public:
         }
         continue;
       }
-      if (lin->uniform())
+      if (lin->coeff.empty())
+        continue;
+      // The most the sequential loops' terms move the index within one
+      // thread: sum |c step| (trips - 1).
+      std::optional<int64_t> noise = 0;
+      for (auto [w, c] : lin->local) {
+        auto loop =
+            cast<scf::ForOp>(cast<BlockArgument>(w).getOwner()->getParentOp());
+        std::optional<int64_t> trips = tripCount(
+            loop.getLowerBound(), loop.getUpperBound(), loop.getStep());
+        std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+        if (!trips || !step) {
+          noise = std::nullopt;
+          break;
+        }
+        *noise += std::abs(c * *step) * std::max<int64_t>(*trips - 1, 0);
+      }
+      if (!noise)
         continue;
       // Coefficients of the iteration numbers k (iv = lb + step * k).
       SmallVector<std::pair<int64_t, Value>> terms;
@@ -132,15 +158,17 @@ public:
       if (!known)
         continue;
       if (terms.size() == 1) {
-        covered.insert(terms.front().second);
+        if (std::abs(terms.front().first) > *noise)
+          covered.insert(terms.front().second);
         continue;
       }
       // Mixed radix: with the terms sorted by |a|, each |a_i| exceeds the
-      // largest span sum_{j<i} |a_j| (trips_j - 1) of the smaller ones.
+      // largest span sum_{j<i} |a_j| (trips_j - 1) of the smaller ones
+      // plus the sequential loops' noise.
       llvm::sort(terms, [](auto &x, auto &y) {
         return std::abs(x.first) < std::abs(y.first);
       });
-      int64_t span = 0;
+      int64_t span = *noise;
       bool oneToOne = true;
       for (auto [a, iv] : terms) {
         std::optional<int64_t> trips = mapped.lookup(iv).trips;
@@ -203,16 +231,31 @@ private:
     if (matchPattern(v, m_Constant()))
       return uniformValue();
     Operation *op = v.getDefiningOp();
-    if (!op)
-      return std::nullopt; // an inner loop's variable: differs per thread
+    if (!op) {
+      // A sequential loop's variable with constant bounds: a bounded
+      // offset within the thread; any other block argument (an iteration
+      // argument, a loop with bounds that vary) is unknown.
+      auto loop = dyn_cast<scf::ForOp>(
+          cast<BlockArgument>(v).getOwner()->getParentOp());
+      if (!loop || loop.getInductionVar() != v ||
+          !tripCount(loop.getLowerBound(), loop.getUpperBound(),
+                     loop.getStep()))
+        return std::nullopt;
+      Linear l;
+      l.local[v] = 1;
+      return l;
+    }
     auto both = [&](Value a, Value b, int64_t sign) -> std::optional<Linear> {
       std::optional<Linear> x = linear(a), y = linear(b);
       if (!x || !y)
         return std::nullopt;
       for (auto [iv, c] : y->coeff)
         x->coeff[iv] += sign * c;
-      for (auto it = x->coeff.begin(); it != x->coeff.end();)
-        it->second == 0 ? (void)x->coeff.erase(it++) : (void)++it;
+      for (auto [w, c] : y->local)
+        x->local[w] += sign * c;
+      for (auto *terms : {&x->coeff, &x->local})
+        for (auto it = terms->begin(); it != terms->end();)
+          it->second == 0 ? (void)terms->erase(it++) : (void)++it;
       return x;
     };
     if (auto add = dyn_cast<arith::AddIOp>(op))
@@ -231,6 +274,8 @@ private:
         if (*c == 0)
           return uniformValue();
         for (auto &term : x->coeff)
+          term.second *= *c;
+        for (auto &term : x->local)
           term.second *= *c;
         return x;
       }

@@ -4,9 +4,15 @@
 // [B*S, features], and the operands of head j of batch b are the strided
 // [S, d] blocks at (b*S, j*d) (query head j reads kv head j / (heads/kv)).
 //
-// How attention is computed is one choice, AttentionImpl, made in
-// lowerAttention / lowerAttentionGrad; everything below those two is the
-// implementation of today's only choice:
+// How attention is computed is one choice, AttentionImpl (the pass option
+// convert-triax-to-kernels{attention=flash|batched-gemm}), made in
+// lowerAttention / lowerAttentionGrad:
+//
+// AttentionImpl::Flash (the default): one fused kernel forward and two
+// backward, an online softmax over the keys, nothing T x T (lowerFlash,
+// lowerFlashGrad below). Memory grows with T, not T^2; the CPU loops and
+// one GPU thread per query (or key) row are generated kernels, the
+// matrix products inside them scalar dot products (no tensor cores yet).
 //
 // AttentionImpl::BatchedGemm. For each batch index b (a sequential host loop
 // over B), the heads of b are 3-D strided views [n, S, d] of the rows
@@ -52,22 +58,16 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
-/// How an attention op is lowered. The seam for flash attention: a fused
-/// kernel that never materializes P (a runtime entry
-/// `trx_flash_attention_{fwd,bwd}` on the CUDA target, or a generated tiled
-/// kernel) becomes a second value here and a second case in lowerAttention
-/// and lowerAttentionGrad, taking the same AttentionBuffers; the choice
-/// would then be a pass option of convert-triax-to-kernels. Nothing outside
-/// this file depends on the implementation.
+/// How an attention op is lowered (convert-triax-to-kernels{attention}).
 enum class AttentionImpl {
   /// Strided-batched GEMMs through the runtime around fused causal-softmax
   /// kernels over all heads' rows (the scores are materialized, [heads, S,
   /// S] f32 per batch index).
   BatchedGemm,
+  /// One fused kernel per direction with an online softmax (the
+  /// FlashAttention-2 algorithm; see lowerFlash): no T x T buffer.
+  Flash,
 };
-
-/// The implementation used for every attention op (see AttentionImpl).
-constexpr AttentionImpl kAttentionImpl = AttentionImpl::BatchedGemm;
 
 /// The shapes of one attention op.
 struct AttentionDims {
@@ -389,6 +389,231 @@ LogicalResult lowerBatchedGemmGrad(KernelBuilder &k,
   });
 }
 
+//===----------------------------------------------------------------------===//
+// AttentionImpl::Flash
+//===----------------------------------------------------------------------===//
+
+/// Element (batch b, position i, head h, feature c) of a rows view
+/// [B*S, heads*d]: rows2d[b*S + i, h*d + c].
+Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
+                  Value c, const AttentionDims &dims) {
+  Value row = k.addi(k.muli(b, k.index(dims.seq)), i);
+  Value col = k.addi(k.muli(h, k.index(dims.headDim)), c);
+  return k.load(rows2d, {row, col});
+}
+
+/// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y` (an
+/// f32 sum in feature order: the same bits whatever the layout of the
+/// heads, so tp ranks compute what one rank does).
+Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
+              Value g, Value b, const AttentionDims &dims) {
+  return k.reduce(dims.headDim, {k.f32(0.0)},
+                  [&](KernelBuilder &k, Value c, ValueRange acc) {
+                    Value xc = headElement(k, x, b, i, h, c, dims);
+                    Value yc = headElement(k, y, b, t, g, c, dims);
+                    return SmallVector<Value>{k.add(acc[0], k.mul(xc, yc))};
+                  })[0];
+}
+
+/// A sequential loop over the d features.
+void forFeatures(KernelBuilder &k, const AttentionDims &dims,
+                 function_ref<void(KernelBuilder &, Value)> body) {
+  k.loop({dims.headDim},
+         [&](KernelBuilder &k, ValueRange c) { body(k, c[0]); });
+}
+
+/// The kv head query head h reads (h / group).
+Value kvHeadOf(KernelBuilder &k, Value h, const AttentionDims &dims) {
+  return dims.group() == 1 ? h : k.divui(h, k.index(dims.group()));
+}
+
+/// One step of the online softmax from running max m to m' = max(m, s):
+/// (s > m, alpha = exp(m - m'), p = exp(s - m')) with one exp, since one
+/// of the two is exp(0) = 1: e = exp(min(m, s) - max(m, s)), alpha = e
+/// and p = 1 when the max grows, else alpha = 1 and p = e (the same bits
+/// as two exps).
+std::tuple<Value, Value, Value> onlineStep(KernelBuilder &k, Value m, Value s) {
+  Value grows = k.lessThan(m, s);
+  Value low = k.select(grows, m, s), high = k.select(grows, s, m);
+  Value e = k.exp(k.sub(low, high));
+  Value one = k.f32(1.0);
+  return {grows, k.select(grows, e, one), k.select(grows, one, e)};
+}
+
+/// Forward, one iteration per query row (b, h, i): the scores s_t = scale
+/// q_i . k_t of the visible keys t = 0..i in order, with the running max m
+/// and sum l of the online softmax and an f32 accumulator a (a row of
+/// `acc`, [B, heads, S, d]):
+///   t = 0:  m = s_0, l = 1, a = v_0;
+///   t > 0:  m' = max(m, s_t); if m' > m: a *= exp(m - m');
+///           l = l exp(m - m') + exp(s_t - m'); a += exp(s_t - m') v_t;
+///   out_i = a / l.
+/// The T x T scores never exist; the work per row is i + 1 dot products and
+/// updates of d features. Iterations write only their own row of `acc`
+/// and of `out` (proved by triax-map-loops-to-gpu: one GPU thread each).
+LogicalResult lowerFlash(KernelBuilder &k, const AttentionBuffers &buf,
+                         const AttentionDims &dims) {
+  Type f32 = k.builder().getF32Type();
+  Value acc = k.alloc(
+      MemRefType::get({dims.batch, dims.heads, dims.seq, dims.headDim}, f32));
+  k.parallel({dims.batch, dims.heads, dims.seq}, [&](KernelBuilder &k,
+                                                     ValueRange iv) {
+    Value b = iv[0], h = iv[1], i = iv[2];
+    Value g = kvHeadOf(k, h, dims);
+    Value zero = k.index(0), one = k.index(1);
+    Value scale = k.f32(dims.scale);
+    auto score = [&](KernelBuilder &k, Value t) {
+      return k.mul(scale, headDot(k, buf.q, i, h, buf.key, t, g, b, dims));
+    };
+    Value s0 = score(k, zero);
+    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+      k.store(headElement(k, buf.v, b, zero, g, c, dims), acc, {b, h, i, c});
+    });
+    SmallVector<Value> ml = k.reduce(
+        one, k.addi(i, one), {s0, k.f32(1.0)},
+        [&](KernelBuilder &k, Value t, ValueRange state) {
+          Value m = state[0], l = state[1];
+          Value s = score(k, t);
+          auto [grows, alpha, p] = onlineStep(k, m, s);
+          Value next = k.max(m, s);
+          // The accumulator is rescaled only when the max grows (alpha is
+          // then < 1; otherwise exactly 1).
+          auto rescale = scf::IfOp::create(k.builder(), k.getLoc(), grows,
+                                           /*withElseRegion=*/false);
+          {
+            OpBuilder::InsertionGuard guard(k.builder());
+            k.builder().setInsertionPoint(rescale.thenBlock()->getTerminator());
+            forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+              k.store(k.mul(k.load(acc, {b, h, i, c}), alpha), acc,
+                      {b, h, i, c});
+            });
+          }
+          forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+            Value vc = headElement(k, buf.v, b, t, g, c, dims);
+            k.store(k.add(k.load(acc, {b, h, i, c}), k.mul(p, vc)), acc,
+                    {b, h, i, c});
+          });
+          return SmallVector<Value>{next, k.add(k.mul(l, alpha), p)};
+        });
+    Value l = ml[1];
+    Value row = k.addi(k.muli(b, k.index(dims.seq)), i);
+    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+      Value col = k.addi(k.muli(h, k.index(dims.headDim)), c);
+      k.store(k.div(k.load(acc, {b, h, i, c}), l), buf.out, {row, col});
+    });
+  });
+  return success();
+}
+
+/// Backward in two kernels, nothing T x T (P is recomputed from the saved
+/// row statistics, tile by tile in FlashAttention-2, here key by key):
+///  1. one iteration per query row (b, h, i), over the visible keys t:
+///     the log-sum-exp L_i (online max and sum of the scores), then
+///     D_i = sum_t P_it dP_it with P_it = exp(s_it - L_i) and
+///     dP_it = dO_i . v_t (the softmax backward's rowsum(dP * P)), then
+///     dQ_i = scale sum_t dS_it k_t with dS_it = P_it (dP_it - D_i);
+///     L and D are kept, [B, heads, S] f32 each.
+///  2. one iteration per key row (b, kv head, t): for the query heads of
+///     its group in order and the queries i = t..S-1 that see it,
+///     dV_t = sum P_it dO_i and dK_t = scale sum dS_it q_i.
+/// Each iteration writes only its own rows (f32 accumulators, then dQ, dK,
+/// dV), so both kernels are deterministic and race-free without atomics.
+LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
+                             const AttentionDims &dims) {
+  Type f32 = k.builder().getF32Type();
+  int64_t B = dims.batch, H = dims.heads, S = dims.seq, d = dims.headDim;
+  Value accQ = k.alloc(MemRefType::get({B, H, S, d}, f32));
+  Value lse = k.alloc(MemRefType::get({B, H, S}, f32));
+  Value delta = k.alloc(MemRefType::get({B, H, S}, f32));
+  Value scale = k.f32(dims.scale);
+  auto score = [&](KernelBuilder &k, Value b, Value i, Value h, Value t,
+                   Value g) {
+    return k.mul(scale, headDot(k, buf.q, i, h, buf.key, t, g, b, dims));
+  };
+  k.parallel({B, H, S}, [&](KernelBuilder &k, ValueRange iv) {
+    Value b = iv[0], h = iv[1], i = iv[2];
+    Value g = kvHeadOf(k, h, dims);
+    Value zero = k.index(0), one = k.index(1), end = k.addi(i, one);
+    SmallVector<Value> ml = k.reduce(
+        one, end, {score(k, b, i, h, zero, g), k.f32(1.0)},
+        [&](KernelBuilder &k, Value t, ValueRange state) {
+          Value m = state[0], l = state[1];
+          Value s = score(k, b, i, h, t, g);
+          auto [grows, alpha, p] = onlineStep(k, m, s);
+          return SmallVector<Value>{k.max(m, s), k.add(k.mul(l, alpha), p)};
+        });
+    Value L = k.add(ml[0], k.log(ml[1]));
+    // P_it and dP_it of key t.
+    auto probAndGrad = [&](KernelBuilder &k, Value t) {
+      Value p = k.exp(k.sub(score(k, b, i, h, t, g), L));
+      Value dp = headDot(k, buf.dout, i, h, buf.v, t, g, b, dims);
+      return std::pair(p, dp);
+    };
+    Value D = k.reduce(zero, end, {k.f32(0.0)},
+                       [&](KernelBuilder &k, Value t, ValueRange acc) {
+                         auto [p, dp] = probAndGrad(k, t);
+                         return SmallVector<Value>{k.add(acc[0], k.mul(p, dp))};
+                       })[0];
+    k.store(L, lse, {b, h, i});
+    k.store(D, delta, {b, h, i});
+    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+      k.store(k.f32(0.0), accQ, {b, h, i, c});
+    });
+    loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
+      auto [p, dp] = probAndGrad(k, t);
+      Value ds = k.mul(p, k.sub(dp, D));
+      forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+        Value kc = headElement(k, buf.key, b, t, g, c, dims);
+        k.store(k.add(k.load(accQ, {b, h, i, c}), k.mul(ds, kc)), accQ,
+                {b, h, i, c});
+      });
+    });
+    Value row = k.addi(k.muli(b, k.index(S)), i);
+    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+      Value col = k.addi(k.muli(h, k.index(d)), c);
+      k.store(k.mul(scale, k.load(accQ, {b, h, i, c})), buf.dq, {row, col});
+    });
+  });
+
+  int64_t KV = dims.kvHeads;
+  Value accK = k.alloc(MemRefType::get({B, KV, S, d}, f32));
+  Value accV = k.alloc(MemRefType::get({B, KV, S, d}, f32));
+  k.parallel({B, KV, S}, [&](KernelBuilder &k, ValueRange iv) {
+    Value b = iv[0], g = iv[1], t = iv[2];
+    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+      k.store(k.f32(0.0), accK, {b, g, t, c});
+      k.store(k.f32(0.0), accV, {b, g, t, c});
+    });
+    // The query heads of kv head g, in order: g*group + 0, 1, ...
+    for (int64_t member = 0; member < dims.group(); ++member) {
+      Value h = dims.group() == 1
+                    ? g
+                    : k.addi(k.muli(g, k.index(dims.group())), k.index(member));
+      loopRange(k, t, k.index(S), [&](KernelBuilder &k, Value i) {
+        Value L = k.load(lse, {b, h, i});
+        Value p = k.exp(k.sub(score(k, b, i, h, t, g), L));
+        Value dp = headDot(k, buf.dout, i, h, buf.v, t, g, b, dims);
+        Value ds = k.mul(p, k.sub(dp, k.load(delta, {b, h, i})));
+        forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+          Value doc = headElement(k, buf.dout, b, i, h, c, dims);
+          Value qc = headElement(k, buf.q, b, i, h, c, dims);
+          k.store(k.add(k.load(accV, {b, g, t, c}), k.mul(p, doc)), accV,
+                  {b, g, t, c});
+          k.store(k.add(k.load(accK, {b, g, t, c}), k.mul(ds, qc)), accK,
+                  {b, g, t, c});
+        });
+      });
+    }
+    Value row = k.addi(k.muli(b, k.index(S)), t);
+    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+      Value col = k.addi(k.muli(g, k.index(d)), c);
+      k.store(k.mul(scale, k.load(accK, {b, g, t, c})), buf.dk, {row, col});
+      k.store(k.load(accV, {b, g, t, c}), buf.dv, {row, col});
+    });
+  });
+  return success();
+}
+
 /// The seam: lowers the forward with `impl` (see AttentionImpl).
 LogicalResult lowerAttention(AttentionImpl impl, KernelBuilder &k,
                              const AttentionBuffers &buf,
@@ -396,6 +621,8 @@ LogicalResult lowerAttention(AttentionImpl impl, KernelBuilder &k,
   switch (impl) {
   case AttentionImpl::BatchedGemm:
     return lowerBatchedGemm(k, buf, dims);
+  case AttentionImpl::Flash:
+    return lowerFlash(k, buf, dims);
   }
   llvm_unreachable("unknown AttentionImpl");
 }
@@ -407,6 +634,8 @@ LogicalResult lowerAttentionGrad(AttentionImpl impl, KernelBuilder &k,
   switch (impl) {
   case AttentionImpl::BatchedGemm:
     return lowerBatchedGemmGrad(k, buf, dims);
+  case AttentionImpl::Flash:
+    return lowerFlashGrad(k, buf, dims);
   }
   llvm_unreachable("unknown AttentionImpl");
 }
@@ -427,7 +656,10 @@ template <typename OpT> AttentionDims getDims(OpT op) {
 
 /// out_bj = causal_softmax(q_bj k_bj^T / sqrt(d)) v_bj.
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionLowering(TypeConverter &converter, MLIRContext *ctx,
+                    AttentionImpl impl)
+      : OpConversionPattern(converter, ctx), impl(impl) {}
+  AttentionImpl impl;
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -441,7 +673,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     buf.key = k.rows(adaptor.getKey());
     buf.v = k.rows(adaptor.getValue());
     buf.out = k.rows(outBuf);
-    if (failed(lowerAttention(kAttentionImpl, k, buf, dims)))
+    if (failed(lowerAttention(impl, k, buf, dims)))
       return failure();
     rewriter.replaceOp(op, outBuf);
     return success();
@@ -451,7 +683,10 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
 /// dQ, dK, dV of attention (see lowerBatchedGemmGrad). dK and dV are summed
 /// over the query heads that share a kv head.
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                        AttentionImpl impl)
+      : OpConversionPattern(converter, ctx), impl(impl) {}
+  AttentionImpl impl;
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -468,7 +703,7 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     buf.dq = k.rows(dqBuf);
     buf.dk = k.rows(dkBuf);
     buf.dv = k.rows(dvBuf);
-    if (failed(lowerAttentionGrad(kAttentionImpl, k, buf, dims)))
+    if (failed(lowerAttentionGrad(impl, k, buf, dims)))
       return failure();
     rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});
     return success();
@@ -478,7 +713,9 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
 } // namespace
 
 void mlir::triax::kernels::populateAttentionPatterns(
-    TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<AttentionLowering, AttentionGradLowering>(converter,
-                                                         patterns.getContext());
+    TypeConverter &converter, RewritePatternSet &patterns, bool flash) {
+  AttentionImpl impl =
+      flash ? AttentionImpl::Flash : AttentionImpl::BatchedGemm;
+  patterns.add<AttentionLowering, AttentionGradLowering>(
+      converter, patterns.getContext(), impl);
 }

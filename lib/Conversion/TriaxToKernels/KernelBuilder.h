@@ -276,8 +276,10 @@ void populateEmbeddingPatterns(TypeConverter &converter,
                                int64_t embeddingGradThreads = 0);
 void populateNormPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
+/// flash: attention as fused kernels with an online softmax (no T x T
+/// buffer); else batched GEMMs around a materialized softmax.
 void populateAttentionPatterns(TypeConverter &converter,
-                               RewritePatternSet &patterns);
+                               RewritePatternSet &patterns, bool flash = true);
 void populateLossPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateCollectivePatterns(TypeConverter &converter,

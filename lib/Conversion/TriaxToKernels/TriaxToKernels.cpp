@@ -772,6 +772,11 @@ void mlir::triax::kernels::populateStructuralPatterns(
 
 void ConvertTriaxToKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
+  if (attention != "flash" && attention != "batched-gemm") {
+    module.emitError("convert-triax-to-kernels: unknown attention '")
+        << attention << "'; expected flash or batched-gemm";
+    return signalPassFailure();
+  }
   SmallVector<ModelOp> models = llvm::to_vector(module.getOps<ModelOp>());
   if (models.size() != 1) {
     module.emitError("convert-triax-to-kernels expects exactly one "
@@ -860,7 +865,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateElementwisePatterns(converter, patterns);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
   populateNormPatterns(converter, patterns);
-  populateAttentionPatterns(converter, patterns);
+  populateAttentionPatterns(converter, patterns, attention == "flash");
   populateLossPatterns(converter, patterns);
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);

@@ -4,7 +4,7 @@
 // for the GEMMs that take them as operands (bf16 x bf16 -> bf16, or -> f32 for
 // an f32 result). An f32 result gradient is rounded to bf16 first (the GEMMs
 // have no f32 x bf16 form). Numerics: attention-reference.test.
-// RUN: triax-opt %s --convert-triax-to-kernels | FileCheck %s
+// RUN: triax-opt %s --convert-triax-to-kernels=attention=batched-gemm | FileCheck %s
 
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, global_batch = 1> {
   triax.param @w : tensor<4x2xf32> init <normal, std = 0.02>

@@ -1,12 +1,12 @@
-// attention and attention_grad: per batch index (a sequential loop), strided-
-// batched GEMMs through the runtime over 3-D views [heads, S, d] of the
+// attention=batched-gemm: attention and attention_grad per batch index (a
+// sequential loop), strided-batched GEMMs through the runtime over 3-D views [heads, S, d] of the
 // [B*S, features] rows (matrix m = the [S, d] block of head m), around a causal
 // softmax that is ONE parallel loop over the heads*S rows of a [heads, S, S]
 // scratch. With grouped-query attention, one batched GEMM per position g in
 // the group: query heads g, g + group, ... (head stride group*d) with all kv
 // heads (head stride d); dK and dV are written by g = 0 (beta 0) and summed
 // in order by g = 1, ... (beta 1).
-// RUN: triax-opt %s --convert-triax-to-kernels | FileCheck %s --implicit-check-not=triax.
+// RUN: triax-opt %s --convert-triax-to-kernels=attention=batched-gemm | FileCheck %s --implicit-check-not=triax.
 
 // B = 2, S = 3, 4 query heads of d = 2 sharing 2 kv heads (query head j reads
 // kv head j / 2), scale = 1/sqrt(2).

@@ -5,9 +5,11 @@
 #     loss and gradient norm of every step within 1e-5 relative; the
 #     parameters after step 20 (gathered into the checkpoint) per tensor
 #     within 1e-5 (L2 of the difference over the L2 of the reference); the
-#     fused q/k/v bias element by element within 1e-5 absolute: it holds
+#     fused q/k/v bias element by element within 2e-5 absolute: it holds
 #     the key bias, whose gradient is exactly zero (softmax shift
-#     invariance), so its values are f32 rounding noise in both runs;
+#     invariance), so its values are f32 rounding noise in both runs that
+#     AdamW turns into steps of the learning rate's size (up to 1.2e-5 in
+#     recompute.test's 20 steps with the flash kernels, 1.1e-5 apart);
 #   NAME.bytes: a 1-step -v run (mesh, shards, traffic, peak bytes).
 set -eu
 py=$1 src=$2 name=$3 np=$4
@@ -23,7 +25,7 @@ mine=ckpt-$name/step-00000020/model.safetensors
   echo "$name losses: $($cmp one.json $name.json --rtol 1e-5 | tail -1)"
   echo "$name params: $($cmp --params $one $mine --norm l2 --rtol 1e-5 \
     --exclude 'c_attn\.bias$' | tail -1)"
-  echo "$name bias: $($cmp --params $one $mine --rtol 1e-5 --atol 1e-5 \
+  echo "$name bias: $($cmp --params $one $mine --rtol 1e-5 --atol 2e-5 \
     --include 'c_attn\.bias$' | tail -1)"
 } > $name.check
 $mpi ./$name --steps 1 --threads 1 -v > $name.bytes

@@ -299,8 +299,9 @@ def build(a):
     with open(mod, "w") as f:
         f.write(module_text())
     lowered = os.path.join(a.outdir, "attention-%s.llvm.mlir" % a.target)
-    pipeline = "--triax-lower-cpu" if a.target == "cpu" else \
-        "--triax-lower-cuda=rows=%s" % a.rows
+    pipeline = "--triax-lower-cpu=attention=%s" % a.attention \
+        if a.target == "cpu" else \
+        "--triax-lower-cuda=rows=%s attention=%s" % (a.rows, a.attention)
     sh([os.path.join(a.tools_dir, "triax-opt"), mod, pipeline, "-o", lowered])
     ll = lowered.replace(".llvm.mlir", ".ll")
     obj = lowered.replace(".llvm.mlir", ".o")
@@ -398,6 +399,9 @@ def main():
     p.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--rows", default="block", choices=["thread", "block"],
                    help="cuda: triax-lower-cuda's rows option")
+    p.add_argument("--attention", default="flash",
+                   choices=["flash", "batched-gemm"],
+                   help="the pipelines' attention option")
     p.add_argument("--build-only", action="store_true",
                    help="build the harness, do not run it (cuda without a "
                         "GPU)")
