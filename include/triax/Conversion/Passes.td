@@ -42,7 +42,17 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     rate, gradient scale and bias corrections are shared. PTX ISA 8.1 and
     later allow 32764 bytes (`triax-lower-cuda` passes that with its
     default `+ptx81`: a gpt2 step, 196 updates, is one launch); before 8.1,
-    4352 (27 updates per launch).
+    4352 (27 updates per launch). The option also fuses the gradient
+    norm's partial sums over all gradients (one row-wise nest, 40 bytes of
+    parameters per gradient) and the bf16 copies of the parameters (below;
+    80 bytes per copy) the same way.
+
+    Parameter copies: every `triax.convert` of a `triax.get_param` (mixed
+    precision's bf16 weights, read by the forward and again by the backward
+    block of each layer) becomes one conversion per parameter and type at
+    the start of its function, which every read shares: the weights change
+    only in the optimizer step, so the values are the same, and the copies
+    live for the whole call (2 bytes per parameter in bf16).
 
     `embedding-grad-threads` (the CUDA pipeline sets it): the embedding
     backward `dtable[ids[t], h] += dy[t, h]` cannot run its tokens in

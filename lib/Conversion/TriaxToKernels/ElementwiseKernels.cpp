@@ -23,7 +23,14 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
+/// A conversion of a parameter read (a weight's bf16 copy) that
+/// convert-triax-to-kernels marked for FusedParamCopyLowering.
+bool isParamCopy(Operation *op) {
+  return isa_and_nonnull<ConvertOp>(op) && op->hasAttr(kParamCopyAttr);
+}
+
 /// One parallel loop over all elements: out[i] = op's formula(in0[i], ...).
+/// (Not the marked parameter copies: FusedParamCopyLowering's.)
 struct ElementwiseLowering
     : OpInterfaceConversionPattern<ScalarElementwiseOpInterface> {
   using OpInterfaceConversionPattern::OpInterfaceConversionPattern;
@@ -31,6 +38,8 @@ struct ElementwiseLowering
   LogicalResult
   matchAndRewrite(ScalarElementwiseOpInterface op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
+    if (isParamCopy(op))
+      return rewriter.notifyMatchFailure(op, "a fused parameter copy");
     KernelBuilder k(rewriter, op->getLoc());
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     Value out = k.alloc(type);
@@ -83,10 +92,76 @@ struct FusedElementwiseLowering : OpConversionPattern<FusedElementwiseOp> {
   }
 };
 
+/// fuse-optimizer: a run of consecutive conversions of parameter reads (a
+/// function's bf16 weight copies, which convert-triax-to-kernels puts at
+/// its start) becomes one parallel loop over their concatenated elements,
+/// each converted exactly as ElementwiseLowering converts it: one GPU
+/// launch per step instead of one per parameter. A run is cut where its
+/// launch would pass more than `paramBytes` of kernel parameters (two 1-D
+/// buffer descriptors, 80 bytes, per parameter). Matches the run's first
+/// op; the others go with it.
+struct FusedParamCopyLowering : OpConversionPattern<ConvertOp> {
+  FusedParamCopyLowering(TypeConverter &converter, MLIRContext *ctx,
+                         int64_t paramBytes)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2),
+        paramBytes(paramBytes) {}
+  int64_t paramBytes;
+
+  LogicalResult
+  matchAndRewrite(ConvertOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isParamCopy(op))
+      return rewriter.notifyMatchFailure(op, "not a parameter's copy");
+    // The runs are cut greedily from the first copy of a chain.
+    constexpr int64_t kBytesPerCopy = 80;
+    auto runFrom = [&](Operation *first) {
+      SmallVector<ConvertOp> run{cast<ConvertOp>(first)};
+      while (isParamCopy(run.back()->getNextNode()) &&
+             (paramBytes <= 0 ||
+              int64_t(run.size() + 1) * kBytesPerCopy <= paramBytes))
+        run.push_back(cast<ConvertOp>(run.back()->getNextNode()));
+      return run;
+    };
+    Operation *head = op;
+    while (isParamCopy(head->getPrevNode()))
+      head = head->getPrevNode();
+    SmallVector<ConvertOp> run = runFrom(head);
+    while (run.front() != op) {
+      if (llvm::is_contained(run, op))
+        return rewriter.notifyMatchFailure(op, "not the first of a run");
+      run = runFrom(run.back()->getNextNode());
+    }
+    rewriter.setInsertionPoint(op);
+    KernelBuilder k(rewriter, op.getLoc());
+    SmallVector<Value> outs, ins, outFlats;
+    SmallVector<int64_t> sizes;
+    for (ConvertOp member : run) {
+      Value in = rewriter.getRemappedValue(member.getInput());
+      if (!in)
+        return rewriter.notifyMatchFailure(member, "input not converted");
+      auto type = cast<RankedTensorType>(member.getType());
+      outs.push_back(k.alloc(type));
+      outFlats.push_back(k.flat(outs.back()));
+      ins.push_back(k.flat(in));
+      sizes.push_back(type.getNumElements());
+    }
+    k.parallelConcat(sizes,
+                     [&](KernelBuilder &k, size_t m, Value local, Value) {
+                       k.store(k.load(ins[m], local), outFlats[m], local);
+                     });
+    for (auto [member, out] : llvm::zip(run, outs))
+      rewriter.replaceOp(member, out);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::triax::kernels::populateElementwisePatterns(
-    TypeConverter &converter, RewritePatternSet &patterns) {
+    TypeConverter &converter, RewritePatternSet &patterns, bool fuseParamCopies,
+    int64_t kernelParamBytes) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ElementwiseLowering, FusedElementwiseLowering>(converter, ctx);
+  if (fuseParamCopies)
+    patterns.add<FusedParamCopyLowering>(converter, ctx, kernelParamBytes);
 }

@@ -268,8 +268,16 @@ void populateLinearPatterns(TypeConverter &converter,
                             bool geluEpilogue = true,
                             const ParamIndex *params = nullptr,
                             bool accumulateInGemm = false);
+/// Marks the conversions of parameter reads that convert-triax-to-kernels
+/// hoisted to the start of a function (one per parameter and type).
+inline constexpr llvm::StringLiteral kParamCopyAttr = "triax.param_copy";
+/// fuseParamCopies: a run of consecutive conversions of parameter reads
+/// (the bf16 weight copies) is one loop, cut where the launch would pass
+/// more than kernelParamBytes of kernel parameters.
 void populateElementwisePatterns(TypeConverter &converter,
-                                 RewritePatternSet &patterns);
+                                 RewritePatternSet &patterns,
+                                 bool fuseParamCopies = false,
+                                 int64_t kernelParamBytes = 4352);
 /// embeddingGradThreads: see convert-triax-to-kernels' option.
 void populateEmbeddingPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,

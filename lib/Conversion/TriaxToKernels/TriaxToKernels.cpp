@@ -62,10 +62,58 @@ static void inlineBlocks(func::FuncOp fn) {
   }
 }
 
+/// One converted copy of each parameter per function, made first: every
+/// `triax.convert` of a `triax.get_param` (the bf16 weights of mixed
+/// precision, converted once in the forward block and again in the
+/// backward block of every layer) is replaced by one conversion at the
+/// start of the function, in order of first use: the reads, then the
+/// conversions, consecutive; `mark` (fuse-optimizer) marks them for
+/// FusedParamCopyLowering, which makes each run of them one loop.
+/// The parameters do not change inside a function (only optimizer_step
+/// writes them), so the values are the same; the copies live for the whole
+/// call (2 bytes per parameter in bf16, as Megatron-LM's bf16 weights).
+static void hoistParamCopies(func::FuncOp fn, bool mark) {
+  llvm::MapVector<std::pair<StringAttr, Type>, SmallVector<ConvertOp>> uses;
+  fn.walk([&](ConvertOp convert) {
+    if (auto read = convert.getInput().getDefiningOp<GetParamOp>())
+      uses[{read.getNameAttr().getAttr(), convert.getType()}].push_back(
+          convert);
+  });
+  if (uses.empty())
+    return;
+  Block &entry = fn.getBody().front();
+  OpBuilder b(&entry, entry.begin());
+  SmallVector<Value> reads;
+  for (auto &[key, converts] : uses) {
+    auto first = converts.front().getInput().getDefiningOp<GetParamOp>();
+    reads.push_back(GetParamOp::create(b, first.getLoc(), first.getType(),
+                                       first.getNameAttr()));
+  }
+  SmallVector<Value> copies;
+  for (auto [read, entryUses] : llvm::zip(reads, uses)) {
+    ConvertOp first = entryUses.second.front();
+    auto copy = ConvertOp::create(b, first.getLoc(), first.getType(), read);
+    if (mark)
+      copy->setAttr(kParamCopyAttr, b.getUnitAttr());
+    copies.push_back(copy);
+  }
+  // (The old ops go last: the insertion point may be one of them.)
+  for (auto [copy, entryUses] : llvm::zip(copies, uses))
+    for (ConvertOp convert : entryUses.second) {
+      auto old = convert.getInput().getDefiningOp<GetParamOp>();
+      convert.replaceAllUsesWith(copy);
+      convert.erase();
+      if (old->use_empty())
+        old.erase();
+    }
+}
+
 /// Moves `fn` to the module as `name` and makes it return its 0-d tensor
 /// results as f32 scalars.
-static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name) {
+static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name,
+                        bool fuseParamCopies) {
   inlineBlocks(fn);
+  hoistParamCopies(fn, fuseParamCopies);
   auto ret = cast<func::ReturnOp>(fn.front().getTerminator());
   OpBuilder b(ret);
   SmallVector<Value> scalars;
@@ -797,14 +845,15 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   // parameters, which a rank no longer holds: they are not exported.
   auto pipelineStep = model.lookupSymbol<func::FuncOp>("pipeline_step");
   if (!pipelineStep)
-    exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry);
+    exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry,
+                fuseOptimizer);
   std::pair<StringRef, StringRef> entries[] = {
       {pipelineStep ? "pipeline_step" : "forward_backward",
        ::triax::rt::kForwardBackwardEntry},
       {"optimizer_step", ::triax::rt::kOptimizerStepEntry}};
   for (auto [name, entry] : entries)
     if (auto fn = model.lookupSymbol<func::FuncOp>(name))
-      exportEntry(fn, module, entry);
+      exportEntry(fn, module, entry, fuseOptimizer);
   // The functions the entries call (the pipeline's stage functions) move
   // to the module too, private; the buffers they return belong to the
   // caller.
@@ -815,6 +864,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
         callees.push_back(fn);
   for (func::FuncOp fn : callees) {
     inlineBlocks(fn);
+    hoistParamCopies(fn, fuseOptimizer);
     fn->moveBefore(module.getBody(), module.getBody()->end());
     fn.setPrivate();
   }
@@ -862,7 +912,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateStructuralPatterns(converter, patterns, params);
   populateLinearPatterns(converter, patterns, geluEpilogue, &params,
                          accumulateInGemm);
-  populateElementwisePatterns(converter, patterns);
+  populateElementwisePatterns(converter, patterns, fuseOptimizer,
+                              kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
   populateNormPatterns(converter, patterns);
   populateAttentionPatterns(converter, patterns, attention == "flash");

@@ -31,6 +31,11 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 }
 
 // CHECK-LABEL: func.func @triax_forward(
+// The bf16 copies of @w and @b come first (param-copies.mlir).
+// CHECK: memref.alloc() : memref<8x12xbf16>
+// CHECK: scf.parallel
+// CHECK: memref.alloc() : memref<12xbf16>
+// CHECK: scf.parallel
 // f32, the weight [out, in]: transB, the bias vector cast to memref<?xf32>.
 // CHECK: %[[B:.*]] = memref.cast %{{.*}} : memref<?xf32> to memref<12xf32>
 // CHECK-NOT: scf.parallel
