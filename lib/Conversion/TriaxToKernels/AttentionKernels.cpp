@@ -393,13 +393,19 @@ LogicalResult lowerBatchedGemmGrad(KernelBuilder &k,
 // AttentionImpl::Flash
 //===----------------------------------------------------------------------===//
 
-/// Element (batch b, position i, head h, feature c) of a rows view
-/// [B*S, heads*d]: rows2d[b*S + i, h*d + c].
-Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
-                  Value c, const AttentionDims &dims) {
+/// The index of (batch b, position i, head h, feature c) in a rows view
+/// [B*S, heads*d]: [b*S + i, h*d + c].
+SmallVector<Value, 2> headIndex(KernelBuilder &k, Value b, Value i, Value h,
+                                Value c, const AttentionDims &dims) {
   Value row = k.addi(k.muli(b, k.index(dims.seq)), i);
   Value col = k.addi(k.muli(h, k.index(dims.headDim)), c);
-  return k.load(rows2d, {row, col});
+  return {row, col};
+}
+
+/// Element (b, i, h, c) of a rows view.
+Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
+                  Value c, const AttentionDims &dims) {
+  return k.load(rows2d, headIndex(k, b, i, h, c, dims));
 }
 
 /// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y` (an
@@ -496,10 +502,9 @@ LogicalResult lowerFlash(KernelBuilder &k, const AttentionBuffers &buf,
           return SmallVector<Value>{next, k.add(k.mul(l, alpha), p)};
         });
     Value l = ml[1];
-    Value row = k.addi(k.muli(b, k.index(dims.seq)), i);
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-      Value col = k.addi(k.muli(h, k.index(dims.headDim)), c);
-      k.store(k.div(k.load(acc, {b, h, i, c}), l), buf.out, {row, col});
+      k.store(k.div(k.load(acc, {b, h, i, c}), l), buf.out,
+              headIndex(k, b, i, h, c, dims));
     });
   });
   return success();
@@ -568,10 +573,9 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
                 {b, h, i, c});
       });
     });
-    Value row = k.addi(k.muli(b, k.index(S)), i);
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-      Value col = k.addi(k.muli(h, k.index(d)), c);
-      k.store(k.mul(scale, k.load(accQ, {b, h, i, c})), buf.dq, {row, col});
+      k.store(k.mul(scale, k.load(accQ, {b, h, i, c})), buf.dq,
+              headIndex(k, b, i, h, c, dims));
     });
   });
 
@@ -604,11 +608,10 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
         });
       });
     }
-    Value row = k.addi(k.muli(b, k.index(S)), t);
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-      Value col = k.addi(k.muli(g, k.index(d)), c);
-      k.store(k.mul(scale, k.load(accK, {b, g, t, c})), buf.dk, {row, col});
-      k.store(k.load(accV, {b, g, t, c}), buf.dv, {row, col});
+      SmallVector<Value, 2> at = headIndex(k, b, t, g, c, dims);
+      k.store(k.mul(scale, k.load(accK, {b, g, t, c})), buf.dk, at);
+      k.store(k.load(accV, {b, g, t, c}), buf.dv, at);
     });
   });
   return success();
