@@ -446,78 +446,86 @@ std::tuple<Value, Value, Value> onlineStep(KernelBuilder &k, Value m, Value s) {
   return {grows, k.select(grows, e, one), k.select(grows, one, e)};
 }
 
-/// Forward, one iteration per query row (b, h, i): the scores s_t = scale
-/// q_i . k_t of the visible keys t = 0..i in order, with the running max m
-/// and sum l of the online softmax and an f32 accumulator a (a row of
-/// `acc`, [B, heads, S, d]):
+/// The online softmax of query row (b, h, i) over the visible keys
+/// t = 0..i in order, with the scores s_t = scale q_i . k_t, the running
+/// max m and sum l and the f32 accumulator row a (acc[b, h, i, :]):
 ///   t = 0:  m = s_0, l = 1, a = v_0;
 ///   t > 0:  m' = max(m, s_t); if m' > m: a *= exp(m - m');
-///           l = l exp(m - m') + exp(s_t - m'); a += exp(s_t - m') v_t;
-///   out_i = a / l.
-/// The T x T scores never exist; the work per row is i + 1 dot products and
-/// updates of d features. Iterations write only their own row of `acc`
-/// and of `out` (proved by triax-map-loops-to-gpu: one GPU thread each).
+///           l = l exp(m - m') + exp(s_t - m'); a += exp(s_t - m') v_t.
+/// Returns (m, l); a / l is the row's attention output.
+std::pair<Value, Value> onlineRow(KernelBuilder &k, const AttentionBuffers &buf,
+                                  Value acc, Value b, Value h, Value i,
+                                  const AttentionDims &dims) {
+  Value g = kvHeadOf(k, h, dims);
+  Value zero = k.index(0), one = k.index(1);
+  Value scale = k.f32(dims.scale);
+  auto score = [&](KernelBuilder &k, Value t) {
+    return k.mul(scale, headDot(k, buf.q, i, h, buf.key, t, g, b, dims));
+  };
+  Value s0 = score(k, zero);
+  forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+    k.store(headElement(k, buf.v, b, zero, g, c, dims), acc, {b, h, i, c});
+  });
+  SmallVector<Value> ml = k.reduce(
+      one, k.addi(i, one), {s0, k.f32(1.0)},
+      [&](KernelBuilder &k, Value t, ValueRange state) {
+        Value m = state[0], l = state[1];
+        Value s = score(k, t);
+        auto [grows, alpha, p] = onlineStep(k, m, s);
+        Value next = k.max(m, s);
+        // The accumulator is rescaled only when the max grows (alpha is
+        // then < 1; otherwise exactly 1).
+        auto rescale = scf::IfOp::create(k.builder(), k.getLoc(), grows,
+                                         /*withElseRegion=*/false);
+        {
+          OpBuilder::InsertionGuard guard(k.builder());
+          k.builder().setInsertionPoint(rescale.thenBlock()->getTerminator());
+          forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+            k.store(k.mul(k.load(acc, {b, h, i, c}), alpha), acc, {b, h, i, c});
+          });
+        }
+        forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+          Value vc = headElement(k, buf.v, b, t, g, c, dims);
+          k.store(k.add(k.load(acc, {b, h, i, c}), k.mul(p, vc)), acc,
+                  {b, h, i, c});
+        });
+        return SmallVector<Value>{next, k.add(k.mul(l, alpha), p)};
+      });
+  return {ml[0], ml[1]};
+}
+
+/// Forward, one iteration per query row (b, h, i): its online softmax
+/// (onlineRow), then out_i = a / l. The T x T scores never exist; the work
+/// per row is i + 1 dot products and updates of d features, with one exp
+/// per key. Iterations write only their own row of `acc` ([B, heads, S,
+/// d] f32) and of `out` (proved by triax-map-loops-to-gpu: one GPU thread
+/// each).
 LogicalResult lowerFlash(KernelBuilder &k, const AttentionBuffers &buf,
                          const AttentionDims &dims) {
   Type f32 = k.builder().getF32Type();
   Value acc = k.alloc(
       MemRefType::get({dims.batch, dims.heads, dims.seq, dims.headDim}, f32));
-  k.parallel({dims.batch, dims.heads, dims.seq}, [&](KernelBuilder &k,
-                                                     ValueRange iv) {
-    Value b = iv[0], h = iv[1], i = iv[2];
-    Value g = kvHeadOf(k, h, dims);
-    Value zero = k.index(0), one = k.index(1);
-    Value scale = k.f32(dims.scale);
-    auto score = [&](KernelBuilder &k, Value t) {
-      return k.mul(scale, headDot(k, buf.q, i, h, buf.key, t, g, b, dims));
-    };
-    Value s0 = score(k, zero);
-    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-      k.store(headElement(k, buf.v, b, zero, g, c, dims), acc, {b, h, i, c});
-    });
-    SmallVector<Value> ml = k.reduce(
-        one, k.addi(i, one), {s0, k.f32(1.0)},
-        [&](KernelBuilder &k, Value t, ValueRange state) {
-          Value m = state[0], l = state[1];
-          Value s = score(k, t);
-          auto [grows, alpha, p] = onlineStep(k, m, s);
-          Value next = k.max(m, s);
-          // The accumulator is rescaled only when the max grows (alpha is
-          // then < 1; otherwise exactly 1).
-          auto rescale = scf::IfOp::create(k.builder(), k.getLoc(), grows,
-                                           /*withElseRegion=*/false);
-          {
-            OpBuilder::InsertionGuard guard(k.builder());
-            k.builder().setInsertionPoint(rescale.thenBlock()->getTerminator());
-            forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-              k.store(k.mul(k.load(acc, {b, h, i, c}), alpha), acc,
-                      {b, h, i, c});
-            });
-          }
-          forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-            Value vc = headElement(k, buf.v, b, t, g, c, dims);
-            k.store(k.add(k.load(acc, {b, h, i, c}), k.mul(p, vc)), acc,
-                    {b, h, i, c});
-          });
-          return SmallVector<Value>{next, k.add(k.mul(l, alpha), p)};
-        });
-    Value l = ml[1];
-    forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-      k.store(k.div(k.load(acc, {b, h, i, c}), l), buf.out,
-              headIndex(k, b, i, h, c, dims));
-    });
-  });
+  k.parallel({dims.batch, dims.heads, dims.seq},
+             [&](KernelBuilder &k, ValueRange iv) {
+               Value b = iv[0], h = iv[1], i = iv[2];
+               Value l = onlineRow(k, buf, acc, b, h, i, dims).second;
+               forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+                 k.store(k.div(k.load(acc, {b, h, i, c}), l), buf.out,
+                         headIndex(k, b, i, h, c, dims));
+               });
+             });
   return success();
 }
 
 /// Backward in two kernels, nothing T x T (P is recomputed from the saved
 /// row statistics, tile by tile in FlashAttention-2, here key by key):
-///  1. one iteration per query row (b, h, i), over the visible keys t:
-///     the log-sum-exp L_i (online max and sum of the scores), then
-///     D_i = sum_t P_it dP_it with P_it = exp(s_it - L_i) and
-///     dP_it = dO_i . v_t (the softmax backward's rowsum(dP * P)), then
-///     dQ_i = scale sum_t dS_it k_t with dS_it = P_it (dP_it - D_i);
-///     L and D are kept, [B, heads, S] f32 each.
+///  1. one iteration per query row (b, h, i): the forward's online softmax
+///     again (onlineRow: m, l and the output row O_i = a / l in the dQ
+///     accumulator), the log-sum-exp L_i = m + log l and
+///     D_i = dO_i . O_i (the softmax backward's rowsum(dP * P)); then over
+///     the visible keys t, P_it = exp(s_it - L_i), dP_it = dO_i . v_t and
+///     dQ_i = scale sum_t P_it (dP_it - D_i) k_t. L and D are kept,
+///     [B, heads, S] f32 each.
 ///  2. one iteration per key row (b, kv head, t): for the query heads of
 ///     its group in order and the queries i = t..S-1 that see it,
 ///     dV_t = sum P_it dO_i and dK_t = scale sum dS_it q_i.
@@ -538,34 +546,24 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
   k.parallel({B, H, S}, [&](KernelBuilder &k, ValueRange iv) {
     Value b = iv[0], h = iv[1], i = iv[2];
     Value g = kvHeadOf(k, h, dims);
-    Value zero = k.index(0), one = k.index(1), end = k.addi(i, one);
-    SmallVector<Value> ml = k.reduce(
-        one, end, {score(k, b, i, h, zero, g), k.f32(1.0)},
-        [&](KernelBuilder &k, Value t, ValueRange state) {
-          Value m = state[0], l = state[1];
-          Value s = score(k, b, i, h, t, g);
-          auto [grows, alpha, p] = onlineStep(k, m, s);
-          return SmallVector<Value>{k.max(m, s), k.add(k.mul(l, alpha), p)};
-        });
-    Value L = k.add(ml[0], k.log(ml[1]));
-    // P_it and dP_it of key t.
-    auto probAndGrad = [&](KernelBuilder &k, Value t) {
-      Value p = k.exp(k.sub(score(k, b, i, h, t, g), L));
-      Value dp = headDot(k, buf.dout, i, h, buf.v, t, g, b, dims);
-      return std::pair(p, dp);
-    };
-    Value D = k.reduce(zero, end, {k.f32(0.0)},
-                       [&](KernelBuilder &k, Value t, ValueRange acc) {
-                         auto [p, dp] = probAndGrad(k, t);
-                         return SmallVector<Value>{k.add(acc[0], k.mul(p, dp))};
-                       })[0];
+    Value zero = k.index(0), end = k.addi(i, k.index(1));
+    auto [m, l] = onlineRow(k, buf, accQ, b, h, i, dims);
+    Value L = k.add(m, k.log(l));
+    Value D =
+        k.reduce(dims.headDim, {k.f32(0.0)},
+                 [&](KernelBuilder &k, Value c, ValueRange acc) {
+                   Value o = k.div(k.load(accQ, {b, h, i, c}), l);
+                   Value doc = headElement(k, buf.dout, b, i, h, c, dims);
+                   return SmallVector<Value>{k.add(acc[0], k.mul(doc, o))};
+                 })[0];
     k.store(L, lse, {b, h, i});
     k.store(D, delta, {b, h, i});
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
       k.store(k.f32(0.0), accQ, {b, h, i, c});
     });
     loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
-      auto [p, dp] = probAndGrad(k, t);
+      Value p = k.exp(k.sub(score(k, b, i, h, t, g), L));
+      Value dp = headDot(k, buf.dout, i, h, buf.v, t, g, b, dims);
       Value ds = k.mul(p, k.sub(dp, D));
       forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
         Value kc = headElement(k, buf.key, b, t, g, c, dims);
