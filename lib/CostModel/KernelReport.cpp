@@ -156,9 +156,9 @@ CallClass classify(llvm::StringRef name) {
   // Views of the state, positions, the markers of a gradient region and of
   // the trace: no device work of their own.
   if (name == rt::kState1D || name == rt::kState2D || name == rt::kStateChunk ||
-      name == rt::kGroupPosition || name == rt::kCommGradsBegin ||
-      name == rt::kCommGradsEnd || name == rt::kTraceBegin ||
-      name == rt::kTraceEnd)
+      name == rt::kGroupPosition || name == rt::kFirstMicroBatch ||
+      name == rt::kCommGradsBegin || name == rt::kCommGradsEnd ||
+      name == rt::kTraceBegin || name == rt::kTraceEnd)
     return CallClass::Free;
   return CallClass::Other;
 }
@@ -1565,9 +1565,9 @@ llvm::Expected<KernelReport> triax::cost::analyzeKernelModule(
   // (runtime/lib/cpu/driver.cpp zeroGrads): this rank's gradient bytes,
   // [M2].
   t.gradientZeroBytes = double(facts.state.grads);
-  // ...and the one-float loss accumulator the forward_backward calls add
-  // to (RuntimeABI.h's entries: the step's scalars stay on the device).
-  t.scalarZeroBytes = double(sizeof(float));
+  // The loss accumulator is not zeroed: the step's first forward_backward
+  // writes it (RuntimeABI.h, kFirstMicroBatch).
+  t.scalarZeroBytes = 0;
   t.memsetBytes =
       t.allocationMemsetBytes + t.gradientZeroBytes + t.scalarZeroBytes;
   // The driver reads the loss and the gradient norm with one copy to the

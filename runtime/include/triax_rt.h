@@ -863,6 +863,14 @@ void trx_trace_end(void);
  * forward_backward once per step needs nothing. */
 void trx_set_accumulation_boundary(int last_micro_batch);
 
+/* Whether the next forward_backward call is the first of an optimizer step:
+ * the compiled code then writes its mean loss into loss_acc instead of
+ * adding to it (trx_first_micro_batch, 1 or 0), so the accumulator needs
+ * no zeroing between steps. The driver sets it before each call; it
+ * starts set. */
+void trx_set_first_micro_batch(int first);
+int64_t trx_first_micro_batch(void);
+
 /* This rank's position in the group of the mesh axes in axis_mask (0
  * without a mesh). */
 int64_t trx_group_position(int64_t axis_mask);
@@ -960,9 +968,9 @@ typedef struct {
    * step needs no host synchronization; the driver reads both with one
    * trx_copy_to_host on the steps that need them. */
   /* Forward and backward on one micro-batch: adds its mean loss to
-   * loss_acc[0] (f32, on the device; the driver zeroes it at the start of
-   * each step) and its gradients to the gradient buffers
-   * (TRX_STATE_GRAD). */
+   * loss_acc[0] (f32, on the device; the step's first call, as
+   * trx_first_micro_batch() says, writes it instead) and its gradients to
+   * the gradient buffers (TRX_STATE_GRAD). */
   void (*forward_backward)(const int32_t *tokens, const int32_t *targets,
                            float *loss_acc);
   /* One AdamW step (`step` counts from 1) at learning rate `lr` from the

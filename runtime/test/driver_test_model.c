@@ -17,7 +17,8 @@
 |* hand. Like compiled code it is split in two entry points:                *|
 |*  - forward_backward adds the gradients of one micro-batch to the         *|
 |*    gradient buffers (zeroed by the driver before each step) and its      *|
-|*    mean loss to *loss_acc (zeroed by the driver before each step);       *|
+|*    mean loss to *loss_acc (written by a step's first call instead:       *|
+|*    trx_first_micro_batch());                                             *|
 |*  - optimizer_step is the Triax AdamW (test/reference/README.md) on the   *|
 |*    buffers times grad_scale: global norm n; if grad_clip > 0 and         *|
 |*    n > grad_clip every gradient is scaled by grad_clip / (n + 1e-6);     *|
@@ -144,9 +145,10 @@ static float testForward(const int32_t *tokens, const int32_t *targets) {
   return loss;
 }
 
-/* forward_backward: the loss of one micro-batch is added to *loss_acc; its
- * gradients are added to the gradient buffers (TRX_STATE_GRAD). The driver
- * zeroes both before the first micro-batch of a step. */
+/* forward_backward: the loss of one micro-batch is added to *loss_acc (the
+ * step's first call, trx_first_micro_batch(), writes it); its gradients are
+ * added to the gradient buffers (TRX_STATE_GRAD), which the driver zeroes
+ * before the first micro-batch of a step. */
 static void testForwardBackward(const int32_t *tokens, const int32_t *targets,
                                 float *loss_acc) {
   int64_t N = desc.micro_batch * desc.seq;
@@ -188,7 +190,7 @@ static void testForwardBackward(const int32_t *tokens, const int32_t *targets,
   _mlir_memref_to_llvm_free(dlogits);
   _mlir_memref_to_llvm_free(logits);
   _mlir_memref_to_llvm_free(x);
-  loss_acc[0] += loss;
+  loss_acc[0] = (trx_first_micro_batch() ? 0.0f : loss_acc[0]) + loss;
 }
 
 /* optimizer_step: AdamW from the gradient buffers scaled by grad_scale, with

@@ -99,6 +99,12 @@ constexpr llvm::StringLiteral kAllReduceF32 = "trx_all_reduce_f32";
 /// find the block of the vocabulary the rank holds.
 constexpr llvm::StringLiteral kGroupPosition = "trx_group_position";
 
+/// Whether this forward_backward call is the first of its optimizer step:
+/// () -> i64, 1 or 0 (the driver sets it, trx_set_first_micro_batch). The
+/// entry then writes its loss into loss_acc instead of adding to it. A
+/// plain C function.
+constexpr llvm::StringLiteral kFirstMicroBatch = "trx_first_micro_batch";
+
 /// ZeRO's flat-chunk collectives and state (see triax_rt.h):
 /// reduce_scatter (memref<?xf32> in, memref<?xf32> out, i32 op, i64 mask):
 ///   `in` padded with zeros to g chunks of out's size, out = this rank's

@@ -48,7 +48,9 @@ bool isQuietRuntimeCall(CallOpInterface call) {
   StringRef name = callee.getLeafReference().getValue();
   return name == ::triax::rt::kState1D || name == ::triax::rt::kState2D ||
          name == ::triax::rt::kStateChunk ||
-         name == ::triax::rt::kGroupPosition || name == ::triax::rt::kHostSync;
+         name == ::triax::rt::kGroupPosition ||
+         name == ::triax::rt::kFirstMicroBatch ||
+         name == ::triax::rt::kHostSync;
 }
 
 /// Whether `op` itself (not its regions) may enqueue work on the device.

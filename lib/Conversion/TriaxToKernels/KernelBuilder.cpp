@@ -384,4 +384,8 @@ void declareRuntimeFunctions(ModuleOp module) {
     func::FuncOp::create(b, module.getLoc(), ::triax::rt::kGroupPosition,
                          b.getFunctionType({i64}, {i64}))
         .setPrivate();
+  if (!module.lookupSymbol(::triax::rt::kFirstMicroBatch))
+    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kFirstMicroBatch,
+                         b.getFunctionType({}, {i64}))
+        .setPrivate();
 }

@@ -133,9 +133,10 @@ static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name,
 
 /// The training entries keep their scalar result on the device: it goes to
 /// a 0-d f32 buffer the caller passes as a new last argument (RuntimeABI.h),
-/// added to it (`accumulate`: forward_backward's loss, which the driver
-/// sums over a step's micro-batches) or written (the optimizer step's
-/// gradient norm), and the entry returns nothing. The update goes right
+/// added to it (`accumulate`: forward_backward's loss, summed over a step's
+/// micro-batches; the step's first call, trx_first_micro_batch, writes it
+/// instead, so the driver never zeroes it) or written (the optimizer
+/// step's gradient norm), and the entry returns nothing. The update goes right
 /// after the value is computed, so that it joins that computation's
 /// device nest (sinkHostScalars).
 static LogicalResult returnScalarThroughBuffer(func::FuncOp fn,
@@ -157,9 +158,23 @@ static LogicalResult returnScalarThroughBuffer(func::FuncOp fn,
   else
     b.setInsertionPointToStart(&entry);
   Value value = result;
-  if (accumulate)
-    value = arith::AddFOp::create(
-        b, loc, memref::LoadOp::create(b, loc, out, ValueRange{}), result);
+  if (accumulate) {
+    // (The call goes first in the function, a host value by the time the
+    // loss is known: the update stays in the loss's device nest.)
+    OpBuilder atStart = OpBuilder::atBlockBegin(&entry);
+    Value first =
+        func::CallOp::create(atStart, loc, ::triax::rt::kFirstMicroBatch,
+                             TypeRange{b.getI64Type()}, ValueRange{})
+            .getResult(0);
+    Value isFirst = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, first,
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)));
+    Value previous = memref::LoadOp::create(b, loc, out, ValueRange{});
+    Value base = arith::SelectOp::create(
+        b, loc, isFirst,
+        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0)), previous);
+    value = arith::AddFOp::create(b, loc, base, result);
+  }
   memref::StoreOp::create(b, loc, value, out, ValueRange{});
   ret->setOperands({});
   fn.setFunctionType(

@@ -447,7 +447,7 @@ int Run::gradcheck(int64_t samples, float tol) {
   if (loadBatch(train) != 0)
     return 1;
   zeroGrads();
-  trx_device_memset(scalars, 0, sizeof(float));
+  trx_set_first_micro_batch(1); // loss_acc = this call's loss
   model->forward_backward(inputs, targets, scalars);
   float scalarsHost[2];
   readScalars(scalarsHost);
@@ -1202,8 +1202,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     for (uint32_t mask = 1; report && mask < nmasks; ++mask)
       before.push_back(traffic(mask));
     run.zeroGrads();
-    // loss_acc = 0; forward_backward adds each call's mean loss to it.
-    trx_device_memset(run.scalars, 0, sizeof(float));
+    // The step's first forward_backward writes its mean loss into loss_acc,
+    // the others add theirs (trx_set_first_micro_batch below): no memset.
     // A pipeline's call takes all the step's micro-batches at once (its
     // schedule traces each stage function itself).
     const int64_t perCall = run.callMicroBatches;
@@ -1212,6 +1212,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
         return 1;
       // Gradient buckets reduce after the last micro-batch only.
       trx_set_accumulation_boundary(k + perCall == accum);
+      trx_set_first_micro_batch(k == 0);
       double start = traceNow();
       model->forward_backward(run.inputs, run.targets, run.scalars);
       if (perCall == 1)

@@ -1151,10 +1151,19 @@ extern "C" void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
 
 namespace {
 bool accumulationBoundary = true;
+bool firstMicroBatch = true;
 } // namespace
 
 extern "C" void trx_set_accumulation_boundary(int last_micro_batch) {
   accumulationBoundary = last_micro_batch != 0;
+}
+
+extern "C" void trx_set_first_micro_batch(int first) {
+  firstMicroBatch = first != 0;
+}
+
+extern "C" int64_t trx_first_micro_batch(void) {
+  return firstMicroBatch ? 1 : 0;
 }
 
 extern "C" void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params,

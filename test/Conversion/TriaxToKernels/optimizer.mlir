@@ -20,6 +20,7 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 
 // CHECK-LABEL: func.func @triax_forward_backward(
 // CHECK-SAME: memref<1x2xi32>, %{{.*}}: memref<1x2xi32>, %[[ACC:.*]]: memref<f32>) attributes
+// CHECK-NEXT: %[[F:.*]] = call @trx_first_micro_batch() : () -> i64
 // The embedding gradient: zero-filled, then rows added token by token.
 // CHECK: scf.parallel (%[[H:.*]]) =
 // CHECK:   scf.for %[[T:.*]] =
@@ -29,12 +30,15 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK: call @trx_state_2d(%[[KIND]], %{{.*}})
 // CHECK: scf.parallel
 // CHECK:   arith.addf
-// loss_acc[0] += loss, on the device.
+// loss_acc[0] += loss, on the device; the step's first call (the
+// runtime's trx_first_micro_batch, asked once at the start) writes it.
+// CHECK: %[[FIRST:.*]] = arith.cmpi ne, %[[F]], %{{.*}} : i64
 // CHECK: %[[ACC1:.*]] = memref.expand_shape %[[ACC]] [] output_shape [1]
 // CHECK: scf.parallel (%[[I:.*]]) = (%{{.*}}) to (%c1{{.*}})
 // CHECK:   %[[LOSS:.*]] = memref.load %{{.*}}[%[[I]]] : memref<1xf32>
 // CHECK:   %[[OLD:.*]] = memref.load %[[ACC1]][%[[I]]] : memref<1xf32>
-// CHECK:   %[[NEW:.*]] = arith.addf %[[OLD]], %[[LOSS]] : f32
+// CHECK:   %[[BASE:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[OLD]] : f32
+// CHECK:   %[[NEW:.*]] = arith.addf %[[BASE]], %[[LOSS]] : f32
 // CHECK:   memref.store %[[NEW]], %[[ACC1]][%[[I]]] : memref<1xf32>
 // CHECK: return{{$}}
 
