@@ -138,6 +138,12 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // Fold the index arithmetic and views the kernels were written with.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // One function per distinct kernel (every layer's copies call it): what
+  // follows works in proportion to the distinct kernels, not the layers.
+  pm.addPass(mlir::triax::createTriaxDedupeKernels());
+  // tanh as arithmetic the LLVM vectorizer handles (the GELU loops), the
+  // formula the runtime's GELU epilogue evaluates too.
+  pm.addPass(mlir::triax::createTriaxExpandMath());
   // Parallel loop nests onto OpenMP worksharing loops (one team per nest).
   if (options.openmp)
     pm.addPass(createConvertSCFToOpenMPPass());
@@ -157,7 +163,8 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
-  // tanh has no LLVM intrinsic: call libm's; the rest map to intrinsics.
+  // What is left without an LLVM intrinsic (tanh of other types) calls
+  // libm; the rest map to intrinsics.
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());

@@ -15,6 +15,10 @@
 
 namespace mlir::triax {
 
+/// The unit attribute triax-outline-kernels puts on each kernel function.
+/// It stays on the function through the LLVM conversion (llvm.func).
+inline constexpr llvm::StringLiteral kKernelFuncAttr = "triax_kernel";
+
 #define GEN_PASS_DECL
 #include "triax/Conversion/Passes.h.inc"
 

@@ -65,9 +65,9 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
         k.alloc(RankedTensorType::get({totalRows}, rewriter.getF64Type()));
     // Row r (`cols` elements, the last row's tail, past n, adding zeros)
     // of the flat gradient `flat` of n elements: the sum of its squares
-    // into partials[global] (the row's place among all gradients' rows).
+    // into sums[at] (the row's place among all gradients' rows).
     auto sumRow = [&](KernelBuilder &k, Value flat, Value n, int64_t cols,
-                      Value r, Value global) {
+                      Value r, Value sums, Value at) {
       Value base = k.muli(r, k.index(cols));
       Value last = k.subi(n, k.index(1));
       Value sum = k.reduce(
@@ -78,7 +78,7 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
             Value sq = k.select(inside, k.mul(g, g), k.f64(0.0));
             return SmallVector<Value>{k.add(acc[0], sq)};
           })[0];
-      k.store(sum, partials, {global});
+      k.store(sum, sums, {at});
     };
     auto numElements = [](Value buffer) {
       return cast<MemRefType>(buffer.getType()).getNumElements();
@@ -90,12 +90,20 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
       return first ? k.addi(r, k.index(first)) : r;
     };
     if (!fuse) {
-      // One loop over each gradient's rows.
+      // One loop over each gradient's rows, into its rows of the partial
+      // sums: a view whose offset is a value, not part of its type, so
+      // that gradients of one shape share one kernel function
+      // (triax-dedupe-kernels) instead of one per gradient.
       for (auto [flat, span] : llvm::zip(flats, spans)) {
-        int64_t n = numElements(flat), first = span.first;
+        int64_t n = numElements(flat);
+        OpBuilder &b = k.builder();
+        Value rows = memref::SubViewOp::create(
+            b, k.getLoc(), partials,
+            ArrayRef<OpFoldResult>{k.index(span.first)},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(span.rows)},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
         k.parallel({span.rows}, [&](KernelBuilder &k, ValueRange r) {
-          sumRow(k, flat, k.index(n), std::min(n, kNormRow), r[0],
-                 atRow(k, r[0], first));
+          sumRow(k, flat, k.index(n), std::min(n, kNormRow), r[0], rows, r[0]);
         });
       }
     } else {
@@ -137,7 +145,7 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
             start = k.select(at, k.index(from), start);
             n = k.select(at, k.index(numElements(flats[m])), n);
           }
-          sumRow(k, flat, n, kNormRow, k.subi(r[0], start),
+          sumRow(k, flat, n, kNormRow, k.subi(r[0], start), partials,
                  atRow(k, r[0], first));
         });
         g = end;

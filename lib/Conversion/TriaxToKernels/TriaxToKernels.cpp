@@ -36,6 +36,7 @@
 namespace mlir::triax {
 #define GEN_PASS_DEF_CONVERTTRIAXTOKERNELS
 #define GEN_PASS_DEF_TRIAXOUTLINEKERNELS
+#define GEN_PASS_DEF_TRIAXDEDUPEKERNELS
 #include "triax/Conversion/Passes.h.inc"
 } // namespace mlir::triax
 
@@ -619,7 +620,7 @@ static void insertDeallocs(func::FuncOp fn) {
 }
 
 /// Marks the functions outlineKernels made.
-static constexpr llvm::StringLiteral kKernelAttr = "triax_kernel";
+static constexpr llvm::StringLiteral kKernelAttr = kKernelFuncAttr;
 
 /// Whether `op` is a parallel nest of exactly one iteration (constant
 /// bounds): a device scalar's kernel (DeviceScalars, a loss or norm sum
@@ -819,6 +820,48 @@ struct TriaxOutlineKernelsPass
         entries.push_back(fn);
     for (func::FuncOp fn : entries)
       outlineKernels(fn);
+  }
+};
+
+struct TriaxDedupeKernelsPass
+    : public mlir::triax::impl::TriaxDedupeKernelsBase<TriaxDedupeKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // Each kernel's printed text with its name left out: the key of its
+    // group (types, attributes and body included).
+    llvm::StringMap<StringAttr> first;
+    DenseMap<StringAttr, StringAttr> copyOf;
+    SmallVector<func::FuncOp> copies;
+    OpPrintingFlags flags;
+    flags.useLocalScope();
+    for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
+      if (!fn->hasAttr(kKernelAttr) || fn.isExternal())
+        continue;
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      fn->print(os, flags);
+      // The name appears once, in the header: "... @<name>(".
+      std::string name = ("@" + fn.getSymName() + "(").str();
+      size_t at = text.find(name);
+      if (at == std::string::npos)
+        continue;
+      text.replace(at, name.size(), "@(");
+      auto [it, inserted] = first.try_emplace(text, fn.getSymNameAttr());
+      if (!inserted) {
+        copyOf[fn.getSymNameAttr()] = it->second;
+        copies.push_back(fn);
+      }
+    }
+    if (copies.empty())
+      return;
+    // One walk re-points every call; the copies are then unreferenced.
+    module.walk([&](func::CallOp call) {
+      auto it = copyOf.find(call.getCalleeAttr().getAttr());
+      if (it != copyOf.end())
+        call.setCalleeAttr(FlatSymbolRefAttr::get(it->second));
+    });
+    for (func::FuncOp fn : copies)
+      fn.erase();
   }
 };
 

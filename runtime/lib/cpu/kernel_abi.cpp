@@ -673,31 +673,83 @@ _mlir_ciface_trx_gemm_bf16_dgelu(trx_memref_bf16_2d *A, trx_memref_bf16_2d *B,
 
 namespace {
 
-// The GELU formulas exactly as the compiler generates them
+// The GELU formulas exactly as the compiler generates them for the CPU
 // (lib/Dialect/Triax/IR/TriaxScalar.cpp, GeluOp / GeluGradOp::buildScalar:
-// f32 arith ops with f32 constants, math.tanh lowered to tanhf), one
-// rounding per operation in the same order. This file is compiled with
-// -ffp-contract=off (runtime/CMakeLists.txt) so that no a * b + c is fused.
-// The constants are the compiler's doubles rounded to f32.
+// f32 arith ops with f32 constants; math.tanh expanded by triax-expand-math,
+// lib/Conversion/TriaxToKernels/ExpandMath.cpp), one rounding per operation
+// in the same order. This file is compiled with -ffp-contract=off
+// (runtime/CMakeLists.txt) so that no a * b + c is fused. The constants are
+// the compiler's doubles rounded to f32.
 const float kGeluK0 = float(std::sqrt(2.0 / 3.14159265358979323846));
 const float kGeluC = float(0.044715);
 const float kGeluC3 = float(3.0 * 0.044715);
 
-/// tanh(k0 (x + c ((x x) x))).
-float geluTanh(float x) {
-  float x3 = (x * x) * x;
-  float inner = x + kGeluC * x3;
-  return std::tanh(kGeluK0 * inner); // tanhf
+/// tanh as triax-expand-math writes it (include/triax/Conversion/Passes.td
+/// derives it): expm1(-2 min(|x|, 9)) by Cody-Waite reduction and a
+/// degree-7 Taylor polynomial, then -e / (2 + e) with x's sign. Plain
+/// arithmetic, so the epilogue's loops vectorize as the kernels' do.
+[[gnu::always_inline]] inline float trxTanh(float x) {
+  float a = std::fabs(x);
+  a = a > 9.0f ? 9.0f : a;
+  float y = -2.0f * a;
+  int32_t n = int32_t(y * 1.44269504088896341f - 0.5f);
+  float nf = float(n);
+  float r = (y - nf * 0.693145751953125f) - nf * 1.42860682030941723212e-6f;
+  float q = 1.0f / 5040.0f;
+  q = 1.0f / 720.0f + r * q;
+  q = 1.0f / 120.0f + r * q;
+  q = 1.0f / 24.0f + r * q;
+  q = 1.0f / 6.0f + r * q;
+  q = 0.5f + r * q;
+  float p = r + (r * r) * q;
+  uint32_t bits = uint32_t(n + 127) << 23;
+  float s;
+  std::memcpy(&s, &bits, sizeof s);
+  float e = s * p + (s - 1.0f);
+  return std::copysign(-e / (2.0f + e), x);
 }
 
-float gelu(float x) { return (0.5f * x) * (1.0f + geluTanh(x)); }
+/// tanh(k0 (x + c ((x x) x))).
+[[gnu::always_inline]] inline float geluTanh(float x) {
+  float x3 = (x * x) * x;
+  float inner = x + kGeluC * x3;
+  return trxTanh(kGeluK0 * inner);
+}
 
-float geluGrad(float x, float dy) {
+[[gnu::always_inline]] inline float gelu(float x) {
+  return (0.5f * x) * (1.0f + geluTanh(x));
+}
+
+[[gnu::always_inline]] inline float geluGrad(float x, float dy) {
   float t = geluTanh(x);
   float du = kGeluK0 * (1.0f + kGeluC3 * (x * x));
   float left = 0.5f * (1.0f + t);
   float right = ((0.5f * x) * (1.0f - t * t)) * du;
   return dy * (left + right);
+}
+
+// One row of the epilogue, c = gelu(x) or dgelu(x) * c. Cloned for
+// AVX-512 and AVX2, picked by the CPU at load time, where GCC vectorizes
+// the formulas (trxTanh is plain arithmetic). Every clone evaluates the
+// same IEEE operations, so the results are bit for bit the same.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+geluRowF32(bool dgelu, const float *x, float *c, int64_t n) {
+  if (dgelu)
+    for (int64_t j = 0; j < n; ++j)
+      c[j] = geluGrad(x[j], c[j]);
+  else
+    for (int64_t j = 0; j < n; ++j)
+      c[j] = gelu(x[j]);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+geluRowBf16(bool dgelu, const uint16_t *x, uint16_t *c, int64_t n) {
+  if (dgelu)
+    for (int64_t j = 0; j < n; ++j)
+      c[j] = f32ToBf16(geluGrad(bf16ToF32(x[j]), bf16ToF32(c[j])));
+  else
+    for (int64_t j = 0; j < n; ++j)
+      c[j] = f32ToBf16(gelu(bf16ToF32(x[j])));
 }
 
 } // namespace
@@ -715,19 +767,12 @@ extern "C" void trx_gemm_epilogue_host(const trx_gemm_problem *p) {
               int(p->epilogue), int(p->type), p->ldc, p->ldaux, p->N);
   bool dgelu = p->epilogue == TRX_GEMM_EPI_DGELU;
   for (int64_t i = 0; i < p->M; ++i) {
-    if (p->type == TRX_GEMM_F32) {
-      const float *x = static_cast<const float *>(p->aux) + i * p->ldaux;
-      float *c = static_cast<float *>(p->C) + i * p->ldc;
-      for (int64_t j = 0; j < p->N; ++j)
-        c[j] = dgelu ? geluGrad(x[j], c[j]) : gelu(x[j]);
-    } else {
-      const uint16_t *x = static_cast<const uint16_t *>(p->aux) + i * p->ldaux;
-      uint16_t *c = static_cast<uint16_t *>(p->C) + i * p->ldc;
-      for (int64_t j = 0; j < p->N; ++j) {
-        float xv = bf16ToF32(x[j]);
-        c[j] = f32ToBf16(dgelu ? geluGrad(xv, bf16ToF32(c[j])) : gelu(xv));
-      }
-    }
+    if (p->type == TRX_GEMM_F32)
+      geluRowF32(dgelu, static_cast<const float *>(p->aux) + i * p->ldaux,
+                 static_cast<float *>(p->C) + i * p->ldc, p->N);
+    else
+      geluRowBf16(dgelu, static_cast<const uint16_t *>(p->aux) + i * p->ldaux,
+                  static_cast<uint16_t *>(p->C) + i * p->ldc, p->N);
   }
 }
 

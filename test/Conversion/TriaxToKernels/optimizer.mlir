@@ -46,12 +46,15 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK-SAME: %[[LR:.*]]: f32, %[[STEP:.*]]: i64, %[[SCALE:.*]]: f32, %[[NORM:.*]]: memref<f32>) attributes
 // CHECK: %[[GKIND:.*]] = arith.constant 3 : i32
 // CHECK: call @trx_state_2d(%[[GKIND]]
-// The squares' partial sums (one row), then their sum (a nest of one row).
+// The squares' partial sums (one row), written through a view of the
+// gradient's rows whose offset is a value (so that same-shaped gradients
+// share one kernel), then their sum (a nest of one row).
 // CHECK: %[[PARTIALS:.*]] = memref.alloc() : memref<1xf64>
+// CHECK: %[[MINE:.*]] = memref.subview %[[PARTIALS]][%{{.*}}] [1] [1] : memref<1xf64> to memref<1xf64, strided<[1], offset: ?>>
 // CHECK: scf.parallel
 // CHECK:   scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)
 // CHECK:     arith.extf
-// CHECK:   memref.store %{{.*}}, %[[PARTIALS]]
+// CHECK:   memref.store %{{.*}}, %[[MINE]]
 // CHECK: %[[RAW:.*]] = memref.alloc() : memref<f32>
 // CHECK: scf.parallel
 // CHECK:   scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f64)

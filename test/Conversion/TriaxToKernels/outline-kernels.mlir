@@ -34,14 +34,15 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK-LABEL: func.func @triax_optimizer_step(
 // CHECK-SAME: %{{[^:]*}}: i64, %[[SCALE:[^:]*]]: f32, %[[NORM:[^:]*]]: memref<f32>)
 // CHECK: %[[ROWS:.*]] = memref.alloc() : memref<1xf64>
+// CHECK: %[[MINE:.*]] = memref.subview %[[ROWS]]
 // CHECK: %[[ONE:.*]] = arith.constant 1 : i64
-// CHECK: call @triax_optimizer_step_kernel0(%{{.*}}, %[[ROWS]], %[[ONE]]) : (memref<8xf32>, memref<1xf64>, i64) -> ()
+// CHECK: call @triax_optimizer_step_kernel0(%{{.*}}, %[[MINE]], %[[ONE]]) : (memref<8xf32>, memref<1xf64, strided<[1], offset: ?>>, i64) -> ()
 // CHECK: call @triax_optimizer_step_kernel1(%[[ROWS]], %{{.*}}, %{{.*}}) : (memref<1xf64>, memref<1xf32>, i64) -> ()
 // CHECK: call @triax_optimizer_step_kernel2(%{{.*}}, %[[SCALE]], %{{.*}}, %{{.*}}, %{{.*}}) : (memref<1xf32>, f32, memref<1xf32>, memref<1xf32>, i64) -> ()
 // CHECK: call @triax_optimizer_step_kernel3(
 // CHECK: return{{$}}
 // CHECK-LABEL: func.func private @triax_optimizer_step_kernel0(
-// CHECK-SAME: memref<8xf32>, %{{.*}}: memref<1xf64>, %[[N:.*]]: i64)
+// CHECK-SAME: memref<8xf32>, %{{.*}}: memref<1xf64, strided<[1], offset: ?>>, %[[N:.*]]: i64)
 // CHECK: %[[UB:.*]] = arith.index_cast %[[N]] : i64 to index
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[UB]])
 // CHECK: scf.for {{.*}} -> (f64)
