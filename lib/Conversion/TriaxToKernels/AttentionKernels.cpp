@@ -408,17 +408,50 @@ Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
   return k.load(rows2d, headIndex(k, b, i, h, c, dims));
 }
 
-/// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y` (an
-/// f32 sum in feature order: the same bits whatever the layout of the
-/// heads, so tp ranks compute what one rank does).
+/// Partial sums of headDot: 8 f32 lanes, one AVX register (half an
+/// AVX-512 one).
+constexpr int64_t kDotLanes = 8;
+
+/// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y`, in
+/// an order fixed by d alone: the same bits whatever the layout of the
+/// heads, so tp ranks compute what one rank does. When d is a multiple of
+/// 8, lane l sums the features c = l, l + 8, l + 16, ... in order, and the
+/// lanes are added pairwise ((0+4) + (2+6)) + ((1+5) + (3+7)): 8
+/// independent chains that LLVM's SLP vectorizer makes one vector register
+/// (a sequential sum is one chain of d dependent adds, the attention
+/// kernels' bottleneck on the CPU). Otherwise one sum in feature order.
 Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
               Value g, Value b, const AttentionDims &dims) {
-  return k.reduce(dims.headDim, {k.f32(0.0)},
-                  [&](KernelBuilder &k, Value c, ValueRange acc) {
-                    Value xc = headElement(k, x, b, i, h, c, dims);
-                    Value yc = headElement(k, y, b, t, g, c, dims);
-                    return SmallVector<Value>{k.add(acc[0], k.mul(xc, yc))};
-                  })[0];
+  int64_t d = dims.headDim;
+  if (d % kDotLanes != 0)
+    return k.reduce(d, {k.f32(0.0)},
+                    [&](KernelBuilder &k, Value c, ValueRange acc) {
+                      Value xc = headElement(k, x, b, i, h, c, dims);
+                      Value yc = headElement(k, y, b, t, g, c, dims);
+                      return SmallVector<Value>{k.add(acc[0], k.mul(xc, yc))};
+                    })[0];
+  // The lanes start at the products of features 0..7 (no add of a zero:
+  // d - 1 adds in all, as the sequential sum).
+  auto product = [&](KernelBuilder &k, Value c) {
+    return k.mul(headElement(k, x, b, i, h, c, dims),
+                 headElement(k, y, b, t, g, c, dims));
+  };
+  SmallVector<Value> first;
+  for (int64_t l = 0; l < kDotLanes; ++l)
+    first.push_back(product(k, k.index(l)));
+  SmallVector<Value> lanes = k.reduce(
+      k.index(1), k.index(d / kDotLanes), first,
+      [&](KernelBuilder &k, Value step, ValueRange acc) {
+        Value base = k.muli(step, k.index(kDotLanes));
+        SmallVector<Value> next;
+        for (int64_t l = 0; l < kDotLanes; ++l)
+          next.push_back(k.add(acc[l], product(k, k.addi(base, k.index(l)))));
+        return next;
+      });
+  for (int64_t width = kDotLanes / 2; width >= 1; width /= 2)
+    for (int64_t l = 0; l < width; ++l)
+      lanes[l] = k.add(lanes[l], lanes[l + width]);
+  return lanes[0];
 }
 
 /// A sequential loop over the d features.
