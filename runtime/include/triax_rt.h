@@ -85,8 +85,10 @@ enum trx_mem_category {
  * TRX_MEM_OTHER (the training state, token buffers, scratch) are zero-filled
  * (on CUDA: once, by the device, in stream order before any later use).
  * TRX_MEM_ACTIV blocks (the compiled code's temporaries, see
- * _mlir_memref_to_llvm_alloc) are zero-filled on the CPU and NOT on CUDA: the
- * compiled code writes every element before it reads it. To check that on
+ * _mlir_memref_to_llvm_alloc) are NOT zero-filled: the compiled code writes
+ * every element before it reads it. On the CPU a freed TRX_MEM_ACTIV block
+ * is cached and handed out again for the next allocation of its size (a
+ * step after the first takes no fresh pages). To check that on
  * the CPU, the environment variable TRX_ALLOC_POISON=1 (read at every
  * TRX_MEM_ACTIV allocation) fills TRX_MEM_ACTIV blocks with 0xFF bytes
  * instead (a NaN in f32 and bf16, -1 in i32), so that a read before a write

@@ -1061,8 +1061,9 @@ void testState() {
 }
 
 void testAlloc() {
-  // The compiled code's blocks are zero-filled on the CPU (unless poisoned:
-  // mem_test checks TRX_ALLOC_POISON).
+  // The compiled code's blocks: aligned as asked, counted as activations,
+  // not zero-filled (the compiled code writes before it reads; mem_test
+  // checks that and TRX_ALLOC_POISON).
   unsetenv("TRX_ALLOC_POISON");
   size_t base = trx_mem_current(TRX_MEM_ACTIV);
   trx_mem_reset_peaks();
@@ -1072,10 +1073,6 @@ void testAlloc() {
   CHECK(b != nullptr && reinterpret_cast<uintptr_t>(b) % 4096 == 0);
   void *c = _mlir_memref_to_llvm_aligned_alloc(16, 48);
   CHECK(c != nullptr && reinterpret_cast<uintptr_t>(c) % 64 == 0);
-  bool zero = true;
-  for (size_t i = 0; i < 8192; ++i)
-    zero = zero && static_cast<unsigned char *>(b)[i] == 0;
-  CHECK(zero);
   std::memset(b, 0xab, 8192); // The whole block is usable.
   CHECK_EQ(trx_mem_current(TRX_MEM_ACTIV), base + 100 + 8192 + 48);
   _mlir_memref_to_llvm_free(b);

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -146,10 +147,12 @@ bool allBytes(const void *p, size_t n, unsigned char byte) {
   return true;
 }
 
-/// TRX_ALLOC_POISON=1: activation blocks (trx_alloc of TRX_MEM_ACTIV and the
-/// compiled code's _mlir_memref_to_llvm_alloc) are 0xFF bytes, not zeros;
-/// every other category stays zero-filled; trx_mem_zeroed_bytes counts the
-/// zeroed blocks only.
+/// Activation blocks (trx_alloc of TRX_MEM_ACTIV and the compiled code's
+/// _mlir_memref_to_llvm_alloc) are not zero-filled (nor counted as zeroed),
+/// and a freed one is handed out again for the next allocation of its size;
+/// TRX_ALLOC_POISON=1 fills them with 0xFF bytes, fresh or reused; every
+/// other category stays zero-filled; trx_mem_zeroed_bytes counts the zeroed
+/// blocks only.
 void testPoisonAndZeroedBytes() {
   const char *saved = getenv("TRX_ALLOC_POISON");
   std::string savedValue = saved ? saved : "";
@@ -159,16 +162,25 @@ void testPoisonAndZeroedBytes() {
   CHECK_EQ(trx_mem_zeroed_bytes(-1), size_t(0));
   CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_NCAT), size_t(0));
 
-  // Default: zeros, counted.
+  // Default: not zeroed, not counted; freed blocks come back for their
+  // size (LIFO), with what was written in them; other sizes get others.
   unsetenv("TRX_ALLOC_POISON");
   void *a = trx_alloc(1000, TRX_MEM_ACTIV);
   void *m = _mlir_memref_to_llvm_alloc(256);
   CHECK(a && m);
-  CHECK(allBytes(a, 1000, 0));
-  CHECK(allBytes(m, 256, 0));
-  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroed[TRX_MEM_ACTIV] + 1256);
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroed[TRX_MEM_ACTIV]);
+  std::memset(a, 0x5A, 1000);
   trx_free(a);
   _mlir_memref_to_llvm_free(m);
+  void *other = trx_alloc(2000, TRX_MEM_ACTIV);
+  void *again = trx_alloc(1000, TRX_MEM_ACTIV);
+  CHECK(other != a);
+  CHECK(again == a);
+  CHECK(allBytes(again, 1000, 0x5A));
+  CHECK_EQ(trx_mem_current(TRX_MEM_ACTIV) >= 3000, true);
+  trx_free(again);
+  trx_free(other);
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroed[TRX_MEM_ACTIV]);
 
   // Poisoned: 0xFF in activations (a NaN as f32), nothing counted; the
   // state categories are still zeroed and counted.
@@ -184,7 +196,7 @@ void testPoisonAndZeroedBytes() {
   CHECK_EQ(static_cast<int32_t *>(a)[0], -1);
   CHECK(allBytes(g, 4096, 0));
   CHECK(allBytes(o, 100, 0));
-  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroed[TRX_MEM_ACTIV] + 1256);
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_ACTIV), zeroed[TRX_MEM_ACTIV]);
   CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_GRADS), zeroed[TRX_MEM_GRADS] + 4096);
   CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_OTHER), zeroed[TRX_MEM_OTHER] + 100);
   // The block is still a normal block: freed by the compiled code's free.
@@ -193,11 +205,24 @@ void testPoisonAndZeroedBytes() {
   trx_free(g);
   trx_free(o);
 
+  // A reused block is poisoned again.
+  a = trx_alloc(1000, TRX_MEM_ACTIV);
+  std::memset(a, 0, 1000);
+  trx_free(a);
+  void *b = trx_alloc(1000, TRX_MEM_ACTIV);
+  CHECK(b == a);
+  CHECK(allBytes(b, 1000, 0xFF));
+  trx_free(b);
+
   // Only "1" poisons.
   setenv("TRX_ALLOC_POISON", "0", 1);
   a = trx_alloc(64, TRX_MEM_ACTIV);
-  CHECK(allBytes(a, 64, 0));
+  std::memset(a, 0x11, 64);
   trx_free(a);
+  b = trx_alloc(64, TRX_MEM_ACTIV);
+  CHECK(b == a);
+  CHECK(allBytes(b, 64, 0x11));
+  trx_free(b);
 
   if (saved)
     setenv("TRX_ALLOC_POISON", savedValue.c_str(), 1);

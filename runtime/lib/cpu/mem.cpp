@@ -7,11 +7,17 @@
 // above 64); lock-free atomic counters track current and peak bytes per
 // category and in total, and the bytes zero-filled per category.
 //
-// Every block is zero-filled, except that TRX_ALLOC_POISON=1 fills
-// TRX_MEM_ACTIV blocks (the compiled code's temporaries) with 0xFF bytes
-// instead: the CUDA runtime does not zero activations, so a compiled
-// program must write every element before it reads it, and a poisoned run
-// on the CPU shows a read that does not (NaN in f32 and bf16).
+// Blocks of the state categories are zero-filled. TRX_MEM_ACTIV blocks (the
+// compiled code's temporaries) are not, as on CUDA: a compiled program
+// writes every element before it reads it, which TRX_ALLOC_POISON=1 checks
+// by filling them with 0xFF bytes (NaN in f32 and bf16; test/e2e/poison).
+//
+// A freed TRX_MEM_ACTIV block is kept in a cache by its size and alignment
+// and handed out again by the next allocation of that size: a training step
+// allocates the same temporaries in the same order every step, so after the
+// first step its activations take no fresh pages from the kernel (no page
+// faults, no zeroing by the kernel) and no memset. The cache holds at most
+// the peak of the step's activations, which the process held anyway.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +28,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 using namespace triax::rt;
 
@@ -35,7 +45,9 @@ struct alignas(kAlign) BlockHeader {
   uint64_t magic;
   uint64_t bytes;
   int32_t category;
-  void *base; // What aligned_alloc returned (freed by trx_free).
+  void *base;   // What aligned_alloc returned (freed by trx_free).
+  size_t total; // aligned_alloc's size and alignment (the cache's key).
+  size_t align;
 };
 static_assert(sizeof(BlockHeader) == kAlign, "header must keep alignment");
 
@@ -58,6 +70,32 @@ void raiseTo(std::atomic<size_t> &peak, size_t value) {
 }
 
 bool validCategory(int cat) { return cat >= 0 && cat < TRX_MEM_NCAT; }
+
+/// Freed activation blocks by (total, align), reused before aligned_alloc.
+struct ActivationCache {
+  std::mutex mutex;
+  std::map<std::pair<size_t, size_t>, std::vector<void *>> free;
+
+  void *take(size_t total, size_t align) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = free.find({total, align});
+    if (it == free.end() || it->second.empty())
+      return nullptr;
+    void *raw = it->second.back();
+    it->second.pop_back();
+    return raw;
+  }
+  void give(void *raw, size_t total, size_t align) {
+    std::lock_guard<std::mutex> lock(mutex);
+    free[{total, align}].push_back(raw);
+  }
+};
+
+/// Never destroyed: blocks may be freed during static destruction.
+ActivationCache &activationCache() {
+  static auto *cache = new ActivationCache;
+  return *cache;
+}
 
 /// TRX_ALLOC_POISON=1, read at every activation allocation (so that a test
 /// can switch it).
@@ -83,16 +121,20 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   // The header needs kAlign bytes in front of the block; with a larger
   // alignment a whole `align` bytes keep the block aligned.
   size_t total = rounded + align;
-  void *raw = std::aligned_alloc(align, total);
+  bool activ = category == TRX_MEM_ACTIV;
+  void *raw = activ ? activationCache().take(total, align) : nullptr;
+  if (!raw)
+    raw = std::aligned_alloc(align, total);
   if (!raw) {
     setLastError("%s: out of memory allocating %zu bytes (%s)", fn, bytes,
                  trx_mem_category_name(category));
     return nullptr;
   }
   char *user = static_cast<char *>(raw) + align;
-  if (category == TRX_MEM_ACTIV && poisonActivations()) {
+  if (activ) {
     std::memset(raw, 0, align); // the header's bytes
-    std::memset(user, 0xFF, total - align);
+    if (poisonActivations())
+      std::memset(user, 0xFF, total - align);
   } else {
     std::memset(raw, 0, total);
     counters.zeroed[category].fetch_add(bytes, std::memory_order_relaxed);
@@ -102,6 +144,8 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   h->bytes = bytes;
   h->category = category;
   h->base = raw;
+  h->total = total;
+  h->align = align;
 
   size_t cur =
       counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
@@ -154,7 +198,10 @@ extern "C" void trx_free(void *p) {
   h->magic = kFreedMagic;
   counters.current[h->category].fetch_sub(h->bytes, std::memory_order_relaxed);
   counters.currentTotal.fetch_sub(h->bytes, std::memory_order_relaxed);
-  std::free(h->base);
+  if (h->category == TRX_MEM_ACTIV)
+    activationCache().give(h->base, h->total, h->align);
+  else
+    std::free(h->base);
 }
 
 int triax::rt::allocCategory(const void *p) {
