@@ -40,6 +40,17 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 if shutil.which("clang-format"):
     config.available_features.add("clang-format")
 
+# MLIR's JIT runner and its runtime libraries (they come with MLIR's tools
+# and libraries): tests that run lowered MLIR directly say REQUIRES:
+# mlir-runner and pass %mlir_runner_libs.
+mlir_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+runner_libs = [os.path.join(mlir_lib_dir, lib) for lib in
+               ("libmlir_c_runner_utils.so", "libmlir_runner_utils.so")]
+if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")) and \
+        all(os.path.exists(lib) for lib in runner_libs):
+    config.available_features.add("mlir-runner")
+    config.substitutions.append(("%mlir_runner_libs", ",".join(runner_libs)))
+
 # The CUDA target's runtime was built (CUDA toolkit found at configure time,
 # docs/cuda.md): CUDA compile tests say REQUIRES: cuda. No test needs a GPU.
 if os.path.exists(os.path.join(config.triax_obj_root, "runtime",
