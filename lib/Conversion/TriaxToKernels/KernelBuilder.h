@@ -263,11 +263,14 @@ void populateStructuralPatterns(TypeConverter &converter,
 /// accumulateInGemm: a weight gradient whose only user is its
 /// accumulate_grad is a GEMM into the gradient buffer with beta 1 (`params`
 /// names the buffers).
+/// biasGradByRows: a bias gradient (not accumulated in its kernel) is one
+/// sequential walk down the rows, each row added into every column.
 void populateLinearPatterns(TypeConverter &converter,
                             RewritePatternSet &patterns,
                             bool geluEpilogue = true,
                             const ParamIndex *params = nullptr,
-                            bool accumulateInGemm = false);
+                            bool accumulateInGemm = false,
+                            bool biasGradByRows = false);
 /// Marks the conversions of parameter reads that convert-triax-to-kernels
 /// hoisted to the start of a function (one per parameter and type).
 inline constexpr llvm::StringLiteral kParamCopyAttr = "triax.param_copy";

@@ -241,10 +241,17 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
 /// kernel, one buffer and two passes fewer. The CPU keeps the separate
 /// kernel so that the cost model's activation liveness [A9], which sees a
 /// bias gradient as a buffer, stays exact there.
+///
+/// byRows (the CPU): one parallel iteration per block of up to 64 columns,
+/// each a sequential loop over the rows m whose body adds the block of row
+/// m into its columns, db[n] = (m == 0 ? 0 : db[n]) + dy[m, n]: each column
+/// gets the same additions in the same order (bit-identical), but the
+/// inner loop reads a row's block contiguously and LLVM vectorizes it,
+/// where a column walk reads one float per row.
 struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
   BiasGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                   const ParamIndex *params)
-      : OpConversionPattern(converter, ctx), params(params) {}
+                   const ParamIndex *params, bool byRows)
+      : OpConversionPattern(converter, ctx), params(params), byRows(byRows) {}
 
   LogicalResult
   matchAndRewrite(BiasGradOp op, OpAdaptor adaptor,
@@ -261,6 +268,26 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
     }
     Value dy = k.rows(adaptor.getResultGrad());
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
+    if (byRows && !into) {
+      // Blocks of up to 64 columns (the largest divisor of cols that is),
+      // one parallel iteration each.
+      int64_t block = std::min<int64_t>(cols, 64);
+      while (cols % block != 0)
+        --block;
+      k.parallel({cols / block}, [&](KernelBuilder &k, ValueRange nb) {
+        Value base = k.muli(nb[0], k.index(block));
+        k.loop({rows}, [&](KernelBuilder &k, ValueRange m) {
+          Value first = k.cmpi(arith::CmpIPredicate::eq, m[0], k.index(0));
+          k.loop({block}, [&](KernelBuilder &k, ValueRange j) {
+            Value n = k.addi(base, j[0]);
+            Value sum = k.select(first, k.f32(0.0), k.load(db, {n}));
+            k.store(k.add(sum, k.load(dy, {m[0], n})), db, {n});
+          });
+        });
+      });
+      rewriter.replaceOp(op, db);
+      return success();
+    }
     k.parallel({cols}, [&](KernelBuilder &k, ValueRange n) {
       Value sum = k.reduce(
           rows, {k.f32(0.0)}, [&](KernelBuilder &k, Value m, ValueRange acc) {
@@ -275,19 +302,19 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
   }
 
   const ParamIndex *params;
+  bool byRows;
 };
 
 } // namespace
 
-void mlir::triax::kernels::populateLinearPatterns(TypeConverter &converter,
-                                                  RewritePatternSet &patterns,
-                                                  bool geluEpilogue,
-                                                  const ParamIndex *params,
-                                                  bool accumulateInGemm) {
+void mlir::triax::kernels::populateLinearPatterns(
+    TypeConverter &converter, RewritePatternSet &patterns, bool geluEpilogue,
+    const ParamIndex *params, bool accumulateInGemm, bool biasGradByRows) {
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
   patterns.add<BiasAddLowering>(converter, patterns.getContext());
   patterns.add<BiasGradLowering>(converter, patterns.getContext(),
-                                 accumulateInGemm ? params : nullptr);
+                                 accumulateInGemm ? params : nullptr,
+                                 biasGradByRows);
   patterns.add<LinearWeightGradLowering>(converter, patterns.getContext(),
                                          params, accumulateInGemm);
 }

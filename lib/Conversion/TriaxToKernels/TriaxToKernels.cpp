@@ -969,7 +969,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                                                        target);
   populateStructuralPatterns(converter, patterns, params);
   populateLinearPatterns(converter, patterns, geluEpilogue, &params,
-                         accumulateInGemm);
+                         accumulateInGemm, biasGradByRows);
   populateElementwisePatterns(converter, patterns, fuseOptimizer,
                               kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);

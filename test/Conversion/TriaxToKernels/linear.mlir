@@ -2,6 +2,7 @@
 // transposes, the bias as the forward GEMM's epilogue (trx_sgemm_bias, no
 // fill loop); parameters are runtime-owned state views.
 // RUN: triax-opt %s --convert-triax-to-kernels --cse | FileCheck %s
+// RUN: triax-opt %s --convert-triax-to-kernels=bias-grad-by-rows --cse | FileCheck %s --check-prefix=ROWS
 
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
   triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay
@@ -60,3 +61,22 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // CHECK-NOT: tensor<
 // CHECK: memref.dealloc
 // CHECK: return %{{.*}} : f32
+
+// bias-grad-by-rows (the CPU pipeline): one parallel iteration per block of
+// columns (here all 12), a sequential loop over the 8 rows; row 0 starts
+// every column at 0 + dy[0, n], later rows add into db[n]; the innermost
+// loop runs along the row's block (contiguous).
+// ROWS: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32,
+// ROWS: call @trx_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %c1_i32, %c0_i32,
+// ROWS: %[[DB:.*]] = memref.alloc() {{.*}}: memref<12xf32>
+// ROWS: scf.parallel (%[[NB:.*]]) = (%{{.*}}) to (%c1{{.*}}) step
+// ROWS:   %[[BASE:.*]] = arith.muli %[[NB]], %c12
+// ROWS:   scf.for %[[M:.*]] = %{{.*}} to %c8{{.*}} step
+// ROWS:     %[[FIRST:.*]] = arith.cmpi eq, %[[M]], %{{.*}} : index
+// ROWS:     scf.for %[[J:.*]] = %{{.*}} to %c12{{.*}} step
+// ROWS:       %[[N:.*]] = arith.addi %[[BASE]], %[[J]] : index
+// ROWS:       %[[OLD:.*]] = memref.load %[[DB]][%[[N]]] : memref<12xf32>
+// ROWS:       %[[START:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[OLD]] : f32
+// ROWS:       %[[X:.*]] = memref.load %{{.*}}[%[[M]], %[[N]]] : memref<8x12xf32>
+// ROWS:       %[[S:.*]] = arith.addf %[[START]], %[[X]] : f32
+// ROWS:       memref.store %[[S]], %[[DB]][%[[N]]] : memref<12xf32>
