@@ -77,15 +77,23 @@ private:
 };
 } // namespace
 
+/// `path` opened for writing (removed unless kept), or null with the
+/// error reported.
+static std::unique_ptr<llvm::ToolOutputFile>
+openForWriting(llvm::StringRef path, llvm::raw_ostream &errs) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+  if (!file)
+    errs << "triaxc: " << error << "\n";
+  return file;
+}
+
 /// Writes `text` to `path` (a file that fails to be written is removed).
 static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef text,
                                llvm::raw_ostream &errs) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
-  if (!file) {
-    errs << "triaxc: " << error << "\n";
+  std::unique_ptr<llvm::ToolOutputFile> file = openForWriting(path, errs);
+  if (!file)
     return failure();
-  }
   file->os() << text;
   file->keep();
   return success();
@@ -117,12 +125,9 @@ static LogicalResult emitObjectFile(llvm::Module &module,
                                     llvm::TargetMachine &machine,
                                     const std::string &path,
                                     llvm::raw_ostream &errs) {
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> obj = openOutputFile(path, &error);
-  if (!obj) {
-    errs << "triaxc: " << error << "\n";
+  std::unique_ptr<llvm::ToolOutputFile> obj = openForWriting(path, errs);
+  if (!obj)
     return failure();
-  }
   llvm::legacy::PassManager codegen;
   if (machine.addPassesToEmitFile(codegen, obj->os(), nullptr,
                                   llvm::CodeGenFileType::ObjectFile)) {

@@ -10,6 +10,8 @@
 
 #include "triax/Conversion/Passes.h"
 
+#include "KernelBuilder.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -19,6 +21,7 @@ namespace mlir::triax {
 } // namespace mlir::triax
 
 using namespace mlir;
+using mlir::triax::kernels::KernelBuilder;
 
 namespace {
 
@@ -36,60 +39,48 @@ struct ExpandTanh : OpRewritePattern<math::TanhOp> {
                                 PatternRewriter &rewriter) const override {
     if (!op.getType().isF32())
       return rewriter.notifyMatchFailure(op, "not f32");
-    Location loc = op.getLoc();
-    OpBuilder &b = rewriter;
+    KernelBuilder k(rewriter, op.getLoc());
+    OpBuilder &b = k.builder();
+    Location loc = k.getLoc();
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
-    auto c = [&](float v) -> Value {
-      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+    auto bitcast = [&](Type type, Value v) -> Value {
+      return arith::BitcastOp::create(b, loc, type, v);
     };
-    auto ci = [&](int32_t v) -> Value {
-      return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-    };
-    auto mul = [&](Value x, Value y) -> Value {
-      return arith::MulFOp::create(b, loc, x, y);
-    };
-    auto add = [&](Value x, Value y) -> Value {
-      return arith::AddFOp::create(b, loc, x, y);
-    };
-    auto sub = [&](Value x, Value y) -> Value {
-      return arith::SubFOp::create(b, loc, x, y);
+    auto andi = [&](Value x, Value y) -> Value {
+      return arith::AndIOp::create(b, loc, x, y);
     };
 
     Value x = op.getOperand();
     // a = |x| clamped to 9 (a select on a > 9, so that NaN stays NaN).
     Value a = math::AbsFOp::create(b, loc, x);
-    Value big =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a, c(kClamp));
-    a = arith::SelectOp::create(b, loc, big, c(kClamp), a);
-    Value y = mul(c(-2.0f), a);
+    Value big = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a,
+                                      k.f32(kClamp));
+    a = k.select(big, k.f32(kClamp), a);
+    Value y = k.mul(k.f32(-2.0f), a);
     // n = the integer nearest y / ln 2 (y <= 0: truncating z - 1/2 rounds).
-    Value n =
-        arith::FPToSIOp::create(b, loc, i32, sub(mul(y, c(kLog2E)), c(0.5f)));
+    Value n = arith::FPToSIOp::create(
+        b, loc, i32, k.sub(k.mul(y, k.f32(kLog2E)), k.f32(0.5f)));
     Value nf = arith::SIToFPOp::create(b, loc, f32, n);
-    Value r = sub(sub(y, mul(nf, c(kLn2Hi))), mul(nf, c(kLn2Lo)));
+    Value r =
+        k.sub(k.sub(y, k.mul(nf, k.f32(kLn2Hi))), k.mul(nf, k.f32(kLn2Lo)));
     // p = expm1(r): r + r^2 (1/2! + r (1/3! + ... + r / 7!)).
-    Value q = c(1.0f / 5040.0f);
-    for (float k :
+    Value q = k.f32(1.0f / 5040.0f);
+    for (float c :
          {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f})
-      q = add(c(k), mul(r, q));
-    Value p = add(r, mul(mul(r, r), q));
+      q = k.add(k.f32(c), k.mul(r, q));
+    Value p = k.add(r, k.mul(k.mul(r, r), q));
     // s = 2^n from its exponent bits; e = s p + (s - 1) = exp(y) - 1.
-    Value bits = arith::ShLIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, n, ci(127)), ci(23));
-    Value s = arith::BitcastOp::create(b, loc, f32, bits);
-    Value e = add(mul(s, p), sub(s, c(1.0f)));
-    Value t = arith::DivFOp::create(b, loc, arith::NegFOp::create(b, loc, e),
-                                    add(c(2.0f), e));
+    Value bits =
+        arith::ShLIOp::create(b, loc, k.addi(n, k.i32(127)), k.i32(23));
+    Value s = bitcast(f32, bits);
+    Value e = k.add(k.mul(s, p), k.sub(s, k.f32(1.0f)));
+    Value t = k.div(k.neg(e), k.add(k.f32(2.0f), e));
     // copysign(t, x) on the bits (math.copysign has no lowering to LLVM
     // here): t's magnitude, x's sign.
-    auto bitsOf = [&](Value v) -> Value {
-      return arith::BitcastOp::create(b, loc, i32, v);
-    };
-    Value magnitude = arith::AndIOp::create(b, loc, bitsOf(t), ci(0x7fffffff));
-    Value sign = arith::AndIOp::create(b, loc, bitsOf(x), ci(INT32_MIN));
+    Value magnitude = andi(bitcast(i32, t), k.i32(0x7fffffff));
+    Value sign = andi(bitcast(i32, x), k.i32(INT32_MIN));
     rewriter.replaceOp(
-        op, arith::BitcastOp::create(
-                b, loc, f32, arith::OrIOp::create(b, loc, magnitude, sign)));
+        op, bitcast(f32, arith::OrIOp::create(b, loc, magnitude, sign)));
     return success();
   }
 };

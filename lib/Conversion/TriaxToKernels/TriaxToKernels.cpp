@@ -619,9 +619,6 @@ static void insertDeallocs(func::FuncOp fn) {
   }
 }
 
-/// Marks the functions outlineKernels made.
-static constexpr llvm::StringLiteral kKernelAttr = kKernelFuncAttr;
-
 /// Whether `op` is a parallel nest of exactly one iteration (constant
 /// bounds): a device scalar's kernel (DeviceScalars, a loss or norm sum
 /// over one row).
@@ -700,7 +697,7 @@ static void outlineKernels(func::FuncOp fn) {
         b.getFunctionType(ValueRange(operands).getTypes(),
                           loop->getResultTypes()));
     kernel.setPrivate();
-    kernel->setAttr(kKernelAttr, b.getUnitAttr());
+    kernel->setAttr(kKernelFuncAttr, b.getUnitAttr());
     Block *entry = kernel.addEntryBlock();
     OpBuilder body = OpBuilder::atBlockBegin(entry);
     IRMapping mapping;
@@ -816,7 +813,7 @@ struct TriaxOutlineKernelsPass
   void runOnOperation() override {
     SmallVector<func::FuncOp> entries;
     for (func::FuncOp fn : getOperation().getOps<func::FuncOp>())
-      if (!fn.isExternal() && !fn->hasAttr(kKernelAttr))
+      if (!fn.isExternal() && !fn->hasAttr(kKernelFuncAttr))
         entries.push_back(fn);
     for (func::FuncOp fn : entries)
       outlineKernels(fn);
@@ -835,7 +832,7 @@ struct TriaxDedupeKernelsPass
     OpPrintingFlags flags;
     flags.useLocalScope();
     for (func::FuncOp fn : module.getOps<func::FuncOp>()) {
-      if (!fn->hasAttr(kKernelAttr) || fn.isExternal())
+      if (!fn->hasAttr(kKernelFuncAttr) || fn.isExternal())
         continue;
       std::string text;
       llvm::raw_string_ostream os(text);
