@@ -38,6 +38,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -191,6 +192,17 @@ bool isFlop(Operation *op) {
   return !isa<arith::ConstantOp, arith::SelectOp, arith::ExtFOp,
               arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
               arith::FPToSIOp, arith::FPToUIOp, arith::BitcastOp>(op);
+}
+
+/// The FLOPs one lane's share of a warp-wide tensor-core product is worth:
+/// 2 m n k / 32 for nvvm.mma.sync (the 32 lanes execute it together);
+/// 0 for any other op.
+double tensorFlopsPerLane(Operation *op) {
+  auto mma = dyn_cast<NVVM::MmaOp>(op);
+  if (!mma)
+    return 0;
+  NVVM::MMAShapeAttr shape = mma.getShapeAttr();
+  return 2.0 * shape.getM() * shape.getN() * shape.getK() / 32.0;
 }
 
 /// The buffer a view is a view of (through casts, reshapes, subviews,
@@ -548,9 +560,11 @@ private:
   KernelItem &itemFor(Operation *op, ItemKind kind, llvm::StringRef name);
   /// (group size, span in ranks) of the mesh axes in `mask`.
   std::pair<int64_t, int64_t> group(int64_t mask) const;
-  /// Generated kernels are scalar loops (no tensor cores): the FP32 peak
-  /// where the hardware names one; GEMMs (cuBLASLt, bf16 on tensor cores)
-  /// the dense bf16 peak.
+  /// The tensor-core FLOPs (nvvm.mma.sync) of the kernel being counted.
+  double tensorFlops = 0;
+  /// Generated kernels' scalar code: the FP32 peak where the hardware
+  /// names one; GEMMs (cuBLASLt, bf16 on tensor cores) and the generated
+  /// kernels' nvvm.mma.sync products the dense bf16 peak.
   double kernelPeak() const {
     return hw.fp32Flops > 0 ? hw.fp32Flops : hw.peakFlops;
   }
@@ -683,6 +697,15 @@ linearGuard(Value cond, gpu::LaunchOp launch,
 bool StepCounter::controlDependsOn(Region &region, llvm::ArrayRef<Value> leaves,
                                    gpu::LaunchOp launch) {
   auto isLinear = [&](Value v) { return isLinearId(v, launch); };
+  // Control computed from the linear thread id (a warp's or a thread's
+  // rows) is evaluated thread by thread (meanTripsOverThreads): it is not
+  // a dependence on the block id the id is made of.
+  llvm::SmallPtrSet<Operation *, 4> linearIds;
+  if (launch)
+    launch.getBody().walk([&](arith::AddIOp add) {
+      if (isLinear(add))
+        linearIds.insert(add);
+    });
   bool found = false;
   region.walk([&](Operation *op) {
     llvm::SmallVector<Value> control;
@@ -707,11 +730,14 @@ bool StepCounter::controlDependsOn(Region &region, llvm::ArrayRef<Value> leaves,
       for (Value operand : call.getOperands())
         if (operand.getType().isIntOrIndex())
           control.push_back(operand);
-    for (Value v : control)
-      if (dependsOn(v, leaves)) {
+    for (Value v : control) {
+      llvm::SmallPtrSet<Operation *, 16> seen(linearIds.begin(),
+                                              linearIds.end());
+      if (dependsOn(v, leaves, seen)) {
         found = true;
         return WalkResult::interrupt();
       }
+    }
     return WalkResult::advance();
   });
   return found;
@@ -985,6 +1011,7 @@ llvm::Error StepCounter::walkKernel(Block &block, double w,
       return failure("cannot count " + describe(&op) + " inside a kernel");
     if (isFlop(&op))
       flops += w;
+    tensorFlops += w * tensorFlopsPerLane(&op);
     // gpu.all_reduce: one combine per thread (its tree of shuffles does
     // fewer, its shared-memory stage a few more).
     if (auto reduce = dyn_cast<gpu::AllReduceOp>(op))
@@ -1025,8 +1052,9 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
   if (!fresh)
     return llvm::Error::success();
 
-  // FLOPs of one execution.
+  // FLOPs of one execution: scalar ones, and tensor-core products.
   double flops = 0;
+  tensorFlops = 0;
   if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
     KernelCtx ctx;
     ctx.launch = launch;
@@ -1132,13 +1160,20 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
     return llvm::Error::success();
   };
   KernelItem &k = report.items[index];
-  k.flops = flops;
+  k.flops = flops + tensorFlops;
+  k.tensorFlops = tensorFlops;
   if (llvm::Error e = bytesOf(read, k.bytesRead))
     return e;
   if (llvm::Error e = bytesOf(written, k.bytesWritten))
     return e;
+  // The scalar FLOPs at the generated kernels' peak plus the tensor-core
+  // ones at the dense peak (the two issue from the same warps), or the
+  // bytes at HBM bandwidth, whichever is longer.
+  double compute = (kernelPeak() > 0 ? flops / kernelPeak() : 0.0) +
+                   (hw.peakFlops > 0 ? tensorFlops / hw.peakFlops : 0.0);
+  double bytes = double(k.bytesRead + k.bytesWritten);
   k.seconds =
-      roofline(k.flops, double(k.bytesRead + k.bytesWritten), kernelPeak());
+      std::max(compute, hw.hbmBandwidth > 0 ? bytes / hw.hbmBandwidth : 0.0);
   return llvm::Error::success();
 }
 
@@ -1671,8 +1706,8 @@ void triax::cost::printKernelReport(llvm::raw_ostream &os,
       os << "; " << count(e.callsPerStep) << " x " << e.name;
   os << "\n";
   os << llvm::format("roofline: max(FLOPs / peak, bytes / %.4g B/s); peak "
-                     "%.4g FLOP/s for GEMMs (dense bf16), %.4g for "
-                     "generated kernels (fp32, no tensor cores)\n",
+                     "%.4g FLOP/s for GEMMs and generated mma.sync "
+                     "(dense bf16), %.4g for generated scalar code (fp32)\n",
                      hw.hbmBandwidth, hw.peakFlops,
                      hw.fp32Flops > 0 ? hw.fp32Flops : hw.peakFlops);
   os << "bytes: each distinct buffer a kernel loads (stores) counts once, "
@@ -1768,6 +1803,7 @@ void triax::cost::printKernelReportJSON(llvm::raw_ostream &os,
                          {"bytes_read", item->bytesRead},
                          {"bytes_written", item->bytesWritten},
                          {"flops", item->flops},
+                         {"tensor_flops", item->tensorFlops},
                          {"seconds", item->seconds},
                          {"seconds_per_step", item->secondsPerStep()}};
     if (!item->shape.empty())

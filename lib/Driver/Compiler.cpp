@@ -246,6 +246,15 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
   cudaOptions.rows = options.cudaRows;
   cudaOptions.geluEpilogue = options.geluEpilogue;
   cudaOptions.attention = options.attention;
+  if (options.attention.empty()) {
+    // The tensor-core kernels need bf16 mma.sync (sm_80 and newer).
+    unsigned sm = 0;
+    llvm::StringRef chip = options.cudaArch;
+    cudaOptions.attention =
+        chip.consume_front("sm_") && !chip.consumeInteger(10, sm) && sm >= 80
+            ? "flash-mma"
+            : "flash";
+  }
   std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
   if (!problem.empty()) {
     errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem
@@ -466,9 +475,15 @@ static int runKernelReport(const ::triax::CompileOptions &options,
 
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
-  if (options.attention != "flash" && options.attention != "batched-gemm") {
+  if (!options.attention.empty() && options.attention != "flash" &&
+      options.attention != "flash-mma" && options.attention != "batched-gemm") {
     errs << "triaxc: unknown --attention value '" << options.attention
-         << "'; expected flash or batched-gemm\n";
+         << "'; expected flash, flash-mma or batched-gemm\n";
+    return 1;
+  }
+  if (options.attention == "flash-mma" && options.target != "cuda") {
+    errs << "triaxc: --attention=flash-mma applies to --target cuda (NVIDIA "
+            "tensor cores); the CPU has flash and batched-gemm\n";
     return 1;
   }
   llvm::StringRef emitKind = options.emit;
@@ -643,7 +658,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   lowerOptions.openmp = options.openmp;
   lowerOptions.fuseOptimizer = options.fuseOptimizer;
   lowerOptions.geluEpilogue = options.geluEpilogue;
-  lowerOptions.attention = options.attention;
+  lowerOptions.attention =
+      options.attention.empty() ? "flash" : options.attention;
   if (cuda)
     ::triax::buildLowerCUDAPipeline(pm, cudaOptions);
   else

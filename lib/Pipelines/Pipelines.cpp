@@ -240,6 +240,14 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
            " is not a multiple of 32 in [32, 1024]";
   if (o.rows != "thread" && o.rows != "block")
     return "rows '" + o.rows + "' is not thread or block";
+  if (o.attention != "flash" && o.attention != "flash-mma" &&
+      o.attention != "batched-gemm")
+    return "attention '" + o.attention +
+           "' is not flash, flash-mma or batched-gemm";
+  // mma.sync.m16n8k16 with bf16 operands came with Ampere.
+  if (o.attention == "flash-mma" && sm < 80)
+    return "attention 'flash-mma' needs sm_80 or newer (bf16 mma.sync); " +
+           o.chip + " can use flash";
   return "";
 }
 

@@ -69,9 +69,11 @@ static cl::opt<bool> geluEpilogue(
 static cl::opt<std::string> attention(
     "attention",
     cl::desc("Attention kernels: flash (fused, online softmax, memory "
-             "linear in the sequence; the default) or batched-gemm "
-             "(strided-batched GEMMs around a materialized T x T softmax)"),
-    cl::init("flash"), cl::cat(category));
+             "linear in the sequence; the CPU's default), flash-mma (flash "
+             "on NVIDIA tensor cores for bf16 operands; the cuda default "
+             "from sm_80) or batched-gemm (strided-batched GEMMs around a "
+             "materialized T x T softmax)"),
+    cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     runtimeDir("runtime-dir", cl::desc("Directory holding libtriax_rt.a"),
                cl::init(TRIAX_RUNTIME_LIB_DIR), cl::cat(category));

@@ -108,8 +108,12 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "deterministic, proved race-free by the GPU mapping)">,
     Option<"attention", "attention", "std::string", /*default=*/"\"flash\"",
            "How triax.attention and its gradient are lowered: flash (fused "
-           "kernels with an online softmax, no T x T buffer) or batched-gemm "
-           "(strided-batched GEMMs around a materialized causal softmax)">,
+           "kernels with an online softmax, no T x T buffer), flash-mma "
+           "(the same on NVIDIA tensor cores, warps of mma.sync in "
+           "gpu.launch ops, for bf16 operands with the head dimension and "
+           "the sequence multiples of 16; flash for other shapes; the CUDA "
+           "pipeline's choice for bf16) or batched-gemm (strided-batched "
+           "GEMMs around a materialized causal softmax)">,
     Option<"accumulateInGemm", "accumulate-in-gemm", "bool",
            /*default=*/"false",
            "A weight gradient whose only user is its triax.accumulate_grad "
@@ -128,7 +132,9 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"];
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::LLVM::LLVMDialect"];
 }
 
 def TriaxOutlineKernels : Pass<"triax-outline-kernels", "::mlir::ModuleOp"> {

@@ -60,6 +60,9 @@ struct KernelItem {
   /// Per execution.
   int64_t bytesRead = 0, bytesWritten = 0;
   double flops = 0;
+  /// Of `flops`, those of tensor-core products in a generated kernel
+  /// (nvvm.mma.sync), rated at the dense peak rather than the FP32 one.
+  double tensorFlops = 0;
   /// Collectives and point-to-point: bytes this rank sends (receives for a
   /// recv) per call, by the cost model's ring formulas [C1]/[C2].
   int64_t commBytes = 0;

@@ -35,8 +35,10 @@ struct CompileOptions {
   bool fuseOptimizer = false;
   /// GELU and its gradient in the GEMM epilogues (both targets).
   bool geluEpilogue = true;
-  /// How attention is lowered: flash or batched-gemm (both targets).
-  std::string attention = "flash";
+  /// How attention is lowered: flash or batched-gemm (both targets),
+  /// flash-mma (cuda); empty: the target's default (flash on the CPU,
+  /// flash-mma on the GPU from sm_80, flash before).
+  std::string attention;
   /// Where libtriax_rt.a and triax_rt.h are (defaults: the build tree).
   std::string runtimeLibDir, runtimeIncludeDir;
   /// The C compiler that compiles the model descriptor and links.

@@ -65,10 +65,13 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
       llvm::cl::init("block")};
   Option<std::string> attention{
       *this, "attention",
-      llvm::cl::desc("Attention as flash (fused kernels, online softmax, no "
-                     "T x T buffer; the default) or batched-gemm "
-                     "(convert-triax-to-kernels{attention})"),
-      llvm::cl::init("flash")};
+      llvm::cl::desc("Attention as flash-mma (flash on tensor cores for bf16 "
+                     "operands whose head dimension and sequence are "
+                     "multiples of 16, flash otherwise; the default; sm_80 "
+                     "or newer), flash (fused kernels, online softmax, no "
+                     "T x T buffer, scalar FP32 dot products) or "
+                     "batched-gemm (convert-triax-to-kernels{attention})"),
+      llvm::cl::init("flash-mma")};
   Option<bool> geluEpilogue{
       *this, "gelu-epilogue",
       llvm::cl::desc("GELU and its gradient in the cuBLASLt GEMM epilogues "

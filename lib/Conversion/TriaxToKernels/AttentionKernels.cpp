@@ -12,7 +12,12 @@
 // backward, an online softmax over the keys, nothing T x T (lowerFlash,
 // lowerFlashGrad below). Memory grows with T, not T^2; the CPU loops and
 // one GPU thread per query (or key) row are generated kernels, the
-// matrix products inside them scalar dot products (no tensor cores yet).
+// matrix products inside them scalar dot products.
+//
+// AttentionImpl::FlashMMA (the CUDA pipeline's default): the same
+// algorithm on NVIDIA tensor cores, a warp per 16 rows of mma.sync
+// (AttentionMMA.cpp), where flashMMAApplies (bf16, d and S multiples of
+// 16); Flash for other shapes.
 //
 // AttentionImpl::BatchedGemm. For each batch index b (a sequential host loop
 // over B), the heads of b are 3-D strided views [n, S, d] of the rows
@@ -46,7 +51,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "AttentionKernels.h"
 
 #include "triax/Dialect/Triax/IR/Triax.h"
 
@@ -67,23 +72,9 @@ enum class AttentionImpl {
   /// One fused kernel per direction with an online softmax (the
   /// FlashAttention-2 algorithm; see lowerFlash): no T x T buffer.
   Flash,
-};
-
-/// The shapes of one attention op.
-struct AttentionDims {
-  int64_t batch, seq, heads, kvHeads, headDim;
-  double scale;
-  int64_t group() const { return heads / kvHeads; }
-};
-
-/// The operands and results of one attention op as rows views
-/// [B*S, features] of contiguous buffers. Forward: out; backward: dout is
-/// the result's gradient, dq, dk, dv the results.
-struct AttentionBuffers {
-  Value q, key, v;
-  Value out;        // forward
-  Value dout;       // backward
-  Value dq, dk, dv; // backward
+  /// Flash on NVIDIA tensor cores (AttentionMMA.cpp) where flashMMAApplies,
+  /// Flash elsewhere.
+  FlashMMA,
 };
 
 /// A sequential loop over [lower, upper) with index bounds and no carried
@@ -657,6 +648,12 @@ LogicalResult lowerAttention(AttentionImpl impl, KernelBuilder &k,
     return lowerBatchedGemm(k, buf, dims);
   case AttentionImpl::Flash:
     return lowerFlash(k, buf, dims);
+  case AttentionImpl::FlashMMA:
+    if (std::string why; flashMMAApplies(dims, elementType(buf.q), why)) {
+      flashMMA(k, buf, dims);
+      return success();
+    }
+    return lowerFlash(k, buf, dims);
   }
   llvm_unreachable("unknown AttentionImpl");
 }
@@ -669,6 +666,12 @@ LogicalResult lowerAttentionGrad(AttentionImpl impl, KernelBuilder &k,
   case AttentionImpl::BatchedGemm:
     return lowerBatchedGemmGrad(k, buf, dims);
   case AttentionImpl::Flash:
+    return lowerFlashGrad(k, buf, dims);
+  case AttentionImpl::FlashMMA:
+    if (std::string why; flashMMAApplies(dims, elementType(buf.q), why)) {
+      flashMMAGrad(k, buf, dims);
+      return success();
+    }
     return lowerFlashGrad(k, buf, dims);
   }
   llvm_unreachable("unknown AttentionImpl");
@@ -747,9 +750,11 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
 } // namespace
 
 void mlir::triax::kernels::populateAttentionPatterns(
-    TypeConverter &converter, RewritePatternSet &patterns, bool flash) {
-  AttentionImpl impl =
-      flash ? AttentionImpl::Flash : AttentionImpl::BatchedGemm;
+    TypeConverter &converter, RewritePatternSet &patterns,
+    StringRef attention) {
+  AttentionImpl impl = attention == "batched-gemm" ? AttentionImpl::BatchedGemm
+                       : attention == "flash-mma"  ? AttentionImpl::FlashMMA
+                                                   : AttentionImpl::Flash;
   patterns.add<AttentionLowering, AttentionGradLowering>(
       converter, patterns.getContext(), impl);
 }

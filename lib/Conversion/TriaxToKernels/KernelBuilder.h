@@ -287,10 +287,13 @@ void populateEmbeddingPatterns(TypeConverter &converter,
                                int64_t embeddingGradThreads = 0);
 void populateNormPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
-/// flash: attention as fused kernels with an online softmax (no T x T
-/// buffer); else batched GEMMs around a materialized softmax.
+/// `attention`: flash (fused kernels with an online softmax, no T x T
+/// buffer), flash-mma (the same on NVIDIA tensor cores where the shapes
+/// allow, AttentionMMA.cpp) or batched-gemm (GEMMs around a materialized
+/// softmax).
 void populateAttentionPatterns(TypeConverter &converter,
-                               RewritePatternSet &patterns, bool flash = true);
+                               RewritePatternSet &patterns,
+                               StringRef attention = "flash");
 void populateLossPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateCollectivePatterns(TypeConverter &converter,

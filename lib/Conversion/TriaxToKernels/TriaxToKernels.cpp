@@ -875,9 +875,10 @@ void mlir::triax::kernels::populateStructuralPatterns(
 
 void ConvertTriaxToKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (attention != "flash" && attention != "batched-gemm") {
+  if (attention != "flash" && attention != "flash-mma" &&
+      attention != "batched-gemm") {
     module.emitError("convert-triax-to-kernels: unknown attention '")
-        << attention << "'; expected flash or batched-gemm";
+        << attention << "'; expected flash, flash-mma or batched-gemm";
     return signalPassFailure();
   }
   SmallVector<ModelOp> models = llvm::to_vector(module.getOps<ModelOp>());
@@ -943,6 +944,10 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   ConversionTarget target(*ctx);
   target.addLegalDialect<arith::ArithDialect, math::MathDialect,
                          memref::MemRefDialect, scf::SCFDialect>();
+  // The tensor-core attention kernels (attention=flash-mma) are gpu.launch
+  // ops of NVVM MMAs.
+  target
+      .addLegalDialect<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
   target.addIllegalDialect<TriaxDialect, tensor::TensorDialect>();
   target.addLegalOp<ModelOp, ParamOp>();
   // Collectives become runtime calls; the mesh stays until they are
@@ -971,7 +976,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                               kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
   populateNormPatterns(converter, patterns);
-  populateAttentionPatterns(converter, patterns, attention == "flash");
+  populateAttentionPatterns(converter, patterns, attention);
   populateLossPatterns(converter, patterns);
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);

@@ -1,0 +1,87 @@
+// attention=flash-mma: FlashAttention-2 on tensor cores (AttentionMMA.cpp),
+// for bf16 operands whose head dimension and sequence are multiples of 16;
+// other shapes and f32 get the flash nests. Numerics: the warp simulator
+// of test/cuda/flash-mma-sim.test. No CUDA needed.
+// RUN: triax-opt %s --convert-triax-to-kernels=attention=flash-mma > %t
+// RUN: FileCheck %s --implicit-check-not=triax. < %t
+// The MMAs per kernel (d = 16: one feature block, two 8-wide tiles):
+// forward 2 for S = Q K^T and 2 for O += P V per key tile; backward
+// kernel 1 the forward's 4, then 2 each for S, dP and dQ; kernel 2 per
+// query head of the group (2): 2 each for S^T, dP^T, dK and dV.
+// RUN: sed -n '/func.func @fwd(/,/^  }$/p' %t | grep -c nvvm.mma.sync | FileCheck %s --check-prefix=FWD-MMA
+// FWD-MMA: {{^}}4{{$}}
+// RUN: sed -n '/func.func @bwd(/,/^  }$/p' %t | grep -c nvvm.mma.sync | FileCheck %s --check-prefix=BWD-MMA
+// BWD-MMA: {{^}}26{{$}}
+
+// B = 2, S = 32, 4 query heads of d = 16 sharing 2 kv heads.
+triax.model @m config = #triax.train_config<micro_batch = 2, seq = 32, global_batch = 2> {
+  triax.param @w : tensor<4x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<2x32xi32>, %targets: tensor<2x32xi32>) -> tensor<f32> {
+    %w = triax.get_param @w : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %w : (tensor<2x32xi32>, tensor<4x2xf32>) -> tensor<2x32x2xf32>
+    %l = triax.cross_entropy %x, %targets : (tensor<2x32x2xf32>, tensor<2x32xi32>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// One warp per (b, head, 16 queries): 2 x 4 x 2 = 16 warps, 4 blocks of
+// 128 threads; warps past the end guarded on the linear id. Key tiles
+// 0..qt (causal), the scores masked to -inf past the diagonal, row max and
+// row sum over the 4 lanes of a group by xor-shuffles 1 and 2.
+// CHECK-LABEL: func.func @fwd(
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %c128,
+// CHECK: %[[ID:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[ID]], %c512
+// CHECK: scf.if %[[IN]]
+// CHECK: scf.for
+// CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: arith.cmpi ule
+// CHECK: arith.select {{.*}}, %cst
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
+// CHECK: math.exp
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield
+// The output row: l summed over the group, O / l rounded to bf16.
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor
+// CHECK: memref.store %{{.*}} : memref<64x64xbf16>
+// CHECK: gpu.terminator
+func.func @fwd(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %v: tensor<2x32x32xbf16>) -> tensor<2x32x64xbf16> {
+  %o = triax.attention %q, %k, %v heads = 4 kv_heads = 2 : (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>) -> tensor<2x32x64xbf16>
+  return %o : tensor<2x32x64xbf16>
+}
+
+// Backward: the rows' log-sum-exp and dO . O ([B, heads, S] f32 each),
+// written by the first lane of each group in kernel 1 (16 query warps) and
+// read by kernel 2 (a warp per (b, kv head, 16 keys): 2 x 2 x 2 = 8 warps,
+// 2 blocks), whose loop over query tiles starts at its own key tile.
+// CHECK-LABEL: func.func @bwd(
+// CHECK: %[[LSE:.*]] = memref.alloc() : memref<2x4x32xf32>
+// CHECK: %[[DELTA:.*]] = memref.alloc() : memref<2x4x32xf32>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4,
+// CHECK: math.log
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[LSE]]
+// CHECK: memref.store %{{.*}}, %[[DELTA]]
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2,
+// CHECK: memref.load %[[LSE]]
+// CHECK: memref.load %[[DELTA]]
+// CHECK-NOT: scf.parallel
+func.func @bwd(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %v: tensor<2x32x32xbf16>, %do: tensor<2x32x64xf32>) -> (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>) {
+  %dq, %dk, %dv = triax.attention_grad %q, %k, %v, %do heads = 4 kv_heads = 2 : (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>, tensor<2x32x64xf32>) -> (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>)
+  return %dq, %dk, %dv : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>
+}
+
+// f32 operands (and, the same way, a sequence or head dimension that is
+// not a multiple of 16): the flash nest.
+// CHECK-LABEL: func.func @fwd_f32(
+// CHECK-NOT: gpu.launch
+// CHECK: scf.parallel
+// CHECK-NOT: nvvm.mma.sync
+func.func @fwd_f32(%q: tensor<2x32x64xf32>, %k: tensor<2x32x32xf32>, %v: tensor<2x32x32xf32>) -> tensor<2x32x64xf32> {
+  %o = triax.attention %q, %k, %v heads = 4 kv_heads = 2 : (tensor<2x32x64xf32>, tensor<2x32x32xf32>, tensor<2x32x32xf32>) -> tensor<2x32x64xf32>
+  return %o : tensor<2x32x64xf32>
+}
