@@ -141,27 +141,26 @@ public:
     }
     return a;
   }
-  /// The B fragment B[kk][n] = m[n0 + n][k0 + kk] (m transposed): each
-  /// register two consecutive elements of a row of m.
-  FragB loadBTransposed(const HeadMatrix &m, Value n0, Value k0) {
+  /// The B fragment B[kk][n] = m[k0 + kk][n0 + n], or with `transposed`
+  /// m[n0 + n][k0 + kk]: lane (g, t) holds kk = 2t, 2t+1 (register 0) and
+  /// 2t+8, 2t+9 (register 1) of column n = g; transposed, each register is
+  /// two consecutive elements of a row of m.
+  FragB loadB(const HeadMatrix &m, Value k0, Value n0, bool transposed) {
     FragB f;
-    Value r = k.addi(n0, g);
+    Value n = k.addi(n0, g);
     for (int reg = 0; reg < 2; ++reg) {
-      Value c = k.addi(plus(k0, reg ? 8 : 0), k.muli(t, k.index(2)));
-      f[reg] = pack(element(m, r, c), element(m, r, plus(c, 1)));
+      Value kk = k.addi(plus(k0, reg ? 8 : 0), k.muli(t, k.index(2)));
+      f[reg] = transposed ? pack(element(m, n, kk), element(m, n, plus(kk, 1)))
+                          : pack(element(m, kk, n), element(m, plus(kk, 1), n));
     }
     return f;
   }
-  /// The B fragment B[kk][n] = m[k0 + kk][n0 + n]: each register two
-  /// elements of a column of m.
   FragB loadB(const HeadMatrix &m, Value k0, Value n0) {
-    FragB f;
-    Value c = k.addi(n0, g);
-    for (int reg = 0; reg < 2; ++reg) {
-      Value r = k.addi(plus(k0, reg ? 8 : 0), k.muli(t, k.index(2)));
-      f[reg] = pack(element(m, r, c), element(m, plus(r, 1), c));
-    }
-    return f;
+    return loadB(m, k0, n0, /*transposed=*/false);
+  }
+  /// B = m^T over rows n0.. and columns k0.. of m.
+  FragB loadBTransposed(const HeadMatrix &m, Value n0, Value k0) {
+    return loadB(m, k0, n0, /*transposed=*/true);
   }
 
   /// c + a b on the tensor cores (mma.sync.aligned.m16n8k16.row.col,
@@ -193,6 +192,18 @@ public:
     for (int64_t kk = 0; kk < int64_t(a.size()); ++kk)
       acc = mma(a[kk], b(kk), acc);
     return acc;
+  }
+
+  /// a m^T over the 16 rows of m at r0 (the features summed): the two
+  /// 16 x 8 tiles of a 16 x 16 block (scores, or dP against dO).
+  std::array<Acc, 2> timesTransposed(ArrayRef<FragA> a, const HeadMatrix &m,
+                                     Value r0) {
+    std::array<Acc, 2> out;
+    for (int64_t n = 0; n < 2; ++n)
+      out[n] = product(a, [&](int64_t kk) {
+        return loadBTransposed(m, plus(r0, 8 * n), k.index(kTile * kk));
+      });
+    return out;
   }
 
   /// The A fragment of the 16 x 16 block whose columns 0-7 are the
@@ -311,12 +322,7 @@ Online onlineTiles(Lane &w, ArrayRef<FragA> qf, const HeadMatrix &keys,
       k.index(0), w.plus(qt, 1), init,
       [&](KernelBuilder &k, Value kt, ValueRange state) {
         Value t0 = k.muli(kt, k.index(kTile));
-        std::array<Acc, 2> s;
-        for (int64_t n = 0; n < 2; ++n)
-          s[n] = w.product(qf, [&](int64_t kk) {
-            return w.loadBTransposed(keys, w.plus(t0, 8 * n),
-                                     k.index(kTile * kk));
-          });
+        std::array<Acc, 2> s = w.timesTransposed(qf, keys, t0);
         maskScores(w, s, q0, t0);
         SmallVector<Value> next(4);
         Value alpha[2];
@@ -483,17 +489,8 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
             k.index(0), w.plus(qt, 1), flatten(dq),
             [&](KernelBuilder &k, Value kt, ValueRange state) {
               Value t0 = k.muli(kt, k.index(kTile));
-              std::array<Acc, 2> p, ds;
-              for (int64_t n = 0; n < 2; ++n) {
-                p[n] = w.product(qf, [&](int64_t kk) {
-                  return w.loadBTransposed(keys, w.plus(t0, 8 * n),
-                                           k.index(kTile * kk));
-                });
-                ds[n] = w.product(dof, [&](int64_t kk) {
-                  return w.loadBTransposed(values, w.plus(t0, 8 * n),
-                                           k.index(kTile * kk));
-                });
-              }
+              std::array<Acc, 2> p = w.timesTransposed(qf, keys, t0);
+              std::array<Acc, 2> ds = w.timesTransposed(dof, values, t0);
               maskScores(w, p, q0, t0);
               for (int64_t n = 0; n < 2; ++n)
                 for (int64_t e = 0; e < 4; ++e) {
@@ -535,17 +532,8 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
               kt, k.index(tiles), acc,
               [&](KernelBuilder &k, Value qt, ValueRange state) {
                 Value q0 = k.muli(qt, k.index(kTile));
-                std::array<Acc, 2> p, ds;
-                for (int64_t n = 0; n < 2; ++n) {
-                  p[n] = w.product(kf, [&](int64_t kk) {
-                    return w.loadBTransposed(queries, w.plus(q0, 8 * n),
-                                             k.index(kTile * kk));
-                  });
-                  ds[n] = w.product(vf, [&](int64_t kk) {
-                    return w.loadBTransposed(dout, w.plus(q0, 8 * n),
-                                             k.index(kTile * kk));
-                  });
-                }
+                std::array<Acc, 2> p = w.timesTransposed(kf, queries, q0);
+                std::array<Acc, 2> ds = w.timesTransposed(vf, dout, q0);
                 // Rows are keys, columns queries: visible where key <= query.
                 for (int64_t n = 0; n < 2; ++n)
                   for (int64_t e = 0; e < 4; ++e) {

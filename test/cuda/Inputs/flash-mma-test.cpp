@@ -221,6 +221,20 @@ private:
     return r;
   }
 
+  SmallVector<Lanes> indices(ValueRange values) {
+    SmallVector<Lanes> out;
+    for (Value v : values)
+      out.push_back(get(v));
+    return out;
+  }
+  /// Lane l's index into a buffer.
+  static SmallVector<int64_t> at(ArrayRef<Lanes> idx, int l) {
+    SmallVector<int64_t> out;
+    for (const Lanes &i : idx)
+      out.push_back(int64_t(i[l]));
+    return out;
+  }
+
   /// Runs `block` for the lanes of `mask`; returns the yielded values.
   SmallVector<Lanes> runBlock(Block &block, const Mask &mask) {
     for (Operation &op : block) {
@@ -355,34 +369,20 @@ private:
         })
         .Case([&](memref::LoadOp o) {
           Buffer *buf = buffers.lookup(o.getMemref());
-          SmallVector<Lanes> idx;
-          for (Value i : o.getIndices())
-            idx.push_back(get(i));
+          SmallVector<Lanes> idx = indices(o.getIndices());
           Lanes out{};
-          for (int l = 0; l < kLanes; ++l) {
-            if (!mask[l])
-              continue;
-            SmallVector<int64_t> at;
-            for (Lanes &i : idx)
-              at.push_back(int64_t(i[l]));
-            out[l] = buf->data[buf->offsetOf(at)];
-          }
+          for (int l = 0; l < kLanes; ++l)
+            if (mask[l])
+              out[l] = buf->data[buf->offsetOf(at(idx, l))];
           lanes[r] = out;
         })
         .Case([&](memref::StoreOp o) {
           Buffer *buf = buffers.lookup(o.getMemref());
           Lanes v = get(o.getValue());
-          SmallVector<Lanes> idx;
-          for (Value i : o.getIndices())
-            idx.push_back(get(i));
-          for (int l = 0; l < kLanes; ++l) {
-            if (!mask[l])
-              continue;
-            SmallVector<int64_t> at;
-            for (Lanes &i : idx)
-              at.push_back(int64_t(i[l]));
-            buf->data[buf->offsetOf(at)] = v[l];
-          }
+          SmallVector<Lanes> idx = indices(o.getIndices());
+          for (int l = 0; l < kLanes; ++l)
+            if (mask[l])
+              buf->data[buf->offsetOf(at(idx, l))] = v[l];
         })
         .Case([&](scf::ForOp o) {
           double lb = uniform(o.getLowerBound(), mask),
