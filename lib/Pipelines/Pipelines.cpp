@@ -131,9 +131,9 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   kernels.geluEpilogue = options.geluEpilogue;
   kernels.attention = options.attention;
   kernels.kernelParamBytes = 0; // a CPU loop passes no kernel parameters
-  // Bias gradients by blocks of columns, row by row (vectorized,
-  // bit-identical).
-  kernels.biasGradByRows = true;
+  // Bias and norm weight gradients by blocks of columns, row by row
+  // (vectorized, bit-identical).
+  kernels.columnSumsByRows = true;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   // One function per kernel: keeps the lowering below and LLVM linear in the
   // model's size (a 96-layer model has thousands of loop nests).

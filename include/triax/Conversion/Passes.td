@@ -120,12 +120,13 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "is one GEMM adding into the gradient buffer (beta = 1) instead "
            "of a GEMM into a new buffer and an accumulation kernel (the "
            "CUDA pipeline sets it)">,
-    Option<"biasGradByRows", "bias-grad-by-rows", "bool",
+    Option<"columnSumsByRows", "column-sums-by-rows", "bool",
            /*default=*/"false",
-           "triax.bias_grad as one parallel iteration per block of up to "
-           "64 columns, each walking down the rows and adding a row's block "
-           "with one loop that LLVM vectorizes, instead of one iteration per "
-           "column walking down it (strided). "
+           "The column sums of triax.bias_grad and of the LayerNorm and "
+           "RMSNorm weight (and bias) gradients as one parallel iteration "
+           "per block of up to 64 columns, each walking down the rows and "
+           "adding a row's block with one loop that LLVM vectorizes, instead "
+           "of one iteration per column walking down it (strided). "
            "Each column's sum is the same additions in the same order: "
            "bit-identical (the CPU pipeline sets it)">,
   ];

@@ -110,6 +110,45 @@ void KernelBuilder::parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body) {
   });
 }
 
+void KernelBuilder::columnSums(int64_t rows, int64_t cols, bool byRows,
+                               ArrayRef<Value> outs, TermsFn terms) {
+  if (!byRows) {
+    parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
+      SmallVector<Value> zeros(outs.size(), k.f32(0.0));
+      SmallVector<Value> sums =
+          k.reduce(rows, zeros, [&](KernelBuilder &k, Value r, ValueRange acc) {
+            SmallVector<Value> t = terms(k, r, c[0]);
+            SmallVector<Value> next;
+            for (auto [a, x] : llvm::zip(acc, t))
+              next.push_back(k.add(a, x));
+            return next;
+          });
+      for (auto [sum, out] : llvm::zip(sums, outs))
+        k.store(sum, out, c);
+    });
+    return;
+  }
+  int64_t block = std::min<int64_t>(cols, 64);
+  while (cols % block != 0)
+    --block;
+  parallel({cols / block}, [&](KernelBuilder &k, ValueRange nb) {
+    Value base = k.muli(nb[0], k.index(block));
+    k.loop({rows}, [&](KernelBuilder &k, ValueRange r) {
+      // Row 0 starts every sum at 0 + its term, as the reduction does.
+      Value first = k.cmpi(arith::CmpIPredicate::eq, r[0], k.index(0));
+      k.loop({block}, [&](KernelBuilder &k, ValueRange j) {
+        Value c = k.addi(base, j[0]);
+        SmallVector<Value> starts;
+        for (Value out : outs)
+          starts.push_back(k.select(first, k.f32(0.0), k.load(out, {c})));
+        SmallVector<Value> t = terms(k, r[0], c);
+        for (auto [start, x, out] : llvm::zip(starts, t, outs))
+          k.store(k.add(start, x), out, {c});
+      });
+    });
+  });
+}
+
 void KernelBuilder::loop(ArrayRef<int64_t> upperBounds, BodyFn body) {
   SmallVector<Value> ivs;
   std::function<void(KernelBuilder &, size_t)> nest = [&](KernelBuilder &k,

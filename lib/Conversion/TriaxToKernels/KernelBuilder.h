@@ -101,6 +101,18 @@ public:
   void parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body);
   /// A sequential `scf.for` over [0, ub) (nests for several bounds).
   void loop(ArrayRef<int64_t> upperBounds, BodyFn body);
+  /// Column sums outs[i][c] = the sum over the rows r, in order from 0,
+  /// of terms(r, c)[i] (f32, into the 1-D buffers `outs`). byRows: one
+  /// parallel iteration per block of up to 64 columns (the largest divisor
+  /// of cols), walking down the rows and adding each row's block with an
+  /// inner loop along the row (contiguous, which LLVM vectorizes); else
+  /// one parallel iteration per column walking down it (strided; on a GPU,
+  /// one thread per column). The same additions in the same order either
+  /// way: the same bits.
+  using TermsFn =
+      function_ref<SmallVector<Value>(KernelBuilder &, Value r, Value c)>;
+  void columnSums(int64_t rows, int64_t cols, bool byRows, ArrayRef<Value> outs,
+                  TermsFn terms);
   /// A sequential loop from `lower` to `upper` carrying `init`; the body
   /// returns the next values. Returns the final values.
   using ReduceFn =
@@ -263,14 +275,14 @@ void populateStructuralPatterns(TypeConverter &converter,
 /// accumulateInGemm: a weight gradient whose only user is its
 /// accumulate_grad is a GEMM into the gradient buffer with beta 1 (`params`
 /// names the buffers).
-/// biasGradByRows: a bias gradient (not accumulated in its kernel) is one
-/// sequential walk down the rows, each row added into every column.
+/// columnSumsByRows: a bias gradient (not accumulated in its kernel) is
+/// columnSums by rows.
 void populateLinearPatterns(TypeConverter &converter,
                             RewritePatternSet &patterns,
                             bool geluEpilogue = true,
                             const ParamIndex *params = nullptr,
                             bool accumulateInGemm = false,
-                            bool biasGradByRows = false);
+                            bool columnSumsByRows = false);
 /// Marks the conversions of parameter reads that convert-triax-to-kernels
 /// hoisted to the start of a function (one per parameter and type).
 inline constexpr llvm::StringLiteral kParamCopyAttr = "triax.param_copy";
@@ -285,8 +297,9 @@ void populateElementwisePatterns(TypeConverter &converter,
 void populateEmbeddingPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                int64_t embeddingGradThreads = 0);
-void populateNormPatterns(TypeConverter &converter,
-                          RewritePatternSet &patterns);
+/// columnSumsByRows: the weight and bias gradients are columnSums by rows.
+void populateNormPatterns(TypeConverter &converter, RewritePatternSet &patterns,
+                          bool columnSumsByRows = false);
 /// `attention`: flash (fused kernels with an online softmax, no T x T
 /// buffer), flash-mma (the same on NVIDIA tensor cores where the shapes
 /// allow, AttentionMMA.cpp) or batched-gemm (GEMMs around a materialized

@@ -269,22 +269,10 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
     Value dy = k.rows(adaptor.getResultGrad());
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
     if (byRows && !into) {
-      // Blocks of up to 64 columns (the largest divisor of cols that is),
-      // one parallel iteration each.
-      int64_t block = std::min<int64_t>(cols, 64);
-      while (cols % block != 0)
-        --block;
-      k.parallel({cols / block}, [&](KernelBuilder &k, ValueRange nb) {
-        Value base = k.muli(nb[0], k.index(block));
-        k.loop({rows}, [&](KernelBuilder &k, ValueRange m) {
-          Value first = k.cmpi(arith::CmpIPredicate::eq, m[0], k.index(0));
-          k.loop({block}, [&](KernelBuilder &k, ValueRange j) {
-            Value n = k.addi(base, j[0]);
-            Value sum = k.select(first, k.f32(0.0), k.load(db, {n}));
-            k.store(k.add(sum, k.load(dy, {m[0], n})), db, {n});
-          });
-        });
-      });
+      k.columnSums(rows, cols, /*byRows=*/true, {db},
+                   [&](KernelBuilder &k, Value m, Value n) {
+                     return SmallVector<Value>{k.load(dy, {m, n})};
+                   });
       rewriter.replaceOp(op, db);
       return success();
     }
@@ -309,12 +297,12 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
 
 void mlir::triax::kernels::populateLinearPatterns(
     TypeConverter &converter, RewritePatternSet &patterns, bool geluEpilogue,
-    const ParamIndex *params, bool accumulateInGemm, bool biasGradByRows) {
+    const ParamIndex *params, bool accumulateInGemm, bool columnSumsByRows) {
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
   patterns.add<BiasAddLowering>(converter, patterns.getContext());
   patterns.add<BiasGradLowering>(converter, patterns.getContext(),
                                  accumulateInGemm ? params : nullptr,
-                                 biasGradByRows);
+                                 columnSumsByRows);
   patterns.add<LinearWeightGradLowering>(converter, patterns.getContext(),
                                          params, accumulateInGemm);
 }

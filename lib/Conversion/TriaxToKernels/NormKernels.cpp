@@ -8,8 +8,10 @@
 //   fused nest per op).
 // - The gradients compute dx the same way (parallel over rows), keeping the
 //   per-row statistics in small scratch buffers, and then the parameter
-//   gradients in a second nest, parallel over columns with a sequential sum
-//   over rows: a fixed summation order and no atomics.
+//   gradients in a second nest of column sums over the rows
+//   (KernelBuilder::columnSums: parallel over columns, or on the CPU over
+//   blocks of columns walking the rows): a fixed summation order and no
+//   atomics.
 //
 // Statistics are accumulated in f32 and two-pass (the mean, then the biased
 // variance of x - mean), the way the numpy reference computes them.
@@ -112,7 +114,10 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
 /// dx_i = rstd g_i - rstd mean(g) - rstd xhat_i mean(g xhat)), and, over
 /// all rows, dw[h] = sum dy xhat and db[h] = sum dy.
 struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LayerNormGradLowering(TypeConverter &converter, MLIRContext *ctx, bool byRows)
+      : OpConversionPattern(converter, ctx), byRows(byRows) {}
+  /// The weight (and bias) gradients' column sums by rows (columnSums).
+  bool byRows;
   LogicalResult
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -156,20 +161,14 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
       });
     });
 
-    k.parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
-      SmallVector<Value> sums =
-          k.reduce(rows, {k.f32(0.0), k.f32(0.0)},
-                   [&](KernelBuilder &k, Value r, ValueRange acc) {
-                     Value d = k.load(dy, {r, c[0]});
-                     Value xr = k.load(x, {r, c[0]});
-                     Value xc = k.sub(xr, k.load(meanBuf, r));
-                     Value xhat = k.mul(xc, k.load(rstdBuf, r));
-                     return SmallVector<Value>{k.add(acc[0], k.mul(d, xhat)),
-                                               k.add(acc[1], d)};
-                   });
-      k.store(sums[0], dw, c);
-      k.store(sums[1], db, c);
-    });
+    k.columnSums(rows, cols, byRows, {dw, db},
+                 [&](KernelBuilder &k, Value r, Value c) {
+                   Value d = k.load(dy, {r, c});
+                   Value xr = k.load(x, {r, c});
+                   Value xc = k.sub(xr, k.load(meanBuf, r));
+                   Value xhat = k.mul(xc, k.load(rstdBuf, r));
+                   return SmallVector<Value>{k.mul(d, xhat), d};
+                 });
     rewriter.replaceOp(op, {dxBuf, dw, db});
     return success();
   }
@@ -205,7 +204,10 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
 ///        = rstd (g_i - xhat_i mean(g xhat)),
 /// and dw[h] = sum over rows of dy xhat.
 struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  RMSNormGradLowering(TypeConverter &converter, MLIRContext *ctx, bool byRows)
+      : OpConversionPattern(converter, ctx), byRows(byRows) {}
+  /// The weight (and bias) gradients' column sums by rows (columnSums).
+  bool byRows;
   LogicalResult
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -243,16 +245,13 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
       });
     });
 
-    k.parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
-      Value sum = k.reduce(
-          rows, {k.f32(0.0)}, [&](KernelBuilder &k, Value r, ValueRange acc) {
-            Value xr = k.load(x, {r, c[0]});
-            Value xhat = k.mul(xr, k.load(rstdBuf, r));
-            Value d = k.load(dy, {r, c[0]});
-            return SmallVector<Value>{k.add(acc[0], k.mul(d, xhat))};
-          })[0];
-      k.store(sum, dw, c);
-    });
+    k.columnSums(rows, cols, byRows, {dw},
+                 [&](KernelBuilder &k, Value r, Value c) {
+                   Value xr = k.load(x, {r, c});
+                   Value xhat = k.mul(xr, k.load(rstdBuf, r));
+                   Value d = k.load(dy, {r, c});
+                   return SmallVector<Value>{k.mul(d, xhat)};
+                 });
     rewriter.replaceOp(op, {dxBuf, dw});
     return success();
   }
@@ -261,7 +260,10 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
 } // namespace
 
 void mlir::triax::kernels::populateNormPatterns(TypeConverter &converter,
-                                                RewritePatternSet &patterns) {
-  patterns.add<LayerNormLowering, LayerNormGradLowering, RMSNormLowering,
-               RMSNormGradLowering>(converter, patterns.getContext());
+                                                RewritePatternSet &patterns,
+                                                bool columnSumsByRows) {
+  patterns.add<LayerNormLowering, RMSNormLowering>(converter,
+                                                   patterns.getContext());
+  patterns.add<LayerNormGradLowering, RMSNormGradLowering>(
+      converter, patterns.getContext(), columnSumsByRows);
 }

@@ -971,11 +971,11 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                                                        target);
   populateStructuralPatterns(converter, patterns, params);
   populateLinearPatterns(converter, patterns, geluEpilogue, &params,
-                         accumulateInGemm, biasGradByRows);
+                         accumulateInGemm, columnSumsByRows);
   populateElementwisePatterns(converter, patterns, fuseOptimizer,
                               kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
-  populateNormPatterns(converter, patterns);
+  populateNormPatterns(converter, patterns, columnSumsByRows);
   populateAttentionPatterns(converter, patterns, attention);
   populateLossPatterns(converter, patterns);
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,

@@ -3,6 +3,38 @@
 // and for the gradients dx parallel over rows and the parameter gradients
 // parallel over columns with a sequential sum over rows.
 // RUN: triax-opt %s --convert-triax-to-kernels | FileCheck %s --implicit-check-not=triax.
+// RUN: triax-opt %s --convert-triax-to-kernels=column-sums-by-rows | FileCheck %s --check-prefix=ROWS
+
+// column-sums-by-rows (the CPU pipeline): the weight and bias gradients as
+// one parallel iteration per block of columns (here all 8), walking the 6
+// rows in order; row 0 starts each sum at 0 + its term, later rows add to
+// it (the same additions as the column walk above, so the same bits).
+// ROWS-LABEL: func.func @triax_forward(
+// ROWS: %[[DW:.*]] = memref.alloc() : memref<8xf32>
+// ROWS: %[[DB:.*]] = memref.alloc() : memref<8xf32>
+// ROWS: %[[MEANS:.*]] = memref.alloc() : memref<6xf32>
+// ROWS: %[[RSTDS:.*]] = memref.alloc() : memref<6xf32>
+// ROWS: scf.parallel (%[[NB:.*]]) = (%{{.*}}) to (%c1{{.*}}) step
+// ROWS:   %[[BASE:.*]] = arith.muli %[[NB]], %c8
+// ROWS:   scf.for %[[ROW:.*]] = %{{.*}} to %c6{{.*}} step
+// ROWS:     %[[FIRST:.*]] = arith.cmpi eq, %[[ROW]], %{{.*}} : index
+// ROWS:     scf.for %[[J:.*]] = %{{.*}} to %c8{{.*}} step
+// ROWS:       %[[H:.*]] = arith.addi %[[BASE]], %[[J]] : index
+// ROWS:       %[[OLDW:.*]] = memref.load %[[DW]][%[[H]]] : memref<8xf32>
+// ROWS:       %[[STARTW:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[OLDW]] : f32
+// ROWS:       %[[OLDB:.*]] = memref.load %[[DB]][%[[H]]] : memref<8xf32>
+// ROWS:       %[[STARTB:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[OLDB]] : f32
+// ROWS-DAG:   memref.load %[[MEANS]][%[[ROW]]]
+// ROWS-DAG:   memref.load %[[RSTDS]][%[[ROW]]]
+// ROWS:       %[[NEWW:.*]] = arith.addf %[[STARTW]], %{{.*}} : f32
+// ROWS:       memref.store %[[NEWW]], %[[DW]][%[[H]]]
+// ROWS:       %[[NEWB:.*]] = arith.addf %[[STARTB]], %{{.*}} : f32
+// ROWS:       memref.store %[[NEWB]], %[[DB]][%[[H]]]
+// rms_norm_grad's weight gradient the same way.
+// ROWS: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1{{.*}}) step
+// ROWS:   scf.for %{{.*}} = %{{.*}} to %c6{{.*}} step
+// ROWS:     scf.for %{{.*}} = %{{.*}} to %c8{{.*}} step
+// ROWS:       arith.select
 
 triax.model @norms config = #triax.train_config<micro_batch = 2, seq = 3, global_batch = 2> {
   triax.param @wte : tensor<16x8xf32> init <normal, std = 0.02>
