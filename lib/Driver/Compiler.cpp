@@ -245,16 +245,9 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
   cudaOptions.toolkit = options.cudaToolkit;
   cudaOptions.rows = options.cudaRows;
   cudaOptions.geluEpilogue = options.geluEpilogue;
-  cudaOptions.attention = options.attention;
-  if (options.attention.empty()) {
-    // The tensor-core kernels need bf16 mma.sync (sm_80 and newer).
-    unsigned sm = 0;
-    llvm::StringRef chip = options.cudaArch;
-    cudaOptions.attention =
-        chip.consume_front("sm_") && !chip.consumeInteger(10, sm) && sm >= 80
-            ? "flash-mma"
-            : "flash";
-  }
+  cudaOptions.attention = options.attention.empty()
+                              ? ::triax::defaultCUDAAttention(options.cudaArch)
+                              : options.attention;
   std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
   if (!problem.empty()) {
     errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem

@@ -213,11 +213,26 @@ static unsigned minPtxVersion(unsigned sm, bool arch) {
   return 63;
 }
 
-auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
-  llvm::StringRef chip = o.chip;
+/// N of a chip name sm_N (or sm_Na); 0 when it is not one.
+static unsigned smVersion(llvm::StringRef chip) {
   unsigned sm = 0;
   if (!chip.consume_front("sm_") || chip.consumeInteger(10, sm) ||
       !(chip.empty() || chip == "a"))
+    return 0;
+  return sm;
+}
+
+/// mma.sync.m16n8k16 with bf16 operands (attention=flash-mma) came with
+/// Ampere.
+static constexpr unsigned kFirstBF16MmaSm = 80;
+
+auto ::triax::defaultCUDAAttention(llvm::StringRef chip) -> std::string {
+  return smVersion(chip) >= kFirstBF16MmaSm ? "flash-mma" : "flash";
+}
+
+auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
+  unsigned sm = smVersion(o.chip);
+  if (sm == 0)
     return "chip '" + o.chip + "' is not an NVIDIA architecture such as sm_90";
   // CUDA 13's ptxas dropped everything before Turing.
   if (sm < 75)
@@ -225,7 +240,8 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
            "' is older than sm_75, the oldest CUDA 13 supports";
   // LLVM's NVPTX backend stops with a fatal error on a PTX ISA too old for
   // the chip: say it here, with what would work.
-  unsigned ptx = ptxVersion(o.features), least = minPtxVersion(sm, chip == "a");
+  unsigned ptx = ptxVersion(o.features),
+           least = minPtxVersion(sm, llvm::StringRef(o.chip).ends_with("a"));
   if (ptx && ptx < least)
     return "features '" + o.features + "': PTX ISA " +
            std::to_string(ptx / 10) + "." + std::to_string(ptx % 10) +
@@ -244,8 +260,7 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
       o.attention != "batched-gemm")
     return "attention '" + o.attention +
            "' is not flash, flash-mma or batched-gemm";
-  // mma.sync.m16n8k16 with bf16 operands came with Ampere.
-  if (o.attention == "flash-mma" && sm < 80)
+  if (o.attention == "flash-mma" && sm < kFirstBF16MmaSm)
     return "attention 'flash-mma' needs sm_80 or newer (bf16 mma.sync); " +
            o.chip + " can use flash";
   return "";

@@ -87,6 +87,11 @@ struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
 /// returns a message naming the problem, or "" when they are usable.
 std::string checkLowerCUDAOptions(const LowerCUDAOptions &options);
 
+/// The attention lowering for CUDA `chip` when none is asked for:
+/// flash-mma (bf16 mma.sync) from sm_80, flash before or for a chip name
+/// that is not sm_N (checkLowerCUDAOptions reports that).
+std::string defaultCUDAAttention(llvm::StringRef chip);
+
 /// The most bytes of kernel parameters one launch may pass with PTX
 /// `features`: 32764 from PTX ISA 8.1 (+ptx81 or later), else 4352.
 int64_t kernelParamBytes(llvm::StringRef features);

@@ -242,12 +242,9 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
 /// kernel so that the cost model's activation liveness [A9], which sees a
 /// bias gradient as a buffer, stays exact there.
 ///
-/// byRows (the CPU): one parallel iteration per block of up to 64 columns,
-/// each a sequential loop over the rows m whose body adds the block of row
-/// m into its columns, db[n] = (m == 0 ? 0 : db[n]) + dy[m, n]: each column
-/// gets the same additions in the same order (bit-identical), but the
-/// inner loop reads a row's block contiguously and LLVM vectorizes it,
-/// where a column walk reads one float per row.
+/// A bias gradient into a new buffer is KernelBuilder::columnSums of dy
+/// (by rows on the CPU, `byRows`); one added into its gradient buffer
+/// walks each column and adds the sum to what the buffer holds.
 struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
   BiasGradLowering(TypeConverter &converter, MLIRContext *ctx,
                    const ParamIndex *params, bool byRows)
@@ -268,8 +265,8 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
     }
     Value dy = k.rows(adaptor.getResultGrad());
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
-    if (byRows && !into) {
-      k.columnSums(rows, cols, /*byRows=*/true, {db},
+    if (!into) {
+      k.columnSums(rows, cols, byRows, {db},
                    [&](KernelBuilder &k, Value m, Value n) {
                      return SmallVector<Value>{k.load(dy, {m, n})};
                    });
@@ -281,10 +278,9 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
           rows, {k.f32(0.0)}, [&](KernelBuilder &k, Value m, ValueRange acc) {
             return SmallVector<Value>{k.add(acc[0], k.load(dy, {m, n[0]}))};
           })[0];
-      k.store(into ? k.add(k.load(db, n), sum) : sum, db, n);
+      k.store(k.add(k.load(db, n), sum), db, n);
     });
-    if (into)
-      rewriter.eraseOp(into);
+    rewriter.eraseOp(into);
     rewriter.replaceOp(op, db);
     return success();
   }
