@@ -776,6 +776,18 @@ void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf, int32_t op,
  * (OPENBLAS_NUM_THREADS or all cores). */
 void trx_blas_set_threads(int n);
 
+/* OpenBLAS picks its kernels by the CPU's family and model. A CPU newer than
+ * the installed OpenBLAS (Debian 12's 0.3.21 on Intel Emerald Rapids, family
+ * 6 model 207) gets its fallback, the SSE3 "Prescott" kernels: sgemm at
+ * about a third of the speed. When the chosen kernels lack AVX2 that the
+ * CPU has, and OPENBLAS_CORETYPE is not set, this sets it (SkylakeX where
+ * the CPU has AVX-512 F/BW/DQ/VL, else Haswell) and executes the program
+ * again with the same arguments (OpenBLAS reads the variable when it is
+ * loaded); a note goes to stderr unless quiet. Returns only when nothing
+ * needs to change or the new start failed (with a note). No-op where the
+ * binary has no OpenBLAS (CUDA). */
+void trx_blas_select_core(char **argv, int quiet);
+
 /* The state buffers of each parameter (StateKind in RuntimeABI.h). */
 enum trx_state_kind {
   TRX_STATE_PARAM = 0,      /* the parameter (f32 master copy) */

@@ -31,6 +31,7 @@
 
 #include "bf16.h"
 #include "check.h"
+#include "internal.h"
 #include "triax_rt.h"
 
 #include <cmath>
@@ -1201,6 +1202,26 @@ int abortCase(const std::string &what) {
 
 } // namespace
 
+/// trx_blas_select_core's choice: OpenBLAS's fallback kernels (no AVX2) on
+/// a CPU with AVX2 are replaced; anything else is kept.
+void testBlasCoreChoice() {
+  using triax::rt::blasCoreToRequest;
+  auto is = [](const char *got, const char *want) {
+    return got && want ? std::string(got) == want : got == want;
+  };
+  CHECK(is(blasCoreToRequest("Prescott", 3), "SkylakeX"));
+  CHECK(is(blasCoreToRequest("Nehalem", 2), "Haswell"));
+  CHECK(is(blasCoreToRequest("sandybridge", 3), "SkylakeX"));
+  CHECK(is(blasCoreToRequest("Prescott", 1), nullptr)); // no AVX2: keep
+  CHECK(is(blasCoreToRequest("Haswell", 3), nullptr));  // its choice
+  CHECK(is(blasCoreToRequest("Zen", 3), nullptr));
+  CHECK(is(blasCoreToRequest("SkylakeX", 3), nullptr));
+  CHECK(is(blasCoreToRequest("NewCore", 3), nullptr)); // unknown: keep
+  CHECK(is(blasCoreToRequest(nullptr, 3), nullptr));   // no OpenBLAS
+  int level = triax::rt::cpuVectorLevel();
+  CHECK(level >= 0 && level <= 3);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && std::string(argv[1]) == "abort")
     return abortCase(argv[2]);
@@ -1227,6 +1248,7 @@ int main(int argc, char **argv) {
   testGemmGelu();
   testState();
   testAlloc();
+  testBlasCoreChoice();
   trxtest::done("kernel");
   return 0;
 }

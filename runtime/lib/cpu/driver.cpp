@@ -955,6 +955,9 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     trx_print_train_usage(stdout, prog);
     return 0;
   }
+  // Before anything else runs: a CPU newer than OpenBLAS may need its
+  // kernels named and the program started again (the note with -v).
+  trx_blas_select_core(argv, a.verbose == 0);
   std::string msg;
   if (!validateModel(model, msg)) {
     printError("%s", msg.c_str());

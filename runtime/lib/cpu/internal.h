@@ -67,6 +67,17 @@ struct ParamLayout {
 /// at `start` (traceNow(), µs) on thread `tid` (1 compute, 2 send, 3 recv,
 /// 4 collectives); nothing is recorded until traceEnable().
 double traceNow();
+/// The CPU's vector instructions: 0 SSE, 1 AVX, 2 AVX2 and FMA, 3 AVX-512
+/// (F, BW, DQ, VL).
+int cpuVectorLevel();
+
+/// The OpenBLAS core type to ask for (OPENBLAS_CORETYPE) when OpenBLAS chose
+/// the kernels `chosen` (openblas_get_corename) on a CPU of `cpuLevel`
+/// (cpuVectorLevel), or nullptr to keep its choice: SkylakeX or Haswell when
+/// it fell back to kernels without AVX2 on a CPU that has AVX2
+/// (trx_blas_select_core).
+const char *blasCoreToRequest(const char *chosen, int cpuLevel);
+
 void traceEnable();
 bool traceOn();
 void traceRecord(std::string name, const char *cat, int tid, double start,

@@ -30,8 +30,11 @@
 #include "triax_rt.h"
 
 #include <cblas.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
@@ -898,6 +901,74 @@ trx_gemm_compute(const trx_gemm_problem *problem) {
 extern "C" void trx_blas_set_threads(int n) {
   if (n > 0)
     openblas_set_num_threads(n);
+}
+
+namespace {
+
+/// The vector instructions of an OpenBLAS core type's kernels: 0 SSE, 1 AVX,
+/// 2 AVX2 and FMA, 3 AVX-512; -1 for a name not listed (left alone).
+int coreTypeLevel(const char *name) {
+  static const struct {
+    const char *name;
+    int level;
+  } kTypes[] = {
+      {"Katmai", 0},    {"Coppermine", 0}, {"Northwood", 0},
+      {"Prescott", 0},  {"Banias", 0},     {"Atom", 0},
+      {"Core2", 0},     {"Penryn", 0},     {"Dunnington", 0},
+      {"Nehalem", 0},   {"Opteron", 0},    {"Opteron_SSE3", 0},
+      {"Barcelona", 0}, {"Bobcat", 0},     {"Sandybridge", 1},
+      {"Bulldozer", 1}, {"Piledriver", 1}, {"Steamroller", 1},
+      {"Excavator", 1}, {"Haswell", 2},    {"Zen", 2},
+      {"SkylakeX", 3},  {"Cooperlake", 3}, {"SapphireRapids", 3},
+  };
+  for (const auto &t : kTypes)
+    if (strcasecmp(name, t.name) == 0)
+      return t.level;
+  return -1;
+}
+
+} // namespace
+
+int triax::rt::cpuVectorLevel() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return 3;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return 2;
+  return __builtin_cpu_supports("avx") ? 1 : 0;
+}
+
+const char *triax::rt::blasCoreToRequest(const char *chosen, int cpuLevel) {
+  if (!chosen)
+    return nullptr;
+  int have = coreTypeLevel(chosen);
+  // Only OpenBLAS's fallback: kernels without AVX2 on a CPU with it. A
+  // known AVX2 type on an AVX-512 CPU (AMD Zen 4 is "Zen") is its choice.
+  if (have < 0 || have >= 2 || cpuLevel < 2)
+    return nullptr;
+  return cpuLevel >= 3 ? "SkylakeX" : "Haswell";
+}
+
+extern "C" void trx_blas_select_core(char **argv, int quiet) {
+  if (!argv || !argv[0] || std::getenv("OPENBLAS_CORETYPE"))
+    return; // chosen by the user (or by this function, before the exec)
+  const char *core = openblas_get_corename(); // NULL: no OpenBLAS (CUDA)
+  const char *want = blasCoreToRequest(core, cpuVectorLevel());
+  if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0)
+    return;
+  if (!quiet)
+    fprintf(stderr,
+            "triax: OpenBLAS does not know this CPU and chose its %s kernels "
+            "(no AVX2); starting again with OPENBLAS_CORETYPE=%s\n",
+            core, want);
+  fflush(stdout);
+  fflush(stderr);
+  execv("/proc/self/exe", argv);
+  fprintf(stderr,
+          "triax: could not start again with OPENBLAS_CORETYPE=%s (%s); "
+          "continuing with OpenBLAS's %s kernels\n",
+          want, strerror(errno), core);
 }
 
 extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,

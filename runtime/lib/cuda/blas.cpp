@@ -523,6 +523,8 @@ extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order,
 /// trx_blas_set_threads (--threads) sets OpenBLAS's threads on the CPU;
 /// the CUDA target has none to set, and its binaries do not link OpenBLAS.
 extern "C" void openblas_set_num_threads(int /*threads*/) {}
+/// trx_blas_select_core: no OpenBLAS here, no kernels to choose.
+extern "C" char *openblas_get_corename(void) { return nullptr; }
 
 extern "C" uint64_t trx_cuda_gemms(void) {
   return gemms.load(std::memory_order_relaxed);
