@@ -9,7 +9,7 @@ build="${BUILD_DIR:-$root/build}"
 
 apt_packages=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools ninja-build
               ccache libopenmpi-dev openmpi-bin libopenblas-dev cmake g++ python3-pip
-              clang-format git)
+              clang-format git libomp-dev)
 
 if [[ "${TRIAX_SKIP_INSTALL:-0}" != 1 ]]; then
   missing=()

@@ -41,8 +41,9 @@ round 1, told to run the next steps each round.
 
 Threads: every program is pinned to the first n CPUs of this process's
 affinity mask (os.sched_setaffinity) and told n threads:
-  Triax    --threads n (OpenBLAS's threads; the other kernels are serial as
-           triaxc compiles them by default), OPENBLAS_NUM_THREADS=n
+  Triax    --threads n (one pool of OpenMP threads runs the kernels' parallel
+           loops and the GEMMs' pieces), OMP_NUM_THREADS=n,
+           OPENBLAS_NUM_THREADS=n
   PyTorch  torch.set_num_threads(n), torch.set_num_interop_threads(n),
            OMP_NUM_THREADS=n; torch.compile's C++ kernels use
            torch.get_num_threads()

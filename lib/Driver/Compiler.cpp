@@ -794,8 +794,11 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   llvm::StringRef(TRIAX_MPI_LINK_FLAGS).split(mpiFlags, ' ', -1, false);
   for (llvm::StringRef flag : mpiFlags)
     link.push_back(flag.str());
+  // LLVM's OpenMP runtime, kept even where nothing but the runtime's weak
+  // references name it (the GEMMs cut among its threads).
   if (options.openmp)
-    link.push_back("-l:libomp.so.5");
+    link.insert(link.end(), {"-Wl,--push-state,--no-as-needed",
+                             "-l:libomp.so.5", "-Wl,--pop-state"});
   if (cuda) {
     // cuBLAS and cuBLASLt (the GEMMs) from the toolkit (found at run time
     // through the rpath, or LD_LIBRARY_PATH on another machine); the driver

@@ -772,8 +772,11 @@ void trx_gemm_epilogue_host(const trx_gemm_problem *p);
 void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf, int32_t op,
                                      int64_t axis_mask);
 
-/* Sets the number of BLAS threads (OpenBLAS); n <= 0 keeps the default
- * (OPENBLAS_NUM_THREADS or all cores). */
+/* Sets the threads of a step: with LLVM's OpenMP runtime linked (the CPU
+ * binaries), the OpenMP threads, which run the kernels' parallel loops and
+ * the pieces trx_gemm_compute cuts a GEMM into (OpenBLAS then runs one
+ * thread per call); without it, OpenBLAS's threads. n <= 0 keeps the
+ * default count (OMP_NUM_THREADS, or all cores). */
 void trx_blas_set_threads(int n);
 
 /* OpenBLAS picks its kernels by the CPU's family and model. A CPU newer than

@@ -1241,6 +1241,16 @@ int main(int argc, char **argv) {
   }
   trx_blas_set_threads(1);
   testSgemm();
+  // The same GEMMs cut among 3 OpenMP threads (by rows, columns or
+  // matrices of the batch), every size cut: against the same references.
+  trx_blas_set_threads(3);
+  triax::rt::setGemmCutMinWork(1);
+  testSgemm();
+  testGemmFamily();
+  testGemmBias();
+  testGemmGelu();
+  triax::rt::setGemmCutMinWork(int64_t(1) << 20);
+  trx_blas_set_threads(1);
   testBf16Conversions();
   testGemmFamily();
   testGemmBias();

@@ -51,9 +51,12 @@ static cl::opt<std::string>
          cl::init(""), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
                              cl::cat(category));
-static cl::opt<bool> openmp("openmp",
-                            cl::desc("Run parallel loops on OpenMP threads"),
-                            cl::cat(category));
+static cl::opt<bool> openmp(
+    "openmp",
+    cl::desc("--target cpu: run the kernels' parallel loops and the GEMMs "
+             "on one pool of OpenMP threads (default on; --openmp=false: "
+             "serial kernels, GEMMs on OpenBLAS's threads)"),
+    cl::cat(category));
 static cl::opt<bool> fuseOptimizer(
     "fuse-optimizer",
     cl::desc("--target cpu: update all parameters in one loop per step, as "
@@ -191,7 +194,7 @@ int main(int argc, char **argv) {
   options.cudaRows = cudaRows;
   options.emit = emit;
   options.verbose = verbose;
-  options.openmp = openmp;
+  options.openmp = openmp.getNumOccurrences() ? bool(openmp) : target == "cpu";
   options.fuseOptimizer = fuseOptimizer;
   options.geluEpilogue = geluEpilogue;
   options.attention = attention;

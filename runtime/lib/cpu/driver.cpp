@@ -33,7 +33,9 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <sched.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 using namespace triax::rt;
@@ -936,6 +938,26 @@ void printPeakBytes() {
   printf("\n");
 }
 
+/// The threads of one process: --threads, else OMP_NUM_THREADS, else the
+/// CPUs it may run on shared among the ranks mpirun started on this machine
+/// (torchrun likewise gives each of several processes one thread); 0 keeps
+/// the default of the OpenMP runtime (or OpenBLAS's).
+int64_t defaultThreads(int64_t requested) {
+  if (requested > 0 || std::getenv("OMP_NUM_THREADS"))
+    return requested;
+  const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!local)
+    local = std::getenv("MPI_LOCALNRANKS");
+  int64_t ranks = local ? std::atoll(local) : 1;
+  if (ranks <= 1)
+    return 0;
+  cpu_set_t set;
+  int64_t cpus = sched_getaffinity(0, sizeof(set), &set) == 0
+                     ? CPU_COUNT(&set)
+                     : sysconf(_SC_NPROCESSORS_ONLN);
+  return std::max<int64_t>(1, cpus / ranks);
+}
+
 int trainMain(int argc, char **argv, const trx_model_desc *model) {
   const char *prog = "train";
   if (argc > 0 && argv && argv[0] && *argv[0]) {
@@ -991,8 +1013,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     return 2;
   }
   run.lrMax = a.lr > 0 ? a.lr : model->lr;
-  if (a.threads > 0)
-    trx_blas_set_threads(int(a.threads));
+  trx_blas_set_threads(int(defaultThreads(a.threads)));
 
   // The mesh the model was compiled for: one process per device (MPI; a
   // one-device mesh also runs without mpirun).

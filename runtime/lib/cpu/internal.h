@@ -78,6 +78,10 @@ int cpuVectorLevel();
 /// (trx_blas_select_core).
 const char *blasCoreToRequest(const char *chosen, int cpuLevel);
 
+/// The CPU GEMMs are cut among the OpenMP threads from this many
+/// multiply-adds (M N K batch) on; tests lower it to cut small problems.
+void setGemmCutMinWork(int64_t work);
+
 void traceEnable();
 bool traceOn();
 void traceRecord(std::string name, const char *cat, int tid, double start,

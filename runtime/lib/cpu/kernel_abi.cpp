@@ -873,15 +873,34 @@ void cpuGemm(const trx_gemm_problem *problem) {
 
 } // namespace
 
-/// The CPU backend: OpenBLAS, one cblas_sgemm per matrix of the batch. bf16
-/// operands are widened to f32 scratch (exact), multiplied with fp32
-/// accumulation, and a bf16 C is rounded back once. A GELU epilogue: the
-/// GEMM (with its bias) into aux (GELU_AUX) or C (DGELU), rounded to C's
-/// type, then trx_gemm_epilogue_host on every element: bit for bit the
-/// unfused GEMM and elementwise kernel. Weak: the CUDA runtime
-/// (lib/cuda/blas.cpp) supplies cuBLASLt instead.
-extern "C" __attribute__((weak)) void
-trx_gemm_compute(const trx_gemm_problem *problem) {
+// LLVM's OpenMP runtime (libomp), whose threads run the compiled kernels'
+// parallel loops (`triaxc --openmp`, the CPU default). Weak: a binary
+// without it (the CUDA target's) runs the CPU GEMMs on OpenBLAS's threads.
+// GOMP_parallel is the GCC entry libomp also provides.
+extern "C" {
+void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
+                   unsigned flags) __attribute__((weak));
+int omp_get_thread_num(void) __attribute__((weak));
+int omp_get_num_threads(void) __attribute__((weak));
+int omp_get_max_threads(void) __attribute__((weak));
+int omp_in_parallel(void) __attribute__((weak));
+void omp_set_num_threads(int threads) __attribute__((weak));
+}
+
+namespace {
+
+bool haveOpenMP() {
+  return GOMP_parallel && omp_get_thread_num && omp_get_num_threads &&
+         omp_get_max_threads && omp_in_parallel && omp_set_num_threads;
+}
+
+/// The CPU backend for one problem: OpenBLAS, one cblas_sgemm per matrix of
+/// the batch. bf16 operands are widened to f32 scratch (exact), multiplied
+/// with fp32 accumulation, and a bf16 C is rounded back once. A GELU
+/// epilogue: the GEMM (with its bias) into aux (GELU_AUX) or C (DGELU),
+/// rounded to C's type, then trx_gemm_epilogue_host on every element: bit
+/// for bit the unfused GEMM and elementwise kernel.
+void cpuGemmWithEpilogue(const trx_gemm_problem *problem) {
   if (problem->epilogue == TRX_GEMM_EPI_NONE) {
     cpuGemm(problem);
     return;
@@ -898,9 +917,107 @@ trx_gemm_compute(const trx_gemm_problem *problem) {
   trx_gemm_epilogue_host(problem);
 }
 
+/// How a problem is cut among threads: by matrices of the batch, by rows of
+/// C, or by columns of C. Every element of C is computed by one call with
+/// the same K, so the pieces are the whole problem's arithmetic.
+enum class Cut { Batch, Rows, Cols };
+
+/// The part [lo, hi) of `p` along `cut`.
+trx_gemm_problem gemmPart(const trx_gemm_problem &p, Cut cut, int64_t lo,
+                          int64_t hi) {
+  size_t ab = p.type == TRX_GEMM_F32 ? sizeof(float) : sizeof(uint16_t);
+  size_t c = p.type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+  auto at = [](const void *base, int64_t elems, size_t size) {
+    return static_cast<char *>(const_cast<void *>(base)) +
+           elems * int64_t(size);
+  };
+  trx_gemm_problem q = p;
+  switch (cut) {
+  case Cut::Batch:
+    q.batch = hi - lo;
+    q.A = at(p.A, lo * p.strideA, ab);
+    q.B = at(p.B, lo * p.strideB, ab);
+    q.C = at(p.C, lo * p.strideC, c);
+    break;
+  case Cut::Rows:
+    q.M = hi - lo;
+    q.A = at(p.A, p.transA ? lo : lo * p.lda, ab);
+    q.C = at(p.C, lo * p.ldc, c);
+    if (p.aux)
+      q.aux = at(p.aux, lo * p.ldaux, c);
+    break;
+  case Cut::Cols:
+    q.N = hi - lo;
+    q.B = at(p.B, p.transB ? lo * p.ldb : lo, ab);
+    q.C = at(p.C, lo, c);
+    if (p.aux)
+      q.aux = at(p.aux, lo, c);
+    if (p.bias)
+      q.bias = at(p.bias, lo, c);
+    break;
+  }
+  return q;
+}
+
+/// Below about a million multiply-adds a fork costs more than it saves.
+int64_t gemmCutMinWork = int64_t(1) << 20;
+
+struct GemmParts {
+  const trx_gemm_problem *problem;
+  Cut cut;
+  int64_t extent, align;
+};
+
+/// One OpenMP thread's share: pieces of `align` rows, columns or matrices,
+/// as even as they divide.
+void runGemmPart(void *data) {
+  const GemmParts &w = *static_cast<const GemmParts *>(data);
+  int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+  int64_t units = (w.extent + w.align - 1) / w.align;
+  int64_t lo = std::min(w.extent, units * t / n * w.align);
+  int64_t hi = std::min(w.extent, units * (t + 1) / n * w.align);
+  if (lo < hi) {
+    trx_gemm_problem part = gemmPart(*w.problem, w.cut, lo, hi);
+    cpuGemmWithEpilogue(&part);
+  }
+}
+
+} // namespace
+
+void triax::rt::setGemmCutMinWork(int64_t work) { gemmCutMinWork = work; }
+
+/// The CPU backend: the problem cut among the OpenMP threads when the
+/// binary has them (OpenBLAS runs one thread per call then, so that one
+/// pool of threads runs the kernels and the GEMMs and neither spins while
+/// the other works), else OpenBLAS's own threads. Weak: the CUDA runtime
+/// (lib/cuda/blas.cpp) supplies cuBLASLt instead.
+extern "C" __attribute__((weak)) void
+trx_gemm_compute(const trx_gemm_problem *problem) {
+  const trx_gemm_problem &p = *problem;
+  int threads = haveOpenMP() && !omp_in_parallel() ? omp_get_max_threads() : 1;
+  if (threads > 1 && p.M * p.N * p.K * p.batch >= gemmCutMinWork) {
+    GemmParts w{problem, Cut::Rows, p.M, 16};
+    if (p.batch >= threads)
+      w = {problem, Cut::Batch, p.batch, 1};
+    else if (p.N > p.M)
+      w = {problem, Cut::Cols, p.N, 16};
+    int64_t parts = (w.extent + w.align - 1) / w.align;
+    GOMP_parallel(runGemmPart, &w, unsigned(std::min<int64_t>(threads, parts)),
+                  0);
+    return;
+  }
+  cpuGemmWithEpilogue(problem);
+}
+
 extern "C" void trx_blas_set_threads(int n) {
-  if (n > 0)
+  if (haveOpenMP()) {
+    // One pool: the OpenMP threads cut the GEMMs, OpenBLAS runs each piece.
+    if (n > 0)
+      omp_set_num_threads(n);
+    openblas_set_num_threads(1);
+  } else if (n > 0) {
     openblas_set_num_threads(n);
+  }
 }
 
 namespace {
@@ -950,9 +1067,27 @@ const char *triax::rt::blasCoreToRequest(const char *chosen, int cpuLevel) {
   return cpuLevel >= 3 ? "SkylakeX" : "Haswell";
 }
 
+namespace {
+
+/// Whether argv is this process's command line (/proc/self/cmdline), so
+/// that executing it again starts the same program with the same arguments.
+bool isProcessCommandLine(char **argv) {
+  std::string cmdline;
+  if (readFile("/proc/self/cmdline", cmdline) != 0)
+    return false;
+  std::string joined;
+  for (char **a = argv; *a; ++a)
+    joined.append(*a).push_back('\0');
+  return joined == cmdline;
+}
+
+} // namespace
+
 extern "C" void trx_blas_select_core(char **argv, int quiet) {
   if (!argv || !argv[0] || std::getenv("OPENBLAS_CORETYPE"))
     return; // chosen by the user (or by this function, before the exec)
+  if (!isProcessCommandLine(argv))
+    return; // called with arguments of its own: starting again would lose them
   const char *core = openblas_get_corename(); // NULL: no OpenBLAS (CUDA)
   const char *want = blasCoreToRequest(core, cpuVectorLevel());
   if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0)
