@@ -874,9 +874,10 @@ void cpuGemm(const trx_gemm_problem *problem) {
 } // namespace
 
 // LLVM's OpenMP runtime (libomp), whose threads run the compiled kernels'
-// parallel loops (`triaxc --openmp`, the CPU default). Weak: a binary
-// without it (the CUDA target's) runs the CPU GEMMs on OpenBLAS's threads.
-// GOMP_parallel is the GCC entry libomp also provides.
+// parallel loops (`triaxc --openmp`, the CPU default). Weak: in a binary
+// without it (`--openmp=false`) the GEMMs run on OpenBLAS's threads, and
+// the CUDA target's binaries need none. GOMP_parallel is the GCC entry
+// libomp also provides.
 extern "C" {
 void GOMP_parallel(void (*fn)(void *), void *data, unsigned threads,
                    unsigned flags) __attribute__((weak));
