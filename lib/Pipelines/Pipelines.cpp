@@ -134,6 +134,8 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // Bias and norm weight gradients by blocks of columns, row by row
   // (vectorized, bit-identical).
   kernels.columnSumsByRows = true;
+  // Flash attention's dot products in one vector register (bit-identical).
+  kernels.vectorDots = true;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   // One function per kernel: keeps the lowering below and LLVM linear in the
   // model's size (a 96-layer model has thousands of loop nests).
@@ -153,6 +155,8 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // Views (subview/collapse_shape) into plain pointer arithmetic.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // The flash kernels' vector<8xf32> loads, shuffles and extracts.
+  pm.addPass(createConvertVectorToLLVMPass());
   // Before SCF->CF: OpenMP regions must still be single-block here.
   // Generic allocation functions: the runtime counts activation memory.
   FinalizeMemRefToLLVMConversionPassOptions memrefOptions;

@@ -129,13 +129,20 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "of one iteration per column walking down it (strided). "
            "Each column's sum is the same additions in the same order: "
            "bit-identical (the CPU pipeline sets it)">,
+    Option<"vectorDots", "vector-dots", "bool", /*default=*/"false",
+           "The flash attention kernels' dot products (head dimension a "
+           "multiple of 8) as vector<8xf32> loads, multiplies and adds, "
+           "then the lanes halved in the scalar form's order: one vector "
+           "register where LLVM's SLP vectorizer made pairs and spills. "
+           "Bit-identical (the CPU pipeline sets it; the GPU maps the "
+           "kernels' loops to threads and keeps the scalar form)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
     "::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
-    "::mlir::LLVM::LLVMDialect"];
+    "::mlir::LLVM::LLVMDialect", "::mlir::vector::VectorDialect"];
 }
 
 def TriaxOutlineKernels : Pass<"triax-outline-kernels", "::mlir::ModuleOp"> {

@@ -55,6 +55,8 @@
 
 #include "triax/Dialect/Triax/IR/Triax.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -403,6 +405,57 @@ Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
 /// AVX-512 one).
 constexpr int64_t kDotLanes = 8;
 
+/// headDot's lanes as one vector<8xf32>: lane l of the product of features
+/// c..c+7 is feature c + l, the lanes are added step by step as headDot
+/// adds them, then halved in its order: [0..3] + [4..7] gives (l + (l+4)),
+/// its [0,1] + [2,3] gives ((0+4) + (2+6)) and ((1+5) + (3+7)), and the two
+/// are added. Multiplies and adds stay apart (no contraction): the same
+/// bits as the scalar lanes.
+Value headDotVector(KernelBuilder &k, Value x, Value i, Value h, Value y,
+                    Value t, Value g, Value b, const AttentionDims &dims) {
+  OpBuilder &ob = k.builder();
+  Location loc = k.getLoc();
+  auto lanes = VectorType::get({kDotLanes}, ob.getF32Type());
+  // 8 elements of a row from feature c, as f32 (bf16 extended exactly, as
+  // KernelBuilder::load does for one).
+  auto load8 = [&](KernelBuilder &k, Value rows2d, Value r, Value hd, Value row,
+                   Value c) -> Value {
+    Type elt = cast<MemRefType>(rows2d.getType()).getElementType();
+    Value v = vector::LoadOp::create(k.builder(), k.getLoc(),
+                                     VectorType::get({kDotLanes}, elt), rows2d,
+                                     headIndex(k, r, row, hd, c, dims));
+    if (elt.isF32())
+      return v;
+    return arith::ExtFOp::create(k.builder(), k.getLoc(), lanes, v);
+  };
+  auto product = [&](KernelBuilder &k, Value c) {
+    Value xv = load8(k, x, b, h, i, c);
+    Value yv = load8(k, y, b, g, t, c);
+    return k.mul(xv, yv);
+  };
+  Value first = product(k, k.index(0));
+  Value sum =
+      k.reduce(k.index(1), k.index(dims.headDim / kDotLanes), {first},
+               [&](KernelBuilder &k, Value step, ValueRange acc) {
+                 Value c = k.muli(step, k.index(kDotLanes));
+                 return SmallVector<Value>{k.add(acc[0], product(k, c))};
+               })[0];
+  auto half = [&](Value v, int64_t width) {
+    SmallVector<int64_t> low, high;
+    for (int64_t l = 0; l < width; ++l) {
+      low.push_back(l);
+      high.push_back(l + width);
+    }
+    Value lo = vector::ShuffleOp::create(ob, loc, v, v, low);
+    Value hi = vector::ShuffleOp::create(ob, loc, v, v, high);
+    return k.add(lo, hi);
+  };
+  Value pair = half(half(sum, kDotLanes / 2), kDotLanes / 4);
+  Value lane0 = vector::ExtractOp::create(ob, loc, pair, int64_t(0));
+  Value lane1 = vector::ExtractOp::create(ob, loc, pair, int64_t(1));
+  return k.add(lane0, lane1);
+}
+
 /// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y`, in
 /// an order fixed by d alone: the same bits whatever the layout of the
 /// heads, so tp ranks compute what one rank does. When d is a multiple of
@@ -421,6 +474,8 @@ Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
                       Value yc = headElement(k, y, b, t, g, c, dims);
                       return SmallVector<Value>{k.add(acc[0], k.mul(xc, yc))};
                     })[0];
+  if (dims.vectorDots)
+    return headDotVector(k, x, i, h, y, t, g, b, dims);
   // The lanes start at the products of features 0..7 (no add of a zero:
   // d - 1 adds in all, as the sequential sum).
   auto product = [&](KernelBuilder &k, Value c) {
@@ -694,13 +749,16 @@ template <typename OpT> AttentionDims getDims(OpT op) {
 /// out_bj = causal_softmax(q_bj k_bj^T / sqrt(d)) v_bj.
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
   AttentionLowering(TypeConverter &converter, MLIRContext *ctx,
-                    AttentionImpl impl)
-      : OpConversionPattern(converter, ctx), impl(impl) {}
+                    AttentionImpl impl, bool vectorDots)
+      : OpConversionPattern(converter, ctx), impl(impl),
+        vectorDots(vectorDots) {}
   AttentionImpl impl;
+  bool vectorDots;
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     AttentionDims dims = getDims(op);
+    dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
     KernelBuilder k(rewriter, op.getLoc());
     Value outBuf = k.alloc(op.getType());
     // (One statement each: the IR order must not depend on the order the
@@ -721,13 +779,16 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
 /// over the query heads that share a kv head.
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   AttentionGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                        AttentionImpl impl)
-      : OpConversionPattern(converter, ctx), impl(impl) {}
+                        AttentionImpl impl, bool vectorDots)
+      : OpConversionPattern(converter, ctx), impl(impl),
+        vectorDots(vectorDots) {}
   AttentionImpl impl;
+  bool vectorDots;
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     AttentionDims dims = getDims(op);
+    dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
     KernelBuilder k(rewriter, op.getLoc());
     Value dqBuf = k.alloc(op.getQueryGrad().getType());
     Value dkBuf = k.alloc(op.getKeyGrad().getType());
@@ -750,11 +811,11 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
 } // namespace
 
 void mlir::triax::kernels::populateAttentionPatterns(
-    TypeConverter &converter, RewritePatternSet &patterns,
-    StringRef attention) {
+    TypeConverter &converter, RewritePatternSet &patterns, StringRef attention,
+    bool vectorDots) {
   AttentionImpl impl = attention == "batched-gemm" ? AttentionImpl::BatchedGemm
                        : attention == "flash-mma"  ? AttentionImpl::FlashMMA
                                                    : AttentionImpl::Flash;
   patterns.add<AttentionLowering, AttentionGradLowering>(
-      converter, patterns.getContext(), impl);
+      converter, patterns.getContext(), impl, vectorDots);
 }

@@ -17,6 +17,10 @@ namespace mlir::triax::kernels {
 struct AttentionDims {
   int64_t batch, seq, heads, kvHeads, headDim;
   double scale;
+  /// The flash kernels' dot products as vector<8xf32> loads, multiplies
+  /// and adds (the CPU): the same lanes and the same bits as the scalar
+  /// form, in one vector register (convert-triax-to-kernels{vector-dots}).
+  bool vectorDots = false;
   int64_t group() const { return heads / kvHeads; }
 };
 

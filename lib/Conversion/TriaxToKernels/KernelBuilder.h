@@ -303,10 +303,12 @@ void populateNormPatterns(TypeConverter &converter, RewritePatternSet &patterns,
 /// `attention`: flash (fused kernels with an online softmax, no T x T
 /// buffer), flash-mma (the same on NVIDIA tensor cores where the shapes
 /// allow, AttentionMMA.cpp) or batched-gemm (GEMMs around a materialized
-/// softmax).
+/// softmax). vectorDots: the flash kernels' dot products as vector<8xf32>
+/// operations (the CPU; bit-identical).
 void populateAttentionPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
-                               StringRef attention = "flash");
+                               StringRef attention = "flash",
+                               bool vectorDots = false);
 void populateLossPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateCollectivePatterns(TypeConverter &converter,

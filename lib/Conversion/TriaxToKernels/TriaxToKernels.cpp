@@ -948,6 +948,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   // ops of NVVM MMAs.
   target
       .addLegalDialect<gpu::GPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
+  // The CPU flash kernels' dot products (vector-dots).
+  target.addLegalDialect<vector::VectorDialect>();
   target.addIllegalDialect<TriaxDialect, tensor::TensorDialect>();
   target.addLegalOp<ModelOp, ParamOp>();
   // Collectives become runtime calls; the mesh stays until they are
@@ -976,7 +978,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                               kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
   populateNormPatterns(converter, patterns, columnSumsByRows);
-  populateAttentionPatterns(converter, patterns, attention);
+  populateAttentionPatterns(converter, patterns, attention, vectorDots);
   populateLossPatterns(converter, patterns);
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);
