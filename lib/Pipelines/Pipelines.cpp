@@ -136,6 +136,8 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   kernels.columnSumsByRows = true;
   // Flash attention's dot products in one vector register (bit-identical).
   kernels.vectorDots = true;
+  // The clipping scale read once in front of the AdamW loops (vectorized).
+  kernels.scalarsBeforeNests = true;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   // One function per kernel: keeps the lowering below and LLVM linear in the
   // model's size (a 96-layer model has thousands of loop nests).
@@ -150,8 +152,13 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // formula the runtime's GELU epilogue evaluates too.
   pm.addPass(mlir::triax::createTriaxExpandMath());
   // Parallel loop nests onto OpenMP worksharing loops (one team per nest).
-  if (options.openmp)
+  if (options.openmp) {
     pm.addPass(createConvertSCFToOpenMPPass());
+    // It wraps each loop body in a memref.alloca_scope (a stack save and
+    // restore per iteration, which keeps LLVM from vectorizing the loop);
+    // the canonicalizer inlines the scopes that hold no alloca (all here).
+    pm.addPass(createCanonicalizerPass());
+  }
   // Views (subview/collapse_shape) into plain pointer arithmetic.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -56,6 +56,7 @@ CPU_TAIL = (
     # The serial tail of buildLowerCPUPipeline (lib/Pipelines/Pipelines.cpp)
     # after triax-outline-kernels.
     "builtin.module(canonicalize, cse, expand-strided-metadata, lower-affine,"
+    " convert-vector-to-llvm,"
     " finalize-memref-to-llvm{use-generic-functions=true}, convert-scf-to-cf,"
     " arith-expand{include-bf16=true}, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"
     " convert-cf-to-llvm, convert-func-to-llvm, convert-index-to-llvm,"

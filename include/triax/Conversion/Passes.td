@@ -129,6 +129,14 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "of one iteration per column walking down it (strided). "
            "Each column's sum is the same additions in the same order: "
            "bit-identical (the CPU pipeline sets it)">,
+    Option<"scalarsBeforeNests", "scalars-before-nests", "bool",
+           /*default=*/"false",
+           "A scalar a loop nest of the step computed (the clipping scale) "
+           "is read from its one-element buffer in front of each nest that "
+           "uses it, instead of at the start of the nest's body: the loop "
+           "then sees a value, not a load that may alias its stores, and "
+           "LLVM vectorizes it (the CPU pipeline sets it; the GPU reads it "
+           "in the kernel, device memory)">,
     Option<"vectorDots", "vector-dots", "bool", /*default=*/"false",
            "The flash attention kernels' dot products (head dimension a "
            "multiple of 8) as vector<8xf32> loads, multiplies and adds, "

@@ -214,6 +214,13 @@ namespace {
 /// are passed in.
 class DeviceScalars {
 public:
+  /// loadBeforeNests (the CPU): a nest that uses such a value reads its
+  /// buffer once in front of the nest, not at the start of its body, so
+  /// that the loop sees a value, not a load that may alias its stores
+  /// (LLVM then vectorizes the AdamW loops). Host and device memory are
+  /// one there; the value is the same.
+  explicit DeviceScalars(bool loadBeforeNests = false)
+      : loadBeforeNests(loadBeforeNests) {}
   void run(Block &block);
 
 private:
@@ -223,6 +230,10 @@ private:
   /// Moves the current run into a nest in front of `before`.
   void flush(Operation *before);
 
+  bool loadBeforeNests;
+  /// The reads loadBeforeNests put in front of nests: host code, not the
+  /// start of a new run (which would copy the value into another buffer).
+  llvm::SmallPtrSet<Operation *, 16> readsBeforeNests;
   SmallVector<Operation *> run_;
   llvm::SmallPtrSet<Operation *, 16> members;
 };
@@ -315,7 +326,8 @@ void DeviceScalars::flush(Operation *before) {
           memref::StoreOp::create(nb, loc, v, views.lookup(buffer), iv));
   });
   // The uses after the nest read the buffer: once at the start of each
-  // nest that uses it, else right before the user.
+  // nest that uses it (or in front of it: loadBeforeNests), else right
+  // before the user.
   Block *block = before->getBlock();
   auto load = [&](OpBuilder &at, Value buffer) -> Value {
     Value zero = arith::ConstantIndexOp::create(at, loc, 0);
@@ -331,8 +343,12 @@ void DeviceScalars::flush(Operation *before) {
       if (auto nest = dyn_cast_if_present<scf::ParallelOp>(ancestor)) {
         Value &loaded = nestLoads[nest];
         if (!loaded) {
-          OpBuilder at = OpBuilder::atBlockBegin(nest.getBody());
+          OpBuilder at = loadBeforeNests
+                             ? OpBuilder(nest)
+                             : OpBuilder::atBlockBegin(nest.getBody());
           loaded = load(at, buffer);
+          if (loadBeforeNests)
+            readsBeforeNests.insert(loaded.getDefiningOp());
         }
         use.set(loaded);
         continue;
@@ -401,7 +417,7 @@ void DeviceScalars::run(Block &block) {
       flush(op);
       break;
     }
-    if (joins(op)) {
+    if (!readsBeforeNests.contains(op) && joins(op)) {
       run_.push_back(op);
       members.insert(op);
       op = op->getNextNode();
@@ -422,7 +438,7 @@ void DeviceScalars::run(Block &block) {
       op = branchResultsToBuffers(op);
       for (Region &region : op->getRegions())
         for (Block &inner : region)
-          DeviceScalars().run(inner);
+          DeviceScalars(loadBeforeNests).run(inner);
     }
     op = op->getNextNode();
   }
@@ -513,9 +529,9 @@ static void constantTablesToGlobals(func::FuncOp fn) {
 }
 
 /// See DeviceScalars.
-static void sinkHostScalars(func::FuncOp fn) {
+static void sinkHostScalars(func::FuncOp fn, bool loadBeforeNests) {
   for (Block &block : fn.getBody())
-    DeviceScalars().run(block);
+    DeviceScalars(loadBeforeNests).run(block);
 }
 
 /// Makes every buffer `fn` returns one it owns, so the caller can free it:
@@ -1005,7 +1021,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   for (func::FuncOp fn : lowered) {
     constantTablesToGlobals(fn);
     if (fn.getSymName() != ::triax::rt::kForwardEntry)
-      sinkHostScalars(fn);
+      sinkHostScalars(fn, scalarsBeforeNests);
     ownReturnedBuffers(fn);
     insertDeallocs(fn);
   }

@@ -6,6 +6,10 @@
 // loss_acc, the norm written to its grad_norm, and the clipping scale is
 // computed by a nest of one iteration and read by the update's loop.
 // RUN: triax-opt %s --triax-autodiff --convert-triax-to-kernels | FileCheck %s
+// scalars-before-nests (the CPU): the update's loop gets the clipping scale
+// as a value read in front of it, so no load in the loop may alias its
+// stores (LLVM vectorizes it).
+// RUN: triax-opt %s --triax-autodiff --convert-triax-to-kernels=scalars-before-nests=true | FileCheck %s --check-prefix=HOST
 
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip = 1.0> {
   triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02> decay
@@ -82,3 +86,11 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK:   memref.store
 // CHECK:   memref.store
 // CHECK: return{{$}}
+// HOST: math.powf
+// HOST: %[[S2:.*]] = memref.load %{{.*}}[%c0{{.*}}] : memref<1xf32>
+// HOST-NOT: scf.parallel
+// HOST: scf.parallel
+// HOST-NOT: memref<1xf32>
+// HOST:   arith.mulf %{{.*}}, %[[S2]] : f32
+// HOST:   math.sqrt
+// HOST: return{{$}}
