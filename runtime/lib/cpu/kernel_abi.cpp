@@ -336,6 +336,15 @@ Operand checkAux(const char *fn, const RawMemref &m, int64_t M, int64_t N,
   return aux;
 }
 
+/// Bytes of an A or B element, and of a C (bias, aux) element, of a
+/// trx_gemm_type.
+size_t operandBytes(int32_t type) {
+  return type == TRX_GEMM_F32 ? sizeof(float) : sizeof(uint16_t);
+}
+size_t resultBytes(int32_t type) {
+  return type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+}
+
 /// The shared body of every GEMM entry: checks the operands (shapes,
 /// strides, batch sizes, overlap), handles the empty cases, and hands the
 /// rest to trx_gemm_compute as a row-major problem. With `bias` (the 2-D
@@ -348,8 +357,7 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
              const RawVector *bias = nullptr,
              int32_t epilogue = TRX_GEMM_EPI_NONE,
              const RawMemref *aux = nullptr) {
-  size_t abElem = type == TRX_GEMM_F32 ? sizeof(float) : sizeof(uint16_t);
-  size_t cElem = type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+  size_t abElem = operandBytes(type), cElem = resultBytes(type);
   bool batched = C.rank == 3;
   Operand a = checkOperand(fn, "A", A, abElem),
           b = checkOperand(fn, "B", B, abElem),
@@ -813,7 +821,7 @@ void cpuGemm(const trx_gemm_problem *problem) {
   const trx_gemm_problem *p = problem;
   if (problem->bias) {
     withBias = *problem;
-    size_t elem = p->type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+    size_t elem = resultBytes(p->type);
     const char *b = static_cast<const char *>(p->bias);
     for (int64_t r = 0; r < p->M; ++r) {
       char *row = static_cast<char *>(p->C) + r * p->ldc * int64_t(elem);
@@ -926,8 +934,7 @@ enum class Cut { Batch, Rows, Cols };
 /// The part [lo, hi) of `p` along `cut`.
 trx_gemm_problem gemmPart(const trx_gemm_problem &p, Cut cut, int64_t lo,
                           int64_t hi) {
-  size_t ab = p.type == TRX_GEMM_F32 ? sizeof(float) : sizeof(uint16_t);
-  size_t c = p.type == TRX_GEMM_BF16 ? sizeof(uint16_t) : sizeof(float);
+  size_t ab = operandBytes(p.type), c = resultBytes(p.type);
   auto at = [](const void *base, int64_t elems, size_t size) {
     return static_cast<char *>(const_cast<void *>(base)) +
            elems * int64_t(size);
@@ -1087,11 +1094,13 @@ bool isProcessCommandLine(char **argv) {
 extern "C" void trx_blas_select_core(char **argv, int quiet) {
   if (!argv || !argv[0] || std::getenv("OPENBLAS_CORETYPE"))
     return; // chosen by the user (or by this function, before the exec)
-  if (!isProcessCommandLine(argv))
-    return; // called with arguments of its own: starting again would lose them
   const char *core = openblas_get_corename(); // NULL: no OpenBLAS (CUDA)
   const char *want = blasCoreToRequest(core, cpuVectorLevel());
-  if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0)
+  if (!want)
+    return;
+  if (!isProcessCommandLine(argv))
+    return; // called with arguments of its own: starting again would lose them
+  if (setenv("OPENBLAS_CORETYPE", want, 1) != 0)
     return;
   if (!quiet)
     fprintf(stderr,
