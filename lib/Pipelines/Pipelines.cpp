@@ -136,6 +136,9 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   kernels.columnSumsByRows = true;
   // Flash attention's dot products in one vector register (bit-identical).
   kernels.vectorDots = true;
+  // ... and its loops over keys 8 at a time: one vector exp per 8 keys, the
+  // accumulators in registers (the last bits change: AttentionBlocks.cpp).
+  kernels.keyBlocks = true;
   // The clipping scale read once in front of the AdamW loops (vectorized).
   kernels.scalarsBeforeNests = true;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));

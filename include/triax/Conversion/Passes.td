@@ -144,6 +144,15 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "register where LLVM's SLP vectorizer made pairs and spills. "
            "Bit-identical (the CPU pipeline sets it; the GPU maps the "
            "kernels' loops to threads and keeps the scalar form)">,
+    Option<"keyBlocks", "key-blocks", "bool", /*default=*/"false",
+           "With vector-dots: the flash attention kernels' loops over keys "
+           "(over queries, in the dK/dV kernel) take 8 at a time: the 8 "
+           "scores one vector<8xf32>, one vector exp for their "
+           "probabilities, the online softmax rescaled once per block, the "
+           "row accumulators vector values carried by the loop (registers, "
+           "not an f32 buffer row loaded and stored per key). Sums over keys "
+           "in the same order; the last bits differ from the per-key form "
+           "(the CPU pipeline sets it; AttentionBlocks.cpp)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
@@ -236,6 +245,27 @@ def TriaxExpandMath : Pass<"triax-expand-math", "::mlir::ModuleOp"> {
     %t = math.tanh %x : f32
     ```
     After: the arithmetic above, with no call left.
+
+    Each `math.exp` of a vector of f32 (the CPU flash attention kernels'
+    8 probabilities of a key block, `convert-triax-to-kernels{key-blocks}`)
+    becomes arithmetic on its lanes too; LLVM's lowering of a vector exp is
+    one libm call per lane. With `c = x` clamped to [-104, 89]:
+
+    ```
+    n  = (c log2(e) + 1.5 2^23) - 1.5 2^23  nearest integer (even), exact
+    r  = (c - n ln2_hi) - n ln2_lo          |r| <= ln(2) / 2
+    p  = 1 + r (1 + r (1/2! + ... + r / 7!)) exp(r), Taylor to degree 7
+    h  = n >> 1
+    exp(x) = (p 2^h) 2^(n - h)              2^m from its exponent bits
+    ```
+
+    Both powers of two are normal numbers for every n of the clamped range,
+    so the first product is exact and the second rounds once: results
+    that are subnormal, 0 (x below about -103.97, and -inf) or +inf (x
+    above about 88.72, and +inf) come out right. NaN stays NaN. Within 1
+    f32 ulp of the double exp rounded to f32 over [-87, 88]
+    (test/Conversion/TriaxToKernels/expand-math-accuracy.mlir). A scalar
+    `math.exp` stays libm's `expf`: every other kernel keeps its bits.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }

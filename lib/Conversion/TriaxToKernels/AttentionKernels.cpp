@@ -12,7 +12,9 @@
 // backward, an online softmax over the keys, nothing T x T (lowerFlash,
 // lowerFlashGrad below). Memory grows with T, not T^2; the CPU loops and
 // one GPU thread per query (or key) row are generated kernels, the
-// matrix products inside them scalar dot products.
+// matrix products inside them scalar dot products. On the CPU
+// (key-blocks) the same loops take the keys 8 at a time, vector<8xf32>
+// scores and accumulators (AttentionBlocks.cpp).
 //
 // AttentionImpl::FlashMMA (the CUDA pipeline's default): the same
 // algorithm on NVIDIA tensor cores, a warp per 16 rows of mma.sync
@@ -382,9 +384,15 @@ LogicalResult lowerBatchedGemmGrad(KernelBuilder &k,
   });
 }
 
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // AttentionImpl::Flash
 //===----------------------------------------------------------------------===//
+
+// The helpers the flash kernels share with AttentionBlocks.cpp (declared in
+// AttentionKernels.h).
+namespace mlir::triax::kernels {
 
 /// The index of (batch b, position i, head h, feature c) in a rows view
 /// [B*S, heads*d]: [b*S + i, h*d + c].
@@ -401,36 +409,50 @@ Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
   return k.load(rows2d, headIndex(k, b, i, h, c, dims));
 }
 
-/// Partial sums of headDot: 8 f32 lanes, one AVX register (half an
-/// AVX-512 one).
-constexpr int64_t kDotLanes = 8;
+Value loadLanes(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
+                Value c, const AttentionDims &dims) {
+  auto lanes = VectorType::get({kDotLanes}, k.builder().getF32Type());
+  Type elt = cast<MemRefType>(rows2d.getType()).getElementType();
+  Value v = vector::LoadOp::create(k.builder(), k.getLoc(),
+                                   VectorType::get({kDotLanes}, elt), rows2d,
+                                   headIndex(k, b, row, head, c, dims));
+  if (elt.isF32())
+    return v;
+  // bf16 extended exactly, as KernelBuilder::load does for one element.
+  return arith::ExtFOp::create(k.builder(), k.getLoc(), lanes, v);
+}
+
+Value halvingSum(KernelBuilder &k, Value v,
+                 function_ref<Value(KernelBuilder &, Value, Value)> combine) {
+  OpBuilder &ob = k.builder();
+  Location loc = k.getLoc();
+  auto half = [&](Value v, int64_t width) {
+    SmallVector<int64_t> low, high;
+    for (int64_t l = 0; l < width; ++l) {
+      low.push_back(l);
+      high.push_back(l + width);
+    }
+    Value lo = vector::ShuffleOp::create(ob, loc, v, v, low);
+    Value hi = vector::ShuffleOp::create(ob, loc, v, v, high);
+    return combine(k, lo, hi);
+  };
+  Value pair = half(half(v, kDotLanes / 2), kDotLanes / 4);
+  Value lane0 = vector::ExtractOp::create(ob, loc, pair, int64_t(0));
+  Value lane1 = vector::ExtractOp::create(ob, loc, pair, int64_t(1));
+  return combine(k, lane0, lane1);
+}
+
+namespace {
 
 /// headDot's lanes as one vector<8xf32>: lane l of the product of features
 /// c..c+7 is feature c + l, the lanes are added step by step as headDot
-/// adds them, then halved in its order: [0..3] + [4..7] gives (l + (l+4)),
-/// its [0,1] + [2,3] gives ((0+4) + (2+6)) and ((1+5) + (3+7)), and the two
-/// are added. Multiplies and adds stay apart (no contraction): the same
-/// bits as the scalar lanes.
+/// adds them, then halved in its order (halvingSum). Multiplies and adds
+/// stay apart (no contraction): the same bits as the scalar lanes.
 Value headDotVector(KernelBuilder &k, Value x, Value i, Value h, Value y,
                     Value t, Value g, Value b, const AttentionDims &dims) {
-  OpBuilder &ob = k.builder();
-  Location loc = k.getLoc();
-  auto lanes = VectorType::get({kDotLanes}, ob.getF32Type());
-  // 8 elements of a row from feature c, as f32 (bf16 extended exactly, as
-  // KernelBuilder::load does for one).
-  auto load8 = [&](KernelBuilder &k, Value rows2d, Value r, Value hd, Value row,
-                   Value c) -> Value {
-    Type elt = cast<MemRefType>(rows2d.getType()).getElementType();
-    Value v = vector::LoadOp::create(k.builder(), k.getLoc(),
-                                     VectorType::get({kDotLanes}, elt), rows2d,
-                                     headIndex(k, r, row, hd, c, dims));
-    if (elt.isF32())
-      return v;
-    return arith::ExtFOp::create(k.builder(), k.getLoc(), lanes, v);
-  };
   auto product = [&](KernelBuilder &k, Value c) {
-    Value xv = load8(k, x, b, h, i, c);
-    Value yv = load8(k, y, b, g, t, c);
+    Value xv = loadLanes(k, x, b, i, h, c, dims);
+    Value yv = loadLanes(k, y, b, t, g, c, dims);
     return k.mul(xv, yv);
   };
   Value first = product(k, k.index(0));
@@ -440,21 +462,11 @@ Value headDotVector(KernelBuilder &k, Value x, Value i, Value h, Value y,
                  Value c = k.muli(step, k.index(kDotLanes));
                  return SmallVector<Value>{k.add(acc[0], product(k, c))};
                })[0];
-  auto half = [&](Value v, int64_t width) {
-    SmallVector<int64_t> low, high;
-    for (int64_t l = 0; l < width; ++l) {
-      low.push_back(l);
-      high.push_back(l + width);
-    }
-    Value lo = vector::ShuffleOp::create(ob, loc, v, v, low);
-    Value hi = vector::ShuffleOp::create(ob, loc, v, v, high);
-    return k.add(lo, hi);
-  };
-  Value pair = half(half(sum, kDotLanes / 2), kDotLanes / 4);
-  Value lane0 = vector::ExtractOp::create(ob, loc, pair, int64_t(0));
-  Value lane1 = vector::ExtractOp::create(ob, loc, pair, int64_t(1));
-  return k.add(lane0, lane1);
+  return halvingSum(
+      k, sum, [](KernelBuilder &k, Value x, Value y) { return k.add(x, y); });
 }
+
+} // namespace
 
 /// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y`, in
 /// an order fixed by d alone: the same bits whatever the layout of the
@@ -511,6 +523,10 @@ void forFeatures(KernelBuilder &k, const AttentionDims &dims,
 Value kvHeadOf(KernelBuilder &k, Value h, const AttentionDims &dims) {
   return dims.group() == 1 ? h : k.divui(h, k.index(dims.group()));
 }
+
+} // namespace mlir::triax::kernels
+
+namespace {
 
 /// One step of the online softmax from running max m to m' = max(m, s):
 /// (s > m, alpha = exp(m - m'), p = exp(s - m')) with one exp, since one
@@ -581,6 +597,10 @@ std::pair<Value, Value> onlineRow(KernelBuilder &k, const AttentionBuffers &buf,
 /// each).
 LogicalResult lowerFlash(KernelBuilder &k, const AttentionBuffers &buf,
                          const AttentionDims &dims) {
+  if (dims.keyBlocks) {
+    flashBlocks(k, buf, dims);
+    return success();
+  }
   Type f32 = k.builder().getF32Type();
   Value acc = k.alloc(
       MemRefType::get({dims.batch, dims.heads, dims.seq, dims.headDim}, f32));
@@ -612,6 +632,10 @@ LogicalResult lowerFlash(KernelBuilder &k, const AttentionBuffers &buf,
 /// dV), so both kernels are deterministic and race-free without atomics.
 LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
                              const AttentionDims &dims) {
+  if (dims.keyBlocks) {
+    flashBlocksGrad(k, buf, dims);
+    return success();
+  }
   Type f32 = k.builder().getF32Type();
   int64_t B = dims.batch, H = dims.heads, S = dims.seq, d = dims.headDim;
   Value accQ = k.alloc(MemRefType::get({B, H, S, d}, f32));
@@ -749,16 +773,17 @@ template <typename OpT> AttentionDims getDims(OpT op) {
 /// out_bj = causal_softmax(q_bj k_bj^T / sqrt(d)) v_bj.
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
   AttentionLowering(TypeConverter &converter, MLIRContext *ctx,
-                    AttentionImpl impl, bool vectorDots)
-      : OpConversionPattern(converter, ctx), impl(impl),
-        vectorDots(vectorDots) {}
+                    AttentionImpl impl, bool vectorDots, bool keyBlocks)
+      : OpConversionPattern(converter, ctx), impl(impl), vectorDots(vectorDots),
+        keyBlocks(keyBlocks) {}
   AttentionImpl impl;
-  bool vectorDots;
+  bool vectorDots, keyBlocks;
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     AttentionDims dims = getDims(op);
     dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
+    dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
     Value outBuf = k.alloc(op.getType());
     // (One statement each: the IR order must not depend on the order the
@@ -779,16 +804,17 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
 /// over the query heads that share a kv head.
 struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   AttentionGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                        AttentionImpl impl, bool vectorDots)
-      : OpConversionPattern(converter, ctx), impl(impl),
-        vectorDots(vectorDots) {}
+                        AttentionImpl impl, bool vectorDots, bool keyBlocks)
+      : OpConversionPattern(converter, ctx), impl(impl), vectorDots(vectorDots),
+        keyBlocks(keyBlocks) {}
   AttentionImpl impl;
-  bool vectorDots;
+  bool vectorDots, keyBlocks;
   LogicalResult
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     AttentionDims dims = getDims(op);
     dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
+    dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
     Value dqBuf = k.alloc(op.getQueryGrad().getType());
     Value dkBuf = k.alloc(op.getKeyGrad().getType());
@@ -812,10 +838,10 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
 
 void mlir::triax::kernels::populateAttentionPatterns(
     TypeConverter &converter, RewritePatternSet &patterns, StringRef attention,
-    bool vectorDots) {
+    bool vectorDots, bool keyBlocks) {
   AttentionImpl impl = attention == "batched-gemm" ? AttentionImpl::BatchedGemm
                        : attention == "flash-mma"  ? AttentionImpl::FlashMMA
                                                    : AttentionImpl::Flash;
   patterns.add<AttentionLowering, AttentionGradLowering>(
-      converter, patterns.getContext(), impl, vectorDots);
+      converter, patterns.getContext(), impl, vectorDots, keyBlocks);
 }

@@ -21,6 +21,10 @@ struct AttentionDims {
   /// and adds (the CPU): the same lanes and the same bits as the scalar
   /// form, in one vector register (convert-triax-to-kernels{vector-dots}).
   bool vectorDots = false;
+  /// The CPU flash kernels take 8 keys (queries, in the dK/dV kernel) at a
+  /// time, their accumulators in vector registers (AttentionBlocks.cpp,
+  /// convert-triax-to-kernels{key-blocks}); needs vectorDots.
+  bool keyBlocks = false;
   int64_t group() const { return heads / kvHeads; }
 };
 
@@ -33,6 +37,45 @@ struct AttentionBuffers {
   Value dout;       // backward
   Value dq, dk, dv; // backward
 };
+
+//===--- the flash kernels' helpers (AttentionKernels.cpp) ---------------===//
+
+/// Lanes of the vector forms: 8 f32, one AVX register (half an AVX-512
+/// one).
+constexpr int64_t kDotLanes = 8;
+
+/// The index of (batch b, position i, head h, feature c) in a rows view
+/// [B*S, heads*d]: [b*S + i, h*d + c].
+SmallVector<Value, 2> headIndex(KernelBuilder &k, Value b, Value i, Value h,
+                                Value c, const AttentionDims &dims);
+
+/// Features c..c+7 of (b, row, head) of a rows view as vector<8xf32> (bf16
+/// extended exactly).
+Value loadLanes(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
+                Value c, const AttentionDims &dims);
+
+/// The 8 lanes of `v` combined pairwise: [0..3] with [4..7], then [0, 1]
+/// with [2, 3], then lane 0 with lane 1 (a sum in this order is headDot's).
+Value halvingSum(KernelBuilder &k, Value v,
+                 function_ref<Value(KernelBuilder &, Value, Value)> combine);
+
+/// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y`, in
+/// an order fixed by d alone (see AttentionKernels.cpp).
+Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
+              Value g, Value b, const AttentionDims &dims);
+
+/// The kv head query head h reads (h / group).
+Value kvHeadOf(KernelBuilder &k, Value h, const AttentionDims &dims);
+
+//===--- the CPU flash kernels, 8 keys at a time (AttentionBlocks.cpp) ---===//
+
+/// The forward (dims.keyBlocks): what lowerFlash computes.
+void flashBlocks(KernelBuilder &k, const AttentionBuffers &buf,
+                 const AttentionDims &dims);
+
+/// The backward (dims.keyBlocks): what lowerFlashGrad computes.
+void flashBlocksGrad(KernelBuilder &k, const AttentionBuffers &buf,
+                     const AttentionDims &dims);
 
 /// Whether the tensor-core kernels (flashMMA, flashMMAGrad) apply: bf16
 /// operands, a head dimension and a sequence that are multiples of 16 (the

@@ -1,10 +1,13 @@
-//===- ExpandMath.cpp - math.tanh as arithmetic LLVM vectorizes -----------===//
+//===- ExpandMath.cpp - math.tanh and vector exp as arithmetic ------------===//
 //
 // triax-expand-math: each f32 math.tanh becomes Triax's formula (Passes.td
 // has its derivation), so that CPU loops that evaluate a tanh (GELU and its
 // gradient) vectorize instead of calling libm once per element. The
 // runtime's GELU epilogue (kernel_abi.cpp, trxTanh) evaluates the same
-// operations in the same order; keep the two in step.
+// operations in the same order; keep the two in step. And each math.exp of
+// a vector of f32 (the flash kernels' key blocks, AttentionBlocks.cpp)
+// becomes arithmetic on its lanes, where the LLVM lowering makes one libm
+// call per lane; a scalar exp stays libm's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,11 +88,76 @@ struct ExpandTanh : OpRewritePattern<math::TanhOp> {
   }
 };
 
+/// The constants of the vector exp.
+constexpr float kExpLow = -104.0f; // exp rounds to 0 below about -103.97
+constexpr float kExpHigh = 89.0f;  // exp rounds to +inf above about 88.72
+constexpr float kRoundMagic = 12582912.0f; // 1.5 * 2^23: (t + it) - it
+                                           // rounds t to an integer (even)
+
+/// exp(x) for a vector of f32 (Passes.td, TriaxExpandMath).
+struct ExpandVectorExp : OpRewritePattern<math::ExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(math::ExpOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = dyn_cast<VectorType>(op.getType());
+    if (!type || !type.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "not a vector of f32");
+    KernelBuilder k(rewriter, op.getLoc());
+    OpBuilder &b = k.builder();
+    Location loc = k.getLoc();
+    auto ints = VectorType::get(type.getShape(), b.getI32Type());
+    auto cst = [&](float v) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+    };
+    auto icst = [&](int32_t v) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(ints, b.getI32IntegerAttr(v)));
+    };
+    auto cmp = [&](arith::CmpFPredicate p, Value x, Value y) -> Value {
+      return arith::CmpFOp::create(b, loc, p, x, y);
+    };
+    // 2^m for integers m in [-126, 127], from the exponent bits.
+    auto pow2 = [&](Value m) -> Value {
+      Value bits =
+          arith::ShLIOp::create(b, loc, k.addi(m, icst(127)), icst(23));
+      return arith::BitcastOp::create(b, loc, type, bits);
+    };
+
+    Value x = op.getOperand();
+    // c = x clamped to [-104, 89] (selects: NaN passes, and is put back at
+    // the end).
+    Value c = k.select(cmp(arith::CmpFPredicate::OLT, x, cst(kExpLow)),
+                       cst(kExpLow), x);
+    c = k.select(cmp(arith::CmpFPredicate::OGT, c, cst(kExpHigh)),
+                 cst(kExpHigh), c);
+    // n = the integer nearest c / ln 2, in [-150, 129].
+    Value t = k.mul(c, cst(kLog2E));
+    Value nf = k.sub(k.add(t, cst(kRoundMagic)), cst(kRoundMagic));
+    Value n = arith::FPToSIOp::create(b, loc, ints, nf);
+    Value r = k.sub(k.sub(c, k.mul(nf, cst(kLn2Hi))), k.mul(nf, cst(kLn2Lo)));
+    // p = exp(r): 1 + r (1 + r (1/2! + r (1/3! + ... + r / 7!))).
+    Value p = cst(1.0f / 5040.0f);
+    for (float coefficient : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f,
+                              1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
+      p = k.add(cst(coefficient), k.mul(r, p));
+    // p 2^n as p 2^h 2^(n - h), h = floor(n / 2): both factors normal, the
+    // first product exact, the second rounded once (to a subnormal, 0 or
+    // +inf at the ends).
+    Value half = arith::ShRSIOp::create(b, loc, n, icst(1));
+    Value e = k.mul(k.mul(p, pow2(half)), pow2(k.subi(n, half)));
+    Value nan = cmp(arith::CmpFPredicate::UNO, x, x);
+    rewriter.replaceOp(op, k.select(nan, x, e));
+    return success();
+  }
+};
+
 struct TriaxExpandMathPass
     : public mlir::triax::impl::TriaxExpandMathBase<TriaxExpandMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandTanh>(&getContext());
+    patterns.add<ExpandTanh, ExpandVectorExp>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

@@ -304,11 +304,12 @@ void populateNormPatterns(TypeConverter &converter, RewritePatternSet &patterns,
 /// buffer), flash-mma (the same on NVIDIA tensor cores where the shapes
 /// allow, AttentionMMA.cpp) or batched-gemm (GEMMs around a materialized
 /// softmax). vectorDots: the flash kernels' dot products as vector<8xf32>
-/// operations (the CPU; bit-identical).
+/// operations (the CPU; bit-identical). keyBlocks (with vectorDots): the
+/// flash kernels take 8 keys at a time (AttentionBlocks.cpp).
 void populateAttentionPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                StringRef attention = "flash",
-                               bool vectorDots = false);
+                               bool vectorDots = false, bool keyBlocks = false);
 void populateLossPatterns(TypeConverter &converter,
                           RewritePatternSet &patterns);
 void populateCollectivePatterns(TypeConverter &converter,

@@ -994,7 +994,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                               kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
   populateNormPatterns(converter, patterns, columnSumsByRows);
-  populateAttentionPatterns(converter, patterns, attention, vectorDots);
+  populateAttentionPatterns(converter, patterns, attention, vectorDots,
+                            keyBlocks);
   populateLossPatterns(converter, patterns);
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);

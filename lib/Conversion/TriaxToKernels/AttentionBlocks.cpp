@@ -1,0 +1,380 @@
+//===- AttentionBlocks.cpp - the CPU flash kernels, 8 keys at a time ------===//
+//
+// convert-triax-to-kernels{key-blocks} (the CPU pipeline sets it, for a head
+// dimension that is a multiple of 8): the kernels of lowerFlash and
+// lowerFlashGrad (AttentionKernels.cpp) with the same parallel loops over
+// rows and the same algorithm, but the sequential loop inside a row takes
+// the keys (the queries, in the dK/dV kernel) 8 at a time:
+//
+//   - the block's 8 scores are one vector<8xf32> (8 headDots), the lanes
+//     past the causal limit or past the sequence -inf (their rows are read
+//     at the last position, S - 1, and weigh 0);
+//   - one vector exp gives the block's 8 probabilities (triax-expand-math
+//     makes it arithmetic on 8 lanes; per key it was one libm call);
+//   - the online softmax rescales once per block, by the block's max:
+//     m' = max(m, max_u s_u), alpha = exp(m - m'), p = exp(s - m'),
+//     l' = l alpha + sum_u p_u, a' = a alpha + sum_u p_u v_u;
+//   - a row's accumulators (the output row, dQ, or dK and dV) are d/8
+//     vector<8xf32> values carried by the loop, in registers, where the
+//     per-key form loads and stores an f32 buffer row for every key.
+//
+// The sums over keys are in the same order as the per-key form's; the
+// softmax's running max moves by blocks and the exp is Triax's, so the
+// results differ from it in the last bits. They are fixed by S and d
+// alone (tp ranks compute what one rank does) and the same on every run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionKernels.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::triax::kernels;
+
+namespace {
+
+/// A row of d features as d/8 vector<8xf32>, element c the features
+/// 8c..8c+7.
+using Row = SmallVector<Value, 16>;
+
+VectorType lanesType(KernelBuilder &k) {
+  return VectorType::get({kDotLanes}, k.builder().getF32Type());
+}
+
+Value splat(KernelBuilder &k, Value scalar) {
+  return vector::BroadcastOp::create(k.builder(), k.getLoc(), lanesType(k),
+                                     scalar);
+}
+
+Value lane(KernelBuilder &k, Value v, int64_t u) {
+  return vector::ExtractOp::create(k.builder(), k.getLoc(), v, u);
+}
+
+/// One vector of the 8 scalars produced for lanes 0..7.
+Value gather(KernelBuilder &k, function_ref<Value(int64_t)> scalar) {
+  SmallVector<Value, 8> lanes;
+  for (int64_t u = 0; u < kDotLanes; ++u)
+    lanes.push_back(scalar(u));
+  return vector::FromElementsOp::create(k.builder(), k.getLoc(), lanesType(k),
+                                        lanes);
+}
+
+Value sumLanes(KernelBuilder &k, Value v) {
+  return halvingSum(
+      k, v, [](KernelBuilder &k, Value x, Value y) { return k.add(x, y); });
+}
+
+Value maxLanes(KernelBuilder &k, Value v) {
+  return halvingSum(
+      k, v, [](KernelBuilder &k, Value x, Value y) { return k.max(x, y); });
+}
+
+int64_t rowVectors(const AttentionDims &dims) {
+  return dims.headDim / kDotLanes;
+}
+
+Row zeroRow(KernelBuilder &k, const AttentionDims &dims) {
+  OpBuilder &b = k.builder();
+  Value zero =
+      arith::ConstantOp::create(b, k.getLoc(), b.getZeroAttr(lanesType(k)));
+  return Row(rowVectors(dims), zero);
+}
+
+/// Row (b, row, head) of a rows view.
+Row loadRow(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
+            const AttentionDims &dims) {
+  Row out;
+  for (int64_t c = 0; c < rowVectors(dims); ++c)
+    out.push_back(
+        loadLanes(k, rows2d, b, row, head, k.index(c * kDotLanes), dims));
+  return out;
+}
+
+/// Stores `row` as row (b, i, h) of a rows view, once per row: the d/8
+/// vectors as one vector<dxf32>, then a loop over the d features storing
+/// element c at [b*S + i, h*d + c] (bf16 rounded as KernelBuilder::store
+/// does), the form triax-map-loops-to-gpu's race analysis indexes (one
+/// store per buffer; kernel_check.py runs these kernels on the GPU too).
+void storeRow(KernelBuilder &k, const Row &row, Value rows2d, Value b, Value i,
+              Value h, const AttentionDims &dims) {
+  SmallVector<Value> elements;
+  for (Value v : row)
+    for (int64_t u = 0; u < kDotLanes; ++u)
+      elements.push_back(lane(k, v, u));
+  Value all = vector::FromElementsOp::create(
+      k.builder(), k.getLoc(),
+      VectorType::get({dims.headDim}, k.builder().getF32Type()), elements);
+  k.loop({dims.headDim}, [&](KernelBuilder &k, ValueRange c) {
+    Value x = vector::ExtractOp::create(k.builder(), k.getLoc(), all,
+                                        ArrayRef<OpFoldResult>{c[0]});
+    k.store(x, rows2d, headIndex(k, b, i, h, c[0], dims));
+  });
+}
+
+/// row * x, feature by feature.
+Row scaled(KernelBuilder &k, const Row &row, Value x) {
+  Value xs = splat(k, x);
+  Row out;
+  for (Value v : row)
+    out.push_back(k.mul(v, xs));
+  return out;
+}
+
+/// x * y + acc, one rounding (vector.fma).
+Value fma(KernelBuilder &k, Value x, Value y, Value acc) {
+  return vector::FMAOp::create(k.builder(), k.getLoc(), x, y, acc);
+}
+
+/// acc + x * row, feature by feature (fused).
+Row plusScaled(KernelBuilder &k, const Row &acc, Value x, const Row &row) {
+  Value xs = splat(k, x);
+  Row out;
+  for (auto [a, r] : llvm::zip_equal(acc, row))
+    out.push_back(fma(k, xs, r, a));
+  return out;
+}
+
+/// The lane sums of 8 vectors as one: lane u of the result is the sum of
+/// the lanes of sums[u], added in halvingSum's order ((0+4) + (2+6)) +
+/// ((1+5) + (3+7)). Three levels of shuffles and adds (7 adds in all), where
+/// 8 separate lane sums take 24 adds and 8 inserts.
+Value transposedSums(KernelBuilder &k, ArrayRef<Value> sums) {
+  OpBuilder &b = k.builder();
+  Location loc = k.getLoc();
+  // Level by level: pairs (x, y) of the previous level, the lanes of
+  // `first` and `second` selected from the 16 of x then y.
+  auto level = [&](ArrayRef<Value> in, ArrayRef<int64_t> first,
+                   ArrayRef<int64_t> second) {
+    SmallVector<Value, 4> out;
+    for (size_t n = 0; n < in.size(); n += 2) {
+      Value lo = vector::ShuffleOp::create(b, loc, in[n], in[n + 1], first);
+      Value hi = vector::ShuffleOp::create(b, loc, in[n], in[n + 1], second);
+      out.push_back(k.add(lo, hi));
+    }
+    return out;
+  };
+  // l + (l+4) of x in lanes 0-3, of y in lanes 4-7.
+  SmallVector<Value, 4> fours =
+      level(sums, {0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15});
+  // (0+4) + (2+6) and (1+5) + (3+7) of each of four vectors, in order.
+  SmallVector<Value, 4> twos =
+      level(fours, {0, 1, 4, 5, 8, 9, 12, 13}, {2, 3, 6, 7, 10, 11, 14, 15});
+  return level(twos, {0, 2, 4, 6, 8, 10, 12, 14},
+               {1, 3, 5, 7, 9, 11, 13, 15})[0];
+}
+
+/// The 8 dot products of `fixed` (d features as a Row) with rows pos_0..7
+/// of head `head` of `rows2d`, as one vector: lane u's products of features
+/// c..c+7 in lane order, accumulated (fused) from feature 0 up, then
+/// summed by transposedSums.
+Value blockDots(KernelBuilder &k, const Row &fixed, Value rows2d, Value b,
+                ArrayRef<Value> pos, Value head, const AttentionDims &dims) {
+  SmallVector<Value, 8> sums;
+  for (int64_t u = 0; u < kDotLanes; ++u) {
+    Row other = loadRow(k, rows2d, b, pos[u], head, dims);
+    Value acc = k.mul(fixed[0], other[0]);
+    for (int64_t c = 1; c < rowVectors(dims); ++c)
+      acc = fma(k, fixed[c], other[c], acc);
+    sums.push_back(acc);
+  }
+  return transposedSums(k, sums);
+}
+
+/// The positions first, first + 1, ..., first + 7 of a block: whether each
+/// is at most `last`, and each clamped to S - 1 (a row that can be read).
+struct KeyBlock {
+  SmallVector<Value, 8> pos, inside;
+};
+
+KeyBlock blockAt(KernelBuilder &k, Value first, Value last,
+                 const AttentionDims &dims) {
+  KeyBlock blk;
+  Value end = k.index(dims.seq - 1);
+  for (int64_t u = 0; u < kDotLanes; ++u) {
+    Value p = k.addi(first, k.index(u));
+    blk.inside.push_back(k.cmpi(arith::CmpIPredicate::ule, p, last));
+    blk.pos.push_back(arith::MinUIOp::create(k.builder(), k.getLoc(), p, end));
+  }
+  return blk;
+}
+
+/// scale * dots, -inf in the lanes outside the block.
+Value maskedScores(KernelBuilder &k, const KeyBlock &blk, Value dots,
+                   double scale) {
+  OpBuilder &b = k.builder();
+  Value inside = vector::FromElementsOp::create(
+      b, k.getLoc(), VectorType::get({kDotLanes}, b.getI1Type()), blk.inside);
+  Value scores = k.mul(splat(k, k.f32(scale)), dots);
+  return k.select(inside, scores, splat(k, k.f32(-INFINITY)));
+}
+
+/// The number of blocks of 8 in `count` positions.
+Value blocksOf(KernelBuilder &k, Value count) {
+  return k.divui(k.addi(count, k.index(kDotLanes - 1)), k.index(kDotLanes));
+}
+
+/// The online softmax of query row (b, h, i) over its visible keys 0..i,
+/// 8 keys a block (see the file comment): the running max m, the sum l and
+/// the accumulator a (a / l is the output row). The first block starts
+/// from m = -inf, l = 0, a = 0 (alpha = exp(-inf) = 0).
+struct Online {
+  Value m, l;
+  Row acc;
+};
+
+Online onlineRowBlocks(KernelBuilder &k, const AttentionBuffers &buf, Value b,
+                       Value h, Value i, const AttentionDims &dims) {
+  Value g = kvHeadOf(k, h, dims);
+  Row q = loadRow(k, buf.q, b, i, h, dims);
+  SmallVector<Value> init = {k.f32(-INFINITY), k.f32(0.0)};
+  llvm::append_range(init, zeroRow(k, dims));
+  Value blocks = blocksOf(k, k.addi(i, k.index(1)));
+  SmallVector<Value> state = k.reduce(
+      k.index(0), blocks, init,
+      [&](KernelBuilder &k, Value j, ValueRange state) {
+        Value m = state[0], l = state[1];
+        Row acc(state.drop_front(2));
+        KeyBlock blk = blockAt(k, k.muli(j, k.index(kDotLanes)), i, dims);
+        Value s = maskedScores(
+            k, blk, blockDots(k, q, buf.key, b, blk.pos, g, dims), dims.scale);
+        Value next = k.max(m, maxLanes(k, s));
+        Value alpha = k.exp(k.sub(m, next));
+        Value p = k.exp(k.sub(s, splat(k, next)));
+        Value sum = k.add(k.mul(l, alpha), sumLanes(k, p));
+        Row a = scaled(k, acc, alpha);
+        for (int64_t u = 0; u < kDotLanes; ++u)
+          a = plusScaled(k, a, lane(k, p, u),
+                         loadRow(k, buf.v, b, blk.pos[u], g, dims));
+        SmallVector<Value> out = {next, sum};
+        llvm::append_range(out, a);
+        return out;
+      });
+  return {state[0], state[1], Row(ArrayRef<Value>(state).drop_front(2))};
+}
+
+/// a / l, feature by feature.
+Row normalized(KernelBuilder &k, const Online &row) {
+  Value l = splat(k, row.l);
+  Row out;
+  for (Value a : row.acc)
+    out.push_back(k.div(a, l));
+  return out;
+}
+
+} // namespace
+
+void mlir::triax::kernels::flashBlocks(KernelBuilder &k,
+                                       const AttentionBuffers &buf,
+                                       const AttentionDims &dims) {
+  k.parallel({dims.batch, dims.heads, dims.seq},
+             [&](KernelBuilder &k, ValueRange iv) {
+               Value b = iv[0], h = iv[1], i = iv[2];
+               Online row = onlineRowBlocks(k, buf, b, h, i, dims);
+               storeRow(k, normalized(k, row), buf.out, b, i, h, dims);
+             });
+}
+
+/// The backward's two kernels, as lowerFlashGrad's: (1) per query row, the
+/// forward's online softmax again, L_i = m + log l, D_i = dO_i . O_i, then
+/// over the key blocks P = exp(S - L_i), dP = dO_i . v_t,
+/// dS = P (dP - D_i) and dQ_i = scale sum_t dS_it k_t; (2) per key row t,
+/// over the query blocks of each query head of its group in order,
+/// dV_t = sum_i P_it dO_i and dK_t = scale sum_i dS_it q_i.
+void mlir::triax::kernels::flashBlocksGrad(KernelBuilder &k,
+                                           const AttentionBuffers &buf,
+                                           const AttentionDims &dims) {
+  Type f32 = k.builder().getF32Type();
+  int64_t B = dims.batch, H = dims.heads, S = dims.seq;
+  Value lse = k.alloc(MemRefType::get({B, H, S}, f32));
+  Value delta = k.alloc(MemRefType::get({B, H, S}, f32));
+  Value scale = k.f32(dims.scale);
+
+  k.parallel({B, H, S}, [&](KernelBuilder &k, ValueRange iv) {
+    Value b = iv[0], h = iv[1], i = iv[2];
+    Value g = kvHeadOf(k, h, dims);
+    Online row = onlineRowBlocks(k, buf, b, h, i, dims);
+    Value L = k.add(row.m, k.log(row.l));
+    Row out = normalized(k, row);
+    Row dout = loadRow(k, buf.dout, b, i, h, dims);
+    Row q = loadRow(k, buf.q, b, i, h, dims);
+    Value products = k.mul(dout[0], out[0]);
+    for (int64_t c = 1; c < rowVectors(dims); ++c)
+      products = k.add(products, k.mul(dout[c], out[c]));
+    Value D = sumLanes(k, products);
+    k.store(L, lse, {b, h, i});
+    k.store(D, delta, {b, h, i});
+    Value blocks = blocksOf(k, k.addi(i, k.index(1)));
+    Row zeros = zeroRow(k, dims);
+    SmallVector<Value> init(zeros.begin(), zeros.end());
+    Row dq(k.reduce(
+        k.index(0), blocks, init,
+        [&](KernelBuilder &k, Value j, ValueRange state) {
+          KeyBlock blk = blockAt(k, k.muli(j, k.index(kDotLanes)), i, dims);
+          Value s = maskedScores(k, blk,
+                                 blockDots(k, q, buf.key, b, blk.pos, g, dims),
+                                 dims.scale);
+          Value p = k.exp(k.sub(s, splat(k, L)));
+          Value dp = blockDots(k, dout, buf.v, b, blk.pos, g, dims);
+          Value ds = k.mul(p, k.sub(dp, splat(k, D)));
+          Row acc(state);
+          for (int64_t u = 0; u < kDotLanes; ++u)
+            acc = plusScaled(k, acc, lane(k, ds, u),
+                             loadRow(k, buf.key, b, blk.pos[u], g, dims));
+          return SmallVector<Value>(acc.begin(), acc.end());
+        }));
+    storeRow(k, scaled(k, dq, scale), buf.dq, b, i, h, dims);
+  });
+
+  int64_t n = rowVectors(dims);
+  k.parallel({B, dims.kvHeads, S}, [&](KernelBuilder &k, ValueRange iv) {
+    Value b = iv[0], g = iv[1], t = iv[2];
+    Row key = loadRow(k, buf.key, b, t, g, dims);
+    Row v = loadRow(k, buf.v, b, t, g, dims);
+    Row zeros = zeroRow(k, dims);
+    SmallVector<Value> acc(zeros.begin(), zeros.end()); // dK, then dV
+    llvm::append_range(acc, zeros);
+    Value blocks = blocksOf(k, k.subi(k.index(S), t));
+    Value last = k.index(S - 1);
+    // The query heads of kv head g, in order: g*group + 0, 1, ...
+    for (int64_t member = 0; member < dims.group(); ++member) {
+      Value h = dims.group() == 1
+                    ? g
+                    : k.addi(k.muli(g, k.index(dims.group())), k.index(member));
+      acc = k.reduce(
+          k.index(0), blocks, acc,
+          [&](KernelBuilder &k, Value j, ValueRange state) {
+            KeyBlock blk = blockAt(k, k.addi(t, k.muli(j, k.index(kDotLanes))),
+                                   last, dims);
+            Value s = maskedScores(
+                k, blk, blockDots(k, key, buf.q, b, blk.pos, h, dims),
+                dims.scale);
+            Value L = gather(k, [&](int64_t u) {
+              return k.load(lse, {b, h, blk.pos[u]});
+            });
+            Value D = gather(k, [&](int64_t u) {
+              return k.load(delta, {b, h, blk.pos[u]});
+            });
+            Value p = k.exp(k.sub(s, L));
+            Value dp = blockDots(k, v, buf.dout, b, blk.pos, h, dims);
+            Value ds = k.mul(p, k.sub(dp, D));
+            Row dk(state.take_front(n)), dv(state.drop_front(n));
+            for (int64_t u = 0; u < kDotLanes; ++u) {
+              dv = plusScaled(k, dv, lane(k, p, u),
+                              loadRow(k, buf.dout, b, blk.pos[u], h, dims));
+              dk = plusScaled(k, dk, lane(k, ds, u),
+                              loadRow(k, buf.q, b, blk.pos[u], h, dims));
+            }
+            SmallVector<Value> out(dk.begin(), dk.end());
+            llvm::append_range(out, dv);
+            return out;
+          });
+    }
+    ArrayRef<Value> all(acc);
+    storeRow(k, scaled(k, Row(all.take_front(n)), scale), buf.dk, b, t, g,
+             dims);
+    storeRow(k, Row(all.drop_front(n)), buf.dv, b, t, g, dims);
+  });
+}
