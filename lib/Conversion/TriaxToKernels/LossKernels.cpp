@@ -1,8 +1,11 @@
 //===- LossKernels.cpp - cross-entropy and its gradient -------------------===//
 //
 // The logits are viewed as [rows, V] with one target per row. Each row is
-// independent (one `scf.parallel` over rows); the softmax denominator of a
-// row, a sum of up to ~1e5 terms, is accumulated in f64, and the mean over
+// independent (one `scf.parallel` over rows); its max and softmax
+// denominator come from one pass over the row (the online softmax,
+// rowMaxSumExp): the loss reads the logits once, its gradient twice (the
+// statistics, then the gradient). The denominator, a sum of up to ~1e5
+// terms, is accumulated in f64, and the mean over
 // rows is an f64 sum in a fixed order, so the loss is the same bit for bit
 // on every run. That sum is a nest of one row (one GPU block, its sum a
 // tree of the threads' partial sums; on the CPU a sequential sum in row
@@ -10,9 +13,11 @@
 //
 // Vocab-parallel (`vocab_parallel over @mesh [axes]`): each rank holds V
 // columns of the vocabulary starting at its position in the group times V.
-// The row maxima are all_reduced (max), then the sums of exp(logit - max)
-// and the targets' logits (0 on the ranks that do not hold the target) in
-// one all_reduce (sum) of a [2, rows] buffer; the logits never move.
+// One pass gives each rank's row max and sum of exp(logit - its max); the
+// row maxima are all_reduced (max), each rank's sums rescaled by
+// exp(its max - the group's), then the sums and the targets' logits (0 on
+// the ranks that do not hold the target) are one all_reduce (sum) of a
+// [2, rows] buffer; the logits never move.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,23 +31,32 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
-/// The max of row `r` of logits [rows, V] and sum(exp(logit - max)) (f64).
+/// The max of row `r` of logits [rows, V] and sum(exp(logit - max)) (f64),
+/// in one pass over the row (the online softmax): from m = logit 0, s = 1,
+/// each next logit x moves them to m' = max(m, x), s' = s exp(m - m') +
+/// exp(x - m') with one exp, since one of the two is exp(0) = 1:
+/// e = exp(min(m, x) - max(m, x)), s' = s e + 1 when the max grows, else
+/// s + e. NaN stays NaN (its e is NaN).
 std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
                                      int64_t vocab) {
   // (Operands that build ops are built one statement each, so that the IR
   // order does not depend on the compiler's argument evaluation order.)
   Value first = k.load(logits, {r, k.index(0)});
   Value one = k.index(1), end = k.index(vocab);
-  Value max = k.reduce(
-      one, end, {first}, [&](KernelBuilder &k, Value v, ValueRange acc) {
-        return SmallVector<Value>{k.max(acc[0], k.load(logits, {r, v}))};
-      })[0];
-  Value sum = k.reduce(vocab, {k.f64(0.0)},
-                       [&](KernelBuilder &k, Value v, ValueRange acc) {
-                         Value e = k.exp(k.sub(k.load(logits, {r, v}), max));
-                         return SmallVector<Value>{k.add(acc[0], k.toF64(e))};
-                       })[0];
-  return {max, sum};
+  SmallVector<Value> state = k.reduce(
+      one, end, {first, k.f64(1.0)},
+      [&](KernelBuilder &k, Value v, ValueRange acc) {
+        Value x = k.load(logits, {r, v});
+        Value m = acc[0], s = acc[1];
+        Value grows = k.lessThan(m, x);
+        Value low = k.select(grows, m, x);
+        Value high = k.select(grows, x, m);
+        Value e = k.toF64(k.exp(k.sub(low, high)));
+        Value rescaled = k.add(k.mul(s, e), k.f64(1.0));
+        Value added = k.add(s, e);
+        return SmallVector<Value>{high, k.select(grows, rescaled, added)};
+      });
+  return {state[0], state[1]};
 }
 
 /// The statistics of vocab-parallel logits [rows, V], reduced over the
@@ -66,34 +80,30 @@ vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
     return std::optional<VocabStats>();
   int64_t mask = *axisMask(op, mesh, axes);
   Type f32 = k.builder().getF32Type();
+  // One pass over this rank's columns of each row: its own max and sum
+  // (rowMaxSumExp); the sums wait in `stats` for the group's max.
   Value maxBuf = k.alloc(MemRefType::get({rows}, f32));
-  k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-    Value first = k.load(logits, {r[0], k.index(0)});
-    Value one = k.index(1), end = k.index(vocab);
-    Value max = k.reduce(one, end, {first},
-                         [&](KernelBuilder &k, Value v, ValueRange acc) {
-                           Value l = k.load(logits, {r[0], v});
-                           return SmallVector<Value>{k.max(acc[0], l)};
-                         })[0];
-    k.store(max, maxBuf, r);
-  });
-  allReduceInPlace(k, maxBuf, /*max=*/2, mask);
   Value stats = k.alloc(MemRefType::get({2, rows}, f32));
+  Value localMax = k.alloc(MemRefType::get({rows}, f32));
   k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-    Value max = k.load(maxBuf, r);
-    Value sum = k.reduce(vocab, {k.f64(0.0)},
-                         [&](KernelBuilder &k, Value v, ValueRange acc) {
-                           Value l = k.load(logits, {r[0], v});
-                           Value e = k.exp(k.sub(l, max));
-                           return SmallVector<Value>{k.add(acc[0], k.toF64(e))};
-                         })[0];
-    Value sum32 = k.toF32(sum);
-    k.store(sum32, stats, {k.index(0), r[0]});
+    auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
+    k.store(max, maxBuf, r);
+    k.store(max, localMax, r);
+    k.store(k.toF32(sum), stats, {k.index(0), r[0]});
     Value target = k.toIndex(k.load(targets, r));
     auto [column, inside] = localRow(k, target, *offset, vocab);
     Value picked = k.load(logits, {r[0], column});
     Value kept = k.select(inside, picked, k.f32(0.0));
     k.store(kept, stats, {k.index(1), r[0]});
+  });
+  allReduceInPlace(k, maxBuf, /*max=*/2, mask);
+  // Each rank's sum of exp(logit - its max) rescaled to the group's max.
+  k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
+    Value local = k.load(localMax, r);
+    Value group = k.load(maxBuf, r);
+    Value shift = k.exp(k.sub(local, group));
+    Value sum = k.load(stats, {k.index(0), r[0]});
+    k.store(k.mul(sum, shift), stats, {k.index(0), r[0]});
   });
   allReduceInPlace(k, stats, /*sum=*/0, mask);
   return std::optional<VocabStats>(VocabStats{maxBuf, stats, *offset});

@@ -1,5 +1,7 @@
 // cross_entropy and cross_entropy_grad: one scf.parallel over the rows of
-// [rows, V] (row max, then the sum of exp(x - max) in f64); the loss is the
+// [rows, V], the row's max and sum of exp(x - max) (f64) in one pass (the
+// online softmax: one exp per logit, of min(m, x) - max(m, x); the sum
+// rescaled by it when the max grows, else added to); the loss is the
 // mean of the per-row losses, summed in f64 in row order by a nest of one
 // row (a device kernel: the loss stays in device memory). The upstream
 // gradient is read inside the gradient's nest.
@@ -35,17 +37,25 @@ triax.model @loss config = #triax.train_config<micro_batch = 2, seq = 3, global_
 // CHECK-NOT: scf.parallel
 // CHECK: %[[DLV:.*]] = memref.load %[[DL1]][%{{.*}}] : memref<1xf32>
 // CHECK: %[[SCALE:.*]] = arith.divf %[[DLV]], %{{.*}} : f32
-// CHECK: %[[MAX:.*]] = scf.for %{{.*}} = %c1{{.*}} to %c16{{.*}} iter_args(%{{.*}}) -> (f32) {
-// CHECK: arith.maximumf
-// CHECK: %[[SUM:.*]] = scf.for %{{.*}} iter_args(%{{.*}}) -> (f64) {
-// CHECK: %[[E:.*]] = math.exp
+// CHECK: %[[STATS:.*]]:2 = scf.for %{{.*}} = %c1{{.*}} to %c16{{.*}} iter_args(%[[M:.*]] = %{{.*}}, %[[S:.*]] = %{{.*}}) -> (f32, f64) {
+// CHECK: %[[XV:.*]] = memref.load %[[X]]
+// CHECK: %[[GROWS:.*]] = arith.cmpf olt, %[[M]], %[[XV]] : f32
+// CHECK: %[[LOW:.*]] = arith.select %[[GROWS]], %[[M]], %[[XV]] : f32
+// CHECK: %[[HIGH:.*]] = arith.select %[[GROWS]], %[[XV]], %[[M]] : f32
+// CHECK: %[[DIFF:.*]] = arith.subf %[[LOW]], %[[HIGH]] : f32
+// CHECK: %[[E:.*]] = math.exp %[[DIFF]] : f32
 // CHECK: %[[E64:.*]] = arith.extf %[[E]] : f32 to f64
-// CHECK: arith.addf %{{.*}}, %[[E64]] : f64
-// CHECK: %[[DEN:.*]] = arith.truncf %[[SUM]] : f64 to f32
+// CHECK: %[[SE:.*]] = arith.mulf %[[S]], %[[E64]] : f64
+// CHECK: %[[RESCALED:.*]] = arith.addf %[[SE]], %{{.*}} : f64
+// CHECK: %[[ADDED:.*]] = arith.addf %[[S]], %[[E64]] : f64
+// CHECK: %[[NEXT:.*]] = arith.select %[[GROWS]], %[[RESCALED]], %[[ADDED]] : f64
+// CHECK: scf.yield %[[HIGH]], %[[NEXT]] : f32, f64
+// CHECK-NOT: scf.for %{{.*}} -> (f64)
+// CHECK: %[[SUM:.*]] = arith.truncf %[[STATS]]#1 : f64 to f32
 // CHECK: %[[TV:.*]] = memref.load %[[T]][%[[R]]] : memref<6xi64>
 // CHECK: %[[TI:.*]] = arith.index_cast %[[TV]] : i64 to index
 // CHECK: scf.for %[[V:.*]] = %{{.*}} to %c16
-// CHECK: %[[P:.*]] = arith.divf %{{.*}}, %[[DEN]] : f32
+// CHECK: %[[P:.*]] = arith.divf %{{.*}}, %[[SUM]] : f32
 // CHECK: %[[IS:.*]] = arith.cmpi eq, %[[V]], %[[TI]] : index
 // CHECK: %[[PM1:.*]] = arith.subf %[[P]], %{{.*}} : f32
 // CHECK: %[[D:.*]] = arith.select %[[IS]], %[[PM1]], %[[P]] : f32
@@ -59,14 +69,13 @@ triax.model @loss config = #triax.train_config<micro_batch = 2, seq = 3, global_
 // CHECK: %[[ROWS:.*]] = memref.alloc() : memref<6xf32>
 // CHECK: scf.parallel (%[[R:.*]]) = (%{{.*}}) to (%c6{{.*}}) step
 // CHECK-NOT: scf.parallel
-// CHECK: %[[MAX:.*]] = scf.for %{{.*}} iter_args(%{{.*}}) -> (f32) {
-// CHECK: %[[SUM:.*]] = scf.for %{{.*}} iter_args(%{{.*}}) -> (f64) {
+// CHECK: %[[STATS:.*]]:2 = scf.for %{{.*}} iter_args(%{{.*}}, %{{.*}}) -> (f32, f64) {
 // CHECK: %[[TV:.*]] = memref.load %[[T]][%[[R]]] : memref<6xi64>
 // CHECK: %[[TI:.*]] = arith.index_cast %[[TV]] : i64 to index
 // CHECK: %[[PICK:.*]] = memref.load %[[X]][%[[R]], %[[TI]]] : memref<6x16xf32>
-// CHECK: %[[MARGIN:.*]] = arith.subf %[[MAX]], %[[PICK]] : f32
+// CHECK: %[[MARGIN:.*]] = arith.subf %[[STATS]]#0, %[[PICK]] : f32
 // CHECK: %[[M64:.*]] = arith.extf %[[MARGIN]] : f32 to f64
-// CHECK: %[[LOG:.*]] = math.log %[[SUM]] : f64
+// CHECK: %[[LOG:.*]] = math.log %[[STATS]]#1 : f64
 // CHECK: %[[L:.*]] = arith.addf %[[M64]], %[[LOG]] : f64
 // CHECK: %[[L32:.*]] = arith.truncf %[[L]] : f64 to f32
 // CHECK: memref.store %[[L32]], %[[ROWS]][%[[R]]] : memref<6xf32>

@@ -38,18 +38,34 @@
 // CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %[[G]] : f32
 // CHECK: memref.store %[[NEW]], %{{.*}}[%[[ROW]], %{{.*}}] : memref<8x4xf32>
 
-// The loss: local row maxima, all_reduce max (2) over tp; then the sums of
-// exponentials and the target logits (0 off-rank) in one [2, rows] buffer,
-// all_reduce sum (0). The logits are never sent.
+// The loss: one pass over the local columns gives each row's local max and
+// sum of exp(x - local max) (the online softmax) and the target logit (0
+// off-rank); the maxima all_reduce max (2) over tp; each local sum is
+// rescaled by exp(local max - group max); the sums and the target logits,
+// one [2, rows] buffer, all_reduce sum (0). The logits are never sent.
 // CHECK-LABEL: func.func @loss(
 // CHECK: call @trx_group_position(%c2_i64)
 // CHECK: %[[MAX:.*]] = memref.alloc() : memref<6xf32>
-// CHECK: arith.maximumf
+// CHECK: %[[STATS:.*]] = memref.alloc() : memref<2x6xf32>
+// CHECK: %[[LOCAL:.*]] = memref.alloc() : memref<6xf32>
+// CHECK: scf.parallel
+// CHECK: scf.for {{.*}} -> (f32, f64)
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[MAX]]
+// CHECK: memref.store %{{.*}}, %[[LOCAL]]
+// CHECK: memref.store %{{.*}}, %[[STATS]][%c0
+// CHECK: arith.cmpi ult
+// CHECK: memref.store %{{.*}}, %[[STATS]][%c1
 // CHECK: %[[MC:.*]] = memref.cast %[[MAX]] : memref<6xf32> to memref<?xf32>
 // CHECK: call @trx_all_reduce_f32(%[[MC]], %c2_i32, %c2_i64{{.*}}) : (memref<?xf32>, i32, i64) -> ()
-// CHECK: %[[STATS:.*]] = memref.alloc() : memref<2x6xf32>
-// CHECK: math.exp
-// CHECK: arith.cmpi ult
+// CHECK: scf.parallel
+// CHECK: %[[LM:.*]] = memref.load %[[LOCAL]]
+// CHECK: %[[GM:.*]] = memref.load %[[MAX]]
+// CHECK: %[[D:.*]] = arith.subf %[[LM]], %[[GM]] : f32
+// CHECK: %[[SHIFT:.*]] = math.exp %[[D]] : f32
+// CHECK: %[[SUM:.*]] = memref.load %[[STATS]]
+// CHECK: %[[RESCALED:.*]] = arith.mulf %[[SUM]], %[[SHIFT]] : f32
+// CHECK: memref.store %[[RESCALED]], %[[STATS]]
 // CHECK: %[[FLAT:.*]] = memref.collapse_shape %[[STATS]] {{\[\[}}0, 1]] : memref<2x6xf32> into memref<12xf32>
 // CHECK: %[[SC:.*]] = memref.cast %[[FLAT]] : memref<12xf32> to memref<?xf32>
 // CHECK: call @trx_all_reduce_f32(%[[SC]], %c0_i32, %c2_i64{{.*}}) : (memref<?xf32>, i32, i64) -> ()
