@@ -145,6 +145,12 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // One function per kernel: keeps the lowering below and LLVM linear in the
   // model's size (a 96-layer model has thousands of loop nests).
   pm.addPass(mlir::triax::createTriaxOutlineKernels());
+  // Every layer's copy of a kernel is built the same way, so the copies are
+  // identical already: keep one of each before the canonicalizer and CSE
+  // work on them (gpt3-175b: 96 copies of each layer kernel; the flash
+  // kernels of key-blocks are large). The second run below catches kernels
+  // that only the canonicalizer makes identical.
+  pm.addPass(mlir::triax::createTriaxDedupeKernels());
   // Fold the index arithmetic and views the kernels were written with.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -6,22 +6,37 @@
 // rows and the same algorithm, but the sequential loop inside a row takes
 // the keys (the queries, in the dK/dV kernel) 8 at a time:
 //
-//   - the block's 8 scores are one vector<8xf32> (8 headDots), the lanes
-//     past the causal limit or past the sequence -inf (their rows are read
-//     at the last position, S - 1, and weigh 0);
+//   - the block's 8 scores are one vector<8xf32>: the row on the fixed side
+//     (the query row; the key row in the dK/dV kernel) is held in
+//     registers, each of the 8 other rows' products with it accumulated by
+//     fused multiply-adds, and the 8 sums made one vector by a single tree
+//     of shuffles and adds (blockDots); the lanes past the causal limit or
+//     past the sequence are -inf (their rows are read at the last
+//     position, S - 1, and weigh 0);
 //   - one vector exp gives the block's 8 probabilities (triax-expand-math
 //     makes it arithmetic on 8 lanes; per key it was one libm call);
 //   - the online softmax rescales once per block, by the block's max:
 //     m' = max(m, max_u s_u), alpha = exp(m - m'), p = exp(s - m'),
 //     l' = l alpha + sum_u p_u, a' = a alpha + sum_u p_u v_u;
 //   - a row's accumulators (the output row, dQ, or dK and dV) are d/8
-//     vector<8xf32> values carried by the loop, in registers, where the
-//     per-key form loads and stores an f32 buffer row for every key.
+//     vector<8xf32> values carried by the loop, in registers, updated by
+//     fused multiply-adds, where the per-key form loads and stores an f32
+//     buffer row for every key.
 //
-// The sums over keys are in the same order as the per-key form's; the
-// softmax's running max moves by blocks and the exp is Triax's, so the
-// results differ from it in the last bits. They are fixed by S and d
-// alone (tp ranks compute what one rank does) and the same on every run.
+// Everything inside a block is unrolled in the IR (8 rows of d/8 vectors):
+// the kernels are about 8 times the per-key ones' size. Every layer's copy
+// is built, so the CPU pipeline keeps one of each identical kernel before
+// it canonicalizes (docs/performance.md, "Compile time"). Two
+// ways to shrink them measured slower and were dropped: the dot products
+// as a loop over the d/8 vectors (the three attention kernels 12.5-13.2%
+// -> 16.5% of the small model's 1-thread step, perf; and gpt2's compile
+// no shorter), and each row's index computed once for all its vectors
+// (17%; the same arithmetic, but LLVM's code for it was slower).
+//
+// The sums over keys run in the same order as the per-key form's, but with
+// fused multiply-adds, the running max moving by blocks and Triax's exp,
+// so the results differ from it in the last bits. They are fixed by S and
+// d alone (tp ranks compute what one rank does) and the same on every run.
 //
 //===----------------------------------------------------------------------===//
 
