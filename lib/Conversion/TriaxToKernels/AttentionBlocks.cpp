@@ -26,12 +26,11 @@
 // Everything inside a block is unrolled in the IR (8 rows of d/8 vectors):
 // the kernels are about 8 times the per-key ones' size. Every layer's copy
 // is built, so the CPU pipeline keeps one of each identical kernel before
-// it canonicalizes (docs/performance.md, "Compile time"). Two
-// ways to shrink them measured slower and were dropped: the dot products
-// as a loop over the d/8 vectors (the three attention kernels 12.5-13.2%
-// -> 16.5% of the small model's 1-thread step, perf; and gpt2's compile
-// no shorter), and each row's index computed once for all its vectors
-// (17%; the same arithmetic, but LLVM's code for it was slower).
+// it canonicalizes (docs/performance.md, "Compile time"). Two ways to
+// shrink them (the dot products as a loop over the d/8 vectors; each row's
+// index computed once for all its vectors) measured 16.5-17.4% of the
+// small model's step against 17-18% for this form, within the noise: not
+// adopted, worth measuring again once storeRow can use vector.store.
 //
 // The sums over keys run in the same order as the per-key form's, but with
 // fused multiply-adds, the running max moving by blocks and Triax's exp,
@@ -113,6 +112,11 @@ Row loadRow(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
 /// element c at [b*S + i, h*d + c] (bf16 rounded as KernelBuilder::store
 /// does), the form triax-map-loops-to-gpu's race analysis indexes (one
 /// store per buffer; kernel_check.py runs these kernels on the GPU too).
+// TODO: this costs about 4.5% of the small model's step (LLVM spills the
+// wide vector to the stack inside the loop; the three kernels took
+// 12.8-13.4% of the step with one vector.store per vector, 17.0-17.8% with
+// this). Teach the race analysis vector.store, or build kernel_check's
+// kernels without key-blocks, then store with vector.store.
 void storeRow(KernelBuilder &k, const Row &row, Value rows2d, Value b, Value i,
               Value h, const AttentionDims &dims) {
   SmallVector<Value> elements;
