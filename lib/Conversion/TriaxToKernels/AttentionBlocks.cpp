@@ -359,9 +359,7 @@ void mlir::triax::kernels::flashBlocksGrad(KernelBuilder &k,
     Value last = k.index(S - 1);
     // The query heads of kv head g, in order: g*group + 0, 1, ...
     for (int64_t member = 0; member < dims.group(); ++member) {
-      Value h = dims.group() == 1
-                    ? g
-                    : k.addi(k.muli(g, k.index(dims.group())), k.index(member));
+      Value h = queryHeadOf(k, g, member, dims);
       acc = k.reduce(
           k.index(0), blocks, acc,
           [&](KernelBuilder &k, Value j, ValueRange state) {

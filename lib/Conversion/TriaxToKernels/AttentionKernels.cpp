@@ -524,6 +524,14 @@ Value kvHeadOf(KernelBuilder &k, Value h, const AttentionDims &dims) {
   return dims.group() == 1 ? h : k.divui(h, k.index(dims.group()));
 }
 
+/// Query head `member` of kv head g (g itself without grouping).
+Value queryHeadOf(KernelBuilder &k, Value g, int64_t member,
+                  const AttentionDims &dims) {
+  return dims.group() == 1
+             ? g
+             : k.addi(k.muli(g, k.index(dims.group())), k.index(member));
+}
+
 } // namespace mlir::triax::kernels
 
 namespace {
@@ -691,9 +699,7 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
     });
     // The query heads of kv head g, in order: g*group + 0, 1, ...
     for (int64_t member = 0; member < dims.group(); ++member) {
-      Value h = dims.group() == 1
-                    ? g
-                    : k.addi(k.muli(g, k.index(dims.group())), k.index(member));
+      Value h = queryHeadOf(k, g, member, dims);
       loopRange(k, t, k.index(S), [&](KernelBuilder &k, Value i) {
         Value L = k.load(lse, {b, h, i});
         Value p = k.exp(k.sub(score(k, b, i, h, t, g), L));

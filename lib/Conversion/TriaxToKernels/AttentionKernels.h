@@ -67,6 +67,10 @@ Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
 /// The kv head query head h reads (h / group).
 Value kvHeadOf(KernelBuilder &k, Value h, const AttentionDims &dims);
 
+/// Query head `member` (0 .. group - 1) of kv head g: g * group + member.
+Value queryHeadOf(KernelBuilder &k, Value g, int64_t member,
+                  const AttentionDims &dims);
+
 //===--- the CPU flash kernels, 8 keys at a time (AttentionBlocks.cpp) ---===//
 
 /// The forward (dims.keyBlocks): what lowerFlash computes.

@@ -388,11 +388,6 @@ void storeRows(Lane &w, ArrayRef<Acc> acc, const HeadMatrix &m, Value r0,
     }
 }
 
-/// The kv head of query head h.
-Value kvHead(KernelBuilder &k, Value h, const AttentionDims &dims) {
-  return dims.group() == 1 ? h : k.divui(h, k.index(dims.group()));
-}
-
 } // namespace
 
 bool mlir::triax::kernels::flashMMAApplies(const AttentionDims &dims,
@@ -419,7 +414,7 @@ void mlir::triax::kernels::flashMMA(KernelBuilder &k,
       [&](KernelBuilder &k, Value warp, Value laneId) {
         auto [bh, qt] = split(k, warp, tiles);
         auto [b, h] = split(k, bh, dims.heads);
-        Value g = kvHead(k, h, dims);
+        Value g = kvHeadOf(k, h, dims);
         Lane w(k, laneId, dims);
         Value q0 = k.muli(qt, k.index(kTile));
         SmallVector<FragA> qf = rowFragments(w, {buf.q, b, h}, q0);
@@ -446,7 +441,7 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
       k, B * H * tiles, [&](KernelBuilder &k, Value warp, Value laneId) {
         auto [bh, qt] = split(k, warp, tiles);
         auto [b, h] = split(k, bh, H);
-        Value g = kvHead(k, h, dims);
+        Value g = kvHeadOf(k, h, dims);
         Lane w(k, laneId, dims);
         Value q0 = k.muli(qt, k.index(kTile));
         HeadMatrix queries{buf.q, b, h}, keys{buf.key, b, g},
@@ -524,9 +519,7 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
         SmallVector<Value> acc = flatten(zeros); // dK tiles, then dV tiles
         Value scale = k.f32(dims.scale);
         for (int64_t member = 0; member < dims.group(); ++member) {
-          Value h = dims.group() == 1 ? g
-                                      : k.addi(k.muli(g, k.index(dims.group())),
-                                               k.index(member));
+          Value h = queryHeadOf(k, g, member, dims);
           HeadMatrix queries{buf.q, b, h}, dout{buf.dout, b, h};
           acc = k.reduce(
               kt, k.index(tiles), acc,
