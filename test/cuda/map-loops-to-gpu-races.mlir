@@ -386,3 +386,96 @@ func.func @overlapping_feature_offsets(%x: memref<8x20xf32>, %out: memref<8x20xf
   }
   return
 }
+
+// -----
+
+// vector.store of 8 lanes covers 8 elements from its index on: iteration
+// (h, i) writes out[i, h*16 + 8*c .. + 7] for c in [0, 2), at most 15 past
+// h*16, under the step of h. Both dimensions run in parallel, no remark.
+// CHECK-LABEL: func.func @vector_store_lanes
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %c0 to %c2 step %c1 {
+// CHECK:             vector.store
+func.func @vector_store_lanes(%x: memref<8x64xf32>, %out: memref<8x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  scf.parallel (%h, %i) = (%c0, %c0) to (%c4, %c8) step (%c1, %c1) {
+    %base = arith.muli %h, %c16 : index
+    scf.for %c = %c0 to %c2 step %c1 {
+      %off = arith.muli %c, %c8 : index
+      %col = arith.addi %base, %off : index
+      %v = vector.load %x[%i, %col] : memref<8x64xf32>, vector<8xf32>
+      vector.store %v, %out[%i, %col] : memref<8x64xf32>, vector<8xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// 8 lanes stored 4 apart: iteration h's lanes 4..7 are iteration h + 1's
+// lanes 0..3, so h runs sequentially (as a scalar index would with a loop
+// over 8 offsets).
+// CHECK-LABEL: func.func @overlapping_vector_store
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %c0 to %c8 step %c1 {
+// CHECK:             vector.store
+func.func @overlapping_vector_store(%x: memref<8x36xf32>, %out: memref<8x36xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  // expected-remark @below {{dimension 0 runs sequentially in each thread: its iterations may write the same element}}
+  scf.parallel (%h, %i) = (%c0, %c0) to (%c8, %c8) step (%c1, %c1) {
+    %col = arith.muli %h, %c4 : index
+    %v = vector.load %x[%i, %col] : memref<8x36xf32>, vector<8xf32>
+    // expected-note @below {{its index [%arg1, arith.muli] is not a one-to-one function of the parallel loop variable}}
+    vector.store %v, %out[%i, %col] : memref<8x36xf32>, vector<8xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A vector read of a buffer the kernel writes is indexed like a scalar one:
+// thread i reads lanes [i + 1, i + 9), which other threads write.
+func.func @vector_read_of_written(%x: memref<520xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  // expected-note @below {{the parallel loop nest}}
+  scf.parallel (%i) = (%c0) to (%c512) step (%c1) {
+    %n = arith.addi %i, %c1 : index
+    // expected-error @below {{it reads an element of a buffer the kernel writes, at indices other than its own store's}}
+    %v = vector.load %x[%n] : memref<520xf32>, vector<8xf32>
+    %s = vector.extract %v[0] : f32 from vector<8xf32>
+    memref.store %s, %x[%i] : memref<520xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A masked vector read of a written buffer cannot be indexed: refused.
+func.func @masked_read_of_written(%x: memref<520xf32>, %m: vector<8xi1>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %pass = arith.constant dense<0.0> : vector<8xf32>
+  // expected-note @below {{the parallel loop nest}}
+  scf.parallel (%i) = (%c0) to (%c512) step (%c1) {
+    // expected-error @below {{it reads memory the kernel writes, in a form the analysis cannot index}}
+    %v = vector.maskedload %x[%i], %m, %pass : memref<520xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+    %s = vector.extract %v[0] : f32 from vector<8xf32>
+    memref.store %s, %x[%i] : memref<520xf32>
+    scf.reduce
+  }
+  return
+}

@@ -85,8 +85,9 @@ static cl::opt<std::string>
                    cl::init(TRIAX_RUNTIME_INCLUDE_DIR), cl::cat(category));
 static cl::opt<std::string>
     mesh("mesh",
-         cl::desc("Device mesh, e.g. dp=2 (data parallel over 2 ranks; run "
-                  "with mpirun -np 2). pp and tp are not implemented yet"),
+         cl::desc("Device mesh, e.g. dp=2,pp=2,tp=2: the data, pipeline "
+                  "and tensor parallel degrees (1 where absent); run with "
+                  "mpirun -np <their product>"),
          cl::value_desc("dp=N[,pp=N,tp=N]"), cl::init(""), cl::cat(category));
 static cl::opt<int64_t>
     zero("zero",

@@ -21,7 +21,10 @@
 // whose next iteration moves L by at least W (the embedding backward's
 // vocabulary slices). Reads are safe when a thread reads only the elements it
 // writes itself (the same buffer at the same index values as one of its
-// stores), or buffers the kernel does not write.
+// stores), or buffers the kernel does not write. A vector.load or
+// vector.store of a 1-D vector of N elements counts as an access at its
+// indices whose last one also moves by up to N - 1 (the elements it
+// covers), as a sequential loop's term would.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +33,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -65,6 +69,42 @@ Value rootOf(Value memref) {
   return memref;
 }
 
+/// A memory access the analysis indexes: memref.load and memref.store (one
+/// element), vector.load and vector.store of a 1-D vector (`width`
+/// consecutive elements from the indices on, along the last dimension).
+struct Access {
+  Operation *op = nullptr;
+  Value memref;
+  SmallVector<Value, 4> indices;
+  int64_t width = 1;
+  Value stored; // the value a store writes; null for a load
+
+  bool isStore() const { return static_cast<bool>(stored); }
+};
+
+std::optional<Access> accessOf(Operation *op) {
+  auto make = [&](Value memref, ValueRange indices, int64_t width,
+                  Value stored) {
+    return Access{op, memref, SmallVector<Value, 4>(indices), width, stored};
+  };
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return make(store.getMemRef(), store.getIndices(), 1,
+                store.getValueToStore());
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return make(load.getMemRef(), load.getIndices(), 1, Value());
+  if (auto store = dyn_cast<vector::StoreOp>(op);
+      store && store.getVectorType().getRank() == 1 &&
+      !store.getIndices().empty())
+    return make(store.getBase(), store.getIndices(),
+                store.getVectorType().getNumElements(),
+                store.getValueToStore());
+  if (auto load = dyn_cast<vector::LoadOp>(op);
+      load && load.getVectorType().getRank() == 1 && !load.getIndices().empty())
+    return make(load.getBase(), load.getIndices(),
+                load.getVectorType().getNumElements(), Value());
+  return std::nullopt;
+}
+
 std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
   std::optional<int64_t> l = getConstantIntValue(lb),
                          u = getConstantIntValue(ub),
@@ -93,21 +133,31 @@ public:
 
   /// The mapped variables that `indices` (of an access at `at`) separate:
   /// two iterations that differ in one of them access different elements.
-  llvm::SmallDenseSet<Value, 4> separated(ValueRange indices, Operation *at) {
+  /// The access covers `lastWidth` elements from the last index on (a
+  /// vector's lanes).
+  llvm::SmallDenseSet<Value, 4> separated(ValueRange indices, Operation *at,
+                                          int64_t lastWidth = 1) {
     llvm::SmallDenseSet<Value, 4> covered;
     SmallVector<Range> ranges = guardsOf(at);
     // [x / C, x mod C] together determine x (a row split into (head, row)
-    // of attention's [heads, S, S] scratch): x counts as a position.
+    // of attention's [heads, S, S] scratch): x counts as a position. Each
+    // position's extra movement: the lanes past the last index (and past
+    // x, when x mod C is the last index).
     SmallVector<Value> positions(indices.begin(), indices.end());
+    SmallVector<int64_t> lanes(indices.size(), 0);
+    if (!indices.empty())
+      lanes.back() = lastWidth - 1;
     for (Value quotient : indices)
       if (auto div = quotient.getDefiningOp<arith::DivUIOp>())
         for (Value remainder : indices)
           if (auto rem = remainder.getDefiningOp<arith::RemUIOp>();
               rem && rem.getLhs() == div.getLhs() &&
               rem.getRhs() == div.getRhs() &&
-              getConstantIntValue(div.getRhs()).value_or(0) > 0)
+              getConstantIntValue(div.getRhs()).value_or(0) > 0) {
             positions.push_back(div.getLhs());
-    for (Value index : positions) {
+            lanes.push_back(remainder == indices.back() ? lastWidth - 1 : 0);
+          }
+    for (auto [index, extra] : llvm::zip_equal(positions, lanes)) {
       std::optional<Linear> lin = linear(index);
       if (!lin) {
         // A data-dependent index confined by its guard to [L, L + W), L
@@ -120,16 +170,17 @@ public:
             continue;
           auto [iv, c] = *low->coeff.begin();
           std::optional<int64_t> step = mapped.lookup(iv).step;
-          if (step && range.width > 0 && range.width <= std::abs(c * *step))
+          if (step && range.width > 0 &&
+              range.width + extra <= std::abs(c * *step))
             covered.insert(iv);
         }
         continue;
       }
       if (lin->coeff.empty())
         continue;
-      // The most the sequential loops' terms move the index within one
-      // thread: sum |c step| (trips - 1).
-      std::optional<int64_t> noise = 0;
+      // The most the sequential loops' terms (and the lanes) move the index
+      // within one thread: sum |c step| (trips - 1).
+      std::optional<int64_t> noise = extra;
       for (auto [w, c] : lin->local) {
         auto loop =
             cast<scf::ForOp>(cast<BlockArgument>(w).getOwner()->getParentOp());
@@ -331,8 +382,8 @@ bool mayDependOn(Value v, Value iv, Region &nest, llvm::DenseSet<Value> &seen) {
 
 /// Whether `load`'s value flows only through pure ops into the values (not
 /// the indices) of `stores`.
-bool feedsOnlyStores(memref::LoadOp load, ArrayRef<memref::StoreOp> stores) {
-  SmallVector<Value> worklist{load.getResult()};
+bool feedsOnlyStores(const Access &load, ArrayRef<Access> stores) {
+  SmallVector<Value> worklist(load.op->getResults());
   llvm::DenseSet<Value> seen;
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
@@ -340,12 +391,15 @@ bool feedsOnlyStores(memref::LoadOp load, ArrayRef<memref::StoreOp> stores) {
       continue;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (auto store = dyn_cast<memref::StoreOp>(user)) {
-        if (use.get() != store.getValueToStore() ||
-            !llvm::is_contained(stores, store))
+      if (const Access *store = llvm::find_if(
+              stores, [&](const Access &s) { return s.op == user; });
+          store != stores.end()) {
+        if (use.get() != store->stored)
           return false;
         continue;
       }
+      if (accessOf(user))
+        return false; // a store of another phase, or an index
       if (user->getNumRegions() != 0 || !isPure(user))
         return false;
       worklist.append(user->result_begin(), user->result_end());
@@ -354,10 +408,10 @@ bool feedsOnlyStores(memref::LoadOp load, ArrayRef<memref::StoreOp> stores) {
   return true;
 }
 
-std::string describeIndices(memref::StoreOp store) {
+std::string describeIndices(const Access &store) {
   std::string text = "[";
   llvm::raw_string_ostream os(text);
-  llvm::interleaveComma(store.getIndices(), os, [&](Value index) {
+  llvm::interleaveComma(store.indices, os, [&](Value index) {
     if (std::optional<int64_t> c = getConstantIntValue(index))
       os << *c;
     else if (auto arg = dyn_cast<BlockArgument>(index))
@@ -377,23 +431,37 @@ std::string describeIndices(memref::StoreOp store) {
 void checkPhase(Region &nest, ArrayRef<Operation *> ops,
                 const llvm::DenseMap<Value, Extent> &mapped, bool redundant,
                 SmallVectorImpl<UnprovedWrite> &out) {
-  SmallVector<memref::StoreOp> stores;
-  SmallVector<memref::LoadOp> loads;
+  SmallVector<Access> stores, loads;
+  SmallVector<Operation *> otherReads;
   for (Operation *top : ops)
     top->walk([&](Operation *op) {
-      if (auto store = dyn_cast<memref::StoreOp>(op))
-        stores.push_back(store);
-      else if (auto load = dyn_cast<memref::LoadOp>(op))
-        loads.push_back(load);
+      if (std::optional<Access> access = accessOf(op))
+        (access->isStore() ? stores : loads).push_back(*access);
       else if (auto effects = dyn_cast<MemoryEffectOpInterface>(op);
                effects && effects.hasEffect<MemoryEffects::Write>() &&
                !isa<memref::AllocaOp>(op))
         out.push_back(
             {op, -1, false, "it writes memory the analysis cannot index"});
+      else if (effects && effects.hasEffect<MemoryEffects::Read>())
+        otherReads.push_back(op);
     });
   llvm::DenseSet<Value> written;
-  for (memref::StoreOp store : stores)
-    written.insert(rootOf(store.getMemRef()));
+  for (const Access &store : stores)
+    written.insert(rootOf(store.memref));
+  // A read the analysis cannot index (a masked or strided vector read) is
+  // safe only from buffers the kernel does not write.
+  for (Operation *op : otherReads) {
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    cast<MemoryEffectOpInterface>(op).getEffects(effects);
+    for (const MemoryEffects::EffectInstance &effect : effects)
+      if (isa<MemoryEffects::Read>(effect.getEffect()) &&
+          (!effect.getValue() || written.count(rootOf(effect.getValue())))) {
+        out.push_back({op, -1, false,
+                       "it reads memory the kernel writes, in a form the "
+                       "analysis cannot index"});
+        break;
+      }
+  }
   IndexAnalysis analysis(nest, mapped, written);
   // The variables in dimension order (a row loop's last), so that the
   // diagnostics do not depend on hash order.
@@ -402,17 +470,17 @@ void checkPhase(Region &nest, ArrayRef<Operation *> ops,
     return unsigned(x.second.dim) < unsigned(y.second.dim);
   });
 
-  for (memref::StoreOp store : stores) {
+  for (const Access &store : stores) {
     llvm::SmallDenseSet<Value, 4> covered =
-        analysis.separated(store.getIndices(), store);
+        analysis.separated(store.indices, store.op, store.width);
     for (auto &[iv, extent] : ordered) {
       if (covered.count(iv))
         continue;
-      bool depends = llvm::any_of(store.getIndices(), [&](Value index) {
+      bool depends = llvm::any_of(store.indices, [&](Value index) {
         llvm::DenseSet<Value> seen;
         return mayDependOn(index, iv, nest, seen);
       });
-      out.push_back({store, extent.dim, !depends,
+      out.push_back({store.op, extent.dim, !depends,
                      "its index " + describeIndices(store) +
                          (depends ? " is not a one-to-one function of"
                                   : " does not depend on") +
@@ -425,16 +493,19 @@ void checkPhase(Region &nest, ArrayRef<Operation *> ops,
   // [r, j] never meets thread r' loading [r', k]. That covers several
   // stores of one buffer (a row's loops) and in-place updates (a load at
   // the store's own indices).
-  auto apart = [&](Operation *at, Value memrefA, ValueRange a, Value memrefB,
-                   ValueRange b) {
+  // When the last indices are shared, the wider access's lanes count.
+  auto apart = [&](const Access &x, const Access &y) {
     llvm::SmallDenseSet<Value, 4> covered;
-    if (memrefA != memrefB || a.size() != b.size())
+    if (x.memref != y.memref || x.indices.size() != y.indices.size())
       return covered;
     SmallVector<Value> shared;
-    for (auto [x, y] : llvm::zip(a, b))
-      if (x == y)
-        shared.push_back(x);
-    return analysis.separated(shared, at);
+    for (auto [i, j] : llvm::zip(x.indices, y.indices))
+      if (i == j)
+        shared.push_back(i);
+    int64_t width = x.indices.empty() || x.indices.back() != y.indices.back()
+                        ? 1
+                        : std::max(x.width, y.width);
+    return analysis.separated(shared, y.op, width);
   };
   auto unprovedPair = [&](Operation *op,
                           const llvm::SmallDenseSet<Value, 4> &covered,
@@ -444,15 +515,13 @@ void checkPhase(Region &nest, ArrayRef<Operation *> ops,
         out.push_back({op, extent.dim, false, why});
   };
   for (auto [i, store] : llvm::enumerate(stores))
-    for (memref::StoreOp other : ArrayRef(stores).drop_front(i + 1))
-      if (rootOf(store.getMemRef()) == rootOf(other.getMemRef()))
-        unprovedPair(other,
-                     apart(other, store.getMemRef(), store.getIndices(),
-                           other.getMemRef(), other.getIndices()),
+    for (const Access &other : ArrayRef(stores).drop_front(i + 1))
+      if (rootOf(store.memref) == rootOf(other.memref))
+        unprovedPair(other.op, apart(store, other),
                      "it writes a buffer another store of the kernel writes, "
                      "and their common indices do not tell the threads apart");
-  for (memref::LoadOp load : loads) {
-    Value root = rootOf(load.getMemRef());
+  for (const Access &load : loads) {
+    Value root = rootOf(load.memref);
     if (!written.count(root))
       continue;
     if (redundant) {
@@ -460,16 +529,14 @@ void checkPhase(Region &nest, ArrayRef<Operation *> ops,
       // they write is safe when it only feeds those stores (a
       // read-modify-write); another thread could read the new value.
       if (!feedsOnlyStores(load, stores))
-        out.push_back({load, -1, false,
+        out.push_back({load.op, -1, false,
                        "the row's scalar code reads a buffer it writes, and "
                        "uses the value for more than the write"});
       continue;
     }
-    for (memref::StoreOp store : stores)
-      if (rootOf(store.getMemRef()) == root)
-        unprovedPair(load,
-                     apart(load, store.getMemRef(), store.getIndices(),
-                           load.getMemRef(), load.getIndices()),
+    for (const Access &store : stores)
+      if (rootOf(store.memref) == root)
+        unprovedPair(load.op, apart(store, load),
                      "it reads an element of a buffer the kernel writes, "
                      "at indices other than its own store's");
   }
@@ -560,15 +627,19 @@ mlir::triax::gpu_mapping::rowKernelRace(scf::ParallelOp loop) {
   for (Operation *op : llvm::reverse(body)) {
     if (isa<scf::ForOp>(op)) {
       writtenLater.clear();
-      op->walk([&](memref::StoreOp s) {
-        writtenLater.insert(rootOf(s.getMemRef()));
+      op->walk([&](Operation *inner) {
+        if (std::optional<Access> access = accessOf(inner);
+            access && access->isStore())
+          writtenLater.insert(rootOf(access->memref));
       });
       continue;
     }
     std::optional<UnprovedWrite> race;
-    op->walk([&](memref::LoadOp load) {
-      if (!race && writtenLater.count(rootOf(load.getMemRef())))
-        race = UnprovedWrite{load, -1, false,
+    op->walk([&](Operation *inner) {
+      std::optional<Access> load = accessOf(inner);
+      if (!race && load && !load->isStore() &&
+          writtenLater.count(rootOf(load->memref)))
+        race = UnprovedWrite{inner, -1, false,
                              "the row's scalar code reads a buffer the next "
                              "row loop writes, with no barrier between"};
     });

@@ -6,31 +6,36 @@
 // rows and the same algorithm, but the sequential loop inside a row takes
 // the keys (the queries, in the dK/dV kernel) 8 at a time:
 //
+//   - a row of d features is held as d/16 vector<16xf32> (one AVX-512
+//     register each) where d is a multiple of 16, else d/8 vector<8xf32>;
 //   - the block's 8 scores are one vector<8xf32>: the row on the fixed side
 //     (the query row; the key row in the dK/dV kernel) is held in
 //     registers, each of the 8 other rows' products with it accumulated by
-//     fused multiply-adds, and the 8 sums made one vector by a single tree
-//     of shuffles and adds (blockDots); the lanes past the causal limit or
-//     past the sequence are -inf (their rows are read at the last
-//     position, S - 1, and weigh 0);
+//     fused multiply-adds (16 lanes folded to 8), and the 8 sums made one
+//     vector by a single tree of shuffles and adds (blockDots);
+//   - the block's lanes read rows start..start + 7, start = min(first,
+//     S - 8), so that every row read is one of the sequence; a single
+//     vector compare finds the lanes that hold a position of the block
+//     (first <= start + u <= the causal limit), and the others are -inf
+//     and weigh 0;
 //   - one vector exp gives the block's 8 probabilities (triax-expand-math
 //     makes it arithmetic on 8 lanes; per key it was one libm call);
 //   - the online softmax rescales once per block, by the block's max:
 //     m' = max(m, max_u s_u), alpha = exp(m - m'), p = exp(s - m'),
 //     l' = l alpha + sum_u p_u, a' = a alpha + sum_u p_u v_u;
-//   - a row's accumulators (the output row, dQ, or dK and dV) are d/8
-//     vector<8xf32> values carried by the loop, in registers, updated by
-//     fused multiply-adds, where the per-key form loads and stores an f32
-//     buffer row for every key.
+//   - a row's accumulators (the output row, dQ, or dK and dV) are vector
+//     values carried by the loop, in registers, updated by fused
+//     multiply-adds, where the per-key form loads and stores an f32 buffer
+//     row for every key; the dK/dV kernel reads the block's 8 log-sum-exps
+//     and D values with one vector load each.
 //
-// Everything inside a block is unrolled in the IR (8 rows of d/8 vectors):
-// the kernels are about 8 times the per-key ones' size. Every layer's copy
-// is built, so the CPU pipeline keeps one of each identical kernel before
-// it canonicalizes (docs/performance.md, "Compile time"). Two ways to
-// shrink them (the dot products as a loop over the d/8 vectors; each row's
-// index computed once for all its vectors) measured 16.5-17.4% of the
-// small model's step against 17-18% for this form, within the noise: not
-// adopted, worth measuring again once storeRow can use vector.store.
+// Everything inside a block is unrolled in the IR (8 rows of d/16 or d/8
+// vectors): the kernels are about 8 times the per-key ones' size. Every
+// layer's copy is built, so the CPU pipeline keeps one of each identical
+// kernel before it canonicalizes (docs/performance.md, "Compile time").
+// Rows are loaded and stored a vector at a time (vector.load,
+// vector.store); the GPU mapping's race analysis indexes both
+// (kernel_check.py runs these kernels on the GPU too).
 //
 // The sums over keys run in the same order as the per-key form's, but with
 // fused multiply-adds, the running max moving by blocks and Triax's exp,
@@ -50,8 +55,8 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
-/// A row of d features as d/8 vector<8xf32>, element c the features
-/// 8c..8c+7.
+/// A row of d features as vectors of rowLanes(dims) features, element c
+/// the features c w .. c w + w - 1.
 using Row = SmallVector<Value, 16>;
 
 VectorType lanesType(KernelBuilder &k) {
@@ -86,15 +91,42 @@ Value maxLanes(KernelBuilder &k, Value v) {
       k, v, [](KernelBuilder &k, Value x, Value y) { return k.max(x, y); });
 }
 
+/// The features a row's vectors hold: 16 (one AVX-512 register) where d
+/// is a multiple of 16, else 8.
+int64_t rowLanes(const AttentionDims &dims) {
+  return dims.headDim % 16 == 0 ? 16 : kDotLanes;
+}
+
 int64_t rowVectors(const AttentionDims &dims) {
-  return dims.headDim / kDotLanes;
+  return dims.headDim / rowLanes(dims);
+}
+
+/// `scalar` in every lane of a vector of `like`'s type.
+Value splatAs(KernelBuilder &k, Value scalar, Value like) {
+  return vector::BroadcastOp::create(k.builder(), k.getLoc(), like.getType(),
+                                     scalar);
 }
 
 Row zeroRow(KernelBuilder &k, const AttentionDims &dims) {
   OpBuilder &b = k.builder();
-  Value zero =
-      arith::ConstantOp::create(b, k.getLoc(), b.getZeroAttr(lanesType(k)));
+  auto type = VectorType::get({rowLanes(dims)}, b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, k.getLoc(), b.getZeroAttr(type));
   return Row(rowVectors(dims), zero);
+}
+
+/// A row vector's lanes folded to 8: with 16, lane l plus lane l + 8.
+Value foldTo8(KernelBuilder &k, Value v) {
+  int64_t width = cast<VectorType>(v.getType()).getNumElements();
+  if (width == kDotLanes)
+    return v;
+  SmallVector<int64_t> low, high;
+  for (int64_t l = 0; l < kDotLanes; ++l) {
+    low.push_back(l);
+    high.push_back(l + kDotLanes);
+  }
+  OpBuilder &b = k.builder();
+  return k.add(vector::ShuffleOp::create(b, k.getLoc(), v, v, low),
+               vector::ShuffleOp::create(b, k.getLoc(), v, v, high));
 }
 
 /// Row (b, row, head) of a rows view.
@@ -102,40 +134,22 @@ Row loadRow(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
             const AttentionDims &dims) {
   Row out;
   for (int64_t c = 0; c < rowVectors(dims); ++c)
-    out.push_back(
-        loadLanes(k, rows2d, b, row, head, k.index(c * kDotLanes), dims));
+    out.push_back(loadLanes(k, rows2d, b, row, head,
+                            k.index(c * rowLanes(dims)), dims, rowLanes(dims)));
   return out;
 }
 
-/// Stores `row` as row (b, i, h) of a rows view, once per row: the d/8
-/// vectors as one vector<dxf32>, then a loop over the d features storing
-/// element c at [b*S + i, h*d + c] (bf16 rounded as KernelBuilder::store
-/// does), the form triax-map-loops-to-gpu's race analysis indexes (one
-/// store per buffer; kernel_check.py runs these kernels on the GPU too).
-// TODO: this costs about 4.5% of the small model's step (LLVM spills the
-// wide vector to the stack inside the loop; the three kernels took
-// 12.8-13.4% of the step with one vector.store per vector, 17.0-17.8% with
-// this). Teach the race analysis vector.store, or build kernel_check's
-// kernels without key-blocks, then store with vector.store.
+/// Stores `row` as row (b, i, h) of a rows view, one vector.store per
+/// vector (bf16 rounded as KernelBuilder::store does).
 void storeRow(KernelBuilder &k, const Row &row, Value rows2d, Value b, Value i,
               Value h, const AttentionDims &dims) {
-  SmallVector<Value> elements;
-  for (Value v : row)
-    for (int64_t u = 0; u < kDotLanes; ++u)
-      elements.push_back(lane(k, v, u));
-  Value all = vector::FromElementsOp::create(
-      k.builder(), k.getLoc(),
-      VectorType::get({dims.headDim}, k.builder().getF32Type()), elements);
-  k.loop({dims.headDim}, [&](KernelBuilder &k, ValueRange c) {
-    Value x = vector::ExtractOp::create(k.builder(), k.getLoc(), all,
-                                        ArrayRef<OpFoldResult>{c[0]});
-    k.store(x, rows2d, headIndex(k, b, i, h, c[0], dims));
-  });
+  for (auto [c, v] : llvm::enumerate(row))
+    storeLanes(k, v, rows2d, b, i, h, k.index(c * rowLanes(dims)), dims);
 }
 
 /// row * x, feature by feature.
 Row scaled(KernelBuilder &k, const Row &row, Value x) {
-  Value xs = splat(k, x);
+  Value xs = splatAs(k, x, row.front());
   Row out;
   for (Value v : row)
     out.push_back(k.mul(v, xs));
@@ -149,7 +163,7 @@ Value fma(KernelBuilder &k, Value x, Value y, Value acc) {
 
 /// acc + x * row, feature by feature (fused).
 Row plusScaled(KernelBuilder &k, const Row &acc, Value x, const Row &row) {
-  Value xs = splat(k, x);
+  Value xs = splatAs(k, x, row.front());
   Row out;
   for (auto [a, r] : llvm::zip_equal(acc, row))
     out.push_back(fma(k, xs, r, a));
@@ -197,37 +211,67 @@ Value blockDots(KernelBuilder &k, const Row &fixed, Value rows2d, Value b,
     Value acc = k.mul(fixed[0], other[0]);
     for (int64_t c = 1; c < rowVectors(dims); ++c)
       acc = fma(k, fixed[c], other[c], acc);
-    sums.push_back(acc);
+    sums.push_back(foldTo8(k, acc));
   }
   return transposedSums(k, sums);
 }
 
-/// The positions first, first + 1, ..., first + 7 of a block: whether each
-/// is at most `last`, and each clamped to S - 1 (a row that can be read).
+/// A block of up to 8 positions first..min(first + 7, last): the rows its
+/// 8 lanes read, start + u with start = min(first, S - 8), so that every
+/// lane reads a row of the sequence without a clamp of its own (with
+/// S < 8, start = 0 and each row clamped to S - 1); and which lanes hold a
+/// position of the block, first <= start + u <= last, as one vector
+/// compare.
 struct KeyBlock {
-  SmallVector<Value, 8> pos, inside;
+  Value start;
+  SmallVector<Value, 8> pos;
+  Value inside; // vector<8xi1>
 };
 
 KeyBlock blockAt(KernelBuilder &k, Value first, Value last,
                  const AttentionDims &dims) {
+  OpBuilder &b = k.builder();
+  Location loc = k.getLoc();
+  bool shortSeq = dims.seq < kDotLanes;
   KeyBlock blk;
-  Value end = k.index(dims.seq - 1);
+  blk.start = shortSeq ? k.index(0)
+                       : arith::MinUIOp::create(b, loc, first,
+                                                k.index(dims.seq - kDotLanes));
   for (int64_t u = 0; u < kDotLanes; ++u) {
-    Value p = k.addi(first, k.index(u));
-    blk.inside.push_back(k.cmpi(arith::CmpIPredicate::ule, p, last));
-    blk.pos.push_back(arith::MinUIOp::create(k.builder(), k.getLoc(), p, end));
+    Value p = k.addi(blk.start, k.index(u));
+    blk.pos.push_back(
+        shortSeq ? arith::MinUIOp::create(b, loc, p, k.index(dims.seq - 1))
+                 : p);
   }
+  auto indices = VectorType::get({kDotLanes}, b.getIndexType());
+  auto spread = [&](Value x) {
+    return vector::BroadcastOp::create(b, loc, indices, x);
+  };
+  SmallVector<int64_t> iota = llvm::to_vector(llvm::seq<int64_t>(0, kDotLanes));
+  Value lanes = k.addi(
+      spread(blk.start),
+      arith::ConstantOp::create(b, loc, indices, b.getIndexVectorAttr(iota)));
+  blk.inside = arith::AndIOp::create(
+      b, loc, k.cmpi(arith::CmpIPredicate::uge, lanes, spread(first)),
+      k.cmpi(arith::CmpIPredicate::ule, lanes, spread(last)));
   return blk;
 }
 
 /// scale * dots, -inf in the lanes outside the block.
 Value maskedScores(KernelBuilder &k, const KeyBlock &blk, Value dots,
                    double scale) {
-  OpBuilder &b = k.builder();
-  Value inside = vector::FromElementsOp::create(
-      b, k.getLoc(), VectorType::get({kDotLanes}, b.getI1Type()), blk.inside);
   Value scores = k.mul(splat(k, k.f32(scale)), dots);
-  return k.select(inside, scores, splat(k, k.f32(-INFINITY)));
+  return k.select(blk.inside, scores, splat(k, k.f32(-INFINITY)));
+}
+
+/// The block's 8 elements of a [B, H, S] f32 statistic (lane u the element
+/// at pos[u]): one vector.load where the rows are consecutive (S >= 8).
+Value blockStat(KernelBuilder &k, Value stat, Value b, Value h,
+                const KeyBlock &blk, const AttentionDims &dims) {
+  if (dims.seq >= kDotLanes)
+    return vector::LoadOp::create(k.builder(), k.getLoc(), lanesType(k), stat,
+                                  ValueRange{b, h, blk.start});
+  return gather(k, [&](int64_t u) { return k.load(stat, {b, h, blk.pos[u]}); });
 }
 
 /// The number of blocks of 8 in `count` positions.
@@ -276,7 +320,7 @@ Online onlineRowBlocks(KernelBuilder &k, const AttentionBuffers &buf, Value b,
 
 /// a / l, feature by feature.
 Row normalized(KernelBuilder &k, const Online &row) {
-  Value l = splat(k, row.l);
+  Value l = splatAs(k, row.l, row.acc.front());
   Row out;
   for (Value a : row.acc)
     out.push_back(k.div(a, l));
@@ -322,7 +366,7 @@ void mlir::triax::kernels::flashBlocksGrad(KernelBuilder &k,
     Value products = k.mul(dout[0], out[0]);
     for (int64_t c = 1; c < rowVectors(dims); ++c)
       products = k.add(products, k.mul(dout[c], out[c]));
-    Value D = sumLanes(k, products);
+    Value D = sumLanes(k, foldTo8(k, products));
     k.store(L, lse, {b, h, i});
     k.store(D, delta, {b, h, i});
     Value blocks = blocksOf(k, k.addi(i, k.index(1)));
@@ -368,12 +412,8 @@ void mlir::triax::kernels::flashBlocksGrad(KernelBuilder &k,
             Value s = maskedScores(
                 k, blk, blockDots(k, key, buf.q, b, blk.pos, h, dims),
                 dims.scale);
-            Value L = gather(k, [&](int64_t u) {
-              return k.load(lse, {b, h, blk.pos[u]});
-            });
-            Value D = gather(k, [&](int64_t u) {
-              return k.load(delta, {b, h, blk.pos[u]});
-            });
+            Value L = blockStat(k, lse, b, h, blk, dims);
+            Value D = blockStat(k, delta, b, h, blk, dims);
             Value p = k.exp(k.sub(s, L));
             Value dp = blockDots(k, v, buf.dout, b, blk.pos, h, dims);
             Value ds = k.mul(p, k.sub(dp, D));

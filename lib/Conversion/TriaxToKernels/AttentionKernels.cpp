@@ -410,16 +410,27 @@ Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
 }
 
 Value loadLanes(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
-                Value c, const AttentionDims &dims) {
-  auto lanes = VectorType::get({kDotLanes}, k.builder().getF32Type());
+                Value c, const AttentionDims &dims, int64_t width) {
+  auto lanes = VectorType::get({width}, k.builder().getF32Type());
   Type elt = cast<MemRefType>(rows2d.getType()).getElementType();
   Value v = vector::LoadOp::create(k.builder(), k.getLoc(),
-                                   VectorType::get({kDotLanes}, elt), rows2d,
+                                   VectorType::get({width}, elt), rows2d,
                                    headIndex(k, b, row, head, c, dims));
   if (elt.isF32())
     return v;
   // bf16 extended exactly, as KernelBuilder::load does for one element.
   return arith::ExtFOp::create(k.builder(), k.getLoc(), lanes, v);
+}
+
+void storeLanes(KernelBuilder &k, Value lanes, Value rows2d, Value b, Value row,
+                Value head, Value c, const AttentionDims &dims) {
+  Type elt = cast<MemRefType>(rows2d.getType()).getElementType();
+  if (!elt.isF32())
+    lanes = arith::TruncFOp::create(
+        k.builder(), k.getLoc(), cast<VectorType>(lanes.getType()).clone(elt),
+        lanes);
+  vector::StoreOp::create(k.builder(), k.getLoc(), lanes, rows2d,
+                          headIndex(k, b, row, head, c, dims));
 }
 
 Value halvingSum(KernelBuilder &k, Value v,

@@ -49,10 +49,14 @@ constexpr int64_t kDotLanes = 8;
 SmallVector<Value, 2> headIndex(KernelBuilder &k, Value b, Value i, Value h,
                                 Value c, const AttentionDims &dims);
 
-/// Features c..c+7 of (b, row, head) of a rows view as vector<8xf32> (bf16
-/// extended exactly).
+/// Features c..c+width-1 of (b, row, head) of a rows view as
+/// vector<width x f32> (bf16 extended exactly).
 Value loadLanes(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
-                Value c, const AttentionDims &dims);
+                Value c, const AttentionDims &dims, int64_t width = kDotLanes);
+/// Stores the f32 vector `lanes` as features c, c+1, ... of (b, row, head)
+/// of a rows view (one vector.store; bf16 rounded to nearest even).
+void storeLanes(KernelBuilder &k, Value lanes, Value rows2d, Value b, Value row,
+                Value head, Value c, const AttentionDims &dims);
 
 /// The 8 lanes of `v` combined pairwise: [0..3] with [4..7], then [0, 1]
 /// with [2, 3], then lane 0 with lane 1 (a sum in this order is headDot's).

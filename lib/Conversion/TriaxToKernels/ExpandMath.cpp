@@ -137,11 +137,22 @@ struct ExpandVectorExp : OpRewritePattern<math::ExpOp> {
     Value nf = k.sub(k.add(t, cst(kRoundMagic)), cst(kRoundMagic));
     Value n = arith::FPToSIOp::create(b, loc, ints, nf);
     Value r = k.sub(k.sub(c, k.mul(nf, cst(kLn2Hi))), k.mul(nf, cst(kLn2Lo)));
-    // p = exp(r): 1 + r (1 + r (1/2! + r (1/3! + ... + r / 7!))).
-    Value p = cst(1.0f / 5040.0f);
-    for (float coefficient : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f,
-                              1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
-      p = k.add(cst(coefficient), k.mul(r, p));
+    // p = exp(r) = 1 + r q(r), q(r) = 1 + r/2! + ... + r^6/7! by Estrin's
+    // scheme with fused multiply-adds: (1 + r/2) + r^2 (1/3! + r/4!) +
+    // r^4 (1/5! + r/6! + r^2/7!), three levels of independent operations
+    // where Horner's rule chains six (the softmax's exp is on the critical
+    // path of every key block).
+    auto fma = [&](Value x, Value y, Value z) -> Value {
+      return vector::FMAOp::create(b, loc, x, y, z);
+    };
+    Value r2 = k.mul(r, r);
+    Value r4 = k.mul(r2, r2);
+    Value q01 = fma(r, cst(0.5f), cst(1.0f));
+    Value q23 = fma(r, cst(1.0f / 24.0f), cst(1.0f / 6.0f));
+    Value q456 = fma(r2, cst(1.0f / 5040.0f),
+                     fma(r, cst(1.0f / 720.0f), cst(1.0f / 120.0f)));
+    Value q = fma(r4, q456, fma(r2, q23, q01));
+    Value p = fma(r, q, cst(1.0f));
     // p 2^n as p 2^h 2^(n - h), h = floor(n / 2): both factors normal, the
     // first product exact, the second rounded once (to a subnormal, 0 or
     // +inf at the ends).

@@ -10,6 +10,8 @@
 // RUN: triax-opt %s --triax-expand-math | mlir-opt --convert-vector-to-scf=full-unroll=true --convert-vector-to-llvm --convert-scf-to-cf --convert-math-to-llvm --convert-arith-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs | FileCheck %s
 // EXPANDED-LABEL: func.func @exp_lanes
 // EXPANDED-NOT:     math.exp {{.*}} : vector<8xf32>
+// EXPANDED-COUNT-7: vector.fma {{.*}} : vector<8xf32>
+// EXPANDED-NOT:     math.exp {{.*}} : vector<8xf32>
 // EXPANDED:         math.exp {{.*}} : vector<8xf64>
 // EXPANDED-LABEL: func.func @exp_of
 // EXPANDED-NOT:     math.exp
