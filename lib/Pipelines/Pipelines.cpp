@@ -160,6 +160,10 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // tanh as arithmetic the LLVM vectorizer handles (the GELU loops), the
   // formula the runtime's GELU epilogue evaluates too.
   pm.addPass(mlir::triax::createTriaxExpandMath());
+  // Sums and maxima of sequential loops (LayerNorm statistics, the global
+  // norm's square sums) in 8 interleaved lanes instead of one chain of
+  // dependent adds (the last bits of the sums change: Passes.td).
+  pm.addPass(mlir::triax::createTriaxLaneReductions());
   // Parallel loop nests onto OpenMP worksharing loops (one team per nest).
   if (options.openmp) {
     pm.addPass(createConvertSCFToOpenMPPass());

@@ -56,7 +56,7 @@ CPU_TAIL = (
     # The serial tail of buildLowerCPUPipeline (lib/Pipelines/Pipelines.cpp)
     # after triax-outline-kernels (its kernels are compared one by one, so
     # without triax-dedupe-kernels).
-    "builtin.module(canonicalize, cse, triax-expand-math, expand-strided-metadata, lower-affine,"
+    "builtin.module(canonicalize, cse, triax-expand-math, triax-lane-reductions, expand-strided-metadata, lower-affine,"
     " convert-vector-to-llvm,"
     " finalize-memref-to-llvm{use-generic-functions=true}, convert-scf-to-cf,"
     " arith-expand{include-bf16=true}, convert-math-to-libm, convert-math-to-llvm, convert-arith-to-llvm,"

@@ -254,7 +254,11 @@ def TriaxExpandMath : Pass<"triax-expand-math", "::mlir::ModuleOp"> {
     ```
     n  = (c log2(e) + 1.5 2^23) - 1.5 2^23  nearest integer (even), exact
     r  = (c - n ln2_hi) - n ln2_lo          |r| <= ln(2) / 2
-    p  = 1 + r (1 + r (1/2! + ... + r / 7!)) exp(r), Taylor to degree 7
+    p  = 1 + r q(r)                          exp(r), Taylor to degree 7:
+         q(r) = (1 + r/2!) + r^2 (1/3! + r/4!) + r^4 (1/5! + r/6! + r^2/7!)
+                                            (Estrin's scheme, fused
+                                            multiply-adds: three levels of
+                                            independent operations)
     h  = n >> 1
     exp(x) = (p 2^h) 2^(n - h)              2^m from its exponent bits
     ```
@@ -268,6 +272,65 @@ def TriaxExpandMath : Pass<"triax-expand-math", "::mlir::ModuleOp"> {
     `math.exp` stays libm's `expf`: every other kernel keeps its bits.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+def TriaxLaneReductions : Pass<"triax-lane-reductions", "::mlir::ModuleOp"> {
+  let summary = "Split the scalar sums and maxima of the CPU kernels' sequential loops into interleaved lanes";
+  let description = [{
+    A sequential `scf.for` whose loop-carried values are scalar sums or
+    maxima (a row's LayerNorm mean and variance, a gradient's square sum
+    for the global norm, a column of a bias gradient) runs one dependent
+    `addf` per element: on the CPU, one element per add latency (4
+    cycles), and LLVM may not reorder floating-point adds to hide it. The
+    CPU pipeline runs this pass on the outlined kernels (functions with
+    the `triax_kernel` attribute) before the LLVM conversions.
+
+    A loop qualifies when its bounds and step are constants, its trip count
+    is a multiple of `lanes` and at least twice it, its body has at most 64
+    operations, and each of its (at most 4) iteration arguments is an f32
+    or f64 scalar used once, by an `arith.addf` or `arith.maximumf` whose
+    result is yielded in its place and used by nothing else. Such a loop is
+    unrolled by `lanes`: copy u of the body runs iteration j * lanes + u and
+    folds into accumulator u, which starts from the identity (-0 for a sum,
+    -inf for a maximum; accumulator 0 from the loop's initial value). After
+    the loop the accumulators are combined in a fixed tree, lanes l and
+    l + w/2 while w halves: for 8 lanes,
+    `((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))`.
+
+    The body's side effects run in the original order (the copies of one
+    iteration run one after the other), so only the association of the
+    sums changes: a maximum is unchanged bit for bit; a sum differs from
+    the sequential one in the last bits. The order is fixed by the pass and
+    `lanes`, not by the machine or LLVM (the CUDA target sums rows in its
+    own fixed tree of threads).
+
+    Before:
+    ```mlir
+    %s = scf.for %i = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %x = memref.load %row[%i] : memref<256xf32>
+      %n = arith.addf %acc, %x : f32
+      scf.yield %n : f32
+    }
+    ```
+    After (`lanes=2`, for brevity):
+    ```mlir
+    %neg0 = arith.constant -0.000000e+00 : f32
+    %s:2 = scf.for %j = %c0 to %c256 step %c2 iter_args(%a0 = %zero, %a1 = %neg0) -> (f32, f32) {
+      %x0 = memref.load %row[%j] : memref<256xf32>
+      %n0 = arith.addf %a0, %x0 : f32
+      %j1 = arith.addi %j, %c1 : index
+      %x1 = memref.load %row[%j1] : memref<256xf32>
+      %n1 = arith.addf %a1, %x1 : f32
+      scf.yield %n0, %n1 : f32, f32
+    }
+    %sum = arith.addf %s#0, %s#1 : f32
+    ```
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"8",
+           "Accumulators per reduction (a power of two, at least 2)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
 }
 
 def TriaxDedupeKernels : Pass<"triax-dedupe-kernels", "::mlir::ModuleOp"> {
