@@ -39,9 +39,30 @@ int64_t numElements(mlir::Type type) {
   return shaped.getNumElements();
 }
 
+/// Whether an f32 gradient's only reader is a triax.accumulate_grad, through
+/// the yields of the triax.blocks it leaves (the lowering inlines them):
+/// accumulate-in-gemm then computes it into the gradient buffer.
+bool onlyAccumulated(mlir::Value v) {
+  auto type = llvm::dyn_cast<mlir::ShapedType>(v.getType());
+  if (!type || !type.getElementType().isF32())
+    return false;
+  while (v.hasOneUse()) {
+    mlir::OpOperand &use = *v.use_begin();
+    mlir::Operation *user = use.getOwner();
+    if (llvm::isa<mlir::triax::AccumulateGradOp>(user))
+      return true;
+    if (!llvm::isa<mlir::triax::YieldOp>(user))
+      return false;
+    v = user->getParentOp()->getResult(use.getOperandNumber());
+  }
+  return false;
+}
+
 /// [A9] The peak bytes of the tensors one call of `fn` holds at once, as the
 /// CPU lowering allocates them: every tensor result of an op is a new
-/// buffer, freed after the last use of it or of what aliases it (a
+/// buffer (but an f32 weight gradient that only its accumulate_grad reads,
+/// which the GEMM adds into the gradient buffer), freed after the last use
+/// of it or of what aliases it (a
 /// triax.block's region arguments alias its operands and its results the
 /// values its body yields); parameter and gradient reads are views of the
 /// state, not allocations. The ops of the blocks are taken in order, as
@@ -89,7 +110,9 @@ int64_t activationPeakFromLiveness(
   std::vector<std::vector<int64_t>> frees(order.size());
   for (auto [pos, op] : llvm::enumerate(order)) {
     llvm::StringRef name = op->getName().getStringRef();
-    bool view = name == "triax.get_param" || name == "triax.get_grad";
+    bool view = name == "triax.get_param" || name == "triax.get_grad" ||
+                (name == "triax.linear_weight_grad" &&
+                 onlyAccumulated(op->getResult(0)));
     if (callPeak)
       peak = std::max(peak, live + callPeak(op));
     if (!view)

@@ -141,6 +141,11 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   kernels.keyBlocks = true;
   // The clipping scale read once in front of the AdamW loops (vectorized).
   kernels.scalarsBeforeNests = true;
+  // Weight gradients go straight into the gradient buffers (OpenBLAS,
+  // beta = 1): no buffer and no accumulation pass per weight. OpenBLAS
+  // adds C into its partial sums: the same bits as the separate loop for a
+  // step's first micro-batch, the last bits differ for the later ones.
+  kernels.accumulateInGemm = true;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   // One function per kernel: keeps the lowering below and LLVM linear in the
   // model's size (a 96-layer model has thousands of loop nests).

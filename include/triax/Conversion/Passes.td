@@ -64,16 +64,18 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     the same, in the same order (bit-identical results), and
     `triax-map-loops-to-gpu` proves the stores disjoint from that guard.
 
-    `accumulate-in-gemm` (the CUDA pipeline sets it): a weight gradient
-    whose only user is its `triax.accumulate_grad` becomes one GEMM into the
+    `accumulate-in-gemm` (both pipelines set it): a weight gradient whose
+    only user is its `triax.accumulate_grad` becomes one GEMM into the
     parameter's gradient buffer with beta = 1, instead of a GEMM into a new
     buffer plus an accumulation kernel (per weight: one launch, one
     allocation and three passes over the gradient fewer). cuBLASLt adds C
-    once after the product; OpenBLAS adds it into its partial sums, so the
-    CPU keeps the separate kernel and its rounding. With the option, a
-    bias gradient (a column sum) whose only user is its
-    `triax.accumulate_grad` also adds its sum into the gradient buffer in
-    its own kernel: the same single f32 addition, so the same bits.
+    once after the product, the sum the separate kernel made; OpenBLAS adds
+    it into its partial sums, the same bits for a step's first micro-batch
+    (C = 0) and a different rounding of the same sum for the later ones.
+    Without `column-sums-by-rows`, a bias gradient (a column sum) whose
+    only user is its `triax.accumulate_grad` also adds its sum into the
+    gradient buffer in its own kernel: the same single f32 addition, so
+    the same bits. (By rows, the CPU's form, it keeps its buffer.)
 
     `attention` (default `flash`): `triax.attention` is one parallel nest
     over (batch, head, query) with an online softmax over the visible keys
@@ -118,8 +120,8 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            /*default=*/"false",
            "A weight gradient whose only user is its triax.accumulate_grad "
            "is one GEMM adding into the gradient buffer (beta = 1) instead "
-           "of a GEMM into a new buffer and an accumulation kernel (the "
-           "CUDA pipeline sets it)">,
+           "of a GEMM into a new buffer and an accumulation kernel (both "
+           "pipelines set it)">,
     Option<"columnSumsByRows", "column-sums-by-rows", "bool",
            /*default=*/"false",
            "The column sums of triax.bias_grad and of the LayerNorm and "

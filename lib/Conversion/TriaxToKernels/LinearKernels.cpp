@@ -194,9 +194,10 @@ AccumulateGradOp accumulatedInto(Operation *gradient,
 /// parameter's gradient buffer (triax.accumulate_grad), the GEMM adds into
 /// that buffer itself (beta = 1): no dW buffer, no accumulation kernel, dW
 /// neither written nor read back. cuBLASLt adds C once after the product
-/// (alpha AB + beta C), the sum the separate kernel made. The CPU keeps the
-/// separate kernel: OpenBLAS adds C into its partial sums block by block, a
-/// different rounding, and CPU losses stay as they were.
+/// (alpha AB + beta C), the sum the separate kernel made. OpenBLAS (the
+/// CPU pipeline sets the option too) adds C into its partial sums block by
+/// block: for a step's first micro-batch (C = 0) the same bits, for the
+/// later ones a different rounding of the same sum.
 struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
   LinearWeightGradLowering(TypeConverter &converter, MLIRContext *ctx,
                            const ParamIndex *params, bool accumulateInGemm)
@@ -238,9 +239,10 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
 /// accumulate_grad (f32), the column's sum is added into the gradient
 /// buffer by this kernel: g[n] + sum is the same single f32 addition the
 /// accumulation kernel made (bit-identical: checked on CPU ranks), with one
-/// kernel, one buffer and two passes fewer. The CPU keeps the separate
-/// kernel so that the cost model's activation liveness [A9], which sees a
-/// bias gradient as a buffer, stays exact there.
+/// kernel, one buffer and two passes fewer. The CPU (column-sums-by-rows)
+/// keeps the separate kernel: walking down each column is slower there
+/// than its vectorized sums by rows, and the cost model's activation
+/// liveness [A9] counts a bias gradient as a buffer.
 ///
 /// A bias gradient into a new buffer is KernelBuilder::columnSums of dy
 /// (by rows on the CPU, `byRows`); one added into its gradient buffer
@@ -296,9 +298,12 @@ void mlir::triax::kernels::populateLinearPatterns(
     const ParamIndex *params, bool accumulateInGemm, bool columnSumsByRows) {
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
   patterns.add<BiasAddLowering>(converter, patterns.getContext());
-  patterns.add<BiasGradLowering>(converter, patterns.getContext(),
-                                 accumulateInGemm ? params : nullptr,
-                                 columnSumsByRows);
+  // By rows (the CPU), a bias gradient keeps its own buffer and the
+  // accumulation loop: the into-buffer form walks down each column.
+  patterns.add<BiasGradLowering>(
+      converter, patterns.getContext(),
+      accumulateInGemm && !columnSumsByRows ? params : nullptr,
+      columnSumsByRows);
   patterns.add<LinearWeightGradLowering>(converter, patterns.getContext(),
                                          params, accumulateInGemm);
 }
