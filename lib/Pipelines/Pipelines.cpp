@@ -139,6 +139,9 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // ... and its loops over keys 8 at a time: one vector exp per 8 keys, the
   // accumulators in registers (the last bits change: AttentionBlocks.cpp).
   kernels.keyBlocks = true;
+  // Cross-entropy's online max and sum in 8 vector lanes (the last bits of
+  // the loss change: LossKernels.cpp).
+  kernels.rowLanes = true;
   // The clipping scale read once in front of the AdamW loops (vectorized).
   kernels.scalarsBeforeNests = true;
   // Weight gradients go straight into the gradient buffers (OpenBLAS,

@@ -155,6 +155,14 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "not an f32 buffer row loaded and stored per key). Sums over keys "
            "in the same order; the last bits differ from the per-key form "
            "(the CPU pipeline sets it; AttentionBlocks.cpp)">,
+    Option<"rowLanes", "row-lanes", "bool", /*default=*/"false",
+           "The cross-entropy's row statistics (the online max and sum of "
+           "exp) in 8 vector lanes, each its own online state over every "
+           "eighth logit, combined after the row (a fixed tree) and the last "
+           "V mod 8 logits taken one by one: one vector load and one vector "
+           "exp per 8 logits where the scalar form chains a libm exp per "
+           "logit. The last bits of the loss change (the CPU pipeline sets "
+           "it; LossKernels.cpp)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

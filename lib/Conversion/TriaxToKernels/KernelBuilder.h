@@ -310,8 +310,10 @@ void populateAttentionPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                StringRef attention = "flash",
                                bool vectorDots = false, bool keyBlocks = false);
-void populateLossPatterns(TypeConverter &converter,
-                          RewritePatternSet &patterns);
+/// rowLanes: the cross-entropy's row statistics in 8 vector lanes (the
+/// CPU; LossKernels.cpp, rowMaxSumExp).
+void populateLossPatterns(TypeConverter &converter, RewritePatternSet &patterns,
+                          bool rowLanes = false);
 void populateCollectivePatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
 void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,

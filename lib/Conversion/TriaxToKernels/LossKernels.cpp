@@ -9,7 +9,11 @@
 // rows is an f64 sum in a fixed order, so the loss is the same bit for bit
 // on every run. That sum is a nest of one row (one GPU block, its sum a
 // tree of the threads' partial sums; on the CPU a sequential sum in row
-// order): the loss never leaves device memory.
+// order): the loss never leaves device memory. With row-lanes (the CPU
+// pipeline) the row's pass runs 8 online states in vector lanes, one vector
+// load and one vector exp per 8 logits, combined in a fixed tree after the
+// row (rowMaxSumExp): the same on every run, the last bits differ from the
+// scalar pass.
 //
 // Vocab-parallel (`vocab_parallel over @mesh [axes]`): each rank holds V
 // columns of the vocabulary starting at its position in the group times V.
@@ -25,38 +29,116 @@
 
 #include "triax/Dialect/Triax/IR/Triax.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 using namespace mlir::triax;
 using namespace mlir::triax::kernels;
 
 namespace {
 
-/// The max of row `r` of logits [rows, V] and sum(exp(logit - max)) (f64),
-/// in one pass over the row (the online softmax): from m = logit 0, s = 1,
-/// each next logit x moves them to m' = max(m, x), s' = s exp(m - m') +
+/// One step of the online softmax: from the max m and sum s of the logits
+/// so far, with logit x, m' = max(m, x) and s' = s exp(m - m') +
 /// exp(x - m') with one exp, since one of the two is exp(0) = 1:
 /// e = exp(min(m, x) - max(m, x)), s' = s e + 1 when the max grows, else
-/// s + e. NaN stays NaN (its e is NaN).
+/// s + e. NaN stays NaN (its e is NaN). m and x are f32, s f64; or vectors
+/// of them, lane by lane.
+std::pair<Value, Value> onlineStep(KernelBuilder &k, Value m, Value s,
+                                   Value x) {
+  Value grows = k.lessThan(m, x);
+  Value low = k.select(grows, m, x);
+  Value high = k.select(grows, x, m);
+  Value e = arith::ExtFOp::create(k.builder(), k.getLoc(), s.getType(),
+                                  k.exp(k.sub(low, high)));
+  auto vec = dyn_cast<VectorType>(s.getType());
+  Value one =
+      vec ? arith::ConstantOp::create(
+                k.builder(), k.getLoc(), vec,
+                DenseElementsAttr::get(vec, k.builder().getF64FloatAttr(1.0)))
+                .getResult()
+          : k.f64(1.0);
+  Value rescaled = k.add(k.mul(s, e), one);
+  Value added = k.add(s, e);
+  return {high, k.select(grows, rescaled, added)};
+}
+
+/// Lanes of the vector form (rowLanes).
+constexpr int64_t kRowLanes = 8;
+
+/// The lanes of `v` combined pairwise, lanes l and l + w/2 while w halves
+/// (for 8: ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7))), then lane 0.
+Value treeOf(KernelBuilder &k, Value v,
+             function_ref<Value(Value, Value)> combine) {
+  OpBuilder &b = k.builder();
+  for (int64_t w = kRowLanes; w > 1; w /= 2) {
+    SmallVector<int64_t> low, high;
+    for (int64_t l = 0; l < w / 2; ++l) {
+      low.push_back(l);
+      high.push_back(l + w / 2);
+    }
+    Value lo = vector::ShuffleOp::create(b, k.getLoc(), v, v, low);
+    Value hi = vector::ShuffleOp::create(b, k.getLoc(), v, v, high);
+    v = combine(lo, hi);
+  }
+  return vector::ExtractOp::create(b, k.getLoc(), v, int64_t(0));
+}
+
+/// The max of row `r` of logits [rows, V] and sum(exp(logit - max)) (f64),
+/// in one pass over the row (the online softmax, onlineStep): from m =
+/// logit 0, s = 1. With `lanes` (the CPU) and V >= 16: 8 online states,
+/// lane u over logits u, u + 8, ... of the first 8 floor(V / 8), one
+/// vector<8xf32> load and one vector exp per 8 logits; then M = the lanes'
+/// max and S = the sum of s_u exp(m_u - M) over the lanes (a fixed tree, in
+/// f64), and the last V mod 8 logits one by one.
 std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
-                                     int64_t vocab) {
+                                     int64_t vocab, bool lanes = false) {
   // (Operands that build ops are built one statement each, so that the IR
   // order does not depend on the compiler's argument evaluation order.)
-  Value first = k.load(logits, {r, k.index(0)});
-  Value one = k.index(1), end = k.index(vocab);
-  SmallVector<Value> state = k.reduce(
-      one, end, {first, k.f64(1.0)},
-      [&](KernelBuilder &k, Value v, ValueRange acc) {
-        Value x = k.load(logits, {r, v});
-        Value m = acc[0], s = acc[1];
-        Value grows = k.lessThan(m, x);
-        Value low = k.select(grows, m, x);
-        Value high = k.select(grows, x, m);
-        Value e = k.toF64(k.exp(k.sub(low, high)));
-        Value rescaled = k.add(k.mul(s, e), k.f64(1.0));
-        Value added = k.add(s, e);
-        return SmallVector<Value>{high, k.select(grows, rescaled, added)};
-      });
-  return {state[0], state[1]};
+  auto scalarSteps = [&](int64_t from, Value m, Value s) {
+    SmallVector<Value> state =
+        k.reduce(k.index(from), k.index(vocab), {m, s},
+                 [&](KernelBuilder &k, Value v, ValueRange acc) {
+                   Value x = k.load(logits, {r, v});
+                   auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
+                   return SmallVector<Value>{next, sum};
+                 });
+    return std::pair(state[0], state[1]);
+  };
+  int64_t vectors = vocab / kRowLanes;
+  if (!lanes || vectors < 2) {
+    Value first = k.load(logits, {r, k.index(0)});
+    return scalarSteps(1, first, k.f64(1.0));
+  }
+  OpBuilder &b = k.builder();
+  Location loc = k.getLoc();
+  auto f32s = VectorType::get({kRowLanes}, b.getF32Type());
+  auto f64s = VectorType::get({kRowLanes}, b.getF64Type());
+  Type element = cast<MemRefType>(logits.getType()).getElementType();
+  auto load = [&](KernelBuilder &k, Value column) -> Value {
+    Value v = vector::LoadOp::create(k.builder(), loc,
+                                     VectorType::get({kRowLanes}, element),
+                                     logits, ValueRange{r, column});
+    return element.isF32() ? v
+                           : arith::ExtFOp::create(k.builder(), loc, f32s, v);
+  };
+  Value first = load(k, k.index(0));
+  Value ones = arith::ConstantOp::create(
+      b, loc, f64s, DenseElementsAttr::get(f64s, b.getF64FloatAttr(1.0)));
+  SmallVector<Value> state =
+      k.reduce(k.index(1), k.index(vectors), {first, ones},
+               [&](KernelBuilder &k, Value j, ValueRange acc) {
+                 Value x = load(k, k.muli(j, k.index(kRowLanes)));
+                 auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
+                 return SmallVector<Value>{next, sum};
+               });
+  Value max =
+      treeOf(k, state[0], [&](Value x, Value y) { return k.max(x, y); });
+  Value spread = vector::BroadcastOp::create(b, loc, f32s, max);
+  Value scales =
+      arith::ExtFOp::create(b, loc, f64s, k.exp(k.sub(state[0], spread)));
+  Value sum = treeOf(k, k.mul(state[1], scales),
+                     [&](Value x, Value y) { return k.add(x, y); });
+  return scalarSteps(vectors * kRowLanes, max, sum);
 }
 
 /// The statistics of vocab-parallel logits [rows, V], reduced over the
@@ -71,7 +153,7 @@ struct VocabStats {
 /// one without (null mesh), nullopt.
 FailureOr<std::optional<VocabStats>>
 vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
-                   ArrayAttr axes, Value logits, Value targets) {
+                   ArrayAttr axes, Value logits, Value targets, bool lanes) {
   auto [rows, vocab] = KernelBuilder::rowsCols(logits);
   FailureOr<Value> offset = vocabOffset(k, op, mesh, axes, vocab);
   if (failed(offset))
@@ -86,7 +168,7 @@ vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
   Value stats = k.alloc(MemRefType::get({2, rows}, f32));
   Value localMax = k.alloc(MemRefType::get({rows}, f32));
   k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-    auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
+    auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab, lanes);
     k.store(max, maxBuf, r);
     k.store(max, localMax, r);
     k.store(k.toF32(sum), stats, {k.index(0), r[0]});
@@ -112,7 +194,9 @@ vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
 /// loss = mean over rows of (logsumexp(row) - row[target]),
 /// logsumexp(row) = max + log(sum(exp(row - max))).
 struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
-  using OpConversionPattern::OpConversionPattern;
+  CrossEntropyLowering(TypeConverter &converter, MLIRContext *ctx, bool lanes)
+      : OpConversionPattern(converter, ctx), lanes(lanes) {}
+  bool lanes; // rowMaxSumExp in vector lanes (the CPU)
   LogicalResult
   matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -122,7 +206,7 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
     Value perRow = k.alloc(MemRefType::get({rows}, rewriter.getF32Type()));
     FailureOr<std::optional<VocabStats>> parallel = vocabParallelStats(
-        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets);
+        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets, lanes);
     if (failed(parallel))
       return failure();
     if (std::optional<VocabStats> vp = *parallel) {
@@ -136,7 +220,7 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
       });
     } else {
       k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-        auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
+        auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab, lanes);
         Value target = k.toIndex(k.load(targets, r));
         // (max - picked) + log(sum), in f64 before the one rounding to f32.
         Value picked = k.load(logits, {r[0], target});
@@ -165,7 +249,10 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
 
 /// dlogits[r, v] = (softmax(row)[v] - [v == target]) * dloss / rows.
 struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  CrossEntropyGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                           bool lanes)
+      : OpConversionPattern(converter, ctx), lanes(lanes) {}
+  bool lanes; // rowMaxSumExp in vector lanes (the CPU)
   LogicalResult
   matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -182,7 +269,7 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
       return k.div(dloss, k.f32(static_cast<double>(rows)));
     };
     FailureOr<std::optional<VocabStats>> parallel = vocabParallelStats(
-        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets);
+        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets, lanes);
     if (failed(parallel))
       return failure();
     if (std::optional<VocabStats> vp = *parallel) {
@@ -205,7 +292,7 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
     }
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
       Value scale = rowScale(k);
-      auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab);
+      auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab, lanes);
       Value denom = k.toF32(sum);
       Value target = k.toIndex(k.load(targets, r));
       k.loop({vocab}, [&](KernelBuilder &k, ValueRange v) {
@@ -223,7 +310,8 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
 } // namespace
 
 void mlir::triax::kernels::populateLossPatterns(TypeConverter &converter,
-                                                RewritePatternSet &patterns) {
+                                                RewritePatternSet &patterns,
+                                                bool rowLanes) {
   patterns.add<CrossEntropyLowering, CrossEntropyGradLowering>(
-      converter, patterns.getContext());
+      converter, patterns.getContext(), rowLanes);
 }
