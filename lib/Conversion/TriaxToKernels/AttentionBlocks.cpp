@@ -116,17 +116,10 @@ Row zeroRow(KernelBuilder &k, const AttentionDims &dims) {
 
 /// A row vector's lanes folded to 8: with 16, lane l plus lane l + 8.
 Value foldTo8(KernelBuilder &k, Value v) {
-  int64_t width = cast<VectorType>(v.getType()).getNumElements();
-  if (width == kDotLanes)
+  if (cast<VectorType>(v.getType()).getNumElements() == kDotLanes)
     return v;
-  SmallVector<int64_t> low, high;
-  for (int64_t l = 0; l < kDotLanes; ++l) {
-    low.push_back(l);
-    high.push_back(l + kDotLanes);
-  }
-  OpBuilder &b = k.builder();
-  return k.add(vector::ShuffleOp::create(b, k.getLoc(), v, v, low),
-               vector::ShuffleOp::create(b, k.getLoc(), v, v, high));
+  return halveLanes(
+      k, v, [](KernelBuilder &k, Value x, Value y) { return k.add(x, y); });
 }
 
 /// Row (b, row, head) of a rows view.
@@ -247,13 +240,15 @@ KeyBlock blockAt(KernelBuilder &k, Value first, Value last,
   auto spread = [&](Value x) {
     return vector::BroadcastOp::create(b, loc, indices, x);
   };
+  // (One op per statement: the IR order must not depend on the compiler's
+  // argument evaluation order.)
   SmallVector<int64_t> iota = llvm::to_vector(llvm::seq<int64_t>(0, kDotLanes));
-  Value lanes = k.addi(
-      spread(blk.start),
-      arith::ConstantOp::create(b, loc, indices, b.getIndexVectorAttr(iota)));
-  blk.inside = arith::AndIOp::create(
-      b, loc, k.cmpi(arith::CmpIPredicate::uge, lanes, spread(first)),
-      k.cmpi(arith::CmpIPredicate::ule, lanes, spread(last)));
+  Value offsets =
+      arith::ConstantOp::create(b, loc, indices, b.getIndexVectorAttr(iota));
+  Value lanes = k.addi(spread(blk.start), offsets);
+  Value after = k.cmpi(arith::CmpIPredicate::uge, lanes, spread(first));
+  Value within = k.cmpi(arith::CmpIPredicate::ule, lanes, spread(last));
+  blk.inside = arith::AndIOp::create(b, loc, after, within);
   return blk;
 }
 

@@ -433,26 +433,6 @@ void storeLanes(KernelBuilder &k, Value lanes, Value rows2d, Value b, Value row,
                           headIndex(k, b, row, head, c, dims));
 }
 
-Value halvingSum(KernelBuilder &k, Value v,
-                 function_ref<Value(KernelBuilder &, Value, Value)> combine) {
-  OpBuilder &ob = k.builder();
-  Location loc = k.getLoc();
-  auto half = [&](Value v, int64_t width) {
-    SmallVector<int64_t> low, high;
-    for (int64_t l = 0; l < width; ++l) {
-      low.push_back(l);
-      high.push_back(l + width);
-    }
-    Value lo = vector::ShuffleOp::create(ob, loc, v, v, low);
-    Value hi = vector::ShuffleOp::create(ob, loc, v, v, high);
-    return combine(k, lo, hi);
-  };
-  Value pair = half(half(v, kDotLanes / 2), kDotLanes / 4);
-  Value lane0 = vector::ExtractOp::create(ob, loc, pair, int64_t(0));
-  Value lane1 = vector::ExtractOp::create(ob, loc, pair, int64_t(1));
-  return combine(k, lane0, lane1);
-}
-
 namespace {
 
 /// headDot's lanes as one vector<8xf32>: lane l of the product of features

@@ -58,11 +58,6 @@ Value loadLanes(KernelBuilder &k, Value rows2d, Value b, Value row, Value head,
 void storeLanes(KernelBuilder &k, Value lanes, Value rows2d, Value b, Value row,
                 Value head, Value c, const AttentionDims &dims);
 
-/// The 8 lanes of `v` combined pairwise: [0..3] with [4..7], then [0, 1]
-/// with [2, 3], then lane 0 with lane 1 (a sum in this order is headDot's).
-Value halvingSum(KernelBuilder &k, Value v,
-                 function_ref<Value(KernelBuilder &, Value, Value)> combine);
-
 /// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y`, in
 /// an order fixed by d alone (see AttentionKernels.cpp).
 Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,

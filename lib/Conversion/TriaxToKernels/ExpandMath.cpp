@@ -147,12 +147,22 @@ struct ExpandVectorExp : OpRewritePattern<math::ExpOp> {
     };
     Value r2 = k.mul(r, r);
     Value r4 = k.mul(r2, r2);
-    Value q01 = fma(r, cst(0.5f), cst(1.0f));
-    Value q23 = fma(r, cst(1.0f / 24.0f), cst(1.0f / 6.0f));
-    Value q456 = fma(r2, cst(1.0f / 5040.0f),
-                     fma(r, cst(1.0f / 720.0f), cst(1.0f / 120.0f)));
-    Value q = fma(r4, q456, fma(r2, q23, q01));
-    Value p = fma(r, q, cst(1.0f));
+    // (One op per statement: the IR order must not depend on the
+    // compiler's argument evaluation order.)
+    auto term = [&](Value x, float a, float c) {
+      Value va = cst(a);
+      Value vc = cst(c);
+      return fma(x, va, vc);
+    };
+    Value q01 = term(r, 0.5f, 1.0f);
+    Value q23 = term(r, 1.0f / 24.0f, 1.0f / 6.0f);
+    Value q45 = term(r, 1.0f / 720.0f, 1.0f / 120.0f);
+    Value c6 = cst(1.0f / 5040.0f);
+    Value q456 = fma(r2, c6, q45);
+    Value q0123 = fma(r2, q23, q01);
+    Value q = fma(r4, q456, q0123);
+    Value one = cst(1.0f);
+    Value p = fma(r, q, one);
     // p 2^n as p 2^h 2^(n - h), h = floor(n / 2): both factors normal, the
     // first product exact, the second rounded once (to a subnormal, 0 or
     // +inf at the ends).

@@ -4,6 +4,8 @@
 
 #include "triax/Conversion/RuntimeABI.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 using namespace mlir::triax::kernels;
 
@@ -180,6 +182,30 @@ SmallVector<Value> KernelBuilder::reduce(Value lower, Value upper,
         scf::YieldOp::create(nested, l, next);
       });
   return SmallVector<Value>(loop.getResults());
+}
+
+Value mlir::triax::kernels::halveLanes(
+    KernelBuilder &k, Value v,
+    function_ref<Value(KernelBuilder &, Value, Value)> combine) {
+  int64_t half = cast<VectorType>(v.getType()).getNumElements() / 2;
+  SmallVector<int64_t> low, high;
+  for (int64_t l = 0; l < half; ++l) {
+    low.push_back(l);
+    high.push_back(l + half);
+  }
+  Value lo = vector::ShuffleOp::create(k.builder(), k.getLoc(), v, v, low);
+  Value hi = vector::ShuffleOp::create(k.builder(), k.getLoc(), v, v, high);
+  return combine(k, lo, hi);
+}
+
+Value mlir::triax::kernels::halvingSum(
+    KernelBuilder &k, Value v,
+    function_ref<Value(KernelBuilder &, Value, Value)> combine) {
+  while (cast<VectorType>(v.getType()).getNumElements() > 2)
+    v = halveLanes(k, v, combine);
+  Value lane0 = vector::ExtractOp::create(k.builder(), k.getLoc(), v, 0);
+  Value lane1 = vector::ExtractOp::create(k.builder(), k.getLoc(), v, 1);
+  return combine(k, lane0, lane1);
 }
 
 Value KernelBuilder::indexToF32(Value idx) {

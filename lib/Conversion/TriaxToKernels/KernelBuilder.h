@@ -334,6 +334,17 @@ void accumulateGrad(KernelBuilder &k, int64_t index, Value g);
 void populatePipelinePatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
 
+/// Lanes l and l + w/2 of the w-lane vector `v` (w even) combined: a
+/// vector of w/2 lanes.
+Value halveLanes(KernelBuilder &k, Value v,
+                 function_ref<Value(KernelBuilder &, Value, Value)> combine);
+/// The lanes of `v` (a power of two, at least 2) combined pairwise by
+/// halveLanes down to 2 lanes, then lane 0 with lane 1: for 8 lanes
+/// ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), the order of the flash
+/// kernels' dot products (headDot).
+Value halvingSum(KernelBuilder &k, Value v,
+                 function_ref<Value(KernelBuilder &, Value, Value)> combine);
+
 } // namespace mlir::triax::kernels
 
 #endif // TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H

@@ -65,24 +65,6 @@ std::pair<Value, Value> onlineStep(KernelBuilder &k, Value m, Value s,
 /// Lanes of the vector form (rowLanes).
 constexpr int64_t kRowLanes = 8;
 
-/// The lanes of `v` combined pairwise, lanes l and l + w/2 while w halves
-/// (for 8: ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7))), then lane 0.
-Value treeOf(KernelBuilder &k, Value v,
-             function_ref<Value(Value, Value)> combine) {
-  OpBuilder &b = k.builder();
-  for (int64_t w = kRowLanes; w > 1; w /= 2) {
-    SmallVector<int64_t> low, high;
-    for (int64_t l = 0; l < w / 2; ++l) {
-      low.push_back(l);
-      high.push_back(l + w / 2);
-    }
-    Value lo = vector::ShuffleOp::create(b, k.getLoc(), v, v, low);
-    Value hi = vector::ShuffleOp::create(b, k.getLoc(), v, v, high);
-    v = combine(lo, hi);
-  }
-  return vector::ExtractOp::create(b, k.getLoc(), v, int64_t(0));
-}
-
 /// The max of row `r` of logits [rows, V] and sum(exp(logit - max)) (f64),
 /// in one pass over the row (the online softmax, onlineStep): from m =
 /// logit 0, s = 1. With `lanes` (the CPU) and V >= 16: 8 online states,
@@ -131,13 +113,15 @@ std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
                  auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
                  return SmallVector<Value>{next, sum};
                });
-  Value max =
-      treeOf(k, state[0], [&](Value x, Value y) { return k.max(x, y); });
+  Value max = halvingSum(k, state[0], [](KernelBuilder &k, Value x, Value y) {
+    return k.max(x, y);
+  });
   Value spread = vector::BroadcastOp::create(b, loc, f32s, max);
   Value scales =
       arith::ExtFOp::create(b, loc, f64s, k.exp(k.sub(state[0], spread)));
-  Value sum = treeOf(k, k.mul(state[1], scales),
-                     [&](Value x, Value y) { return k.add(x, y); });
+  Value sum = halvingSum(
+      k, k.mul(state[1], scales),
+      [](KernelBuilder &k, Value x, Value y) { return k.add(x, y); });
   return scalarSteps(vectors * kRowLanes, max, sum);
 }
 

@@ -41,9 +41,9 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4, global_bat
 // CHECK:             %[[START:.*]] = arith.minui %[[FIRST]], %c4 : index
 // CHECK:             %[[SB:.*]] = vector.broadcast %[[START]] : index to vector<8xindex>
 // CHECK:             %[[LANES:.*]] = arith.addi %[[SB]], %{{.*}} : vector<8xindex>
-// CHECK:             %[[LAST:.*]] = arith.cmpi ule, %[[LANES]], %{{.*}} : vector<8xindex>
 // CHECK:             %[[FB:.*]] = vector.broadcast %[[FIRST]] : index to vector<8xindex>
 // CHECK:             %[[AFTER:.*]] = arith.cmpi uge, %[[LANES]], %[[FB]] : vector<8xindex>
+// CHECK:             %[[LAST:.*]] = arith.cmpi ule, %[[LANES]], %{{.*}} : vector<8xindex>
 // CHECK:             %[[INSIDE:.*]] = arith.andi %[[AFTER]], %[[LAST]] : vector<8xi1>
 // Each key row's dot product: 16 products, folded to 8 lanes.
 // CHECK:             %[[K0:.*]] = vector.load %{{.*}} : memref<24x16xf32>, vector<16xf32>

@@ -36,9 +36,10 @@ triax.model @loss config = #triax.train_config<micro_batch = 2, seq = 3, global_
 // CHECK:           vector.shuffle %[[S]]#0, %[[S]]#0 [0, 1, 2, 3]
 // CHECK:           vector.shuffle %[[S]]#0, %[[S]]#0 [4, 5, 6, 7]
 // CHECK:           arith.maximumf %{{.*}}, %{{.*}} : vector<4xf32>
-// CHECK:           arith.maximumf %{{.*}}, %{{.*}} : vector<2xf32>
-// CHECK:           arith.maximumf %{{.*}}, %{{.*}} : vector<1xf32>
-// CHECK:           %[[MAX:.*]] = vector.extract %{{.*}}[0] : f32 from vector<1xf32>
+// CHECK:           %[[M2:.*]] = arith.maximumf %{{.*}}, %{{.*}} : vector<2xf32>
+// CHECK:           %[[M0:.*]] = vector.extract %[[M2]][0] : f32 from vector<2xf32>
+// CHECK:           %[[M1:.*]] = vector.extract %[[M2]][1] : f32 from vector<2xf32>
+// CHECK:           %[[MAX:.*]] = arith.maximumf %[[M0]], %[[M1]] : f32
 // Each lane's sum rescaled to it, then summed in the same tree (f64).
 // CHECK:           %[[MB:.*]] = vector.broadcast %[[MAX]] : f32 to vector<8xf32>
 // CHECK:           %[[SHIFT:.*]] = arith.subf %[[S]]#0, %[[MB]] : vector<8xf32>
@@ -46,9 +47,10 @@ triax.model @loss config = #triax.train_config<micro_batch = 2, seq = 3, global_
 // CHECK:           %[[SCALE64:.*]] = arith.extf %[[SCALE]] : vector<8xf32> to vector<8xf64>
 // CHECK:           arith.mulf %[[S]]#1, %[[SCALE64]] : vector<8xf64>
 // CHECK:           arith.addf %{{.*}}, %{{.*}} : vector<4xf64>
-// CHECK:           arith.addf %{{.*}}, %{{.*}} : vector<2xf64>
-// CHECK:           arith.addf %{{.*}}, %{{.*}} : vector<1xf64>
-// CHECK:           %[[TOTAL:.*]] = vector.extract %{{.*}}[0] : f64 from vector<1xf64>
+// CHECK:           %[[S2:.*]] = arith.addf %{{.*}}, %{{.*}} : vector<2xf64>
+// CHECK:           %[[S0:.*]] = vector.extract %[[S2]][0] : f64 from vector<2xf64>
+// CHECK:           %[[S1:.*]] = vector.extract %[[S2]][1] : f64 from vector<2xf64>
+// CHECK:           %[[TOTAL:.*]] = arith.addf %[[S0]], %[[S1]] : f64
 // The last 4 logits, one at a time, from the combined state.
 // CHECK:           scf.for %{{.*}} = %c24 to %c28 step %c1 iter_args(%{{.*}} = %[[MAX]], %{{.*}} = %[[TOTAL]]) -> (f32, f64) {
 // CHECK:             math.exp %{{.*}} : f32
