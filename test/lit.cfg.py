@@ -51,6 +51,14 @@ if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")) and \
     config.available_features.add("mlir-runner")
     config.substitutions.append(("%mlir_runner_libs", ",".join(runner_libs)))
 
+# A reference BLAS (Debian's libblas3: netlib's loops, not OpenBLAS's
+# kernels), the independent sgemm that test/e2e/blas.test checks --blas
+# against; utils/setup.sh installs it.
+reference_blas = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"
+if os.path.exists(reference_blas):
+    config.available_features.add("reference-blas")
+    config.substitutions.append(("%reference_blas", reference_blas))
+
 # The CUDA target's runtime was built (CUDA toolkit found at configure time,
 # docs/cuda.md): CUDA compile tests say REQUIRES: cuda. No test needs a GPU.
 if os.path.exists(os.path.join(config.triax_obj_root, "runtime",

@@ -8,7 +8,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 
 apt_packages=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools ninja-build
-              ccache libopenmpi-dev openmpi-bin libopenblas-dev cmake g++ python3-pip
+              ccache libopenmpi-dev openmpi-bin libopenblas-dev libblas3 cmake g++ python3-pip
               clang-format git libomp-dev)
 
 if [[ "${TRIAX_SKIP_INSTALL:-0}" != 1 ]]; then

@@ -54,11 +54,17 @@ affinity mask (os.sched_setaffinity) and told n threads:
 The peers' CPU time over wall time during the timed steps is reported, so
 a reader sees how many cores each really used.
 
+Triax runs twice each round: `Triax` with the BLAS its binary links
+(Debian's OpenBLAS) and `Triax + MKL` with the same binary's GEMMs through
+Intel MKL's cblas_sgemm (`--blas .venv/lib/libmkl_rt.so.N`, pip's `mkl`,
+sequential: the OpenMP threads cut the GEMMs as before), the sgemm that
+PyTorch's x86 wheels call; both Triax rows get their ratios to every peer.
+
 The peers run in bench/cpu/.venv (git-ignored), which this script creates
 and fills when torch or jax is missing: pip install torch from the PyTorch
 CPU index, falling back to PyPI's torch (a CUDA build with its libraries,
 several GB, that runs on the CPU just the same) when that index cannot be
-reached, and jax[cpu]. A program that cannot be installed, built or
+reached, and jax[cpu], and pip's mkl for `Triax + MKL`. A program that cannot be installed, built or
 compiled is reported as n/a with the reason.
 
 Usage:
@@ -86,8 +92,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-PROGRAMS = ["triax", "eager", "compile", "jax"]
-LABEL = {"triax": "Triax", "eager": "PyTorch eager", "compile": "torch.compile", "jax": "JAX jit"}
+PROGRAMS = ["triax", "triax-mkl", "eager", "compile", "jax"]
+LABEL = {"triax": "Triax", "triax-mkl": "Triax + MKL", "eager": "PyTorch eager",
+         "compile": "torch.compile", "jax": "JAX jit"}
+TRIAX = ("triax", "triax-mkl")   # the Triax binary: with the linked OpenBLAS, with --blas MKL
 
 MODELS = {
     "small": ["tiny", "--layers", "4", "--hidden", "256", "--heads", "4", "--vocab", "256",
@@ -191,6 +199,28 @@ def ensure_peers(venv, want_torch, want_jax, install):
     return status
 
 
+def ensure_mkl(venv, install):
+    """MKL's libmkl_rt for `triax-mkl` (the sgemm PyTorch's x86 wheels use),
+    pip-installed into the venv as needed; returns (path, None) or (None, reason)."""
+    def find():
+        lib = os.path.join(venv, "lib")
+        names = sorted(f for f in os.listdir(lib) if re.fullmatch(r"libmkl_rt\.so(\.\d+)*", f)) \
+            if os.path.isdir(lib) else []
+        return os.path.join(lib, names[-1]) if names else None
+    path = find()
+    if not path and install:
+        py = venv_python(venv)
+        if not os.path.exists(py):
+            note("creating %s" % venv)
+            subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        note("installing mkl (for Triax --blas) into %s" % venv)
+        subprocess.run([py, "-m", "pip", "install", "--quiet", "mkl"])
+        path = find()
+    if path:
+        return path, None
+    return None, "no libmkl_rt.so in %s/lib%s" % (venv, "" if install else " (--no-install)")
+
+
 def peer_versions(py):
     code = ("import json, importlib\nout = {}\n"
             "for m in ('torch', 'jax', 'jaxlib', 'numpy'):\n"
@@ -270,13 +300,15 @@ class Peer:
 # Triax
 # --------------------------------------------------------------------------
 
-def run_triax(exe, data, init, n, cpus, warmup, steps, work, timeout):
+def run_triax(exe, data, init, n, cpus, warmup, steps, work, timeout, blas=None):
     log = os.path.join(work, "triax-log.jsonl")
     if os.path.exists(log):
         os.remove(log)
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n))
     cmd = [exe, "--steps", str(warmup + steps), "--threads", str(n), "--data", data,
            "--init-from", init, "--lr-schedule", "constant", "--log-every", "1", "--log-json", log]
+    if blas:
+        cmd += ["--blas", blas]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
@@ -317,10 +349,10 @@ def report(results, programs):
       "Ratio = Triax tokens/s / peer tokens/s (> 1: Triax is faster)." % (
           a["rounds"], a["steps"], a["warmup"]))
     w("")
-    peers = [p for p in programs if p != "triax"]
+    peers = [p for p in programs if p not in TRIAX]
+    ours = [p for p in programs if p in TRIAX]
     head = ["model", "threads"] + [LABEL[p] for p in programs]
-    if "triax" in programs:
-        head += ["Triax ÷ %s" % LABEL[p] for p in peers]
+    head += ["%s ÷ %s" % (LABEL[t], LABEL[p]) for t in ours for p in peers]
     w("| " + " | ".join(head) + " |")
     w("|" + "---|" * len(head))
     reasons = []
@@ -328,8 +360,8 @@ def report(results, programs):
         for n, tres in mres["threads"].items():
             progs = tres["programs"]
             row = [name, str(n)] + [fmt_ms(progs[p]) for p in programs]
-            if "triax" in programs:
-                row += ["%.2fx" % tres["ratios"][p] if tres["ratios"].get(p) else "n/a" for p in peers]
+            row += ["%.2fx" % tres["ratios"][t][p] if tres["ratios"][t].get(p) else "n/a"
+                    for t in ours for p in peers]
             w("| " + " | ".join(row) + " |")
             for p in programs:
                 if progs[p].get("reason"):
@@ -428,6 +460,11 @@ def main():
     status = ensure_peers(args.venv, "eager" in programs or "compile" in programs,
                           "jax" in programs, not args.no_install)
     unavailable = {}
+    mkl = None
+    if "triax-mkl" in programs:
+        mkl, why = ensure_mkl(args.venv, not args.no_install)
+        if why:
+            unavailable["triax-mkl"] = why
     for p in programs:
         mod = {"eager": "torch", "compile": "torch", "jax": "jax"}.get(p)
         if mod and status.get(mod):
@@ -478,7 +515,9 @@ def main():
                                              "programs": {p: {} for p in programs}}
                 peers = {}
                 for p in programs:
-                    if p == "triax":
+                    if p in TRIAX:
+                        if p in unavailable:
+                            tres["programs"][p]["reason"] = unavailable[p]
                         continue
                     if p in unavailable:
                         tres["programs"][p]["reason"] = unavailable[p]
@@ -500,16 +539,17 @@ def main():
                     note("  ready in %.1f s; losses %s" % (peer.ready["setup_s"], ", ".join(
                         "%.6f" % x for x in peer.ready["losses"])))
                 rounds = {p: [] for p in programs}
-                live = [p for p in programs if p == "triax" or p in peers]
+                live = [p for p in programs if (p in TRIAX and p not in unavailable) or p in peers]
                 for r in range(args.rounds):
                     order = live[r % len(live):] + live[:r % len(live)] if live else []
                     for p in order:
-                        if p != "triax" and p not in peers:
+                        if p not in TRIAX and p not in peers:
                             continue
-                        if p == "triax":
-                            res = run_triax(exe, data, init, n, cpus, args.warmup, args.steps, work, args.timeout)
+                        if p in TRIAX:
+                            res = run_triax(exe, data, init, n, cpus, args.warmup, args.steps, work,
+                                            args.timeout, blas=mkl if p == "triax-mkl" else None)
                             if "error" not in res:
-                                mres["first_steps"].setdefault("triax", {"params": res["params"],
+                                mres["first_steps"].setdefault(p, {"params": res["params"],
                                                                          "losses": res["losses"][:n_first],
                                                                          "setup_s": compile_s})
                         else:
@@ -545,10 +585,14 @@ def main():
                         pr["cpu_per_wall"] = statistics.median(utils) if utils else None
                     else:
                         pr["median_ms"] = None
-                tri = tres["programs"].get("triax", {}).get("tokens_per_s")
-                tres["ratios"] = {p: (tri / tres["programs"][p]["tokens_per_s"])
-                                  if tri and tres["programs"][p].get("tokens_per_s") else None
-                                  for p in programs if p != "triax"}
+                tres["ratios"] = {}
+                for t in programs:
+                    if t not in TRIAX:
+                        continue
+                    tri = tres["programs"][t].get("tokens_per_s")
+                    tres["ratios"][t] = {p: (tri / tres["programs"][p]["tokens_per_s"])
+                                         if tri and tres["programs"][p].get("tokens_per_s") else None
+                                         for p in programs if p not in TRIAX}
     finally:
         if work_ctx:
             work_ctx.cleanup()

@@ -504,6 +504,10 @@ typedef struct {
                             epoch); default: sequential */
   const char *trace;     /* --trace FILE: the measured timeline of every
                             rank as one Chrome trace JSON (Perfetto) */
+  const char *blas;      /* --blas LIB: the CPU GEMMs through LIB's
+                            cblas_sgemm (trx_blas_load); default NULL = the
+                            TRIAX_BLAS environment variable, else the
+                            linked OpenBLAS */
 } trx_train_args;
 
 /* Sets *out to the defaults. */
@@ -790,6 +794,21 @@ void trx_blas_set_threads(int n);
  * needs to change or the new start failed (with a note). No-op where the
  * binary has no OpenBLAS (CUDA). */
 void trx_blas_select_core(char **argv, int quiet);
+
+/* The CPU GEMMs through another BLAS: dlopens `path` and calls its
+ * cblas_sgemm from then on instead of the linked OpenBLAS's (e.g. Intel
+ * MKL's libmkl_rt.so, as PyTorch uses on x86). Each call must run on the
+ * calling thread, since the kernels' OpenMP threads cut the GEMMs
+ * (trx_gemm_compute): MKL is set to its sequential layer and an OpenBLAS to
+ * one thread. Results are the library's: another summation order than
+ * OpenBLAS's, so losses agree to rounding, not bit for bit. Returns
+ * TRX_ERR_ARG with a message (the path and the loader's reason) when the
+ * library cannot be loaded or has no cblas_sgemm, or in a binary whose
+ * GEMMs run on the GPU. Call before the first GEMM. */
+int trx_blas_load(const char *path, char *err, size_t errlen);
+
+/* The BLAS the CPU GEMMs call, in words (for -v). */
+const char *trx_blas_describe(void);
 
 /* The state buffers of each parameter (StateKind in RuntimeABI.h). */
 enum trx_state_kind {

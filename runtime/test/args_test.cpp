@@ -64,6 +64,7 @@ void testDefaults() {
   CHECK_EQ(a.val_batches, int64_t(8));
   CHECK_EQ(a.min_lr_ratio, 0.1f);
   CHECK_EQ(a.stop_at, int64_t(0));
+  CHECK(a.blas == nullptr);
   trx_train_args d;
   trx_train_args_default(&d);
   CHECK(memcmp(&a, &d, sizeof(a)) == 0);
@@ -97,9 +98,11 @@ void testAllFlags() {
 
   // The driver's flags.
   CHECK_EQ(parse("--save-init init.safetensors --threads 4 --val-batches 3 "
-                 "--min-lr-ratio 0 --stop-at 40 --steps 50",
+                 "--min-lr-ratio 0 --stop-at 40 --steps 50 "
+                 "--blas /opt/mkl/libmkl_rt.so.2",
                  a, err),
            TRX_OK);
+  CHECK_STREQ(a.blas, "/opt/mkl/libmkl_rt.so.2");
   CHECK_STREQ(a.save_init, "init.safetensors");
   CHECK_EQ(a.threads, int64_t(4));
   CHECK_EQ(a.val_batches, int64_t(3));

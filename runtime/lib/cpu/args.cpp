@@ -48,6 +48,7 @@ const Option kOptions[] = {
     {"--trace", Kind::Path, TRX_FIELD(trace)},
     {"--save-init", Kind::Path, TRX_FIELD(save_init)},
     {"--threads", Kind::Int, TRX_FIELD(threads)},
+    {"--blas", Kind::Path, TRX_FIELD(blas)},
     {"--val-batches", Kind::Int, TRX_FIELD(val_batches)},
     {"--min-lr-ratio", Kind::Float, TRX_FIELD(min_lr_ratio)},
     {"--stop-at", Kind::Int, TRX_FIELD(stop_at)},
@@ -253,6 +254,9 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "  --threads N           threads of the kernels and GEMMs (default 0\n"
       "                        = OMP_NUM_THREADS, else the CPUs shared\n"
       "                        among the ranks on this machine)\n"
+      "  --blas LIB            the CPU GEMMs through LIB's cblas_sgemm, e.g.\n"
+      "                        MKL's libmkl_rt.so (default: $TRIAX_BLAS,\n"
+      "                        else the linked OpenBLAS)\n"
       "\n"
       "Evaluation and checkpoints:\n"
       "  --eval-every N        validate every N steps (default 0 = only\n"

@@ -980,6 +980,11 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   // Before anything else runs: a CPU newer than OpenBLAS may need its
   // kernels named and the program started again (the note with -v).
   trx_blas_select_core(argv, a.verbose == 0);
+  const char *blas = a.blas ? a.blas : std::getenv("TRIAX_BLAS");
+  if (blas && *blas && trx_blas_load(blas, err, sizeof(err)) != TRX_OK) {
+    printError("%s%s", a.blas ? "--blas " : "TRIAX_BLAS=", err);
+    return 2;
+  }
   std::string msg;
   if (!validateModel(model, msg)) {
     printError("%s", msg.c_str());
@@ -1066,6 +1071,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
                                   : "all coordinates 0");
     if (trx_dist_initialized() && trx_comm_describe(coords, sizeof(coords)))
       printf("comm: %s\n", coords);
+    printf("blas: %s\n", trx_blas_describe());
     // This rank's pieces of the distributed parameters, in one write so
     // that the ranks' lines do not interleave.
     std::string pieces;

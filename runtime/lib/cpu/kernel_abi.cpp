@@ -5,8 +5,9 @@
 //    their _batched forms, trx_sgemm_bias and trx_gemm_bf16_bias, and the
 //    GELU epilogues trx_sgemm_bias_gelu, trx_gemm_bf16_bias_gelu,
 //    trx_sgemm_dgelu, trx_gemm_bf16_dgelu): one checker (shapes, strides,
-//    overlap) in front of trx_gemm_compute, OpenBLAS cblas_sgemm here
-//    (weak; cuBLASLt in the CUDA runtime), the GELU formulas on the host
+//    overlap) in front of trx_gemm_compute, OpenBLAS cblas_sgemm here, or
+//    another library's (trx_blas_load, --blas) (weak; cuBLASLt in the
+//    CUDA runtime), the GELU formulas on the host
 //    (trx_gemm_epilogue_host, also the CUDA runtime's fallback);
 //  - _mlir_ciface_trx_state_1d/2d: views of the runtime-owned parameter,
 //    AdamW and gradient buffers bound with trx_state_bind;
@@ -30,6 +31,7 @@
 #include "triax_rt.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -812,6 +814,70 @@ void resizeScratch(std::vector<float> &v, int64_t n) {
 
 namespace {
 
+/// The sgemm the CPU backend calls: the linked OpenBLAS's, or the one of the
+/// library trx_blas_load opened (--blas, TRIAX_BLAS).
+using SgemmFn = decltype(&cblas_sgemm);
+SgemmFn sgemmFn = &cblas_sgemm;
+std::string loadedBlas; // its description (trx_blas_describe)
+
+} // namespace
+
+extern "C" int trx_blas_load(const char *path, char *err, size_t errlen) {
+  if (!path || !*path)
+    return fail(TRX_ERR_ARG, err, errlen, "empty path");
+  if (!openblas_get_corename())
+    return fail(TRX_ERR_ARG, err, errlen,
+                "%s: this binary runs its GEMMs on the GPU (cuBLAS); a BLAS "
+                "library is for the CPU's",
+                path);
+  // DEEPBIND: the library's own symbols first (a reference BLAS's
+  // cblas_sgemm calls its own sgemm_, not the linked OpenBLAS's).
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  if (!lib)
+    return fail(TRX_ERR_ARG, err, errlen, "%s: cannot load it: %s", path,
+                dlerror());
+  auto fn = reinterpret_cast<SgemmFn>(dlsym(lib, "cblas_sgemm"));
+  if (!fn) {
+    dlclose(lib);
+    return fail(TRX_ERR_ARG, err, errlen, "%s: the library has no cblas_sgemm",
+                path);
+  }
+  // One thread per call, as the linked OpenBLAS runs under OpenMP: the
+  // kernels' threads cut the GEMMs (trx_gemm_compute). MKL's layer must be
+  // chosen before its first call (1 = MKL_THREADING_SEQUENTIAL).
+  std::string what = path;
+  if (auto layer = reinterpret_cast<int (*)(int)>(
+          dlsym(lib, "MKL_Set_Threading_Layer"))) {
+    layer(1);
+    if (auto version = reinterpret_cast<void (*)(char *, int)>(
+            dlsym(lib, "MKL_Get_Version_String"))) {
+      char buf[200] = {0};
+      version(buf, int(sizeof(buf)) - 1);
+      what += std::string(" (") + buf + ", sequential)";
+    }
+  } else if (auto threads = reinterpret_cast<void (*)(int)>(
+                 dlsym(lib, "openblas_set_num_threads"))) {
+    threads(1);
+  }
+  sgemmFn = fn;
+  loadedBlas = what;
+  return TRX_OK;
+}
+
+extern "C" const char *trx_blas_describe(void) {
+  if (!loadedBlas.empty())
+    return loadedBlas.c_str();
+  static std::string linked;
+  if (linked.empty()) {
+    const char *core = openblas_get_corename(); // NULL: no OpenBLAS (CUDA)
+    linked = core ? std::string("the linked OpenBLAS, ") + core + " kernels"
+                  : std::string("none (the GEMMs run on the device)");
+  }
+  return linked.c_str();
+}
+
+namespace {
+
 /// The CPU backend's GEMM without an epilogue (the bias, if any, included).
 void cpuGemm(const trx_gemm_problem *problem) {
   // A bias: C = bias on every row, then the product accumulated with
@@ -836,11 +902,11 @@ void cpuGemm(const trx_gemm_problem *problem) {
   int M = int(p->M), N = int(p->N), K = int(p->K);
   if (p->type == TRX_GEMM_F32) {
     for (int64_t i = 0; i < p->batch; ++i)
-      cblas_sgemm(
-          CblasRowMajor, ta, tb, M, N, K, p->alpha,
-          static_cast<const float *>(p->A) + i * p->strideA, int(p->lda),
-          static_cast<const float *>(p->B) + i * p->strideB, int(p->ldb),
-          p->beta, static_cast<float *>(p->C) + i * p->strideC, int(p->ldc));
+      sgemmFn(CblasRowMajor, ta, tb, M, N, K, p->alpha,
+              static_cast<const float *>(p->A) + i * p->strideA, int(p->lda),
+              static_cast<const float *>(p->B) + i * p->strideB, int(p->ldb),
+              p->beta, static_cast<float *>(p->C) + i * p->strideC,
+              int(p->ldc));
     return;
   }
   // Stored A is (transA ? K x M : M x K), B (transB ? N x K : K x N).
@@ -863,16 +929,16 @@ void cpuGemm(const trx_gemm_problem *problem) {
     lastA = ai;
     lastB = bi;
     if (p->type == TRX_GEMM_BF16_F32) {
-      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, p->alpha, a.data(),
-                  int(aCols), b.data(), int(bCols), p->beta,
-                  static_cast<float *>(p->C) + i * p->strideC, int(p->ldc));
+      sgemmFn(CblasRowMajor, ta, tb, M, N, K, p->alpha, a.data(), int(aCols),
+              b.data(), int(bCols), p->beta,
+              static_cast<float *>(p->C) + i * p->strideC, int(p->ldc));
       continue;
     }
     uint16_t *ci = static_cast<uint16_t *>(p->C) + i * p->strideC;
     if (p->beta != 0.0f)
       widen(ci, p->M, p->N, p->ldc, c.data());
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, p->alpha, a.data(), int(aCols),
-                b.data(), int(bCols), p->beta, c.data(), N);
+    sgemmFn(CblasRowMajor, ta, tb, M, N, K, p->alpha, a.data(), int(aCols),
+            b.data(), int(bCols), p->beta, c.data(), N);
     for (int64_t r = 0; r < p->M; ++r)
       for (int64_t j = 0; j < p->N; ++j)
         ci[r * p->ldc + j] = f32ToBf16(c[size_t(r * p->N + j)]);
