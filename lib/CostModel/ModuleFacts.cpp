@@ -58,19 +58,36 @@ bool onlyAccumulated(mlir::Value v) {
   return false;
 }
 
+/// Whether the CPU lowering writes `op`'s gradient over its logits
+/// (convert-triax-to-kernels{loss-grad-in-place}): the logits are an op's
+/// result (not a parameter or gradient view, not a block argument) of the
+/// gradient's type, and every other reader of them comes before `op` in its
+/// block.
+bool gradOverwritesLogits(mlir::triax::CrossEntropyGradOp op) {
+  mlir::Value logits = op.getLogits();
+  mlir::Operation *def = logits.getDefiningOp();
+  if (!def || llvm::isa<mlir::triax::GetParamOp, mlir::triax::GetGradOp>(def) ||
+      logits.getType() != op.getType())
+    return false;
+  return llvm::all_of(logits.getUsers(), [&](mlir::Operation *user) {
+    return user == op.getOperation() ||
+           (user->getBlock() == op->getBlock() && user->isBeforeInBlock(op));
+  });
+}
+
 /// [A9] The peak bytes of the tensors one call of `fn` holds at once, as the
 /// CPU lowering allocates them: every tensor result of an op is a new
 /// buffer (but an f32 weight gradient that only its accumulate_grad reads,
-/// which the GEMM adds into the gradient buffer), freed after the last use
-/// of it or of what aliases it (a
-/// triax.block's region arguments alias its operands and its results the
-/// values its body yields); parameter and gradient reads are views of the
-/// state, not allocations. The ops of the blocks are taken in order, as
-/// the kernel conversion inlines them. Kernel scratch and what the
-/// elementwise fusion saves are not modelled. `callPeak`, when given, is
-/// the peak of a call's own buffers (0: not a call): while the callee runs,
-/// the caller's live buffers stay (a pipeline stage's schedule calling its
-/// stage functions; their results are then the caller's buffers).
+/// which the GEMM adds into the gradient buffer, and a cross-entropy
+/// gradient written over its logits, gradOverwritesLogits), freed after the
+/// last use of it or of what aliases it (a triax.block's region arguments alias
+/// its operands and its results the values its body yields); parameter and
+/// gradient reads are views of the state, not allocations. The ops of the
+/// blocks are taken in order, as the kernel conversion inlines them. Kernel
+/// scratch and what the elementwise fusion saves are not modelled. `callPeak`,
+/// when given, is the peak of a call's own buffers (0: not a call): while the
+/// callee runs, the caller's live buffers stay (a pipeline stage's schedule
+/// calling its stage functions; their results are then the caller's buffers).
 int64_t activationPeakFromLiveness(
     mlir::Block &entry,
     llvm::function_ref<int64_t(mlir::Operation *)> callPeak = nullptr) {
@@ -96,6 +113,9 @@ int64_t activationPeakFromLiveness(
         continue;
       }
       order.push_back(&op);
+      if (auto grad = llvm::dyn_cast<mlir::triax::CrossEntropyGradOp>(op))
+        if (gradOverwritesLogits(grad))
+          alias[grad.getResult()] = grad.getLogits();
     }
   };
   flatten(entry);
@@ -113,6 +133,8 @@ int64_t activationPeakFromLiveness(
     bool view = name == "triax.get_param" || name == "triax.get_grad" ||
                 (name == "triax.linear_weight_grad" &&
                  onlyAccumulated(op->getResult(0)));
+    if (auto grad = llvm::dyn_cast<mlir::triax::CrossEntropyGradOp>(op))
+      view = gradOverwritesLogits(grad);
     if (callPeak)
       peak = std::max(peak, live + callPeak(op));
     if (!view)

@@ -142,6 +142,8 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // Cross-entropy's online max and sum in 8 vector lanes (the last bits of
   // the loss change: LossKernels.cpp).
   kernels.rowLanes = true;
+  // ... and its gradient over the logits' buffer (bit-identical).
+  kernels.lossGradInPlace = true;
   // The clipping scale read once in front of the AdamW loops (vectorized).
   kernels.scalarsBeforeNests = true;
   // Weight gradients go straight into the gradient buffers (OpenBLAS,

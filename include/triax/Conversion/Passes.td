@@ -163,6 +163,14 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "exp per 8 logits where the scalar form chains a libm exp per "
            "logit. The last bits of the loss change (the CPU pipeline sets "
            "it; LossKernels.cpp)">,
+    Option<"lossGradInPlace", "loss-grad-in-place", "bool",
+           /*default=*/"false",
+           "The cross-entropy's gradient written over its logits' buffer "
+           "(each element read, then overwritten, by the same iteration) "
+           "when that buffer is the kernels' own and nothing after the "
+           "gradient reads the logits: no second [tokens, V] buffer (gpt2: "
+           "51 MB at 256 tokens). The same arithmetic, bit for bit (the CPU "
+           "pipeline sets it; LossKernels.cpp)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -311,9 +311,10 @@ void populateAttentionPatterns(TypeConverter &converter,
                                StringRef attention = "flash",
                                bool vectorDots = false, bool keyBlocks = false);
 /// rowLanes: the cross-entropy's row statistics in 8 vector lanes (the
-/// CPU; LossKernels.cpp, rowMaxSumExp).
+/// CPU; LossKernels.cpp, rowMaxSumExp). gradInPlace: its gradient over the
+/// logits' buffer where nothing reads them afterwards.
 void populateLossPatterns(TypeConverter &converter, RewritePatternSet &patterns,
-                          bool rowLanes = false);
+                          bool rowLanes = false, bool gradInPlace = false);
 void populateCollectivePatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
 void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,

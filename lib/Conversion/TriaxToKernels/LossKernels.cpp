@@ -13,7 +13,10 @@
 // pipeline) the row's pass runs 8 online states in vector lanes, one vector
 // load and one vector exp per 8 logits, combined in a fixed tree after the
 // row (rowMaxSumExp): the same on every run, the last bits differ from the
-// scalar pass.
+// scalar pass. With loss-grad-in-place (the CPU pipeline) the gradient
+// overwrites the logits' buffer where that is safe (gradientBuffer): each
+// element is read and then written by the same iteration, after the row's
+// statistics, so no second [rows, V] buffer exists.
 //
 // Vocab-parallel (`vocab_parallel over @mesh [axes]`): each rank holds V
 // columns of the vocabulary starting at its position in the group times V.
@@ -232,16 +235,40 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
 };
 
 /// dlogits[r, v] = (softmax(row)[v] - [v == target]) * dloss / rows.
+/// The buffer `op`'s gradient goes to: with `inPlace`, the logits' own
+/// buffer when the kernels allocated it (not a function argument, a view or
+/// a parameter), it has the gradient's type, and every other reader of the
+/// logits comes before `op` in its block (so none reads them after they
+/// are overwritten, and the buffer is not yielded or returned); else a
+/// new one. The buffer is freed after the gradient's last use
+/// (insertDeallocs follows the value).
+Value gradientBuffer(KernelBuilder &k, CrossEntropyGradOp op, Value logits,
+                     bool inPlace) {
+  auto type = cast<MemRefType>(logits.getType());
+  bool owned = logits.getDefiningOp<memref::AllocOp>() != nullptr;
+  bool sameType = type.getShape() == op.getType().getShape() &&
+                  type.getElementType() == op.getType().getElementType() &&
+                  type.getLayout().isIdentity();
+  bool readBefore = llvm::all_of(op.getLogits().getUsers(), [&](Operation *u) {
+    return u == op.getOperation() ||
+           (u->getBlock() == op->getBlock() && u->isBeforeInBlock(op));
+  });
+  if (inPlace && owned && sameType && readBefore)
+    return logits;
+  return k.alloc(op.getType());
+}
+
 struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
   CrossEntropyGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                           bool lanes)
-      : OpConversionPattern(converter, ctx), lanes(lanes) {}
-  bool lanes; // rowMaxSumExp in vector lanes (the CPU)
+                           bool lanes, bool inPlace)
+      : OpConversionPattern(converter, ctx), lanes(lanes), inPlace(inPlace) {}
+  bool lanes;   // rowMaxSumExp in vector lanes (the CPU)
+  bool inPlace; // the gradient over the logits where safe (the CPU)
   LogicalResult
   matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
-    Value outBuf = k.alloc(op.getType());
+    Value outBuf = gradientBuffer(k, op, adaptor.getLogits(), inPlace);
     Value logits = k.rows(adaptor.getLogits()), out = k.rows(outBuf);
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
@@ -295,7 +322,10 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
 
 void mlir::triax::kernels::populateLossPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                bool rowLanes) {
-  patterns.add<CrossEntropyLowering, CrossEntropyGradLowering>(
-      converter, patterns.getContext(), rowLanes);
+                                                bool rowLanes,
+                                                bool gradInPlace) {
+  patterns.add<CrossEntropyLowering>(converter, patterns.getContext(),
+                                     rowLanes);
+  patterns.add<CrossEntropyGradLowering>(converter, patterns.getContext(),
+                                         rowLanes, gradInPlace);
 }

@@ -996,7 +996,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateNormPatterns(converter, patterns, columnSumsByRows);
   populateAttentionPatterns(converter, patterns, attention, vectorDots,
                             keyBlocks);
-  populateLossPatterns(converter, patterns, rowLanes);
+  populateLossPatterns(converter, patterns, rowLanes, lossGradInPlace);
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);
   populateCollectivePatterns(converter, patterns);
