@@ -39,9 +39,23 @@ int64_t numElements(mlir::Type type) {
   return shaped.getNumElements();
 }
 
+/// Whether `op` is a triax.add whose only reader is a triax.accumulate_grad
+/// in its block: accumulate-in-gemm accumulates its two terms one by one
+/// (splitAccumulatedSums), so the sum has no buffer.
+bool splitAccumulated(mlir::Operation *op) {
+  auto sum = llvm::dyn_cast<mlir::triax::AddOp>(op);
+  if (!sum || !sum->hasOneUse() || sum.getLhs().getType() != sum.getType() ||
+      sum.getRhs().getType() != sum.getType())
+    return false;
+  mlir::Operation *user = *sum->getUsers().begin();
+  return llvm::isa<mlir::triax::AccumulateGradOp>(user) &&
+         user->getBlock() == sum->getBlock();
+}
+
 /// Whether an f32 gradient's only reader is a triax.accumulate_grad, through
-/// the yields of the triax.blocks it leaves (the lowering inlines them):
-/// accumulate-in-gemm then computes it into the gradient buffer.
+/// the yields of the triax.blocks it leaves (the lowering inlines them) or
+/// a sum accumulated term by term (splitAccumulated): accumulate-in-gemm
+/// then computes it into the gradient buffer.
 bool onlyAccumulated(mlir::Value v) {
   auto type = llvm::dyn_cast<mlir::ShapedType>(v.getType());
   if (!type || !type.getElementType().isF32())
@@ -49,7 +63,8 @@ bool onlyAccumulated(mlir::Value v) {
   while (v.hasOneUse()) {
     mlir::OpOperand &use = *v.use_begin();
     mlir::Operation *user = use.getOwner();
-    if (llvm::isa<mlir::triax::AccumulateGradOp>(user))
+    if (llvm::isa<mlir::triax::AccumulateGradOp>(user) ||
+        splitAccumulated(user))
       return true;
     if (!llvm::isa<mlir::triax::YieldOp>(user))
       return false;
@@ -77,8 +92,9 @@ bool gradOverwritesLogits(mlir::triax::CrossEntropyGradOp op) {
 
 /// [A9] The peak bytes of the tensors one call of `fn` holds at once, as the
 /// CPU lowering allocates them: every tensor result of an op is a new
-/// buffer (but an f32 weight gradient that only its accumulate_grad reads,
-/// which the GEMM adds into the gradient buffer, and a cross-entropy
+/// buffer (but an f32 weight or embedding gradient that only its
+/// accumulate_grad reads, alone or as a term of a sum it reads, which the
+/// GEMM or the scatter adds into the gradient buffer, and a cross-entropy
 /// gradient written over its logits, gradOverwritesLogits), freed after the
 /// last use of it or of what aliases it (a triax.block's region arguments alias
 /// its operands and its results the values its body yields); parameter and
@@ -131,8 +147,10 @@ int64_t activationPeakFromLiveness(
   for (auto [pos, op] : llvm::enumerate(order)) {
     llvm::StringRef name = op->getName().getStringRef();
     bool view = name == "triax.get_param" || name == "triax.get_grad" ||
-                (name == "triax.linear_weight_grad" &&
-                 onlyAccumulated(op->getResult(0)));
+                ((name == "triax.linear_weight_grad" ||
+                  name == "triax.embedding_grad") &&
+                 onlyAccumulated(op->getResult(0))) ||
+                splitAccumulated(op);
     if (auto grad = llvm::dyn_cast<mlir::triax::CrossEntropyGradOp>(op))
       view = gradOverwritesLogits(grad);
     if (callPeak)

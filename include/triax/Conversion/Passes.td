@@ -75,7 +75,14 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     Without `column-sums-by-rows`, a bias gradient (a column sum) whose
     only user is its `triax.accumulate_grad` also adds its sum into the
     gradient buffer in its own kernel: the same single f32 addition, so
-    the same bits. (By rows, the CPU's form, it keeps its buffer.)
+    the same bits. (By rows, the CPU's form, it keeps its buffer.) An
+    embedding gradient whose only user is its `triax.accumulate_grad`
+    scatters its rows into the gradient buffer (no zeroed [V, d] table, no
+    accumulation pass). And `accumulate_grad @p, (a + b)`, the sum's only
+    use (a tied embedding: the LM head's dW plus the embedding's scatter),
+    is accumulated term by term first, so that both terms go into the
+    buffer where they are made: (g + a) + b where it was g + (a + b); gpt2's
+    activation peak drops by two [V, d] buffers.
 
     `attention` (default `flash`): `triax.attention` is one parallel nest
     over (batch, head, query) with an online softmax over the visible keys
@@ -120,8 +127,9 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            /*default=*/"false",
            "A weight gradient whose only user is its triax.accumulate_grad "
            "is one GEMM adding into the gradient buffer (beta = 1) instead "
-           "of a GEMM into a new buffer and an accumulation kernel (both "
-           "pipelines set it)">,
+           "of a GEMM into a new buffer and an accumulation kernel; an "
+           "embedding gradient scatters into the buffer; an accumulated sum "
+           "is accumulated term by term (both pipelines set it)">,
     Option<"columnSumsByRows", "column-sums-by-rows", "bool",
            /*default=*/"false",
            "The column sums of triax.bias_grad and of the LayerNorm and "

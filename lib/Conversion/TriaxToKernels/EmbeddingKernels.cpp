@@ -9,6 +9,8 @@
 
 #include "KernelBuilder.h"
 
+#include "triax/Conversion/RuntimeABI.h"
+
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include <algorithm>
@@ -63,8 +65,9 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
 /// are broadcast to a warp and stay in cache).
 struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   EmbeddingGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                        int64_t gradThreads)
-      : OpConversionPattern(converter, ctx), gradThreads(gradThreads) {}
+                        int64_t gradThreads, const ParamIndex *params)
+      : OpConversionPattern(converter, ctx), gradThreads(gradThreads),
+        params(params) {}
 
   LogicalResult
   matchAndRewrite(EmbeddingGradOp op, OpAdaptor adaptor,
@@ -75,7 +78,20 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
         vocabOffset(k, op, op.getMeshAttr(), op.getAxesAttr(), vocab);
     if (failed(offset))
       return failure();
-    Value table = k.allocFilled(op.getType(), 0.0);
+    // accumulate-in-gemm: a gradient that only its accumulate_grad reads
+    // scatters into the parameter's gradient buffer (no zeroed table, no
+    // accumulation pass); each element's additions in the same order.
+    AccumulateGradOp into = accumulatedInto(op, params);
+    Value table;
+    if (into) {
+      auto type =
+          cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
+      table =
+          k.state(::triax::rt::kGrad, params->lookup(into.getParam()), type);
+      rewriter.eraseOp(into);
+    } else {
+      table = k.allocFilled(op.getType(), 0.0);
+    }
     Value ids = k.flat(adaptor.getIndices());
     Value dy = k.rows(adaptor.getResultGrad());
     auto [tokens, hidden] = KernelBuilder::rowsCols(dy);
@@ -129,14 +145,15 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   }
 
   int64_t gradThreads;
+  const ParamIndex *params;
 };
 
 } // namespace
 
 void mlir::triax::kernels::populateEmbeddingPatterns(
     TypeConverter &converter, RewritePatternSet &patterns,
-    int64_t embeddingGradThreads) {
+    int64_t embeddingGradThreads, const ParamIndex *params) {
   patterns.add<EmbeddingLowering>(converter, patterns.getContext());
   patterns.add<EmbeddingGradLowering>(converter, patterns.getContext(),
-                                      embeddingGradThreads);
+                                      embeddingGradThreads, params);
 }

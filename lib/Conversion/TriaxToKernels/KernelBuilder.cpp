@@ -454,3 +454,16 @@ void declareRuntimeFunctions(ModuleOp module) {
                          b.getFunctionType({}, {i64}))
         .setPrivate();
 }
+
+mlir::triax::AccumulateGradOp
+mlir::triax::kernels::accumulatedInto(Operation *gradient,
+                                      const ParamIndex *params) {
+  auto type = cast<ShapedType>(gradient->getResult(0).getType());
+  if (!params || !gradient->hasOneUse() || !type.getElementType().isF32())
+    return {};
+  auto into = dyn_cast<AccumulateGradOp>(*gradient->getUsers().begin());
+  if (!into || into->getBlock() != gradient->getBlock() ||
+      !params->count(into.getParam()))
+    return {};
+  return into;
+}

@@ -10,6 +10,8 @@
 #ifndef TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H
 #define TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H
 
+#include "triax/Dialect/Triax/IR/Triax.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -294,9 +296,17 @@ void populateElementwisePatterns(TypeConverter &converter,
                                  bool fuseParamCopies = false,
                                  int64_t kernelParamBytes = 4352);
 /// embeddingGradThreads: see convert-triax-to-kernels' option.
+/// With `params` (accumulate-in-gemm), an embedding gradient that only its
+/// accumulate_grad reads scatters into the gradient buffer.
 void populateEmbeddingPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
-                               int64_t embeddingGradThreads = 0);
+                               int64_t embeddingGradThreads = 0,
+                               const ParamIndex *params = nullptr);
+/// The accumulate_grad that is `gradient`'s only user (in its block), when
+/// the producer can add into the f32 gradient buffer itself (`params` given
+/// and naming the parameter); null otherwise.
+triax::AccumulateGradOp accumulatedInto(Operation *gradient,
+                                        const ParamIndex *params);
 /// columnSumsByRows: the weight and bias gradients are columnSums by rows.
 void populateNormPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           bool columnSumsByRows = false);

@@ -173,20 +173,6 @@ struct BiasAddLowering : OpConversionPattern<BiasAddOp> {
   }
 };
 
-/// The accumulate_grad that is `gradient`'s only user (in its block), when
-/// the producer can add into the f32 gradient buffer itself; null otherwise.
-AccumulateGradOp accumulatedInto(Operation *gradient,
-                                 const ParamIndex *params) {
-  auto type = cast<ShapedType>(gradient->getResult(0).getType());
-  if (!params || !gradient->hasOneUse() || !type.getElementType().isF32())
-    return {};
-  auto into = dyn_cast<AccumulateGradOp>(*gradient->getUsers().begin());
-  if (!into || into->getBlock() != gradient->getBlock() ||
-      !params->count(into.getParam()))
-    return {};
-  return into;
-}
-
 /// dW = x^T dy ([in, out]) or dy^T x ([out, in]), summed over tokens by the
 /// GEMM itself.
 ///

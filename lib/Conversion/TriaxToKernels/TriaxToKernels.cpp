@@ -109,6 +109,30 @@ static void hoistParamCopies(func::FuncOp fn, bool mark) {
     }
 }
 
+/// accumulate-in-gemm: `accumulate_grad @p, (a + b)`, the sum's only use,
+/// becomes `accumulate_grad @p, a` then `accumulate_grad @p, b`, so that
+/// each term can go into the gradient buffer where it is made (a tied
+/// embedding's two gradients: the LM head's GEMM adds its dW into the
+/// buffer, the embedding's scatter adds its rows there) instead of two
+/// [V, d] buffers, their sum's buffer and an accumulation pass. The
+/// buffer's value is (g + a) + b where it was g + (a + b).
+static void splitAccumulatedSums(func::FuncOp fn) {
+  SmallVector<AccumulateGradOp> accumulates;
+  fn.walk([&](AccumulateGradOp op) { accumulates.push_back(op); });
+  for (AccumulateGradOp op : accumulates) {
+    auto sum = op.getGrad().getDefiningOp<AddOp>();
+    if (!sum || !sum->hasOneUse() || sum->getBlock() != op->getBlock() ||
+        sum.getLhs().getType() != sum.getType() ||
+        sum.getRhs().getType() != sum.getType())
+      continue;
+    OpBuilder b(op);
+    AccumulateGradOp::create(b, op.getLoc(), op.getParamAttr(), sum.getLhs());
+    AccumulateGradOp::create(b, op.getLoc(), op.getParamAttr(), sum.getRhs());
+    op.erase();
+    sum.erase();
+  }
+}
+
 /// Moves `fn` to the module as `name` and makes it return its 0-d tensor
 /// results as f32 scalars.
 static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name,
@@ -946,6 +970,9 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   // functions a pipeline replaced): it goes now, before the conversion.
   for (func::FuncOp fn : llvm::to_vector(model.getOps<func::FuncOp>()))
     fn.erase();
+  if (accumulateInGemm)
+    for (func::FuncOp fn : module.getOps<func::FuncOp>())
+      splitAccumulatedSums(fn);
   // Parameter reads keep referring to the model's symbols until they are
   // rewritten; the model goes once the conversion is done.
   declareRuntimeFunctions(module);
@@ -992,7 +1019,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                          accumulateInGemm, columnSumsByRows);
   populateElementwisePatterns(converter, patterns, fuseOptimizer,
                               kernelParamBytes);
-  populateEmbeddingPatterns(converter, patterns, embeddingGradThreads);
+  populateEmbeddingPatterns(converter, patterns, embeddingGradThreads,
+                            accumulateInGemm ? &params : nullptr);
   populateNormPatterns(converter, patterns, columnSumsByRows);
   populateAttentionPatterns(converter, patterns, attention, vectorDots,
                             keyBlocks);
