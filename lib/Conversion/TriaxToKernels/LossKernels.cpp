@@ -234,7 +234,6 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   }
 };
 
-/// dlogits[r, v] = (softmax(row)[v] - [v == target]) * dloss / rows.
 /// The buffer `op`'s gradient goes to: with `inPlace`, the logits' own
 /// buffer when the kernels allocated it (not a function argument, a view or
 /// a parameter), it has the gradient's type, and every other reader of the
@@ -258,6 +257,7 @@ Value gradientBuffer(KernelBuilder &k, CrossEntropyGradOp op, Value logits,
   return k.alloc(op.getType());
 }
 
+/// dlogits[r, v] = (softmax(row)[v] - [v == target]) * dloss / rows.
 struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
   CrossEntropyGradLowering(TypeConverter &converter, MLIRContext *ctx,
                            bool lanes, bool inPlace)
