@@ -34,6 +34,7 @@
 
 #include "triax/Conversion/KernelsToGPU/HostPrivate.h"
 #include "triax/Conversion/RuntimeABI.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1828,7 +1829,7 @@ void triax::cost::printKernelReportJSON(llvm::raw_ostream &os,
       {"hbm_bandwidth", r.hardware.hbmBandwidth},
       {"step", llvm::json::Object{{"global_batch", r.globalBatch},
                                   {"micro_batch", r.microBatch},
-                                  {"dp", r.dp},
+                                  {mlir::dist::axisName(TRX_AXIS_DATA), r.dp},
                                   {"accum", r.accum}}},
       {"entries", std::move(entries)},
       {"items", std::move(items)},

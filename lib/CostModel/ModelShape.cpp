@@ -82,13 +82,13 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
 
   mlir::func::FuncOp forward;
   model.walk([&](mlir::func::FuncOp f) {
-    if (f.getSymName() == "forward")
+    if (f.getSymName() == mlir::triax::ModelOp::kForwardName)
       forward = f;
   });
   if (!forward) {
     bool trained = false;
     model.walk([&](mlir::func::FuncOp f) {
-      trained |= f.getSymName() == "forward_backward";
+      trained |= f.getSymName() == mlir::triax::ModelOp::kForwardBackwardName;
     });
     return failure(trained ? "the model is already differentiated (it has "
                              "@forward_backward but no @forward): dist-plan "

@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -193,9 +194,15 @@ private:
         return int64_t(i);
     return -1;
   }
+  int64_t axisIndex(trx_axis_role role) const {
+    return axisIndex(mlir::dist::axisName(role));
+  }
   int64_t axisSize(llvm::StringRef axis) const {
     int64_t i = axisIndex(axis);
     return i < 0 ? 1 : facts.axisSizes[i];
+  }
+  int64_t axisSize(trx_axis_role role) const {
+    return axisSize(mlir::dist::axisName(role));
   }
   int64_t stride(int64_t i) const {
     int64_t s = 1;
@@ -234,7 +241,9 @@ llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
                          : mlir::ArrayAttr();
     if (cases && selector &&
         selector->getName().getStringRef() == "dist.axis_index" && axes &&
-        axes.size() == 1 && llvm::cast<mlir::StringAttr>(axes[0]) == "pp") {
+        axes.size() == 1 &&
+        llvm::cast<mlir::StringAttr>(axes[0]) ==
+            mlir::dist::axisName(TRX_AXIS_PIPELINE)) {
       // Region 0 is the default, region i + 1 the case cases[i].
       const auto *it = llvm::find(cases.asArrayRef(), myStage);
       unsigned region = it == cases.asArrayRef().end()
@@ -454,9 +463,9 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   if (facts.rank < 0 || facts.rank >= ranks)
     return failure("rank " + llvm::Twine(facts.rank) + " is not in the mesh (" +
                    llvm::Twine(ranks) + " ranks)");
-  facts.plan.dp = axisSize("dp");
-  facts.plan.tp = axisSize("tp");
-  facts.plan.pp = axisSize("pp");
+  facts.plan.dp = axisSize(TRX_AXIS_DATA);
+  facts.plan.tp = axisSize(TRX_AXIS_TENSOR);
+  facts.plan.pp = axisSize(TRX_AXIS_PIPELINE);
 
   mlir::triax::ModelOp model;
   module.walk([&](mlir::triax::ModelOp m) {
@@ -489,7 +498,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
 
   // Pipeline parallelism: this rank's stage, which holds only the
   // parameters of its stage (dist.stage, or dist.tied_stages).
-  int64_t ppAxis = axisIndex("pp");
+  int64_t ppAxis = axisIndex(TRX_AXIS_PIPELINE);
   myStage =
       ppAxis < 0 ? 0 : (facts.rank / stride(ppAxis)) % facts.axisSizes[ppAxis];
 
@@ -505,11 +514,12 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     ParamInfo info;
     info.elemBytes = elemBytes(type);
     facts.numParams += type.getNumElements();
-    if (auto tied =
-            op.getAttrOfType<mlir::DenseI64ArrayAttr>("dist.tied_stages")) {
+    if (auto tied = op.getAttrOfType<mlir::DenseI64ArrayAttr>(
+            mlir::dist::DistDialect::kTiedStagesAttrName)) {
       if (!llvm::is_contained(tied.asArrayRef(), myStage))
         continue;
-    } else if (auto stage = op.getAttrOfType<mlir::IntegerAttr>("dist.stage")) {
+    } else if (auto stage = op.getAttrOfType<mlir::IntegerAttr>(
+                   mlir::dist::DistDialect::kStageAttrName)) {
       if (stage.getInt() != myStage)
         continue;
     }
@@ -538,15 +548,16 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   }
 
   // The shape of the transformer: blocks, hidden size, heads.
-  auto fb = module.lookupSymbol<mlir::func::FuncOp>("forward_backward");
+  auto fb = module.lookupSymbol<mlir::func::FuncOp>(
+      mlir::triax::ModelOp::kForwardBackwardName);
   if (!fb)
     model.walk([&](mlir::func::FuncOp f) {
-      if (f.getSymName() == "forward_backward")
+      if (f.getSymName() == mlir::triax::ModelOp::kForwardBackwardName)
         fb = f;
     });
   mlir::func::FuncOp opt;
   model.walk([&](mlir::func::FuncOp f) {
-    if (f.getSymName() == "optimizer_step")
+    if (f.getSymName() == mlir::triax::ModelOp::kOptimizerStepName)
       opt = f;
   });
   if (!fb)
@@ -558,7 +569,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     if (name == "triax.block" && op->getNumOperands() > 0) {
       // The backward's blocks are named "<block>.grad".
       auto label = op->getAttrOfType<mlir::StringAttr>("name");
-      if (label && !label.getValue().ends_with(".grad"))
+      if (label &&
+          !label.getValue().ends_with(mlir::triax::ModelOp::kGradSuffix))
         blocks.insert(label.str());
       facts.hidden = llvm::cast<mlir::ShapedType>(op->getOperand(0).getType())
                          .getShape()
@@ -605,7 +617,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   // schedule, its calls and sends; and its stage's optimizer step.
   mlir::func::FuncOp step;
   model.walk([&](mlir::func::FuncOp f) {
-    if (f.getSymName() == "pipeline_step")
+    if (f.getSymName() == mlir::triax::ModelOp::kPipelineStepName)
       step = f;
   });
   if (step) {

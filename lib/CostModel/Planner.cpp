@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "triax/CostModel/Planner.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
@@ -92,6 +93,22 @@ std::string ms(double seconds) {
 // The request
 //===----------------------------------------------------------------------===//
 
+/// The request's fixed size of the mesh axis named `key`, for the roles
+/// the planner searches over; nullptr for other keys.
+static std::optional<int64_t> *fixedAxis(PlanRequest &req,
+                                         llvm::StringRef key) {
+  switch (mlir::dist::axisRoleNamed(key)) {
+  case TRX_AXIS_DATA:
+    return &req.dp;
+  case TRX_AXIS_TENSOR:
+    return &req.tp;
+  case TRX_AXIS_PIPELINE:
+    return &req.pp;
+  default:
+    return nullptr;
+  }
+}
+
 llvm::Expected<PlanRequest>
 triax::cost::parsePlanRequest(llvm::StringRef text) {
   PlanRequest req;
@@ -152,14 +169,8 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
     } else if (key == "microbatches") {
       if (auto e = setInt(req.microBatches, 1))
         return std::move(e);
-    } else if (key == "dp") {
-      if (auto e = setInt(req.dp, 1))
-        return std::move(e);
-    } else if (key == "tp") {
-      if (auto e = setInt(req.tp, 1))
-        return std::move(e);
-    } else if (key == "pp") {
-      if (auto e = setInt(req.pp, 1))
+    } else if (std::optional<int64_t> *axis = fixedAxis(req, key)) {
+      if (auto e = setInt(*axis, 1))
         return std::move(e);
     } else if (key == "zero") {
       int64_t v = -1;
@@ -225,14 +236,13 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
     req.hardware.gpusPerNode = *gpusPerNode;
   // A fixed axis must divide the GPUs, and the fixed axes multiply to them.
   int64_t fixed = 1;
-  for (auto [name, axis] :
-       {std::pair<const char *, std::optional<int64_t>>{"dp", req.dp},
-        {"tp", req.tp},
-        {"pp", req.pp}}) {
+  for (trx_axis_role role :
+       {TRX_AXIS_DATA, TRX_AXIS_TENSOR, TRX_AXIS_PIPELINE}) {
+    std::optional<int64_t> axis = *fixedAxis(req, mlir::dist::axisName(role));
     if (!axis)
       continue;
     if (req.gpus % *axis != 0)
-      return failure(llvm::Twine(name) + "=" + llvm::Twine(*axis) +
+      return failure(mlir::dist::axisName(role) + "=" + llvm::Twine(*axis) +
                      " does not divide gpus=" + llvm::Twine(req.gpus));
     fixed *= *axis;
   }
@@ -798,9 +808,9 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                       {"calls", l.calls},
                                       {"group_size", l.groupSize}});
   llvm::json::Object o{
-      {"dp", p.dp},
-      {"tp", p.tp},
-      {"pp", p.pp},
+      {mlir::dist::axisName(TRX_AXIS_DATA), p.dp},
+      {mlir::dist::axisName(TRX_AXIS_TENSOR), p.tp},
+      {mlir::dist::axisName(TRX_AXIS_PIPELINE), p.pp},
       {"zero", p.zeroStage},
       {"microbatches", p.microBatches},
       {"micro_batch", c.microBatch},

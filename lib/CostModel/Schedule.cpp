@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "triax/CostModel/Planner.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -24,6 +25,12 @@
 #include <cmath>
 
 using namespace triax::cost;
+
+/// The stream of the data-parallel collectives in traces: named after the
+/// data axis.
+static llvm::StringRef dataStream() {
+  return mlir::dist::axisName(TRX_AXIS_DATA);
+}
 
 ScheduleTrace triax::cost::simulateSchedule(
     int64_t stages, int64_t m, Schedule schedule, double fwd, double bwd,
@@ -69,10 +76,10 @@ ScheduleTrace triax::cost::simulateSchedule(
       bEnd(p, std::vector<double>(m, unset));
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0), busy(p, 0);
-  auto push = [&](std::string name, const char *stream, int64_t s, int64_t mb,
-                  double start, double dur) {
+  auto push = [&](std::string name, llvm::StringRef stream, int64_t s,
+                  int64_t mb, double start, double dur) {
     trace.events.push_back(
-        {std::move(name), stream, trace.ranks[s], s, mb, start, dur});
+        {std::move(name), stream.str(), trace.ranks[s], s, mb, start, dur});
   };
   // Advance every stage whose next step's input is ready until all are
   // done; dist-verify-schedule proved the orders deadlock-free.
@@ -118,7 +125,7 @@ ScheduleTrace triax::cost::simulateSchedule(
     // The data-parallel collectives after this rank's last backward.
     double at = clock[s];
     for (const auto &[name, dur] : collectives) {
-      push(name, "dp", s, -1, at, dur);
+      push(name, dataStream(), s, -1, at, dur);
       at += dur;
     }
     trace.makespan = std::max(trace.makespan, at);
@@ -197,7 +204,9 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
                            {"ph", "M"},
                            {"pid", rank},
                            {"args", llvm::json::Object{{"sort_index", s}}}});
-    for (const char *stream : {"compute", "send", "recv", "dp"})
+    for (llvm::StringRef stream :
+         {llvm::StringRef("compute"), llvm::StringRef("send"),
+          llvm::StringRef("recv"), dataStream()})
       events.push_back(
           llvm::json::Object{{"name", "thread_name"},
                              {"ph", "M"},
@@ -212,8 +221,8 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
     llvm::StringRef name(e.name);
     const char *cat = e.stream == "compute"
                           ? (name.starts_with("F") ? "forward" : "backward")
-                      : e.stream == "dp" ? "collective"
-                                         : "p2p";
+                      : e.stream == dataStream() ? "collective"
+                                                 : "p2p";
     events.push_back(llvm::json::Object{{"name", e.name},
                                         {"cat", cat},
                                         {"ph", "X"},
@@ -291,7 +300,7 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
                             x0, y + box + 1, w, esc(e.name));
       continue;
     }
-    const char *fill = e.stream == "dp"                           ? "#59a14f"
+    const char *fill = e.stream == dataStream()                   ? "#59a14f"
                        : llvm::StringRef(e.name).starts_with("F") ? "#4e79a7"
                                                                   : "#f28e2b";
     os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "

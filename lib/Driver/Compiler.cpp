@@ -169,44 +169,6 @@ splitKernels(llvm::Module &module, const llvm::StringSet<> &kernels) {
   return {std::move(glue), std::move(kernelPart)};
 }
 
-namespace triax {
-FailureOr<MeshSpec> parseMeshSpec(llvm::StringRef text,
-                                  llvm::raw_ostream &errs) {
-  MeshSpec spec;
-  llvm::SmallVector<llvm::StringRef> items;
-  text.split(items, ',');
-  for (llvm::StringRef item : items) {
-    auto [name, value] = item.trim().split('=');
-    int64_t size = 0;
-    if (name.empty() || value.empty() || value.getAsInteger(10, size) ||
-        size < 1) {
-      errs << "triaxc: --mesh: expected axis=size items such as "
-              "dp=2,pp=2,tp=2 (sizes >= 1), got '"
-           << item << "'\n";
-      return failure();
-    }
-    int64_t *slot = name == "dp"   ? &spec.dp
-                    : name == "pp" ? &spec.pp
-                    : name == "tp" ? &spec.tp
-                                   : nullptr;
-    if (!slot) {
-      errs << "triaxc: --mesh: unknown axis '" << name
-           << "'; the axes are dp, pp and tp\n";
-      return failure();
-    }
-    if (*slot != 0) {
-      errs << "triaxc: --mesh: axis '" << name << "' is given twice\n";
-      return failure();
-    }
-    *slot = size;
-  }
-  for (int64_t *size : {&spec.dp, &spec.pp, &spec.tp})
-    if (*size == 0)
-      *size = 1;
-  return spec;
-}
-} // namespace triax
-
 static int run(llvm::ArrayRef<std::string> argv, llvm::raw_ostream &errs,
                bool verbose) {
   llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(argv[0]);
@@ -319,9 +281,11 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
                               : "none";
   ::triax::ParallelizeOptions parallelize;
   parallelize.recompute = recompute;
-  parallelize.dp = plan.dp;
-  parallelize.tp = plan.tp;
-  parallelize.pp = plan.pp;
+  mlir::dist::MeshShape planMesh;
+  planMesh.set(TRX_AXIS_DATA, plan.dp);
+  planMesh.set(TRX_AXIS_PIPELINE, plan.pp);
+  planMesh.set(TRX_AXIS_TENSOR, plan.tp);
+  parallelize.mesh = planMesh.str();
   parallelize.zero = plan.zeroStage;
   parallelize.sequenceParallel = plan.sequenceParallel;
   // The pipeline's micro-batches and schedule (dist-pipeline).
@@ -352,9 +316,7 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   applied->traceFile.clear();
   applied->svgFile.clear();
   applied->report.clear();
-  applied->mesh = "dp=" + std::to_string(plan.dp) +
-                  ",tp=" + std::to_string(plan.tp) +
-                  ",pp=" + std::to_string(plan.pp);
+  applied->mesh = parallelize.mesh;
   applied->zero = plan.zeroStage;
   applied->sequenceParallel = plan.sequenceParallel;
   applied->recompute = recompute;
@@ -482,9 +444,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   }
   llvm::StringRef emitKind = options.emit;
   if (!(emitKind.empty() || emitKind == "mlir" || emitKind == "llvm" ||
-        emitKind == "obj" || emitKind.starts_with("mlir-after="))) {
+        emitKind == "obj" || emitKind == "descriptor" ||
+        emitKind.starts_with("mlir-after="))) {
     errs << "triaxc: unknown --emit value '" << options.emit
-         << "'; expected mlir, mlir-after=<pass>, llvm or obj\n";
+         << "'; expected mlir, mlir-after=<pass>, llvm, obj or descriptor\n";
     return 1;
   }
   if (!options.kernelReport.empty()) {
@@ -517,12 +480,13 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   }
 
-  std::optional<MeshSpec> mesh;
-  if (!options.mesh.empty()) {
-    FailureOr<MeshSpec> parsed = parseMeshSpec(options.mesh, errs);
-    if (failed(parsed))
-      return 1;
-    mesh = *parsed;
+  // The mesh is checked before the model is read (the pipeline's options
+  // check parses it again, with the same code).
+  bool mesh = !options.mesh.empty();
+  std::string meshError;
+  if (mesh && failed(mlir::dist::MeshShape::parse(options.mesh, meshError))) {
+    errs << "triaxc: --mesh: " << meshError << "\n";
+    return 1;
   }
 
   DialectRegistry registry;
@@ -580,9 +544,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   // on the forward model, autodiff, then ZeRO or data parallelism on the
   // training step. Without --mesh and --zero: autodiff alone.
   ::triax::ParallelizeOptions plan;
-  plan.dp = mesh ? mesh->dp : 1;
-  plan.pp = mesh ? mesh->pp : 1;
-  plan.tp = mesh ? mesh->tp : 1;
+  plan.mesh = options.mesh;
   plan.zero = options.zero;
   plan.sequenceParallel = options.sequenceParallel;
   plan.recompute = options.recompute;
@@ -595,7 +557,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     errs << "triaxc: " << problem << "\n";
     return 1;
   }
-  if (!models.front().lookupSymbol("forward_backward")) {
+  if (!models.front().getForwardBackward()) {
     PassManager pm(&context);
     ::triax::buildParallelizePipeline(pm, plan);
     if (failed(pm.run(*module)))
@@ -646,6 +608,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 0;
   }
   std::string descriptor = emitModelDescriptor(*module);
+  if (options.emit == "descriptor") {
+    llvm::outs() << descriptor;
+    return 0;
+  }
 
   PassManager pm(&context);
   ::triax::LowerCPUOptions lowerOptions;

@@ -13,6 +13,7 @@
 #include "triax/Driver/Compiler.h"
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -28,7 +29,7 @@ static int64_t findVocab(ModelOp model) {
   model.walk([&](CrossEntropyOp op) {
     vocab = op.getLogits().getType().getShape().back();
   });
-  auto forward = model.lookupSymbol<func::FuncOp>("forward");
+  auto forward = model.getForward();
   if (!forward || forward.getNumArguments() == 0)
     return vocab;
   for (Operation *user : forward.getArgument(0).getUsers()) {
@@ -61,8 +62,9 @@ static uint32_t maskOf(ArrayRef<std::string> axes, ArrayRef<StringRef> names) {
   return mask;
 }
 
-/// The placement fields of a parameter's descriptor: "split_dim,
-/// split_axes, zero_stage, zero_axes" (see trx_param_desc).
+/// The placement fields of a parameter's descriptor, as designated
+/// initializers: ".split_dim = ..., ..., .stage_axes = ..." (see
+/// trx_param_desc).
 static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
   int64_t splitDim = 0;
   uint32_t splitAxes = 0, zeroAxes = 0;
@@ -88,16 +90,21 @@ static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
   // Pipeline stages (dist-pipeline): the stage reading it, or the tied
   // stages sharing it.
   uint32_t stages = 0, stageAxes = 0;
-  if (auto tied = param->getAttrOfType<DenseI64ArrayAttr>("dist.tied_stages")) {
+  if (auto tied = param->getAttrOfType<DenseI64ArrayAttr>(
+          mlir::dist::DistDialect::kTiedStagesAttrName)) {
     for (int64_t s : tied.asArrayRef())
       stages |= uint32_t(1) << s;
-  } else if (auto stage = param->getAttrOfType<IntegerAttr>("dist.stage")) {
+  } else if (auto stage = param->getAttrOfType<IntegerAttr>(
+                 mlir::dist::DistDialect::kStageAttrName)) {
     stages = uint32_t(1) << stage.getInt();
   }
   if (stages)
-    stageAxes = maskOf(axes, {"pp"});
-  return llvm::formatv("{0}, {1}u, {2}, {3}u, {4}u, {5}u", splitDim, splitAxes,
-                       zeroStage, zeroAxes, stages, stageAxes)
+    stageAxes = maskOf(axes, {mlir::dist::axisName(TRX_AXIS_PIPELINE)});
+  return llvm::formatv(".split_dim = {0}, .split_axes = {1}u, .zero_stage = "
+                       "{2}, .zero_axes = {3}u, .stages = {4}u, .stage_axes = "
+                       "{5}u",
+                       splitDim, splitAxes, zeroStage, zeroAxes, stages,
+                       stageAxes)
       .str();
 }
 
@@ -125,7 +132,7 @@ std::string emitModelDescriptor(ModuleOp module) {
   // entry takes its micro-batches stacked, and there is no whole-model
   // forward to evaluate with.
   int64_t pipelineMicroBatches = 0;
-  if (auto step = model.lookupSymbol<func::FuncOp>("pipeline_step")) {
+  if (auto step = model.getPipelineStep()) {
     auto tokens = cast<RankedTensorType>(step.getArgumentTypes().front());
     pipelineMicroBatches = tokens.getDimSize(0) / batch;
   }
@@ -158,8 +165,11 @@ std::string emitModelDescriptor(ModuleOp module) {
         batch);
   // The mesh, axes in the order of the dist.mesh: the order the compiled
   // collectives number the axes in (their axis masks), so it is handed to
-  // trx_dist_init as it is. No mesh: one device on a "dp" axis.
-  SmallVector<std::string> axisNames = {"dp"};
+  // trx_dist_init as it is, with each axis's role (TRX_AXIS_NONE for a
+  // name the axis-role table does not have). No mesh: one device on a
+  // data axis.
+  SmallVector<std::string> axisNames = {
+      mlir::dist::axisName(TRX_AXIS_DATA).str()};
   SmallVector<int64_t> axisSizes = {1};
   auto meshes = llvm::to_vector(module.getOps<mlir::dist::MeshOp>());
   if (!meshes.empty()) {
@@ -180,7 +190,8 @@ std::string emitModelDescriptor(ModuleOp module) {
     std::string ckptName =
         ckpt ? ("\"" + ckpt.getValue() + "\"").str() : std::string("NULL");
     os << llvm::formatv(
-        "  {{\"{0}\", {1}, {{{2}, {3}}, {4}, {5}f, {6}, {7}, {8}},\n",
+        "  {{.name = \"{0}\", .rank = {1}, .shape = {{{2}, {3}}, .init = {4}, "
+        ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}},\n",
         param.getSymName(), type.getRank(), d0, d1,
         static_cast<int>(init.getKind()),
         llvm::formatv("{0:e9}", init.getStdValue()).str(),
@@ -193,18 +204,34 @@ std::string emitModelDescriptor(ModuleOp module) {
   os << "};\nstatic const int64_t mesh_axis_sizes[] = {";
   for (auto [i, size] : llvm::enumerate(axisSizes))
     os << (i ? ", " : "") << size;
+  os << "};\nstatic const int32_t mesh_axis_roles[] = {";
+  for (auto [i, name] : llvm::enumerate(axisNames))
+    os << (i ? ", " : "") << int(mlir::dist::axisRoleNamed(name));
   os << "};\n\n";
   auto num = [](double v) { return llvm::formatv("{0:e9}", v).str(); };
   os << llvm::formatv(
       "static const trx_model_desc model = {{\n"
-      "  \"{0}\", {1}, params,\n"
-      "  /*micro_batch=*/{2}, /*global_batch=*/{3}, /*seq=*/{4}, "
-      "/*vocab=*/{5},\n"
-      "  /*lr=*/{6}f, /*beta1=*/{7}f, /*beta2=*/{8}f, /*eps=*/{9}f,\n"
-      "  /*weight_decay=*/{10}f, /*grad_clip=*/{11}f,\n"
-      "  forward_backward, optimizer_step, {13},\n"
-      "  /*num_mesh_axes=*/{12}, mesh_axis_names, mesh_axis_sizes,\n"
-      "  /*pipeline_microbatches=*/{14},\n};\n\n"
+      "  .model_name = \"{0}\",\n"
+      "  .num_params = {1},\n"
+      "  .params = params,\n"
+      "  .micro_batch = {2},\n"
+      "  .global_batch = {3},\n"
+      "  .seq = {4},\n"
+      "  .vocab = {5},\n"
+      "  .lr = {6}f,\n"
+      "  .beta1 = {7}f,\n"
+      "  .beta2 = {8}f,\n"
+      "  .eps = {9}f,\n"
+      "  .weight_decay = {10}f,\n"
+      "  .grad_clip = {11}f,\n"
+      "  .forward_backward = forward_backward,\n"
+      "  .optimizer_step = optimizer_step,\n"
+      "  .forward = {13},\n"
+      "  .num_mesh_axes = {12},\n"
+      "  .mesh_axis_names = mesh_axis_names,\n"
+      "  .mesh_axis_sizes = mesh_axis_sizes,\n"
+      "  .mesh_axis_roles = mesh_axis_roles,\n"
+      "  .pipeline_microbatches = {14},\n};\n\n"
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,

@@ -275,8 +275,9 @@ OwningOpRef<ModuleOp> GPTBuilder::build() {
   auto tokens = RankedTensorType::get({c.microBatch, c.seq}, b.getI32Type());
   auto loss = RankedTensorType::get({}, b.getF32Type());
   b.setInsertionPointToEnd(modelBody);
-  auto forward = func::FuncOp::create(
-      b, loc, "forward", b.getFunctionType({tokens, tokens}, {loss}));
+  auto forward =
+      func::FuncOp::create(b, loc, ModelOp::kForwardName,
+                           b.getFunctionType({tokens, tokens}, {loss}));
   Block *entry = forward.addEntryBlock();
   // Parameters go above the forward function, in the order they are used.
   paramBuilder.setInsertionPoint(forward);

@@ -19,28 +19,29 @@ using namespace mlir;
 
 namespace triax {
 std::string checkParallelizeOptions(const ParallelizeOptions &o) {
-  std::pair<const char *, int64_t> sizes[] = {
-      {"dp", o.dp}, {"tp", o.tp}, {"pp", o.pp}};
-  for (auto [name, size] : sizes)
-    if (size < 1)
-      return std::string(name) + "=" + std::to_string(size) +
-             " is not a size (expected >= 1)";
-  if (o.pp > 1 && o.zero > 1)
+  std::string error;
+  if (!o.mesh.empty() &&
+      failed(mlir::dist::MeshShape::parse(o.mesh.getValue(), error)))
+    return "mesh=" + o.mesh + ": " + error;
+  mlir::dist::MeshShape mesh = meshShapeOf(o);
+  int64_t dp = mesh.size(TRX_AXIS_DATA), pp = mesh.size(TRX_AXIS_PIPELINE),
+          tp = mesh.size(TRX_AXIS_TENSOR);
+  if (pp > 1 && o.zero > 1)
     return "ZeRO-" + std::to_string(o.zero) +
-           " with pipeline parallelism (pp=" + std::to_string(o.pp) +
+           " with pipeline parallelism (pp=" + std::to_string(pp) +
            ") is not supported (DeepSpeed refuses it too); use zero=1";
   if (o.schedule != "gpipe" && o.schedule != "1f1b")
     return "unknown schedule '" + o.schedule + "'; expected gpipe or 1f1b";
   if (o.microbatches < 0)
     return "microbatches=" + std::to_string(o.microbatches) +
            " is not a count (expected >= 1, or 0: the model's)";
-  if (o.pp == 1 && (o.microbatches != 0 || !o.stageLayers.empty()))
+  if (pp == 1 && (o.microbatches != 0 || !o.stageLayers.empty()))
     return "microbatches and stage-layers apply to pipeline parallelism "
            "(pp >= 2)";
-  if (o.sequenceParallel && o.tp < 2)
+  if (o.sequenceParallel && tp < 2)
     return "sequence parallelism splits the sequence over tensor-parallel "
            "ranks: sequence-parallel needs tp >= 2 (tp=" +
-           std::to_string(o.tp) + ")";
+           std::to_string(tp) + ")";
   if (o.recompute != "none" && o.recompute != "selective" &&
       o.recompute != "full")
     return "unknown recompute mode '" + o.recompute +
@@ -50,26 +51,32 @@ std::string checkParallelizeOptions(const ParallelizeOptions &o) {
            " does not exist (expected 0, 1, 2 or 3)";
   if (o.precision != "fp32" && o.precision != "bf16")
     return "unknown precision '" + o.precision + "'; expected fp32 or bf16";
-  if (o.zero > 0 && o.dp < 2)
+  if (o.zero > 0 && dp < 2)
     return "ZeRO shards the training state over data-parallel ranks: zero=" +
-           std::to_string(o.zero) +
-           " needs dp >= 2 (dp=" + std::to_string(o.dp) + ")";
+           std::to_string(o.zero) + " needs dp >= 2 (dp=" + std::to_string(dp) +
+           ")";
   return "";
+}
+
+mlir::dist::MeshShape meshShapeOf(const ParallelizeOptions &o) {
+  std::string error;
+  FailureOr<mlir::dist::MeshShape> mesh =
+      mlir::dist::MeshShape::parse(o.mesh.getValue(), error);
+  return o.mesh.empty() || failed(mesh) ? mlir::dist::MeshShape() : *mesh;
 }
 } // namespace triax
 
 void ::triax::buildParallelizePipeline(OpPassManager &pm,
                                        const ParallelizeOptions &options) {
   // The mesh first: every dist pass below finds its axis on it, and its
-  // axis order (dp, pp, tp: tp innermost) is the rank layout.
+  // axis order (the axis-role table's, tp innermost) is the rank layout.
+  mlir::dist::MeshShape shape = meshShapeOf(options);
   mlir::dist::DistMeshOptions mesh;
-  mesh.dp = options.dp > 1 ? options.dp : 0;
-  mesh.pp = options.pp > 1 ? options.pp : 0;
-  mesh.tp = options.tp > 1 ? options.tp : 0;
+  mesh.axes = shape.withoutUnitAxes().str();
   pm.addPass(mlir::dist::createDistMesh(mesh));
   // Tensor parallelism rewrites the forward model, before autodiff: the
   // backward's conjugate collectives then come from the collectives' VJPs.
-  if (options.tp > 1) {
+  if (shape.size(TRX_AXIS_TENSOR) > 1) {
     mlir::dist::DistTensorParallelOptions tensor;
     tensor.sequenceParallel = options.sequenceParallel;
     pm.addPass(mlir::dist::createDistTensorParallel(tensor));
@@ -87,7 +94,7 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   // Pipeline parallelism cuts the training step autodiff built into
   // stages and schedules the micro-batches; it also makes the optimizer
   // step per stage, which the data-parallel passes below then work on.
-  if (options.pp > 1) {
+  if (shape.size(TRX_AXIS_PIPELINE) > 1) {
     mlir::dist::DistPipelineOptions pipeline;
     pipeline.microbatches = options.microbatches;
     pipeline.schedule = options.schedule;
@@ -102,7 +109,7 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     mlir::dist::DistZeroOptions zero;
     zero.stage = options.zero;
     pm.addPass(mlir::dist::createDistZero(zero));
-  } else if (options.dp > 1) {
+  } else if (shape.size(TRX_AXIS_DATA) > 1) {
     pm.addPass(mlir::dist::createDistDataParallel());
   }
   // Mixed precision last: it decides on the final training program which

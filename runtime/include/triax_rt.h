@@ -30,6 +30,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "triax_abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -975,8 +977,8 @@ struct trx_param_desc {
   int32_t zero_stage;
   uint32_t zero_axes;
   /* Pipeline parallelism (dist.stage / dist.tied_stages): bit s of stages
-   * set = the ranks at position s on the mesh axes of stage_axes (the "pp"
-   * axis) hold the parameter and its state; the others hold nothing of
+   * set = the ranks at position s on the mesh axes of stage_axes (the
+   * pipeline axis) hold the parameter and its state; the others hold nothing of
    * it. stages = 0: every rank holds it. A parameter held by several
    * stages (an embedding tied to the head) is kept identical on them by
    * the compiled optimizer step; checkpoints take it from the lowest. */
@@ -984,8 +986,9 @@ struct trx_param_desc {
   uint32_t stage_axes;
 };
 
-/* The layout lib/Driver/ModelDescriptor.cpp generates (a positional
- * initializer: keep the field order). */
+/* What lib/Driver/ModelDescriptor.cpp generates, with designated
+ * initializers (fields may be added anywhere; one the generator does not
+ * set is zero). */
 typedef struct {
   const char *model_name;
   int64_t num_params;           /* >= 1 */
@@ -1020,14 +1023,18 @@ typedef struct {
    * refused). */
   float (*forward)(const int32_t *tokens, const int32_t *targets);
   /* The device mesh the model was compiled for (the module's dist.mesh; a
-   * one-axis "dp"=1 mesh when it has none), axes in mesh order: the order
-   * of the axis masks in the compiled collectives, handed as it is to
-   * trx_dist_init. num_mesh_axes = 0 (a descriptor without these fields)
-   * is a mesh of one device. The driver splits the data over the axis
-   * named "dp" (size 1 when there is none). */
+   * one-axis data mesh of size 1 when it has none), axes in mesh order:
+   * the order of the axis masks in the compiled collectives, handed as it
+   * is to trx_dist_init. num_mesh_axes = 0 (a descriptor without these
+   * fields) is a mesh of one device. mesh_axis_roles gives each axis's
+   * trx_axis_role (TRX_AXIS_NONE for a name outside the compiler's
+   * axis-role table; NULL: none has a role): the driver splits the data
+   * over the TRX_AXIS_DATA axis (size 1 when there is none) and sums the
+   * pipeline's loss over the TRX_AXIS_PIPELINE axis. */
   int32_t num_mesh_axes;
   const char *const *mesh_axis_names;
   const int64_t *mesh_axis_sizes;
+  const int32_t *mesh_axis_roles;
   /* Pipeline parallelism: > 0 when forward_backward is the pipeline's
    * schedule (dist-pipeline's @pipeline_step): one call takes this many
    * micro-batches stacked (pipeline_microbatches * micro_batch rows of
@@ -1076,15 +1083,15 @@ extern const unsigned long trx_default_corpus_size;
  * Layout: the axes are in the order given to trx_dist_init, the last one
  * innermost, so for sizes s0..s{k-1} and coordinates c0..c{k-1}
  *     rank = ((c0*s1 + c1)*s2 + c2)*... + c{k-1}
- * e.g. ["dp","pp","tp"]: rank = (dp_i*pp + pp_i)*tp + tp_i.
+ * e.g. axes dp, pp, tp: rank = (dp_i*pp + pp_i)*tp + tp_i.
  *
  * Groups: a collective over an axis list runs among the ranks that differ
  * only in the coordinates of those axes (prod of their sizes ranks). A
  * member's position in the group linearizes its coordinates on the listed
  * axes in the order they are listed, first major, last minor (the same
- * formula as the rank). ["dp","tp"] and ["tp","dp"] are the same ranks in a
- * different order. Axis lists are arrays of axis indices (positions in the
- * mesh); they must be non-empty, in range and without repetitions.
+ * formula as the rank). The lists (dp, tp) and (tp, dp) are the same
+ * ranks in a different order. Axis lists are arrays of axis indices (positions
+ * in the mesh); they must be non-empty, in range and without repetitions.
  *
  * Threads: MPI is initialized with MPI_THREAD_FUNNELED; every trx_dist_*,
  * collective and point-to-point call must come from the thread that called

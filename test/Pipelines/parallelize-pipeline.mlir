@@ -3,8 +3,8 @@
 // in each stage's optimizer step) or dist-zero{stage=1}.
 // tiny with a batch of 32 in micro-batches of 8: 2 micro-batches per dp rank.
 // RUN: triax-model tiny --batch 32 --micro-batch 8 > %t.mlir
-// RUN: triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{dp=2 pp=2 tp=2 schedule=gpipe stage-layers=1,1})' | FileCheck %s
-// RUN: triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{dp=2 pp=2 zero=1 microbatches=2})' | FileCheck %s --check-prefix=ZERO1
+// RUN: triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2,pp=2,tp=2 schedule=gpipe stage-layers=1,1})' | FileCheck %s
+// RUN: triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2,pp=2 zero=1 microbatches=2})' | FileCheck %s --check-prefix=ZERO1
 
 // CHECK: dist.mesh @mesh <["dp"=2, "pp"=2, "tp"=2]>
 // CHECK: triax.param @wte.weight : tensor<256x64xf32> {{.*}}dist.stage = 0 : i64, dist.tied_stages = array<i64: 0, 1>
@@ -42,19 +42,19 @@
 
 // What the model decides is checked by the passes, what the options alone
 // decide by triax-parallelize first.
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{pp=3})' 2>&1 | FileCheck %s --check-prefix=BLOCKS
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=3})' 2>&1 | FileCheck %s --check-prefix=BLOCKS
 // BLOCKS: error: dist-pipeline: pp=3 stages but model @tiny has 2 blocks; every stage needs at least one
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{dp=4 pp=2})' 2>&1 | FileCheck %s --check-prefix=FEW
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=4,pp=2})' 2>&1 | FileCheck %s --check-prefix=FEW
 // FEW: error: dist-pipeline: 1f1b needs microbatches >= pp, got microbatches=1 and pp=2 (use more micro-batches or gpipe)
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{pp=2 microbatches=2})' 2>&1 | FileCheck %s --check-prefix=MISMATCH
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=2 microbatches=2})' 2>&1 | FileCheck %s --check-prefix=MISMATCH
 // MISMATCH: error: dist-pipeline: microbatches=2 but model @tiny accumulates global_batch / (micro_batch x dp) = 32 / (8 x 1) = 4 micro-batches per step; set the batch with triax-model --batch 16 --micro-batch 8 (or leave microbatches unset)
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{dp=3 pp=2})' 2>&1 | FileCheck %s --check-prefix=DIVIDE
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=3,pp=2})' 2>&1 | FileCheck %s --check-prefix=DIVIDE
 // DIVIDE: error: dist-pipeline: model @tiny's global batch 32 is not a multiple of micro_batch x dp = 8 x 3; choose the batch with triax-model --batch B --micro-batch b (B a multiple of b x dp)
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{dp=2 pp=2 zero=3})' 2>&1 | FileCheck %s --check-prefix=ZERO3
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2,pp=2 zero=3})' 2>&1 | FileCheck %s --check-prefix=ZERO3
 // ZERO3: triax-parallelize: ZeRO-3 with pipeline parallelism (pp=2) is not supported (DeepSpeed refuses it too); use zero=1
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{pp=2 schedule=zb})' 2>&1 | FileCheck %s --check-prefix=SCHED
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=2 schedule=zb})' 2>&1 | FileCheck %s --check-prefix=SCHED
 // SCHED: triax-parallelize: unknown schedule 'zb'; expected gpipe or 1f1b
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{dp=2 microbatches=2})' 2>&1 | FileCheck %s --check-prefix=NOPP
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2 microbatches=2})' 2>&1 | FileCheck %s --check-prefix=NOPP
 // NOPP: triax-parallelize: microbatches and stage-layers apply to pipeline parallelism (pp >= 2)
-// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{pp=2 microbatches=-1})' 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=2 microbatches=-1})' 2>&1 | FileCheck %s --check-prefix=NEG
 // NEG: triax-parallelize: microbatches=-1 is not a count (expected >= 1, or 0: the model's)

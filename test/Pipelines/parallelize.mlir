@@ -1,13 +1,13 @@
 // triax-parallelize: the mesh, tensor parallelism before autodiff, ZeRO or
 // data parallelism after it, from one set of options (what triaxc --mesh
 // --zero runs).
-// RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{dp=2 tp=2 zero=1})' | FileCheck %s
-// RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{dp=2})' | FileCheck %s --check-prefix=DP
+// RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2,tp=2 zero=1})' | FileCheck %s
+// RUN: triax-model tiny --layers 1 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2})' | FileCheck %s --check-prefix=DP
 // Pipeline parallelism: parallelize-pipeline.mlir.
-// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{dp=2 pp=2 zero=2})' 2>&1 | FileCheck %s --check-prefix=PP
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2,pp=2 zero=2})' 2>&1 | FileCheck %s --check-prefix=PP
 // RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{zero=2})' 2>&1 | FileCheck %s --check-prefix=ZERO
-// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{tp=0})' 2>&1 | FileCheck %s --check-prefix=SIZE
-// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{dp=2 sequence-parallel=true})' 2>&1 | FileCheck %s --check-prefix=SP
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{mesh=tp=0})' 2>&1 | FileCheck %s --check-prefix=SIZE
+// RUN: not triax-opt %s --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2 sequence-parallel=true})' 2>&1 | FileCheck %s --check-prefix=SP
 
 // CHECK: dist.mesh @mesh <["dp"=2, "tp"=2]>
 // CHECK: triax.param @h.0.mlp.c_fc.weight : tensor<64x256xf32> {{.*}}dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>, dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>
@@ -25,7 +25,7 @@
 
 // PP: triax-parallelize: ZeRO-2 with pipeline parallelism (pp=2) is not supported (DeepSpeed refuses it too); use zero=1
 // ZERO: triax-parallelize: ZeRO shards the training state over data-parallel ranks: zero=2 needs dp >= 2 (dp=1)
-// SIZE: triax-parallelize: tp=0 is not a size (expected >= 1)
+// SIZE: triax-parallelize: mesh=tp=0: expected axis=size items such as dp=2,pp=2,tp=2 (sizes >= 1), got 'tp=0'
 // SP: triax-parallelize: sequence parallelism splits the sequence over tensor-parallel ranks: sequence-parallel needs tp >= 2 (tp=1)
 module {
 }

@@ -47,7 +47,9 @@ static cl::opt<std::string>
     emit("emit",
          cl::desc("Stop early and print a stage: mlir (after autodiff), "
                   "mlir-after=<pass> (after that pass of triax-lower-cpu), "
-                  "llvm (optimized LLVM IR), obj (write the object to -o)"),
+                  "llvm (optimized LLVM IR), obj (write the object to -o), "
+                  "descriptor (the C model descriptor linked with the "
+                  "runtime)"),
          cl::init(""), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
                              cl::cat(category));
@@ -86,7 +88,8 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     mesh("mesh",
          cl::desc("Device mesh, e.g. dp=2,pp=2,tp=2: the data, pipeline "
-                  "and tensor parallel degrees (1 where absent); run with "
+                  "and tensor parallel degrees (1 where absent; the axes "
+                  "of the axis-role table, docs/parallelism.md); run with "
                   "mpirun -np <their product>"),
          cl::value_desc("dp=N[,pp=N,tp=N]"), cl::init(""), cl::cat(category));
 static cl::opt<int64_t>

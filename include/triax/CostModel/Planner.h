@@ -158,7 +158,7 @@ std::string describePlan(const Candidate &c);
 
 struct TraceEvent {
   std::string name;   // "F3", "B3", "send F3", "recv B3", "all_reduce dp"
-  std::string stream; // "compute", "send", "recv", "dp"
+  std::string stream; // "compute", "send", "recv", or the data axis (dp)
   int64_t rank = 0, stage = 0, microBatch = -1;
   double start = 0, duration = 0; // seconds
 };
@@ -179,7 +179,7 @@ struct ScheduleTrace {
 /// previous stage's F of the same micro-batch plus the send, a B for the
 /// next stage's B plus the send. Durations per micro-batch and stage:
 /// forward `fwd`, backward `bwd`, a send `p2p`; after its last backward
-/// each rank runs `collectives` (name, seconds) on the "dp" stream.
+/// each rank runs `collectives` (name, seconds) on the data axis's stream (dp).
 ScheduleTrace
 simulateSchedule(int64_t stages, int64_t microBatches, Schedule schedule,
                  double fwd, double bwd, double p2p,

@@ -26,7 +26,8 @@ struct CompileOptions {
   /// one thread ("thread") per row.
   std::string cudaRows = "block";
   /// "" (link a binary), "mlir" (after autodiff), "mlir-after=<pass>",
-  /// "llvm" (LLVM IR) or "obj" (the model's object file).
+  /// "llvm" (LLVM IR), "obj" (the model's object file) or "descriptor" (the
+  /// C model descriptor).
   std::string emit;
   bool verbose = false;
   bool openmp = false;
@@ -44,7 +45,8 @@ struct CompileOptions {
   /// The C compiler that compiles the model descriptor and links.
   std::string cc = "cc";
   /// The device mesh, "dp=2" or "dp=2,pp=1,tp=1" ("" = one device, no
-  /// parallel pass). pp > 1 is not implemented yet.
+  /// parallel pass): axis=size items of the axis-role table
+  /// (mlir::dist::MeshShape::parse).
   std::string mesh;
   /// ZeRO stage over dp (0: plain data parallelism).
   int64_t zero = 0;
@@ -80,17 +82,6 @@ struct CompileOptions {
   bool apply = false;
   std::string traceFile, svgFile;
 };
-
-/// The axis sizes of a --mesh value (0 = not given; dp defaults to 1).
-struct MeshSpec {
-  int64_t dp = 0, pp = 0, tp = 0;
-};
-
-/// Parses "dp=2,pp=2,tp=2" (any subset, any order); refuses unknown or
-/// repeated axes, bad sizes, and pp or tp > 1 (not implemented yet), with
-/// a message on `errs`.
-mlir::FailureOr<MeshSpec> parseMeshSpec(llvm::StringRef text,
-                                        llvm::raw_ostream &errs);
 
 /// Runs the whole compilation; errors are printed to `errs` with their
 /// location. Returns the process exit code.

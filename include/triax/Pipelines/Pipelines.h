@@ -5,6 +5,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 
 namespace triax {
 
@@ -98,17 +99,14 @@ int64_t kernelParamBytes(llvm::StringRef features);
 
 struct ParallelizeOptions
     : public mlir::PassPipelineOptions<ParallelizeOptions> {
-  Option<int64_t> dp{*this, "dp",
-                     llvm::cl::desc("Data-parallel ranks (the global batch is "
-                                    "split over them)"),
-                     llvm::cl::init(1)};
-  Option<int64_t> tp{*this, "tp",
-                     llvm::cl::desc("Tensor-parallel ranks (Megatron splits "
-                                    "of linears, heads and vocabulary)"),
-                     llvm::cl::init(1)};
-  Option<int64_t> pp{*this, "pp",
-                     llvm::cl::desc("Pipeline stages (dist-pipeline)"),
-                     llvm::cl::init(1)};
+  Option<std::string> mesh{
+      *this, "mesh",
+      llvm::cl::desc("The device mesh, axis=size items of the axis-role "
+                     "table such as dp=2,pp=2,tp=2 (as triaxc's --mesh; "
+                     "\"\": one device): dp splits the batch, pp the "
+                     "layers into stages, tp the linears, heads and "
+                     "vocabulary (Megatron)"),
+      llvm::cl::init("")};
   Option<int64_t> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per pipeline step (pp > 1); 0: the "
@@ -153,6 +151,10 @@ struct ParallelizeOptions
 /// be built. What depends on the model (blocks per stage, micro-batches)
 /// is checked by the passes.
 std::string checkParallelizeOptions(const ParallelizeOptions &options);
+
+/// The mesh of `options` (which must pass checkParallelizeOptions); no
+/// axes for mesh="".
+mlir::dist::MeshShape meshShapeOf(const ParallelizeOptions &options);
 
 /// Model (before triax-autodiff) -> the per-rank training program for a
 /// dp x pp x tp mesh: dist-mesh, dist-tensor-parallel, triax-autodiff,

@@ -939,14 +939,15 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   // training step: each rank runs its stage's part of the micro-batch
   // schedule. @forward and @forward_backward read every stage's
   // parameters, which a rank no longer holds: they are not exported.
-  auto pipelineStep = model.lookupSymbol<func::FuncOp>("pipeline_step");
+  auto pipelineStep = model.getPipelineStep();
   if (!pipelineStep)
     exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry,
                 fuseOptimizer);
   std::pair<StringRef, StringRef> entries[] = {
-      {pipelineStep ? "pipeline_step" : "forward_backward",
+      {pipelineStep ? ModelOp::kPipelineStepName
+                    : ModelOp::kForwardBackwardName,
        ::triax::rt::kForwardBackwardEntry},
-      {"optimizer_step", ::triax::rt::kOptimizerStepEntry}};
+      {ModelOp::kOptimizerStepName, ::triax::rt::kOptimizerStepEntry}};
   for (auto [name, entry] : entries)
     if (auto fn = model.lookupSymbol<func::FuncOp>(name))
       exportEntry(fn, module, entry, fuseOptimizer);

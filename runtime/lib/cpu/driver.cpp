@@ -313,11 +313,11 @@ struct Run {
   float *scalars = nullptr;
   bool bound = false;
   float lrMax = 0;
-  // Data parallelism: this rank's position on the "dp" axis of the mesh, the
+  // Data parallelism: this rank's position on the data axis of the mesh, the
   // axis size, and the axis index (-1 without one).
   int64_t dpRank = 0, dpSize = 1;
   int32_t dpAxis = -1;
-  // Pipeline parallelism: the "pp" axis (-1 without one) and the
+  // Pipeline parallelism: the pipeline axis (-1 without one) and the
   // micro-batches one forward_backward call takes (1 without a pipeline).
   int32_t ppAxis = -1;
   int64_t callMicroBatches = 1;
@@ -958,6 +958,15 @@ int64_t defaultThreads(int64_t requested) {
   return std::max<int64_t>(1, cpus / ranks);
 }
 
+/// The index in trx_dist's axes (the descriptor's order) of the mesh axis
+/// with `role`; -1 without one, or without trx_dist (one device).
+int32_t meshAxisWithRole(const trx_model_desc *model, trx_axis_role role) {
+  for (int32_t i = 0; i < model->num_mesh_axes; ++i)
+    if (model->mesh_axis_roles && model->mesh_axis_roles[i] == role)
+      return trx_dist_axis_size(i) > 0 ? i : -1;
+  return -1;
+}
+
 int trainMain(int argc, char **argv, const trx_model_desc *model) {
   const char *prog = "train";
   if (argc > 0 && argv && argv[0] && *argv[0]) {
@@ -1046,14 +1055,14 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     printError("%s", err);
     return 1;
   }
-  run.dpAxis = trx_dist_axis_index("dp");
+  run.dpAxis = meshAxisWithRole(model, TRX_AXIS_DATA);
   if (run.dpAxis >= 0) {
     run.dpSize = trx_dist_axis_size(run.dpAxis);
     run.dpRank = trx_dist_coord(run.dpAxis);
   }
   if (model->pipeline_microbatches > 0) {
     run.callMicroBatches = model->pipeline_microbatches;
-    run.ppAxis = trx_dist_axis_index("pp");
+    run.ppAxis = meshAxisWithRole(model, TRX_AXIS_PIPELINE);
   }
   run.leader = trx_dist_rank() == 0;
   if (run.computeLayouts() != 0)

@@ -8,7 +8,7 @@
 using namespace mlir;
 using namespace mlir::dist;
 
-// #dist.sharding<@mesh, [{"dp"}, {}, {"tp", "sp"}]>
+// #dist.sharding<@mesh, [{"a"}, {}, {"b", "c"}]>
 Attribute ShardingAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   MLIRContext *ctx = parser.getContext();

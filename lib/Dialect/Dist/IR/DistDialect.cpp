@@ -146,14 +146,14 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   // Pipeline stages (dist-pipeline): `dist.stage = S` on a parameter is the
   // stage that owns it; `dist.tied_stages = array<i64: ...>` lists every
   // stage that reads a parameter tied across stages (an embedding and head).
-  if (attr.getName() == "dist.stage") {
+  if (attr.getName() == kStageAttrName) {
     auto stage = dyn_cast<IntegerAttr>(attr.getValue());
     if (!stage || stage.getInt() < 0)
       return op->emitOpError("'dist.stage' must be an integer >= 0, got ")
              << attr.getValue();
     return success();
   }
-  if (attr.getName() == "dist.tied_stages") {
+  if (attr.getName() == kTiedStagesAttrName) {
     auto stages = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     if (!stages || stages.size() < 2 ||
         llvm::any_of(stages.asArrayRef(), [](int64_t s) { return s < 0; }))

@@ -19,7 +19,7 @@ using namespace mlir::dist;
 // MeshOp
 //===----------------------------------------------------------------------===//
 
-// <["dp"=2, "pp"=2, "tp"=2]>
+// <["a"=2, "b"=2, "c"=2]>
 static ParseResult parseMeshAxes(OpAsmParser &parser, ArrayAttr &names,
                                  DenseI64ArrayAttr &sizes) {
   SmallVector<Attribute> nameAttrs;

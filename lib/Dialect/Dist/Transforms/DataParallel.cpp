@@ -68,7 +68,7 @@ static scf::IndexSwitchOp findStageSwitch(func::FuncOp step) {
 /// flush too). A tied parameter is averaged on each of its stages.
 static LogicalResult averageAfterFlush(mlir::triax::ModelOp model, MeshOp mesh,
                                        ArrayAttr axes, double bucketBytes) {
-  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
+  auto step = model.getOptimizerStep();
   scf::IndexSwitchOp sw = step ? findStageSwitch(step) : nullptr;
   if (!sw)
     return model.emitError("dist-data-parallel: model @")
@@ -108,7 +108,7 @@ void DataParallelPass::runOnOperation() {
       llvm::to_vector(module.getOps<mlir::triax::ModelOp>());
   // Check every model before changing anything.
   for (mlir::triax::ModelOp model : models)
-    if (!model.lookupSymbol<func::FuncOp>("forward_backward")) {
+    if (!model.getForwardBackward()) {
       model.emitError("dist-data-parallel: model @")
           << model.getSymName()
           << " has no @forward_backward; run triax-autodiff first";
@@ -129,12 +129,12 @@ void DataParallelPass::runOnOperation() {
   for (mlir::triax::ModelOp model : models) {
     // Under pipeline parallelism @forward_backward does not run: the
     // gradients are averaged after the flush, in @optimizer_step.
-    if (model.lookupSymbol<func::FuncOp>("pipeline_step")) {
+    if (model.getPipelineStep()) {
       if (failed(averageAfterFlush(model, mesh, axes, bucketBytes)))
         return signalPassFailure();
       continue;
     }
-    auto fn = model.lookupSymbol<func::FuncOp>("forward_backward");
+    auto fn = model.getForwardBackward();
     accumulateEarly(fn);
     // Buckets in the order the gradients are produced (last layer first),
     // each closed when it holds bucket-mb and reduced right after its last

@@ -3,6 +3,7 @@
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -23,15 +24,14 @@ struct MeshPass : public mlir::dist::impl::DistMeshBase<MeshPass> {
 
 void MeshPass::runOnOperation() {
   ModuleOp module = getOperation();
-  // The one order of the axes: tp innermost, then pp, then dp.
-  std::pair<StringRef, int64_t> axes[] = {
-      {"dp", dp.getValue()}, {"pp", pp.getValue()}, {"tp", tp.getValue()}};
-  for (auto [name, size] : axes)
-    if (size < 0) {
-      module.emitError("dist-mesh: ")
-          << name << "=" << size << " is not a size (expected >= 1)";
-      return signalPassFailure();
-    }
+  std::string error;
+  FailureOr<MeshShape> shape = MeshShape::parse(axes.getValue(), error);
+  if (axes.empty()) {
+    shape = MeshShape();
+  } else if (failed(shape)) {
+    module.emitError("dist-mesh: axes=") << axes.getValue() << ": " << error;
+    return signalPassFailure();
+  }
   SmallVector<MeshOp> meshes = llvm::to_vector(module.getOps<MeshOp>());
   if (meshes.size() > 1) {
     meshes[1].emitError("dist-mesh: the module has ")
@@ -40,30 +40,28 @@ void MeshPass::runOnOperation() {
   }
   if (!meshes.empty()) {
     MeshOp mesh = meshes.front();
-    for (auto [name, size] : axes) {
-      if (size == 0)
-        continue;
+    for (MeshShape::Axis axis : shape->axes()) {
+      StringRef name = axisName(axis.role);
       std::optional<int64_t> have = mesh.getAxisSize(name);
-      if (have != size) {
+      if (have != axis.size) {
         mesh.emitError("dist-mesh: mesh @")
             << mesh.getSymName() << " has "
             << (have ? (name + "=" + Twine(*have)).str()
                      : ("no axis \"" + name + "\"").str())
-            << " but " << name << "=" << size << " was asked for";
+            << " but " << name << "=" << axis.size << " was asked for";
         return signalPassFailure();
       }
     }
     return;
   }
+  if (shape->axes().empty())
+    return;
   SmallVector<StringRef> names;
   SmallVector<int64_t> sizes;
-  for (auto [name, size] : axes)
-    if (size > 0) {
-      names.push_back(name);
-      sizes.push_back(size);
-    }
-  if (names.empty())
-    return;
+  for (MeshShape::Axis axis : shape->axes()) {
+    names.push_back(axisName(axis.role));
+    sizes.push_back(axis.size);
+  }
   if (module.lookupSymbol("mesh")) {
     module.emitError("dist-mesh: cannot create @mesh: the symbol is taken");
     return signalPassFailure();

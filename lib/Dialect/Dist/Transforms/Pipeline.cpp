@@ -360,9 +360,11 @@ static ArrayAttr withAxisInMeshOrder(MeshOp mesh, ArrayAttr axes,
 /// `dist.tied_stages`, else its `dist.stage` (stage 0 for a parameter no
 /// stage reads).
 static SmallVector<int64_t> updatingStages(tx::ParamOp param) {
-  if (auto tied = param->getAttrOfType<DenseI64ArrayAttr>("dist.tied_stages"))
+  if (auto tied = param->getAttrOfType<DenseI64ArrayAttr>(
+          DistDialect::kTiedStagesAttrName))
     return SmallVector<int64_t>(tied.asArrayRef());
-  if (auto stage = param->getAttrOfType<IntegerAttr>("dist.stage"))
+  if (auto stage =
+          param->getAttrOfType<IntegerAttr>(DistDialect::kStageAttrName))
     return {stage.getInt()};
   return {0};
 }
@@ -377,7 +379,7 @@ static SmallVector<int64_t> updatingStages(tx::ParamOp param) {
 static LogicalResult splitOptimizerStep(tx::ModelOp model, MeshOp mesh,
                                         StringRef ppAxis, int64_t stages,
                                         int64_t tagBase, StringRef pass) {
-  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
+  auto step = model.getOptimizerStep();
   if (!step)
     return model.emitError() << pass << ": model @" << model.getSymName()
                              << " has no @optimizer_step; run "
@@ -558,8 +560,9 @@ static LogicalResult splitOptimizerStep(tx::ModelOp model, MeshOp mesh,
 LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
                                      int64_t stages, int64_t m) {
   StringRef pass = getArgument();
-  auto original = model.lookupSymbol<func::FuncOp>("forward_backward");
-  for (StringRef name : {"pipeline_step", "stage0_forward"})
+  auto original = model.getForwardBackward();
+  for (StringRef name :
+       {StringRef(tx::ModelOp::kPipelineStepName), StringRef("stage0_forward")})
     if (model.lookupSymbol(name))
       return model.emitError() << pass << ": model @" << model.getSymName()
                                << " already has @" << name;
@@ -663,7 +666,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     if (auto block = dyn_cast<tx::BlockOp>(op)) {
       StringRef name = block.getName();
       if (p.dir == Bwd)
-        name.consume_back(".grad");
+        name.consume_back(tx::ModelOp::kGradSuffix);
       auto it = blockStage.find(name);
       if (it != blockStage.end()) {
         p.stage = it->second;
@@ -807,10 +810,11 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     if (it == paramStages.end())
       continue;
     const std::set<int64_t> &set = it->second;
-    param->setAttr("dist.stage", b.getI64IntegerAttr(*set.begin()));
+    param->setAttr(DistDialect::kStageAttrName,
+                   b.getI64IntegerAttr(*set.begin()));
     if (set.size() > 1)
       param->setAttr(
-          "dist.tied_stages",
+          DistDialect::kTiedStagesAttrName,
           b.getDenseI64ArrayAttr(SmallVector<int64_t>(set.begin(), set.end())));
   }
 
@@ -870,7 +874,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
            << "tensor<f32>, got " << loss.getType();
   Type lossType = b.getF32Type();
   b.setInsertionPointToEnd(&model.getBody().front());
-  auto step = func::FuncOp::create(b, loc, "pipeline_step",
+  auto step = func::FuncOp::create(b, loc, tx::ModelOp::kPipelineStepName,
                                    b.getFunctionType(argTypes, {lossType}));
   Block *entry = step.addEntryBlock();
   b.setInsertionPointToEnd(entry);
@@ -1059,7 +1063,7 @@ void PipelinePass::runOnOperation() {
   SmallVector<tx::ModelOp> models =
       llvm::to_vector(module.getOps<tx::ModelOp>());
   for (tx::ModelOp model : models) {
-    auto fb = model.lookupSymbol<func::FuncOp>("forward_backward");
+    auto fb = model.getForwardBackward();
     if (!fb) {
       model.emitError() << pass << ": model @" << model.getSymName()
                         << " has no @forward_backward; run triax-autodiff "

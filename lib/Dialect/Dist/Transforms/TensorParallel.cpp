@@ -603,7 +603,8 @@ void TensorParallelPass::runOnOperation() {
   SmallVector<tx::ModelOp> models =
       llvm::to_vector(module.getOps<tx::ModelOp>());
   for (tx::ModelOp model : models) {
-    for (StringRef name : {"forward_backward", "optimizer_step"})
+    for (StringRef name : {mlir::triax::ModelOp::kForwardBackwardName,
+                           mlir::triax::ModelOp::kOptimizerStepName})
       if (model.lookupSymbol(name)) {
         model.emitError("dist-tensor-parallel: model @")
             << model.getSymName() << " already has @" << name

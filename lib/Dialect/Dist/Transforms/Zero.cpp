@@ -38,7 +38,7 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
   Value reduceScatterAfter(OpBuilder &b, Value grad);
 
   int64_t group = 1; // size of the dp axis
-  ArrayAttr axes;    // ["dp"]
+  ArrayAttr axes;    // the data axis
   FlatSymbolRefAttr meshRef;
 };
 
@@ -52,17 +52,18 @@ static RankedTensorType chunkType(RankedTensorType type, int64_t group) {
 }
 
 LogicalResult ZeroPass::check(tx::ModelOp model) {
-  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
-  auto fb = model.lookupSymbol<func::FuncOp>("forward_backward");
+  auto step = model.getOptimizerStep();
+  auto fb = model.getForwardBackward();
   if (!step || !fb)
     return model.emitError("dist-zero: model @")
            << model.getSymName() << " has no @"
-           << (step ? "forward_backward" : "optimizer_step")
+           << (step ? tx::ModelOp::kForwardBackwardName
+                    : tx::ModelOp::kOptimizerStepName)
            << "; run triax-autodiff first";
   // Under pipeline parallelism only stage 1 (DeepSpeed refuses 2 and 3
   // with its pipeline engine too): the gradients are accumulated over the
   // micro-batches of the flush in whole buffers and reduced after it.
-  if (stage >= 2 && model.lookupSymbol<func::FuncOp>("pipeline_step"))
+  if (stage >= 2 && model.getPipelineStep())
     return model.emitError("dist-zero: ZeRO-")
            << stage.getValue() << " with pipeline parallelism (model @"
            << model.getSymName()
@@ -177,7 +178,7 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   // Stage 2: each micro-batch's gradient is reduce-scattered as soon as it
   // is produced, and the gradient buffer keeps only this rank's chunk.
   if (stage >= 2) {
-    auto fb = model.lookupSymbol<func::FuncOp>("forward_backward");
+    auto fb = model.getForwardBackward();
     SmallVector<tx::AccumulateGradOp> accs;
     fb.walk([&](tx::AccumulateGradOp op) { accs.push_back(op); });
     for (tx::AccumulateGradOp acc : accs)
@@ -188,7 +189,7 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   // here at stage 1, already at stage 2), the moments', and the
   // parameter's; at stages 1 and 2 the updated chunks are then gathered
   // into every rank's whole copy.
-  auto step = model.lookupSymbol<func::FuncOp>("optimizer_step");
+  auto step = model.getOptimizerStep();
   if (stage >= 2) {
     step.walk([&](tx::GetGradOp read) {
       auto type = cast<RankedTensorType>(read.getType());

@@ -95,7 +95,19 @@ static LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> actual,
 //===----------------------------------------------------------------------===//
 
 func::FuncOp ModelOp::getForward() {
-  return lookupSymbol<func::FuncOp>("forward");
+  return lookupSymbol<func::FuncOp>(kForwardName);
+}
+
+func::FuncOp ModelOp::getForwardBackward() {
+  return lookupSymbol<func::FuncOp>(kForwardBackwardName);
+}
+
+func::FuncOp ModelOp::getOptimizerStep() {
+  return lookupSymbol<func::FuncOp>(kOptimizerStepName);
+}
+
+func::FuncOp ModelOp::getPipelineStep() {
+  return lookupSymbol<func::FuncOp>(kPipelineStepName);
 }
 
 int64_t ModelOp::getNumParameters() {

@@ -256,7 +256,8 @@ LogicalResult Differentiator::differentiateBlock(BlockOp forward,
   }
 
   auto backward = BlockOp::create(
-      b, loc, backwardTypes, b.getStringAttr(newForward.getName() + ".grad"),
+      b, loc, backwardTypes,
+      b.getStringAttr(newForward.getName() + ModelOp::kGradSuffix),
       backwardInputs);
   backward.getBody().takeBody(placeholder.getBody());
   placeholder.erase();
@@ -282,7 +283,7 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
   OpBuilder b(model.getContext());
   b.setInsertionPointAfter(forward);
   auto fn = cast<func::FuncOp>(b.clone(*forward.getOperation()));
-  fn.setSymName("forward_backward");
+  fn.setSymName(ModelOp::kForwardBackwardName);
   Block &entry = fn.front();
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   Location loc = ret.getLoc();
@@ -397,7 +398,7 @@ static LogicalResult buildOptimizerStep(ModelOp model,
   Location loc = model.getLoc();
   Type f32 = b.getF32Type();
   auto fn = func::FuncOp::create(
-      b, loc, "optimizer_step",
+      b, loc, ModelOp::kOptimizerStepName,
       b.getFunctionType({f32, b.getI64Type(), f32}, {f32}));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -445,7 +446,8 @@ static LogicalResult buildOptimizerStep(ModelOp model,
 }
 
 static LogicalResult buildTraining(ModelOp model) {
-  for (StringRef name : {"forward_backward", "optimizer_step"})
+  for (StringRef name :
+       {ModelOp::kForwardBackwardName, ModelOp::kOptimizerStepName})
     if (model.lookupSymbol(name))
       return model.emitOpError("already has a @")
              << name << "; triax-autodiff runs once per model";

@@ -344,8 +344,7 @@ struct TriaxMixedPrecisionPass
       return;
     Type bf16 = BFloat16Type::get(&getContext());
     for (ModelOp model : module.getOps<ModelOp>()) {
-      if (!model.lookupSymbol("forward_backward") &&
-          !model.lookupSymbol("pipeline_step")) {
+      if (!model.getForwardBackward() && !model.getPipelineStep()) {
         model.emitOpError("has no training step (@forward_backward): "
                           "triax-mixed-precision runs after triax-autodiff");
         return signalPassFailure();

@@ -274,7 +274,7 @@ LogicalResult BlockRecomputer::run() {
 static LogicalResult recomputeFunction(func::FuncOp fn, Mode mode) {
   SmallVector<BlockOp> backwards;
   fn.walk([&](BlockOp block) {
-    if (block.getName().ends_with(".grad"))
+    if (block.getName().ends_with(ModelOp::kGradSuffix))
       backwards.push_back(block);
   });
   for (BlockOp backward : backwards) {
@@ -282,7 +282,7 @@ static LogicalResult recomputeFunction(func::FuncOp fn, Mode mode) {
       return backward.emitOpError("already recomputes (")
              << kRecomputeAttr << " = " << done
              << "); triax-recompute runs once";
-    StringRef name = backward.getName().drop_back(strlen(".grad"));
+    StringRef name = backward.getName().drop_back(ModelOp::kGradSuffix.size());
     BlockOp forward;
     for (Operation *op = backward->getPrevNode(); op; op = op->getPrevNode())
       if (auto block = dyn_cast<BlockOp>(op);
@@ -319,13 +319,13 @@ struct TriaxRecomputePass
       return signalPassFailure();
     }
     for (ModelOp model : module.getOps<ModelOp>()) {
-      auto fn = model.lookupSymbol<func::FuncOp>("forward_backward");
+      auto fn = model.getForwardBackward();
       if (!fn) {
         model.emitOpError("has no @forward_backward; triax-recompute runs "
                           "after triax-autodiff");
         return signalPassFailure();
       }
-      if (model.lookupSymbol("pipeline_step")) {
+      if (model.getPipelineStep()) {
         model.emitOpError("is already cut into pipeline stages "
                           "(@pipeline_step); triax-recompute runs before "
                           "dist-pipeline");

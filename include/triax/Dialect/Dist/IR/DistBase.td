@@ -39,6 +39,13 @@ def Dist_Dialect : Dialect {
     /// whose gradient is summed over a group (#dist.partial_grad).
     static constexpr ::llvm::StringLiteral kPartialGradAttrName =
         "dist.partial_grad";
+    /// Name of the discardable attribute giving the pipeline stage that
+    /// holds a parameter (an i64, dist-pipeline).
+    static constexpr ::llvm::StringLiteral kStageAttrName = "dist.stage";
+    /// Name of the discardable attribute listing the stages that share a
+    /// parameter (an array<i64>: an embedding tied to the head).
+    static constexpr ::llvm::StringLiteral kTiedStagesAttrName =
+        "dist.tied_stages";
   }];
 }
 

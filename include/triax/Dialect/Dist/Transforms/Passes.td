@@ -6,11 +6,14 @@
 include "mlir/Pass/PassBase.td"
 
 def DistMesh : Pass<"dist-mesh", "::mlir::ModuleOp"> {
-  let summary = "Declare the device mesh: dp, pp and tp, tp innermost";
+  let summary = "Declare the device mesh: named axes in the axis-role "
+                "table's order";
   let description = [{
-    Creates `dist.mesh @mesh` with the axes whose size is given (> 0), in
-    the order dp, pp, tp. Ranks are numbered row-major over the mesh, the
-    last axis innermost:
+    Creates `dist.mesh @mesh` with the axes of `axes` ("dp=2,tp=2", the
+    form of triaxc's `--mesh`, parsed by the same code), in the order of
+    the axis-role table (lib/Dialect/Dist/IR/MeshShape.cpp): dp, pp, ep,
+    cp, tp. Ranks are numbered row-major over the mesh, the last axis
+    innermost:
 
         rank = (dp_i * pp + pp_i) * tp + tp_i
 
@@ -18,20 +21,18 @@ def DistMesh : Pass<"dist-mesh", "::mlir::ModuleOp"> {
     step) are neighbours, i.e. on one node, and a data-parallel group
     strides over the others (Megatron-LM's layout). A module that already
     has a mesh keeps it; every given size must equal its axis's (an error
-    names both).
+    names both). Unknown axes, axes of roles not implemented yet, repeated
+    axes and bad sizes are errors.
 
-    `dist-mesh{dp=2 tp=2}` on a module without a mesh:
+    `dist-mesh{axes=dp=2,tp=2}` on a module without a mesh:
     ```mlir
     dist.mesh @mesh <["dp"=2, "tp"=2]>
     ```
   }];
   let options = [
-    Option<"dp", "dp", "int64_t", /*default=*/"0",
-           "Size of the data-parallel axis (0: no such axis)">,
-    Option<"pp", "pp", "int64_t", /*default=*/"0",
-           "Size of the pipeline axis (0: no such axis)">,
-    Option<"tp", "tp", "int64_t", /*default=*/"0",
-           "Size of the tensor-parallel axis (0: no such axis)">
+    Option<"axes", "axes", "std::string", /*default=*/"\"\"",
+           "The axes and their sizes, axis=size items separated by commas "
+           "(\"\": no mesh unless the module has one)">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

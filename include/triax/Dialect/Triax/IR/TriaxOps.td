@@ -44,8 +44,28 @@ def Triax_ModelOp : Triax_Op<"model", [
   }];
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
+    /// The functions a model holds, by role (the program's structure): the
+    /// forward (triax-model), the training step and the optimizer step
+    /// (triax-autodiff), the pipeline's schedule (dist-pipeline). Passes
+    /// find and create them by these names.
+    static constexpr ::llvm::StringLiteral kForwardName = "forward";
+    static constexpr ::llvm::StringLiteral kForwardBackwardName =
+        "forward_backward";
+    static constexpr ::llvm::StringLiteral kOptimizerStepName =
+        "optimizer_step";
+    static constexpr ::llvm::StringLiteral kPipelineStepName =
+        "pipeline_step";
+    /// A backward block's name: its forward block's plus this suffix.
+    static constexpr ::llvm::StringLiteral kGradSuffix = ".grad";
     /// The forward function, or null.
     ::mlir::func::FuncOp getForward();
+    /// The training step (forward, backward, gradients accumulated), or
+    /// null before triax-autodiff.
+    ::mlir::func::FuncOp getForwardBackward();
+    /// The optimizer step, or null before triax-autodiff.
+    ::mlir::func::FuncOp getOptimizerStep();
+    /// The pipeline's schedule, or null without dist-pipeline.
+    ::mlir::func::FuncOp getPipelineStep();
     /// The parameters in declaration order.
     auto getParams() { return getBody().front().getOps<ParamOp>(); }
     /// The number of trainable scalars (the sum over all parameters).
