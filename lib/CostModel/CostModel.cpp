@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "triax/CostModel/CostModel.h"
+#include "triax_abi.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -152,7 +153,7 @@ StateBytes triax::cost::bytesPerParam(DTypeMode mode) {
 
 int64_t triax::cost::zeroChunk(int64_t numel, int64_t g) {
   // [M4]
-  return g <= 1 ? numel : (numel + g - 1) / g;
+  return trx_zero_chunk(numel, g);
 }
 
 StateBytes triax::cost::stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems,

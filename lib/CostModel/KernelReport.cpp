@@ -481,10 +481,10 @@ public:
     }
   }
 
-  /// Elements of parameter `param` on this rank: its kParam view (under
-  /// ZeRO-2 the gradient views are chunks).
+  /// Elements of parameter `param` on this rank: its TRX_STATE_PARAM view
+  /// (under ZeRO-2 the gradient views are chunks).
   std::optional<int64_t> paramElements(int64_t param) const {
-    auto it = byKind.find({rt::kParam, param});
+    auto it = byKind.find({TRX_STATE_PARAM, param});
     if (it == byKind.end())
       return std::nullopt;
     return it->second.getNumElements();

@@ -62,6 +62,19 @@ static uint32_t maskOf(ArrayRef<std::string> axes, ArrayRef<StringRef> names) {
   return mask;
 }
 
+/// The runtime's initializer (triax_abi.h) for a #triax.init kind.
+static trx_param_init abiInit(mlir::triax::InitKind kind) {
+  switch (kind) {
+  case mlir::triax::InitKind::normal:
+    return TRX_INIT_NORMAL;
+  case mlir::triax::InitKind::zeros:
+    return TRX_INIT_ZEROS;
+  case mlir::triax::InitKind::ones:
+    return TRX_INIT_ONES;
+  }
+  llvm_unreachable("unknown InitKind");
+}
+
 /// The placement fields of a parameter's descriptor, as designated
 /// initializers: ".split_dim = ..., ..., .stage_axes = ..." (see
 /// trx_param_desc).
@@ -193,7 +206,7 @@ std::string emitModelDescriptor(ModuleOp module) {
         "  {{.name = \"{0}\", .rank = {1}, .shape = {{{2}, {3}}, .init = {4}, "
         ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}},\n",
         param.getSymName(), type.getRank(), d0, d1,
-        static_cast<int>(init.getKind()),
+        int(abiInit(init.getKind())),
         llvm::formatv("{0:e9}", init.getStdValue()).str(),
         param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames));
   }

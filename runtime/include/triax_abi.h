@@ -1,14 +1,16 @@
-/*===- triax_abi.h - what the compiler and the runtime share -----*- C -*-===*\
+/*===- triax_abi.h - what the compiler and the runtime share ----*- C -*-===*\
 |*                                                                          *|
 |* The enums both sides of the runtime ABI use, declared once: the runtime  *|
 |* includes this header through triax_rt.h, and the compiler includes it    *|
-|* where it emits values the runtime reads (the model descriptor). Plain    *|
-|* C, no functions.                                                         *|
+|* where it emits values the runtime reads (the model descriptor, the       *|
+|* arguments of runtime calls). Plain C: enums and one-line formulas.       *|
 |*                                                                          *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef TRIAX_ABI_H
 #define TRIAX_ABI_H
+
+#include <stdint.h>
 
 /* The role of a device-mesh axis: what is split over it. The names (dp,
  * pp, ...), the order of the axes in a mesh (the rank layout) and which
@@ -25,5 +27,43 @@ typedef enum {
   TRX_AXIS_TENSOR = 4,   /* linears, heads and vocabulary (Megatron) */
   TRX_AXIS_NUM_ROLES = 5
 } trx_axis_role;
+
+/* The state buffers of each parameter: trx_state_1d/2d/chunk's `kind`, and
+ * the compiled code's views of them. */
+enum trx_state_kind {
+  TRX_STATE_PARAM = 0,      /* the parameter (f32 master copy) */
+  TRX_STATE_EXP_AVG = 1,    /* AdamW first moment */
+  TRX_STATE_EXP_AVG_SQ = 2, /* AdamW second moment */
+  TRX_STATE_GRAD = 3,       /* gradient buffer: forward_backward adds to it,
+                               optimizer_step reads it; the driver zeroes it
+                               before the first micro-batch of a step */
+  TRX_STATE_NKINDS = 4
+};
+
+/* How a parameter is initialized (trx_param_desc.init); the model
+ * descriptor maps triax.param's #triax.init kinds to these. */
+enum trx_param_init {
+  TRX_INIT_NORMAL = 0, /* N(0, init_std^2), see trx_init_normal */
+  TRX_INIT_ZEROS = 1,
+  TRX_INIT_ONES = 2
+};
+
+/* The reductions of the collectives; the lowering maps the dist dialect's
+ * ReductionKind to these (abiReduction, CollectiveKernels.cpp). avg is
+ * the sum divided by the group size (integer division, truncating, for
+ * i32). max and min propagate NaN. */
+enum trx_reduce_op {
+  TRX_REDUCE_SUM = 0,
+  TRX_REDUCE_AVG = 1,
+  TRX_REDUCE_MAX = 2,
+  TRX_REDUCE_MIN = 3
+};
+
+/* ZeRO: the elements of one rank's chunk of a buffer of `numel` elements
+ * sharded over `group` ranks, ceil(numel / group) (the buffer is padded with
+ * zeros to group * chunk); numel itself when group <= 1. */
+static inline int64_t trx_zero_chunk(int64_t numel, int64_t group) {
+  return group <= 1 ? numel : (numel + group - 1) / group;
+}
 
 #endif /* TRIAX_ABI_H */

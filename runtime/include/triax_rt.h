@@ -812,17 +812,6 @@ int trx_blas_load(const char *path, char *err, size_t errlen);
 /* The BLAS the CPU GEMMs call, in words (for -v). */
 const char *trx_blas_describe(void);
 
-/* The state buffers of each parameter (StateKind in RuntimeABI.h). */
-enum trx_state_kind {
-  TRX_STATE_PARAM = 0,      /* the parameter (f32 master copy) */
-  TRX_STATE_EXP_AVG = 1,    /* AdamW first moment */
-  TRX_STATE_EXP_AVG_SQ = 2, /* AdamW second moment */
-  TRX_STATE_GRAD = 3,       /* gradient buffer: forward_backward adds to it,
-                               optimizer_step reads it; the driver zeroes it
-                               before the first micro-batch of a step */
-  TRX_STATE_NKINDS = 4
-};
-
 typedef struct trx_param_desc trx_param_desc; /* defined below */
 
 /* Binds the training-state buffers that the trx_state_* views show: for
@@ -941,12 +930,6 @@ void *trx_alloc_aligned(size_t bytes, size_t alignment, int category);
  *     }
  * and trx_train_main is the whole training program: CLI, data, parameter
  * init, the training loop, evaluation, logging and checkpoints. */
-
-enum trx_param_init {
-  TRX_INIT_NORMAL = 0, /* N(0, init_std^2), see trx_init_normal */
-  TRX_INIT_ZEROS = 1,
-  TRX_INIT_ONES = 2
-};
 
 struct trx_param_desc {
   const char *name; /* unique, e.g. "wte.weight" (the checkpoint name) */
@@ -1107,16 +1090,6 @@ extern const unsigned long trx_default_corpus_size;
 #define TRX_DIST_MAX_AXES 8
 /* Largest tag of trx_send/trx_recv (tags 32760..32767 are internal). */
 #define TRX_DIST_MAX_TAG 32759
-
-/* The reductions, numbered like the dist dialect's ReductionKind. avg is
- * the sum divided by the group size (integer division, truncating, for
- * i32). max and min propagate NaN. */
-enum trx_reduce_op {
-  TRX_REDUCE_SUM = 0,
-  TRX_REDUCE_AVG = 1,
-  TRX_REDUCE_MAX = 2,
-  TRX_REDUCE_MIN = 3
-};
 
 /* Starts MPI (MPI_Init_thread, MPI_THREAD_FUNNELED; an MPI that is already
  * initialized is used as it is and left running by trx_dist_finalize) and

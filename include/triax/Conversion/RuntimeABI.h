@@ -10,6 +10,8 @@
 #ifndef TRIAX_CONVERSION_RUNTIMEABI_H
 #define TRIAX_CONVERSION_RUNTIMEABI_H
 
+#include "triax_abi.h"
+
 #include "llvm/ADT/StringRef.h"
 
 namespace triax::rt {
@@ -155,14 +157,8 @@ constexpr llvm::StringLiteral kTraceEnd = "trx_trace_end";
 /// loads and stores.
 constexpr llvm::StringLiteral kHostSync = "trx_cuda_host_sync";
 
-/// The kinds of state buffers, per parameter (the index is the position of
-/// the `triax.param` in its model).
-enum StateKind : int {
-  kParam = 0, ///< the parameter (f32 master copy)
-  kAdamM = 1, ///< AdamW first moment
-  kAdamV = 2, ///< AdamW second moment
-  kGrad = 3,  ///< gradient buffer (sum over the micro-batches of a step)
-};
+// The kinds of state buffers per parameter (the index is the position of
+// the `triax.param` in its model) are triax_abi.h's trx_state_kind.
 
 /// The entry points the lowering produces from `@forward`,
 /// `@forward_backward` (or dist-pipeline's `@pipeline_step`) and

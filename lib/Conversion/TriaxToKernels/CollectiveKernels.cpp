@@ -39,8 +39,22 @@ FailureOr<int64_t> mlir::triax::kernels::axisMask(Operation *op,
   return mask;
 }
 
+trx_reduce_op mlir::triax::kernels::abiReduction(dist::ReductionKind kind) {
+  switch (kind) {
+  case dist::ReductionKind::sum:
+    return TRX_REDUCE_SUM;
+  case dist::ReductionKind::avg:
+    return TRX_REDUCE_AVG;
+  case dist::ReductionKind::max:
+    return TRX_REDUCE_MAX;
+  case dist::ReductionKind::min:
+    return TRX_REDUCE_MIN;
+  }
+  llvm_unreachable("unknown ReductionKind");
+}
+
 void mlir::triax::kernels::allReduceInPlace(KernelBuilder &k, Value buffer,
-                                            int32_t kind, int64_t mask) {
+                                            trx_reduce_op kind, int64_t mask) {
   OpBuilder &b = k.builder();
   auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   Value view = memref::CastOp::create(b, k.getLoc(), dynType, k.flat(buffer));
@@ -134,7 +148,7 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
         MemRefType::get({ShapedType::kDynamic}, rewriter.getF32Type());
     Value view =
         memref::CastOp::create(rewriter, op.getLoc(), dynType, k.flat(buffer));
-    Value mode = k.i32(static_cast<int32_t>(op.getReduction()));
+    Value mode = k.i32(abiReduction(op.getReduction()));
     Value axes = arith::ConstantOp::create(rewriter, op.getLoc(),
                                            rewriter.getI64IntegerAttr(*mask));
     func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kAllReduceF32,
@@ -210,13 +224,13 @@ struct ReduceScatterLowering : OpConversionPattern<dist::ReduceScatterOp> {
              /*pack=*/true);
     }
     Value out = k.alloc(op.getType());
-    func::CallOp::create(
-        rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32, TypeRange{},
-        ValueRange{
-            k.dynamicFlat(packed), k.dynamicFlat(out),
-            k.i32(static_cast<int32_t>(op.getReduction())),
-            arith::ConstantOp::create(rewriter, op.getLoc(),
-                                      rewriter.getI64IntegerAttr(*mask))});
+    func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32,
+                         TypeRange{},
+                         ValueRange{k.dynamicFlat(packed), k.dynamicFlat(out),
+                                    k.i32(abiReduction(op.getReduction())),
+                                    arith::ConstantOp::create(
+                                        rewriter, op.getLoc(),
+                                        rewriter.getI64IntegerAttr(*mask))});
     rewriter.replaceOp(op, out);
     return success();
   }

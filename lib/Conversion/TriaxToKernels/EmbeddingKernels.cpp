@@ -86,8 +86,7 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     if (into) {
       auto type =
           cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-      table =
-          k.state(::triax::rt::kGrad, params->lookup(into.getParam()), type);
+      table = k.state(TRX_STATE_GRAD, params->lookup(into.getParam()), type);
       rewriter.eraseOp(into);
     } else {
       table = k.allocFilled(op.getType(), 0.0);

@@ -343,7 +343,8 @@ LogicalResult KernelBuilder::gemmBatched(Value a, Value bm, Value c,
   return callGemm(a, bm, c, transA, transB, alpha, beta, /*rank=*/3);
 }
 
-Value KernelBuilder::stateChunk(int kind, int64_t param, MemRefType type) {
+Value KernelBuilder::stateChunk(trx_state_kind kind, int64_t param,
+                                MemRefType type) {
   auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   Value view =
       func::CallOp::create(
@@ -359,7 +360,8 @@ Value KernelBuilder::dynamicFlat(Value buffer) {
   return memref::CastOp::create(b, loc, dynType, flat(buffer));
 }
 
-Value KernelBuilder::state(int kind, int64_t param, MemRefType type) {
+Value KernelBuilder::state(trx_state_kind kind, int64_t param,
+                           MemRefType type) {
   int64_t dyn = ShapedType::kDynamic;
   bool matrix = type.getRank() == 2;
   auto dynType = matrix ? MemRefType::get({dyn, dyn}, b.getF32Type())

@@ -10,7 +10,9 @@
 #ifndef TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H
 #define TRIAX_LIB_CONVERSION_TRIAXTOKERNELS_KERNELBUILDER_H
 
+#include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
+#include "triax_abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -210,9 +212,9 @@ public:
   /// element type `t`, or failure when the runtime has none.
   static FailureOr<StringRef> gemmEpilogueEntry(Epilogue kind, Type t);
   /// A runtime-owned state buffer (parameter, AdamW moment) as `type`.
-  Value state(int kind, int64_t param, MemRefType type);
+  Value state(trx_state_kind kind, int64_t param, MemRefType type);
   /// This rank's ZeRO chunk of a state buffer (1-D `type`).
-  Value stateChunk(int kind, int64_t param, MemRefType type);
+  Value stateChunk(trx_state_kind kind, int64_t param, MemRefType type);
   /// A contiguous f32 buffer as memref<?xf32>, the runtime's collectives'
   /// operand type.
   Value dynamicFlat(Value buffer);
@@ -250,9 +252,11 @@ template <typename OpT> struct ParamPattern : OpConversionPattern<OpT> {
 /// mesh `mesh`; an op error when the mesh or an axis is unknown.
 FailureOr<int64_t> axisMask(Operation *op, FlatSymbolRefAttr mesh,
                             ArrayAttr axes);
+/// The runtime's reduction (triax_abi.h) for the dist dialect's `kind`.
+trx_reduce_op abiReduction(dist::ReductionKind kind);
 /// In-place all_reduce of the contiguous f32 buffer `buffer` over the group
-/// `mask` (`kind`: the dist dialect's ReductionKind).
-void allReduceInPlace(KernelBuilder &k, Value buffer, int32_t kind,
+/// `mask`.
+void allReduceInPlace(KernelBuilder &k, Value buffer, trx_reduce_op kind,
                       int64_t mask);
 /// This rank's position in group `mask`, as an index.
 Value groupPosition(KernelBuilder &k, int64_t mask);

@@ -202,7 +202,7 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
     if (into) {
       auto type =
           cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-      dw = k.state(::triax::rt::kGrad, params->lookup(into.getParam()), type);
+      dw = k.state(TRX_STATE_GRAD, params->lookup(into.getParam()), type);
     } else {
       dw = k.alloc(op.getType());
     }
@@ -247,7 +247,7 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
     if (into) {
       auto type =
           cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-      db = k.state(::triax::rt::kGrad, params->lookup(into.getParam()), type);
+      db = k.state(TRX_STATE_GRAD, params->lookup(into.getParam()), type);
     } else {
       db = k.alloc(op.getType());
     }

@@ -165,7 +165,7 @@ vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
     Value kept = k.select(inside, picked, k.f32(0.0));
     k.store(kept, stats, {k.index(1), r[0]});
   });
-  allReduceInPlace(k, maxBuf, /*max=*/2, mask);
+  allReduceInPlace(k, maxBuf, TRX_REDUCE_MAX, mask);
   // Each rank's sum of exp(logit - its max) rescaled to the group's max.
   k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
     Value local = k.load(localMax, r);
@@ -174,7 +174,7 @@ vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
     Value sum = k.load(stats, {k.index(0), r[0]});
     k.store(k.mul(sum, shift), stats, {k.index(0), r[0]});
   });
-  allReduceInPlace(k, stats, /*sum=*/0, mask);
+  allReduceInPlace(k, stats, TRX_REDUCE_SUM, mask);
   return std::optional<VocabStats>(VocabStats{maxBuf, stats, *offset});
 }
 

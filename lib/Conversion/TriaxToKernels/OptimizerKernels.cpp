@@ -189,7 +189,7 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
           axisMask(op, op.getMeshAttr(), op.getAxesAttr());
       if (failed(mask))
         return failure();
-      allReduceInPlace(k, out, /*sum=*/0, *mask);
+      allReduceInPlace(k, out, TRX_REDUCE_SUM, *mask);
       k.parallel({1}, [&](KernelBuilder &k, ValueRange one) {
         k.store(k.sqrt(k.load(outElement, one)), outElement, one);
       });
@@ -229,14 +229,14 @@ prepareAdamW(KernelBuilder &k, AdamWOp op, Value grad, const ParamIndex &params,
   // Under ZeRO the gradient is this rank's chunk, and so are the moments
   // and the part of the parameter it updates.
   bool chunked = params.zeroSharded.contains(op.getParam());
-  auto view = [&](int kind) {
+  auto view = [&](trx_state_kind kind) {
     return chunked ? k.stateChunk(kind, *index, type)
                    : k.flat(k.state(kind, *index, type));
   };
   AdamWUpdate u;
-  u.p = view(::triax::rt::kParam);
-  u.m = view(::triax::rt::kAdamM);
-  u.v = view(::triax::rt::kAdamV);
+  u.p = view(TRX_STATE_PARAM);
+  u.m = view(TRX_STATE_EXP_AVG);
+  u.v = view(TRX_STATE_EXP_AVG_SQ);
   u.g = k.flat(grad);
   u.n = type.getNumElements();
   u.beta1 = op.getBeta1().convertToDouble();
@@ -425,7 +425,7 @@ struct GetGradLowering : ParamPattern<GetGradOp> {
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
     auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-    rewriter.replaceOp(op, k.state(::triax::rt::kGrad, *index, type));
+    rewriter.replaceOp(op, k.state(TRX_STATE_GRAD, *index, type));
     return success();
   }
 };
@@ -435,7 +435,7 @@ struct GetGradLowering : ParamPattern<GetGradOp> {
 void mlir::triax::kernels::accumulateGrad(KernelBuilder &k, int64_t index,
                                           Value grad) {
   auto type = cast<MemRefType>(grad.getType());
-  Value buffer = k.flat(k.state(::triax::rt::kGrad, index, type));
+  Value buffer = k.flat(k.state(TRX_STATE_GRAD, index, type));
   Value g = k.flat(grad);
   k.parallel({type.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
     k.store(k.add(k.load(buffer, i), k.load(g, i)), buffer, i);

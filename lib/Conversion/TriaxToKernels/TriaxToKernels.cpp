@@ -779,7 +779,7 @@ struct GetParamLowering : ParamPattern<GetParamOp> {
     auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
     if (type.getRank() > 2)
       return op.emitOpError("parameters of rank > 2 are not lowered yet");
-    rewriter.replaceOp(op, k.state(::triax::rt::kParam, *index, type));
+    rewriter.replaceOp(op, k.state(TRX_STATE_PARAM, *index, type));
     return success();
   }
 };

@@ -60,10 +60,10 @@ struct ReduceScatterFlatLowering
   LogicalResult
   matchAndRewrite(dist::ReduceScatterFlatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return lowerFlatCollective(
-        op, ::triax::rt::kReduceScatterF32, adaptor.getInput(),
-        op.getMeshAttr(), op.getAxes(), static_cast<int32_t>(op.getReduction()),
-        rewriter);
+    return lowerFlatCollective(op, ::triax::rt::kReduceScatterF32,
+                               adaptor.getInput(), op.getMeshAttr(),
+                               op.getAxes(), abiReduction(op.getReduction()),
+                               rewriter);
   }
 };
 
@@ -134,7 +134,7 @@ struct ReduceScatterAccumulateLowering
                          TypeRange{}, ValueRange{});
     callFlatCollective(k, rewriter, loc, ::triax::rt::kReduceScatterF32,
                        adaptor.getInput(), chunk,
-                       static_cast<int32_t>(op.getReduction()), *mask);
+                       abiReduction(op.getReduction()), *mask);
     accumulateGrad(k, *index, chunk);
     func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsEnd, TypeRange{},
                          ValueRange{});
@@ -173,7 +173,7 @@ struct AllReduceGradsLowering : ParamPattern<dist::AllReduceGradsOp> {
         rewriter, loc, MemRefType::get({ShapedType::kDynamic}, i64), indices);
     func::CallOp::create(
         rewriter, loc, ::triax::rt::kAllReduceGrads, TypeRange{},
-        ValueRange{view, k.i32(static_cast<int32_t>(op.getReduction())),
+        ValueRange{view, k.i32(abiReduction(op.getReduction())),
                    arith::ConstantOp::create(
                        rewriter, loc, rewriter.getI64IntegerAttr(*mask))});
     // (The conversion frees `indices` after this last use.)

@@ -1394,7 +1394,7 @@ extern "C" void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
   float *dst = contiguous(fn, "output", out);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   int64_t g = groupSize(axes), k = out->sizes[0], n = in->sizes[0];
-  if (k != (n + g - 1) / g) {
+  if (k != trx_zero_chunk(n, g)) {
     char msg[256];
     snprintf(msg, sizeof(msg),
              "%s: input of %" PRId64 " elements does not pad to %" PRId64
@@ -1425,7 +1425,7 @@ extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
   float *dst = contiguous(fn, "output", out);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   int64_t g = groupSize(axes), k = in->sizes[0], n = out->sizes[0];
-  if (k != (n + g - 1) / g) {
+  if (k != trx_zero_chunk(n, g)) {
     char msg[256];
     snprintf(msg, sizeof(msg),
              "%s: output of %" PRId64 " elements is not %" PRId64

@@ -82,7 +82,7 @@ bool computeParamLayout(const trx_param_desc &p, ParamLayout &l,
     l.zeroAxes = axesOfMask(p.zero_axes);
     if (!groupOf(l.zeroAxes, l.zeroParts, l.zeroPos, msg))
       return bad(msg);
-    l.chunk = (l.numel + l.zeroParts - 1) / l.zeroParts;
+    l.chunk = trx_zero_chunk(l.numel, l.zeroParts);
   }
   if (p.stages != 0) {
     if (!p.stage_axes)

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax_abi.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -275,7 +276,7 @@ static LogicalResult verifyChunk(Operation *op, RankedTensorType whole,
   if (whole.getElementType() != chunk.getElementType())
     return op->emitOpError("element types differ: ")
            << whole << " and " << chunk;
-  int64_t expected = (whole.getNumElements() + group - 1) / group;
+  int64_t expected = trx_zero_chunk(whole.getNumElements(), group);
   if (chunk.getNumElements() != expected)
     return op->emitOpError("chunk ")
            << chunk << " must have ceil(" << whole.getNumElements() << " / "

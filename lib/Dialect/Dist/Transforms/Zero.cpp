@@ -10,6 +10,7 @@
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
+#include "triax_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -47,7 +48,7 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
 /// The flat chunk of `type` over a group of `group`: ceil(numel / group)
 /// elements.
 static RankedTensorType chunkType(RankedTensorType type, int64_t group) {
-  return RankedTensorType::get({(type.getNumElements() + group - 1) / group},
+  return RankedTensorType::get({trx_zero_chunk(type.getNumElements(), group)},
                                type.getElementType());
 }
 
