@@ -2,13 +2,10 @@
 //
 // dist-plan reads the model before any parallelization: the blocks, the
 // attention's heads, the embeddings and the linears of @forward, and how
-// Megatron tensor parallelism would cut each parameter. A linear's weight
-// is cut (column or row); its bias too when the linear is column-split,
-// which is when its result does not go straight into the residual add (the
-// row-split linear's output is all-reduced and added to the residual, as
-// dist-tensor-parallel pairs them). An embedding table is cut over the
-// vocabulary unless it is read by position ids (replicated, as
-// dist-tensor-parallel leaves the position table).
+// Megatron tensor parallelism would cut each parameter. Which parameters
+// tp cuts is dist-tensor-parallel's own rule (tensorParallelSplits: the
+// column/row linear pairs and the columns' biases, the LM head, the token
+// embedding), so the planner counts what the pass will build.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +14,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "triax/Dialect/Dist/Transforms/TensorParallelSplits.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -96,6 +95,27 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
                            : "the model has no @forward");
   }
 
+  // What tensor parallelism cuts (the structure: tp = 1 checks no
+  // divisibility; the planner checks each tp against the shape below).
+  // Where the rule refuses the model, its error (the pass's) is the
+  // reason every plan with tp > 1 is rejected.
+  mlir::FailureOr<llvm::MapVector<mlir::StringAttr, int64_t>> splits;
+  {
+    mlir::ScopedDiagnosticHandler capture(
+        model.getContext(), [&](mlir::Diagnostic &diag) {
+          if (shape.tensorParallelError.empty())
+            shape.tensorParallelError = diag.str();
+          return mlir::success();
+        });
+    splits = mlir::dist::tensorParallelSplits(model, /*tp=*/1);
+  }
+  bool splittable = mlir::succeeded(splits);
+  if (!splittable)
+    splits = llvm::MapVector<mlir::StringAttr, int64_t>();
+  for (const auto &[name, dim] : *splits)
+    if (auto it = params.find(name.getValue()); it != params.end())
+      it->second.split = true;
+
   // The parameter a value reads, if it is a triax.get_param.
   auto paramOf = [&](mlir::Value v) -> ParamUse * {
     auto get = v ? v.getDefiningOp<tx::GetParamOp>() : nullptr;
@@ -140,24 +160,23 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       table->embedding = true;
       bool positions =
           emb.getIndices().getDefiningOp<tx::PositionIdsOp>() != nullptr;
-      if (!positions) {
-        table->split = true;
+      if (!positions)
         shape.vocab = llvm::cast<mlir::ShapedType>(emb.getTable().getType())
                           .getDimSize(0);
-      }
       return;
     }
     if (auto linear = llvm::dyn_cast<tx::LinearOp>(op)) {
-      if (ParamUse *w = paramOf(linear.getWeight())) {
-        w->split = true;
+      if (ParamUse *w = paramOf(linear.getWeight()))
         w->linearWeight = true;
-      }
-      bool row = llvm::any_of(linear->getUsers(), [](mlir::Operation *u) {
-        return llvm::isa<tx::AddOp>(u);
-      });
-      if (ParamUse *b = paramOf(linear.getBias()))
-        b->split |= !row;
-      if (insideBlock(op) && !row)
+      // A column-split linear (its weight cut along the outputs) inside a
+      // block: the widest is the MLP's (ffn). Without tensor parallelism,
+      // the widest linear of a block.
+      auto read = linear.getWeight().getDefiningOp<tx::GetParamOp>();
+      auto split =
+          read ? splits->find(read.getNameAttr().getAttr()) : splits->end();
+      bool column = split != splits->end() &&
+                    split->second == (linear.getTransposeWeight() ? 0 : 1);
+      if (insideBlock(op) && (column || !splittable))
         shape.ffn = std::max<int64_t>(
             shape.ffn,
             llvm::cast<mlir::ShapedType>(linear.getType()).getShape().back());

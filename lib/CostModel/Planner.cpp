@@ -280,6 +280,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   };
 
   // The checks, in order: the first failing one is the plan's region.
+  if (t > 1 && !model.tensorParallelError.empty())
+    reject("tensor parallelism cannot split the model",
+           model.tensorParallelError);
   if (t > hw.gpusPerNode)
     reject("tp across nodes", "tp=" + llvm::Twine(t) + " > " +
                                   llvm::Twine(hw.gpusPerNode) +

@@ -47,6 +47,10 @@ struct ModelShape {
   // Of those, the replicated ones (sequence parallelism all-reduces their
   // gradients over tp every micro-batch).
   int64_t layerReplTensors = 0, firstReplTensors = 0, lastReplTensors = 0;
+  // Why dist-tensor-parallel cannot split the model ("" when it can); the
+  // planner then rejects every plan with tp > 1 for this reason, and the
+  // counts above treat every parameter as replicated.
+  std::string tensorParallelError;
 };
 
 /// Reads a model (a module with one triax.model whose @forward is not yet

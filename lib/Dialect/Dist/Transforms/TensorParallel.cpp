@@ -13,6 +13,7 @@
 
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+#include "triax/Dialect/Dist/Transforms/TensorParallelSplits.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -50,6 +51,10 @@ public:
   LogicalResult plan();
   /// Rewrites the model (after a successful plan()).
   void apply(MeshOp mesh);
+  /// The planned splits: parameter -> dimension (after plan()).
+  const llvm::MapVector<StringAttr, int64_t> &getSplits() const {
+    return splits;
+  }
 
 private:
   bool tracePair(Value v, LinearPair &pair,
@@ -586,6 +591,14 @@ void Planner::apply(MeshOp mesh) {
   for (StringAttr name : partialGrads)
     model.lookupSymbol<tx::ParamOp>(name)->setAttr(
         DistDialect::kPartialGradAttrName, partial);
+}
+
+FailureOr<llvm::MapVector<StringAttr, int64_t>>
+mlir::dist::tensorParallelSplits(tx::ModelOp model, int64_t tp) {
+  Planner planner(model, tp, /*axis=*/"", /*sequence=*/false);
+  if (failed(planner.plan()))
+    return failure();
+  return planner.getSplits();
 }
 
 namespace {
