@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/Transforms/TensorParallelSplits.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
@@ -50,8 +51,9 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   // it per-rank shapes.
   bool parallelized = false;
   module.walk([&](mlir::Operation *op) {
-    parallelized |= op->getName().getStringRef() == "dist.mesh" ||
-                    op->hasAttr("dist.sharding") || op->hasAttr("dist.zero");
+    parallelized |= llvm::isa<mlir::dist::MeshOp>(op) ||
+                    op->hasAttr(mlir::dist::DistDialect::kShardingAttrName) ||
+                    op->hasAttr(mlir::dist::DistDialect::kZeroAttrName);
   });
   if (parallelized)
     return failure("the model is already parallelized (it has a dist.mesh): "

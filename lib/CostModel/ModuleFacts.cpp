@@ -10,6 +10,7 @@
 #include "triax/CostModel/CostModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
@@ -22,6 +23,7 @@
 #include <set>
 
 using namespace triax::cost;
+namespace tx = mlir::triax;
 
 namespace {
 
@@ -146,10 +148,8 @@ int64_t activationPeakFromLiveness(
   int64_t live = 0, peak = 0;
   std::vector<std::vector<int64_t>> frees(order.size());
   for (auto [pos, op] : llvm::enumerate(order)) {
-    llvm::StringRef name = op->getName().getStringRef();
-    bool view = name == "triax.get_param" || name == "triax.get_grad" ||
-                ((name == "triax.linear_weight_grad" ||
-                  name == "triax.embedding_grad") &&
+    bool view = llvm::isa<tx::GetParamOp, tx::GetGradOp>(op) ||
+                (llvm::isa<tx::LinearWeightGradOp, tx::EmbeddingGradOp>(op) &&
                  onlyAccumulated(op->getResult(0))) ||
                 splitAccumulated(op);
     if (auto grad = llvm::dyn_cast<mlir::triax::CrossEntropyGradOp>(op))
@@ -234,14 +234,11 @@ llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
           return e;
     return llvm::Error::success();
   };
-  if (name == "scf.index_switch" && op->getNumOperands() == 1) {
-    mlir::Operation *selector = op->getOperand(0).getDefiningOp();
-    auto cases = op->getAttrOfType<mlir::DenseI64ArrayAttr>("cases");
-    auto axes = selector ? selector->getAttrOfType<mlir::ArrayAttr>("axes")
-                         : mlir::ArrayAttr();
-    if (cases && selector &&
-        selector->getName().getStringRef() == "dist.axis_index" && axes &&
-        axes.size() == 1 &&
+  if (auto sw = llvm::dyn_cast<mlir::scf::IndexSwitchOp>(op)) {
+    auto selector = sw.getArg().getDefiningOp<mlir::dist::AxisIndexOp>();
+    auto cases = sw.getCasesAttr();
+    auto axes = selector ? selector.getAxes() : mlir::ArrayAttr();
+    if (cases && selector && axes && axes.size() == 1 &&
         llvm::cast<mlir::StringAttr>(axes[0]) ==
             mlir::dist::axisName(TRX_AXIS_PIPELINE)) {
       // Region 0 is the default, region i + 1 the case cases[i].
@@ -252,7 +249,7 @@ llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
       return visitRegion(op->getRegion(region));
     }
   }
-  if (name == "func.call") {
+  if (llvm::isa<mlir::func::CallOp>(op)) {
     auto callee = op->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
     auto fn =
         callee ? mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
@@ -261,14 +258,15 @@ llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
     if (fn && !fn.isExternal())
       return visitRegion(fn.getBody());
   }
-  if (name == "dist.send" || name == "dist.recv") {
+  if (llvm::isa<mlir::dist::SendOp, mlir::dist::RecvOp>(op)) {
     auto axes = axesOf(op);
     if (!axes)
       return axes.takeError();
-    mlir::Type t = name == "dist.send" ? op->getOperand(0).getType()
-                                       : op->getResult(0).getType();
-    add(name == "dist.send" ? "send" : "recv", *axes,
-        times * numElements(t) * elemBytes(t), times, name);
+    bool send = llvm::isa<mlir::dist::SendOp>(op);
+    mlir::Type t =
+        send ? op->getOperand(0).getType() : op->getResult(0).getType();
+    add(send ? "send" : "recv", *axes, times * numElements(t) * elemBytes(t),
+        times, name);
     return llvm::Error::success();
   }
   if (llvm::Error e = collective(op, times))
@@ -339,20 +337,21 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
     return it == params.end() ? nullptr : &it->second;
   };
 
-  if (name == "dist.all_reduce" || name == "dist.all_gather" ||
-      name == "dist.reduce_scatter" || name == "dist.reduce_scatter_flat" ||
-      name == "dist.all_gather_flat") {
+  if (llvm::isa<mlir::dist::AllReduceOp, mlir::dist::AllGatherOp,
+                mlir::dist::ReduceScatterOp, mlir::dist::ReduceScatterFlatOp,
+                mlir::dist::AllGatherFlatOp>(op)) {
     auto gr = group();
     if (!gr)
       return gr.takeError();
     auto [axes, gp] = *gr;
     auto [g, pos] = gp;
-    if (name == "dist.all_reduce") {
+    if (llvm::isa<mlir::dist::AllReduceOp>(op)) {
       mlir::Type t = op->getOperand(0).getType();
       add("all_reduce", axes,
           times * allReduceBytes(numElements(t), elemBytes(t), g, pos), times,
           name);
-    } else if (name == "dist.all_gather" || name == "dist.all_gather_flat") {
+    } else if (llvm::isa<mlir::dist::AllGatherOp, mlir::dist::AllGatherFlatOp>(
+                   op)) {
       // The block each member contributes is the input.
       mlir::Type t = op->getOperand(0).getType();
       add("all_gather", axes,
@@ -366,7 +365,7 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
     }
     return llvm::Error::success();
   }
-  if (name == "dist.all_gather_param") {
+  if (llvm::isa<mlir::dist::AllGatherParamOp>(op)) {
     const ParamInfo *p = paramOf("param");
     if (!p)
       return failure(name + ": unknown parameter");
@@ -379,7 +378,7 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
         times, name);
     return llvm::Error::success();
   }
-  if (name == "dist.all_reduce_grads") {
+  if (llvm::isa<mlir::dist::AllReduceGradsOp>(op)) {
     // One packed all_reduce of the bucket, at the accumulation boundary
     // only: once per step whatever the micro-batches.
     auto list = op->getAttrOfType<mlir::ArrayAttr>("params");
@@ -402,11 +401,12 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
         allReduceBytes(n, e, gr->second.first, gr->second.second), 1, name);
     return llvm::Error::success();
   }
-  if (name == "dist.copy_to_group" || name == "dist.axis_index" ||
-      name == "dist.sharding_constraint")
+  if (llvm::isa<mlir::dist::CopyToGroupOp, mlir::dist::AxisIndexOp,
+                mlir::dist::ShardingConstraintOp>(op))
     return llvm::Error::success(); // nothing moves (copy_to_group's
                                    // backward is a dist.all_reduce)
-  if (name == "dist.broadcast" || name == "dist.send" || name == "dist.recv") {
+  if (llvm::isa<mlir::dist::BroadcastOp, mlir::dist::SendOp,
+                mlir::dist::RecvOp>(op)) {
     if (llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
       facts.unmodelled.push_back(name.str());
     return llvm::Error::success();
@@ -414,7 +414,7 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
   if (!op->hasAttr("mesh"))
     return llvm::Error::success();
   // triax ops that reduce over a group themselves.
-  if (name == "triax.global_norm") {
+  if (llvm::isa<tx::GlobalNormOp>(op)) {
     // The partial sums of squares: one f32.
     auto gr = group();
     if (!gr)
@@ -424,7 +424,7 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
         times, name);
     return llvm::Error::success();
   }
-  if (name == "triax.cross_entropy" || name == "triax.cross_entropy_grad") {
+  if (llvm::isa<tx::CrossEntropyOp, tx::CrossEntropyGradOp>(op)) {
     // Vocab-parallel: the row maxima (R f32), then the sum-exp with the
     // target logit (2R f32), R the logits' rows.
     auto logits = llvm::cast<mlir::ShapedType>(op->getOperand(0).getType());
@@ -439,8 +439,7 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
         2 * times, name);
     return llvm::Error::success();
   }
-  if (name == "triax.embedding" || name == "triax.embedding_grad" ||
-      name == "triax.position_ids")
+  if (llvm::isa<tx::EmbeddingOp, tx::EmbeddingGradOp, tx::PositionIdsOp>(op))
     return llvm::Error::success(); // local; the reduction is a dist op
   if (llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
     facts.unmodelled.push_back(name.str());
@@ -504,7 +503,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
 
   // Parameters: local shape, ZeRO chunks, state per rank ([M1]-[M4]).
   for (mlir::Operation &op : model.getBody().front()) {
-    if (op.getName().getStringRef() != "triax.param")
+    if (!llvm::isa<tx::ParamOp>(op))
       continue;
     auto sym = op.getAttrOfType<mlir::StringAttr>("sym_name");
     auto typeAttr = op.getAttrOfType<mlir::TypeAttr>("type");
@@ -524,7 +523,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
         continue;
     }
     info.localElems = 1;
-    auto sharding = op.getAttrOfType<mlir::dist::ShardingAttr>("dist.sharding");
+    auto sharding = op.getAttrOfType<mlir::dist::ShardingAttr>(
+        mlir::dist::DistDialect::kShardingAttrName);
     for (unsigned d = 0; d < unsigned(type.getRank()); ++d) {
       int64_t split = 1;
       if (sharding && d < sharding.getRank())
@@ -532,7 +532,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
           split *= axisSize(axis);
       info.localElems *= type.getDimSize(d) / split;
     }
-    if (auto zero = op.getAttrOfType<mlir::dist::ZeroAttr>("dist.zero")) {
+    if (auto zero = op.getAttrOfType<mlir::dist::ZeroAttr>(
+            mlir::dist::DistDialect::kZeroAttrName)) {
       info.stage = int(zero.getStage());
       for (mlir::Attribute a : zero.getAxes())
         info.zeroGroup *= axisSize(llvm::cast<mlir::StringAttr>(a).getValue());
@@ -565,8 +566,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
                    "triax-autodiff) first, e.g. triaxc --emit=mlir");
   std::set<std::string> blocks;
   fb.walk([&](mlir::Operation *op) {
-    llvm::StringRef name = op->getName().getStringRef();
-    if (name == "triax.block" && op->getNumOperands() > 0) {
+    if (llvm::isa<tx::BlockOp>(op) && op->getNumOperands() > 0) {
       // The backward's blocks are named "<block>.grad".
       auto label = op->getAttrOfType<mlir::StringAttr>("name");
       if (label &&
@@ -576,13 +576,14 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
                          .getShape()
                          .back();
     }
-    if (name == "triax.attention" && !facts.heads)
+    if (llvm::isa<tx::AttentionOp>(op) && !facts.heads)
       if (auto heads = op->getAttrOfType<mlir::IntegerAttr>("heads"))
         facts.heads = heads.getInt() * facts.plan.tp;
-    if (name == "triax.position_ids" && op->hasAttr("mesh"))
+    if (llvm::isa<tx::PositionIdsOp>(op) && op->hasAttr("mesh"))
       facts.plan.sequenceParallel = true;
     // triax-recompute marks the backward blocks that recompute.
-    if (auto mode = op->getAttrOfType<mlir::StringAttr>("triax.recompute"))
+    if (auto mode = op->getAttrOfType<mlir::StringAttr>(
+            tx::TriaxDialect::kRecomputeAttrName))
       facts.plan.recompute =
           mode.getValue() == "full" ? Recompute::Full : Recompute::Selective;
   });
@@ -591,7 +592,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   // N_L of [F2]: the parameters named after a block ("h.0.attn.q.weight").
   for (mlir::Operation &op : model.getBody().front())
     if (auto sym = op.getAttrOfType<mlir::StringAttr>("sym_name");
-        sym && op.getName().getStringRef() == "triax.param")
+        sym && llvm::isa<tx::ParamOp>(op))
       for (const std::string &block : blocks)
         if (sym.getValue().starts_with(block + "."))
           facts.layerParams +=
@@ -627,7 +628,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     llvm::DenseMap<mlir::Operation *, int64_t> calleePeaks;
     auto callPeak = [&](mlir::Operation *op) -> int64_t {
       auto callee = op->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
-      if (op->getName().getStringRef() != "func.call" || !callee)
+      if (!llvm::isa<mlir::func::CallOp>(op) || !callee)
         return 0;
       auto fn = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
           op, callee);
@@ -640,7 +641,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     };
     step.walk([&](mlir::Operation *op) {
       auto cases = op->getAttrOfType<mlir::DenseI64ArrayAttr>("cases");
-      if (op->getName().getStringRef() != "scf.index_switch" || !cases)
+      if (!llvm::isa<mlir::scf::IndexSwitchOp>(op) || !cases)
         return;
       const auto *it = llvm::find(cases.asArrayRef(), myStage);
       if (it == cases.asArrayRef().end())

@@ -204,32 +204,11 @@ struct VerifySchedulePass
 // Partitioning
 //===----------------------------------------------------------------------===//
 
-static int64_t numElements(Type type) {
-  auto shaped = dyn_cast<ShapedType>(type);
-  if (!shaped || !shaped.hasStaticShape())
-    return 0;
-  return shaped.getNumElements();
-}
-
-/// The FLOPs of `op` and the ops nested in it: 2·M·N·K per linear (M rows
-/// of K inputs and N outputs), 4·b·s²·h per attention (scores and the
-/// weighted sum over a [b, s, h] query).
+/// The forward FLOPs of `root` and the ops nested in it, as each op states
+/// them (CostOpInterface: linears and attention; the rest counts as free).
 static double flopCost(Operation *root) {
   double flops = 0;
-  root->walk([&](Operation *op) {
-    if (auto linear = dyn_cast<tx::LinearOp>(op)) {
-      auto in = cast<ShapedType>(linear.getInput().getType());
-      auto out = cast<ShapedType>(linear.getResult().getType());
-      int64_t k = in.getShape().back(), n = out.getShape().back();
-      if (n > 0)
-        flops += 2.0 * double(numElements(out) / n) * double(n) * double(k);
-    } else if (auto attention = dyn_cast<tx::AttentionOp>(op)) {
-      auto q = cast<ShapedType>(attention.getQuery().getType());
-      if (q.getRank() == 3)
-        flops += 4.0 * double(q.getDimSize(0)) * double(q.getDimSize(1)) *
-                 double(q.getDimSize(1)) * double(q.getDimSize(2));
-    }
-  });
+  root->walk([&](tx::CostOpInterface op) { flops += op.getForwardFlops(); });
   return flops;
 }
 

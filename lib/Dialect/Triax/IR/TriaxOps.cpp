@@ -590,5 +590,31 @@ Value ConvertOp::buildScalar(OpBuilder &, Location, ValueRange v) {
   return v[0];
 }
 
+//===----------------------------------------------------------------------===//
+// CostOpInterface
+//===----------------------------------------------------------------------===//
+
+/// 2 M N K: M rows of K inputs, N outputs.
+double LinearOp::getForwardFlops() {
+  auto in = cast<ShapedType>(getInput().getType());
+  auto out = cast<ShapedType>(getResult().getType());
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return 0;
+  int64_t k = in.getShape().back(), n = out.getShape().back();
+  return n > 0 ? 2.0 * double(out.getNumElements() / n) * double(n) * double(k)
+               : 0;
+}
+
+/// 4 b s^2 h: the scores (q k^T) and the weighted sum (p v), each 2 b s^2 h
+/// over the [b, s, h] queries (the causal mask's half is not subtracted:
+/// the balancer compares blocks, which all have it).
+double AttentionOp::getForwardFlops() {
+  auto q = cast<ShapedType>(getQuery().getType());
+  if (q.getRank() != 3 || !q.hasStaticShape())
+    return 0;
+  return 4.0 * double(q.getDimSize(0)) * double(q.getDimSize(1)) *
+         double(q.getDimSize(1)) * double(q.getDimSize(2));
+}
+
 #define GET_OP_CLASSES
 #include "triax/Dialect/Triax/IR/TriaxOps.cpp.inc"

@@ -50,7 +50,7 @@ namespace {
 enum class Mode { None, Selective, Full };
 
 /// The attribute naming the mode on a backward block that recomputes.
-constexpr llvm::StringLiteral kRecomputeAttr = "triax.recompute";
+constexpr llvm::StringLiteral kRecomputeAttr = TriaxDialect::kRecomputeAttrName;
 
 /// Rewrites one forward/backward block pair.
 class BlockRecomputer {

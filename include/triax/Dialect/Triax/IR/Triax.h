@@ -20,6 +20,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "triax/Dialect/Triax/Interfaces/CostOpInterface.h"
 #include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.h"
 #include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.h"
 

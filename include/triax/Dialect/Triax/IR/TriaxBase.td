@@ -38,6 +38,10 @@ def Triax_Dialect : Dialect {
     /// (GPT-2's q, k and v as Hugging Face's fused `h.N.attn.c_attn`).
     static constexpr ::llvm::StringLiteral kCheckpointNameAttrName =
         "triax.checkpoint_name";
+    /// On a backward `triax.block`: "selective" or "full", the
+    /// recomputation triax-recompute built into it.
+    static constexpr ::llvm::StringLiteral kRecomputeAttrName =
+        "triax.recompute";
   }];
 }
 

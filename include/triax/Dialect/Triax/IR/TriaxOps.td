@@ -9,6 +9,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "triax/Dialect/Triax/Interfaces/CostOpInterface.td"
 include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.td"
 include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.td"
 
@@ -222,7 +223,7 @@ def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<D
   let hasVerifier = 1;
 }
 
-def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface>]> {
   let summary = "Affine map over the last dimension: x W + b";
   let description = [{
     `result = input @ weight (+ bias)` over the last dimension of `input`.
@@ -276,7 +277,7 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Diff
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values
