@@ -112,7 +112,9 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     splits = mlir::dist::tensorParallelSplits(model, /*tp=*/1);
   }
   bool splittable = mlir::succeeded(splits);
-  if (!splittable)
+  if (splittable)
+    shape.tensorParallelError.clear(); // a note or warning, not a refusal
+  else
     splits = llvm::MapVector<mlir::StringAttr, int64_t>();
   for (const auto &[name, dim] : *splits)
     if (auto it = params.find(name.getValue()); it != params.end())

@@ -24,13 +24,15 @@ struct MeshPass : public mlir::dist::impl::DistMeshBase<MeshPass> {
 
 void MeshPass::runOnOperation() {
   ModuleOp module = getOperation();
-  std::string error;
-  FailureOr<MeshShape> shape = MeshShape::parse(axes.getValue(), error);
-  if (axes.empty()) {
-    shape = MeshShape();
-  } else if (failed(shape)) {
-    module.emitError("dist-mesh: axes=") << axes.getValue() << ": " << error;
-    return signalPassFailure();
+  MeshShape shape;
+  if (!axes.empty()) {
+    std::string error;
+    FailureOr<MeshShape> parsed = MeshShape::parse(axes.getValue(), error);
+    if (failed(parsed)) {
+      module.emitError("dist-mesh: axes=") << axes.getValue() << ": " << error;
+      return signalPassFailure();
+    }
+    shape = *parsed;
   }
   SmallVector<MeshOp> meshes = llvm::to_vector(module.getOps<MeshOp>());
   if (meshes.size() > 1) {
@@ -40,7 +42,7 @@ void MeshPass::runOnOperation() {
   }
   if (!meshes.empty()) {
     MeshOp mesh = meshes.front();
-    for (MeshShape::Axis axis : shape->axes()) {
+    for (MeshShape::Axis axis : shape.axes()) {
       StringRef name = axisName(axis.role);
       std::optional<int64_t> have = mesh.getAxisSize(name);
       if (have != axis.size) {
@@ -54,11 +56,11 @@ void MeshPass::runOnOperation() {
     }
     return;
   }
-  if (shape->axes().empty())
+  if (shape.axes().empty())
     return;
   SmallVector<StringRef> names;
   SmallVector<int64_t> sizes;
-  for (MeshShape::Axis axis : shape->axes()) {
+  for (MeshShape::Axis axis : shape.axes()) {
     names.push_back(axisName(axis.role));
     sizes.push_back(axis.size);
   }
