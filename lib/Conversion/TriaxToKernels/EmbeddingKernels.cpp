@@ -9,8 +9,6 @@
 
 #include "KernelBuilder.h"
 
-#include "triax/Conversion/RuntimeABI.h"
-
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include <algorithm>
@@ -82,15 +80,11 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     // scatters into the parameter's gradient buffer (no zeroed table, no
     // accumulation pass); each element's additions in the same order.
     AccumulateGradOp into = accumulatedInto(op, params);
-    Value table;
-    if (into) {
-      auto type =
-          cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-      table = k.state(TRX_STATE_GRAD, params->lookup(into.getParam()), type);
+    Value table =
+        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
+             : k.allocFilled(op.getType(), 0.0);
+    if (into)
       rewriter.eraseOp(into);
-    } else {
-      table = k.allocFilled(op.getType(), 0.0);
-    }
     Value ids = k.flat(adaptor.getIndices());
     Value dy = k.rows(adaptor.getResultGrad());
     auto [tokens, hidden] = KernelBuilder::rowsCols(dy);

@@ -469,3 +469,13 @@ mlir::triax::kernels::accumulatedInto(Operation *gradient,
     return {};
   return into;
 }
+
+Value mlir::triax::kernels::accumulationBuffer(KernelBuilder &k,
+                                               const TypeConverter &converter,
+                                               Operation *gradient,
+                                               AccumulateGradOp into,
+                                               const ParamIndex &params) {
+  auto type =
+      cast<MemRefType>(converter.convertType(gradient->getResult(0).getType()));
+  return k.state(TRX_STATE_GRAD, params.lookup(into.getParam()), type);
+}

@@ -311,6 +311,11 @@ void populateEmbeddingPatterns(TypeConverter &converter,
 /// and naming the parameter); null otherwise.
 triax::AccumulateGradOp accumulatedInto(Operation *gradient,
                                         const ParamIndex *params);
+/// The f32 gradient buffer of `into`'s parameter (found by accumulatedInto)
+/// as `gradient`'s converted type: where the producer adds its result.
+Value accumulationBuffer(KernelBuilder &k, const TypeConverter &converter,
+                         Operation *gradient, triax::AccumulateGradOp into,
+                         const ParamIndex &params);
 /// columnSumsByRows: the weight and bias gradients are columnSums by rows.
 void populateNormPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           bool columnSumsByRows = false);

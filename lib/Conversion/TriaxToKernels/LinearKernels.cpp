@@ -198,14 +198,9 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
     bool transposed = op.getTransposeWeight();
     AccumulateGradOp into =
         accumulateInGemm ? accumulatedInto(op, params) : AccumulateGradOp();
-    Value dw;
-    if (into) {
-      auto type =
-          cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-      dw = k.state(TRX_STATE_GRAD, params->lookup(into.getParam()), type);
-    } else {
-      dw = k.alloc(op.getType());
-    }
+    Value dw =
+        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
+             : k.alloc(op.getType());
     if (failed(k.gemm(transposed ? dy : x, transposed ? x : dy, dw,
                       /*transA=*/true, /*transB=*/false, /*alpha=*/1.0,
                       /*beta=*/into ? 1.0 : 0.0)))
@@ -243,14 +238,9 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     AccumulateGradOp into = accumulatedInto(op, params);
-    Value db;
-    if (into) {
-      auto type =
-          cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-      db = k.state(TRX_STATE_GRAD, params->lookup(into.getParam()), type);
-    } else {
-      db = k.alloc(op.getType());
-    }
+    Value db =
+        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
+             : k.alloc(op.getType());
     Value dy = k.rows(adaptor.getResultGrad());
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
     if (!into) {
