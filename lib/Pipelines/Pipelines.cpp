@@ -42,6 +42,10 @@ std::string checkParallelizeOptions(const ParallelizeOptions &o) {
     return "sequence parallelism splits the sequence over tensor-parallel "
            "ranks: sequence-parallel needs tp >= 2 (tp=" +
            std::to_string(tp) + ")";
+  if (o.sequenceParallel && mesh.size(TRX_AXIS_CONTEXT) > 1)
+    return "sequence parallelism with context parallelism (cp=" +
+           std::to_string(mesh.size(TRX_AXIS_CONTEXT)) +
+           ") is not supported yet: both split the sequence";
   if (o.recompute != "none" && o.recompute != "selective" &&
       o.recompute != "full")
     return "unknown recompute mode '" + o.recompute +
@@ -81,6 +85,10 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     tensor.sequenceParallel = options.sequenceParallel;
     pm.addPass(mlir::dist::createDistTensorParallel(tensor));
   }
+  // Context parallelism after it (it keeps tensor parallelism's split and
+  // changes only the sequence), also on the forward model.
+  if (shape.size(TRX_AXIS_CONTEXT) > 1)
+    pm.addPass(mlir::dist::createDistContextParallel());
   pm.addPass(mlir::triax::createTriaxAutodiff());
   // Recomputation right after autodiff, on the forward/backward block pairs
   // it built: the passes below then see the recomputed parameter reads as

@@ -55,6 +55,7 @@
 
 #include "AttentionKernels.h"
 
+#include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -441,9 +442,10 @@ namespace {
 /// stay apart (no contraction): the same bits as the scalar lanes.
 Value headDotVector(KernelBuilder &k, Value x, Value i, Value h, Value y,
                     Value t, Value g, Value b, const AttentionDims &dims) {
+  AttentionDims keys = dims.keys();
   auto product = [&](KernelBuilder &k, Value c) {
     Value xv = loadLanes(k, x, b, i, h, c, dims);
-    Value yv = loadLanes(k, y, b, t, g, c, dims);
+    Value yv = loadLanes(k, y, b, t, g, c, keys);
     return k.mul(xv, yv);
   };
   Value first = product(k, k.index(0));
@@ -459,8 +461,9 @@ Value headDotVector(KernelBuilder &k, Value x, Value i, Value h, Value y,
 
 } // namespace
 
-/// x . y over the d features of (b, i, h) of `x` and (b, t, g) of `y`, in
-/// an order fixed by d alone: the same bits whatever the layout of the
+/// x . y over the d features of (b, i, h) of `x` (query-shaped) and
+/// (b, t, g) of `y` (key-shaped: AttentionDims::keys), in an order fixed
+/// by d alone: the same bits whatever the layout of the
 /// heads, so tp ranks compute what one rank does. When d is a multiple of
 /// 8, lane l sums the features c = l, l + 8, l + 16, ... in order, and the
 /// lanes are added pairwise ((0+4) + (2+6)) + ((1+5) + (3+7)): 8
@@ -470,11 +473,12 @@ Value headDotVector(KernelBuilder &k, Value x, Value i, Value h, Value y,
 Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
               Value g, Value b, const AttentionDims &dims) {
   int64_t d = dims.headDim;
+  AttentionDims keys = dims.keys();
   if (d % kDotLanes != 0)
     return k.reduce(d, {k.f32(0.0)},
                     [&](KernelBuilder &k, Value c, ValueRange acc) {
                       Value xc = headElement(k, x, b, i, h, c, dims);
-                      Value yc = headElement(k, y, b, t, g, c, dims);
+                      Value yc = headElement(k, y, b, t, g, c, keys);
                       return SmallVector<Value>{k.add(acc[0], k.mul(xc, yc))};
                     })[0];
   if (dims.vectorDots)
@@ -483,7 +487,7 @@ Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
   // d - 1 adds in all, as the sequential sum).
   auto product = [&](KernelBuilder &k, Value c) {
     return k.mul(headElement(k, x, b, i, h, c, dims),
-                 headElement(k, y, b, t, g, c, dims));
+                 headElement(k, y, b, t, g, c, keys));
   };
   SmallVector<Value> first;
   for (int64_t l = 0; l < kDotLanes; ++l)
@@ -527,6 +531,66 @@ Value queryHeadOf(KernelBuilder &k, Value g, int64_t member,
 
 namespace {
 
+// Context parallelism's positions (AttentionDims::cpMembers); each is the
+// identity without it. The queries of a member are in increasing position
+// order (its early chunk, then the mirror one), and the kernels visit the
+// keys by increasing position, as one rank does.
+
+/// The position in the whole sequence of query row i.
+Value queryPosition(KernelBuilder &k, Value i, const AttentionDims &dims) {
+  if (dims.cpMembers == 1)
+    return i;
+  return loadBalancedPosition(k, i, dims.cpMember, dims.cpMembers,
+                              dims.seq / 2);
+}
+
+/// The position of gathered key row j (member j / seq's row j % seq).
+Value keyPosition(KernelBuilder &k, Value j, const AttentionDims &dims) {
+  if (dims.cpMembers == 1)
+    return j;
+  Value seq = k.index(dims.seq);
+  Value member = k.divui(j, seq);
+  Value row = arith::RemUIOp::create(k.builder(), k.getLoc(), j, seq);
+  return loadBalancedPosition(k, row, member, dims.cpMembers, dims.seq / 2);
+}
+
+/// The gathered key row of position t (keyPosition's inverse).
+Value keyRow(KernelBuilder &k, Value t, const AttentionDims &dims) {
+  if (dims.cpMembers == 1)
+    return t;
+  int64_t chunk = dims.seq / 2, n = dims.cpMembers;
+  Value c = k.divui(t, k.index(chunk));
+  Value within =
+      arith::RemUIOp::create(k.builder(), k.getLoc(), t, k.index(chunk));
+  Value early = k.cmpi(arith::CmpIPredicate::ult, c, k.index(n));
+  Value mirror =
+      arith::SubIOp::create(k.builder(), k.getLoc(), k.index(2 * n - 1), c);
+  Value member = k.select(early, c, mirror);
+  Value row = k.select(early, within, k.addi(within, k.index(chunk)));
+  return k.addi(k.muli(member, k.index(dims.seq)), row);
+}
+
+/// The first query row that sees the key at position t: the member's
+/// queries before it in each chunk, min(max(t - start, 0), chunk).
+Value firstQuery(KernelBuilder &k, Value t, const AttentionDims &dims) {
+  if (dims.cpMembers == 1)
+    return t;
+  int64_t chunk = dims.seq / 2, n = dims.cpMembers;
+  OpBuilder &b = k.builder();
+  Location loc = k.getLoc();
+  auto before = [&](Value start) {
+    Value d = arith::SubIOp::create(b, loc, t, start);
+    Value low = arith::MaxSIOp::create(b, loc, d, k.index(0));
+    return arith::MinSIOp::create(b, loc, low, k.index(chunk)).getResult();
+  };
+  Value early = k.muli(dims.cpMember, k.index(chunk));
+  Value mirror = k.muli(
+      arith::SubIOp::create(b, loc, k.index(2 * n - 1), dims.cpMember),
+      k.index(chunk));
+  Value first = before(early);
+  return k.addi(first, before(mirror));
+}
+
 /// One step of the online softmax from running max m to m' = max(m, s):
 /// (s > m, alpha = exp(m - m'), p = exp(s - m')) with one exp, since one
 /// of the two is exp(0) = 1: e = exp(min(m, s) - max(m, s)), alpha = e
@@ -540,8 +604,8 @@ std::tuple<Value, Value, Value> onlineStep(KernelBuilder &k, Value m, Value s) {
   return {grows, k.select(grows, e, one), k.select(grows, one, e)};
 }
 
-/// The online softmax of query row (b, h, i) over the visible keys
-/// t = 0..i in order, with the scores s_t = scale q_i . k_t, the running
+/// The online softmax of query row (b, h, i) at position p (i without
+/// context parallelism) over the visible keys t = 0..p in order, with the scores s_t = scale q_i . k_t, the running
 /// max m and sum l and the f32 accumulator row a (acc[b, h, i, :]):
 ///   t = 0:  m = s_0, l = 1, a = v_0;
 ///   t > 0:  m' = max(m, s_t); if m' > m: a *= exp(m - m');
@@ -553,18 +617,21 @@ std::pair<Value, Value> onlineRow(KernelBuilder &k, const AttentionBuffers &buf,
   Value g = kvHeadOf(k, h, dims);
   Value zero = k.index(0), one = k.index(1);
   Value scale = k.f32(dims.scale);
-  auto score = [&](KernelBuilder &k, Value t) {
-    return k.mul(scale, headDot(k, buf.q, i, h, buf.key, t, g, b, dims));
+  AttentionDims keys = dims.keys();
+  // (The key at position 0 is row 0 in every layout.)
+  auto score = [&](KernelBuilder &k, Value row) {
+    return k.mul(scale, headDot(k, buf.q, i, h, buf.key, row, g, b, dims));
   };
   Value s0 = score(k, zero);
   forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-    k.store(headElement(k, buf.v, b, zero, g, c, dims), acc, {b, h, i, c});
+    k.store(headElement(k, buf.v, b, zero, g, c, keys), acc, {b, h, i, c});
   });
   SmallVector<Value> ml = k.reduce(
-      one, k.addi(i, one), {s0, k.f32(1.0)},
+      one, k.addi(queryPosition(k, i, dims), one), {s0, k.f32(1.0)},
       [&](KernelBuilder &k, Value t, ValueRange state) {
         Value m = state[0], l = state[1];
-        Value s = score(k, t);
+        Value row = keyRow(k, t, dims);
+        Value s = score(k, row);
         auto [grows, alpha, p] = onlineStep(k, m, s);
         Value next = k.max(m, s);
         // The accumulator is rescaled only when the max grows (alpha is
@@ -579,7 +646,7 @@ std::pair<Value, Value> onlineRow(KernelBuilder &k, const AttentionBuffers &buf,
           });
         }
         forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-          Value vc = headElement(k, buf.v, b, t, g, c, dims);
+          Value vc = headElement(k, buf.v, b, row, g, c, keys);
           k.store(k.add(k.load(acc, {b, h, i, c}), k.mul(p, vc)), acc,
                   {b, h, i, c});
         });
@@ -641,14 +708,17 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
   Value lse = k.alloc(MemRefType::get({B, H, S}, f32));
   Value delta = k.alloc(MemRefType::get({B, H, S}, f32));
   Value scale = k.f32(dims.scale);
-  auto score = [&](KernelBuilder &k, Value b, Value i, Value h, Value t,
+  AttentionDims keys = dims.keys();
+  // (Scores of key row `row`: the gathered row under context parallelism.)
+  auto score = [&](KernelBuilder &k, Value b, Value i, Value h, Value row,
                    Value g) {
-    return k.mul(scale, headDot(k, buf.q, i, h, buf.key, t, g, b, dims));
+    return k.mul(scale, headDot(k, buf.q, i, h, buf.key, row, g, b, dims));
   };
   k.parallel({B, H, S}, [&](KernelBuilder &k, ValueRange iv) {
     Value b = iv[0], h = iv[1], i = iv[2];
     Value g = kvHeadOf(k, h, dims);
-    Value zero = k.index(0), end = k.addi(i, k.index(1));
+    Value zero = k.index(0),
+          end = k.addi(queryPosition(k, i, dims), k.index(1));
     auto [m, l] = onlineRow(k, buf, accQ, b, h, i, dims);
     Value L = k.add(m, k.log(l));
     Value D =
@@ -664,11 +734,12 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
       k.store(k.f32(0.0), accQ, {b, h, i, c});
     });
     loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
-      Value p = k.exp(k.sub(score(k, b, i, h, t, g), L));
-      Value dp = headDot(k, buf.dout, i, h, buf.v, t, g, b, dims);
+      Value row = keyRow(k, t, dims);
+      Value p = k.exp(k.sub(score(k, b, i, h, row, g), L));
+      Value dp = headDot(k, buf.dout, i, h, buf.v, row, g, b, dims);
       Value ds = k.mul(p, k.sub(dp, D));
       forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-        Value kc = headElement(k, buf.key, b, t, g, c, dims);
+        Value kc = headElement(k, buf.key, b, row, g, c, keys);
         k.store(k.add(k.load(accQ, {b, h, i, c}), k.mul(ds, kc)), accQ,
                 {b, h, i, c});
       });
@@ -679,11 +750,15 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
     });
   });
 
-  int64_t KV = dims.kvHeads;
-  Value accK = k.alloc(MemRefType::get({B, KV, S, d}, f32));
-  Value accV = k.alloc(MemRefType::get({B, KV, S, d}, f32));
-  k.parallel({B, KV, S}, [&](KernelBuilder &k, ValueRange iv) {
+  // One iteration per key row t (a gathered row under context
+  // parallelism: the queries that see it are those from firstQuery of its
+  // position on).
+  int64_t KV = dims.kvHeads, T = keys.seq;
+  Value accK = k.alloc(MemRefType::get({B, KV, T, d}, f32));
+  Value accV = k.alloc(MemRefType::get({B, KV, T, d}, f32));
+  k.parallel({B, KV, T}, [&](KernelBuilder &k, ValueRange iv) {
     Value b = iv[0], g = iv[1], t = iv[2];
+    Value first = firstQuery(k, keyPosition(k, t, dims), dims);
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
       k.store(k.f32(0.0), accK, {b, g, t, c});
       k.store(k.f32(0.0), accV, {b, g, t, c});
@@ -691,7 +766,7 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
     // The query heads of kv head g, in order: g*group + 0, 1, ...
     for (int64_t member = 0; member < dims.group(); ++member) {
       Value h = queryHeadOf(k, g, member, dims);
-      loopRange(k, t, k.index(S), [&](KernelBuilder &k, Value i) {
+      loopRange(k, first, k.index(S), [&](KernelBuilder &k, Value i) {
         Value L = k.load(lse, {b, h, i});
         Value p = k.exp(k.sub(score(k, b, i, h, t, g), L));
         Value dp = headDot(k, buf.dout, i, h, buf.v, t, g, b, dims);
@@ -707,7 +782,7 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
       });
     }
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-      SmallVector<Value, 2> at = headIndex(k, b, t, g, c, dims);
+      SmallVector<Value, 2> at = headIndex(k, b, t, g, c, keys);
       k.store(k.mul(scale, k.load(accK, {b, g, t, c})), buf.dk, at);
       k.store(k.load(accV, {b, g, t, c}), buf.dv, at);
     });
@@ -753,6 +828,37 @@ LogicalResult lowerAttentionGrad(AttentionImpl impl, KernelBuilder &k,
   llvm_unreachable("unknown AttentionImpl");
 }
 
+/// Context parallelism's members and this member's position (dims.cpMembers,
+/// dims.cpMember) for an op with `context_parallel over @mesh [axes]`:
+/// the group must be the key's sequence over the query's; the key blocks
+/// and the batched GEMMs do not take positions (yet), the scalar flash
+/// kernels do.
+template <typename OpT>
+LogicalResult contextParallel(OpT op, KernelBuilder &k, AttentionImpl impl,
+                              AttentionDims &dims) {
+  if (!op.getMeshAttr())
+    return success();
+  FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxesAttr());
+  if (failed(mask))
+    return failure();
+  dist::MeshOp mesh = dist::lookupMesh(op, op.getMeshAttr());
+  int64_t group = 1;
+  for (Attribute axis : op.getAxesAttr())
+    group *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+  int64_t keySeq = op.getKey().getType().getDimSize(1);
+  if (keySeq != group * dims.seq)
+    return op.emitOpError("context_parallel over a group of ")
+           << group << " needs " << group << " x " << dims.seq
+           << " keys, got " << keySeq;
+  if (impl == AttentionImpl::BatchedGemm)
+    return op.emitOpError("context-parallel attention needs the flash "
+                          "kernels (attention=flash), not batched-gemm");
+  dims.cpMembers = group;
+  dims.cpMember = groupPosition(k, *mask);
+  dims.keyBlocks = false;
+  return success();
+}
+
 template <typename OpT> AttentionDims getDims(OpT op) {
   // (The op's verifier makes q, k, v and the result one element type, f32
   // or bf16.)
@@ -782,6 +888,8 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
     dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
+    if (failed(contextParallel(op, k, impl, dims)))
+      return failure();
     Value outBuf = k.alloc(op.getType());
     // (One statement each: the IR order must not depend on the order the
     // compiler evaluates arguments in.)
@@ -813,6 +921,8 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
     dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
+    if (failed(contextParallel(op, k, impl, dims)))
+      return failure();
     Value dqBuf = k.alloc(op.getQueryGrad().getType());
     Value dkBuf = k.alloc(op.getKeyGrad().getType());
     Value dvBuf = k.alloc(op.getValueGrad().getType());

@@ -25,7 +25,20 @@ struct AttentionDims {
   /// time, their accumulators in vector registers (AttentionBlocks.cpp,
   /// convert-triax-to-kernels{key-blocks}); needs vectorDots.
   bool keyBlocks = false;
+  /// Context parallelism (`context_parallel over @mesh [axes]`): the
+  /// queries are member `cpMember`'s two chunks of the sequence
+  /// (dist.shard_sequence's layout), the keys and values all `cpMembers`
+  /// members' in member order, cpMembers * seq rows per batch index. 1 and
+  /// null without.
+  int64_t cpMembers = 1;
+  Value cpMember;
   int64_t group() const { return heads / kvHeads; }
+  /// The dims of the key-shaped buffers (k, v, dK, dV): their sequence.
+  AttentionDims keys() const {
+    AttentionDims d = *this;
+    d.seq = seq * cpMembers;
+    return d;
+  }
 };
 
 /// The operands and results of one attention op as rows views

@@ -394,6 +394,8 @@ bool mlir::triax::kernels::flashMMAApplies(const AttentionDims &dims,
                                            Type operandType, std::string &why) {
   if (!operandType.isBF16())
     why = "the operands are not bf16";
+  else if (dims.cpMembers != 1)
+    why = "context parallelism's key positions are not the MMA kernels' yet";
   else if (dims.headDim % kTile != 0)
     why = "the head dimension " + std::to_string(dims.headDim) +
           " is not a multiple of 16";

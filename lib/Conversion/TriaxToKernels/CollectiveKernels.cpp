@@ -75,6 +75,19 @@ Value mlir::triax::kernels::groupPosition(KernelBuilder &k, int64_t mask) {
   return k.toIndex(pos);
 }
 
+Value mlir::triax::kernels::loadBalancedPosition(KernelBuilder &k, Value j,
+                                                 Value member, int64_t members,
+                                                 int64_t chunk) {
+  Value c = k.index(chunk);
+  Value first = k.cmpi(arith::CmpIPredicate::ult, j, c);
+  Value mirror = arith::SubIOp::create(k.builder(), k.getLoc(),
+                                       k.index(2 * members - 1), member);
+  Value own = k.select(first, member, mirror);
+  Value within = k.select(first, j, arith::SubIOp::create(
+                                        k.builder(), k.getLoc(), j, c));
+  return k.addi(k.muli(own, c), within);
+}
+
 /// The first global row the rank holds, or null for a replicated table.
 FailureOr<Value> mlir::triax::kernels::vocabOffset(KernelBuilder &k,
                                                    Operation *op,
@@ -277,10 +290,40 @@ struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
   }
 };
 
+/// shard_sequence moves no data: this member's two chunks copied out of
+/// the whole input (loadBalancedPosition).
+struct ShardSequenceLowering : OpConversionPattern<dist::ShardSequenceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ShardSequenceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(mask))
+      return failure();
+    RankedTensorType type = op.getType();
+    int64_t dim = op.getDim();
+    int64_t local = type.getDimSize(dim);
+    int64_t members = op.getInput().getType().getDimSize(dim) / local;
+    KernelBuilder k(rewriter, op.getLoc());
+    Value member = groupPosition(k, *mask);
+    Value out = k.alloc(type);
+    Value in = adaptor.getInput();
+    k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
+      SmallVector<Value> at(ivs);
+      at[dim] = loadBalancedPosition(k, ivs[dim], member, members, local / 2);
+      Value x = memref::LoadOp::create(k.builder(), k.getLoc(), in, at);
+      memref::StoreOp::create(k.builder(), k.getLoc(), x, out, ivs);
+    });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::triax::kernels::populateCollectivePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<AllReduceLowering, CopyToGroupLowering, AllGatherLowering,
-               ReduceScatterLowering>(converter, patterns.getContext());
+               ReduceScatterLowering, ShardSequenceLowering>(
+      converter, patterns.getContext());
 }

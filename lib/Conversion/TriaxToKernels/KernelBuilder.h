@@ -260,6 +260,12 @@ void allReduceInPlace(KernelBuilder &k, Value buffer, trx_reduce_op kind,
                       int64_t mask);
 /// This rank's position in group `mask`, as an index.
 Value groupPosition(KernelBuilder &k, int64_t mask);
+/// The position in the whole sequence of element `j` of member `member`'s
+/// shard under context parallelism's load-balanced split
+/// (dist.shard_sequence): `members` members, 2 * members chunks of `chunk`
+/// elements, member c holding chunks c and 2 * members - 1 - c.
+Value loadBalancedPosition(KernelBuilder &k, Value j, Value member,
+                           int64_t members, int64_t chunk);
 /// The first global vocabulary entry of this rank's block of `localVocab`
 /// entries of a vocab-parallel op (`vocab_parallel over @mesh [axes]`), or
 /// null when `mesh` is null (the op is not vocab-parallel).

@@ -162,6 +162,7 @@ DEFINE_VERIFY_GROUP(BroadcastOp)
 DEFINE_VERIFY_GROUP(SendOp)
 DEFINE_VERIFY_GROUP(RecvOp)
 DEFINE_VERIFY_GROUP(AxisIndexOp)
+DEFINE_VERIFY_GROUP(ShardSequenceOp)
 #undef DEFINE_VERIFY_GROUP
 
 /// all_gather (scale = group) and reduce_scatter (scale = 1/group): the
@@ -232,6 +233,20 @@ LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
     return failure();
   return verifyResizedDim(*this, getInput().getType(), getType(), getDim(),
                           *group, /*gather=*/false);
+}
+
+LogicalResult ShardSequenceOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  if (failed(verifyResizedDim(*this, getInput().getType(), getType(), getDim(),
+                              *group, /*gather=*/false)))
+    return failure();
+  int64_t local = getType().getDimSize(getDim());
+  if (!ShapedType::isDynamic(local) && local % 2 != 0)
+    return emitOpError("each member keeps two equal chunks, but its ")
+           << local << " elements along dim " << getDim() << " are odd";
+  return success();
 }
 
 LogicalResult BroadcastOp::verifySymbolUses(SymbolTableCollection &table) {

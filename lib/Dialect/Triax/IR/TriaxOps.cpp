@@ -316,10 +316,37 @@ LogicalResult RMSNormOp::verify() {
 
 /// Shapes of attention and its gradient: q [B,S,heads*d], k and v
 /// [B,S,kv_heads*d].
+/// Context parallelism (`context_parallel over @mesh [axes]`): both
+/// attributes or neither; the queries are this member's two chunks of the
+/// sequence, the keys and values the whole group's (a multiple of them).
+static LogicalResult verifyContextParallel(Operation *op, Attribute mesh,
+                                           ArrayAttr axes, RankedTensorType q,
+                                           RankedTensorType k) {
+  if (bool(mesh) != bool(axes))
+    return op->emitOpError(
+        "context_parallel needs both the mesh and its axes");
+  if (!mesh)
+    return success();
+  if (axes.empty())
+    return op->emitOpError("context_parallel needs at least one mesh axis");
+  int64_t qSeq = q.getDimSize(1), kSeq = k.getDimSize(1);
+  if (ShapedType::isDynamic(qSeq) || ShapedType::isDynamic(kSeq))
+    return op->emitOpError("context_parallel needs static sequence lengths");
+  if (qSeq % 2 != 0)
+    return op->emitOpError("context_parallel: the query's ")
+           << qSeq
+           << " tokens are not two equal chunks (chunk c and its mirror)";
+  if (kSeq % qSeq != 0)
+    return op->emitOpError("context_parallel: the key's ")
+           << kSeq << " tokens are not a whole number of members' " << qSeq;
+  return success();
+}
+
 static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
                                            RankedTensorType k,
                                            RankedTensorType v, int64_t heads,
-                                           int64_t kvHeads) {
+                                           int64_t kvHeads, Attribute mesh,
+                                           ArrayAttr axes) {
   for (RankedTensorType t : {q, k, v}) {
     if (t.getRank() != 3)
       return op->emitOpError(
@@ -333,7 +360,11 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
   if (!sameShape(k.getShape(), v.getShape()))
     return op->emitOpError("key ")
            << k << " and value " << v << " must have the same shape";
-  if (!sameShape(q.getShape().take_front(2), k.getShape().take_front(2)))
+  if (failed(verifyContextParallel(op, mesh, axes, q, k)))
+    return failure();
+  // (Context-parallel keys are the whole group's sequence.)
+  if (!sameShape(q.getShape().take_front(mesh ? 1 : 2),
+                 k.getShape().take_front(mesh ? 1 : 2)))
     return op->emitOpError("query ")
            << q << " and key " << k << " must agree on [batch, seq]";
   if (heads < 1 || kvHeads < 1)
@@ -359,7 +390,8 @@ LogicalResult AttentionOp::verify() {
   RankedTensorType q = getQuery().getType();
   if (failed(verifyAttentionShapes(*this, q, getKey().getType(),
                                    getValue().getType(), getHeads(),
-                                   getNumKVHeads())))
+                                   getNumKVHeads(), getMeshAttr(),
+                                   getAxesAttr())))
     return failure();
   if (failed(verifyResultLike(*this, "result", getType(), q, "the query type")))
     return failure();
@@ -477,7 +509,8 @@ LogicalResult RMSNormGradOp::verify() {
 LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionShapes(
           *this, getQuery().getType(), getKey().getType(), getValue().getType(),
-          getHeads(), getKvHeads().value_or(getHeads()))))
+          getHeads(), getKvHeads().value_or(getHeads()), getMeshAttr(),
+          getAxesAttr())))
     return failure();
   std::pair<StringRef, std::pair<Type, Type>> pairs[] = {
       {"result", {getResultGrad().getType(), getQuery().getType()}},
@@ -605,15 +638,17 @@ double LinearOp::getForwardFlops() {
                : 0;
 }
 
-/// 4 b s^2 h: the scores (q k^T) and the weighted sum (p v), each 2 b s^2 h
-/// over the [b, s, h] queries (the causal mask's half is not subtracted:
-/// the balancer compares blocks, which all have it).
+/// 4 b s t h: the scores (q k^T) and the weighted sum (p v), each 2 b s t h
+/// over the [b, s, h] queries and t keys (t = s but context-parallel; the
+/// causal mask's half is not subtracted: the balancer compares blocks,
+/// which all have it).
 double AttentionOp::getForwardFlops() {
   auto q = cast<ShapedType>(getQuery().getType());
-  if (q.getRank() != 3 || !q.hasStaticShape())
+  auto k = cast<ShapedType>(getKey().getType());
+  if (q.getRank() != 3 || !q.hasStaticShape() || !k.hasStaticShape())
     return 0;
   return 4.0 * double(q.getDimSize(0)) * double(q.getDimSize(1)) *
-         double(q.getDimSize(1)) * double(q.getDimSize(2));
+         double(k.getDimSize(1)) * double(q.getDimSize(2));
 }
 
 #define GET_OP_CLASSES

@@ -63,7 +63,7 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   auto grad = AttentionGradOp::create(
       b, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), resultGrads[0],
-      getHeadsAttr(), getKvHeadsAttr());
+      getHeadsAttr(), getKvHeadsAttr(), getMeshAttr(), getAxesAttr());
   operandGrads.assign(grad->result_begin(), grad->result_end());
   return success();
 }

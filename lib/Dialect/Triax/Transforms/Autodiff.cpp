@@ -106,7 +106,10 @@ LogicalResult Differentiator::differentiate(ArrayRef<Operation *> ops,
     SmallVector<Value> resultGrads;
     for (Value result : op->getResults())
       resultGrads.push_back(grads.values.lookup(result));
-    if (llvm::all_of(resultGrads, [](Value v) { return !v; }))
+    // (An op without operands, a constant, is a leaf: its gradient goes
+    // nowhere.)
+    if (op->getNumOperands() == 0 ||
+        llvm::all_of(resultGrads, [](Value v) { return !v; }))
       continue;
     auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
     if (!differentiable)

@@ -230,6 +230,30 @@ def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure]> {
   let assemblyFormat = "$mesh $axes attr-dict `:` type($result)";
 }
 
+def Dist_ShardSequenceOp : Dist_CollectiveOp<"shard_sequence", [Pure]> {
+  let summary = "Keeps this member's load-balanced chunks of a sequence";
+  let description = [{
+    Context parallelism's split of the sequence (dimension `dim`) over the
+    `n` members of the group: the sequence is cut into `2n` equal chunks
+    and member `c` keeps chunks `c` and `2n-1-c`, in that order, so that
+    under a causal mask every member has the same work (the early tokens
+    see few keys, their mirrors many). It moves no data: every member has
+    the whole input and copies its chunks out of it.
+    ```mlir
+    %t = dist.shard_sequence %tokens over @mesh ["cp"] dim 1 : tensor<8x256xi32> -> tensor<8x128xi32>
+    ```
+    `dist-context-parallel` applies it to the token ids, the targets and
+    the positions, integers, so it is not differentiated.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
 include "triax/Dialect/Dist/IR/DistZeroOps.td"
 include "triax/Dialect/Dist/IR/DistBucketOps.td"
 

@@ -237,6 +237,77 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
                            "::mlir::triax::TriaxDialect"];
 }
 
+def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
+  let summary = "Context parallelism: split every activation along the "
+                "sequence over the cp mesh axis";
+  let description = [{
+    Context parallelism (Megatron-Core's `context_parallel_size`, Llama 3's
+    all-gather variant) on each model's `@forward`, before `triax-autodiff`
+    (and after `dist-tensor-parallel`, whose split it keeps): each of the
+    `n` members of the cp group holds `1/n` of the tokens of every
+    sequence, in every activation of the model.
+
+    - **The split.** The sequence of `S` tokens is cut into `2n` chunks;
+      member `c` holds chunks `c` and `2n-1-c` (`dist.shard_sequence`), so
+      that under the causal mask every member does the same attention work.
+      The pass shards the per-token inputs, `@forward`'s `[batch, seq]`
+      integer arguments (token ids, targets) and `triax.position_ids` (the
+      tokens' positions in the full sequence), and from there every value
+      computed from them has `S/n` tokens: the ops that treat tokens one by
+      one (linears, norms, embeddings, elementwise ops, the tensor-parallel
+      collectives, `triax.block`) only change their types.
+    - **Attention**, the one op that mixes tokens: its keys and values are
+      gathered over the group (`dist.all_gather ... dim 1`) and it gets
+      `context_parallel over @mesh ["cp"]` (causal mask on positions in the
+      full sequence). Its VJP gives the key and value gradients as this
+      member's part of the whole sequence's, and the all_gather's VJP
+      (`dist.reduce_scatter sum`) sums them back to their owners.
+    - **The loss.** Each member's `triax.cross_entropy` is the mean over its
+      tokens; the pass divides it by `n` and sums it over the group
+      (`dist.all_reduce sum`): every member gets the mean over the whole
+      sequence, and its VJP scales the loss gradient by `1/n`.
+    - **Gradients.** Every parameter is replicated over cp and applied to
+      the member's tokens only, so it gets `dist.partial_grad` over cp:
+      `triax-autodiff` sums its gradient over the group before the
+      data-parallel reduction (or ZeRO's) sees it.
+
+    The mesh is found or created as by `dist-tensor-parallel` (`cp-axis`,
+    `cp`). Errors: a sequence that does not split into `2n` equal chunks;
+    a model that already has `@forward_backward` (run the pass before
+    `triax-autodiff`); a sequence-parallel model (`dist.partial_grad` or a
+    collective along the sequence: not supported together yet); an op
+    computed from the split tokens whose result does not keep them
+    (the error names it).
+
+    Before (`cp=2`, one attention; positions and the loss alike):
+    ```mlir
+    func.func @forward(%tokens: tensor<8x64xi32>, %targets: tensor<8x64xi32>) -> tensor<f32> {
+      %x = triax.embedding %tokens, %wte : (tensor<8x64xi32>, tensor<256x64xf32>) -> tensor<8x64x64xf32>
+      ...
+      %a = triax.attention %q, %k, %v heads = 4 : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
+    ```
+    After:
+    ```mlir
+      %t = dist.shard_sequence %tokens over @mesh ["cp"] dim 1 : tensor<8x64xi32> -> tensor<8x32xi32>
+      %x = triax.embedding %t, %wte : (tensor<8x32xi32>, tensor<256x64xf32>) -> tensor<8x32x64xf32>
+      ...
+      %kf = dist.all_gather %k over @mesh ["cp"] dim 1 : tensor<8x32x64xf32> -> tensor<8x64x64xf32>
+      %vf = dist.all_gather %v over @mesh ["cp"] dim 1 : tensor<8x32x64xf32> -> tensor<8x64x64xf32>
+      %a = triax.attention %q, %kf, %vf heads = 4 context_parallel over @mesh ["cp"] : (tensor<8x32x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>) -> tensor<8x32x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"cpAxis", "cp-axis", "std::string", /*default=*/"\"cp\"",
+           "The mesh axis the sequence is split over">,
+    Option<"cp", "cp", "int64_t", /*default=*/"0",
+           "Size of the cp axis when the pass creates the mesh (0: the "
+           "module must have a mesh already)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::dist::DistDialect",
+                           "::mlir::triax::TriaxDialect"];
+}
+
 def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
   let summary = "ZeRO stages 1, 2 and 3: shard the training state over dp";
   let description = [{

@@ -290,14 +290,30 @@ def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<D
     ```mlir
     %a = triax.attention %q, %k, %v heads = 4 : (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>) -> tensor<4x8x64xf32>
     ```
+
+    Context-parallel (`context_parallel over @mesh [axes]`, built by
+    `dist-context-parallel`): the sequence of `2n` equal chunks is split
+    over the `n` members of the group of those mesh axes, member `c`
+    holding chunks `c` and `2n-1-c` (every member then has the same causal
+    work). The queries (and the result) are this member's `S/n` tokens in
+    that order; the keys and values are the whole group's `S` tokens as
+    `dist.all_gather` along the sequence concatenates them (member 0's two
+    chunks, then member 1's, ...). The causal mask compares the tokens'
+    positions in the full sequence.
+    ```mlir
+    %a = triax.attention %q, %k, %v heads = 4 context_parallel over @mesh ["cp"] : (tensor<4x8x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x8x64xf32>
+    ```
   }];
   let arguments = (ins Triax_FloatTensor:$query, Triax_FloatTensor:$key,
                        Triax_FloatTensor:$value,
-                       I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads);
+                       I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes);
   let results = (outs Triax_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `heads` `=` $heads
-    (`kv_heads` `=` $kv_heads^)? attr-dict `:`
+    (`kv_heads` `=` $kv_heads^)?
+    (`context_parallel` `over` $mesh^ $axes)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -500,17 +516,24 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure]> {
     Recomputes the attention probabilities from `query` and `key` (as a
     flash-attention backward does) and returns `(dq, dk, dv)`; with grouped
     query attention the key/value gradients sum over the query heads that
-    share them.
+    share them. With `context_parallel over @mesh [axes]` (the gradient of
+    a context-parallel `triax.attention`) the operands are laid out as
+    there, and `dk` and `dv` are this member's part of the gradients of
+    the whole group's keys and values (summed over the group by the
+    `dist.reduce_scatter` that differentiates their `dist.all_gather`).
   }];
   let arguments = (ins Triax_FloatTensor:$query, Triax_FloatTensor:$key,
                        Triax_FloatTensor:$value, Triax_FloatTensor:$result_grad,
-                       I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads);
+                       I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads,
+                       OptionalAttr<FlatSymbolRefAttr>:$mesh,
+                       OptionalAttr<StrArrayAttr>:$axes);
   let results = (outs Triax_FloatTensor:$query_grad,
                       Triax_FloatTensor:$key_grad,
                       Triax_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $result_grad `heads` `=` $heads
-    (`kv_heads` `=` $kv_heads^)? attr-dict `:`
+    (`kv_heads` `=` $kv_heads^)?
+    (`context_parallel` `over` $mesh^ $axes)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

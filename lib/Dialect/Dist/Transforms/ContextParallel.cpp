@@ -1,0 +1,267 @@
+//===- ContextParallel.cpp - Split the sequence over the cp mesh axis -----===//
+//
+// dist-context-parallel (see Passes.td): the per-token inputs of @forward
+// are sharded along the sequence (dist.shard_sequence, load-balanced
+// chunks), the types of what is computed from them follow in program
+// order, attention gathers its keys and values over the group, the loss
+// becomes the group's mean and every parameter's gradient is partial over
+// the group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "triax/Dialect/Dist/Transforms/Passes.h"
+
+#include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::dist {
+#define GEN_PASS_DEF_DISTCONTEXTPARALLEL
+#include "triax/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
+
+using namespace mlir;
+using namespace mlir::dist;
+namespace tx = mlir::triax;
+
+namespace {
+
+/// The sequence dimension of the activations ([batch, seq, ...]) and of
+/// the per-token inputs ([batch, seq]).
+constexpr int64_t kSeqDim = 1;
+
+/// Splits one model's @forward over the group of `axis` (n members).
+class Splitter {
+public:
+  Splitter(tx::ModelOp model, MeshOp mesh, StringRef axis, int64_t n)
+      : model(model), mesh(mesh), n(n), b(model.getContext()) {
+    meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+    axes = b.getStrArrayAttr({axis});
+  }
+
+  LogicalResult run();
+
+private:
+  /// `type` with `seq / n` tokens along the sequence.
+  RankedTensorType local(RankedTensorType type) const {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[kSeqDim] /= n;
+    return type.clone(shape);
+  }
+  /// Shards a per-token input (after its definition) and makes its uses
+  /// read the shard.
+  LogicalResult shardInput(Value input, Location loc);
+  /// Follows the split through `op`, one of the users of a split value.
+  LogicalResult follow(Operation *op);
+  LogicalResult followAttention(tx::AttentionOp op);
+  void followLoss(tx::CrossEntropyOp op);
+
+  tx::ModelOp model;
+  MeshOp mesh;
+  int64_t n;
+  OpBuilder b;
+  FlatSymbolRefAttr meshRef;
+  ArrayAttr axes;
+  /// The full sequence length (every per-token input's).
+  int64_t seq = ShapedType::kDynamic;
+  /// The values that hold this member's tokens.
+  llvm::DenseSet<Value> split;
+};
+
+LogicalResult Splitter::shardInput(Value input, Location loc) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t s = type.getDimSize(kSeqDim);
+  if (ShapedType::isDynamic(s) || s % (2 * n) != 0)
+    return emitError(loc, "dist-context-parallel: cp=")
+           << n << " splits each sequence into " << 2 * n
+           << " equal chunks (chunk c and its mirror 2cp-1-c per member), "
+              "but the sequence has "
+           << s << " tokens";
+  if (!ShapedType::isDynamic(seq) && s != seq)
+    return emitError(loc, "dist-context-parallel: a per-token input of ")
+           << s << " tokens in a model of sequence " << seq;
+  seq = s;
+  auto shard = ShardSequenceOp::create(b, loc, local(type), input,
+                                       meshRef.getValue(), axes, kSeqDim);
+  input.replaceAllUsesExcept(shard, shard);
+  split.insert(shard);
+  return success();
+}
+
+LogicalResult Splitter::followAttention(tx::AttentionOp op) {
+  for (Value operand : op->getOperands())
+    if (!split.contains(operand))
+      return op.emitOpError("dist-context-parallel: the query, key and value "
+                            "must all be computed from the split tokens");
+  b.setInsertionPoint(op);
+  auto gather = [&](Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[kSeqDim] *= n;
+    return AllGatherOp::create(b, op.getLoc(), type.clone(shape), v,
+                               meshRef.getValue(), axes, kSeqDim)
+        .getResult();
+  };
+  op.getKeyMutable().assign(gather(op.getKey()));
+  op.getValueMutable().assign(gather(op.getValue()));
+  op.setMeshAttr(meshRef);
+  op.setAxesAttr(axes);
+  op.getResult().setType(op.getQuery().getType());
+  split.insert(op.getResult());
+  return success();
+}
+
+void Splitter::followLoss(tx::CrossEntropyOp op) {
+  // mean over the group = sum over the group of (local mean / n): equal
+  // token counts on every member.
+  b.setInsertionPointAfter(op);
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  Value scale = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(1.0f / float(n))));
+  Value part = tx::MulOp::create(b, loc, type, op.getResult(), scale);
+  auto mean = AllReduceOp::create(b, loc, type, ReductionKind::sum, part,
+                                  meshRef.getValue(), axes);
+  op.getResult().replaceAllUsesExcept(mean, part.getDefiningOp());
+}
+
+LogicalResult Splitter::follow(Operation *op) {
+  if (auto attention = dyn_cast<tx::AttentionOp>(op))
+    return followAttention(attention);
+  if (auto loss = dyn_cast<tx::CrossEntropyOp>(op)) {
+    followLoss(loss);
+    return success();
+  }
+  // Collectives along the sequence (sequence parallelism).
+  if (isa<AllGatherOp, ReduceScatterOp, ShardSequenceOp>(op))
+    return op->emitOpError("dist-context-parallel: the sequence is already "
+                           "split here (sequence parallelism and context "
+                           "parallelism together are not supported yet)");
+  if (auto block = dyn_cast<tx::BlockOp>(op)) {
+    for (auto [operand, arg] :
+         llvm::zip_equal(op->getOperands(), block.getBody().getArguments()))
+      if (split.contains(operand)) {
+        arg.setType(operand.getType());
+        split.insert(arg);
+      }
+    return success();
+  }
+  if (isa<tx::YieldOp>(op)) {
+    for (auto [operand, result] :
+         llvm::zip_equal(op->getOperands(), op->getParentOp()->getResults()))
+      if (split.contains(operand)) {
+        result.setType(operand.getType());
+        split.insert(result);
+      }
+    return success();
+  }
+  if (isa<func::ReturnOp>(op))
+    return op->emitOpError("dist-context-parallel: @forward returns a value "
+                           "of the split sequence; it must return the loss");
+  // An op that treats the tokens one by one: each result of the full
+  // sequence keeps this member's tokens.
+  for (Value result : op->getResults()) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type || type.getRank() <= kSeqDim || type.getDimSize(kSeqDim) != seq)
+      return op->emitOpError("dist-context-parallel: result ")
+             << result.getType()
+             << " does not keep the tokens of its split operand (a sequence "
+                "of "
+             << seq << " along dimension " << kSeqDim << ")";
+    result.setType(local(type));
+    split.insert(result);
+  }
+  return success();
+}
+
+LogicalResult Splitter::run() {
+  func::FuncOp forward = model.getForward();
+  if (!forward)
+    return model.emitError("dist-context-parallel: model @")
+           << model.getSymName() << " has no @" << tx::ModelOp::kForwardName;
+  for (tx::ParamOp param : model.getParams())
+    if (param->hasAttr(DistDialect::kPartialGradAttrName))
+      return param.emitOpError(
+          "dist-context-parallel: the model is already split along the "
+          "sequence (sequence parallelism); context parallelism with "
+          "sequence parallelism is not supported yet");
+  // The per-token inputs: the [batch, seq] integer arguments, then the
+  // positions.
+  Block &entry = forward.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  for (BlockArgument arg : entry.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (type && type.getRank() == 2 &&
+        isa<IntegerType>(type.getElementType()) &&
+        failed(shardInput(arg, arg.getLoc())))
+      return failure();
+  }
+  SmallVector<tx::PositionIdsOp> positions;
+  forward.walk([&](tx::PositionIdsOp op) { positions.push_back(op); });
+  for (tx::PositionIdsOp op : positions) {
+    if (op.getMeshAttr())
+      return op.emitOpError("dist-context-parallel: the positions are "
+                            "already split (sequence parallelism)");
+    b.setInsertionPointAfter(op);
+    if (failed(shardInput(op.getResult(), op.getLoc())))
+      return failure();
+  }
+  if (split.empty())
+    return forward.emitError("dist-context-parallel: @")
+           << tx::ModelOp::kForwardName
+           << " has no per-token input ([batch, seq] integers) to split";
+  // In program order (blocks before their bodies, yields before the ops
+  // after the block): every operand is final when its user is visited.
+  WalkResult walk = forward.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return split.contains(v); }))
+      return WalkResult::advance();
+    return failed(follow(op)) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  // Each member applies every parameter to its own tokens: the full
+  // gradient is the sum over the group.
+  auto partial = PartialGradAttr::get(b.getContext(), meshRef, axes);
+  for (tx::ParamOp param : model.getParams())
+    param->setAttr(DistDialect::kPartialGradAttrName, partial);
+  return success();
+}
+
+struct ContextParallelPass
+    : public mlir::dist::impl::DistContextParallelBase<ContextParallelPass> {
+  using DistContextParallelBase::DistContextParallelBase;
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void ContextParallelPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<tx::ModelOp> models =
+      llvm::to_vector(module.getOps<tx::ModelOp>());
+  for (tx::ModelOp model : models)
+    for (StringRef name :
+         {tx::ModelOp::kForwardBackwardName, tx::ModelOp::kOptimizerStepName})
+      if (model.lookupSymbol(name)) {
+        model.emitError("dist-context-parallel: model @")
+            << model.getSymName() << " already has @" << name
+            << "; run dist-context-parallel before triax-autodiff";
+        return signalPassFailure();
+      }
+  MeshOp mesh =
+      getOrCreateMeshAxis(module, getArgument(), cpAxis, cp.getValue());
+  if (!mesh)
+    return signalPassFailure();
+  int64_t size = *mesh.getAxisSize(cpAxis);
+  if (size == 1)
+    return;
+  for (tx::ModelOp model : models)
+    if (failed(Splitter(model, mesh, cpAxis, size).run()))
+      return signalPassFailure();
+}
