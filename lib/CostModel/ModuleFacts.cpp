@@ -402,7 +402,8 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
     return llvm::Error::success();
   }
   if (llvm::isa<mlir::dist::CopyToGroupOp, mlir::dist::AxisIndexOp,
-                mlir::dist::ShardingConstraintOp>(op))
+                mlir::dist::ShardingConstraintOp, mlir::dist::ShardSequenceOp>(
+          op))
     return llvm::Error::success(); // nothing moves (copy_to_group's
                                    // backward is a dist.all_reduce)
   if (llvm::isa<mlir::dist::BroadcastOp, mlir::dist::SendOp,
@@ -439,8 +440,11 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
         2 * times, name);
     return llvm::Error::success();
   }
-  if (llvm::isa<tx::EmbeddingOp, tx::EmbeddingGradOp, tx::PositionIdsOp>(op))
-    return llvm::Error::success(); // local; the reduction is a dist op
+  // Local; the reduction (context-parallel attention: the gathering of
+  // the keys and values, the scattering of their gradients) is a dist op.
+  if (llvm::isa<tx::EmbeddingOp, tx::EmbeddingGradOp, tx::PositionIdsOp,
+                tx::AttentionOp, tx::AttentionGradOp>(op))
+    return llvm::Error::success();
   if (llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
     facts.unmodelled.push_back(name.str());
   return llvm::Error::success();
@@ -465,6 +469,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   facts.plan.dp = axisSize(TRX_AXIS_DATA);
   facts.plan.tp = axisSize(TRX_AXIS_TENSOR);
   facts.plan.pp = axisSize(TRX_AXIS_PIPELINE);
+  facts.plan.cp = axisSize(TRX_AXIS_CONTEXT);
 
   mlir::triax::ModelOp model;
   module.walk([&](mlir::triax::ModelOp m) {

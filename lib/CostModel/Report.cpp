@@ -33,9 +33,13 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   r.hardware = hw;
   r.efficiency = efficiency;
   const Plan &plan = facts.plan;
-  r.activationsPerLayer = activationBytesPerLayer(
-      facts.seq, facts.microBatch, facts.hidden, facts.heads, plan.tp,
-      plan.sequenceParallel, plan.recompute);
+  // Context parallelism: s/cp tokens per rank, each attending to all s
+  // (so the attention's 5as/h term too falls by cp).
+  r.activationsPerLayer =
+      activationBytesPerLayer(facts.seq, facts.microBatch, facts.hidden,
+                              facts.heads, plan.tp, plan.sequenceParallel,
+                              plan.recompute) /
+      double(std::max<int64_t>(plan.cp, 1));
   r.bubble = bubbleFraction(plan.pp, plan.microBatches);
   r.flopsPerToken = flopsPerToken(double(facts.numParams), facts.layers,
                                   facts.hidden, facts.seq);
@@ -101,8 +105,11 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
   os << "  activations per layer: "
      << llvm::format("%.0f", r.activationsPerLayer) << "  "
      << activationFormulaLabel(plan.tp, plan.sequenceParallel, plan.recompute)
-     << " (s=" << f.seq << ", b=" << f.microBatch << ", h=" << f.hidden
-     << ", a=" << f.heads << ", t=" << plan.tp << "; 16-bit activations)\n";
+     << (plan.cp > 1 ? " / cp" : "") << " (s=" << f.seq
+     << ", b=" << f.microBatch << ", h=" << f.hidden << ", a=" << f.heads
+     << ", t=" << plan.tp
+     << (plan.cp > 1 ? ", cp=" + std::to_string(plan.cp) : std::string())
+     << "; 16-bit activations)\n";
   double peak = double(f.state.total()) +
                 double(f.layers) * r.activationsPerLayer /
                     double(std::max<int64_t>(plan.pp, 1)) *

@@ -32,7 +32,12 @@ static int64_t findVocab(ModelOp model) {
   auto forward = model.getForward();
   if (!forward || forward.getNumArguments() == 0)
     return vocab;
-  for (Operation *user : forward.getArgument(0).getUsers()) {
+  // The token ids' lookups (context parallelism looks up its shard).
+  SmallVector<Operation *> users(forward.getArgument(0).getUsers());
+  for (size_t i = 0; i < users.size(); ++i)
+    if (auto shard = dyn_cast<mlir::dist::ShardSequenceOp>(users[i]))
+      users.append(shard->user_begin(), shard->user_end());
+  for (Operation *user : users) {
     auto lookup = dyn_cast<EmbeddingOp>(user);
     if (!lookup)
       continue;

@@ -72,6 +72,8 @@ enum class Recompute { None, Selective, Full };
 
 struct Plan {
   int64_t dp = 1, tp = 1, pp = 1;
+  /// Context parallelism (the cp axis): each rank holds seq / cp tokens.
+  int64_t cp = 1;
   int zeroStage = 0;
   int64_t microBatches = 1; // per rank per optimizer step
   Schedule schedule = Schedule::None;

@@ -584,9 +584,9 @@ Value firstQuery(KernelBuilder &k, Value t, const AttentionDims &dims) {
     return arith::MinSIOp::create(b, loc, low, k.index(chunk)).getResult();
   };
   Value early = k.muli(dims.cpMember, k.index(chunk));
-  Value mirror = k.muli(
-      arith::SubIOp::create(b, loc, k.index(2 * n - 1), dims.cpMember),
-      k.index(chunk));
+  Value mirror =
+      k.muli(arith::SubIOp::create(b, loc, k.index(2 * n - 1), dims.cpMember),
+             k.index(chunk));
   Value first = before(early);
   return k.addi(first, before(mirror));
 }
@@ -605,8 +605,9 @@ std::tuple<Value, Value, Value> onlineStep(KernelBuilder &k, Value m, Value s) {
 }
 
 /// The online softmax of query row (b, h, i) at position p (i without
-/// context parallelism) over the visible keys t = 0..p in order, with the scores s_t = scale q_i . k_t, the running
-/// max m and sum l and the f32 accumulator row a (acc[b, h, i, :]):
+/// context parallelism) over the visible keys t = 0..p in order, with the
+/// scores s_t = scale q_i . k_t, the running max m and sum l and the f32
+/// accumulator row a (acc[b, h, i, :]):
 ///   t = 0:  m = s_0, l = 1, a = v_0;
 ///   t > 0:  m' = max(m, s_t); if m' > m: a *= exp(m - m');
 ///           l = l exp(m - m') + exp(s_t - m'); a += exp(s_t - m') v_t.
@@ -848,8 +849,8 @@ LogicalResult contextParallel(OpT op, KernelBuilder &k, AttentionImpl impl,
   int64_t keySeq = op.getKey().getType().getDimSize(1);
   if (keySeq != group * dims.seq)
     return op.emitOpError("context_parallel over a group of ")
-           << group << " needs " << group << " x " << dims.seq
-           << " keys, got " << keySeq;
+           << group << " needs " << group << " x " << dims.seq << " keys, got "
+           << keySeq;
   if (impl == AttentionImpl::BatchedGemm)
     return op.emitOpError("context-parallel attention needs the flash "
                           "kernels (attention=flash), not batched-gemm");

@@ -83,8 +83,8 @@ Value mlir::triax::kernels::loadBalancedPosition(KernelBuilder &k, Value j,
   Value mirror = arith::SubIOp::create(k.builder(), k.getLoc(),
                                        k.index(2 * members - 1), member);
   Value own = k.select(first, member, mirror);
-  Value within = k.select(first, j, arith::SubIOp::create(
-                                        k.builder(), k.getLoc(), j, c));
+  Value within =
+      k.select(first, j, arith::SubIOp::create(k.builder(), k.getLoc(), j, c));
   return k.addi(k.muli(own, c), within);
 }
 

@@ -710,3 +710,25 @@ func.func @two(%x: tensor<4xf32>) {
   dist.send %x over @cluster ["dp"] to 1 {dist.sharding = #dist.sharding<@cluster, [{"dp"}]>} : tensor<4xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// dist.shard_sequence
+//===----------------------------------------------------------------------===//
+
+// -----
+
+dist.mesh @cluster <["cp"=2]>
+func.func @f(%x: tensor<2x8xi32>) {
+  // expected-error @+1 {{'dist.shard_sequence' op result dimension 1 is 2, expected 4 (input divided by the group size 2)}}
+  %y = dist.shard_sequence %x over @cluster ["cp"] dim 1 : tensor<2x8xi32> -> tensor<2x2xi32>
+  return
+}
+
+// -----
+
+dist.mesh @cluster <["cp"=2]>
+func.func @f(%x: tensor<2x6xi32>) {
+  // expected-error @+1 {{'dist.shard_sequence' op each member keeps two equal chunks, but its 3 elements along dim 1 are odd}}
+  %y = dist.shard_sequence %x over @cluster ["cp"] dim 1 : tensor<2x6xi32> -> tensor<2x3xi32>
+  return
+}

@@ -76,3 +76,16 @@ func.func @positions() -> tensor<8x32xi32> {
   %p = triax.position_ids sequence_parallel over @cluster ["tp"] : tensor<8x32xi32>
   return %p : tensor<8x32xi32>
 }
+
+// Context parallelism: this member's load-balanced chunks of the sequence,
+// and attention over the group's gathered keys and values.
+// CHECK-LABEL: func.func @context_parallel
+// CHECK: dist.shard_sequence %{{.*}} over @cluster ["dp"] dim 1 : tensor<2x8xi32> -> tensor<2x4xi32>
+// CHECK: triax.attention %{{.*}}, %{{.*}}, %{{.*}} heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8xf32>
+// CHECK: triax.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
+func.func @context_parallel(%tokens: tensor<2x8xi32>, %q: tensor<2x4x8xf32>, %kv: tensor<2x8x8xf32>) -> tensor<2x4xi32> {
+  %t = dist.shard_sequence %tokens over @cluster ["dp"] dim 1 : tensor<2x8xi32> -> tensor<2x4xi32>
+  %a = triax.attention %q, %kv, %kv heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8xf32>
+  %dq, %dk, %dv = triax.attention_grad %q, %kv, %kv, %a heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
+  return %t : tensor<2x4xi32>
+}

@@ -1000,3 +1000,31 @@ func.func @convert_f16(%x: tensor<2x4xf32>) {
   %y = triax.convert %x : tensor<2x4xf32> to tensor<2x4xf16>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// triax.attention: context parallelism
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>) {
+  // expected-error @+1 {{'triax.attention' op context_parallel: the key's 6 tokens are not a whole number of members' 4}}
+  %a = triax.attention %q, %k, %k heads = 2 context_parallel over @mesh ["cp"] : (tensor<2x4x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x3x8xf32>, %k: tensor<2x6x8xf32>) {
+  // expected-error @+1 {{'triax.attention' op context_parallel: the query's 3 tokens are not two equal chunks (chunk c and its mirror)}}
+  %a = triax.attention %q, %k, %k heads = 2 context_parallel over @mesh ["cp"] : (tensor<2x3x8xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>) -> tensor<2x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<3x8x8xf32>) {
+  // expected-error @+1 {{'triax.attention' op query 'tensor<2x4x8xf32>' and key 'tensor<3x8x8xf32>' must agree on [batch, seq]}}
+  %a = triax.attention %q, %k, %k heads = 2 context_parallel over @mesh ["cp"] : (tensor<2x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>) -> tensor<2x4x8xf32>
+  return
+}

@@ -27,6 +27,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <limits>
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTPIPELINE
 #define GEN_PASS_DEF_DISTVERIFYSCHEDULE
@@ -662,7 +664,8 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       else
         stage = p.dir == Fwd ? std::max(stage, s) : std::min(stage, s);
     }
-    p.stage = stage >= 0 ? stage : (p.dir == Fwd ? 0 : -2);
+    // (-3, -2: placed below, with their users.)
+    p.stage = stage >= 0 ? stage : (p.dir == Fwd ? -3 : -2);
     return p;
   };
   for (Operation &op : body.without_terminator()) {
@@ -712,15 +715,21 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       dead.append(defs);
     }
   }
-  // Backward ops that read no staged value go with their first user.
+  // Ops that read no staged value go with their first user: in the
+  // forward (the inputs' preparation, as context parallelism's shards of
+  // the targets, which only the last stage reads) or the backward; else
+  // the first stage (forward) or the last (backward).
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     Place &p = place[&op];
-    if (p.stage != -2)
+    if (p.stage != -2 && p.stage != -3)
       continue;
-    p.stage = stages - 1;
+    int64_t first = std::numeric_limits<int64_t>::max();
     for (Operation *user : op.getUsers())
       if (place.count(user) && place[user].stage >= 0)
-        p.stage = std::min(p.stage, place[user].stage);
+        first = std::min(first, place[user].stage);
+    p.stage = first != std::numeric_limits<int64_t>::max() ? first
+              : p.stage == -3                              ? 0
+                                                           : stages - 1;
   }
   if (place[loss.getDefiningOp()].stage != stages - 1 ||
       place[loss.getDefiningOp()].dir != Fwd)

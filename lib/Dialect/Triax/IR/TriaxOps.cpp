@@ -323,8 +323,7 @@ static LogicalResult verifyContextParallel(Operation *op, Attribute mesh,
                                            ArrayAttr axes, RankedTensorType q,
                                            RankedTensorType k) {
   if (bool(mesh) != bool(axes))
-    return op->emitOpError(
-        "context_parallel needs both the mesh and its axes");
+    return op->emitOpError("context_parallel needs both the mesh and its axes");
   if (!mesh)
     return success();
   if (axes.empty())
@@ -388,10 +387,9 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
 
 LogicalResult AttentionOp::verify() {
   RankedTensorType q = getQuery().getType();
-  if (failed(verifyAttentionShapes(*this, q, getKey().getType(),
-                                   getValue().getType(), getHeads(),
-                                   getNumKVHeads(), getMeshAttr(),
-                                   getAxesAttr())))
+  if (failed(verifyAttentionShapes(
+          *this, q, getKey().getType(), getValue().getType(), getHeads(),
+          getNumKVHeads(), getMeshAttr(), getAxesAttr())))
     return failure();
   if (failed(verifyResultLike(*this, "result", getType(), q, "the query type")))
     return failure();

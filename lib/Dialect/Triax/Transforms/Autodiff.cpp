@@ -70,6 +70,15 @@ private:
   void accumulate(Gradients &grads, Value value, Value grad, Location loc) {
     if (!grad || !isa<FloatType>(getElementTypeOrSelf(value.getType())))
       return;
+    // A constant is a leaf: its gradient goes nowhere, and the VJP's op
+    // that computed it is dropped.
+    if (Operation *def = value.getDefiningOp();
+        def && def->hasTrait<OpTrait::ConstantLike>()) {
+      Operation *dead = grad.getDefiningOp();
+      if (dead && dead->use_empty() && isPure(dead))
+        dead->erase();
+      return;
+    }
     grads.values[value] = add(grads.values.lookup(value), grad, loc);
   }
   void accumulateParam(Gradients &grads, StringAttr name, Value grad,
@@ -106,10 +115,7 @@ LogicalResult Differentiator::differentiate(ArrayRef<Operation *> ops,
     SmallVector<Value> resultGrads;
     for (Value result : op->getResults())
       resultGrads.push_back(grads.values.lookup(result));
-    // (An op without operands, a constant, is a leaf: its gradient goes
-    // nowhere.)
-    if (op->getNumOperands() == 0 ||
-        llvm::all_of(resultGrads, [](Value v) { return !v; }))
+    if (llvm::all_of(resultGrads, [](Value v) { return !v; }))
       continue;
     auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
     if (!differentiable)

@@ -1,0 +1,83 @@
+// dist-context-parallel refuses what it cannot split along the sequence,
+// at the op (or argument) that stops it.
+// RUN: triax-opt %s -split-input-file --dist-context-parallel=cp=2 -verify-diagnostics -o /dev/null
+
+// A sequence of 6 tokens is not 4 equal chunks (2 per member).
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 6> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  // expected-error @+1 {{dist-context-parallel: cp=2 splits each sequence into 4 equal chunks (chunk c and its mirror 2cp-1-c per member), but the sequence has 6 tokens}}
+  func.func @forward(%tokens: tensor<1x6xi32>, %targets: tensor<1x6xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x6xi32>, tensor<4x2xf32>) -> tensor<1x6x2xf32>
+    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<1x6x2xf32>, tensor<4x2xf32>) -> tensor<1x6x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x6x4xf32>, tensor<1x6xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// A sequence-parallel model (sequence parallelism and context parallelism
+// both split the sequence).
+dist.mesh @mesh <["cp"=2, "tp"=2]>
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
+  // expected-error @+1 {{'triax.param' op dist-context-parallel: the model is already split along the sequence (sequence parallelism); context parallelism with sequence parallelism is not supported yet}}
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02> {dist.partial_grad = #dist.partial_grad<@mesh, ["tp"]>}
+  func.func @forward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x4xi32>, tensor<4x2xf32>) -> tensor<1x4x2xf32>
+    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<1x4x2xf32>, tensor<4x2xf32>) -> tensor<1x4x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x4x4xf32>, tensor<1x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// A collective along the sequence on the split tokens.
+dist.mesh @mesh <["cp"=2, "tp"=2]>
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x4xi32>, tensor<4x2xf32>) -> tensor<1x4x2xf32>
+    // expected-error @+1 {{'dist.all_gather' op dist-context-parallel: the sequence is already split here (sequence parallelism and context parallelism together are not supported yet)}}
+    %g = dist.all_gather %x over @mesh ["tp"] dim 1 : tensor<1x4x2xf32> -> tensor<1x8x2xf32>
+    %logits = triax.linear %g, %emb {transpose_weight} : (tensor<1x8x2xf32>, tensor<4x2xf32>) -> tensor<1x8x4xf32>
+    %y = triax.get_param @emb : tensor<4x2xf32>
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+}
+
+// -----
+
+// An op computed from the split tokens whose result does not keep them
+// (a sum over the tokens, as triax.bias_grad computes).
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
+  triax.param @emb : tensor<4x4xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x4xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x4xi32>, tensor<4x4xf32>) -> tensor<1x4x4xf32>
+    // expected-error @+1 {{'triax.bias_grad' op dist-context-parallel: result 'tensor<4xf32>' does not keep the tokens of its split operand (a sequence of 4 along dimension 1)}}
+    %b = triax.bias_grad %x : tensor<1x4x4xf32> -> tensor<4xf32>
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+}
+
+// -----
+
+// Run before triax-autodiff.
+// expected-error @+1 {{dist-context-parallel: model @m already has @forward_backward; run dist-context-parallel before triax-autodiff}}
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+  func.func @forward_backward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
+    %zero = arith.constant dense<0.0> : tensor<f32>
+    return %zero : tensor<f32>
+  }
+}
