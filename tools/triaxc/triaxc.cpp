@@ -87,11 +87,12 @@ static cl::opt<std::string>
                    cl::init(TRIAX_RUNTIME_INCLUDE_DIR), cl::cat(category));
 static cl::opt<std::string>
     mesh("mesh",
-         cl::desc("Device mesh, e.g. dp=2,pp=2,tp=2: the data, pipeline "
-                  "and tensor parallel degrees (1 where absent; the axes "
-                  "of the axis-role table, docs/parallelism.md); run with "
-                  "mpirun -np <their product>"),
-         cl::value_desc("dp=N[,pp=N,tp=N]"), cl::init(""), cl::cat(category));
+         cl::desc("Device mesh, e.g. dp=2,pp=2,tp=2: the data, pipeline, "
+                  "context and tensor parallel degrees (1 where absent; the "
+                  "axes of the axis-role table, docs/parallelism.md); run "
+                  "with mpirun -np <their product>"),
+         cl::value_desc("dp=N[,pp=N,cp=N,tp=N]"), cl::init(""),
+         cl::cat(category));
 static cl::opt<int64_t>
     zero("zero",
          cl::desc("ZeRO stage over dp: 1 shards the optimizer state, 2 also "
