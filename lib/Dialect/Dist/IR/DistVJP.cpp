@@ -60,6 +60,17 @@ LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+// Gathered only for ops that are recomputed (context parallelism's keys and
+// values for the attention core): gathered again with them.
+bool AllGatherOp::isRecomputedSelectively() {
+  return !getResult().use_empty() &&
+         llvm::all_of(getResult().getUsers(), [](Operation *user) {
+           auto differentiable =
+               dyn_cast<mlir::triax::DifferentiableOpInterface>(user);
+           return differentiable && differentiable.isRecomputedSelectively();
+         });
+}
+
 LogicalResult ReduceScatterOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
   if (getReduction() != ReductionKind::sum)

@@ -9,6 +9,8 @@
 
 #include "triax/Dialect/Triax/IR/Triax.h"
 
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
 using namespace mlir;
 using namespace mlir::triax;
 
@@ -60,10 +62,24 @@ LogicalResult RMSNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
+  // Context-parallel: the keys and values were gathered from the group for
+  // this attention alone. Its gradient gathers them again (a clone of the
+  // pure op that gathered them) instead of keeping the whole sequence's
+  // until the backward: only this member's are kept, as a ring passes the
+  // blocks around again in its backward.
+  auto regathered = [&](Value v) -> Value {
+    Operation *def = v.getDefiningOp();
+    if (!getMeshAttr() || !def || def->getNumOperands() != 1 ||
+        !def->hasOneUse() || !isPure(def))
+      return v;
+    return b.clone(*def)->getResult(0);
+  };
+  Value key = regathered(getKey());
+  Value value = regathered(getValue());
   auto grad = AttentionGradOp::create(
-      b, getLoc(), getQuery().getType(), getKey().getType(),
-      getValue().getType(), getQuery(), getKey(), getValue(), resultGrads[0],
-      getHeadsAttr(), getKvHeadsAttr(), getMeshAttr(), getAxesAttr());
+      b, getLoc(), getQuery().getType(), key.getType(), value.getType(),
+      getQuery(), key, value, resultGrads[0], getHeadsAttr(), getKvHeadsAttr(),
+      getMeshAttr(), getAxesAttr());
   operandGrads.assign(grad->result_begin(), grad->result_end());
   return success();
 }

@@ -162,6 +162,16 @@ FailureOr<Value> BlockRecomputer::materialize(Value inner) {
     builder.setInsertionPointAfter(clones.back());
   Operation *clone = builder.clone(*def, mapping);
   clones.push_back(clone);
+  // An op the backward block already does on the same operands (the
+  // gradient of context-parallel attention gathers its keys and values
+  // again) is done once, by the clone, which comes first.
+  for (Operation &existing : llvm::make_early_inc_range(backwardBody))
+    if (&existing != clone && !llvm::is_contained(clones, &existing) &&
+        OperationEquivalence::isEquivalentTo(
+            clone, &existing, OperationEquivalence::IgnoreLocations)) {
+      existing.replaceAllUsesWith(clone);
+      existing.erase();
+    }
   for (auto [result, cloned] :
        llvm::zip(def->getResults(), clone->getResults()))
     mapped[result] = cloned;

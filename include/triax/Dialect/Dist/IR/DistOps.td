@@ -119,7 +119,8 @@ def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
 }
 
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
-    Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+    Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface,
+                                    ["isRecomputedSelectively"]>]> {
   let summary = "Concatenates every member's tensor along a dimension";
   let description = [{
     Member `i` of the group contributes slice `i` of dimension `dim`; the
@@ -129,6 +130,10 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
     ```
     Its vector-Jacobian product is `dist.reduce_scatter sum` of the
     cotangent along `dim` (each member's slice is used by every member).
+    Selective recomputation (`triax-recompute{mode=selective}`) gathers it
+    again in the backward when every op that reads it is recomputed there
+    (context parallelism's keys and values, read by the attention core):
+    only the member's slice is kept.
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes, I64Attr:$dim);
