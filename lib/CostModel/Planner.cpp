@@ -104,6 +104,8 @@ static std::optional<int64_t> *fixedAxis(PlanRequest &req,
     return &req.tp;
   case TRX_AXIS_PIPELINE:
     return &req.pp;
+  case TRX_AXIS_CONTEXT:
+    return &req.cp;
   default:
     return nullptr;
   }
@@ -237,7 +239,7 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   // A fixed axis must divide the GPUs, and the fixed axes multiply to them.
   int64_t fixed = 1;
   for (trx_axis_role role :
-       {TRX_AXIS_DATA, TRX_AXIS_TENSOR, TRX_AXIS_PIPELINE}) {
+       {TRX_AXIS_DATA, TRX_AXIS_TENSOR, TRX_AXIS_PIPELINE, TRX_AXIS_CONTEXT}) {
     std::optional<int64_t> axis = *fixedAxis(req, mlir::dist::axisName(role));
     if (!axis)
       continue;
@@ -248,9 +250,9 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   }
   if (req.gpus % fixed != 0 ||
       (req.dp && req.tp && req.pp && fixed != req.gpus))
-    return failure("dp x tp x pp = " + llvm::Twine(fixed) +
+    return failure("dp x cp x tp x pp = " + llvm::Twine(fixed) +
                    " does not divide gpus=" + llvm::Twine(req.gpus) +
-                   " (dp x tp x pp must equal the GPUs)");
+                   " (dp x cp x tp x pp must equal the GPUs)");
   if (req.microBatch && req.microBatches)
     return failure("give micro-batch= (sequences per micro-batch) or "
                    "microbatches= (micro-batches per step), not both");
@@ -269,6 +271,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   c.microBatch = b;
   const Hardware &hw = req.hardware;
   const int64_t t = plan.tp, p = plan.pp, d = plan.dp,
+                cp = std::max<int64_t>(plan.cp, 1),
                 m = std::max<int64_t>(plan.microBatches, 1);
   const int64_t B = req.globalBatch ? req.globalBatch : model.globalBatch;
   const int64_t L = model.layers, s = model.seq, h = model.hidden;
@@ -325,6 +328,16 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (plan.sequenceParallel && t < 2)
     reject("sequence parallelism without tp",
            "sequence-parallel needs tp >= 2 (tp=1)");
+  if (cp > 1 && plan.sequenceParallel)
+    reject("context parallelism with sequence parallelism",
+           "cp=" + llvm::Twine(cp) +
+               " with sequence parallelism: both split the sequence (not "
+               "built yet)");
+  if (cp > 1 && s % (2 * cp) != 0)
+    reject("indivisible: 2 cp does not divide seq",
+           "seq " + llvm::Twine(s) + " is not " + llvm::Twine(2 * cp) +
+               " equal chunks (cp=" + llvm::Twine(cp) +
+               ": two chunks per rank)");
   if (plan.schedule == Schedule::OneFOneB && m < p)
     reject("1f1b with fewer micro-batches than stages",
            "1f1b needs m >= pp: m=" + llvm::Twine(m) +
@@ -339,10 +352,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const double last = double(model.lastSplit) / td + double(model.lastRepl) +
                       (p > 1 ? double(model.tiedSplit) / td : 0.0);
   const StateBytes per = bytesPerParam(model.dtype);
+  // [A1]-[A5] are for 16 bits; context parallelism holds s/cp tokens.
   const double act =
       activationBytesPerLayer(s, b, h, model.heads, t, plan.sequenceParallel,
                               plan.recompute) *
-      double(model.activationBytes) / 2.0; // [A1]-[A5] are for 16 bits
+      double(model.activationBytes) / 2.0 / double(cp);
   double maxElems = 0;
   int64_t maxTensors = 0;
   for (int64_t stage = 0; stage < p; ++stage) {
@@ -372,7 +386,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage);
     mem.activations = act * layersOn * double(mem.inFlight);
     if (stage == p - 1)
-      mem.logits = logitsBytes(s, b, model.vocab, t, model.activationBytes);
+      mem.logits =
+          logitsBytes(s / cp, b, model.vocab, t, model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activations + mem.logits;
     if (stage == 0 || mem.peak > c.memory.peak)
@@ -386,7 +401,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // Traffic per step of the busiest rank, per (collective, axis).
   const int64_t P = int64_t(std::llround(maxElems));
   const int64_t gradB = per.grads, paramB = per.params;
-  const int64_t ranksPerDp = t * p; // dp is the outermost mesh axis
+  const int64_t ranksPerDp = t * cp * p; // dp is the outermost mesh axis
   auto load = [](int64_t bytes, int64_t calls, int64_t g, int64_t span) {
     CommLoad l;
     l.bytes = bytes;
@@ -479,13 +494,33 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
     c.comm.insert(c.comm.end(), busiest.begin(), busiest.end());
   }
+  if (cp > 1) {
+    // [C7] context parallelism, per micro-batch: each layer gathers its key
+    // and value (b s/cp kv-features / t each) in the forward and again in
+    // the backward, and reduce-scatters their gradients; every parameter's
+    // gradient (and the loss) is all-reduced over cp. The cp axis sits
+    // between pp and tp: its members are t ranks apart.
+    const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
+    const int64_t actB = model.activationBytes, span = (cp - 1) * t + 1;
+    const int64_t layers = int64_t(layersOn);
+    c.comm.push_back(
+        {"all_gather cp", load(m * 4 * layers * allGatherBytes(kv, actB, cp),
+                               m * 4 * layers, cp, span)});
+    c.comm.push_back({"reduce_scatter cp",
+                      load(m * 2 * layers * reduceScatterBytes(kv, actB, cp),
+                           m * 2 * layers, cp, span)});
+    c.comm.push_back({"all_reduce cp", load(m * (allReduceBytes(P, gradB, cp) +
+                                                 allReduceBytes(1, 4, cp)),
+                                            m * (maxTensors + 1), cp, span)});
+  }
   if (p > 1) {
     // [C6] each micro-batch's boundary activation forward and its gradient
     // backward (a middle stage sends both); NVLink when the whole pipeline
     // is inside a node.
     int64_t sends = (p > 2 ? 2 : 1) * m;
-    int64_t bytes = b * s * h * model.activationBytes;
-    c.comm.push_back({"send/recv pp", load(sends * bytes, sends, 2, p * t)});
+    int64_t bytes = b * (s / cp) * h * model.activationBytes;
+    c.comm.push_back(
+        {"send/recv pp", load(sends * bytes, sends, 2, p * cp * t)});
   }
 
   // Time.
@@ -498,7 +533,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   for (const auto &entry : c.comm)
     loads.push_back(entry.second);
   const double tokens = double(B) * double(s);
-  const int64_t ranks = d * t * p;
+  const int64_t ranks = d * t * p * cp;
   c.step = predictStepTime(hw, plan, c.stepFlopsPerToken, tokens, ranks, loads,
                            req.efficiency);
   // MFU counts the model's FLOPs, not the recomputed ones.
@@ -519,12 +554,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
 
 std::string triax::cost::describePlan(const Candidate &c) {
   const Plan &p = c.plan;
-  return llvm::formatv("dp={0} tp={1} pp={2} zero={3} m={4} (micro-batch {5}) "
-                       "schedule={6} sp={7} recompute={8}",
+  // (cp only when used: the plans without it read as before.)
+  std::string cp = p.cp > 1 ? " cp=" + std::to_string(p.cp) : "";
+  return llvm::formatv("dp={0}{9} tp={1} pp={2} zero={3} m={4} (micro-batch "
+                       "{5}) schedule={6} sp={7} recompute={8}",
                        p.dp, p.tp, p.pp, p.zeroStage, p.microBatches,
                        c.microBatch, scheduleName(p.schedule),
                        p.sequenceParallel ? "on" : "off",
-                       recomputeName(p.recompute))
+                       recomputeName(p.recompute), cp)
       .str();
 }
 
@@ -533,6 +570,14 @@ std::string triax::cost::describePlan(const Candidate &c) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// Context parallelism is searched for long sequences, where the
+/// activations outgrow what tensor parallelism alone splits (Megatron-Core
+/// uses it from 8K tokens); a request may fix cp for any model.
+constexpr int64_t kContextParallelMinSeq = 8192;
+bool considersContext(const ModelShape &model) {
+  return model.seq >= kContextParallelMinSeq;
+}
+
 bool faster(const Candidate &a, const Candidate &b) {
   if (a.step.total != b.step.total)
     return a.step.total < b.step.total;
@@ -540,7 +585,7 @@ bool faster(const Candidate &a, const Candidate &b) {
     return a.memory.peak < b.memory.peak;
   auto key = [](const Candidate &c) {
     const Plan &p = c.plan;
-    return std::make_tuple(p.dp, p.tp, p.pp, p.zeroStage, p.microBatches,
+    return std::make_tuple(p.dp, p.tp, p.pp, p.cp, p.zeroStage, p.microBatches,
                            c.microBatch, int(p.schedule), p.sequenceParallel,
                            int(p.recompute));
   };
@@ -573,67 +618,72 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
     for (int64_t pp : divisors(N / tp)) {
       if (req.pp && *req.pp != pp)
         continue;
-      int64_t dp = N / (tp * pp);
-      if (req.dp && *req.dp != dp)
-        continue;
-      // The micro-batch sizes: fixed, from a fixed count, or every divisor
-      // of the per-replica batch.
-      std::vector<int64_t> sizes;
-      if (req.microBatch)
-        sizes = {*req.microBatch};
-      else if (req.microBatches)
-        sizes = {B % (dp * *req.microBatches) == 0
-                     ? B / (dp * *req.microBatches)
-                     : std::max<int64_t>(1, B / (dp * *req.microBatches))};
-      else if (B % dp != 0)
-        sizes = {1};
-      else
-        sizes = divisors(B / dp);
-      std::vector<Schedule> schedules;
-      if (pp == 1)
-        schedules = {Schedule::None};
-      else if (req.schedule)
-        schedules = {*req.schedule};
-      else
-        schedules = {Schedule::GPipe, Schedule::OneFOneB};
-      for (int64_t b : sizes)
-        for (int64_t z : zeros)
-          for (Schedule sched : schedules)
-            for (int64_t sp : sps)
-              for (Recompute r : recomputes) {
-                Plan plan;
-                plan.dp = dp;
-                plan.tp = tp;
-                plan.pp = pp;
-                plan.zeroStage = int(z);
-                plan.microBatches = req.microBatches
-                                        ? *req.microBatches
-                                        : std::max<int64_t>(1, B / (dp * b));
-                plan.schedule = sched;
-                plan.sequenceParallel = sp;
-                plan.dtype = model.dtype;
-                plan.recompute = r;
-                Candidate c = evaluatePlan(model, req, plan, b);
-                ++result.searched;
-                if (c.reason.empty()) {
-                  fits.push_back(std::move(c));
-                  continue;
+      for (int64_t cp : divisors(N / (tp * pp))) {
+        if (req.cp ? *req.cp != cp : cp > 1 && !considersContext(model))
+          continue;
+        int64_t dp = N / (tp * pp * cp);
+        if (req.dp && *req.dp != dp)
+          continue;
+        // The micro-batch sizes: fixed, from a fixed count, or every divisor
+        // of the per-replica batch.
+        std::vector<int64_t> sizes;
+        if (req.microBatch)
+          sizes = {*req.microBatch};
+        else if (req.microBatches)
+          sizes = {B % (dp * *req.microBatches) == 0
+                       ? B / (dp * *req.microBatches)
+                       : std::max<int64_t>(1, B / (dp * *req.microBatches))};
+        else if (B % dp != 0)
+          sizes = {1};
+        else
+          sizes = divisors(B / dp);
+        std::vector<Schedule> schedules;
+        if (pp == 1)
+          schedules = {Schedule::None};
+        else if (req.schedule)
+          schedules = {*req.schedule};
+        else
+          schedules = {Schedule::GPipe, Schedule::OneFOneB};
+        for (int64_t b : sizes)
+          for (int64_t z : zeros)
+            for (Schedule sched : schedules)
+              for (int64_t sp : sps)
+                for (Recompute r : recomputes) {
+                  Plan plan;
+                  plan.dp = dp;
+                  plan.tp = tp;
+                  plan.pp = pp;
+                  plan.cp = cp;
+                  plan.zeroStage = int(z);
+                  plan.microBatches = req.microBatches
+                                          ? *req.microBatches
+                                          : std::max<int64_t>(1, B / (dp * b));
+                  plan.schedule = sched;
+                  plan.sequenceParallel = sp;
+                  plan.dtype = model.dtype;
+                  plan.recompute = r;
+                  Candidate c = evaluatePlan(model, req, plan, b);
+                  ++result.searched;
+                  if (c.reason.empty()) {
+                    fits.push_back(std::move(c));
+                    continue;
+                  }
+                  PlanResult::Region &region = regions[c.reason];
+                  bool oom = c.reason == "out of memory";
+                  if (region.count == 0) {
+                    region.reason = c.reason;
+                    region.best = c;
+                    region.worst = c;
+                  } else if (oom ? c.overBytes < region.best.overBytes
+                                 : faster(c, region.best)) {
+                    region.best = c;
+                  } else if (oom ? c.overBytes > region.worst.overBytes
+                                 : faster(region.worst, c)) {
+                    region.worst = c;
+                  }
+                  ++region.count;
                 }
-                PlanResult::Region &region = regions[c.reason];
-                bool oom = c.reason == "out of memory";
-                if (region.count == 0) {
-                  region.reason = c.reason;
-                  region.best = c;
-                  region.worst = c;
-                } else if (oom ? c.overBytes < region.best.overBytes
-                               : faster(c, region.best)) {
-                  region.best = c;
-                } else if (oom ? c.overBytes > region.worst.overBytes
-                               : faster(region.worst, c)) {
-                  region.worst = c;
-                }
-                ++region.count;
-              }
+      }
     }
   }
   result.fits = int64_t(fits.size());
@@ -785,7 +835,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
      << " layers x "
      << activationFormulaLabel(c.plan.tp, c.plan.sequenceParallel,
                                c.plan.recompute)
-     << " x " << m.inFlight << " in flight [P2])";
+     << (c.plan.cp > 1 ? " / cp" : "") << " x " << m.inFlight
+     << " in flight [P2])";
   if (m.logits > 0)
     os << " + logits " << human(m.logits) << " [A6]";
   os << " = peak " << human(m.peak) << " of " << gib(hw.hbmBytes) << " HBM ("
@@ -814,6 +865,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {mlir::dist::axisName(TRX_AXIS_DATA), p.dp},
       {mlir::dist::axisName(TRX_AXIS_TENSOR), p.tp},
       {mlir::dist::axisName(TRX_AXIS_PIPELINE), p.pp},
+      {mlir::dist::axisName(TRX_AXIS_CONTEXT), p.cp},
       {"zero", p.zeroStage},
       {"microbatches", p.microBatches},
       {"micro_batch", c.microBatch},
@@ -861,7 +913,7 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
                                      : "fp32")
      << ") on " << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes)
      << " HBM, " << hw.gpusPerNode << " per node); global batch " << B << "\n";
-  os << "searched " << r.searched << " plans (dp x tp x pp = " << q.gpus
+  os << "searched " << r.searched << " plans (dp x cp x tp x pp = " << q.gpus
      << ", zero, micro-batches, schedule, sequence parallelism, "
         "recompute): "
      << r.fits << " fit, " << r.searched - r.fits

@@ -284,6 +284,8 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   mlir::dist::MeshShape planMesh;
   planMesh.set(TRX_AXIS_DATA, plan.dp);
   planMesh.set(TRX_AXIS_PIPELINE, plan.pp);
+  if (plan.cp > 1)
+    planMesh.set(TRX_AXIS_CONTEXT, plan.cp);
   planMesh.set(TRX_AXIS_TENSOR, plan.tp);
   parallelize.mesh = planMesh.str();
   parallelize.zero = plan.zeroStage;

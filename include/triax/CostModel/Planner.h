@@ -72,7 +72,7 @@ struct PlanRequest {
   int64_t gpus = 0;
   Hardware hardware;
   int64_t globalBatch = 0; // 0: the model's
-  std::optional<int64_t> microBatch, microBatches, dp, tp, pp;
+  std::optional<int64_t> microBatch, microBatches, dp, tp, pp, cp;
   std::optional<int> zero;
   std::optional<Schedule> schedule;
   std::optional<bool> sequenceParallel;
