@@ -243,17 +243,10 @@ struct ContextParallelPass
 
 void ContextParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
-  SmallVector<tx::ModelOp> models =
-      llvm::to_vector(module.getOps<tx::ModelOp>());
-  for (tx::ModelOp model : models)
-    for (StringRef name :
-         {tx::ModelOp::kForwardBackwardName, tx::ModelOp::kOptimizerStepName})
-      if (model.lookupSymbol(name)) {
-        model.emitError("dist-context-parallel: model @")
-            << model.getSymName() << " already has @" << name
-            << "; run dist-context-parallel before triax-autodiff";
-        return signalPassFailure();
-      }
+  FailureOr<SmallVector<tx::ModelOp>> models =
+      forwardModels(module, getArgument());
+  if (failed(models))
+    return signalPassFailure();
   MeshOp mesh =
       getOrCreateMeshAxis(module, getArgument(), cpAxis, cp.getValue());
   if (!mesh)
@@ -261,7 +254,7 @@ void ContextParallelPass::runOnOperation() {
   int64_t size = *mesh.getAxisSize(cpAxis);
   if (size == 1)
     return;
-  for (tx::ModelOp model : models)
+  for (tx::ModelOp model : *models)
     if (failed(Splitter(model, mesh, cpAxis, size).run()))
       return signalPassFailure();
 }

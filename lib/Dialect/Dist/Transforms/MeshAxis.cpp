@@ -47,3 +47,19 @@ MeshOp mlir::dist::getOrCreateMeshAxis(ModuleOp module, StringRef pass,
   return MeshOp::create(b, module.getLoc(), "mesh", b.getStrArrayAttr({axis}),
                         b.getDenseI64ArrayAttr({size}));
 }
+
+FailureOr<SmallVector<triax::ModelOp>>
+mlir::dist::forwardModels(ModuleOp module, StringRef pass) {
+  SmallVector<triax::ModelOp> models =
+      llvm::to_vector(module.getOps<triax::ModelOp>());
+  for (triax::ModelOp model : models)
+    for (StringRef name : {triax::ModelOp::kForwardBackwardName,
+                           triax::ModelOp::kOptimizerStepName})
+      if (model.lookupSymbol(name)) {
+        model.emitError() << pass << ": model @" << model.getSymName()
+                          << " already has @" << name << "; run " << pass
+                          << " before triax-autodiff";
+        return failure();
+      }
+  return models;
+}

@@ -613,18 +613,10 @@ struct TensorParallelPass
 
 void TensorParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
-  SmallVector<tx::ModelOp> models =
-      llvm::to_vector(module.getOps<tx::ModelOp>());
-  for (tx::ModelOp model : models) {
-    for (StringRef name : {mlir::triax::ModelOp::kForwardBackwardName,
-                           mlir::triax::ModelOp::kOptimizerStepName})
-      if (model.lookupSymbol(name)) {
-        model.emitError("dist-tensor-parallel: model @")
-            << model.getSymName() << " already has @" << name
-            << "; run dist-tensor-parallel before triax-autodiff";
-        return signalPassFailure();
-      }
-  }
+  FailureOr<SmallVector<tx::ModelOp>> models =
+      forwardModels(module, getArgument());
+  if (failed(models))
+    return signalPassFailure();
   MeshOp mesh =
       getOrCreateMeshAxis(module, getArgument(), tpAxis, tp.getValue());
   if (!mesh)
@@ -632,7 +624,7 @@ void TensorParallelPass::runOnOperation() {
   int64_t size = *mesh.getAxisSize(tpAxis);
   // Plan every model before changing any.
   SmallVector<std::unique_ptr<Planner>> planners;
-  for (tx::ModelOp model : models) {
+  for (tx::ModelOp model : *models) {
     planners.push_back(
         std::make_unique<Planner>(model, size, tpAxis, sequenceParallel));
     if (failed(planners.back()->plan()))

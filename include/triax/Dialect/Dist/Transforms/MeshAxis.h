@@ -4,6 +4,7 @@
 #define TRIAX_DIALECT_DIST_TRANSFORMS_MESHAXIS_H
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -16,6 +17,12 @@ namespace mlir::dist {
 /// error and returns null otherwise (also for several meshes).
 MeshOp getOrCreateMeshAxis(ModuleOp module, StringRef pass, StringRef axis,
                            int64_t size);
+
+/// The models of `module`, for a pass `pass` that rewrites their forward
+/// model before triax-autodiff; an error on the first model that already
+/// has a training step (and failure).
+FailureOr<SmallVector<triax::ModelOp>> forwardModels(ModuleOp module,
+                                                     StringRef pass);
 
 } // namespace mlir::dist
 
