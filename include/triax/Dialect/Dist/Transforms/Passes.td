@@ -259,9 +259,11 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
     - **Attention**, the one op that mixes tokens: its keys and values are
       gathered over the group (`dist.all_gather ... dim 1`) and it gets
       `context_parallel over @mesh ["cp"]` (causal mask on positions in the
-      full sequence). Its VJP gives the key and value gradients as this
-      member's part of the whole sequence's, and the all_gather's VJP
-      (`dist.reduce_scatter sum`) sums them back to their owners.
+      full sequence). Its VJP gathers them again (a clone of the gathers:
+      only the member's own keys and values are kept for the backward) and
+      gives this member's part of the gradients of the whole sequence's,
+      which the all_gather's VJP (`dist.reduce_scatter sum`) sums back to
+      their owners.
     - **The loss.** Each member's `triax.cross_entropy` is the mean over its
       tokens; the pass divides it by `n` and sums it over the group
       (`dist.all_reduce sum`): every member gets the mean over the whole
