@@ -174,10 +174,10 @@ StateBytes triax::cost::stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems,
   return out;
 }
 
-double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
-                                            int64_t a, int64_t t,
-                                            bool sequenceParallel,
-                                            Recompute recompute) {
+/// [A1]-[A5] on one rank holding all s tokens.
+static double layerActivations(int64_t s, int64_t b, int64_t h, int64_t a,
+                               int64_t t, bool sequenceParallel,
+                               Recompute recompute) {
   const double sbh = double(s) * double(b) * double(h);
   const double attn = 5.0 * double(a) * double(s) / double(h); // 5as/h
   const double td = double(std::max<int64_t>(t, 1));
@@ -198,9 +198,17 @@ double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
   return sbh * (10 + 24 / td + attn / td); // [A2]
 }
 
-const char *triax::cost::activationFormulaLabel(int64_t tp,
-                                                bool sequenceParallel,
-                                                Recompute recompute) {
+double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
+                                            int64_t a, int64_t t,
+                                            bool sequenceParallel,
+                                            Recompute recompute, int64_t cp) {
+  return layerActivations(s, b, h, a, t, sequenceParallel, recompute) /
+         double(std::max<int64_t>(cp, 1));
+}
+
+/// The [A1]-[A5] variant's label on one rank holding all s tokens.
+static const char *layerActivationsLabel(int64_t tp, bool sequenceParallel,
+                                         Recompute recompute) {
   switch (recompute) {
   case Recompute::Full:
     return sequenceParallel ? "[A5] 2sbh/t" : "[A5] 2sbh";
@@ -213,6 +221,14 @@ const char *triax::cost::activationFormulaLabel(int64_t tp,
     return "[A1] sbh(34 + 5as/h)";
   return sequenceParallel ? "[A3] sbh/t (34 + 5as/h)"
                           : "[A2] sbh(10 + 24/t + 5as/(ht))";
+}
+
+std::string triax::cost::activationFormulaLabel(int64_t tp,
+                                                bool sequenceParallel,
+                                                Recompute recompute,
+                                                int64_t cp) {
+  return std::string(layerActivationsLabel(tp, sequenceParallel, recompute)) +
+         (cp > 1 ? " / cp" : "");
 }
 
 double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,

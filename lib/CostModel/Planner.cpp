@@ -352,11 +352,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const double last = double(model.lastSplit) / td + double(model.lastRepl) +
                       (p > 1 ? double(model.tiedSplit) / td : 0.0);
   const StateBytes per = bytesPerParam(model.dtype);
-  // [A1]-[A5] are for 16 bits; context parallelism holds s/cp tokens.
   const double act =
       activationBytesPerLayer(s, b, h, model.heads, t, plan.sequenceParallel,
-                              plan.recompute) *
-      double(model.activationBytes) / 2.0 / double(cp);
+                              plan.recompute, cp) *
+      double(model.activationBytes) / 2.0; // [A1]-[A5] are for 16 bits
   double maxElems = 0;
   int64_t maxTensors = 0;
   for (int64_t stage = 0; stage < p; ++stage) {
@@ -834,9 +833,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
   os << " + activations " << human(m.activations) << " (" << layersOn
      << " layers x "
      << activationFormulaLabel(c.plan.tp, c.plan.sequenceParallel,
-                               c.plan.recompute)
-     << (c.plan.cp > 1 ? " / cp" : "") << " x " << m.inFlight
-     << " in flight [P2])";
+                               c.plan.recompute, c.plan.cp)
+     << " x " << m.inFlight << " in flight [P2])";
   if (m.logits > 0)
     os << " + logits " << human(m.logits) << " [A6]";
   os << " = peak " << human(m.peak) << " of " << gib(hw.hbmBytes) << " HBM ("

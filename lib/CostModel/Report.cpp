@@ -33,13 +33,9 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   r.hardware = hw;
   r.efficiency = efficiency;
   const Plan &plan = facts.plan;
-  // Context parallelism: s/cp tokens per rank, each attending to all s
-  // (so the attention's 5as/h term too falls by cp).
-  r.activationsPerLayer =
-      activationBytesPerLayer(facts.seq, facts.microBatch, facts.hidden,
-                              facts.heads, plan.tp, plan.sequenceParallel,
-                              plan.recompute) /
-      double(std::max<int64_t>(plan.cp, 1));
+  r.activationsPerLayer = activationBytesPerLayer(
+      facts.seq, facts.microBatch, facts.hidden, facts.heads, plan.tp,
+      plan.sequenceParallel, plan.recompute, plan.cp);
   r.bubble = bubbleFraction(plan.pp, plan.microBatches);
   r.flopsPerToken = flopsPerToken(double(facts.numParams), facts.layers,
                                   facts.hidden, facts.seq);
@@ -104,10 +100,10 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
   os << "    [M3] optim: (stage >= 1 ? ceil(n/g) : n) x 8|12\n";
   os << "  activations per layer: "
      << llvm::format("%.0f", r.activationsPerLayer) << "  "
-     << activationFormulaLabel(plan.tp, plan.sequenceParallel, plan.recompute)
-     << (plan.cp > 1 ? " / cp" : "") << " (s=" << f.seq
-     << ", b=" << f.microBatch << ", h=" << f.hidden << ", a=" << f.heads
-     << ", t=" << plan.tp
+     << activationFormulaLabel(plan.tp, plan.sequenceParallel, plan.recompute,
+                               plan.cp)
+     << " (s=" << f.seq << ", b=" << f.microBatch << ", h=" << f.hidden
+     << ", a=" << f.heads << ", t=" << plan.tp
      << (plan.cp > 1 ? ", cp=" + std::to_string(plan.cp) : std::string())
      << "; 16-bit activations)\n";
   double peak = double(f.state.total()) +
@@ -209,7 +205,7 @@ void triax::cost::printReportJSON(llvm::raw_ostream &os, const Report &r) {
            {"activation_peak_liveness", f.activationPeak},
            {"activations_formula",
             activationFormulaLabel(f.plan.tp, f.plan.sequenceParallel,
-                                   f.plan.recompute)}}},
+                                   f.plan.recompute, f.plan.cp)}}},
       {"communication", std::move(comm)},
       {"unmodelled", std::move(unmodelled)},
       {"bubble", r.bubble},

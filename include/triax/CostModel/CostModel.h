@@ -110,14 +110,16 @@ StateBytes stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems, int64_t g,
 
 /// [A1]-[A5] Activation bytes of one transformer layer per rank (Korthikanti
 /// et al., 2022, table 2; 16-bit activations, 1-byte dropout masks): s
-/// sequence, b micro-batch, h hidden, a heads, t tensor-parallel size.
+/// sequence, b micro-batch, h hidden, a heads, t tensor-parallel size; with
+/// context parallelism over cp ranks each holds s/cp tokens attending to
+/// all s, so every term (the attention's 5as/h too) falls by cp.
 double activationBytesPerLayer(int64_t s, int64_t b, int64_t h, int64_t a,
                                int64_t t, bool sequenceParallel,
-                               Recompute recompute);
+                               Recompute recompute, int64_t cp = 1);
 /// The label and formula of the [A1]-[A5] variant activationBytesPerLayer
 /// uses for these options (reports print it next to the number).
-const char *activationFormulaLabel(int64_t tp, bool sequenceParallel,
-                                   Recompute recompute);
+std::string activationFormulaLabel(int64_t tp, bool sequenceParallel,
+                                   Recompute recompute, int64_t cp = 1);
 
 /// [A6] The logits of one micro-batch on a rank of the last stage: the
 /// logits and their gradient, 2 s b (V/t) elements of `elemBytes` (4sbv/t

@@ -39,10 +39,9 @@ constexpr int64_t kSeqDim = 1;
 class Splitter {
 public:
   Splitter(tx::ModelOp model, MeshOp mesh, StringRef axis, int64_t n)
-      : model(model), mesh(mesh), n(n), b(model.getContext()) {
-    meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-    axes = b.getStrArrayAttr({axis});
-  }
+      : model(model), n(n), b(model.getContext()),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        axes(b.getStrArrayAttr({axis})) {}
 
   LogicalResult run();
 
@@ -62,7 +61,6 @@ private:
   void followLoss(tx::CrossEntropyOp op);
 
   tx::ModelOp model;
-  MeshOp mesh;
   int64_t n;
   OpBuilder b;
   FlatSymbolRefAttr meshRef;
