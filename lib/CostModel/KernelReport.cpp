@@ -105,8 +105,8 @@ int64_t elemBytes(Type type) {
   return int64_t(elem.getIntOrFloatBitWidth() + 7) / 8;
 }
 
-/// The runtime's library calls by what the report does with them
-/// (RuntimeABI.h names them all).
+/// The runtime's library calls by what the report does with them (their
+/// classes in runtime/include/triax_entries.def).
 enum class CallClass { Gemm, Collective, PointToPoint, HostSync, Free, Other };
 
 /// A GEMM entry's argument list (RuntimeABI.h): A, B, C, then an optional
@@ -147,21 +147,25 @@ const GemmSignature *findGemm(llvm::StringRef name) {
 CallClass classify(llvm::StringRef name) {
   if (findGemm(name))
     return CallClass::Gemm;
-  if (name == rt::kAllReduceF32 || name == rt::kReduceScatterF32 ||
-      name == rt::kAllGatherF32 || name == rt::kZeroAllGatherParam ||
-      name == rt::kAllReduceGrads)
+  std::optional<rt::EntryClass> cls = rt::entryClass(name);
+  if (!cls)
+    return CallClass::Other;
+  switch (*cls) {
+  case rt::EntryClass::Collective:
     return CallClass::Collective;
-  if (name == rt::kSendF32 || name == rt::kRecvF32)
+  case rt::EntryClass::PointToPoint:
     return CallClass::PointToPoint;
-  if (name == rt::kHostSync)
+  case rt::EntryClass::HostSync:
     return CallClass::HostSync;
   // Views of the state, positions, the markers of a gradient region and of
   // the trace: no device work of their own.
-  if (name == rt::kState1D || name == rt::kState2D || name == rt::kStateChunk ||
-      name == rt::kGroupPosition || name == rt::kFirstMicroBatch ||
-      name == rt::kCommGradsBegin || name == rt::kCommGradsEnd ||
-      name == rt::kTraceBegin || name == rt::kTraceEnd)
+  case rt::EntryClass::View:
+  case rt::EntryClass::Mark:
     return CallClass::Free;
+  // A GEMM entry without a row in gemmSignatures(): its operands are unknown.
+  case rt::EntryClass::Gemm:
+    break;
+  }
   return CallClass::Other;
 }
 

@@ -12,6 +12,7 @@
 
 #include "triax/Driver/Compiler.h"
 
+#include "triax/Conversion/RuntimeABI.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
@@ -20,6 +21,7 @@
 
 using namespace mlir;
 using namespace mlir::triax;
+namespace rt = ::triax::rt;
 
 /// The vocabulary: the rows of the (whole) table the tokens are looked up
 /// in (tensor parallelism may split the logits the loss reads), else the
@@ -139,12 +141,15 @@ std::string emitModelDescriptor(ModuleOp module) {
         "sizes[2], strides[2]; } triax_i32_view;\n"
         "typedef struct { float *allocated, *aligned; int64_t offset; } "
         "triax_f32_scalar;\n"
-        "float _mlir_ciface_triax_forward(triax_i32_view *, triax_i32_view "
-        "*);\n"
-        "void _mlir_ciface_triax_forward_backward(triax_i32_view *, "
-        "triax_i32_view *, triax_f32_scalar *);\n"
-        "void _mlir_ciface_triax_optimizer_step(float, int64_t, float, "
-        "triax_f32_scalar *);\n\n";
+        "float _mlir_ciface_"
+     << rt::kForwardEntry
+     << "(triax_i32_view *, triax_i32_view *);\n"
+        "void _mlir_ciface_"
+     << rt::kForwardBackwardEntry
+     << "(triax_i32_view *, triax_i32_view *, triax_f32_scalar *);\n"
+        "void _mlir_ciface_"
+     << rt::kOptimizerStepEntry
+     << "(float, int64_t, float, triax_f32_scalar *);\n\n";
   int64_t batch = config.getMicroBatch(), seq = config.getSeq();
   // With a pipeline (dist-pipeline's @pipeline_step), the training step's
   // entry takes its micro-batches stacked, and there is no whole-model
@@ -169,18 +174,18 @@ std::string emitModelDescriptor(ModuleOp module) {
       "*targets, float *loss_acc) {{\n"
       "  triax_i32_view t = view(tokens, {1}), y = view(targets, {1});\n"
       "  triax_f32_scalar l = scalar(loss_acc);\n"
-      "  _mlir_ciface_triax_forward_backward(&t, &y, &l);\n}\n"
+      "  _mlir_ciface_{2}(&t, &y, &l);\n}\n"
       "static void optimizer_step(float lr, int64_t step, float grad_scale, "
       "float *grad_norm) {{\n"
       "  triax_f32_scalar n = scalar(grad_norm);\n"
-      "  _mlir_ciface_triax_optimizer_step(lr, step, grad_scale, &n);\n}\n\n",
-      seq, callRows);
+      "  _mlir_ciface_{3}(lr, step, grad_scale, &n);\n}\n\n",
+      seq, callRows, rt::kForwardBackwardEntry, rt::kOptimizerStepEntry);
   if (!pipelineMicroBatches)
     os << llvm::formatv(
         "static float forward(const int32_t *tokens, const int32_t *targets) "
         "{{\n  triax_i32_view t = view(tokens, {0}), y = view(targets, "
-        "{0});\n  return _mlir_ciface_triax_forward(&t, &y);\n}\n\n",
-        batch);
+        "{0});\n  return _mlir_ciface_{1}(&t, &y);\n}\n\n",
+        batch, rt::kForwardEntry);
   // The mesh, axes in the order of the dist.mesh: the order the compiled
   // collectives number the axes in (their axis masks), so it is handed to
   // trx_dist_init as it is, with each axis's role (TRX_AXIS_NONE for a

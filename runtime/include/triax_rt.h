@@ -538,9 +538,9 @@ void trx_print_train_usage(FILE *f, const char *prog);
 /* Programs compiled by Triax call these through MLIR's C interface
  * (`llvm.emit_c_interface`): a memref argument is passed as a pointer to its
  * descriptor, and a memref result is returned through a descriptor pointer
- * passed as the first argument. The names and MLIR signatures are those of
- * include/triax/Conversion/RuntimeABI.h and declareRuntimeFunctions() in
- * lib/Conversion/TriaxToKernels/KernelBuilder.cpp.
+ * passed as the first argument. Their names and signatures are declared
+ * once, in triax_entries.def, which the compiler reads;
+ * runtime/lib/cpu/abi_check.cpp checks the prototypes below against it.
  *
  * Compiled code cannot handle an error status, so these functions check
  * their arguments and, on a violation (a compiler or driver bug), print

@@ -42,7 +42,7 @@ void *trx_cuda_stream(void);
 void trx_cuda_synchronize(void);
 
 /* The same, called by the compiled code before its host-side loads and
- * stores (triax-insert-host-syncs; RuntimeABI.h kHostSync). The CPU
+ * stores (triax-insert-host-syncs; triax_entries.def). The CPU
  * runtime's hook, trx_device_sync (triax_rt.h), does the same on CUDA. */
 void trx_cuda_host_sync(void);
 

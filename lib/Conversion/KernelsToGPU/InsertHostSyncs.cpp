@@ -39,18 +39,17 @@ using namespace mlir;
 
 namespace {
 
-/// Runtime calls that only hand out views or positions: they enqueue no
-/// device work (a sync before them is not needed, nor after them).
+/// Runtime calls that only hand out views or positions (class TRX_VIEW in
+/// triax_entries.def) and the sync itself: they enqueue no device work (a
+/// sync before them is not needed, nor after them).
 bool isQuietRuntimeCall(CallOpInterface call) {
   auto callee = dyn_cast_if_present<SymbolRefAttr>(call.getCallableForCallee());
   if (!callee)
     return false;
-  StringRef name = callee.getLeafReference().getValue();
-  return name == ::triax::rt::kState1D || name == ::triax::rt::kState2D ||
-         name == ::triax::rt::kStateChunk ||
-         name == ::triax::rt::kGroupPosition ||
-         name == ::triax::rt::kFirstMicroBatch ||
-         name == ::triax::rt::kHostSync;
+  std::optional<::triax::rt::EntryClass> cls =
+      ::triax::rt::entryClass(callee.getLeafReference().getValue());
+  return cls == ::triax::rt::EntryClass::View ||
+         cls == ::triax::rt::EntryClass::HostSync;
 }
 
 /// Whether `op` itself (not its regions) may enqueue work on the device.

@@ -376,85 +376,61 @@ Value KernelBuilder::state(trx_state_kind kind, int64_t param,
   return memref::CastOp::create(b, loc, type, view);
 }
 
-/// Declares the runtime's entry points (see RuntimeABI.h) in `module`.
+/// The MLIR type of a type of the runtime ABI.
+static Type entryType(Builder &b, ::triax::rt::EntryType t) {
+  using ::triax::rt::EntryType;
+  auto element = [&]() -> Type {
+    switch (t.elem) {
+    case EntryType::f32:
+      return b.getF32Type();
+    case EntryType::bf16:
+      return b.getBF16Type();
+    case EntryType::i64:
+      return b.getI64Type();
+    case EntryType::None:
+      break;
+    }
+    llvm_unreachable("a memref type of triax_entries.def without an element");
+  };
+  switch (t.kind) {
+  case EntryType::I32:
+    return b.getI32Type();
+  case EntryType::I64:
+    return b.getI64Type();
+  case EntryType::F32:
+    return b.getF32Type();
+  case EntryType::MemRef:
+    return MemRefType::get(SmallVector<int64_t>(t.rank, ShapedType::kDynamic),
+                           element());
+  case EntryType::Strided:
+    return gemmOperandType(element(), t.rank);
+  }
+  llvm_unreachable("unknown type of triax_entries.def");
+}
+
+/// Declares the runtime's entry points (runtime/include/triax_entries.def)
+/// in `module`, private, with `llvm.emit_c_interface` for the TRX_ENTRY
+/// ones. The CUDA target's host sync is left to triax-insert-host-syncs,
+/// which declares it where it inserts a call.
 void declareRuntimeFunctions(ModuleOp module);
 
 void declareRuntimeFunctions(ModuleOp module) {
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  Type f32 = b.getF32Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
-  int64_t dyn = ShapedType::kDynamic;
-  auto declare = [&](StringRef name, FunctionType type) {
-    if (module.lookupSymbol(name))
-      return;
-    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+  for (const ::triax::rt::Entry &entry : ::triax::rt::entries()) {
+    if (entry.cls == ::triax::rt::EntryClass::HostSync ||
+        module.lookupSymbol(entry.name))
+      continue;
+    auto types = [&](ArrayRef<::triax::rt::EntryType> list) {
+      return llvm::map_to_vector(
+          list, [&](::triax::rt::EntryType t) { return entryType(b, t); });
+    };
+    auto fn = func::FuncOp::create(
+        b, module.getLoc(), entry.name,
+        b.getFunctionType(types(entry.args), types(entry.results)));
     fn.setPrivate();
-    fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  };
-  // The GEMMs: (A, B, C, transA, transB, alpha, beta), 2-D and batched 3-D,
-  // f32 / bf16 / bf16 with an f32 C.
-  Type bf16 = b.getBF16Type();
-  for (int64_t rank : {2, 3}) {
-    for (auto [a, c] :
-         {std::pair<Type, Type>{f32, f32}, {bf16, bf16}, {bf16, f32}}) {
-      MemRefType ga = gemmOperandType(a, rank), gc = gemmOperandType(c, rank);
-      declare(*KernelBuilder::gemmEntry(a, a, c, rank == 3),
-              b.getFunctionType({ga, ga, gc, i32, i32, f32, f32}, {}));
-    }
+    if (entry.cInterface)
+      fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   }
-  // With a bias epilogue: (A, B, C, bias, transA, transB, alpha), f32 and
-  // bf16.
-  // With a GELU epilogue: (A, B, C, bias, aux, ...) forward, (A, B, C,
-  // aux, ...) backward.
-  for (Type t : {f32, bf16}) {
-    using Epilogue = KernelBuilder::Epilogue;
-    MemRefType g = gemmOperandType(t, 2), v = MemRefType::get({dyn}, t);
-    declare(*KernelBuilder::gemmEpilogueEntry(Epilogue::Bias, t),
-            b.getFunctionType({g, g, g, v, i32, i32, f32}, {}));
-    declare(*KernelBuilder::gemmEpilogueEntry(Epilogue::BiasGelu, t),
-            b.getFunctionType({g, g, g, v, g, i32, i32, f32}, {}));
-    declare(*KernelBuilder::gemmEpilogueEntry(Epilogue::DGelu, t),
-            b.getFunctionType({g, g, g, g, i32, i32, f32}, {}));
-  }
-  declare(::triax::rt::kState1D,
-          b.getFunctionType({i32, i64}, {MemRefType::get({dyn}, f32)}));
-  declare(::triax::rt::kState2D,
-          b.getFunctionType({i32, i64}, {MemRefType::get({dyn, dyn}, f32)}));
-  declare(::triax::rt::kAllReduceF32,
-          b.getFunctionType({MemRefType::get({dyn}, f32), i32, i64}, {}));
-  MemRefType flat = MemRefType::get({dyn}, f32);
-  declare(::triax::rt::kReduceScatterF32,
-          b.getFunctionType({flat, flat, i32, i64}, {}));
-  declare(::triax::rt::kAllGatherF32, b.getFunctionType({flat, flat, i64}, {}));
-  for (StringRef name : {::triax::rt::kSendF32, ::triax::rt::kRecvF32})
-    declare(name, b.getFunctionType({flat, i64, i64, i64}, {}));
-  declare(::triax::rt::kStateChunk, b.getFunctionType({i32, i64}, {flat}));
-  declare(::triax::rt::kAllReduceGrads,
-          b.getFunctionType({MemRefType::get({dyn}, i64), i32, i64}, {}));
-  if (!module.lookupSymbol(::triax::rt::kZeroAllGatherParam))
-    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kZeroAllGatherParam,
-                         b.getFunctionType({i64, i64}, {}))
-        .setPrivate();
-  for (StringRef name :
-       {::triax::rt::kCommGradsBegin, ::triax::rt::kCommGradsEnd})
-    if (!module.lookupSymbol(name))
-      func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({}, {}))
-          .setPrivate();
-  if (!module.lookupSymbol(::triax::rt::kTraceBegin))
-    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kTraceBegin,
-                         b.getFunctionType({i64, i64}, {}))
-        .setPrivate();
-  if (!module.lookupSymbol(::triax::rt::kTraceEnd))
-    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kTraceEnd,
-                         b.getFunctionType({}, {}))
-        .setPrivate();
-  if (!module.lookupSymbol(::triax::rt::kGroupPosition))
-    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kGroupPosition,
-                         b.getFunctionType({i64}, {i64}))
-        .setPrivate();
-  if (!module.lookupSymbol(::triax::rt::kFirstMicroBatch))
-    func::FuncOp::create(b, module.getLoc(), ::triax::rt::kFirstMicroBatch,
-                         b.getFunctionType({}, {i64}))
-        .setPrivate();
 }
 
 mlir::triax::AccumulateGradOp

@@ -1,6 +1,6 @@
 //===- kernel_abi.cpp - The runtime functions compiled code calls ---------===//
 //
-// The kernel ABI of include/triax/Conversion/RuntimeABI.h on the CPU:
+// The kernel ABI of runtime/include/triax_entries.def on the CPU:
 //  - the GEMMs (_mlir_ciface_trx_sgemm, trx_gemm_bf16, trx_gemm_bf16_f32,
 //    their _batched forms, trx_sgemm_bias and trx_gemm_bf16_bias, and the
 //    GELU epilogues trx_sgemm_bias_gelu, trx_gemm_bf16_bias_gelu,
