@@ -750,10 +750,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   std::vector<std::string> link = {options.cc, "-O2", "-o", options.outputFile};
   link.insert(link.end(), objects.begin(), objects.end());
   link.insert(link.end(), {descPath, "-I" + options.runtimeIncludeDir});
-  // The CUDA runtime comes first, whole (nothing refers to its allocator
-  // yet when libtriax_rt.a is searched): its allocator (managed memory) and
-  // its BLAS (cuBLAS) are taken instead of the CPU runtime's, which supplies
-  // the rest (driver, data, checkpoints, communicators).
+  // The CUDA runtime, whole: nothing names its objects, which register
+  // the CUDA device (allocator, copies, GEMMs; runtime/lib/cpu/device.h)
+  // and the NCCL transport from global constructors. The CPU runtime
+  // supplies the rest (driver, data, checkpoints, communicators).
   if (cuda)
     link.insert(link.end(), {"-Wl,--whole-archive",
                              options.runtimeLibDir + "/libtriax_rt_cuda.a",

@@ -6,16 +6,20 @@
 //===----------------------------------------------------------------------===//
 
 #include "check.h"
+#include "device.h"
 #include "triax_rt.h"
 
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -325,6 +329,101 @@ void testCopyNullAborts() {
 
 } // namespace
 
+/// A device that records what the front hands it and keeps its blocks in
+/// host memory, standing in for the CUDA device (which registers itself
+/// the same way): trx_alloc, trx_free, allocations' categories, the copy
+/// hooks, trx_device_sync and trx_gemm_compute go to the registered table,
+/// the counters stay the front's.
+namespace recording {
+std::string log;
+std::vector<std::pair<void *, std::pair<size_t, int>>> blocks;
+void *alloc(const char *fn, size_t bytes, size_t align, int category) {
+  log += std::string("alloc:") + fn + ":" + std::to_string(bytes) + ":" +
+         std::to_string(align) + ";";
+  void *p =
+      std::aligned_alloc(align, (bytes + align - 1) / align * align + align);
+  blocks.push_back({p, {bytes, category}});
+  return p;
+}
+bool release(void *p, size_t *bytes, int *category) {
+  for (auto it = blocks.begin(); it != blocks.end(); ++it)
+    if (it->first == p) {
+      *bytes = it->second.first;
+      *category = it->second.second;
+      blocks.erase(it);
+      std::free(p);
+      log += "release;";
+      return true;
+    }
+  log += "release?;";
+  return false;
+}
+int category(const void *p) {
+  for (auto &b : blocks)
+    if (b.first == p)
+      return b.second.second;
+  return -1;
+}
+void toHost(void *d, const void *s, size_t n) {
+  log += "to_host:" + std::to_string(n) + ";";
+  memcpy(d, s, n);
+}
+void toDevice(void *d, const void *s, size_t n) {
+  log += "to_device:" + std::to_string(n) + ";";
+  memcpy(d, s, n);
+}
+void onDevice(void *d, const void *s, size_t n) {
+  log += "on_device:" + std::to_string(n) + ";";
+  memmove(d, s, n);
+}
+void fill(void *d, int byte, size_t n) {
+  log += "fill:" + std::to_string(n) + ";";
+  memset(d, byte, n);
+}
+void sync() { log += "sync;"; }
+void gemm(const trx_gemm_problem *p) {
+  log += "gemm:" + std::to_string(p->M) + ";";
+}
+const triax::rt::Device table = {"recording", alloc,    release,  category,
+                                 toHost,      toDevice, onDevice, fill,
+                                 sync,        gemm};
+} // namespace recording
+
+void testDeviceTable() {
+  CHECK(strcmp(triax::rt::activeDevice().name, "cpu") == 0);
+  void *host = trx_alloc(100, TRX_MEM_OTHER); // the CPU's block
+  triax::rt::registerDevice(&recording::table);
+  CHECK(strcmp(triax::rt::activeDevice().name, "recording") == 0);
+  size_t before = trx_mem_current(TRX_MEM_GRADS);
+  size_t zeroed = trx_mem_zeroed_bytes(TRX_MEM_GRADS);
+  void *p = trx_alloc(100, TRX_MEM_GRADS);
+  void *q = trx_alloc_aligned(10, 4096, TRX_MEM_ACTIV);
+  CHECK(p && q);
+  CHECK_EQ(trx_mem_current(TRX_MEM_GRADS), before + 100);
+  CHECK_EQ(trx_mem_zeroed_bytes(TRX_MEM_GRADS), zeroed + 100);
+  CHECK(trx_alloc(8, TRX_MEM_NCAT) == nullptr); // checked by the front
+  char buf[100] = {1};
+  trx_copy_to_device(p, buf, 100);
+  trx_copy_to_host(buf, p, 100);
+  trx_copy_on_device(q, p, 10);
+  trx_device_memset(p, 0, 100);
+  trx_device_memset(p, 0, 0); // counted, not handed over
+  trx_device_sync();
+  trx_gemm_problem problem = {};
+  problem.M = 7;
+  trx_gemm_compute(&problem);
+  trx_free(p);
+  trx_free(q);
+  CHECK_EQ(trx_mem_current(TRX_MEM_GRADS), before);
+  CHECK_EQ(recording::log,
+           std::string("alloc:trx_alloc:100:64;alloc:trx_alloc_aligned:10:"
+                       "4096;to_device:100;to_host:100;on_device:10;fill:100;"
+                       "sync;gemm:7;release;release;"));
+  triax::rt::registerDevice(&triax::rt::hostDevice());
+  trx_free(host);
+  CHECK_EQ(trx_mem_current(TRX_MEM_OTHER), size_t(0));
+}
+
 int main() {
   testAlignmentAndZero();
   testAccounting();
@@ -333,6 +432,7 @@ int main() {
   testPoisonAndZeroedBytes();
   testCopyHooks();
   testCopyNullAborts();
+  testDeviceTable();
   trxtest::done("mem");
   return 0;
 }

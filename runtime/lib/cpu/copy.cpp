@@ -2,13 +2,14 @@
 //
 // trx_copy_to_host, trx_copy_to_device, trx_copy_on_device and
 // trx_device_memset (triax_rt.h): every host access of a trx_alloc'd block
-// goes through them. Here, where a block is host memory, they are memcpy,
-// memmove and memset, and weak: libtriax_rt_cuda.a defines them on the CUDA
-// driver API (lib/cuda/copy.cpp). Both count every call in the counters
-// below (countCopy), which this object always provides.
+// goes through them. They count every call (countCopy) and hand the bytes
+// to the active device (device.h): memcpy, memmove and memset here, where a
+// block is host memory; the CUDA driver API on the CUDA device
+// (lib/cuda/copy.cpp).
 //
 //===----------------------------------------------------------------------===//
 
+#include "device.h"
 #include "internal.h"
 #include "triax_rt.h"
 
@@ -56,37 +57,56 @@ bool triax::rt::isDeviceMemory(const void *p) {
   return p && gDeviceMemoryHook && gDeviceMemoryHook(p);
 }
 
-extern "C" __attribute__((weak)) void
-trx_copy_to_host(void *dst, const void *device_src, size_t bytes) {
+// The CPU device's copies: its blocks are host memory.
+void triax::rt::host::copyToHost(void *dst, const void *src, size_t bytes) {
+  if (dst != src)
+    std::memcpy(dst, src, bytes);
+}
+
+void triax::rt::host::copyToDevice(void *dst, const void *src, size_t bytes) {
+  if (dst != src)
+    std::memcpy(dst, src, bytes);
+}
+
+void triax::rt::host::copyOnDevice(void *dst, const void *src, size_t bytes) {
+  if (dst != src)
+    std::memmove(dst, src, bytes);
+}
+
+void triax::rt::host::fill(void *dst, int byte, size_t bytes) {
+  std::memset(dst, byte, bytes);
+}
+
+extern "C" void trx_copy_to_host(void *dst, const void *device_src,
+                                 size_t bytes) {
   triax::rt::countCopy(TRX_COPY_TO_HOST, "trx_copy_to_host", dst, device_src,
                        bytes);
-  if (bytes && dst != device_src)
-    std::memcpy(dst, device_src, bytes);
+  if (bytes)
+    triax::rt::activeDevice().copyToHost(dst, device_src, bytes);
 }
 
-extern "C" __attribute__((weak)) void
-trx_copy_to_device(void *device_dst, const void *src, size_t bytes) {
+extern "C" void trx_copy_to_device(void *device_dst, const void *src,
+                                   size_t bytes) {
   triax::rt::countCopy(TRX_COPY_TO_DEVICE, "trx_copy_to_device", device_dst,
                        src, bytes);
-  if (bytes && device_dst != src)
-    std::memcpy(device_dst, src, bytes);
+  if (bytes)
+    triax::rt::activeDevice().copyToDevice(device_dst, src, bytes);
 }
 
-extern "C" __attribute__((weak)) void
-trx_copy_on_device(void *device_dst, const void *device_src, size_t bytes) {
+extern "C" void trx_copy_on_device(void *device_dst, const void *device_src,
+                                   size_t bytes) {
   triax::rt::countCopy(TRX_COPY_ON_DEVICE, "trx_copy_on_device", device_dst,
                        device_src, bytes);
-  if (bytes && device_dst != device_src)
-    std::memmove(device_dst, device_src, bytes);
+  if (bytes)
+    triax::rt::activeDevice().copyOnDevice(device_dst, device_src, bytes);
 }
 
-extern "C" __attribute__((weak)) void
-trx_device_memset(void *device_dst, int byte, size_t bytes) {
+extern "C" void trx_device_memset(void *device_dst, int byte, size_t bytes) {
   // No source: the destination stands in for it in the NULL check.
   triax::rt::countCopy(TRX_COPY_MEMSET, "trx_device_memset", device_dst,
                        device_dst, bytes);
   if (bytes)
-    std::memset(device_dst, byte, bytes);
+    triax::rt::activeDevice().fill(device_dst, byte, bytes);
 }
 
 extern "C" uint64_t trx_copy_calls(int kind) {

@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bf16.h"
+#include "device.h"
 #include "internal.h"
 #include "transport.h"
 #include "triax_rt.h"
@@ -1060,13 +1061,16 @@ void runGemmPart(void *data) {
 
 void triax::rt::setGemmCutMinWork(int64_t work) { gemmCutMinWork = work; }
 
-/// The CPU backend: the problem cut among the OpenMP threads when the
+extern "C" void trx_gemm_compute(const trx_gemm_problem *problem) {
+  triax::rt::activeDevice().gemm(problem);
+}
+
+/// The CPU device's GEMM: the problem cut among the OpenMP threads when the
 /// binary has them (OpenBLAS runs one thread per call then, so that one
 /// pool of threads runs the kernels and the GEMMs and neither spins while
-/// the other works), else OpenBLAS's own threads. Weak: the CUDA runtime
-/// (lib/cuda/blas.cpp) supplies cuBLASLt instead.
-extern "C" __attribute__((weak)) void
-trx_gemm_compute(const trx_gemm_problem *problem) {
+/// the other works), else OpenBLAS's own threads. The CUDA device's is
+/// cuBLASLt (lib/cuda/blas.cpp).
+void triax::rt::host::gemm(const trx_gemm_problem *problem) {
   const trx_gemm_problem &p = *problem;
   int threads = haveOpenMP() && !omp_in_parallel() ? omp_get_max_threads() : 1;
   if (threads > 1 && p.M * p.N * p.K * p.batch >= gemmCutMinWork) {

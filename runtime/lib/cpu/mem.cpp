@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "device.h"
 #include "internal.h"
 #include "triax_rt.h"
 
@@ -104,15 +105,38 @@ bool poisonActivations() {
   return v && std::strcmp(v, "1") == 0;
 }
 
-/// The block layout: [padding][BlockHeader][bytes...], where the user
-/// pointer is `align`-aligned (align >= kAlign) and the header sits right
-/// before it. With align == kAlign there is no padding.
+/// Counts a block handed out by the active device.
+void counted(size_t bytes, int category) {
+  if (category != TRX_MEM_ACTIV)
+    counters.zeroed[category].fetch_add(bytes, std::memory_order_relaxed);
+  size_t cur =
+      counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
+      bytes;
+  raiseTo(counters.peak[category], cur);
+  size_t tot =
+      counters.currentTotal.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  raiseTo(counters.peakTotal, tot);
+}
+
 void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   if (!validCategory(category)) {
     setLastError("%s: invalid memory category %d (expected 0..%d)", fn,
                  category, TRX_MEM_NCAT - 1);
     return nullptr;
   }
+  void *p = activeDevice().alloc(fn, bytes, align, category);
+  if (p)
+    counted(bytes, category);
+  return p;
+}
+
+} // namespace
+
+/// The CPU device's blocks. The layout: [padding][BlockHeader][bytes...],
+/// where the user pointer is `align`-aligned (align >= kAlign) and the
+/// header sits right before it. With align == kAlign there is no padding.
+void *triax::rt::host::alloc(const char *fn, size_t bytes, size_t align,
+                             int category) {
   size_t rounded = (bytes + align - 1) & ~(align - 1);
   if (rounded < bytes || rounded > SIZE_MAX - align) {
     setLastError("%s: size %zu bytes is too large", fn, bytes);
@@ -137,7 +161,6 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
       std::memset(user, 0xFF, total - align);
   } else {
     std::memset(raw, 0, total);
-    counters.zeroed[category].fetch_add(bytes, std::memory_order_relaxed);
   }
   auto *h = reinterpret_cast<BlockHeader *>(user - sizeof(BlockHeader));
   h->magic = kLiveMagic;
@@ -146,18 +169,40 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   h->base = raw;
   h->total = total;
   h->align = align;
-
-  size_t cur =
-      counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
-      bytes;
-  raiseTo(counters.peak[category], cur);
-  size_t tot =
-      counters.currentTotal.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  raiseTo(counters.peakTotal, tot);
   return user;
 }
 
-} // namespace
+bool triax::rt::host::release(void *p, size_t *bytes, int *category) {
+  if (reinterpret_cast<uintptr_t>(p) % kAlign != 0) {
+    setLastError("trx_free: pointer %p was not returned by trx_alloc", p);
+    return false;
+  }
+  auto *h = reinterpret_cast<BlockHeader *>(static_cast<char *>(p) -
+                                            sizeof(BlockHeader));
+  if (h->magic != kLiveMagic || !validCategory(h->category)) {
+    setLastError("trx_free: pointer %p %s", p,
+                 h->magic == kFreedMagic ? "was already freed"
+                                         : "was not returned by trx_alloc");
+    return false;
+  }
+  h->magic = kFreedMagic;
+  *bytes = h->bytes;
+  *category = h->category;
+  if (h->category == TRX_MEM_ACTIV)
+    activationCache().give(h->base, h->total, h->align);
+  else
+    std::free(h->base);
+  return true;
+}
+
+int triax::rt::host::category(const void *p) {
+  if (!p || reinterpret_cast<uintptr_t>(p) % kAlign != 0)
+    return -1;
+  auto *h = reinterpret_cast<const BlockHeader *>(static_cast<const char *>(p) -
+                                                  sizeof(BlockHeader));
+  return h->magic == kLiveMagic && validCategory(h->category) ? h->category
+                                                              : -1;
+}
 
 extern "C" void *trx_alloc(size_t bytes, int category) {
   return allocImpl("trx_alloc", bytes, kAlign, category);
@@ -181,36 +226,18 @@ extern "C" void *trx_alloc_aligned(size_t bytes, size_t alignment,
 extern "C" void trx_free(void *p) {
   if (!p)
     return;
-  if (reinterpret_cast<uintptr_t>(p) % kAlign != 0) {
-    setLastError("trx_free: pointer %p was not returned by trx_alloc", p);
+  size_t bytes = 0;
+  int category = 0;
+  if (!activeDevice().release(p, &bytes, &category)) {
     fprintf(stderr, "triax runtime: %s; not freed\n", trx_last_error());
     return;
   }
-  auto *h = reinterpret_cast<BlockHeader *>(static_cast<char *>(p) -
-                                            sizeof(BlockHeader));
-  if (h->magic != kLiveMagic || !validCategory(h->category)) {
-    setLastError("trx_free: pointer %p %s", p,
-                 h->magic == kFreedMagic ? "was already freed"
-                                         : "was not returned by trx_alloc");
-    fprintf(stderr, "triax runtime: %s; not freed\n", trx_last_error());
-    return;
-  }
-  h->magic = kFreedMagic;
-  counters.current[h->category].fetch_sub(h->bytes, std::memory_order_relaxed);
-  counters.currentTotal.fetch_sub(h->bytes, std::memory_order_relaxed);
-  if (h->category == TRX_MEM_ACTIV)
-    activationCache().give(h->base, h->total, h->align);
-  else
-    std::free(h->base);
+  counters.current[category].fetch_sub(bytes, std::memory_order_relaxed);
+  counters.currentTotal.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 int triax::rt::allocCategory(const void *p) {
-  if (!p || reinterpret_cast<uintptr_t>(p) % kAlign != 0)
-    return -1;
-  auto *h = reinterpret_cast<const BlockHeader *>(static_cast<const char *>(p) -
-                                                  sizeof(BlockHeader));
-  return h->magic == kLiveMagic && validCategory(h->category) ? h->category
-                                                              : -1;
+  return p ? activeDevice().category(p) : -1;
 }
 
 extern "C" size_t trx_mem_current(int cat) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "device.h"
 #include "internal.h"
 #include "triax_rt.h"
 
@@ -287,6 +288,6 @@ extern "C" const char *trx_status_str(int status) {
 
 extern "C" const char *trx_last_error(void) { return lastError; }
 
-/// Nothing to wait for on the CPU: the kernels ran when they returned. The
-/// CUDA runtime (lib/cuda/context.cpp) overrides this.
-extern "C" __attribute__((weak)) void trx_device_sync(void) {}
+/// The active device's wait (device.h); nothing to wait for on the CPU,
+/// where the kernels ran when they returned.
+extern "C" void trx_device_sync(void) { triax::rt::activeDevice().sync(); }

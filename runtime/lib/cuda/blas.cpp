@@ -4,10 +4,10 @@
 // and their _batched forms) are the CPU runtime's entries
 // (lib/cpu/kernel_abi.cpp): they check the operands (shapes, strides,
 // overlap), handle the empty cases, and hand a row-major problem to
-// trx_gemm_compute. The CPU runtime's definition of that hook is weak
-// (OpenBLAS); training binaries of the CUDA target link this one, which
-// runs the problem on cuBLASLt, on the runtime's compute stream,
-// asynchronously like the kernel launches (TRX_CUDA_SYNC=1 waits after each).
+// trx_gemm_compute, which runs it on the active device (lib/cpu/device.h).
+// The CUDA device's GEMM, cuda::gemm, runs it on cuBLASLt, on the runtime's
+// compute stream, asynchronously like the kernel launches
+// (TRX_CUDA_SYNC=1 waits after each).
 //
 // Row-major C = alpha op(A) op(B) + beta C is column-major
 // C^T = alpha op(B)^T op(A)^T + beta C^T: cuBLASLt gets B as its A and A
@@ -60,7 +60,7 @@
 //
 // The CPU runtime's trx_sgemm used to reach cuBLAS through cblas_sgemm;
 // cblas_sgemm stays defined here (on the same path) because the CPU
-// runtime's weak trx_gemm_compute still names it and the CUDA binaries link
+// device's GEMM (always linked) still names it and the CUDA binaries link
 // no OpenBLAS.
 //
 //===----------------------------------------------------------------------===//
@@ -145,7 +145,7 @@ struct Plan {
   /// bias is written into C on the host first and accumulated into (beta 1).
   bool biasOnHost = false;
   /// A GELU epilogue cuBLASLt cannot do here (aux's leading dimension or
-  /// alignment, or no algorithm): no descriptors; trx_gemm_compute runs
+  /// alignment, or no algorithm): no descriptors; cuda::gemm runs
   /// the problem without the GELU part, then the formula on the host.
   bool epilogueOnHost = false;
   /// Why, for the warning.
@@ -392,7 +392,7 @@ const Plan &planFor(const trx_gemm_problem &p) {
 
 } // namespace
 
-extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
+void triax::rt::cuda::gemm(const trx_gemm_problem *p) {
   if (!p || p->M < 1 || p->N < 1 || p->K < 1 || p->batch < 1 ||
       p->type < TRX_GEMM_F32 || p->type > TRX_GEMM_BF16_F32)
     triax::rt::cuda::fail("trx_gemm_compute",
@@ -432,7 +432,7 @@ extern "C" void trx_gemm_compute(const trx_gemm_problem *p) {
       gemm.C = p->aux;
       gemm.ldc = p->ldaux;
     }
-    trx_gemm_compute(&gemm);
+    triax::rt::cuda::gemm(&gemm);
     // The formulas on host copies of aux (read) and C (written; read too
     // for DGELU): trx_copy_to_host waits for the GEMM, trx_copy_to_device
     // puts C back in stream order. Overlapping byte ranges (views of one
@@ -517,7 +517,7 @@ extern "C" void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER order,
   p.ldc = ldc;
   p.alpha = alpha;
   p.beta = beta;
-  trx_gemm_compute(&p);
+  triax::rt::cuda::gemm(&p);
 }
 
 /// trx_blas_set_threads (--threads) sets OpenBLAS's threads on the CPU;

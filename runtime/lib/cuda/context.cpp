@@ -253,12 +253,9 @@ extern "C" void trx_cuda_host_sync(void) {
   hostSync("a host-side access of the compiled code");
 }
 
-/// Waits for the device's queued work (a weak no-op in libtriax_rt.a; this
-/// definition wins). The copy hooks do their own waiting; this one serves
-/// timing and tests.
-extern "C" void trx_device_sync(void) {
-  hostSync("a host-side access of the runtime");
-}
+/// The CUDA device's wait for its queued work (trx_device_sync). The copy
+/// hooks do their own waiting; this one serves timing and tests.
+void triax::rt::cuda::sync() { hostSync("a host-side access of the runtime"); }
 
 extern "C" uint64_t trx_cuda_kernel_launches(void) { return launches.load(); }
 

@@ -1,10 +1,9 @@
 //===- copy.cpp - The copy hooks on the CUDA driver API -------------------===//
 //
-// trx_copy_to_host, trx_copy_to_device, trx_copy_on_device and
-// trx_device_memset (triax_rt.h) for the CUDA target, where every trx_alloc
-// block is device memory: the only way the runtime reads or writes one on
-// the host. They replace lib/cpu/copy.cpp's weak memcpy/memset definitions
-// and count in its counters (countCopy).
+// The CUDA device's copies (lib/cpu/device.h) under trx_copy_to_host,
+// trx_copy_to_device, trx_copy_on_device and trx_device_memset (triax_rt.h,
+// lib/cpu/copy.cpp, which counts them), where every trx_alloc block is
+// device memory: the only way the runtime reads or writes one on the host.
 //
 //  - trx_copy_to_host waits for the compute and the communication stream
 //    (hostSync: every earlier write is visible; an asynchronous kernel's
@@ -82,20 +81,14 @@ struct Registration {
 
 } // namespace
 
-extern "C" void trx_copy_to_host(void *dst, const void *device_src,
+void triax::rt::cuda::copyToHost(void *dst, const void *device_src,
                                  size_t bytes) {
-  countCopy(TRX_COPY_TO_HOST, "trx_copy_to_host", dst, device_src, bytes);
-  if (bytes == 0)
-    return;
   hostSync("trx_copy_to_host");
   TRX_CU(cuMemcpy(dptr(dst), dptr(device_src), bytes));
 }
 
-extern "C" void trx_copy_to_device(void *device_dst, const void *src,
+void triax::rt::cuda::copyToDevice(void *device_dst, const void *src,
                                    size_t bytes) {
-  countCopy(TRX_COPY_TO_DEVICE, "trx_copy_to_device", device_dst, src, bytes);
-  if (bytes == 0)
-    return;
   CUstream s = launchStream(); // CUDA up, context current
   Staging &st = staging();
   std::lock_guard<std::mutex> lock(st.mutex);
@@ -122,22 +115,16 @@ extern "C" void trx_copy_to_device(void *device_dst, const void *src,
   launched("trx_copy_to_device");
 }
 
-extern "C" void trx_copy_on_device(void *device_dst, const void *device_src,
+void triax::rt::cuda::copyOnDevice(void *device_dst, const void *device_src,
                                    size_t bytes) {
-  countCopy(TRX_COPY_ON_DEVICE, "trx_copy_on_device", device_dst, device_src,
-            bytes);
-  if (bytes == 0 || device_dst == device_src)
+  if (device_dst == device_src)
     return;
   TRX_CU(cuMemcpyDtoDAsync(dptr(device_dst), dptr(device_src), bytes,
                            launchStream()));
   launched("trx_copy_on_device");
 }
 
-extern "C" void trx_device_memset(void *device_dst, int byte, size_t bytes) {
-  countCopy(TRX_COPY_MEMSET, "trx_device_memset", device_dst, device_dst,
-            bytes);
-  if (bytes == 0)
-    return;
+void triax::rt::cuda::fill(void *device_dst, int byte, size_t bytes) {
   TRX_CU(cuMemsetD8Async(dptr(device_dst), static_cast<unsigned char>(byte),
                          bytes, launchStream()));
   launched("trx_device_memset");

@@ -3,7 +3,11 @@
 #ifndef TRIAX_RT_CUDA_INTERNAL_H
 #define TRIAX_RT_CUDA_INTERNAL_H
 
+#include "triax_rt.h"
+
 #include <cuda.h>
+
+#include <cstddef>
 
 namespace triax::rt::cuda {
 
@@ -39,6 +43,19 @@ void setLaunchStream(CUstream s);
 /// compute stream may still use when it is freed. Takes `done`; nothing
 /// when `p` is in no live block.
 void deferReuse(const void *p, CUevent done);
+
+/// The CUDA device's table (lib/cpu/device.h, registered by device.cpp):
+/// blocks of device memory (mem.cpp), the copies (copy.cpp), the wait for
+/// both streams (context.cpp) and the GEMM on cuBLASLt (blas.cpp).
+void *alloc(const char *fn, size_t bytes, size_t align, int category);
+bool release(void *p, size_t *bytes, int *category);
+int category(const void *p);
+void copyToHost(void *dst, const void *src, size_t bytes);
+void copyToDevice(void *dst, const void *src, size_t bytes);
+void copyOnDevice(void *dst, const void *src, size_t bytes);
+void fill(void *dst, int byte, size_t bytes);
+void sync();
+void gemm(const trx_gemm_problem *problem);
 
 /// Whether `p` points into a live trx_alloc block (device memory).
 bool ownsPointer(const void *p);

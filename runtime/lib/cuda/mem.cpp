@@ -1,9 +1,8 @@
 //===- mem.cpp - trx_alloc on CUDA device memory, with a cache -----------===//
 //
-// The CPU runtime's allocation API (triax_rt.h: trx_alloc, trx_free, the
-// per-category current/peak counters) for the CUDA target. Training
-// binaries link this archive whole before libtriax_rt.a, so these
-// definitions are taken and lib/cpu/mem.cpp's object is never pulled in.
+// The CUDA device's blocks (lib/cpu/device.h: alloc, release, category),
+// under the runtime's allocation API (triax_rt.h: trx_alloc, trx_free, the
+// per-category current/peak counters, lib/cpu/mem.cpp).
 //
 // Every block is plain device memory (cuMemAlloc; never managed memory:
 // asking for more managed memory than is free can hang the GPU). The host
@@ -38,9 +37,9 @@
 // the compiled code writes every element before it reads it (checked on
 // the CPU with TRX_ALLOC_POISON=1, which here fills them with 0xFF bytes).
 // trx_mem_zeroed_bytes counts the zeroed bytes per category. The counters
-// keep their meaning (bytes handed out and not yet freed, per category, and
-// their peaks); the bytes held from CUDA (handed out plus cached, rounded to
-// the size classes) are counted apart: trx_cuda_mem_reserved /
+// (the front's) keep their meaning (bytes handed out and not yet freed, per
+// category, and their peaks); the bytes held from CUDA (handed out plus cached,
+// rounded to the size classes) are counted apart: trx_cuda_mem_reserved /
 // trx_cuda_mem_reserved_peak.
 //
 //===----------------------------------------------------------------------===//
@@ -77,16 +76,13 @@ struct Cached {
   CUevent pending;
 };
 
+/// The CUDA device's own counters (the front, lib/cpu/mem.cpp, counts the
+/// bytes handed out per category).
 struct Counters {
-  std::atomic<size_t> current[TRX_MEM_NCAT];
-  std::atomic<size_t> peak[TRX_MEM_NCAT];
-  std::atomic<size_t> currentTotal;
-  std::atomic<size_t> peakTotal;
   std::atomic<uint64_t> allocations;
   std::atomic<uint64_t> cacheHits;
   std::atomic<size_t> reserved;
   std::atomic<size_t> peakReserved;
-  std::atomic<size_t> zeroed[TRX_MEM_NCAT];
 };
 
 // Zero-initialized (static storage), usable before main.
@@ -115,8 +111,6 @@ void raiseTo(std::atomic<size_t> &peak, size_t value) {
          !peak.compare_exchange_weak(prev, value, std::memory_order_relaxed))
     ;
 }
-
-bool validCategory(int cat) { return cat >= 0 && cat < TRX_MEM_NCAT; }
 
 bool caching() {
   static const bool on = [] {
@@ -177,12 +171,10 @@ void releaseCache() {
   }
 }
 
-void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
-  if (!validCategory(category)) {
-    setLastError("%s: invalid memory category %d (expected 0..%d)", fn,
-                 category, TRX_MEM_NCAT - 1);
-    return nullptr;
-  }
+} // namespace
+
+void *triax::rt::cuda::alloc(const char *fn, size_t bytes, size_t align,
+                             int category) {
   // cuMemAlloc aligns to at least 256 bytes; larger alignments pad.
   size_t pad = align > 256 ? align : 0;
   size_t total = (bytes ? bytes : 1) + pad;
@@ -241,7 +233,6 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
   // copy hook's copy). Activations are not (poisoned on request).
   if (category != TRX_MEM_ACTIV) {
     TRX_CU(cuMemsetD8Async(base, 0, total, s));
-    counters.zeroed[category].fetch_add(bytes, std::memory_order_relaxed);
   } else if (poisonActivations()) {
     TRX_CU(cuMemsetD8Async(base, 0xFF, total, s));
   }
@@ -257,39 +248,10 @@ void *allocImpl(const char *fn, size_t bytes, size_t align, int category) {
     std::lock_guard<std::mutex> lock(tableMutex());
     table()[user] = Block{bytes, category, base, reserved, nullptr};
   }
-  size_t cur =
-      counters.current[category].fetch_add(bytes, std::memory_order_relaxed) +
-      bytes;
-  raiseTo(counters.peak[category], cur);
-  size_t tot =
-      counters.currentTotal.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  raiseTo(counters.peakTotal, tot);
   return reinterpret_cast<void *>(user);
 }
 
-} // namespace
-
-extern "C" void *trx_alloc(size_t bytes, int category) {
-  return allocImpl("trx_alloc", bytes, 64, category);
-}
-
-extern "C" void *trx_alloc_aligned(size_t bytes, size_t alignment,
-                                   int category) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
-    setLastError("trx_alloc_aligned: alignment %zu is not a power of two",
-                 alignment);
-    return nullptr;
-  }
-  if (alignment > (size_t(1) << 30)) {
-    setLastError("trx_alloc_aligned: alignment %zu is too large", alignment);
-    return nullptr;
-  }
-  return allocImpl("trx_alloc_aligned", bytes, alignment, category);
-}
-
-extern "C" void trx_free(void *p) {
-  if (!p)
-    return;
+bool triax::rt::cuda::release(void *p, size_t *bytes, int *category) {
   Block block;
   {
     std::lock_guard<std::mutex> lock(tableMutex());
@@ -298,15 +260,13 @@ extern "C" void trx_free(void *p) {
       setLastError("trx_free: pointer %p was not returned by trx_alloc or "
                    "was already freed",
                    p);
-      fprintf(stderr, "triax runtime: %s; not freed\n", trx_last_error());
-      return;
+      return false;
     }
     block = it->second;
     table().erase(it);
   }
-  counters.current[block.category].fetch_sub(block.bytes,
-                                             std::memory_order_relaxed);
-  counters.currentTotal.fetch_sub(block.bytes, std::memory_order_relaxed);
+  *bytes = block.bytes;
+  *category = block.category;
   // Freed inside a gradient region: the next user waits for the region's
   // work so far (which includes every use of the block on that stream).
   CUstream users = triax::rt::cuda::launchStream();
@@ -320,12 +280,13 @@ extern "C" void trx_free(void *p) {
     // Reused in compute-stream order: no wait beyond the pending event.
     std::lock_guard<std::mutex> lock(tableMutex());
     freeLists()[block.reserved].push_back(Cached{block.base, block.pending});
-    return;
+    return true;
   }
   // cuMemFree waits for the work that may still use the block.
   if (block.pending)
     TRX_CU(cuEventDestroy(block.pending));
   TRX_CU(cuMemFree(block.base));
+  return true;
 }
 
 void triax::rt::cuda::deferReuse(const void *p, CUevent done) {
@@ -356,69 +317,10 @@ bool triax::rt::cuda::ownsPointer(const void *p) {
   return uintptr_t(p) < it->first + std::max<size_t>(it->second.bytes, 1);
 }
 
-int triax::rt::allocCategory(const void *p) {
-  if (!p)
-    return -1;
+int triax::rt::cuda::category(const void *p) {
   std::lock_guard<std::mutex> lock(tableMutex());
   auto it = table().find(uintptr_t(p));
   return it == table().end() ? -1 : it->second.category;
-}
-
-extern "C" size_t trx_mem_current(int cat) {
-  return validCategory(cat)
-             ? counters.current[cat].load(std::memory_order_relaxed)
-             : 0;
-}
-
-extern "C" size_t trx_mem_peak(int cat) {
-  return validCategory(cat) ? counters.peak[cat].load(std::memory_order_relaxed)
-                            : 0;
-}
-
-extern "C" size_t trx_mem_current_total(void) {
-  return counters.currentTotal.load(std::memory_order_relaxed);
-}
-
-extern "C" size_t trx_mem_peak_total(void) {
-  return counters.peakTotal.load(std::memory_order_relaxed);
-}
-
-extern "C" void trx_mem_reset_peaks(void) {
-  for (int c = 0; c < TRX_MEM_NCAT; ++c)
-    counters.peak[c].store(counters.current[c].load(std::memory_order_relaxed),
-                           std::memory_order_relaxed);
-  counters.peakTotal.store(
-      counters.currentTotal.load(std::memory_order_relaxed),
-      std::memory_order_relaxed);
-}
-
-extern "C" size_t trx_mem_zeroed_bytes(int cat) {
-  return validCategory(cat)
-             ? counters.zeroed[cat].load(std::memory_order_relaxed)
-             : 0;
-}
-
-extern "C" const char *trx_mem_category_name(int cat) {
-  switch (cat) {
-  case TRX_MEM_PARAMS:
-    return "params";
-  case TRX_MEM_GRADS:
-    return "grads";
-  case TRX_MEM_OPTIM:
-    return "optim";
-  case TRX_MEM_ACTIV:
-    return "activ";
-  case TRX_MEM_OTHER:
-    return "other";
-  default:
-    return "invalid";
-  }
-}
-
-extern "C" char *trx_format_mib(size_t bytes, char *buf, size_t len) {
-  if (buf && len > 0)
-    snprintf(buf, len, "%.1f MiB", double(bytes) / (1024.0 * 1024.0));
-  return buf;
 }
 
 extern "C" uint64_t trx_cuda_allocations(void) {
