@@ -236,18 +236,45 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
   return success();
 }
 
+/// What triax-parallelize builds for a plan of the planner.
+static ::triax::ParallelizeConfig
+parallelizeConfigOf(const ::triax::cost::Plan &plan, bool bf16) {
+  namespace cost = ::triax::cost;
+  ::triax::ParallelizeConfig config;
+  mlir::dist::MeshShape mesh;
+  mesh.set(TRX_AXIS_DATA, plan.dp);
+  mesh.set(TRX_AXIS_PIPELINE, plan.pp);
+  if (plan.cp > 1)
+    mesh.set(TRX_AXIS_CONTEXT, plan.cp);
+  mesh.set(TRX_AXIS_TENSOR, plan.tp);
+  config.mesh = mesh.str();
+  config.zero = plan.zeroStage;
+  config.sequenceParallel = plan.sequenceParallel;
+  config.recompute = plan.recompute == cost::Recompute::Full ? "full"
+                     : plan.recompute == cost::Recompute::Selective
+                         ? "selective"
+                         : "none";
+  config.precision = bf16 ? "bf16" : "fp32";
+  // The pipeline's micro-batches and schedule (dist-pipeline).
+  if (plan.pp > 1) {
+    config.microbatches = plan.microBatches;
+    config.schedule = plan.schedule == cost::Schedule::GPipe ? "gpipe" : "1f1b";
+  }
+  return config;
+}
+
 /// --plan: prints the ranked plans of the model (JSON with --report-json),
 /// writes --trace / --svg of the top one, and with --apply returns in
-/// `applied` the options that compile it. Returns the exit code.
+/// `applied` what triax-parallelize builds for it. Returns the exit code.
 static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
                       llvm::raw_ostream &errs,
-                      std::optional<::triax::CompileOptions> &applied) {
+                      std::optional<::triax::ParallelizeConfig> &applied) {
   namespace cost = ::triax::cost;
   // triaxc --precision bf16 plans with bf16 activations unless the plan
   // says otherwise.
   std::string spec = options.plan;
-  if (options.precision == "bf16" &&
-      !llvm::StringRef(spec).contains("precision="))
+  bool bf16 = options.parallelize.precision == "bf16";
+  if (bf16 && !llvm::StringRef(spec).contains("precision="))
     spec += ",precision=bf16";
   llvm::Expected<cost::PlanResult> result =
       cost::runPlan(module, spec, options.report == "json",
@@ -271,69 +298,28 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   }
   if (!options.apply)
     return 0;
-  // What triax-parallelize builds: dp, tp, pp, zero, sequence parallelism,
-  // recomputation.
+  // precision=bf16 in the plan compiles in bf16.
+  if (result->request.activationBytes)
+    bf16 = *result->request.activationBytes == 2;
   const cost::Plan &plan = result->top.front().plan;
-  // Recomputation: triax-recompute's mode.
-  std::string recompute = plan.recompute == cost::Recompute::Full ? "full"
-                          : plan.recompute == cost::Recompute::Selective
-                              ? "selective"
-                              : "none";
-  ::triax::ParallelizeOptions parallelize;
-  parallelize.recompute = recompute;
-  mlir::dist::MeshShape planMesh;
-  planMesh.set(TRX_AXIS_DATA, plan.dp);
-  planMesh.set(TRX_AXIS_PIPELINE, plan.pp);
-  if (plan.cp > 1)
-    planMesh.set(TRX_AXIS_CONTEXT, plan.cp);
-  planMesh.set(TRX_AXIS_TENSOR, plan.tp);
-  parallelize.mesh = planMesh.str();
-  parallelize.zero = plan.zeroStage;
-  parallelize.sequenceParallel = plan.sequenceParallel;
-  // The pipeline's micro-batches and schedule (dist-pipeline).
-  if (plan.pp > 1) {
-    parallelize.microbatches = plan.microBatches;
-    parallelize.schedule =
-        plan.schedule == cost::Schedule::GPipe ? "gpipe" : "1f1b";
-  }
-  std::string problem = ::triax::checkParallelizeOptions(parallelize);
+  ::triax::ParallelizeConfig config = parallelizeConfigOf(plan, bf16);
+  std::string problem = ::triax::checkParallelizeOptions(config);
   if (!problem.empty()) {
     errs << "triaxc: --apply: the top plan cannot be built yet: " << problem
          << "; refused (add pp=1 to --plan to choose among the plans "
             "without a pipeline)\n";
     return 1;
   }
-  if (options.inputFile == "-") {
-    errs << "triaxc: --apply reads the model again: give it as a file, not "
-            "on stdin\n";
-    return 1;
-  }
-  applied = options;
-  applied->plan.clear();
-  // precision=bf16 in the plan compiles in bf16.
-  if (result->request.activationBytes)
-    applied->precision =
-        *result->request.activationBytes == 2 ? "bf16" : "fp32";
-  applied->apply = false;
-  applied->traceFile.clear();
-  applied->svgFile.clear();
-  applied->report.clear();
-  applied->mesh = parallelize.mesh;
-  applied->zero = plan.zeroStage;
-  applied->sequenceParallel = plan.sequenceParallel;
-  applied->recompute = recompute;
   std::string pipeline;
-  if (plan.pp > 1) {
-    applied->microbatches = plan.microBatches;
-    applied->schedule = parallelize.schedule;
-    pipeline = " --microbatches " + std::to_string(plan.microBatches) +
-               " --schedule " + applied->schedule;
-  }
-  errs << "triaxc: --apply: compiling the top plan: --mesh " << applied->mesh
-       << " --zero " << plan.zeroStage
-       << (plan.sequenceParallel ? " --sequence-parallel" : "") << pipeline
-       << (recompute != "none" ? " --recompute " + recompute : "")
-       << (applied->precision == "bf16" ? " --precision bf16" : "") << "\n";
+  if (plan.pp > 1)
+    pipeline = " --microbatches " + std::to_string(config.microbatches) +
+               " --schedule " + config.schedule;
+  errs << "triaxc: --apply: compiling the top plan: --mesh " << config.mesh
+       << " --zero " << config.zero
+       << (config.sequenceParallel ? " --sequence-parallel" : "") << pipeline
+       << (config.recompute != "none" ? " --recompute " + config.recompute : "")
+       << (bf16 ? " --precision bf16" : "") << "\n";
+  applied = config;
   return 0;
 }
 
@@ -418,7 +404,7 @@ static int runKernelReport(const ::triax::CompileOptions &options,
   llvm::Expected<cost::KernelReport> report = cost::analyzeKernelModule(
       module, *facts, *hw,
       cuda ? cost::KernelTarget::CUDA : cost::KernelTarget::CPU, model,
-      options.precision);
+      options.parallelize.precision);
   if (!report) {
     errs << "triaxc: --kernel-report: " << llvm::toString(report.takeError())
          << "\n";
@@ -484,9 +470,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
 
   // The mesh is checked before the model is read (the pipeline's options
   // check parses it again, with the same code).
-  bool mesh = !options.mesh.empty();
+  bool mesh = !options.parallelize.mesh.empty();
   std::string meshError;
-  if (mesh && failed(mlir::dist::MeshShape::parse(options.mesh, meshError))) {
+  if (mesh && failed(mlir::dist::MeshShape::parse(options.parallelize.mesh,
+                                                  meshError))) {
     errs << "triaxc: --mesh: " << meshError << "\n";
     return 1;
   }
@@ -530,13 +517,17 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   }
   timer.done("parse + verify");
+  // --plan --apply: the planner's choice replaces the parallelization
+  // asked for, and the compilation goes on with the model already read.
+  ::triax::ParallelizeConfig plan = options.parallelize;
   if (!options.plan.empty()) {
-    std::optional<::triax::CompileOptions> applied;
+    std::optional<::triax::ParallelizeConfig> applied;
     if (int rc = runPlanner(options, *module, errs, applied); rc || !applied)
       return rc;
-    return ::triax::compile(*applied, errs);
-  }
-  if (!options.traceFile.empty() || !options.svgFile.empty() || options.apply) {
+    plan = *applied;
+    mesh = !plan.mesh.empty();
+  } else if (!options.traceFile.empty() || !options.svgFile.empty() ||
+             options.apply) {
     errs << "triaxc: --trace, --svg and --apply work on the plan --plan "
             "chooses: add --plan gpus=N,gpu=NAME\n";
     return 1;
@@ -545,15 +536,6 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   // The parallelization (triax-parallelize): the mesh, tensor parallelism
   // on the forward model, autodiff, then ZeRO or data parallelism on the
   // training step. Without --mesh and --zero: autodiff alone.
-  ::triax::ParallelizeOptions plan;
-  plan.mesh = options.mesh;
-  plan.zero = options.zero;
-  plan.sequenceParallel = options.sequenceParallel;
-  plan.recompute = options.recompute;
-  plan.precision = options.precision;
-  plan.microbatches = options.microbatches;
-  plan.schedule = options.schedule;
-  plan.stageLayers = options.stageLayers;
   std::string problem = ::triax::checkParallelizeOptions(plan);
   if (!problem.empty()) {
     errs << "triaxc: " << problem << "\n";
@@ -565,14 +547,14 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     if (failed(pm.run(*module)))
       return 1;
     timer.done("triax-parallelize");
-  } else if (mesh || options.zero || options.sequenceParallel ||
-             options.recompute != "none") {
+  } else if (mesh || plan.zero || plan.sequenceParallel ||
+             plan.recompute != "none") {
     emitError(models.front().getLoc())
         << "triaxc: the model is already differentiated (it has "
            "@forward_backward); --mesh, --zero and --recompute apply to a "
            "model before triax-autodiff";
     return 1;
-  } else if (options.precision == "bf16") {
+  } else if (plan.precision == "bf16") {
     // A differentiated model: mixed precision alone, as triax-parallelize
     // would have run it last.
     PassManager pm(&context);
@@ -583,8 +565,9 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
       return 1;
     timer.done("triax-mixed-precision");
   }
-  if (!options.report.empty()) {
-    // The cost model's view of rank 0 of the plan just built.
+  // The cost model's view of rank 0 of the plan just built (with --plan,
+  // --report-json has printed the planner's ranking instead).
+  if (!options.report.empty() && options.plan.empty()) {
     llvm::Expected<::triax::cost::Hardware> hw =
         ::triax::cost::loadHardware(options.hardware);
     if (!hw) {

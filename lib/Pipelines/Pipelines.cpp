@@ -18,10 +18,9 @@
 using namespace mlir;
 
 namespace triax {
-std::string checkParallelizeOptions(const ParallelizeOptions &o) {
+std::string checkParallelizeOptions(const ParallelizeConfig &o) {
   std::string error;
-  if (!o.mesh.empty() &&
-      failed(mlir::dist::MeshShape::parse(o.mesh.getValue(), error)))
+  if (!o.mesh.empty() && failed(mlir::dist::MeshShape::parse(o.mesh, error)))
     return "mesh=" + o.mesh + ": " + error;
   mlir::dist::MeshShape mesh = meshShapeOf(o);
   int64_t dp = mesh.size(TRX_AXIS_DATA), pp = mesh.size(TRX_AXIS_PIPELINE),
@@ -62,16 +61,16 @@ std::string checkParallelizeOptions(const ParallelizeOptions &o) {
   return "";
 }
 
-mlir::dist::MeshShape meshShapeOf(const ParallelizeOptions &o) {
+mlir::dist::MeshShape meshShapeOf(const ParallelizeConfig &o) {
   std::string error;
   FailureOr<mlir::dist::MeshShape> mesh =
-      mlir::dist::MeshShape::parse(o.mesh.getValue(), error);
+      mlir::dist::MeshShape::parse(o.mesh, error);
   return o.mesh.empty() || failed(mesh) ? mlir::dist::MeshShape() : *mesh;
 }
 } // namespace triax
 
 void ::triax::buildParallelizePipeline(OpPassManager &pm,
-                                       const ParallelizeOptions &options) {
+                                       const ParallelizeConfig &options) {
   // The mesh first: every dist pass below finds its axis on it, and its
   // axis order (the axis-role table's, tp innermost) is the rank layout.
   mlir::dist::MeshShape shape = meshShapeOf(options);
@@ -413,7 +412,7 @@ void ::triax::buildKernelsToCUDAPipeline(OpPassManager &pm,
 /// triax-parallelize as a registered pipeline: its options are checked
 /// first, so a plan that cannot be built is an error, not a silent change.
 static LogicalResult buildCheckedParallelizePipeline(
-    OpPassManager &pm, const ::triax::ParallelizeOptions &options,
+    OpPassManager &pm, const ::triax::ParallelizeConfig &options,
     function_ref<LogicalResult(const Twine &)> errorHandler) {
   std::string problem = ::triax::checkParallelizeOptions(options);
   if (!problem.empty())
@@ -433,7 +432,8 @@ void ::triax::registerPipelines() {
         ::triax::ParallelizeOptions options;
         if (failed(options.parseFromString(text)))
           return failure();
-        return buildCheckedParallelizePipeline(pm, options, errorHandler);
+        return buildCheckedParallelizePipeline(pm, options.config(),
+                                               errorHandler);
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {
         optHandler(::triax::ParallelizeOptions());

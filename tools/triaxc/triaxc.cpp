@@ -15,6 +15,15 @@
 using namespace llvm;
 
 static cl::OptionCategory category("triaxc options");
+static triax::CompileOptions options;
+// The parallelization's flags, declared with triax-parallelize's options
+// (ParallelizeOptions.def), stored in options.parallelize.
+#define TRIAX_PARALLELIZE_OPTION(Type, Field, Flag, Default, Value, Help)      \
+  static cl::opt<Type, /*ExternalStorage=*/true> Field##Arg(                   \
+      Flag, cl::desc(Help), cl::value_desc(Value),                             \
+      cl::location(options.parallelize.Field), cl::init(Default),              \
+      cl::cat(category));
+#include "triax/Pipelines/ParallelizeOptions.def"
 static cl::opt<std::string> input(cl::Positional, cl::desc("<model.mlir>"),
                                   cl::init("-"), cl::cat(category));
 static cl::opt<std::string> output("o", cl::desc("Output binary"),
@@ -85,19 +94,6 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     runtimeInclude("runtime-include", cl::desc("Directory holding triax_rt.h"),
                    cl::init(TRIAX_RUNTIME_INCLUDE_DIR), cl::cat(category));
-static cl::opt<std::string>
-    mesh("mesh",
-         cl::desc("Device mesh, e.g. dp=2,pp=2,tp=2: the data, pipeline, "
-                  "context and tensor parallel degrees (1 where absent; the "
-                  "axes of the axis-role table, docs/parallelism.md); run "
-                  "with mpirun -np <their product>"),
-         cl::value_desc("dp=N[,pp=N,cp=N,tp=N]"), cl::init(""),
-         cl::cat(category));
-static cl::opt<int64_t>
-    zero("zero",
-         cl::desc("ZeRO stage over dp: 1 shards the optimizer state, 2 also "
-                  "the gradients, 3 also the parameters (0: none)"),
-         cl::value_desc("stage"), cl::init(0), cl::cat(category));
 static cl::opt<bool>
     report("report",
            cl::desc("Print the predicted per-rank memory, per-step traffic "
@@ -119,28 +115,11 @@ static cl::opt<std::string>
              cl::desc("Hardware of --report and --kernel-report: a100-40g, "
                       "a100-80g, h100-80g, h200-141g or a JSON file"),
              cl::init("h100-80g"), cl::cat(category));
-static cl::opt<bool> sequenceParallel(
-    "sequence-parallel",
-    cl::desc("Megatron sequence parallelism over the tp axis of --mesh "
-             "(needs tp >= 2): the activations between the tensor-parallel "
-             "regions are split along the sequence"),
-    cl::init(false), cl::cat(category));
-static cl::opt<std::string> recompute(
-    "recompute",
-    cl::desc("Activation recomputation (triax-recompute): none, selective "
-             "(the attention core) or full (each block from its input)"),
-    cl::value_desc("none|selective|full"), cl::init("none"), cl::cat(category));
-static cl::opt<std::string> precision(
-    "precision",
-    cl::desc("Training precision: fp32, or bf16 (bf16 activations, fp32 "
-             "master weights, gradients, optimizer and collectives; "
-             "docs/cuda.md)"),
-    cl::value_desc("fp32|bf16"), cl::init("fp32"), cl::cat(category));
 // dist-plan (docs/cost-model.md "Planner"): choose the plan instead of
 // compiling one, draw its schedule, or compile it (--apply).
 static cl::opt<std::string>
     planSpec("plan",
-             cl::desc("Rank the plans that fit (dp x tp x pp x zero x "
+             cl::desc("Rank the plans that fit (dp x tp x pp x cp x zero x "
                       "micro-batches x schedule x sequence parallelism x "
                       "recompute) and print the top 5 and the rejected "
                       "regions; with --report-json as JSON"),
@@ -162,22 +141,6 @@ static cl::opt<std::string>
     svgFile("svg",
             cl::desc("With --plan: draw the same schedule as an SVG timeline"),
             cl::value_desc("schedule.svg"), cl::init(""), cl::cat(category));
-// Pipeline parallelism (pp >= 2 in --mesh): dist-pipeline's options.
-static cl::opt<int64_t> microbatches(
-    "microbatches",
-    cl::desc("Micro-batches per pipeline step on each dp rank (default: "
-             "the model's global_batch / (micro_batch x dp), which any "
-             "other value must equal)"),
-    cl::value_desc("M"), cl::init(0), cl::cat(category));
-static cl::opt<std::string>
-    pipelineSchedule("schedule", cl::desc("Pipeline schedule: gpipe or 1f1b"),
-                     cl::value_desc("gpipe|1f1b"), cl::init("1f1b"),
-                     cl::cat(category));
-static cl::opt<std::string> stageLayers(
-    "stage-layers",
-    cl::desc("Blocks per pipeline stage, e.g. 2,2 (default: balanced by "
-             "FLOPs)"),
-    cl::value_desc("n0,n1,..."), cl::init(""), cl::cat(category));
 static cl::opt<std::string> cc("cc", cl::desc("C compiler used to link"),
                                cl::init("cc"), cl::cat(category));
 
@@ -189,7 +152,6 @@ int main(int argc, char **argv) {
       "triaxc: compile a Triax model into a training binary\n\n"
       "  triax-model tiny > tiny.mlir && triaxc tiny.mlir -o train && "
       "./train --steps 300\n");
-  triax::CompileOptions options;
   options.inputFile = input;
   options.outputFile = output;
   options.target = target;
@@ -206,14 +168,6 @@ int main(int argc, char **argv) {
   options.runtimeLibDir = runtimeDir;
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;
-  options.mesh = mesh;
-  options.zero = zero;
-  options.sequenceParallel = sequenceParallel;
-  options.recompute = recompute;
-  options.precision = precision;
-  options.microbatches = microbatches;
-  options.schedule = pipelineSchedule;
-  options.stageLayers = stageLayers;
   options.report = reportJson ? "json" : report ? "text" : "";
   // --kernel-report alone means text.
   if (kernelReport.getNumOccurrences())

@@ -4,6 +4,8 @@
 #ifndef TRIAX_DRIVER_COMPILER_H
 #define TRIAX_DRIVER_COMPILER_H
 
+#include "triax/Pipelines/Pipelines.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
@@ -44,26 +46,10 @@ struct CompileOptions {
   std::string runtimeLibDir, runtimeIncludeDir;
   /// The C compiler that compiles the model descriptor and links.
   std::string cc = "cc";
-  /// The device mesh, "dp=2" or "dp=2,pp=1,tp=1" ("" = one device, no
-  /// parallel pass): axis=size items of the axis-role table
-  /// (mlir::dist::MeshShape::parse).
-  std::string mesh;
-  /// ZeRO stage over dp (0: plain data parallelism).
-  int64_t zero = 0;
-  /// Megatron sequence parallelism over tp (needs tp >= 2 in the mesh).
-  bool sequenceParallel = false;
-  /// Activation recomputation: "none", "selective" or "full"
-  /// (triax-recompute, as triax-parallelize's recompute option).
-  std::string recompute = "none";
-  /// "fp32" or "bf16" (triax-mixed-precision, as triax-parallelize's
-  /// precision option); fp32 on both targets unless asked.
-  std::string precision = "fp32";
-  /// Pipeline parallelism (pp >= 2 in the mesh): micro-batches per step (0:
-  /// the model's accumulation count), schedule (gpipe or 1f1b) and blocks
-  /// per stage ("" = balanced), as triax-parallelize's options.
-  int64_t microbatches = 0;
-  std::string schedule = "1f1b";
-  std::string stageLayers;
+  /// The parallelization: mesh, ZeRO, sequence parallelism,
+  /// recomputation, precision, pipeline (ParallelizeOptions.def). Empty
+  /// mesh: one device, no parallel pass.
+  ParallelizeConfig parallelize;
   /// "" (compile), "text" or "json": print the cost model's report of the
   /// parallelized model for rank 0 (docs/cost-model.md) and stop.
   std::string report;
@@ -76,8 +62,9 @@ struct CompileOptions {
   std::string hardware = "h100-80g";
   /// --plan: "gpus=N,gpu=..." (docs/cost-model.md "Planner"): print the
   /// ranked plans (JSON when report is "json") instead of compiling; with
-  /// `apply`, compile the top one. traceFile / svgFile: the top plan's
-  /// predicted schedule as Chrome trace JSON / SVG.
+  /// `apply`, compile the top one (its choice replaces `parallelize`).
+  /// traceFile / svgFile: the top plan's predicted schedule as Chrome trace
+  /// JSON / SVG.
   std::string plan;
   bool apply = false;
   std::string traceFile, svgFile;

@@ -97,64 +97,45 @@ std::string defaultCUDAAttention(llvm::StringRef chip);
 /// `features`: 32764 from PTX ISA 8.1 (+ptx81 or later), else 4352.
 int64_t kernelParamBytes(llvm::StringRef features);
 
+/// What triax-parallelize builds: the mesh, ZeRO, sequence parallelism,
+/// recomputation, precision and the pipeline's micro-batches, schedule and
+/// stages. Its fields, their defaults and their help are declared once, in
+/// ParallelizeOptions.def, as are ParallelizeOptions (the pass pipeline's
+/// textual options) and triaxc's flags.
+struct ParallelizeConfig {
+#define TRIAX_PARALLELIZE_OPTION(Type, Field, Flag, Default, Value, Help)      \
+  Type Field = Default;
+#include "triax/Pipelines/ParallelizeOptions.def"
+};
+
+/// triax-parallelize's options as a pass pipeline's (triax-opt
+/// --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2 zero=1})').
 struct ParallelizeOptions
     : public mlir::PassPipelineOptions<ParallelizeOptions> {
-  Option<std::string> mesh{
-      *this, "mesh",
-      llvm::cl::desc("The device mesh, axis=size items of the axis-role "
-                     "table such as dp=2,pp=2,tp=2 (as triaxc's --mesh; "
-                     "\"\": one device): dp splits the batch, pp the "
-                     "layers into stages, tp the linears, heads and "
-                     "vocabulary (Megatron)"),
-      llvm::cl::init("")};
-  Option<int64_t> microbatches{
-      *this, "microbatches",
-      llvm::cl::desc("Micro-batches per pipeline step (pp > 1); 0: the "
-                     "model's accumulation count global_batch / "
-                     "(micro_batch x dp), which any other value must equal"),
-      llvm::cl::init(0)};
-  Option<std::string> schedule{*this, "schedule",
-                               llvm::cl::desc("Pipeline schedule: gpipe or "
-                                              "1f1b"),
-                               llvm::cl::init("1f1b")};
-  Option<std::string> stageLayers{
-      *this, "stage-layers",
-      llvm::cl::desc("Blocks per pipeline stage, comma-separated (empty: "
-                     "balanced by FLOPs)"),
-      llvm::cl::init("")};
-  Option<bool> sequenceParallel{
-      *this, "sequence-parallel",
-      llvm::cl::desc("Megatron sequence parallelism over tp (needs tp >= 2): "
-                     "the activations between the tensor-parallel regions "
-                     "are split along the sequence"),
-      llvm::cl::init(false)};
-  Option<int64_t> zero{*this, "zero",
-                       llvm::cl::desc("ZeRO stage over dp (0: plain data "
-                                      "parallelism)"),
-                       llvm::cl::init(0)};
-  Option<std::string> recompute{
-      *this, "recompute",
-      llvm::cl::desc("Activation recomputation (triax-recompute): none, "
-                     "selective (the attention core) or full (each block "
-                     "from its input)"),
-      llvm::cl::init("none")};
-  Option<std::string> precision{
-      *this, "precision",
-      llvm::cl::desc("Training precision: fp32, or bf16 (bf16 activations, "
-                     "fp32 master weights, gradients, optimizer and "
-                     "collectives: triax-mixed-precision)"),
-      llvm::cl::init("fp32")};
+#define TRIAX_PARALLELIZE_OPTION(Type, Field, Flag, Default, Value, Help)      \
+  Option<Type> Field{*this, Flag, llvm::cl::desc(Help),                        \
+                     llvm::cl::init(Default)};
+#include "triax/Pipelines/ParallelizeOptions.def"
+
+  /// The values parsed.
+  ParallelizeConfig config() const {
+    ParallelizeConfig config;
+#define TRIAX_PARALLELIZE_OPTION(Type, Field, Flag, Default, Value, Help)      \
+  config.Field = Field;
+#include "triax/Pipelines/ParallelizeOptions.def"
+    return config;
+  }
 };
 
 /// Checks the plan of `options` (sizes, ZeRO without dp, ZeRO 2/3 with pp,
 /// the schedule); returns a message naming the problem, or "" when it can
 /// be built. What depends on the model (blocks per stage, micro-batches)
 /// is checked by the passes.
-std::string checkParallelizeOptions(const ParallelizeOptions &options);
+std::string checkParallelizeOptions(const ParallelizeConfig &options);
 
 /// The mesh of `options` (which must pass checkParallelizeOptions); no
 /// axes for mesh="".
-mlir::dist::MeshShape meshShapeOf(const ParallelizeOptions &options);
+mlir::dist::MeshShape meshShapeOf(const ParallelizeConfig &options);
 
 /// Model (before triax-autodiff) -> the per-rank training program for a
 /// dp x pp x tp mesh: dist-mesh, dist-tensor-parallel, triax-autodiff,
@@ -162,7 +143,7 @@ mlir::dist::MeshShape meshShapeOf(const ParallelizeOptions &options);
 /// triax-mixed-precision with precision=bf16. The options must pass
 /// checkParallelizeOptions.
 void buildParallelizePipeline(mlir::OpPassManager &pm,
-                              const ParallelizeOptions &options);
+                              const ParallelizeConfig &options);
 
 /// Model after triax-autodiff -> LLVM dialect, for the CPU.
 void buildLowerCPUPipeline(mlir::OpPassManager &pm,
