@@ -1,9 +1,10 @@
 //===- ModuleFacts.cpp - What a parallelized module says about a rank -----===//
 //
 // Model facts come from the IR: the per-rank shapes of the parameters and
-// the operands of the collectives that triax-parallelize inserted. Ops are
-// matched by name and their attributes read generically, so that the walk
-// follows the dialects without depending on their C++ accessors.
+// the collectives that triax-parallelize inserted. Each op states what it
+// sends over its group (CostOpInterface::getCollectives, on the dist and
+// triax ops); the walk turns that into bytes by [C1]/[C2] and names no
+// collective itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,11 +36,6 @@ int64_t elemBytes(mlir::Type type) {
   auto shaped = llvm::dyn_cast<mlir::ShapedType>(type);
   mlir::Type elem = shaped ? shaped.getElementType() : type;
   return int64_t(elem.getIntOrFloatBitWidth() + 7) / 8;
-}
-
-int64_t numElements(mlir::Type type) {
-  auto shaped = llvm::cast<mlir::ShapedType>(type);
-  return shaped.getNumElements();
 }
 
 /// Whether `op` is a triax.add whose only reader is a triax.accumulate_grad
@@ -278,17 +274,6 @@ llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
     if (fn && !fn.isExternal())
       return visitRegion(fn.getBody());
   }
-  if (llvm::isa<mlir::dist::SendOp, mlir::dist::RecvOp>(op)) {
-    auto axes = axesOf(op);
-    if (!axes)
-      return axes.takeError();
-    bool send = llvm::isa<mlir::dist::SendOp>(op);
-    mlir::Type t =
-        send ? op->getOperand(0).getType() : op->getResult(0).getType();
-    add(send ? "send" : "recv", *axes, times * numElements(t) * elemBytes(t),
-        times, name);
-    return llvm::Error::success();
-  }
   if (llvm::Error e = collective(op, times))
     return e;
   for (mlir::Region &region : op->getRegions())
@@ -349,124 +334,60 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
     }
     return std::make_pair(*axes, std::make_pair(g, pos));
   };
-  auto paramOf = [&](llvm::StringRef attr) -> const ParamInfo * {
-    auto ref = op->getAttrOfType<mlir::FlatSymbolRefAttr>(attr);
-    if (!ref)
-      return nullptr;
-    auto it = params.find(ref.getValue());
-    return it == params.end() ? nullptr : &it->second;
-  };
-
-  if (llvm::isa<mlir::dist::AllReduceOp, mlir::dist::AllGatherOp,
-                mlir::dist::ReduceScatterOp, mlir::dist::ReduceScatterFlatOp,
-                mlir::dist::AllGatherFlatOp>(op)) {
-    auto gr = group();
-    if (!gr)
-      return gr.takeError();
-    auto [axes, gp] = *gr;
-    auto [g, pos] = gp;
-    if (llvm::isa<mlir::dist::AllReduceOp>(op)) {
-      mlir::Type t = op->getOperand(0).getType();
-      add("all_reduce", axes,
-          times * allReduceBytes(numElements(t), elemBytes(t), g, pos), times,
-          name);
-    } else if (llvm::isa<mlir::dist::AllGatherOp, mlir::dist::AllGatherFlatOp>(
-                   op)) {
-      // The block each member contributes is the input.
-      mlir::Type t = op->getOperand(0).getType();
-      add("all_gather", axes,
-          times * allGatherBytes(numElements(t), elemBytes(t), g), times, name);
-    } else {
-      // The block each member keeps is the result.
-      mlir::Type t = op->getResult(0).getType();
-      add("reduce_scatter", axes,
-          times * reduceScatterBytes(numElements(t), elemBytes(t), g), times,
-          name);
-    }
-    return llvm::Error::success();
-  }
-  if (llvm::isa<mlir::dist::AllGatherParamOp>(op)) {
-    const ParamInfo *p = paramOf("param");
-    if (!p)
-      return failure(name + ": unknown parameter");
-    auto gr = group();
-    if (!gr)
-      return gr.takeError();
-    int64_t g = gr->second.first;
-    add("all_gather", gr->first,
-        times * allGatherBytes(zeroChunk(p->localElems, g), p->elemBytes, g),
-        times, name);
-    return llvm::Error::success();
-  }
-  if (llvm::isa<mlir::dist::AllReduceGradsOp>(op)) {
-    // One packed all_reduce of the bucket, at the accumulation boundary
-    // only: once per step whatever the micro-batches.
-    auto list = op->getAttrOfType<mlir::ArrayAttr>("params");
-    if (!list)
-      return failure(name + ": no 'params' attribute");
-    int64_t n = 0, e = 4;
-    for (mlir::Attribute a : list) {
-      auto ref = llvm::dyn_cast<mlir::SymbolRefAttr>(a);
-      auto it =
-          ref ? params.find(ref.getLeafReference().getValue()) : params.end();
-      if (it == params.end())
-        return failure(name + ": unknown parameter in the bucket");
-      n += it->second.localElems;
-      e = it->second.elemBytes;
-    }
-    auto gr = group();
-    if (!gr)
-      return gr.takeError();
-    add("all_reduce", gr->first,
-        allReduceBytes(n, e, gr->second.first, gr->second.second), 1, name);
-    return llvm::Error::success();
-  }
-  if (llvm::isa<mlir::dist::CopyToGroupOp, mlir::dist::AxisIndexOp,
-                mlir::dist::ShardingConstraintOp, mlir::dist::ShardSequenceOp>(
-          op))
-    return llvm::Error::success(); // nothing moves (copy_to_group's
-                                   // backward is a dist.all_reduce)
-  if (llvm::isa<mlir::dist::BroadcastOp, mlir::dist::SendOp,
-                mlir::dist::RecvOp>(op)) {
-    if (llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
+  // What the op says it sends (CostOpInterface::getCollectives). An op
+  // of a group without the interface is not modelled.
+  auto cost = llvm::dyn_cast<tx::CostOpInterface>(op);
+  if (!cost) {
+    if (op->hasAttr("mesh") &&
+        llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
       facts.unmodelled.push_back(name.str());
     return llvm::Error::success();
   }
-  if (!op->hasAttr("mesh"))
+  llvm::SmallVector<tx::Collective> list;
+  cost.getCollectives(list);
+  if (list.empty())
     return llvm::Error::success();
-  // triax ops that reduce over a group themselves.
-  if (llvm::isa<tx::GlobalNormOp>(op)) {
-    // The partial sums of squares: one f32.
-    auto gr = group();
-    if (!gr)
-      return gr.takeError();
-    add("all_reduce", gr->first,
-        times * allReduceBytes(1, 4, gr->second.first, gr->second.second),
-        times, name);
-    return llvm::Error::success();
+  auto gr = group();
+  if (!gr)
+    return gr.takeError();
+  auto [axes, gp] = *gr;
+  auto [g, pos] = gp;
+  for (const tx::Collective &c : list) {
+    int64_t elements = c.elements, bytesPerElem = c.elemBytes;
+    if (!c.params.empty()) {
+      elements = 0;
+      for (mlir::SymbolRefAttr ref : c.params) {
+        auto it = params.find(ref.getLeafReference().getValue());
+        if (it == params.end())
+          return failure(name + ": unknown parameter @" +
+                         ref.getLeafReference().getValue());
+        elements += c.zeroChunk ? zeroChunk(it->second.localElems, g)
+                                : it->second.localElems;
+        bytesPerElem = it->second.elemBytes;
+      }
+    }
+    int64_t calls = c.oncePerStep ? 1 : times;
+    using Kind = tx::Collective::Kind;
+    switch (c.kind) {
+    case Kind::AllReduce:
+      add("all_reduce", axes,
+          calls * allReduceBytes(elements, bytesPerElem, g, pos), calls, name);
+      break;
+    case Kind::AllGather:
+      add("all_gather", axes, calls * allGatherBytes(elements, bytesPerElem, g),
+          calls, name);
+      break;
+    case Kind::ReduceScatter:
+      add("reduce_scatter", axes,
+          calls * reduceScatterBytes(elements, bytesPerElem, g), calls, name);
+      break;
+    case Kind::Send:
+    case Kind::Recv:
+      add(c.kind == Kind::Send ? "send" : "recv", axes,
+          calls * elements * bytesPerElem, calls, name);
+      break;
+    }
   }
-  if (llvm::isa<tx::CrossEntropyOp, tx::CrossEntropyGradOp>(op)) {
-    // Vocab-parallel: the row maxima (R f32), then the sum-exp with the
-    // target logit (2R f32), R the logits' rows.
-    auto logits = llvm::cast<mlir::ShapedType>(op->getOperand(0).getType());
-    int64_t rows = logits.getNumElements() / logits.getShape().back();
-    auto gr = group();
-    if (!gr)
-      return gr.takeError();
-    auto [g, pos] = gr->second;
-    add("all_reduce", gr->first,
-        times * (allReduceBytes(rows, 4, g, pos) +
-                 allReduceBytes(2 * rows, 4, g, pos)),
-        2 * times, name);
-    return llvm::Error::success();
-  }
-  // Local; the reduction (context-parallel attention: the gathering of
-  // the keys and values, the scattering of their gradients) is a dist op.
-  if (llvm::isa<tx::EmbeddingOp, tx::EmbeddingGradOp, tx::PositionIdsOp,
-                tx::AttentionOp, tx::AttentionGradOp>(op))
-    return llvm::Error::success();
-  if (llvm::find(facts.unmodelled, name.str()) == facts.unmodelled.end())
-    facts.unmodelled.push_back(name.str());
   return llvm::Error::success();
 }
 

@@ -649,5 +649,33 @@ double AttentionOp::getForwardFlops() {
          double(k.getDimSize(1)) * double(q.getDimSize(2));
 }
 
+/// Vocab-parallel (a mesh): the rows' maxima (R f32), then their sum-exps
+/// with the target logits (2R f32), R the logits' rows, each an all_reduce
+/// over the vocabulary's group.
+static void vocabParallelCollectives(Operation *op, Value logits,
+                                     SmallVectorImpl<Collective> &out) {
+  auto type = cast<ShapedType>(logits.getType());
+  if (!op->hasAttr("mesh") || !type.hasStaticShape() || type.getRank() == 0 ||
+      type.getShape().back() == 0)
+    return;
+  int64_t rows = type.getNumElements() / type.getShape().back();
+  out.push_back({Collective::Kind::AllReduce, rows, 4});
+  out.push_back({Collective::Kind::AllReduce, 2 * rows, 4});
+}
+
+void CrossEntropyOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  vocabParallelCollectives(*this, getLogits(), out);
+}
+
+void CrossEntropyGradOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  vocabParallelCollectives(*this, getLogits(), out);
+}
+
+/// Partial over a group: the sum of the members' squares, one f32.
+void GlobalNormOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  if (getMeshAttr())
+    out.push_back({Collective::Kind::AllReduce, 1, 4});
+}
+
 #define GET_OP_CLASSES
 #include "triax/Dialect/Triax/IR/TriaxOps.cpp.inc"

@@ -13,6 +13,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "triax/Dialect/Triax/Interfaces/CostOpInterface.h"
 #include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.h"
 
 #include "triax/Dialect/Dist/IR/DistDialect.h.inc"

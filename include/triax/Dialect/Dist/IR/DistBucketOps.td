@@ -3,7 +3,7 @@
 #ifndef TRIAX_DIALECT_DIST_IR_DISTBUCKETOPS_TD
 #define TRIAX_DIALECT_DIST_IR_DISTBUCKETOPS_TD
 
-def Dist_AllReduceGradsOp : Dist_CollectiveOp<"all_reduce_grads"> {
+def Dist_AllReduceGradsOp : Dist_CollectiveOp<"all_reduce_grads", [DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Reduces a bucket of gradient buffers in one collective";
   let description = [{
     Reduces the gradient buffers of the parameters `params` (a bucket)

@@ -9,6 +9,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.td"
+include "triax/Dialect/Triax/Interfaces/CostOpInterface.td"
 
 def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
   let summary = "A device mesh with named axes";
@@ -35,7 +36,7 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
 }
 
 def Dist_ShardingConstraintOp : Dist_Op<"sharding_constraint", [
-    Pure, SameOperandsAndResultType,
+    Pure, SameOperandsAndResultType, CostOpInterface,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "States the sharding a value must have at this point";
   let description = "```mlir\n%y = dist.sharding_constraint %x "
@@ -63,7 +64,7 @@ class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
 }
 
 def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
-    Pure, SameOperandsAndResultType,
+    Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>,
     DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces a tensor over the group; every member gets the result";
   let description = [{
@@ -91,7 +92,7 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
 }
 
 def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
-    Pure, SameOperandsAndResultType,
+    Pure, SameOperandsAndResultType, CostOpInterface,
     DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Identity in forward; sums the gradient over the group";
   let description = [{
@@ -119,7 +120,7 @@ def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
 }
 
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
-    Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface,
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface,
                                     ["isRecomputedSelectively"]>]> {
   let summary = "Concatenates every member's tensor along a dimension";
   let description = [{
@@ -145,7 +146,7 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
 }
 
 def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [
-    Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces over the group and leaves member i with slice i";
   let description = [{
     The input's `dim` must divide by the group size; the result's `dim` is
@@ -182,7 +183,7 @@ def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast", [
   }];
 }
 
-def Dist_SendOp : Dist_CollectiveOp<"send"> {
+def Dist_SendOp : Dist_CollectiveOp<"send", [DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Sends a tensor to the group member at position `to`";
   let description = [{
     ```mlir
@@ -202,7 +203,7 @@ def Dist_SendOp : Dist_CollectiveOp<"send"> {
   }];
 }
 
-def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
+def Dist_RecvOp : Dist_CollectiveOp<"recv", [DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Receives a tensor from the group member at position `from`";
   let description = [{
     ```mlir
@@ -220,7 +221,7 @@ def Dist_RecvOp : Dist_CollectiveOp<"recv"> {
   }];
 }
 
-def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure]> {
+def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure, CostOpInterface]> {
   let summary = "This device's coordinate along one mesh axis";
   let description = [{
     ```mlir
@@ -235,7 +236,7 @@ def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure]> {
   let assemblyFormat = "$mesh $axes attr-dict `:` type($result)";
 }
 
-def Dist_ShardSequenceOp : Dist_CollectiveOp<"shard_sequence", [Pure]> {
+def Dist_ShardSequenceOp : Dist_CollectiveOp<"shard_sequence", [Pure, CostOpInterface]> {
   let summary = "Keeps this member's load-balanced chunks of a sequence";
   let description = [{
     Context parallelism's split of the sequence (dimension `dim`) over the

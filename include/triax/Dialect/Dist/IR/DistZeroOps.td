@@ -11,7 +11,7 @@
 #define TRIAX_DIALECT_DIST_IR_DISTZEROOPS_TD
 
 def Dist_ReduceScatterFlatOp : Dist_CollectiveOp<"reduce_scatter_flat", [
-    Pure]> {
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Reduces a tensor over the group; member i keeps flat chunk i";
   let description = [{
     The input's row-major elements, padded with zeros to g * k (k =
@@ -32,7 +32,7 @@ def Dist_ReduceScatterFlatOp : Dist_CollectiveOp<"reduce_scatter_flat", [
   }];
 }
 
-def Dist_AllGatherFlatOp : Dist_CollectiveOp<"all_gather_flat", [Pure]> {
+def Dist_AllGatherFlatOp : Dist_CollectiveOp<"all_gather_flat", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Reassembles a tensor from every member's flat chunk";
   let description = [{
     The inverse of `reduce_scatter_flat`'s split: the members' chunks (k
@@ -52,7 +52,7 @@ def Dist_AllGatherFlatOp : Dist_CollectiveOp<"all_gather_flat", [Pure]> {
   }];
 }
 
-def Dist_AllGatherParamOp : Dist_CollectiveOp<"all_gather_param"> {
+def Dist_AllGatherParamOp : Dist_CollectiveOp<"all_gather_param", [DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Gathers a parameter's updated chunks into every member's copy";
   let description = [{
     ZeRO stages 1 and 2 keep every parameter whole on every rank but let

@@ -154,7 +154,7 @@ def Triax_YieldOp : Triax_Op<"yield", [
 // Layer ops
 //===----------------------------------------------------------------------===//
 
-def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure]> {
+def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure, CostOpInterface]> {
   let summary = "Position of each token in its sequence";
   let description = [{
     `%p = triax.position_ids : tensor<BxSxi32>` has `%p[b, s] = s`; it feeds
@@ -183,7 +183,7 @@ def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, CostOpInterface]> {
   let summary = "Table lookup: one row of the table per index";
   let description = [{
     `result[i..., :] = table[indices[i...], :]`; for indices of shape
@@ -223,7 +223,7 @@ def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<D
   let hasVerifier = 1;
 }
 
-def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface>]> {
+def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>]> {
   let summary = "Affine map over the last dimension: x W + b";
   let description = [{
     `result = input @ weight (+ bias)` over the last dimension of `input`.
@@ -277,7 +277,7 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Diff
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface>]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values
@@ -381,7 +381,7 @@ def Triax_BiasAddOp : Triax_Op<"bias_add", [
   let hasVerifier = 1;
 }
 
-def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Mean cross-entropy loss over tokens";
   let description = [{
     `mean over positions of (logsumexp(logits[p, :]) - logits[p, target[p]])`;
@@ -458,7 +458,7 @@ def Triax_BiasGradOp : Triax_Op<"bias_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure]> {
+def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure, CostOpInterface]> {
   let summary = "Gradient of an embedding table: scatter-add of rows";
   let description = [{
     `dtable[v, :] = sum over positions p with indices[p] = v of dy[p, :]`.
@@ -510,7 +510,7 @@ def Triax_RMSNormGradOp : Triax_Op<"rms_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure]> {
+def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, CostOpInterface]> {
   let summary = "Gradients of causal attention: query, key and value";
   let description = [{
     Recomputes the attention probabilities from `query` and `key` (as a
@@ -552,7 +552,7 @@ def Triax_GeluGradOp : Triax_ActivationGradOp<"gelu_grad",
     "dy * gelu'(x), tanh approximation">;
 def Triax_SiluGradOp : Triax_ActivationGradOp<"silu_grad", "dy * silu'(x)">;
 
-def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure]> {
+def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "Gradient of the mean cross-entropy with respect to logits";
   let description = [{
     `dlogits = (softmax(logits) - onehot(targets)) * dloss / tokens`.
@@ -610,7 +610,7 @@ def Triax_GetGradOp : Triax_Op<"get_grad", [
   let assemblyFormat = "$param attr-dict `:` type($grad)";
 }
 
-def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure, Triax_MasterPrecision]> {
+def Triax_GlobalNormOp : Triax_Op<"global_norm", [Pure, Triax_MasterPrecision, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
   let summary = "L2 norm of all gradients taken together";
   let description = [{
     `sqrt(sum over every tensor and element of g^2)`, in f32.

@@ -3,7 +3,38 @@
 #ifndef TRIAX_DIALECT_TRIAX_INTERFACES_COSTOPINTERFACE_H
 #define TRIAX_DIALECT_TRIAX_INTERFACES_COSTOPINTERFACE_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace mlir::triax {
+
+/// A collective or message an op runs over its group (the mesh axes of its
+/// `axes` attribute), as CostOpInterface::getCollectives states it for the
+/// cost model's traffic ([C1]/[C2], docs/cost-model.md).
+struct Collective {
+  enum class Kind { AllReduce, AllGather, ReduceScatter, Send, Recv };
+  Kind kind;
+  /// The buffer the byte formula takes: an all_reduce's whole buffer, the
+  /// block an all_gather's member contributes, the block a
+  /// reduce_scatter's member keeps, a message: `elements` of `elemBytes`
+  /// bytes ...
+  int64_t elements = 0;
+  int64_t elemBytes = 4;
+  /// ... or, when not empty, these parameters' buffers on this rank (their
+  /// local elements, summed), each cut to its ZeRO chunk of the group when
+  /// `zeroChunk`.
+  llvm::SmallVector<SymbolRefAttr> params;
+  bool zeroChunk = false;
+  /// Runs once per optimizer step (at the accumulation boundary), not once
+  /// per execution of the op.
+  bool oncePerStep = false;
+
+  /// On a value of `type` (a shaped type; 0 elements when not static).
+  static Collective on(Kind kind, Type type);
+};
+
+} // namespace mlir::triax
 
 #include "triax/Dialect/Triax/Interfaces/CostOpInterface.h.inc"
 

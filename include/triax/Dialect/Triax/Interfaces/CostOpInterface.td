@@ -8,11 +8,16 @@ include "mlir/IR/OpBase.td"
 def CostOpInterface : OpInterface<"CostOpInterface"> {
   let description = [{
     An op that states its own cost, so that the passes and the cost model
-    that weigh work ask the op instead of switching on its kind: the
-    pipeline balancer (dist-pipeline's stage partition) sums the forward
-    FLOPs of each block's ops. Ops without the interface count as free
-    (elementwise ops, norms: memory-bound, small beside the GEMMs and the
-    attention).
+    that weigh work ask the op instead of switching on its kind:
+    - its FLOPs: the pipeline balancer (dist-pipeline's stage partition)
+      sums the forward FLOPs of each block's ops. Ops without the interface,
+      or without an override, count as free (elementwise ops, norms:
+      memory-bound, small beside the GEMMs and the attention);
+    - its communication: the cost model (ModuleFacts) counts the bytes of
+      the collectives each op says it runs over its group (the mesh axes of
+      its `axes` attribute), by [C1]/[C2] of docs/cost-model.md. An op that
+      carries a `mesh` and has no interface is listed as unmodelled; one
+      with the interface and no override moves nothing.
   }];
   let cppNamespace = "::mlir::triax";
   let methods = [
@@ -21,7 +26,14 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
         on its static shapes (a multiply-add counts 2); 0 when a shape is
         dynamic.
       }],
-      "double", "getForwardFlops", (ins)>,
+      "double", "getForwardFlops", (ins), [{}], [{ return 0.0; }]>,
+    InterfaceMethod<[{
+        Appends the collectives (and point-to-point messages) one execution
+        of the op runs over its group, one entry per call.
+      }],
+      "void", "getCollectives",
+      (ins "::llvm::SmallVectorImpl<::mlir::triax::Collective> &":$out),
+      [{}], [{ return; }]>,
   ];
 }
 
