@@ -89,25 +89,6 @@ bool gradOverwritesLogits(mlir::triax::CrossEntropyGradOp op) {
   });
 }
 
-/// The f32 scratch a context-parallel triax.attention_grad's kernels hold
-/// while it runs (0 for other ops): the scalar flash kernels', which it
-/// always uses (AttentionKernels.cpp, lowerFlashGrad): the row statistics
-/// L and D ([B, heads, S] each) with the dQ accumulator ([B, heads, S, d],
-/// first kernel) or the dK and dV accumulators over the whole sequence
-/// ([B, kv, T, d] each, second kernel).
-static int64_t attentionGradScratch(mlir::Operation *op) {
-  auto grad = llvm::dyn_cast<tx::AttentionGradOp>(op);
-  if (!grad || !grad.getMeshAttr())
-    return 0;
-  auto q = grad.getQuery().getType(), k = grad.getKey().getType();
-  int64_t b = q.getDimSize(0), s = q.getDimSize(1), t = k.getDimSize(1);
-  int64_t heads = grad.getHeads(),
-          kv = grad.getKvHeads().value_or(grad.getHeads());
-  int64_t d = q.getDimSize(2) / heads;
-  return 4 *
-         (2 * b * heads * s + std::max(b * heads * s * d, 2 * b * kv * t * d));
-}
-
 /// [A9] The peak bytes of the tensors one call of `fn` holds at once, as the
 /// CPU lowering allocates them: every tensor result of an op is a new
 /// buffer (but an f32 weight or embedding gradient that only its
@@ -118,8 +99,9 @@ static int64_t attentionGradScratch(mlir::Operation *op) {
 /// its operands and its results the values its body yields); parameter and
 /// gradient reads are views of the state, not allocations. The ops of the
 /// blocks are taken in order, as the kernel conversion inlines them. Kernel
-/// scratch (but context-parallel attention's, attentionGradScratch) and
-/// what the elementwise fusion saves are not modelled. `callPeak`,
+/// scratch counts as the op states it (CostOpInterface::getScratchBytes:
+/// context-parallel attention's); what the elementwise fusion saves is not
+/// modelled. `callPeak`,
 /// when given, is the peak of a call's own buffers (0: not a call): while the
 /// callee runs, the caller's live buffers stay (a pipeline stage's schedule
 /// calling its stage functions; their results are then the caller's buffers).
@@ -183,7 +165,8 @@ int64_t activationPeakFromLiveness(
         int64_t at = last == lastUse.end() ? int64_t(pos) : last->second;
         frees[std::max<int64_t>(at, pos)].push_back(bytes);
       }
-    peak = std::max(peak, live + attentionGradScratch(op));
+    auto cost = llvm::dyn_cast<tx::CostOpInterface>(op);
+    peak = std::max(peak, live + (cost ? cost.getScratchBytes() : 0));
     for (int64_t bytes : frees[pos])
       live -= bytes;
   }

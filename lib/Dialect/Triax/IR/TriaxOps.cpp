@@ -677,5 +677,24 @@ void GlobalNormOp::getCollectives(SmallVectorImpl<Collective> &out) {
     out.push_back({Collective::Kind::AllReduce, 1, 4});
 }
 
+/// Context-parallel: the scalar flash kernels', which it always uses
+/// (AttentionKernels.cpp, lowerFlashGrad), in f32: the row statistics L
+/// and D ([B, heads, S] each) with the dQ accumulator ([B, heads, S, d],
+/// first kernel) or the dK and dV accumulators over the whole sequence
+/// ([B, kv, T, d] each, second kernel). Otherwise none the cost model
+/// counts (the local kernels' scratch is not modelled).
+int64_t AttentionGradOp::getScratchBytes() {
+  if (!getMeshAttr())
+    return 0;
+  auto q = getQuery().getType(), k = getKey().getType();
+  if (!q.hasStaticShape() || !k.hasStaticShape())
+    return 0;
+  int64_t b = q.getDimSize(0), s = q.getDimSize(1), t = k.getDimSize(1);
+  int64_t heads = getHeads(), kv = getKvHeads().value_or(getHeads());
+  int64_t d = q.getDimSize(2) / heads;
+  return 4 *
+         (2 * b * heads * s + std::max(b * heads * s * d, 2 * b * kv * t * d));
+}
+
 #define GET_OP_CLASSES
 #include "triax/Dialect/Triax/IR/TriaxOps.cpp.inc"

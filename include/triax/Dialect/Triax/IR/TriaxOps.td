@@ -510,7 +510,7 @@ def Triax_RMSNormGradOp : Triax_Op<"rms_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, CostOpInterface]> {
+def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getScratchBytes"]>]> {
   let summary = "Gradients of causal attention: query, key and value";
   let description = [{
     Recomputes the attention probabilities from `query` and `key` (as a

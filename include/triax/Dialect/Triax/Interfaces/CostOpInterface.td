@@ -17,7 +17,8 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
       the collectives each op says it runs over its group (the mesh axes of
       its `axes` attribute), by [C1]/[C2] of docs/cost-model.md. An op that
       carries a `mesh` and has no interface is listed as unmodelled; one
-      with the interface and no override moves nothing.
+      with the interface and no override moves nothing;
+    - its kernels' scratch: the activation peak adds it while the op runs.
   }];
   let cppNamespace = "::mlir::triax";
   let methods = [
@@ -34,6 +35,12 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
       "void", "getCollectives",
       (ins "::llvm::SmallVectorImpl<::mlir::triax::Collective> &":$out),
       [{}], [{ return; }]>,
+    InterfaceMethod<[{
+        The bytes of scratch the op's kernels hold while it runs, beside its
+        results (the activation peak's [A9], docs/cost-model.md); 0 when
+        they need none the cost model counts.
+      }],
+      "int64_t", "getScratchBytes", (ins), [{}], [{ return 0; }]>,
   ];
 }
 
