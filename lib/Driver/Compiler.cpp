@@ -592,7 +592,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     module->print(llvm::outs());
     return 0;
   }
-  std::string descriptor = emitModelDescriptor(*module);
+  std::string descriptor = emitModelDescriptor(*module, options.target);
   if (options.emit == "descriptor") {
     llvm::outs() << descriptor;
     return 0;

@@ -129,7 +129,7 @@ static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
 }
 
 namespace triax {
-std::string emitModelDescriptor(ModuleOp module) {
+std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device) {
   mlir::triax::ModelOp model = *module.getOps<mlir::triax::ModelOp>().begin();
   mlir::triax::TrainConfigAttr config = model.getConfig();
   std::string out;
@@ -254,7 +254,8 @@ std::string emitModelDescriptor(ModuleOp module) {
       "  .mesh_axis_names = mesh_axis_names,\n"
       "  .mesh_axis_sizes = mesh_axis_sizes,\n"
       "  .mesh_axis_roles = mesh_axis_roles,\n"
-      "  .pipeline_microbatches = {14},\n};\n\n"
+      "  .pipeline_microbatches = {14},\n"
+      "  .device = \"{15}\",\n};\n\n"
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,
@@ -262,7 +263,7 @@ std::string emitModelDescriptor(ModuleOp module) {
       num(config.getBeta1Value()), num(config.getBeta2Value()),
       num(config.getEpsValue()), num(config.getWeightDecayValue()),
       num(config.getGradClipValue()), axisNames.size(),
-      pipelineMicroBatches ? "NULL" : "forward", pipelineMicroBatches);
+      pipelineMicroBatches ? "NULL" : "forward", pipelineMicroBatches, device);
   return out;
 }
 } // namespace triax

@@ -1026,6 +1026,11 @@ typedef struct {
    * It must be the number of micro-batches per step and dp rank. 0: one
    * micro-batch per call. */
   int64_t pipeline_microbatches;
+  /* The device the compiled kernels run on and its buffers live on: "cpu"
+   * or "cuda" (NULL: "cpu"). trx_train_main refuses a model whose device is
+   * not the runtime's active one (runtime/lib/cpu/device.h: the CUDA device
+   * is there when libtriax_rt_cuda.a is linked whole). */
+  const char *device;
 } trx_model_desc;
 
 /* Deterministic N(0, std^2) fill used for TRX_INIT_NORMAL: parameter

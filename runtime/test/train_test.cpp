@@ -190,14 +190,16 @@ void fakeOptimizerStep(float, int64_t step, float grad_scale,
 
 struct DriverRun {
   int rc = -1;
-  std::string out;
+  std::string out, err;
   uint64_t calls[TRX_COPY_NKINDS] = {};
 };
 
 /// trx_train_main over the fake model with `args` (after the program
-/// name), its stdout captured, and the copies it made.
+/// name), compiled for `device` (NULL: the default, cpu), its stdout and
+/// stderr captured, and the copies it made.
 DriverRun runFakeModel(const trxtest::TempDir &tmp,
-                       std::vector<std::string> args) {
+                       std::vector<std::string> args,
+                       const char *device = nullptr) {
   static trx_param_desc params[1] = {};
   params[0].name = "w";
   params[0].rank = 1;
@@ -217,6 +219,7 @@ DriverRun runFakeModel(const trxtest::TempDir &tmp,
   m.eps = 1e-8f;
   m.forward_backward = fakeForwardBackward;
   m.optimizer_step = fakeOptimizerStep;
+  m.device = device;
 
   std::vector<std::string> argvStore = {"fake", "--lr-schedule", "constant"};
   argvStore.insert(argvStore.end(), args.begin(), args.end());
@@ -225,11 +228,15 @@ DriverRun runFakeModel(const trxtest::TempDir &tmp,
     argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  std::string path = tmp / "driver.out";
+  std::string path = tmp / "driver.out", errPath = tmp / "driver.err";
   fflush(stdout);
-  int saved = dup(1);
+  fflush(stderr);
+  int saved = dup(1), savedErr = dup(2);
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   dup2(fd, 1);
+  close(fd);
+  fd = open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(fd, 2);
   close(fd);
   trx_copy_reset_counters();
   DriverRun r;
@@ -237,10 +244,15 @@ DriverRun runFakeModel(const trxtest::TempDir &tmp,
   for (int k = 0; k < TRX_COPY_NKINDS; ++k)
     r.calls[k] = trx_copy_calls(k);
   fflush(stdout);
+  fflush(stderr);
   dup2(saved, 1);
   close(saved);
+  dup2(savedErr, 2);
+  close(savedErr);
   std::vector<uint8_t> bytes = trxtest::readFileBytes(path);
   r.out.assign(bytes.begin(), bytes.end());
+  bytes = trxtest::readFileBytes(errPath);
+  r.err.assign(bytes.begin(), bytes.end());
   return r;
 }
 
@@ -310,6 +322,19 @@ void testDriverScalars(const trxtest::TempDir &tmp) {
                        "step     6 | loss 0.750000 | lr 1.000e-03 | "
                        "grad-norm 3.0000\n"));
   trxtest::TempDir::removeTree(ckpt);
+
+  // A model compiled for another device than the runtime's (a CUDA binary
+  // linked without the CUDA runtime) is refused before anything runs;
+  // "cpu" said explicitly is the default.
+  fake = FakeCalls{};
+  r = runFakeModel(tmp, {"--steps", "1"}, "cuda");
+  CHECK(r.rc != 0);
+  CHECK_EQ(fake.forwardBackward, int64_t(0));
+  CHECK(r.err.find("model 'fake-scalars' was compiled for the cuda device, "
+                   "but this binary's runtime runs on the cpu device") !=
+        std::string::npos);
+  r = runFakeModel(tmp, {"--steps", "1"}, "cpu");
+  CHECK_EQ(r.rc, 0);
 }
 
 } // namespace

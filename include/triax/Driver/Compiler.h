@@ -75,8 +75,9 @@ struct CompileOptions {
 int compile(const CompileOptions &options, llvm::raw_ostream &errs);
 
 /// The C source of the model descriptor (parameter table, training config,
-/// wrappers around the compiled entry points, main) for `model`.
-std::string emitModelDescriptor(mlir::ModuleOp module);
+/// wrappers around the compiled entry points, main) for `model`, whose
+/// kernels run on `device` ("cpu" or "cuda", the target).
+std::string emitModelDescriptor(mlir::ModuleOp module, llvm::StringRef device);
 
 } // namespace triax
 

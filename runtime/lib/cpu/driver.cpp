@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "device.h"
 #include "internal.h"
 #include "triax_rt.h"
 
@@ -131,6 +132,12 @@ bool validateModel(const trx_model_desc *m, std::string &msg) {
     return bad("%s", "the model has no name");
   if (m->num_params < 1 || !m->params)
     return bad("model '%s' has no parameters", m->model_name);
+  const char *device = m->device ? m->device : "cpu";
+  if (std::strcmp(device, triax::rt::activeDevice().name) != 0)
+    return bad("model '%s' was compiled for the %s device, but this "
+               "binary's runtime runs on the %s device (a CUDA binary links "
+               "libtriax_rt_cuda.a whole, as triaxc --target cuda does)",
+               m->model_name, device, triax::rt::activeDevice().name);
   for (int64_t i = 0; i < m->num_params; ++i) {
     const trx_param_desc &p = m->params[i];
     if (!p.name || !*p.name)
