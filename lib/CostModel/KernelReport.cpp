@@ -345,11 +345,6 @@ bool dependsOn(Value v, llvm::ArrayRef<Value> leaves,
   });
 }
 
-bool dependsOn(Value v, llvm::ArrayRef<Value> leaves) {
-  llvm::SmallPtrSet<Operation *, 16> seen;
-  return dependsOn(v, leaves, seen);
-}
-
 /// Whether `v` is computed from a value loaded from memory.
 bool dependsOnLoad(Value v) {
   llvm::SmallVector<Value> worklist{v};

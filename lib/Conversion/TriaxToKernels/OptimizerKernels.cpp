@@ -123,7 +123,8 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
         while (end < spans.size() &&
                cast<MemRefType>(flats[end].getType()).getElementType() ==
                    type &&
-               (paramBytes <= 0 || (end - g + 2) * kBufferBytes <= paramBytes))
+               (paramBytes <= 0 ||
+                (int64_t(end - g) + 2) * kBufferBytes <= paramBytes))
           ++end;
         auto dynamic = MemRefType::get({ShapedType::kDynamic}, type);
         int64_t first = spans[g].first;
