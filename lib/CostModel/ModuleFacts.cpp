@@ -225,7 +225,6 @@ private:
 };
 
 llvm::Error Walker::visitRun(mlir::Operation *op, int64_t times) {
-  llvm::StringRef name = op->getName().getStringRef();
   auto visitRegion = [&](mlir::Region &region) -> llvm::Error {
     for (mlir::Block &block : region)
       for (mlir::Operation &inner : block)
