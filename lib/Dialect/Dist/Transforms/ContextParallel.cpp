@@ -2,10 +2,11 @@
 //
 // dist-context-parallel (see Passes.td): the per-token inputs of @forward
 // are sharded along the sequence (dist.shard_sequence, load-balanced
-// chunks), the types of what is computed from them follow in program
-// order, attention gathers its keys and values over the group, the loss
-// becomes the group's mean and every parameter's gradient is partial over
-// the group.
+// chunks) and the split follows in program order by each op's rule along
+// the sequence (ShardingRuleOpInterface): local ops keep the member's
+// tokens, attention gathers its keys and values over the group, the loss
+// becomes the group's mean. Every parameter's gradient is partial over the
+// group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,8 +58,11 @@ private:
   LogicalResult shardInput(Value input, Location loc);
   /// Follows the split through `op`, one of the users of a split value.
   LogicalResult follow(Operation *op);
-  LogicalResult followAttention(tx::AttentionOp op);
-  void followLoss(tx::CrossEntropyOp op);
+  /// The rule's kinds: `op`'s results hold this member's tokens; the
+  /// gathered operands are the group's; the result is a partial mean.
+  LogicalResult splitResults(Operation *op);
+  LogicalResult gather(Operation *op, const tx::SplitRule &rule);
+  void sumPartialMean(Operation *op);
 
   tx::ModelOp model;
   int64_t n;
@@ -91,55 +95,62 @@ LogicalResult Splitter::shardInput(Value input, Location loc) {
   return success();
 }
 
-LogicalResult Splitter::followAttention(tx::AttentionOp op) {
-  for (Value operand : op->getOperands())
-    if (!split.contains(operand))
-      return op.emitOpError("dist-context-parallel: the query, key and value "
-                            "must all be computed from the split tokens");
-  b.setInsertionPoint(op);
-  auto gather = [&](Value v) {
-    auto type = cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> shape(type.getShape());
-    shape[kSeqDim] *= n;
-    return AllGatherOp::create(b, op.getLoc(), type.clone(shape), v,
-                               meshRef.getValue(), axes, kSeqDim)
-        .getResult();
-  };
-  op.getKeyMutable().assign(gather(op.getKey()));
-  op.getValueMutable().assign(gather(op.getValue()));
-  op.setMeshAttr(meshRef);
-  op.setAxesAttr(axes);
-  op.getResult().setType(op.getQuery().getType());
-  split.insert(op.getResult());
+LogicalResult Splitter::splitResults(Operation *op) {
+  for (Value result : op->getResults()) {
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!type || type.getRank() <= kSeqDim || type.getDimSize(kSeqDim) != seq)
+      return op->emitOpError("dist-context-parallel: result ")
+             << result.getType()
+             << " does not keep the tokens of its split operand (a sequence "
+                "of "
+             << seq << " along dimension " << kSeqDim << ")";
+    result.setType(local(type));
+    split.insert(result);
+  }
   return success();
 }
 
-void Splitter::followLoss(tx::CrossEntropyOp op) {
+LogicalResult Splitter::gather(Operation *op, const tx::SplitRule &rule) {
+  for (Value operand : op->getOperands())
+    if (!split.contains(operand))
+      return op->emitOpError("dist-context-parallel: every operand must be "
+                             "computed from the split tokens");
+  b.setInsertionPoint(op);
+  for (unsigned index : rule.gathered) {
+    OpOperand &operand = op->getOpOperand(index);
+    auto type = cast<RankedTensorType>(operand.get().getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[kSeqDim] *= n;
+    operand.set(AllGatherOp::create(b, op->getLoc(), type.clone(shape),
+                                    operand.get(), meshRef.getValue(), axes,
+                                    kSeqDim));
+  }
+  cast<tx::ShardingRuleOpInterface>(op).applySplit(tx::SplitDim::Sequence, n,
+                                                   meshRef, axes);
+  return splitResults(op);
+}
+
+void Splitter::sumPartialMean(Operation *op) {
   // mean over the group = sum over the group of (local mean / n): equal
   // token counts on every member.
   b.setInsertionPointAfter(op);
-  Location loc = op.getLoc();
-  RankedTensorType type = op.getType();
-  Value scale = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(1.0f / float(n))));
-  Value part = tx::MulOp::create(b, loc, type, op.getResult(), scale);
-  auto mean = AllReduceOp::create(b, loc, type, ReductionKind::sum, part,
-                                  meshRef.getValue(), axes);
-  op.getResult().replaceAllUsesExcept(mean, part.getDefiningOp());
+  Location loc = op->getLoc();
+  for (Value result : op->getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    Value scale = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(
+            type, b.getFloatAttr(type.getElementType(), 1.0 / double(n))));
+    Value part = tx::MulOp::create(b, loc, type, result, scale);
+    auto mean = AllReduceOp::create(b, loc, type, ReductionKind::sum, part,
+                                    meshRef.getValue(), axes);
+    result.replaceAllUsesExcept(mean, part.getDefiningOp());
+  }
 }
 
 LogicalResult Splitter::follow(Operation *op) {
-  if (auto attention = dyn_cast<tx::AttentionOp>(op))
-    return followAttention(attention);
-  if (auto loss = dyn_cast<tx::CrossEntropyOp>(op)) {
-    followLoss(loss);
-    return success();
-  }
-  // Collectives along the sequence (sequence parallelism).
-  if (isa<AllGatherOp, ReduceScatterOp, ShardSequenceOp>(op))
-    return op->emitOpError("dist-context-parallel: the sequence is already "
-                           "split here (sequence parallelism and context "
-                           "parallelism together are not supported yet)");
+  // The structure: a block's arguments and results take the types of what
+  // flows in and out.
   if (auto block = dyn_cast<tx::BlockOp>(op)) {
     for (auto [operand, arg] :
          llvm::zip_equal(op->getOperands(), block.getBody().getArguments()))
@@ -161,20 +172,23 @@ LogicalResult Splitter::follow(Operation *op) {
   if (isa<func::ReturnOp>(op))
     return op->emitOpError("dist-context-parallel: @forward returns a value "
                            "of the split sequence; it must return the loss");
-  // An op that treats the tokens one by one: each result of the full
-  // sequence keeps this member's tokens.
-  for (Value result : op->getResults()) {
-    auto type = dyn_cast<RankedTensorType>(result.getType());
-    if (!type || type.getRank() <= kSeqDim || type.getDimSize(kSeqDim) != seq)
-      return op->emitOpError("dist-context-parallel: result ")
-             << result.getType()
-             << " does not keep the tokens of its split operand (a sequence "
-                "of "
-             << seq << " along dimension " << kSeqDim << ")";
-    result.setType(local(type));
-    split.insert(result);
+  // Every other op by its rule along the sequence.
+  tx::SplitRule rule = tx::getSplitRule(op, tx::SplitDim::Sequence);
+  switch (rule.kind) {
+  case tx::SplitRule::Kind::Local:
+    return splitResults(op);
+  case tx::SplitRule::Kind::Gather:
+    return gather(op, rule);
+  case tx::SplitRule::Kind::PartialMean:
+    sumPartialMean(op);
+    return success();
+  case tx::SplitRule::Kind::Heads:
+  case tx::SplitRule::Kind::Refused:
+    break;
   }
-  return success();
+  return op->emitOpError("dist-context-parallel: ")
+         << (rule.reason.empty() ? "no rule along the sequence"
+                                 : StringRef(rule.reason));
 }
 
 LogicalResult Splitter::run() {

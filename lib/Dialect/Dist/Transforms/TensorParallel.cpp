@@ -12,6 +12,7 @@
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Dist/Transforms/TensorParallelSplits.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
@@ -115,8 +116,18 @@ private:
 
 } // namespace
 
+/// Whether `op` can run between a column and a row linear: on each member's
+/// columns, by its rule along the features (ShardingRuleOpInterface: local,
+/// like the elementwise ops, or by heads, like attention).
+static bool runsOnFeatureSlice(Operation *op) {
+  tx::SplitRule::Kind kind = tx::getSplitRule(op, tx::SplitDim::Feature).kind;
+  return op->getNumResults() == 1 && (kind == tx::SplitRule::Kind::Local ||
+                                      kind == tx::SplitRule::Kind::Heads);
+}
+
 /// Walks back from `v` (the input of a row linear or something it is
-/// computed from) to column linears through elementwise ops and attention.
+/// computed from) to column linears through the ops that run on a slice of
+/// the features.
 bool Planner::tracePair(Value v, LinearPair &pair,
                         llvm::SmallPtrSetImpl<Operation *> &seen) {
   Operation *def = v.getDefiningOp();
@@ -131,9 +142,7 @@ bool Planner::tracePair(Value v, LinearPair &pair,
     pair.columns.push_back(linear);
     return true;
   }
-  bool local =
-      def->hasTrait<OpTrait::Elementwise>() || isa<tx::AttentionOp>(def);
-  if (!local || def->getNumResults() != 1)
+  if (!runsOnFeatureSlice(def))
     return false;
   seen.insert(def);
   pair.locals.push_back(def);
@@ -186,7 +195,8 @@ LogicalResult Planner::checkPair(const LinearPair &pair) {
   for (tx::LinearOp column : pair.columns) {
     int64_t size = column.getType().getShape().back();
     bool feedsAttention = llvm::any_of(column->getUsers(), [](Operation *u) {
-      return isa<tx::AttentionOp>(u);
+      return tx::getSplitRule(u, tx::SplitDim::Feature).kind ==
+             tx::SplitRule::Kind::Heads;
     });
     if (size % tp != 0)
       return column.emitOpError("dist-tensor-parallel: the ")
@@ -195,17 +205,12 @@ LogicalResult Planner::checkPair(const LinearPair &pair) {
                 "divisible by tp="
              << tp;
   }
-  for (Operation *op : pair.locals) {
-    auto attention = dyn_cast<tx::AttentionOp>(op);
-    if (!attention)
-      continue;
-    if (attention.getHeads() % tp != 0)
-      return attention.emitOpError("dist-tensor-parallel: heads ")
-             << attention.getHeads() << " is not divisible by tp=" << tp;
-    if (attention.getNumKVHeads() % tp != 0)
-      return attention.emitOpError("dist-tensor-parallel: kv_heads ")
-             << attention.getNumKVHeads() << " is not divisible by tp=" << tp;
-  }
+  for (Operation *op : pair.locals)
+    if (auto rule = dyn_cast<tx::ShardingRuleOpInterface>(op))
+      if (failed(rule.verifySplit(tx::SplitDim::Feature, tp,
+                                  "dist-tensor-parallel",
+                                  axisName(TRX_AXIS_TENSOR))))
+        return failure();
   return success();
 }
 
@@ -355,17 +360,17 @@ LogicalResult Planner::planSequence() {
         add(user->getParentOp()->getResult(index));
         continue;
       }
-      bool elementwise =
-          user->hasTrait<OpTrait::Elementwise>() && user->getNumResults() == 1;
-      bool norm = isa<tx::LayerNormOp, tx::RMSNormOp>(user) && index == 0;
-      auto lookup = dyn_cast<tx::EmbeddingOp>(user);
-      bool positional = lookup && index == 0 && !lookup.getMeshAttr();
-      if (!elementwise && !norm && !positional) {
+      // The ops whose rule along the sequence is local (per-token ops:
+      // elementwise, norms, the position embedding's lookup).
+      tx::SplitRule rule = tx::getSplitRule(user, tx::SplitDim::Sequence);
+      if (rule.kind != tx::SplitRule::Kind::Local ||
+          user->getNumResults() != 1) {
         return user->emitOpError("dist-tensor-parallel: sequence-parallel "
                                  "splits operand #")
                << index
                << " along the sequence, but this op cannot run on a slice "
-                  "of the sequence";
+                  "of the sequence"
+               << (rule.reason.empty() ? "" : ": " + rule.reason);
       }
       onSlice.push_back(user);
       add(user->getResult(0));
@@ -515,14 +520,9 @@ void Planner::apply(MeshOp mesh) {
     }
     // The ops in between run on the local columns.
     for (Operation *op : pair.locals) {
-      if (auto attention = dyn_cast<tx::AttentionOp>(op)) {
-        attention.setHeads(attention.getHeads() / tp);
-        if (attention.getKvHeads())
-          attention.setKvHeads(*attention.getKvHeads() / tp);
-        lastDimLocal(attention.getResult());
-        continue;
-      }
-      op->getResult(0).setType(op->getOperand(0).getType());
+      if (auto rule = dyn_cast<tx::ShardingRuleOpInterface>(op))
+        rule.applySplit(tx::SplitDim::Feature, tp, meshRef, axes);
+      lastDimLocal(op->getResult(0));
     }
     // Rows: partial products summed over the group (sequence-parallel:
     // each rank keeps the sum of its tokens), then the bias.

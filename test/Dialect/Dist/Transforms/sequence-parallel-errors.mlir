@@ -17,17 +17,16 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 3> {
 
 // -----
 
-// An op on the split activations that is neither elementwise, a norm, a
-// column group nor the head (here a linear outside any column/row pair).
+// An op on the split activations whose rule along the sequence is not
+// local (ShardingRuleOpInterface): attention outside any column/row pair
+// needs the whole sequence of its keys and values.
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
   triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
-  triax.param @w : tensor<2x2xf32> init <normal, std = 0.02>
   func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
     %emb = triax.get_param @emb : tensor<4x2xf32>
     %x = triax.embedding %tokens, %emb : (tensor<1x2xi32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
-    %w = triax.get_param @w : tensor<2x2xf32>
-    // expected-error @+1 {{'triax.linear' op dist-tensor-parallel: sequence-parallel splits operand #0 along the sequence, but this op cannot run on a slice of the sequence}}
-    %y = triax.linear %x, %w : (tensor<1x2x2xf32>, tensor<2x2xf32>) -> tensor<1x2x2xf32>
+    // expected-error @+1 {{'triax.attention' op dist-tensor-parallel: sequence-parallel splits operand #2 along the sequence, but this op cannot run on a slice of the sequence}}
+    %y = triax.attention %x, %x, %x heads = 1 : (tensor<1x2x2xf32>, tensor<1x2x2xf32>, tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
     %logits = triax.linear %y, %emb {transpose_weight} : (tensor<1x2x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4xf32>
     %loss = triax.cross_entropy %logits, %targets : (tensor<1x2x4xf32>, tensor<1x2xi32>) -> tensor<f32>
     return %loss : tensor<f32>
@@ -46,6 +45,22 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
     // expected-error @+1 {{'triax.add' op dist-tensor-parallel: sequence-parallel: this op mixes the rank's slice of the sequence with a whole-sequence operand 'tensor<1x2x2xf32>'}}
     %y = triax.add %x, %c : tensor<1x2x2xf32>
     %logits = triax.linear %y, %emb {transpose_weight} : (tensor<1x2x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x2x4xf32>, tensor<1x2xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// An op with no rule along the sequence is refused with the reason.
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x2xi32>, tensor<4x2xf32>) -> tensor<1x2x2xf32>
+    // expected-error @+1 {{'triax.bias_grad' op dist-tensor-parallel: sequence-parallel splits operand #0 along the sequence, but this op cannot run on a slice of the sequence: this op has no rule for running on a slice of the sequence (ShardingRuleOpInterface)}}
+    %b = triax.bias_grad %x : tensor<1x2x2xf32> -> tensor<2xf32>
+    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<1x2x2xf32>, tensor<4x2xf32>) -> tensor<1x2x4xf32>
     %loss = triax.cross_entropy %logits, %targets : (tensor<1x2x4xf32>, tensor<1x2xi32>) -> tensor<f32>
     return %loss : tensor<f32>
   }

@@ -15,6 +15,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "triax/Dialect/Triax/Interfaces/CostOpInterface.h"
 #include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.h"
+#include "triax/Dialect/Triax/Interfaces/ShardingRuleOpInterface.h"
 
 #include "triax/Dialect/Dist/IR/DistDialect.h.inc"
 #include "triax/Dialect/Dist/IR/DistEnums.h.inc"

@@ -10,6 +10,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.td"
 include "triax/Dialect/Triax/Interfaces/CostOpInterface.td"
+include "triax/Dialect/Triax/Interfaces/ShardingRuleOpInterface.td"
 
 def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
   let summary = "A device mesh with named axes";
@@ -65,6 +66,7 @@ class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
 
 def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
     Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>,
+    DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>,
     DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces a tensor over the group; every member gets the result";
   let description = [{
@@ -92,7 +94,7 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [
 }
 
 def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
-    Pure, SameOperandsAndResultType, CostOpInterface,
+    Pure, SameOperandsAndResultType, CostOpInterface, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>,
     DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Identity in forward; sums the gradient over the group";
   let description = [{
@@ -120,7 +122,7 @@ def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
 }
 
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
-    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface,
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface,
                                     ["isRecomputedSelectively"]>]> {
   let summary = "Concatenates every member's tensor along a dimension";
   let description = [{
@@ -146,7 +148,7 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
 }
 
 def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [
-    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces over the group and leaves member i with slice i";
   let description = [{
     The input's `dim` must divide by the group size; the result's `dim` is
@@ -236,7 +238,7 @@ def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure, CostOpInterface]> 
   let assemblyFormat = "$mesh $axes attr-dict `:` type($result)";
 }
 
-def Dist_ShardSequenceOp : Dist_CollectiveOp<"shard_sequence", [Pure, CostOpInterface]> {
+def Dist_ShardSequenceOp : Dist_CollectiveOp<"shard_sequence", [Pure, CostOpInterface, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Keeps this member's load-balanced chunks of a sequence";
   let description = [{
     Context parallelism's split of the sequence (dimension `dim`) over the

@@ -129,14 +129,16 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
     The pass reads the structure from the ops, not from parameter names:
 
     - **Column/row pairs.** A `triax.linear` (row) whose input is computed
-      from the results of other `triax.linear`s (columns) only through
-      elementwise ops (`gelu`, `silu`, `mul`, ...) and `triax.attention`
-      (as its query, key and value), with no other use of those values, is
-      a pair. Each column linear's weight is split along its output
+      from the results of other `triax.linear`s (columns) only through ops
+      whose rule along the features (`ShardingRuleOpInterface`) is `Local`
+      (elementwise ops: `gelu`, `silu`, `mul`, ...) or `Heads`
+      (`triax.attention`, as its query, key and value), with no other use
+      of those values, is a pair. Each column linear's weight is split along its output
       dimension and its bias with it; its input, replicated, goes through
       `dist.copy_to_group` (Megatron's `f`). The ops in between run on the
-      local columns: `triax.attention` gets `heads / tp` and
-      `kv_heads / tp`. The row linear's weight is split along its input
+      local columns: the op's `applySplit` changes what else the split
+      changes (`triax.attention` gets `heads / tp` and `kv_heads / tp`;
+      its `verifySplit` checks they divide). The row linear's weight is split along its input
       dimension; its partial products are summed by
       `dist.all_reduce sum` (Megatron's `g`), and its bias, replicated, is
       added once after the sum with `triax.bias_add` (adding it inside the
@@ -172,8 +174,11 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
       biases, row biases, the position embedding) get
       `dist.partial_grad`: `triax-autodiff` sums their gradients over tp.
       The loss still sees every token (the head gathers the sequence).
+      The ops kept on the slice are those whose rule along the sequence
+      (`ShardingRuleOpInterface`) is `Local`; a linear outside any pair
+      runs on the slice too, its weight's gradient partial.
       Errors: `tp` not dividing the sequence; an op between the regions
-      that cannot run on a slice of the sequence.
+      that cannot run on a slice of the sequence (with its rule's reason).
 
     Every split parameter gets a `dist.sharding` naming the split
     dimension (see the example below); its `triax.param` keeps the
@@ -253,19 +258,22 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
       The pass shards the per-token inputs, `@forward`'s `[batch, seq]`
       integer arguments (token ids, targets) and `triax.position_ids` (the
       tokens' positions in the full sequence), and from there every value
-      computed from them has `S/n` tokens: the ops that treat tokens one by
-      one (linears, norms, embeddings, elementwise ops, the tensor-parallel
-      collectives, `triax.block`) only change their types.
-    - **Attention**, the one op that mixes tokens: its keys and values are
-      gathered over the group (`dist.all_gather ... dim 1`) and it gets
+      computed from them has `S/n` tokens. Each op follows by its rule
+      along the sequence (`ShardingRuleOpInterface`): the `Local` ones,
+      which treat tokens one by one (linears, norms, embeddings,
+      elementwise ops, the tensor-parallel collectives), and `triax.block`
+      only change their types.
+    - **Attention**, the one op that mixes tokens (its rule is `Gather` of
+      the keys and values): its keys and values are gathered over the
+      group (`dist.all_gather ... dim 1`) and its `applySplit` gives it
       `context_parallel over @mesh ["cp"]` (causal mask on positions in the
       full sequence). Its VJP gathers them again (a clone of the gathers:
       only the member's own keys and values are kept for the backward) and
       gives this member's part of the gradients of the whole sequence's,
       which the all_gather's VJP (`dist.reduce_scatter sum`) sums back to
       their owners.
-    - **The loss.** Each member's `triax.cross_entropy` is the mean over its
-      tokens; the pass divides it by `n` and sums it over the group
+    - **The loss.** Each member's `triax.cross_entropy` (rule
+      `PartialMean`) is the mean over its tokens; the pass divides it by `n` and sums it over the group
       (`dist.all_reduce sum`): every member gets the mean over the whole
       sequence, and its VJP scales the loss gradient by `1/n`.
     - **Gradients.** Every parameter is replicated over cp and applied to
@@ -278,8 +286,8 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
     a model that already has `@forward_backward` (run the pass before
     `triax-autodiff`); a sequence-parallel model (`dist.partial_grad` or a
     collective along the sequence: not supported together yet); an op
-    computed from the split tokens whose result does not keep them
-    (the error names it).
+    computed from the split tokens that has no rule along the sequence, or
+    refuses it (the error names it and the rule's reason).
 
     Before (`cp=2`, one attention; positions and the loss alike):
     ```mlir

@@ -23,6 +23,7 @@
 #include "triax/Dialect/Triax/Interfaces/CostOpInterface.h"
 #include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.h"
 #include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.h"
+#include "triax/Dialect/Triax/Interfaces/ShardingRuleOpInterface.h"
 
 #include "triax/Dialect/Triax/IR/TriaxDialect.h.inc"
 #include "triax/Dialect/Triax/IR/TriaxEnums.h.inc"

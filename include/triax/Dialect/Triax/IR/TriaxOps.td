@@ -12,6 +12,7 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "triax/Dialect/Triax/Interfaces/CostOpInterface.td"
 include "triax/Dialect/Triax/Interfaces/DifferentiableOpInterface.td"
 include "triax/Dialect/Triax/Interfaces/ScalarElementwiseOpInterface.td"
+include "triax/Dialect/Triax/Interfaces/ShardingRuleOpInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Structure: model, parameters, blocks
@@ -183,7 +184,7 @@ def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure, CostOpInterface]> {
   let hasVerifier = 1;
 }
 
-def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, CostOpInterface]> {
+def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, CostOpInterface, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Table lookup: one row of the table per index";
   let description = [{
     `result[i..., :] = table[indices[i...], :]`; for indices of shape
@@ -223,7 +224,7 @@ def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<D
   let hasVerifier = 1;
 }
 
-def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>]> {
+def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Affine map over the last dimension: x W + b";
   let description = [{
     `result = input @ weight (+ bias)` over the last dimension of `input`.
@@ -246,7 +247,7 @@ def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<Differe
   let hasVerifier = 1;
 }
 
-def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + eps) * weight + bias`, statistics over the last
@@ -263,7 +264,7 @@ def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<
   let hasVerifier = 1;
 }
 
-def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + eps) * weight`, as in LLaMA.
@@ -277,7 +278,7 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Diff
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit"]>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values
@@ -328,7 +329,8 @@ def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<D
 class Triax_UnaryElementwiseOp<string mnemonic, string desc>
     : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType,
                           DeclareOpInterfaceMethods<DifferentiableOpInterface>,
-                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
+                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>,
+                          ShardingRuleOpInterface]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$input);
   let results = (outs Triax_FloatTensor:$result);
@@ -348,7 +350,8 @@ class Triax_BinaryElementwiseOp<string mnemonic, string desc>
     : Triax_Op<mnemonic, [Pure, Elementwise, Commutative,
                           SameOperandsAndResultType,
                           DeclareOpInterfaceMethods<DifferentiableOpInterface>,
-                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
+                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>,
+                          ShardingRuleOpInterface]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$lhs, Triax_FloatTensor:$rhs);
   let results = (outs Triax_FloatTensor:$result);
@@ -360,7 +363,8 @@ def Triax_MulOp : Triax_BinaryElementwiseOp<"mul", "Elementwise product">;
 
 def Triax_BiasAddOp : Triax_Op<"bias_add", [
     Pure, AllTypesMatch<["input", "result"]>,
-    DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+    DeclareOpInterfaceMethods<DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Adds a vector along the last dimension: x + b";
   let description = [{
     `result[..., n] = input[..., n] + bias[n]`. `dist-tensor-parallel`
@@ -381,7 +385,7 @@ def Triax_BiasAddOp : Triax_Op<"bias_add", [
   let hasVerifier = 1;
 }
 
-def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
+def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Mean cross-entropy loss over tokens";
   let description = [{
     `mean over positions of (logsumexp(logits[p, :]) - logits[p, target[p]])`;
@@ -541,7 +545,8 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterface
 
 class Triax_ActivationGradOp<string mnemonic, string desc>
     : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType,
-                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
+                          DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>,
+                          ShardingRuleOpInterface]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$result_grad);
   let results = (outs Triax_FloatTensor:$input_grad);
@@ -675,7 +680,8 @@ def Triax_AdamWOp : Triax_Op<"adamw", [
 
 def Triax_ConvertOp : Triax_Op<"convert", [
     Pure, Elementwise,
-    DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>]> {
+    DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>,
+    ShardingRuleOpInterface]> {
   let summary = "Converts a tensor to another float element type";
   let description = [{
     `result[i] = input[i]` in the result's element type: f32 to bf16 rounds
