@@ -93,11 +93,11 @@ std::string ms(double seconds) {
 // The request
 //===----------------------------------------------------------------------===//
 
-/// The request's fixed size of the mesh axis named `key`, for the roles
-/// the planner searches over; nullptr for other keys.
-static std::optional<int64_t> *fixedAxis(PlanRequest &req,
-                                         llvm::StringRef key) {
-  switch (mlir::dist::axisRoleNamed(key)) {
+/// The request's fixed size of `role`'s axis, for the roles the planner
+/// searches over (Plan::axisSize); nullptr for the others.
+template <typename Request>
+static auto *fixedAxis(Request &req, trx_axis_role role) {
+  switch (role) {
   case TRX_AXIS_DATA:
     return &req.dp;
   case TRX_AXIS_TENSOR:
@@ -107,8 +107,21 @@ static std::optional<int64_t> *fixedAxis(PlanRequest &req,
   case TRX_AXIS_CONTEXT:
     return &req.cp;
   default:
-    return nullptr;
+    return decltype(&req.dp)(nullptr);
   }
+}
+
+/// The same for the axis named `key`.
+static std::optional<int64_t> *fixedAxis(PlanRequest &req,
+                                         llvm::StringRef key) {
+  return fixedAxis(req, mlir::dist::axisRoleNamed(key));
+}
+
+/// The request's fixed size of `role`'s axis, if any.
+static std::optional<int64_t> fixedSize(const PlanRequest &req,
+                                        trx_axis_role role) {
+  const std::optional<int64_t> *axis = fixedAxis(req, role);
+  return axis ? *axis : std::nullopt;
 }
 
 llvm::Expected<PlanRequest>
@@ -238,13 +251,12 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
     req.hardware.gpusPerNode = *gpusPerNode;
   // A fixed axis must divide the GPUs, and the fixed axes multiply to them.
   int64_t fixed = 1;
-  for (trx_axis_role role :
-       {TRX_AXIS_DATA, TRX_AXIS_TENSOR, TRX_AXIS_PIPELINE, TRX_AXIS_CONTEXT}) {
-    std::optional<int64_t> axis = *fixedAxis(req, mlir::dist::axisName(role));
+  for (const mlir::dist::AxisRoleInfo &row : mlir::dist::axisRoles()) {
+    std::optional<int64_t> axis = fixedSize(req, row.role);
     if (!axis)
       continue;
     if (req.gpus % *axis != 0)
-      return failure(mlir::dist::axisName(role) + "=" + llvm::Twine(*axis) +
+      return failure(llvm::Twine(row.name) + "=" + llvm::Twine(*axis) +
                      " does not divide gpus=" + llvm::Twine(req.gpus));
     fixed *= *axis;
   }
@@ -591,6 +603,64 @@ bool faster(const Candidate &a, const Candidate &b) {
   return key(a) < key(b);
 }
 
+/// Whether the search tries `role`'s axis larger than 1 when the request
+/// leaves it open.
+bool considersAxis(trx_axis_role role, const ModelShape &model) {
+  return role != TRX_AXIS_CONTEXT || considersContext(model);
+}
+
+/// Calls `fn` with every plan mesh of `left` devices over `roles` (then the
+/// data axis, which takes the rest): each size divides what the axes before
+/// it leave, equals the request's where it fixes one (fixedSize), and is 1
+/// for an axis the search does not consider for this model.
+void forEachMesh(llvm::ArrayRef<trx_axis_role> roles, int64_t left, Plan plan,
+                 const ModelShape &model, const PlanRequest &req,
+                 llvm::function_ref<void(const Plan &)> fn) {
+  if (roles.empty()) {
+    std::optional<int64_t> dp = fixedSize(req, TRX_AXIS_DATA);
+    if (dp && *dp != left)
+      return;
+    *plan.axisSize(TRX_AXIS_DATA) = left;
+    fn(plan);
+    return;
+  }
+  trx_axis_role role = roles.front();
+  std::optional<int64_t> fixed = fixedSize(req, role);
+  for (int64_t size : divisors(left)) {
+    if (fixed ? *fixed != size : size > 1 && !considersAxis(role, model))
+      continue;
+    *plan.axisSize(role) = size;
+    forEachMesh(roles.drop_front(), left / size, plan, model, req, fn);
+  }
+}
+
+/// Every mesh of `gpus` devices over the axis roles the cost model models
+/// (Plan::axisSize), innermost first (tp, cp, pp; dp takes the rest).
+void forEachMesh(const ModelShape &model, const PlanRequest &req, int64_t gpus,
+                 llvm::function_ref<void(const Plan &)> fn) {
+  llvm::SmallVector<trx_axis_role> roles;
+  Plan plan;
+  for (const mlir::dist::AxisRoleInfo &row : mlir::dist::axisRoles())
+    if (row.implemented && row.role != TRX_AXIS_DATA && plan.axisSize(row.role))
+      roles.insert(roles.begin(), row.role);
+  forEachMesh(roles, gpus, plan, model, req, fn);
+}
+
+/// The micro-batch sizes tried on `dp` replicas: the request's, the one its
+/// micro-batch count gives, or every divisor of the per-replica batch.
+std::vector<int64_t> microBatchSizes(const PlanRequest &req, int64_t batch,
+                                     int64_t dp) {
+  if (req.microBatch)
+    return {*req.microBatch};
+  if (req.microBatches)
+    return {batch % (dp * *req.microBatches) == 0
+                ? batch / (dp * *req.microBatches)
+                : std::max<int64_t>(1, batch / (dp * *req.microBatches))};
+  if (batch % dp != 0)
+    return {1};
+  return divisors(batch / dp);
+}
+
 PlanResult search(const ModelShape &model, const PlanRequest &req) {
   PlanResult result;
   result.model = model;
@@ -611,80 +681,54 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
     if (!req.recompute || *req.recompute == r)
       recomputes.push_back(r);
 
-  for (int64_t tp : divisors(N)) {
-    if (req.tp && *req.tp != tp)
-      continue;
-    for (int64_t pp : divisors(N / tp)) {
-      if (req.pp && *req.pp != pp)
-        continue;
-      for (int64_t cp : divisors(N / (tp * pp))) {
-        if (req.cp ? *req.cp != cp : cp > 1 && !considersContext(model))
-          continue;
-        int64_t dp = N / (tp * pp * cp);
-        if (req.dp && *req.dp != dp)
-          continue;
-        // The micro-batch sizes: fixed, from a fixed count, or every divisor
-        // of the per-replica batch.
-        std::vector<int64_t> sizes;
-        if (req.microBatch)
-          sizes = {*req.microBatch};
-        else if (req.microBatches)
-          sizes = {B % (dp * *req.microBatches) == 0
-                       ? B / (dp * *req.microBatches)
-                       : std::max<int64_t>(1, B / (dp * *req.microBatches))};
-        else if (B % dp != 0)
-          sizes = {1};
-        else
-          sizes = divisors(B / dp);
-        std::vector<Schedule> schedules;
-        if (pp == 1)
-          schedules = {Schedule::None};
-        else if (req.schedule)
-          schedules = {*req.schedule};
-        else
-          schedules = {Schedule::GPipe, Schedule::OneFOneB};
-        for (int64_t b : sizes)
-          for (int64_t z : zeros)
-            for (Schedule sched : schedules)
-              for (int64_t sp : sps)
-                for (Recompute r : recomputes) {
-                  Plan plan;
-                  plan.dp = dp;
-                  plan.tp = tp;
-                  plan.pp = pp;
-                  plan.cp = cp;
-                  plan.zeroStage = int(z);
-                  plan.microBatches = req.microBatches
-                                          ? *req.microBatches
-                                          : std::max<int64_t>(1, B / (dp * b));
-                  plan.schedule = sched;
-                  plan.sequenceParallel = sp;
-                  plan.dtype = model.dtype;
-                  plan.recompute = r;
-                  Candidate c = evaluatePlan(model, req, plan, b);
-                  ++result.searched;
-                  if (c.reason.empty()) {
-                    fits.push_back(std::move(c));
-                    continue;
-                  }
-                  PlanResult::Region &region = regions[c.reason];
-                  bool oom = c.reason == "out of memory";
-                  if (region.count == 0) {
-                    region.reason = c.reason;
-                    region.best = c;
-                    region.worst = c;
-                  } else if (oom ? c.overBytes < region.best.overBytes
-                                 : faster(c, region.best)) {
-                    region.best = c;
-                  } else if (oom ? c.overBytes > region.worst.overBytes
-                                 : faster(region.worst, c)) {
-                    region.worst = c;
-                  }
-                  ++region.count;
-                }
-      }
+  auto record = [&](Candidate c) {
+    ++result.searched;
+    if (c.reason.empty()) {
+      fits.push_back(std::move(c));
+      return;
     }
-  }
+    PlanResult::Region &region = regions[c.reason];
+    bool oom = c.reason == "out of memory";
+    if (region.count == 0) {
+      region.reason = c.reason;
+      region.best = c;
+      region.worst = c;
+    } else if (oom ? c.overBytes < region.best.overBytes
+                   : faster(c, region.best)) {
+      region.best = c;
+    } else if (oom ? c.overBytes > region.worst.overBytes
+                   : faster(region.worst, c)) {
+      region.worst = c;
+    }
+    ++region.count;
+  };
+
+  // Every mesh, then every choice the request leaves open on it.
+  forEachMesh(model, req, N, [&](Plan mesh) {
+    mesh.dtype = model.dtype;
+    std::vector<Schedule> schedules;
+    if (mesh.pp == 1)
+      schedules = {Schedule::None};
+    else if (req.schedule)
+      schedules = {*req.schedule};
+    else
+      schedules = {Schedule::GPipe, Schedule::OneFOneB};
+    for (int64_t b : microBatchSizes(req, B, mesh.dp))
+      for (int64_t z : zeros)
+        for (Schedule sched : schedules)
+          for (int64_t sp : sps)
+            for (Recompute r : recomputes) {
+              Plan plan = mesh;
+              plan.zeroStage = int(z);
+              plan.microBatches = req.microBatches
+                                      ? *req.microBatches
+                                      : std::max<int64_t>(1, B / (mesh.dp * b));
+              plan.schedule = sched;
+              plan.sequenceParallel = sp;
+              plan.recompute = r;
+              record(evaluatePlan(model, req, plan, b));
+            }
+  });
   result.fits = int64_t(fits.size());
   size_t k = std::min<size_t>(fits.size(), size_t(req.top));
   std::partial_sort(fits.begin(), fits.begin() + k, fits.end(), faster);

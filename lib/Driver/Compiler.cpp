@@ -192,33 +192,42 @@ static int run(llvm::ArrayRef<std::string> argv, llvm::raw_ostream &errs,
   return rc;
 }
 
-/// --target cuda: the options of triax-lower-cuda from triaxc's, checked,
-/// and the toolkit and runtime that the compilation and the link need.
+/// The lowering's options of the other target (LoweringOptions.def) are
+/// refused, naming the flags given.
+static LogicalResult checkTargetOptions(const ::triax::CompileOptions &options,
+                                        llvm::raw_ostream &errs) {
+  bool cuda = options.target == "cuda";
+  const ::triax::LoweringConfig defaults;
+  llvm::SmallVector<llvm::StringRef> misplaced;
+#define TRIAX_LOWERING_CPU_OPTION(Type, Field, Name, Flag, Default, Value,     \
+                                  Help)                                        \
+  if (cuda && options.lowering.Field != defaults.Field)                        \
+    misplaced.push_back("--" Flag);
+#define TRIAX_LOWERING_CUDA_OPTION(Type, Field, Name, Flag, Default, Value,    \
+                                   Help)                                       \
+  if (!cuda && options.lowering.Field != defaults.Field)                       \
+    misplaced.push_back("--" Flag);
+#include "triax/Pipelines/LoweringOptions.def"
+  if (misplaced.empty())
+    return success();
+  errs << "triaxc: " << llvm::join(misplaced, ", ")
+       << (misplaced.size() == 1 ? " applies" : " apply") << " to --target "
+       << (cuda ? "cpu" : "cuda") << "\n";
+  return failure();
+}
+
+/// --target cuda: the lowering's options checked, and the toolkit and
+/// runtime that the compilation and the link need.
 static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
-                                     ::triax::LowerCUDAOptions &cudaOptions,
                                      llvm::raw_ostream &errs) {
-  if (options.openmp) {
-    errs << "triaxc: --openmp applies to --target cpu (the cuda target runs "
-            "its loops as GPU kernels)\n";
-    return failure();
-  }
-  cudaOptions.chip = options.cudaArch;
-  if (!options.cudaFeatures.empty())
-    cudaOptions.features = options.cudaFeatures;
-  cudaOptions.toolkit = options.cudaToolkit;
-  cudaOptions.rows = options.cudaRows;
-  cudaOptions.geluEpilogue = options.geluEpilogue;
-  cudaOptions.attention = options.attention.empty()
-                              ? ::triax::defaultCUDAAttention(options.cudaArch)
-                              : options.attention;
-  std::string problem = ::triax::checkLowerCUDAOptions(cudaOptions);
+  std::string problem = ::triax::checkLowerCUDAOptions(options.lowering);
   if (!problem.empty()) {
     errs << "triaxc: --cuda-arch/--cuda-features/--cuda-rows: " << problem
          << "\n";
     return failure();
   }
   // --kernel-report stops before the device code is compiled: no toolkit.
-  std::string ptxas = options.cudaToolkit + "/bin/ptxas";
+  std::string ptxas = options.lowering.toolkit + "/bin/ptxas";
   if (options.kernelReport.empty() && !llvm::sys::fs::can_execute(ptxas)) {
     errs << "triaxc: --target cuda needs the CUDA toolkit: no ptxas at '"
          << ptxas << "' (set --cuda-toolkit)\n";
@@ -241,13 +250,7 @@ static ::triax::ParallelizeConfig
 parallelizeConfigOf(const ::triax::cost::Plan &plan, bool bf16) {
   namespace cost = ::triax::cost;
   ::triax::ParallelizeConfig config;
-  mlir::dist::MeshShape mesh;
-  mesh.set(TRX_AXIS_DATA, plan.dp);
-  mesh.set(TRX_AXIS_PIPELINE, plan.pp);
-  if (plan.cp > 1)
-    mesh.set(TRX_AXIS_CONTEXT, plan.cp);
-  mesh.set(TRX_AXIS_TENSOR, plan.tp);
-  config.mesh = mesh.str();
+  config.mesh = plan.mesh().str();
   config.zero = plan.zeroStage;
   config.sequenceParallel = plan.sequenceParallel;
   config.recompute = plan.recompute == cost::Recompute::Full ? "full"
@@ -419,13 +422,14 @@ static int runKernelReport(const ::triax::CompileOptions &options,
 
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
-  if (!options.attention.empty() && options.attention != "flash" &&
-      options.attention != "flash-mma" && options.attention != "batched-gemm") {
-    errs << "triaxc: unknown --attention value '" << options.attention
+  llvm::StringRef attention = options.lowering.attention;
+  if (!attention.empty() && attention != "flash" && attention != "flash-mma" &&
+      attention != "batched-gemm") {
+    errs << "triaxc: unknown --attention value '" << attention
          << "'; expected flash, flash-mma or batched-gemm\n";
     return 1;
   }
-  if (options.attention == "flash-mma" && options.target != "cuda") {
+  if (attention == "flash-mma" && options.target != "cuda") {
     errs << "triaxc: --attention=flash-mma applies to --target cuda (NVIDIA "
             "tensor cores); the CPU has flash and batched-gemm\n";
     return 1;
@@ -457,16 +461,9 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   }
   bool cuda = options.target == "cuda";
-  ::triax::LowerCUDAOptions cudaOptions;
-  if (cuda) {
-    if (failed(checkCUDATarget(options, cudaOptions, errs)))
-      return 1;
-  } else if (options.cudaArch != "sm_90" || !options.cudaFeatures.empty() ||
-             options.cudaRows != "block") {
-    errs << "triaxc: --cuda-arch, --cuda-features and --cuda-rows apply to "
-            "--target cuda\n";
+  if (failed(checkTargetOptions(options, errs)) ||
+      (cuda && failed(checkCUDATarget(options, errs))))
     return 1;
-  }
 
   // The mesh is checked before the model is read (the pipeline's options
   // check parses it again, with the same code).
@@ -599,16 +596,10 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   }
 
   PassManager pm(&context);
-  ::triax::LowerCPUOptions lowerOptions;
-  lowerOptions.openmp = options.openmp;
-  lowerOptions.fuseOptimizer = options.fuseOptimizer;
-  lowerOptions.geluEpilogue = options.geluEpilogue;
-  lowerOptions.attention =
-      options.attention.empty() ? "flash" : options.attention;
   if (cuda)
-    ::triax::buildLowerCUDAPipeline(pm, cudaOptions);
+    ::triax::buildLowerCUDAPipeline(pm, options.lowering);
   else
-    ::triax::buildLowerCPUPipeline(pm, lowerOptions);
+    ::triax::buildLowerCPUPipeline(pm, options.lowering);
   if (!options.kernelReport.empty())
     return runKernelReport(options, *module, pm, cuda, errs);
   llvm::StringRef emit = options.emit;
@@ -754,7 +745,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     link.push_back(flag.str());
   // LLVM's OpenMP runtime, kept even where nothing but the runtime's weak
   // references name it (the GEMMs cut among its threads).
-  if (options.openmp)
+  if (options.lowering.openmp)
     link.insert(link.end(), {"-Wl,--push-state,--no-as-needed",
                              "-l:libomp.so.5", "-Wl,--pop-state"});
   if (cuda) {
@@ -762,7 +753,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     // through the rpath, or LD_LIBRARY_PATH on another machine); the driver
     // API from the stub library (the real libcuda.so.1 comes with the GPU
     // driver).
-    std::string lib64 = options.cudaToolkit + "/lib64";
+    std::string lib64 = options.lowering.toolkit + "/lib64";
     // NCCL (the collectives' transport) lies next to cuBLAS.
     link.insert(link.end(),
                 {"-L" + lib64, "-Wl,-rpath," + lib64, "-lcublas", "-lcublasLt",

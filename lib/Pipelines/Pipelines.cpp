@@ -130,7 +130,7 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
 }
 
 void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
-                                    const LowerCPUOptions &options) {
+                                    const LoweringConfig &options) {
   // Chains of elementwise ops -> one triax.fused_elementwise each, so that
   // the kernel conversion emits one loop per chain (each input read once,
   // no buffers for the values used only inside it) instead of one loop and
@@ -143,7 +143,7 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = options.fuseOptimizer;
   kernels.geluEpilogue = options.geluEpilogue;
-  kernels.attention = options.attention;
+  kernels.attention = options.attention.empty() ? "flash" : options.attention;
   kernels.kernelParamBytes = 0; // a CPU loop passes no kernel parameters
   // Bias and norm weight gradients by blocks of columns, row by row
   // (vectorized, bit-identical).
@@ -278,7 +278,18 @@ auto ::triax::defaultCUDAAttention(llvm::StringRef chip) -> std::string {
   return smVersion(chip) >= kFirstBF16MmaSm ? "flash-mma" : "flash";
 }
 
-auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
+auto ::triax::defaultCUDAToolkit() -> std::string {
+  return TRIAX_CUDA_TOOLKIT_DIR;
+}
+
+/// The attention lowering of `o` on CUDA: the one asked for, or the chip's
+/// default.
+static std::string cudaAttention(const ::triax::LoweringConfig &o) {
+  return o.attention.empty() ? ::triax::defaultCUDAAttention(o.chip)
+                             : o.attention;
+}
+
+auto ::triax::checkLowerCUDAOptions(const LoweringConfig &o) -> std::string {
   unsigned sm = smVersion(o.chip);
   if (sm == 0)
     return "chip '" + o.chip + "' is not an NVIDIA architecture such as sm_90";
@@ -304,11 +315,12 @@ auto ::triax::checkLowerCUDAOptions(const LowerCUDAOptions &o) -> std::string {
            " is not a multiple of 32 in [32, 1024]";
   if (o.rows != "thread" && o.rows != "block")
     return "rows '" + o.rows + "' is not thread or block";
-  if (o.attention != "flash" && o.attention != "flash-mma" &&
-      o.attention != "batched-gemm")
-    return "attention '" + o.attention +
+  std::string attention = cudaAttention(o);
+  if (attention != "flash" && attention != "flash-mma" &&
+      attention != "batched-gemm")
+    return "attention '" + attention +
            "' is not flash, flash-mma or batched-gemm";
-  if (o.attention == "flash-mma" && sm < kFirstBF16MmaSm)
+  if (attention == "flash-mma" && sm < kFirstBF16MmaSm)
     return "attention 'flash-mma' needs sm_80 or newer (bf16 mma.sync); " +
            o.chip + " can use flash";
   return "";
@@ -319,7 +331,7 @@ int64_t ::triax::kernelParamBytes(llvm::StringRef features) {
 }
 
 void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
-                                     const LowerCUDAOptions &options) {
+                                     const LoweringConfig &options) {
   // The same kernel IR as the CPU path (see buildLowerCPUPipeline): fused
   // elementwise chains, layer ops as loop nests and runtime calls, one
   // function per kernel.
@@ -331,7 +343,7 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   kernels.fuseOptimizer = true;
   kernels.kernelParamBytes = kernelParamBytes(options.features);
   kernels.geluEpilogue = options.geluEpilogue;
-  kernels.attention = options.attention;
+  kernels.attention = cudaAttention(options);
   // The embedding backward has `hidden` race-free iterations (tokens may
   // share a row); 768 threads would leave an H200 idle for milliseconds.
   // Vocabulary slices give it ~32k (see the option), still without
@@ -349,7 +361,7 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
 }
 
 void ::triax::buildKernelsToCUDAPipeline(OpPassManager &pm,
-                                         const LowerCUDAOptions &options) {
+                                         const LoweringConfig &options) {
   // Each outermost parallel nest -> gpu.launch, one thread per iteration,
   // coalesced. The kernel functions stay host functions that launch; GEMM,
   // state and collective calls stay host calls into the CUDA runtime.
@@ -442,7 +454,9 @@ void ::triax::registerPipelines() {
       "triax-lower-cpu",
       "Lower a trained model (after triax-autodiff) to the LLVM dialect for "
       "the CPU: kernels, runtime calls, OpenMP (option), LLVM",
-      ::triax::buildLowerCPUPipeline);
+      [](OpPassManager &pm, const ::triax::LowerCPUOptions &options) {
+        ::triax::buildLowerCPUPipeline(pm, options.config());
+      });
   mlir::triax::registerTriaxKernelsToGPUPasses();
   registerPassPipeline(
       "triax-lower-cuda",
@@ -454,10 +468,10 @@ void ::triax::registerPipelines() {
         ::triax::LowerCUDAOptions options;
         if (failed(options.parseFromString(text)))
           return failure();
-        std::string problem = ::triax::checkLowerCUDAOptions(options);
+        std::string problem = ::triax::checkLowerCUDAOptions(options.config());
         if (!problem.empty())
           return errorHandler("triax-lower-cuda: " + problem);
-        ::triax::buildLowerCUDAPipeline(pm, options);
+        ::triax::buildLowerCUDAPipeline(pm, options.config());
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {
@@ -472,10 +486,10 @@ void ::triax::registerPipelines() {
         ::triax::LowerCUDAOptions options;
         if (failed(options.parseFromString(text)))
           return failure();
-        std::string problem = ::triax::checkLowerCUDAOptions(options);
+        std::string problem = ::triax::checkLowerCUDAOptions(options.config());
         if (!problem.empty())
           return errorHandler("triax-kernels-to-cuda: " + problem);
-        ::triax::buildKernelsToCUDAPipeline(pm, options);
+        ::triax::buildKernelsToCUDAPipeline(pm, options.config());
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {

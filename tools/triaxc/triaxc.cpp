@@ -24,6 +24,21 @@ static triax::CompileOptions options;
       cl::location(options.parallelize.Field), cl::init(Default),              \
       cl::cat(category));
 #include "triax/Pipelines/ParallelizeOptions.def"
+// The lowering's flags (LoweringOptions.def), stored in options.lowering;
+// the help of those of one target starts with it.
+#define TRIAX_LOWERING_FLAG(Type, Field, Name, Flag, Default, Value, Help,     \
+                            Target)                                            \
+  static cl::opt<Type, /*ExternalStorage=*/true> Field##Arg(                   \
+      Flag, cl::desc(Target Help), cl::value_desc(Value),                      \
+      cl::location(options.lowering.Field), cl::init(Default),                 \
+      cl::cat(category));
+#define TRIAX_LOWERING_COMMON_OPTION(...) TRIAX_LOWERING_FLAG(__VA_ARGS__, "")
+#define TRIAX_LOWERING_CPU_OPTION(...)                                         \
+  TRIAX_LOWERING_FLAG(__VA_ARGS__, "--target cpu: ")
+#define TRIAX_LOWERING_CUDA_OPTION(...)                                        \
+  TRIAX_LOWERING_FLAG(__VA_ARGS__, "--target cuda: ")
+#include "triax/Pipelines/LoweringOptions.def"
+#undef TRIAX_LOWERING_FLAG
 static cl::opt<std::string> input(cl::Positional, cl::desc("<model.mlir>"),
                                   cl::init("-"), cl::cat(category));
 static cl::opt<std::string> output("o", cl::desc("Output binary"),
@@ -34,25 +49,6 @@ static cl::opt<std::string> target("target",
                                             "GPUs, docs/cuda.md)"),
                                    cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
-    cudaArch("cuda-arch",
-             cl::desc("--target cuda: GPU architecture of the kernels"),
-             cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(category));
-static cl::opt<std::string>
-    cudaFeatures("cuda-features",
-                 cl::desc("--target cuda: PTX features (default +ptx81)"),
-                 cl::init(""), cl::cat(category));
-static cl::opt<std::string>
-    cudaToolkit("cuda-toolkit",
-                cl::desc("--target cuda: the CUDA toolkit (ptxas, cuBLAS)"),
-                cl::init(TRIAX_CUDA_TOOLKIT_DIR), cl::cat(category));
-static cl::opt<std::string>
-    cudaRows("cuda-rows",
-             cl::desc("--target cuda: row-wise kernels (norms, softmax, "
-                      "cross-entropy) as one block (default) or one thread "
-                      "per row"),
-             cl::value_desc("block|thread"), cl::init("block"),
-             cl::cat(category));
-static cl::opt<std::string>
     emit("emit",
          cl::desc("Stop early and print a stage: mlir (after autodiff), "
                   "mlir-after=<pass> (after that pass of triax-lower-cpu), "
@@ -62,32 +58,6 @@ static cl::opt<std::string>
          cl::init(""), cl::cat(category));
 static cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
                              cl::cat(category));
-static cl::opt<bool> openmp(
-    "openmp",
-    cl::desc("--target cpu: run the kernels' parallel loops and the GEMMs "
-             "on one pool of OpenMP threads (default on; --openmp=false: "
-             "serial kernels, GEMMs on OpenBLAS's threads)"),
-    cl::cat(category));
-static cl::opt<bool> fuseOptimizer(
-    "fuse-optimizer",
-    cl::desc("--target cpu: update all parameters in one loop per step, as "
-             "the cuda target's one AdamW kernel does (bit-identical "
-             "results)"),
-    cl::cat(category));
-static cl::opt<bool> geluEpilogue(
-    "gelu-epilogue",
-    cl::desc("Compute GELU (and its gradient) in the epilogue of the GEMM "
-             "before it: cuBLASLt's on CUDA, the runtime's on the CPU "
-             "(default true; =false keeps separate kernels)"),
-    cl::init(true), cl::cat(category));
-static cl::opt<std::string> attention(
-    "attention",
-    cl::desc("Attention kernels: flash (fused, online softmax, memory "
-             "linear in the sequence; the CPU's default), flash-mma (flash "
-             "on NVIDIA tensor cores for bf16 operands; the cuda default "
-             "from sm_80) or batched-gemm (strided-batched GEMMs around a "
-             "materialized T x T softmax)"),
-    cl::init(""), cl::cat(category));
 static cl::opt<std::string>
     runtimeDir("runtime-dir", cl::desc("Directory holding libtriax_rt.a"),
                cl::init(TRIAX_RUNTIME_LIB_DIR), cl::cat(category));
@@ -155,16 +125,11 @@ int main(int argc, char **argv) {
   options.inputFile = input;
   options.outputFile = output;
   options.target = target;
-  options.cudaArch = cudaArch;
-  options.cudaFeatures = cudaFeatures;
-  options.cudaToolkit = cudaToolkit;
-  options.cudaRows = cudaRows;
   options.emit = emit;
   options.verbose = verbose;
-  options.openmp = openmp.getNumOccurrences() ? bool(openmp) : target == "cpu";
-  options.fuseOptimizer = fuseOptimizer;
-  options.geluEpilogue = geluEpilogue;
-  options.attention = attention;
+  // OpenMP is on for the CPU unless --openmp=false.
+  if (!openmpArg.getNumOccurrences())
+    options.lowering.openmp = target == "cpu";
   options.runtimeLibDir = runtimeDir;
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;

@@ -11,6 +11,8 @@
 #ifndef TRIAX_COSTMODEL_COSTMODEL_H
 #define TRIAX_COSTMODEL_COSTMODEL_H
 
+#include "triax/Dialect/Dist/IR/MeshShape.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -71,6 +73,9 @@ enum class Schedule { None, GPipe, OneFOneB };
 enum class Recompute { None, Selective, Full };
 
 struct Plan {
+  /// The mesh: the sizes of the axes by role (the formulas are each
+  /// role's). axisSize() is where a role of the axis-role table meets its
+  /// field.
   int64_t dp = 1, tp = 1, pp = 1;
   /// Context parallelism (the cp axis): each rank holds seq / cp tokens.
   int64_t cp = 1;
@@ -80,6 +85,13 @@ struct Plan {
   bool sequenceParallel = false;
   DTypeMode dtype = DTypeMode::FP32;
   Recompute recompute = Recompute::None;
+
+  /// The field of `role`'s axis; nullptr for a role the cost model does not
+  /// model yet (the planner does not search it).
+  int64_t *axisSize(trx_axis_role role);
+  /// The plan's mesh, every modelled axis in the table's order (cp only
+  /// when > 1: a mesh without it is the same program).
+  mlir::dist::MeshShape mesh() const;
 };
 
 //===----------------------------------------------------------------------===//

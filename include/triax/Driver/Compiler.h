@@ -19,29 +19,16 @@ struct CompileOptions {
   std::string outputFile = "train";
   /// "cpu" or "cuda" (docs/cuda.md).
   std::string target = "cpu";
-  /// --target cuda: the GPU architecture, its PTX features ("" = the
-  /// pipeline's default, +ptx81) and the CUDA toolkit (ptxas, cuBLAS).
-  std::string cudaArch = "sm_90";
-  std::string cudaFeatures;
-  std::string cudaToolkit = "/usr/local/cuda";
-  /// --target cuda: row-wise kernels as one block ("block", the default) or
-  /// one thread ("thread") per row.
-  std::string cudaRows = "block";
+  /// How the model is lowered to the target (LoweringOptions.def): the
+  /// attention kernels, the GEMM epilogues, OpenMP and the fused optimizer
+  /// (cpu), the architecture, PTX features, toolkit and kernel shapes
+  /// (cuda). An option of the other target is refused.
+  LoweringConfig lowering;
   /// "" (link a binary), "mlir" (after autodiff), "mlir-after=<pass>",
   /// "llvm" (LLVM IR), "obj" (the model's object file) or "descriptor" (the
   /// C model descriptor).
   std::string emit;
   bool verbose = false;
-  bool openmp = false;
-  /// --target cpu: one loop over all AdamW updates of a step (the cuda
-  /// target always fuses them).
-  bool fuseOptimizer = false;
-  /// GELU and its gradient in the GEMM epilogues (both targets).
-  bool geluEpilogue = true;
-  /// How attention is lowered: flash or batched-gemm (both targets),
-  /// flash-mma (cuda); empty: the target's default (flash on the CPU,
-  /// flash-mma on the GPU from sm_80, flash before).
-  std::string attention;
   /// Where libtriax_rt.a and triax_rt.h are (defaults: the build tree).
   std::string runtimeLibDir, runtimeIncludeDir;
   /// The C compiler that compiles the model descriptor and links.

@@ -9,84 +9,69 @@
 
 namespace triax {
 
+/// The CUDA toolkit found when Triax was configured (/usr/local/cuda when
+/// none was).
+std::string defaultCUDAToolkit();
+
+/// How a trained model is lowered to its target: the attention kernels,
+/// the GEMM epilogues, OpenMP and the fused optimizer on the CPU, the GPU's
+/// architecture, PTX features, toolkit and kernel shapes on CUDA. Its
+/// fields, their defaults and their help are declared once, in
+/// LoweringOptions.def, as are the pipelines' textual options below and
+/// triaxc's flags.
+struct LoweringConfig {
+#define TRIAX_LOWERING_OPTION(Type, Field, Name, Flag, Default, Value, Help)   \
+  Type Field = Default;
+#include "triax/Pipelines/LoweringOptions.def"
+};
+
+/// A pipeline's textual options from LoweringOptions.def: the common ones
+/// and those of one target.
+#define TRIAX_LOWERING_PIPELINE_OPTION(Type, Field, Name, Flag, Default,       \
+                                       Value, Help)                            \
+  Option<Type> Field{*this, Name, llvm::cl::desc(Help),                        \
+                     llvm::cl::init(Default)};
+#define TRIAX_LOWERING_PIPELINE_FIELD(Type, Field, ...) config.Field = Field;
+
+/// Options of triax-lower-cpu.
 struct LowerCPUOptions : public mlir::PassPipelineOptions<LowerCPUOptions> {
-  Option<bool> openmp{*this, "openmp",
-                      llvm::cl::desc("Run the kernels' parallel loops on "
-                                     "OpenMP threads"),
-                      llvm::cl::init(false)};
-  Option<bool> fuseOptimizer{
-      *this, "fuse-optimizer",
-      llvm::cl::desc("One parallel loop over all the AdamW updates of a step "
-                     "(convert-triax-to-kernels{fuse-optimizer}; the cuda "
-                     "target always does it)"),
-      llvm::cl::init(false)};
-  Option<std::string> attention{
-      *this, "attention",
-      llvm::cl::desc("Attention as flash (fused kernels, online softmax, no "
-                     "T x T buffer; the default) or batched-gemm "
-                     "(convert-triax-to-kernels{attention})"),
-      llvm::cl::init("flash")};
-  Option<bool> geluEpilogue{
-      *this, "gelu-epilogue",
-      llvm::cl::desc("GELU and its gradient in the GEMM epilogues "
-                     "(convert-triax-to-kernels{gelu-epilogue})"),
-      llvm::cl::init(true)};
+#define TRIAX_LOWERING_COMMON_OPTION TRIAX_LOWERING_PIPELINE_OPTION
+#define TRIAX_LOWERING_CPU_OPTION TRIAX_LOWERING_PIPELINE_OPTION
+#include "triax/Pipelines/LoweringOptions.def"
+
+  /// The values parsed (the CUDA options keep their defaults).
+  LoweringConfig config() const {
+    LoweringConfig config;
+#define TRIAX_LOWERING_COMMON_OPTION TRIAX_LOWERING_PIPELINE_FIELD
+#define TRIAX_LOWERING_CPU_OPTION TRIAX_LOWERING_PIPELINE_FIELD
+#include "triax/Pipelines/LoweringOptions.def"
+    return config;
+  }
 };
 
-/// Options of triax-lower-cuda (docs/cuda.md).
+/// Options of triax-lower-cuda and triax-kernels-to-cuda (docs/cuda.md).
 struct LowerCUDAOptions : public mlir::PassPipelineOptions<LowerCUDAOptions> {
-  Option<std::string> chip{*this, "chip",
-                           llvm::cl::desc("GPU architecture of the kernels "
-                                          "(sm_75 or newer with CUDA 13)"),
-                           llvm::cl::init("sm_90")};
-  Option<std::string> features{
-      *this, "features",
-      llvm::cl::desc("PTX features; sm_90 needs PTX ISA 8.0 (+ptx80), and "
-                     "8.1 (the default, +ptx81) allows 32764 bytes of "
-                     "kernel parameters instead of 4352"),
-      llvm::cl::init("+ptx81")};
-  Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("What is embedded: fatbin (ptxas + fatbinary), bin "
-                     "(cubin), isa (PTX, compiled by the driver at load)"),
-      llvm::cl::init("fatbin")};
-  Option<std::string> toolkit{
-      *this, "toolkit",
-      llvm::cl::desc("CUDA toolkit holding ptxas, fatbinary and libdevice"),
-      llvm::cl::init("/usr/local/cuda")};
-  Option<int64_t> blockSize{*this, "block-size",
-                            llvm::cl::desc("Threads per block of the "
-                                           "generated kernels"),
-                            llvm::cl::init(256)};
-  Option<std::string> rows{
-      *this, "rows",
-      llvm::cl::desc("Row-wise kernels (norms, softmax, cross-entropy): "
-                     "block (one block per row, reductions through warp "
-                     "shuffles; the default) or thread (one thread per row)"),
-      llvm::cl::init("block")};
-  Option<std::string> attention{
-      *this, "attention",
-      llvm::cl::desc("Attention as flash-mma (flash on tensor cores for bf16 "
-                     "operands whose head dimension and sequence are "
-                     "multiples of 16, flash otherwise; the default; sm_80 "
-                     "or newer), flash (fused kernels, online softmax, no "
-                     "T x T buffer, scalar FP32 dot products) or "
-                     "batched-gemm (convert-triax-to-kernels{attention})"),
-      llvm::cl::init("flash-mma")};
-  Option<bool> geluEpilogue{
-      *this, "gelu-epilogue",
-      llvm::cl::desc("GELU and its gradient in the cuBLASLt GEMM epilogues "
-                     "(convert-triax-to-kernels{gelu-epilogue})"),
-      llvm::cl::init(true)};
-  Option<unsigned> optLevel{*this, "opt-level",
-                            llvm::cl::desc("LLVM optimization level of the "
-                                           "device code"),
-                            llvm::cl::init(3)};
+#define TRIAX_LOWERING_COMMON_OPTION TRIAX_LOWERING_PIPELINE_OPTION
+#define TRIAX_LOWERING_CUDA_OPTION TRIAX_LOWERING_PIPELINE_OPTION
+#include "triax/Pipelines/LoweringOptions.def"
+
+  /// The values parsed (the CPU options keep their defaults).
+  LoweringConfig config() const {
+    LoweringConfig config;
+#define TRIAX_LOWERING_COMMON_OPTION TRIAX_LOWERING_PIPELINE_FIELD
+#define TRIAX_LOWERING_CUDA_OPTION TRIAX_LOWERING_PIPELINE_FIELD
+#include "triax/Pipelines/LoweringOptions.def"
+    return config;
+  }
 };
 
-/// Checks the options of triax-lower-cuda (chip name, format, block size);
-/// returns a message naming the problem, or "" when they are usable.
-std::string checkLowerCUDAOptions(const LowerCUDAOptions &options);
+#undef TRIAX_LOWERING_PIPELINE_OPTION
+#undef TRIAX_LOWERING_PIPELINE_FIELD
+
+/// Checks the CUDA options of `options` (chip name, PTX features, format,
+/// block size, rows, attention); returns a message naming the problem, or
+/// "" when they are usable.
+std::string checkLowerCUDAOptions(const LoweringConfig &options);
 
 /// The attention lowering for CUDA `chip` when none is asked for:
 /// flash-mma (bf16 mma.sync) from sm_80, flash before or for a chip name
@@ -147,19 +132,19 @@ void buildParallelizePipeline(mlir::OpPassManager &pm,
 
 /// Model after triax-autodiff -> LLVM dialect, for the CPU.
 void buildLowerCPUPipeline(mlir::OpPassManager &pm,
-                           const LowerCPUOptions &options);
+                           const LoweringConfig &options);
 
 /// Model after triax-autodiff -> LLVM dialect for the host plus an embedded
 /// GPU binary (gpu.binary) for NVIDIA GPUs: the CPU path's kernel IR with
 /// each parallel loop nest turned into a CUDA kernel. The options must pass
 /// checkLowerCUDAOptions.
 void buildLowerCUDAPipeline(mlir::OpPassManager &pm,
-                            const LowerCUDAOptions &options);
+                            const LoweringConfig &options);
 
 /// The second half of buildLowerCUDAPipeline, from the kernel IR of
 /// triax-outline-kernels on (the kernel tests lower kernels alone with it).
 void buildKernelsToCUDAPipeline(mlir::OpPassManager &pm,
-                                const LowerCUDAOptions &options);
+                                const LoweringConfig &options);
 
 /// Registers `triax-lower-cpu` (and the pipelines later issues add).
 void registerPipelines();
