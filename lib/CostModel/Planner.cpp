@@ -340,11 +340,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (plan.sequenceParallel && t < 2)
     reject("sequence parallelism without tp",
            "sequence-parallel needs tp >= 2 (tp=1)");
-  if (cp > 1 && plan.sequenceParallel)
-    reject("context parallelism with sequence parallelism",
-           "cp=" + llvm::Twine(cp) +
-               " with sequence parallelism: both split the sequence (not "
-               "built yet)");
+  if (cp > 1 && plan.sequenceParallel && t > 1 && s % (cp * t) != 0)
+    reject("indivisible: cp x tp does not divide seq (context and sequence "
+           "parallelism)",
+           "seq " + llvm::Twine(s) + " is not divisible by cp=" +
+               llvm::Twine(cp) + " x tp=" + llvm::Twine(t) +
+               " (sequence parallelism splits each cp rank's tokens over "
+               "tp)");
   if (cp > 1 && s % (2 * cp) != 0)
     reject("indivisible: 2 cp does not divide seq",
            "seq " + llvm::Twine(s) + " is not " + llvm::Twine(2 * cp) +
@@ -459,7 +461,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // replicated parameters' gradients every micro-batch. Once per step:
     // the global norm's partial sum (one f32). The busier of the first and
     // the last stage counts.
-    const int64_t n = b * s * h, actB = model.activationBytes, R = b * s;
+    // (Each cp rank's tensor-parallel collectives carry its s / cp tokens.)
+    const int64_t sl = s / cp;
+    const int64_t n = b * sl * h, actB = model.activationBytes, R = b * sl;
     std::vector<std::pair<std::string, CommLoad>> busiest;
     int64_t busiestBytes = -1;
     for (int64_t stage : {int64_t(0), p - 1}) {

@@ -41,10 +41,6 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
     return "sequence parallelism splits the sequence over tensor-parallel "
            "ranks: sequence-parallel needs tp >= 2 (tp=" +
            std::to_string(tp) + ")";
-  if (o.sequenceParallel && mesh.size(TRX_AXIS_CONTEXT) > 1)
-    return "sequence parallelism with context parallelism (cp=" +
-           std::to_string(mesh.size(TRX_AXIS_CONTEXT)) +
-           ") is not supported yet: both split the sequence";
   if (o.recompute != "none" && o.recompute != "selective" &&
       o.recompute != "full")
     return "unknown recompute mode '" + o.recompute +

@@ -291,7 +291,7 @@ struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
 };
 
 /// shard_sequence moves no data: this member's two chunks copied out of
-/// the whole input (loadBalancedPosition).
+/// the whole input (loadBalancedPosition), or its one chunk (contiguous).
 struct ShardSequenceLowering : OpConversionPattern<dist::ShardSequenceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -308,9 +308,12 @@ struct ShardSequenceLowering : OpConversionPattern<dist::ShardSequenceOp> {
     Value member = groupPosition(k, *mask);
     Value out = k.alloc(type);
     Value in = adaptor.getInput();
+    bool contiguous = op.getContiguous();
     k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
       SmallVector<Value> at(ivs);
-      at[dim] = loadBalancedPosition(k, ivs[dim], member, members, local / 2);
+      at[dim] = contiguous ? k.addi(k.muli(member, k.index(local)), ivs[dim])
+                           : loadBalancedPosition(k, ivs[dim], member, members,
+                                                  local / 2);
       Value x = memref::LoadOp::create(k.builder(), k.getLoc(), in, at);
       memref::StoreOp::create(k.builder(), k.getLoc(), x, out, ivs);
     });

@@ -37,3 +37,22 @@ func.func @shard(%t: tensor<2x8xi32>) -> tensor<2x4xi32> {
 // CHECK: %[[S:.*]] = arith.addi %[[START]], %[[IN_CHUNK]] : index
 // CHECK: %[[X:.*]] = memref.load %[[IN]][%[[B]], %[[S]]] : memref<2x8xi32>
 // CHECK: memref.store %[[X]], %[[OUT]][%[[B]], %[[J]]] : memref<2x4xi32>
+
+// The contiguous form (a sequence-parallel slice of a member's tokens):
+// member c keeps tokens c * 4 .. c * 4 + 3.
+func.func @slice(%t: tensor<2x8xi32>) -> tensor<2x4xi32> {
+  %s = dist.shard_sequence %t over @mesh ["cp"] dim 1 contiguous : tensor<2x8xi32> -> tensor<2x4xi32>
+  return %s : tensor<2x4xi32>
+}
+// CHECK-LABEL: func.func @slice(
+// CHECK-SAME: %[[IN:.*]]: memref<2x8xi32>) -> memref<2x4xi32>
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[CP:.*]] = arith.constant 2 : i64
+// CHECK: %[[POS:.*]] = call @trx_group_position(%[[CP]]) : (i64) -> i64
+// CHECK: %[[C:.*]] = arith.index_cast %[[POS]] : i64 to index
+// CHECK: %[[OUT:.*]] = memref.alloc() : memref<2x4xi32>
+// CHECK: scf.parallel (%[[B:.*]], %[[J:.*]]) =
+// CHECK: %[[START:.*]] = arith.muli %[[C]], %[[C4]] : index
+// CHECK: %[[S:.*]] = arith.addi %[[START]], %[[J]] : index
+// CHECK: %[[X:.*]] = memref.load %[[IN]][%[[B]], %[[S]]] : memref<2x8xi32>
+// CHECK: memref.store %[[X]], %[[OUT]][%[[B]], %[[J]]] : memref<2x4xi32>

@@ -81,10 +81,12 @@ func.func @positions() -> tensor<8x32xi32> {
 // and attention over the group's gathered keys and values.
 // CHECK-LABEL: func.func @context_parallel
 // CHECK: dist.shard_sequence %{{.*}} over @cluster ["dp"] dim 1 : tensor<2x8xi32> -> tensor<2x4xi32>
+// CHECK: dist.shard_sequence %{{.*}} over @cluster ["dp"] dim 1 contiguous : tensor<2x4xi32> -> tensor<2x2xi32>
 // CHECK: triax.attention %{{.*}}, %{{.*}}, %{{.*}} heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8xf32>
 // CHECK: triax.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
 func.func @context_parallel(%tokens: tensor<2x8xi32>, %q: tensor<2x4x8xf32>, %kv: tensor<2x8x8xf32>) -> tensor<2x4xi32> {
   %t = dist.shard_sequence %tokens over @cluster ["dp"] dim 1 : tensor<2x8xi32> -> tensor<2x4xi32>
+  %u = dist.shard_sequence %t over @cluster ["dp"] dim 1 contiguous : tensor<2x4xi32> -> tensor<2x2xi32>
   %a = triax.attention %q, %kv, %kv heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8xf32>
   %dq, %dk, %dv = triax.attention_grad %q, %kv, %kv, %a heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
   return %t : tensor<2x4xi32>

@@ -243,7 +243,7 @@ LogicalResult ShardSequenceOp::verifySymbolUses(SymbolTableCollection &table) {
                               *group, /*gather=*/false)))
     return failure();
   int64_t local = getType().getDimSize(getDim());
-  if (!ShapedType::isDynamic(local) && local % 2 != 0)
+  if (!getContiguous() && !ShapedType::isDynamic(local) && local % 2 != 0)
     return emitOpError("each member keeps two equal chunks, but its ")
            << local << " elements along dim " << getDim() << " are odd";
   return success();

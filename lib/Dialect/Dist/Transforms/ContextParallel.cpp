@@ -53,9 +53,15 @@ private:
     shape[kSeqDim] /= n;
     return type.clone(shape);
   }
+  /// Checks that a per-token input of `s` tokens splits into 2n chunks.
+  LogicalResult checkSequence(int64_t s, Location loc);
   /// Shards a per-token input (after its definition) and makes its uses
   /// read the shard.
   LogicalResult shardInput(Value input, Location loc);
+  /// Sequence parallelism's positions (this tp member's slice of the
+  /// sequence): the whole sequence's positions, this member's chunks of
+  /// them, then the tp member's contiguous slice of those.
+  LogicalResult shardSlicedPositions(tx::PositionIdsOp op);
   /// Follows the split through `op`, one of the users of a split value.
   LogicalResult follow(Operation *op);
   /// The rule's kinds: `op`'s results hold this member's tokens; the
@@ -75,9 +81,7 @@ private:
   llvm::DenseSet<Value> split;
 };
 
-LogicalResult Splitter::shardInput(Value input, Location loc) {
-  auto type = cast<RankedTensorType>(input.getType());
-  int64_t s = type.getDimSize(kSeqDim);
+LogicalResult Splitter::checkSequence(int64_t s, Location loc) {
   if (ShapedType::isDynamic(s) || s % (2 * n) != 0)
     return emitError(loc, "dist-context-parallel: cp=")
            << n << " splits each sequence into " << 2 * n
@@ -88,6 +92,13 @@ LogicalResult Splitter::shardInput(Value input, Location loc) {
     return emitError(loc, "dist-context-parallel: a per-token input of ")
            << s << " tokens in a model of sequence " << seq;
   seq = s;
+  return success();
+}
+
+LogicalResult Splitter::shardInput(Value input, Location loc) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (failed(checkSequence(type.getDimSize(kSeqDim), loc)))
+    return failure();
   auto shard = ShardSequenceOp::create(b, loc, local(type), input,
                                        meshRef.getValue(), axes, kSeqDim);
   input.replaceAllUsesExcept(shard, shard);
@@ -95,15 +106,38 @@ LogicalResult Splitter::shardInput(Value input, Location loc) {
   return success();
 }
 
+LogicalResult Splitter::shardSlicedPositions(tx::PositionIdsOp op) {
+  RankedTensorType slice = op.getType();
+  SmallVector<int64_t> shape(slice.getShape());
+  shape[kSeqDim] = seq;
+  Location loc = op.getLoc();
+  b.setInsertionPoint(op);
+  Value whole = tx::PositionIdsOp::create(b, loc, slice.clone(shape));
+  Value mine = ShardSequenceOp::create(b, loc, local(slice.clone(shape)), whole,
+                                       meshRef.getValue(), axes, kSeqDim);
+  auto sliced = ShardSequenceOp::create(b, loc, local(slice), mine,
+                                        op.getMeshAttr().getValue(),
+                                        op.getAxesAttr(), kSeqDim,
+                                        /*contiguous=*/true);
+  op.getResult().replaceAllUsesWith(sliced.getResult());
+  op.erase();
+  split.insert(sliced);
+  return success();
+}
+
 LogicalResult Splitter::splitResults(Operation *op) {
+  // Each result holds this member's tokens: its sequence (the whole one,
+  // or a sequence-parallel slice of it) divided by n.
   for (Value result : op->getResults()) {
     auto type = dyn_cast<RankedTensorType>(result.getType());
-    if (!type || type.getRank() <= kSeqDim || type.getDimSize(kSeqDim) != seq)
+    if (!type || type.getRank() <= kSeqDim ||
+        ShapedType::isDynamic(type.getDimSize(kSeqDim)) ||
+        type.getDimSize(kSeqDim) % n != 0)
       return op->emitOpError("dist-context-parallel: result ")
-             << result.getType()
-             << " does not keep the tokens of its split operand (a sequence "
-                "of "
-             << seq << " along dimension " << kSeqDim << ")";
+             << result.getType() << " does not split into the " << n
+             << " members' tokens along dimension " << kSeqDim
+             << " (a sequence of " << seq
+             << ", or a sequence-parallel slice of it)";
     result.setType(local(type));
     split.insert(result);
   }
@@ -196,12 +230,6 @@ LogicalResult Splitter::run() {
   if (!forward)
     return model.emitError("dist-context-parallel: model @")
            << model.getSymName() << " has no @" << tx::ModelOp::kForwardName;
-  for (tx::ParamOp param : model.getParams())
-    if (param->hasAttr(DistDialect::kPartialGradAttrName))
-      return param.emitOpError(
-          "dist-context-parallel: the model is already split along the "
-          "sequence (sequence parallelism); context parallelism with "
-          "sequence parallelism is not supported yet");
   // The per-token inputs: the [batch, seq] integer arguments, then the
   // positions.
   Block &entry = forward.getBody().front();
@@ -216,9 +244,14 @@ LogicalResult Splitter::run() {
   SmallVector<tx::PositionIdsOp> positions;
   forward.walk([&](tx::PositionIdsOp op) { positions.push_back(op); });
   for (tx::PositionIdsOp op : positions) {
-    if (op.getMeshAttr())
-      return op.emitOpError("dist-context-parallel: the positions are "
-                            "already split (sequence parallelism)");
+    if (op.getMeshAttr()) {
+      // Sequence parallelism's slice: the whole sequence is the slice's
+      // times the tp group (the per-token arguments have set `seq`).
+      if (failed(checkSequence(seq, op.getLoc())) ||
+          failed(shardSlicedPositions(op)))
+        return failure();
+      continue;
+    }
     b.setInsertionPointAfter(op);
     if (failed(shardInput(op.getResult(), op.getLoc())))
       return failure();
@@ -238,10 +271,18 @@ LogicalResult Splitter::run() {
   if (walk.wasInterrupted())
     return failure();
   // Each member applies every parameter to its own tokens: the full
-  // gradient is the sum over the group.
-  auto partial = PartialGradAttr::get(b.getContext(), meshRef, axes);
-  for (tx::ParamOp param : model.getParams())
-    param->setAttr(DistDialect::kPartialGradAttrName, partial);
+  // gradient is the sum over the group (and over the tp group too where
+  // sequence parallelism made it partial there already).
+  for (tx::ParamOp param : model.getParams()) {
+    SmallVector<Attribute> groupAxes;
+    if (auto partial = param->getAttrOfType<PartialGradAttr>(
+            DistDialect::kPartialGradAttrName))
+      llvm::append_range(groupAxes, partial.getAxes());
+    llvm::append_range(groupAxes, axes);
+    param->setAttr(DistDialect::kPartialGradAttrName,
+                   PartialGradAttr::get(b.getContext(), meshRef,
+                                        b.getArrayAttr(groupAxes)));
+  }
   return success();
 }
 

@@ -17,36 +17,20 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 6> {
 
 // -----
 
-// A sequence-parallel model (sequence parallelism and context parallelism
-// both split the sequence).
-dist.mesh @mesh <["cp"=2, "tp"=2]>
-triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
-  // expected-error @+1 {{'triax.param' op dist-context-parallel: the model is already split along the sequence (sequence parallelism); context parallelism with sequence parallelism is not supported yet}}
-  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02> {dist.partial_grad = #dist.partial_grad<@mesh, ["tp"]>}
-  func.func @forward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
-    %emb = triax.get_param @emb : tensor<4x2xf32>
-    %x = triax.embedding %tokens, %emb : (tensor<1x4xi32>, tensor<4x2xf32>) -> tensor<1x4x2xf32>
-    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<1x4x2xf32>, tensor<4x2xf32>) -> tensor<1x4x4xf32>
-    %loss = triax.cross_entropy %logits, %targets : (tensor<1x4x4xf32>, tensor<1x4xi32>) -> tensor<f32>
-    return %loss : tensor<f32>
-  }
-}
-
-// -----
-
-// A collective along the sequence on the split tokens.
-dist.mesh @mesh <["cp"=2, "tp"=2]>
+// A sequence-parallel slice that does not split into the members' tokens:
+// 4 tokens over tp=4 leave one per tp member, which cp=2 cannot halve.
+dist.mesh @mesh <["cp"=2, "tp"=4]>
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
   triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
   func.func @forward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
     %emb = triax.get_param @emb : tensor<4x2xf32>
     %x = triax.embedding %tokens, %emb : (tensor<1x4xi32>, tensor<4x2xf32>) -> tensor<1x4x2xf32>
-    // expected-error @+1 {{'dist.all_gather' op dist-context-parallel: the sequence is already split here (sequence parallelism and context parallelism together are not supported yet)}}
-    %g = dist.all_gather %x over @mesh ["tp"] dim 1 : tensor<1x4x2xf32> -> tensor<1x8x2xf32>
-    %logits = triax.linear %g, %emb {transpose_weight} : (tensor<1x8x2xf32>, tensor<4x2xf32>) -> tensor<1x8x4xf32>
-    %y = triax.get_param @emb : tensor<4x2xf32>
-    %zero = arith.constant dense<0.0> : tensor<f32>
-    return %zero : tensor<f32>
+    // expected-error @+1 {{'dist.reduce_scatter' op dist-context-parallel: result 'tensor<1x1x2xf32>' does not split into the 2 members' tokens along dimension 1 (a sequence of 4, or a sequence-parallel slice of it)}}
+    %s = dist.reduce_scatter sum %x over @mesh ["tp"] dim 1 : tensor<1x4x2xf32> -> tensor<1x1x2xf32>
+    %g = dist.all_gather %s over @mesh ["tp"] dim 1 : tensor<1x1x2xf32> -> tensor<1x4x2xf32>
+    %logits = triax.linear %g, %emb {transpose_weight} : (tensor<1x4x2xf32>, tensor<4x2xf32>) -> tensor<1x4x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x4x4xf32>, tensor<1x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
   }
 }
 

@@ -239,7 +239,7 @@ def Dist_AxisIndexOp : Dist_CollectiveOp<"axis_index", [Pure, CostOpInterface]> 
 }
 
 def Dist_ShardSequenceOp : Dist_CollectiveOp<"shard_sequence", [Pure, CostOpInterface, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
-  let summary = "Keeps this member's load-balanced chunks of a sequence";
+  let summary = "Keeps this member's chunks of a sequence";
   let description = [{
     Context parallelism's split of the sequence (dimension `dim`) over the
     `n` members of the group: the sequence is cut into `2n` equal chunks
@@ -252,13 +252,21 @@ def Dist_ShardSequenceOp : Dist_CollectiveOp<"shard_sequence", [Pure, CostOpInte
     ```
     `dist-context-parallel` applies it to the token ids, the targets and
     the positions, integers, so it is not differentiated.
+
+    `contiguous`: member `c` keeps the `c`-th of `n` equal chunks instead,
+    as sequence parallelism splits the sequence (dist-context-parallel
+    cuts a sequence-parallel model's positions so, after its own split).
+    ```mlir
+    %p = dist.shard_sequence %q over @mesh ["tp"] dim 1 contiguous : tensor<8x128xi32> -> tensor<8x64xi32>
+    ```
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64Attr:$dim);
+                       StrArrayAttr:$axes, I64Attr:$dim,
+                       UnitAttr:$contiguous);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
-    type($result)
+    $input `over` $mesh $axes `dim` $dim (`contiguous` $contiguous^)?
+    attr-dict `:` type($input) `->` type($result)
   }];
 }
 

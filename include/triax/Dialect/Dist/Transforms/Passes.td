@@ -281,13 +281,21 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
       `triax-autodiff` sums its gradient over the group before the
       data-parallel reduction (or ZeRO's) sees it.
 
+    - **With sequence parallelism** (dist-tensor-parallel's, run first):
+      its `dist.reduce_scatter` and `dist.all_gather` along the sequence
+      over tp work within the member's tokens (local along the sequence);
+      its positions (`triax.position_ids sequence_parallel`) become the
+      whole sequence's, cut to the member's chunks, then to the tp rank's
+      contiguous slice of them (`dist.shard_sequence ... contiguous`); the
+      parameters it made partial over tp become partial over tp and cp.
+
     The mesh is found or created as by `dist-tensor-parallel` (`cp-axis`,
     `cp`). Errors: a sequence that does not split into `2n` equal chunks;
     a model that already has `@forward_backward` (run the pass before
-    `triax-autodiff`); a sequence-parallel model (`dist.partial_grad` or a
-    collective along the sequence: not supported together yet); an op
-    computed from the split tokens that has no rule along the sequence, or
-    refuses it (the error names it and the rule's reason).
+    `triax-autodiff`); an op computed from the split tokens that has no
+    rule along the sequence, or refuses it (the error names it and the
+    rule's reason); a result (a sequence-parallel slice) that does not
+    split into the members' tokens.
 
     Before (`cp=2`, one attention; positions and the loss alike):
     ```mlir
