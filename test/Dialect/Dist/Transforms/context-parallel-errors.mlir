@@ -65,3 +65,21 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
     return %zero : tensor<f32>
   }
 }
+
+// -----
+
+// Attention whose key is not computed from the split tokens (its rule
+// gathers the keys and values of every member's tokens).
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
+  triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<1x4xi32>, %targets: tensor<1x4xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<4x2xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<1x4xi32>, tensor<4x2xf32>) -> tensor<1x4x2xf32>
+    %k = arith.constant dense<1.0> : tensor<1x4x2xf32>
+    // expected-error @+1 {{'triax.attention' op dist-context-parallel: every operand must be computed from the split tokens}}
+    %a = triax.attention %x, %k, %x heads = 1 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+    %logits = triax.linear %a, %emb {transpose_weight} : (tensor<1x4x2xf32>, tensor<4x2xf32>) -> tensor<1x4x4xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<1x4x4xf32>, tensor<1x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
