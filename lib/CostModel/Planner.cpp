@@ -760,15 +760,20 @@ PlanResult triax::cost::planModel(const ModelShape &model,
   PlanResult result = search(model, req);
   if (result.fits > 0)
     return result;
-  // Nothing fits: what would, found by searching again.
+  // Nothing fits: what would, found by searching again. More GPUs and a
+  // bigger GPU are searched only when some plan ran out of memory: they do
+  // not change a divisibility or a schedule's rule.
+  bool outOfMemory = false;
   for (const PlanResult::Region &region : result.rejected)
-    if (region.reason == "out of memory")
+    if (region.reason == "out of memory") {
+      outOfMemory = true;
       result.suggestions.push_back(
           "closest: " + describePlan(region.best) + " needs " +
           gib(region.best.memory.peak) + ", " + gib(region.best.overBytes) +
           " more than the " + gib(req.hardware.hbmBytes) + " of a " +
           req.hardware.name);
-  for (int k = 1; k <= 10; ++k) {
+    }
+  for (int k = 1; outOfMemory && k <= 10; ++k) {
     PlanRequest more = req;
     more.gpus = req.gpus << k;
     more.dp.reset(); // the added GPUs go to whichever axis helps
@@ -788,7 +793,7 @@ PlanResult triax::cost::planModel(const ModelShape &model,
   }
   std::vector<Hardware> bigger;
   for (const Hardware &hw : builtinHardware())
-    if (hw.hbmBytes > req.hardware.hbmBytes)
+    if (outOfMemory && hw.hbmBytes > req.hardware.hbmBytes)
       bigger.push_back(hw);
   std::sort(bigger.begin(), bigger.end(),
             [](const Hardware &a, const Hardware &b) {
