@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
+#include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -38,17 +39,11 @@ int64_t elemBytes(mlir::Type type) {
   return int64_t(elem.getIntOrFloatBitWidth() + 7) / 8;
 }
 
-/// Whether `op` is a triax.add whose only reader is a triax.accumulate_grad
-/// in its block: accumulate-in-gemm accumulates its two terms one by one
-/// (splitAccumulatedSums), so the sum has no buffer.
+/// Whether `op` is a triax.add the lowering accumulates term by term (the
+/// lowering's own rule, isAccumulatedTermByTerm): the sum has no buffer.
 bool splitAccumulated(mlir::Operation *op) {
   auto sum = llvm::dyn_cast<mlir::triax::AddOp>(op);
-  if (!sum || !sum->hasOneUse() || sum.getLhs().getType() != sum.getType() ||
-      sum.getRhs().getType() != sum.getType())
-    return false;
-  mlir::Operation *user = *sum->getUsers().begin();
-  return llvm::isa<mlir::triax::AccumulateGradOp>(user) &&
-         user->getBlock() == sum->getBlock();
+  return sum && mlir::triax::isAccumulatedTermByTerm(sum);
 }
 
 /// Whether an f32 gradient's only reader is a triax.accumulate_grad, through

@@ -19,6 +19,7 @@
 #include "KernelBuilder.h"
 #include "triax/Conversion/RuntimeABI.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -121,9 +122,7 @@ static void splitAccumulatedSums(func::FuncOp fn) {
   fn.walk([&](AccumulateGradOp op) { accumulates.push_back(op); });
   for (AccumulateGradOp op : accumulates) {
     auto sum = op.getGrad().getDefiningOp<AddOp>();
-    if (!sum || !sum->hasOneUse() || sum->getBlock() != op->getBlock() ||
-        sum.getLhs().getType() != sum.getType() ||
-        sum.getRhs().getType() != sum.getType())
+    if (!sum || !isAccumulatedTermByTerm(sum))
       continue;
     OpBuilder b(op);
     AccumulateGradOp::create(b, op.getLoc(), op.getParamAttr(), sum.getLhs());

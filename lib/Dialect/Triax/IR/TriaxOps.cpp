@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/IR/Builders.h"
@@ -698,3 +699,11 @@ int64_t AttentionGradOp::getScratchBytes() {
 
 #define GET_OP_CLASSES
 #include "triax/Dialect/Triax/IR/TriaxOps.cpp.inc"
+
+bool mlir::triax::isAccumulatedTermByTerm(AddOp sum) {
+  if (!sum->hasOneUse() || sum.getLhs().getType() != sum.getType() ||
+      sum.getRhs().getType() != sum.getType())
+    return false;
+  Operation *user = *sum->getUsers().begin();
+  return isa<AccumulateGradOp>(user) && user->getBlock() == sum->getBlock();
+}

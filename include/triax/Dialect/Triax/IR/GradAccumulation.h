@@ -1,0 +1,24 @@
+//===- GradAccumulation.h - How gradients reach their buffers ---*- C++ -*-===//
+//
+// Rules the kernel lowering applies to gradient accumulation, shared with the
+// cost model that predicts its buffers (one rule, asked by both).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRIAX_DIALECT_TRIAX_IR_GRADACCUMULATION_H
+#define TRIAX_DIALECT_TRIAX_IR_GRADACCUMULATION_H
+
+#include "triax/Dialect/Triax/IR/Triax.h"
+
+namespace mlir::triax {
+
+/// Whether `sum` is accumulated term by term (accumulate-in-gemm,
+/// convert-triax-to-kernels): its only reader is a triax.accumulate_grad
+/// in its block and both terms have its type, so the lowering accumulates
+/// each term where it is made (a tied embedding's two gradients) and the
+/// sum has no buffer.
+bool isAccumulatedTermByTerm(AddOp sum);
+
+} // namespace mlir::triax
+
+#endif // TRIAX_DIALECT_TRIAX_IR_GRADACCUMULATION_H
