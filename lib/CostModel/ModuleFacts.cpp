@@ -73,15 +73,10 @@ bool onlyAccumulated(mlir::Value v) {
 /// gradient's type, and every other reader of them comes before `op` in its
 /// block.
 bool gradOverwritesLogits(mlir::triax::CrossEntropyGradOp op) {
-  mlir::Value logits = op.getLogits();
-  mlir::Operation *def = logits.getDefiningOp();
-  if (!def || llvm::isa<mlir::triax::GetParamOp, mlir::triax::GetGradOp>(def) ||
-      logits.getType() != op.getType())
-    return false;
-  return llvm::all_of(logits.getUsers(), [&](mlir::Operation *user) {
-    return user == op.getOperation() ||
-           (user->getBlock() == op->getBlock() && user->isBeforeInBlock(op));
-  });
+  mlir::Operation *def = op.getLogits().getDefiningOp();
+  return def &&
+         !llvm::isa<mlir::triax::GetParamOp, mlir::triax::GetGradOp>(def) &&
+         mlir::triax::mayOverwriteLogits(op);
 }
 
 /// [A9] The peak bytes of the tensors one call of `fn` holds at once, as the

@@ -30,6 +30,7 @@
 
 #include "KernelBuilder.h"
 
+#include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -236,23 +237,16 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
 
 /// The buffer `op`'s gradient goes to: with `inPlace`, the logits' own
 /// buffer when the kernels allocated it (not a function argument, a view or
-/// a parameter), it has the gradient's type, and every other reader of the
-/// logits comes before `op` in its block (so none reads them after they
-/// are overwritten, and the buffer is not yielded or returned); else a
-/// new one. The buffer is freed after the gradient's last use
-/// (insertDeallocs follows the value).
+/// a parameter) with an identity layout and the op may overwrite its logits
+/// (mayOverwriteLogits: the gradient's type, every other reader before
+/// `op`, so none reads them once overwritten and the buffer is not yielded
+/// or returned); else a new one. The buffer is freed after the gradient's
+/// last use (insertDeallocs follows the value).
 Value gradientBuffer(KernelBuilder &k, CrossEntropyGradOp op, Value logits,
                      bool inPlace) {
-  auto type = cast<MemRefType>(logits.getType());
-  bool owned = logits.getDefiningOp<memref::AllocOp>() != nullptr;
-  bool sameType = type.getShape() == op.getType().getShape() &&
-                  type.getElementType() == op.getType().getElementType() &&
-                  type.getLayout().isIdentity();
-  bool readBefore = llvm::all_of(op.getLogits().getUsers(), [&](Operation *u) {
-    return u == op.getOperation() ||
-           (u->getBlock() == op->getBlock() && u->isBeforeInBlock(op));
-  });
-  if (inPlace && owned && sameType && readBefore)
+  bool owned = logits.getDefiningOp<memref::AllocOp>() != nullptr &&
+               cast<MemRefType>(logits.getType()).getLayout().isIdentity();
+  if (inPlace && owned && mayOverwriteLogits(op))
     return logits;
   return k.alloc(op.getType());
 }

@@ -707,3 +707,14 @@ bool mlir::triax::isAccumulatedTermByTerm(AddOp sum) {
   Operation *user = *sum->getUsers().begin();
   return isa<AccumulateGradOp>(user) && user->getBlock() == sum->getBlock();
 }
+
+bool mlir::triax::mayOverwriteLogits(CrossEntropyGradOp grad) {
+  Value logits = grad.getLogits();
+  if (logits.getType() != grad.getType())
+    return false;
+  return llvm::all_of(logits.getUsers(), [&](Operation *user) {
+    return user == grad.getOperation() ||
+           (user->getBlock() == grad->getBlock() &&
+            user->isBeforeInBlock(grad));
+  });
+}

@@ -1,7 +1,7 @@
 //===- GradAccumulation.h - How gradients reach their buffers ---*- C++ -*-===//
 //
-// Rules the kernel lowering applies to gradient accumulation, shared with the
-// cost model that predicts its buffers (one rule, asked by both).
+// Rules the kernel lowering applies to the gradients' buffers, shared with
+// the cost model that predicts them (one rule, asked by both).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,13 @@ namespace mlir::triax {
 /// each term where it is made (a tied embedding's two gradients) and the
 /// sum has no buffer.
 bool isAccumulatedTermByTerm(AddOp sum);
+
+/// Whether `grad` may be written over its logits
+/// (convert-triax-to-kernels{loss-grad-in-place}, where the logits' buffer
+/// is the kernels' own): the logits have the gradient's type and every
+/// other reader of them comes before `grad` in its block, so none reads
+/// them once overwritten.
+bool mayOverwriteLogits(CrossEntropyGradOp grad);
 
 } // namespace mlir::triax
 
