@@ -30,7 +30,7 @@ struct LoweringConfig {
 #define TRIAX_LOWERING_PIPELINE_OPTION(Type, Field, Name, Flag, Default,       \
                                        Value, Help)                            \
   Option<Type> Field{*this, Name, llvm::cl::desc(Help),                        \
-                     llvm::cl::init(Default)};
+                     llvm::cl::value_desc(Value), llvm::cl::init(Default)};
 #define TRIAX_LOWERING_PIPELINE_FIELD(Type, Field, ...) config.Field = Field;
 
 /// Options of triax-lower-cpu.
