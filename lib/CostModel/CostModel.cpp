@@ -337,26 +337,10 @@ StepTime triax::cost::predictStepTime(const Hardware &hw, const Plan &plan,
   return t;
 }
 
-int64_t *triax::cost::Plan::axisSize(trx_axis_role role) {
-  switch (role) {
-  case TRX_AXIS_DATA:
-    return &dp;
-  case TRX_AXIS_PIPELINE:
-    return &pp;
-  case TRX_AXIS_CONTEXT:
-    return &cp;
-  case TRX_AXIS_TENSOR:
-    return &tp;
-  default:
-    return nullptr;
-  }
-}
-
 mlir::dist::MeshShape triax::cost::Plan::mesh() const {
   mlir::dist::MeshShape shape;
-  Plan plan = *this;
   for (const mlir::dist::AxisRoleInfo &row : mlir::dist::axisRoles())
-    if (int64_t *size = plan.axisSize(row.role))
+    if (const int64_t *size = axisField(*this, row.role))
       if (*size > 1 || row.role != TRX_AXIS_CONTEXT)
         shape.set(row.role, *size);
   return shape;

@@ -379,10 +379,9 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   if (facts.rank < 0 || facts.rank >= ranks)
     return failure("rank " + llvm::Twine(facts.rank) + " is not in the mesh (" +
                    llvm::Twine(ranks) + " ranks)");
-  facts.plan.dp = axisSize(TRX_AXIS_DATA);
-  facts.plan.tp = axisSize(TRX_AXIS_TENSOR);
-  facts.plan.pp = axisSize(TRX_AXIS_PIPELINE);
-  facts.plan.cp = axisSize(TRX_AXIS_CONTEXT);
+  for (const mlir::dist::AxisRoleInfo &row : mlir::dist::axisRoles())
+    if (int64_t *size = axisField(facts.plan, row.role))
+      *size = axisSize(row.role);
 
   mlir::triax::ModelOp model;
   module.walk([&](mlir::triax::ModelOp m) {

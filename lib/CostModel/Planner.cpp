@@ -93,34 +93,17 @@ std::string ms(double seconds) {
 // The request
 //===----------------------------------------------------------------------===//
 
-/// The request's fixed size of `role`'s axis, for the roles the planner
-/// searches over (Plan::axisSize); nullptr for the others.
-template <typename Request>
-static auto *fixedAxis(Request &req, trx_axis_role role) {
-  switch (role) {
-  case TRX_AXIS_DATA:
-    return &req.dp;
-  case TRX_AXIS_TENSOR:
-    return &req.tp;
-  case TRX_AXIS_PIPELINE:
-    return &req.pp;
-  case TRX_AXIS_CONTEXT:
-    return &req.cp;
-  default:
-    return decltype(&req.dp)(nullptr);
-  }
-}
-
-/// The same for the axis named `key`.
+/// The request's fixed size of the axis named `key`, for the roles the
+/// planner searches over (axisField); nullptr for other keys.
 static std::optional<int64_t> *fixedAxis(PlanRequest &req,
                                          llvm::StringRef key) {
-  return fixedAxis(req, mlir::dist::axisRoleNamed(key));
+  return axisField(req, mlir::dist::axisRoleNamed(key));
 }
 
 /// The request's fixed size of `role`'s axis, if any.
 static std::optional<int64_t> fixedSize(const PlanRequest &req,
                                         trx_axis_role role) {
-  const std::optional<int64_t> *axis = fixedAxis(req, role);
+  const std::optional<int64_t> *axis = axisField(req, role);
   return axis ? *axis : std::nullopt;
 }
 
@@ -624,7 +607,7 @@ void forEachMesh(llvm::ArrayRef<trx_axis_role> roles, int64_t left, Plan plan,
     std::optional<int64_t> dp = fixedSize(req, TRX_AXIS_DATA);
     if (dp && *dp != left)
       return;
-    *plan.axisSize(TRX_AXIS_DATA) = left;
+    *axisField(plan, TRX_AXIS_DATA) = left;
     fn(plan);
     return;
   }
@@ -633,19 +616,20 @@ void forEachMesh(llvm::ArrayRef<trx_axis_role> roles, int64_t left, Plan plan,
   for (int64_t size : divisors(left)) {
     if (fixed ? *fixed != size : size > 1 && !considersAxis(role, model))
       continue;
-    *plan.axisSize(role) = size;
+    *axisField(plan, role) = size;
     forEachMesh(roles.drop_front(), left / size, plan, model, req, fn);
   }
 }
 
 /// Every mesh of `gpus` devices over the axis roles the cost model models
-/// (Plan::axisSize), innermost first (tp, cp, pp; dp takes the rest).
+/// (axisField), innermost first (tp, cp, pp; dp takes the rest).
 void forEachMesh(const ModelShape &model, const PlanRequest &req, int64_t gpus,
                  llvm::function_ref<void(const Plan &)> fn) {
   llvm::SmallVector<trx_axis_role> roles;
   Plan plan;
   for (const mlir::dist::AxisRoleInfo &row : mlir::dist::axisRoles())
-    if (row.implemented && row.role != TRX_AXIS_DATA && plan.axisSize(row.role))
+    if (row.implemented && row.role != TRX_AXIS_DATA &&
+        axisField(plan, row.role))
       roles.insert(roles.begin(), row.role);
   forEachMesh(roles, gpus, plan, model, req, fn);
 }

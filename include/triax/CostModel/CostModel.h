@@ -72,9 +72,29 @@ enum class DTypeMode { FP32, Mixed };
 enum class Schedule { None, GPipe, OneFOneB };
 enum class Recompute { None, Selective, Full };
 
+/// The field of `role`'s axis in a plan, or in a planner request (whose
+/// fields have the same names, each optional): the one place a role of the
+/// axis-role table meets the cost model's fields. nullptr for a role the
+/// cost model does not model yet (the planner does not search it).
+template <typename PlanOrRequest>
+auto *axisField(PlanOrRequest &p, trx_axis_role role) {
+  switch (role) {
+  case TRX_AXIS_DATA:
+    return &p.dp;
+  case TRX_AXIS_PIPELINE:
+    return &p.pp;
+  case TRX_AXIS_CONTEXT:
+    return &p.cp;
+  case TRX_AXIS_TENSOR:
+    return &p.tp;
+  default:
+    return decltype(&p.dp)(nullptr);
+  }
+}
+
 struct Plan {
   /// The mesh: the sizes of the axes by role (the formulas are each
-  /// role's). axisSize() is where a role of the axis-role table meets its
+  /// role's). axisField() is where a role of the axis-role table meets its
   /// field.
   int64_t dp = 1, tp = 1, pp = 1;
   /// Context parallelism (the cp axis): each rank holds seq / cp tokens.
@@ -86,9 +106,6 @@ struct Plan {
   DTypeMode dtype = DTypeMode::FP32;
   Recompute recompute = Recompute::None;
 
-  /// The field of `role`'s axis; nullptr for a role the cost model does not
-  /// model yet (the planner does not search it).
-  int64_t *axisSize(trx_axis_role role);
   /// The plan's mesh, every modelled axis in the table's order (cp only
   /// when > 1: a mesh without it is the same program).
   mlir::dist::MeshShape mesh() const;
