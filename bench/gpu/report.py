@@ -26,7 +26,8 @@ A run killed at run.sh's deadline leaves fewer steps than --steps, and
 maybe half a last line: the figures are the whole lines' ("complete":
 false, "partial_lines" counts what was dropped).
 
-sanitizer: compute-sanitizer's "ERROR SUMMARY: N errors" line; ok when N
+sanitizer: compute-sanitizer's "ERROR SUMMARY: N errors" line (racecheck's
+"RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)"); ok when N
 is 0 and the program under it exited 0. No summary (killed, or it did
 not start) is not ok; --unavailable (no compute-sanitizer on the
 machine) records "unavailable" and is not a failure.
@@ -156,7 +157,12 @@ def sanitizer(a):
             text = f.read()
     except OSError as e:
         text = "(%s)" % e
-    m = re.findall(r"ERROR SUMMARY: (\d+) errors?", text)
+    # memcheck (and the other tools) end with "ERROR SUMMARY: N errors";
+    # racecheck with "RACECHECK SUMMARY: H hazards displayed (N errors, W
+    # warnings)".
+    m = re.findall(r"ERROR SUMMARY: (\d+) errors?", text) or \
+        re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?",
+                   text)
     errors = int(m[-1]) if m else None
     ok = errors == 0 and a.status == 0
     out = {"tool": a.tool, "result": ("%d errors" % errors if m else

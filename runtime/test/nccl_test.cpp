@@ -35,6 +35,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -232,11 +233,31 @@ void checkGradsRegion() {
   trx_comm_wait_grads();
   std::vector<float> c2 = download(chunk2, n), r1 = download(reused, n),
                      r2 = download(reused2, n);
-  bool ok = true;
-  for (int64_t j = 0; j < n; ++j)
-    ok = ok && c2[size_t(j)] == valueF(j) && r1[size_t(j)] == 0.0f &&
-         r2[size_t(j)] == 0.0f;
-  CHECK(ok);
+  // Each buffer on its own, with its first wrong element: the second
+  // region's chunk, and the two blocks handed out again, zeroed.
+  auto firstWrong = [&](const std::vector<float> &got, bool zero) {
+    for (int64_t j = 0; j < n; ++j)
+      if (got[size_t(j)] != (zero ? 0.0f : valueF(j)))
+        return j;
+    return int64_t(-1);
+  };
+  std::vector<std::string> wrong;
+  for (auto [name, got, zero] :
+       {std::tuple<const char *, const std::vector<float> *, bool>{
+            "chunk2 (the second region's reduce-scatter)", &c2, false},
+        {"reused (the gradient's block after the first region)", &r1, true},
+        {"reused2 (the chunk freed inside the second region)", &r2, true}}) {
+    int64_t j = firstWrong(*got, zero);
+    if (j >= 0)
+      wrong.push_back(std::string(name) + ": element " + std::to_string(j) +
+                      " is " + std::to_string((*got)[size_t(j)]) +
+                      ", expected " + std::to_string(zero ? 0.0f : valueF(j)));
+    ++trxtest::checkCount();
+  }
+  for (const std::string &w : wrong) // all of them before the first fails
+    fprintf(stderr, "checkGradsRegion: %s\n", w.c_str());
+  if (!wrong.empty())
+    trxtest::failed(__FILE__, __LINE__, wrong.front());
   for (float *p : {reused, chunk2, reused2})
     trx_free(p);
 }

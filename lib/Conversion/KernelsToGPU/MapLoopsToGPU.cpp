@@ -18,12 +18,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "triax/Conversion/KernelsToGPU/Passes.h"
+#include "triax/Conversion/RowReductions.h"
 
 #include "WriteDisjointness.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -190,6 +192,54 @@ std::optional<SmallVector<Combine>> rowReduction(scf::ForOp loop) {
   return combines;
 }
 
+/// A row loop that says it is an online (max, sum of exp) reduction
+/// (kOnlineMaxSumExpAttr): two float iter_args, the max's type the
+/// elements'.
+bool isOnlineMaxSumExp(scf::ForOp loop) {
+  if (!loop->hasAttr(mlir::triax::kOnlineMaxSumExpAttr) ||
+      loop.getNumResults() != 2)
+    return false;
+  return llvm::all_of(loop.getResultTypes(),
+                      [](Type t) { return isa<FloatType>(t); });
+}
+
+/// The block's (M, S) from each thread's partial state (m, s) of an online
+/// (max, sum of exp) row loop, then combined with the loop's initial state
+/// (m0, s0): M = max over the threads, S = sum of s exp(m - M), where a
+/// state with s = 0 (a thread that saw no element: m = -inf) adds 0, not
+/// exp(-inf - -inf) = NaN times 0.
+std::pair<Value, Value> combineOnlineMaxSumExp(OpBuilder &b, Location loc,
+                                               Value m, Value s, Value m0,
+                                               Value s0) {
+  auto rescaled = [&](Value mi, Value si, Value to) {
+    Value e =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mi, to));
+    if (e.getType() != si.getType())
+      e = arith::ExtFOp::create(b, loc, si.getType(), e);
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(si.getType(), 0.0));
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, si, zero);
+    return arith::SelectOp::create(b, loc, empty, zero,
+                                   arith::MulFOp::create(b, loc, si, e))
+        .getResult();
+  };
+  Value all = gpu::AllReduceOp::create(
+      b, loc, m,
+      gpu::AllReduceOperationAttr::get(b.getContext(),
+                                       gpu::AllReduceOperation::MAXIMUMF),
+      b.getUnitAttr());
+  Value sum = gpu::AllReduceOp::create(
+      b, loc, rescaled(m, s, all),
+      gpu::AllReduceOperationAttr::get(b.getContext(),
+                                       gpu::AllReduceOperation::ADD),
+      b.getUnitAttr());
+  Value max = arith::MaximumFOp::create(b, loc, all, m0);
+  Value total = arith::AddFOp::create(b, loc, rescaled(all, sum, max),
+                                      rescaled(m0, s0, max));
+  return {max, total};
+}
+
 /// Whether `loop` is a row-wise kernel one block per row can run: a 1-D
 /// nest whose body is scalar ops and sequential loops over the row, each
 /// either a reduction (rowReduction) or an elementwise loop (no results).
@@ -199,7 +249,8 @@ bool isRowKernel(scf::ParallelOp loop) {
   bool hasRowLoop = false;
   for (Operation &op : loop.getBody()->without_terminator()) {
     if (auto inner = dyn_cast<scf::ForOp>(op)) {
-      if (inner.getNumResults() != 0 && !rowReduction(inner))
+      if (inner.getNumResults() != 0 && !rowReduction(inner) &&
+          !isOnlineMaxSumExp(inner))
         return false;
       hasRowLoop = true;
       continue;
@@ -294,13 +345,20 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
         loc, map.lookupOrDefault(inner.getLowerBound()),
         b.createOrFold<arith::MulIOp>(loc, tid, innerStep));
     Value stride = b.createOrFold<arith::MulIOp>(loc, innerStep, block);
-    std::optional<SmallVector<Combine>> combines = rowReduction(inner);
+    bool online = isOnlineMaxSumExp(inner);
+    std::optional<SmallVector<Combine>> combines =
+        online ? std::nullopt : rowReduction(inner);
     // Each thread's partial results start from the combine's identity.
     SmallVector<Value> inits;
     if (combines)
       for (auto [init, combine] : llvm::zip(inner.getInitArgs(), *combines))
         inits.push_back(
             arith::getIdentityValue(combine.identity, init.getType(), b, loc));
+    if (online)
+      inits = {arith::getIdentityValue(arith::AtomicRMWKind::maximumf,
+                                       inner.getResult(0).getType(), b, loc),
+               arith::getIdentityValue(arith::AtomicRMWKind::addf,
+                                       inner.getResult(1).getType(), b, loc)};
     auto split = scf::ForOp::create(b, loc, start,
                                     map.lookupOrDefault(inner.getUpperBound()),
                                     stride, inits);
@@ -320,6 +378,15 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
     if (inner.getNumResults() == 0) {
       // A later loop may read what this one wrote.
       gpu::BarrierOp::create(b, loc);
+      continue;
+    }
+    if (online) {
+      auto [max, sum] =
+          combineOnlineMaxSumExp(b, loc, split.getResult(0), split.getResult(1),
+                                 map.lookupOrDefault(inner.getInitArgs()[0]),
+                                 map.lookupOrDefault(inner.getInitArgs()[1]));
+      map.map(inner.getResult(0), max);
+      map.map(inner.getResult(1), sum);
       continue;
     }
     // The block's result, then the loop's own initial value.

@@ -19,7 +19,12 @@
 // AttentionImpl::FlashMMA (the CUDA pipeline's default): the same
 // algorithm on NVIDIA tensor cores, a warp per 16 rows of mma.sync
 // (AttentionMMA.cpp), where flashMMAApplies (bf16, d and S multiples of
-// 16); Flash for other shapes.
+// 16); BatchedGemm for other shapes (f32 operands included), and Flash
+// for context-parallel attention, which BatchedGemm does not take. The
+// scalar Flash kernels run one GPU thread per query row, and each
+// thread's accumulator row goes to and from global memory at every key:
+// on the H200, gpt2 fp32 at 16 x 1024 took 23.9 s a step with them
+// (bench/gpu/run.sh, docs/cuda.md section 7).
 //
 // AttentionImpl::BatchedGemm. For each batch index b (a sequential host loop
 // over B), the heads of b are 3-D strided views [n, S, d] of the rows
@@ -78,7 +83,7 @@ enum class AttentionImpl {
   /// FlashAttention-2 algorithm; see lowerFlash): no T x T buffer.
   Flash,
   /// Flash on NVIDIA tensor cores (AttentionMMA.cpp) where flashMMAApplies,
-  /// Flash elsewhere.
+  /// BatchedGemm elsewhere (Flash under context parallelism).
   FlashMMA,
 };
 
@@ -805,6 +810,8 @@ LogicalResult lowerAttention(AttentionImpl impl, KernelBuilder &k,
       flashMMA(k, buf, dims);
       return success();
     }
+    if (dims.cpMembers == 1)
+      return lowerBatchedGemm(k, buf, dims);
     return lowerFlash(k, buf, dims);
   }
   llvm_unreachable("unknown AttentionImpl");
@@ -824,6 +831,8 @@ LogicalResult lowerAttentionGrad(AttentionImpl impl, KernelBuilder &k,
       flashMMAGrad(k, buf, dims);
       return success();
     }
+    if (dims.cpMembers == 1)
+      return lowerBatchedGemmGrad(k, buf, dims);
     return lowerFlashGrad(k, buf, dims);
   }
   llvm_unreachable("unknown AttentionImpl");

@@ -30,6 +30,7 @@
 
 #include "KernelBuilder.h"
 
+#include "triax/Conversion/RowReductions.h"
 #include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
@@ -88,6 +89,9 @@ std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
                    auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
                    return SmallVector<Value>{next, sum};
                  });
+    // Its combine, for a mapping that splits the row over threads.
+    state[0].getDefiningOp()->setAttr(kOnlineMaxSumExpAttr,
+                                      k.builder().getUnitAttr());
     return std::pair(state[0], state[1]);
   };
   int64_t vectors = vocab / kRowLanes;

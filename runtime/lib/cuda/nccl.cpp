@@ -174,8 +174,15 @@ public:
       c->mask = mask;
       check(ncclCommSplit(world_->comm, key.color, key.key, &c->comm, &config),
             "ncclCommSplit", world_->comm, fn);
-      settle(c->comm, "ncclCommSplit", fn);
+      // The parent first: a non-blocking split fills in the child's handle
+      // only once the parent's state is ncclSuccess (NCCL 2.23 and later;
+      // NVIDIA/nccl#1472), then the child finishes its own initialization.
       settle(world_->comm, "ncclCommSplit", fn);
+      if (!c->comm)
+        commAbortf("%s: nccl: ncclCommSplit gave no communicator for axis set "
+                   "0x%x (color %d, key %d)",
+                   fn, mask, key.color, key.key);
+      settle(c->comm, "ncclCommSplit", fn);
       return adopt(std::move(c), size, key.key, before, fn);
     }
     // Several axes, on first use, by the members only. The whole mesh is
