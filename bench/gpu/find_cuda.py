@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where the GPU machine keeps CUDA 13's libraries and compute-sanitizer.
+"""Where the GPU machine keeps CUDA 13's libraries, compute-sanitizer and ncu.
 
   find_cuda.py [--lib-dirs D:D...] [--bin-dirs D:D...] [--path D:D...]
                [--site-dirs D:D...] [--json OUT.json]
@@ -27,8 +27,12 @@ compute-sanitizer: --bin-dirs (default /usr/local/cuda/bin), then --path
 (default $PATH), then the wheels' `nvidia/cu13/bin`, `nvidia/cuda_nvcc/bin`,
 `nvidia/*/compute-sanitizer/`.
 
-Prints two lines for run.sh on stdout, `LD_LIBRARY_PATH=<the folders,
-':'-joined>` and `COMPUTE_SANITIZER=<its path, or unavailable>`, and one
+ncu (Nsight Compute): the same folders, then
+/opt/nvidia/nsight-compute/*/ (where the CUDA images keep it).
+
+Prints three lines for run.sh on stdout, `LD_LIBRARY_PATH=<the folders,
+':'-joined>`, `COMPUTE_SANITIZER=<its path, or unavailable>` and
+`NCU=<its path, or unavailable>`, and one
 line per library on stderr saying which folder it came from; --json
 writes every finding, a missing required library with "dir": null and
 why, and "ok": false.
@@ -119,9 +123,13 @@ def find(a):
     sanitizer = next((os.path.join(d, "compute-sanitizer") for d in bin_dirs
                       if os.access(os.path.join(d, "compute-sanitizer"),
                                    os.X_OK)), None)
+    ncu = next((os.path.join(d, "ncu") for d in
+                bin_dirs + sorted(glob.glob("/opt/nvidia/nsight-compute/*"))
+                if os.access(os.path.join(d, "ncu"), os.X_OK)), None)
     return {"ok": all(libraries[n]["dir"] for n in REQUIRED),
             "libraries": libraries, "ld_library_path": chosen,
             "compute_sanitizer": sanitizer or "unavailable",
+            "ncu": ncu or "unavailable",
             "searched_lib_dirs": lib_dirs}
 
 
@@ -146,11 +154,13 @@ def main():
             file=sys.stderr)
     print("find_cuda: %-18s %s" % ("compute-sanitizer", out["compute_sanitizer"]),
           file=sys.stderr)
+    print("find_cuda: %-18s %s" % ("ncu", out["ncu"]), file=sys.stderr)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
     print("LD_LIBRARY_PATH=" + ":".join(out["ld_library_path"]))
     print("COMPUTE_SANITIZER=" + out["compute_sanitizer"])
+    print("NCU=" + out["ncu"])
     return 0
 
 

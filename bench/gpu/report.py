@@ -6,6 +6,7 @@
                 [--steps S]
   report.py runtime GEMM.log NCCL.log ABORT.log --abort-status S
   report.py sanitizer TOOL LOG --status S | --unavailable
+  report.py kernels NCU.csv [--top N]   # where one step's device time goes
   report.py combine OUT.json [--steps STEPS.jsonl --status S --seconds T
                              --deadline D] PART.json...   # one file
 
@@ -32,6 +33,13 @@ is 0 and the program under it exited 0. No summary (killed, or it did
 not start) is not ok; --unavailable (no compute-sanitizer on the
 machine) records "unavailable" and is not a failure.
 
+kernels: ncu's gpu__time_duration.sum of every kernel of one training
+step (`ncu --metrics gpu__time_duration.sum --csv --log-file NCU.csv`):
+the launches and their total time, the time by owner (the generated
+kernels of each entry, named <entry>_kernel..., and the libraries'
+kernels: cuBLASLt, NCCL) and the --top (20) launches with their grid,
+block and time. No CSV rows (ncu killed early, or no kernels) is an error.
+
 combine: each PART under its file name (a missing or unreadable one as
 an error; a torch_gpt2.py file as it is, "complete": false when the run
 was cut short), run.sh's step records (STEPS.jsonl: name, status ok /
@@ -41,6 +49,7 @@ the steps killed or skipped.
 """
 
 import argparse
+import csv
 import json
 import re
 import sys
@@ -175,6 +184,42 @@ def sanitizer(a):
     return 0 if ok else 1
 
 
+def kernels(a):
+    """ncu's per-launch durations of one step, summed by owner."""
+    try:
+        with open(a.csv, errors="replace") as f:
+            lines = [l for l in f if l.startswith('"')]
+    except OSError as e:
+        print(json.dumps({"error": str(e)}))
+        return 1
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0,
+             "ms": 1e3, "msecond": 1e3}
+    launches = []
+    for r in csv.DictReader(lines):
+        if r.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        us = float(r["Metric Value"].replace(",", "")) * \
+            scale.get(r["Metric Unit"], 1.0)
+        launches.append({"kernel": r["Kernel Name"], "grid": r["Grid Size"],
+                         "block": r["Block Size"], "us": round(us, 1)})
+    if not launches:
+        print(json.dumps({"error": "no gpu__time_duration.sum rows in "
+                          + a.csv}))
+        return 1
+    owners = {}
+    for l in launches:
+        m = re.match(r"(triax_\w+?)_kernel", l["kernel"])
+        owner = m.group(1) if m else "libraries (cuBLASLt, NCCL)"
+        owners[owner] = owners.get(owner, 0.0) + l["us"]
+    total = sum(l["us"] for l in launches)
+    print(json.dumps({
+        "launches": len(launches), "total_ms": round(total / 1e3, 2),
+        "by_owner_ms": {k: round(v / 1e3, 2) for k, v in
+                        sorted(owners.items(), key=lambda kv: -kv[1])},
+        "top": sorted(launches, key=lambda l: -l["us"])[:a.top]}, indent=1))
+    return 0
+
+
 def combine(a):
     out = {}
     steps = read_jsonl(a.steps) if a.steps else []
@@ -247,6 +292,9 @@ def main():
     z.add_argument("--status", type=int, default=0,
                    help="compute-sanitizer's exit status")
     z.add_argument("--unavailable", action="store_true")
+    k = sub.add_parser("kernels")
+    k.add_argument("csv")
+    k.add_argument("--top", type=int, default=20)
     c = sub.add_parser("combine")
     c.add_argument("out")
     c.add_argument("parts", nargs="+")
@@ -256,7 +304,8 @@ def main():
     c.add_argument("--deadline", type=int)
     a = p.parse_args()
     return {"tiny": tiny, "gpt2": gpt2, "runtime": runtime,
-            "sanitizer": sanitizer, "combine": combine}[a.cmd](a)
+            "sanitizer": sanitizer, "kernels": kernels,
+            "combine": combine}[a.cmd](a)
 
 
 if __name__ == "__main__":

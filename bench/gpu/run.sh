@@ -38,7 +38,10 @@
 #           bf16 without the GELU epilogues (--gelu-epilogue=false, the
 #           baseline of their speedup): ms/step, tokens/s, MFU against the
 #           bf16 peak;
-#        6. PyTorch at batch 16 x 1024: eager and torch.compile, bf16
+#        6. ncu (Nsight Compute) on one gpt2 bf16 step at 16 x 1024: every
+#           kernel's duration, by owner and the top 20 (kernels.json; not
+#           a check, "unavailable" without ncu);
+#        7. PyTorch at batch 16 x 1024: eager and torch.compile, bf16
 #           autocast then fp32, with the time that is left;
 #       and writes OUT/gpu-bench.json with every figure and check, and what
 #       became of each step, also when a step hangs or run.sh is killed.
@@ -374,7 +377,7 @@ run_gpu() {
   for p in gpu cuda-libs runtime kernel-check kernel-check-thread \
            kernel-check-bf16 tiny-fp32 tiny-fp32-thread tiny-bf16 \
            sanitizer-racecheck sanitizer-memcheck gpt2-b8-bf16 gpt2-bf16 \
-           gpt2-fp32 gpt2-bf16-nogelu torch; do
+           gpt2-fp32 gpt2-bf16-nogelu kernels torch; do
     [[ $p == torch ]] && ((!torch)) && continue
     parts+=("$out/$p.json")
   done
@@ -397,6 +400,7 @@ run_gpu() {
 
   say "CUDA 13's libraries and compute-sanitizer (find_cuda.py)"
   local fc=(python3 "$here/find_cuda.py") key val libs="" sanitizer=unavailable
+  local ncu=unavailable
   if [[ -n ${TRIAX_CUDA_LIB_DIRS+set} ]]; then
     fc+=(--lib-dirs "$TRIAX_CUDA_LIB_DIRS")
   fi
@@ -408,6 +412,7 @@ run_gpu() {
     case "$key" in
       LD_LIBRARY_PATH) libs="$val" ;;
       COMPUTE_SANITIZER) sanitizer="$val" ;;
+      NCU) ncu="$val" ;;
     esac
   done < <(timeout -k 5 60 "${fc[@]}" || echo "run.sh: find_cuda.py failed" >&2)
   local mpi="$bundle/lib"
@@ -586,10 +591,26 @@ PY
     fi
   done
 
+  # Where the bf16 step's device time goes: ncu's duration of every launch
+  # of one step (each kernel replayed alone, so no overlap), summed by
+  # owner, and the top launches (report.py kernels). Not a check.
+  say "6. ncu: every kernel of one gpt2-bf16 step (batch 16 x 1024)"
+  if [[ $ncu == unavailable ]] && ((!dry)); then
+    echo "run.sh: ncu unavailable (not in /usr/local/cuda/bin, PATH, the nvidia wheels or /opt/nvidia/nsight-compute): no per-kernel times" >&2
+    printf '{"ncu": "unavailable"}\n' > "$out/kernels.json"
+  elif step ncu-gpt2-bf16 120 30 "$out/ncu-gpt2-bf16.log" "${ncu/unavailable/ncu}" \
+      --clock-control none --metrics gpu__time_duration.sum --csv \
+      --log-file "$out/ncu-gpt2-bf16.csv" "$bundle/train-gpt2-bf16" --steps 1; then
+    ((dry)) || analyse "$out/kernels.json" python3 "$here/report.py" kernels \
+      "$out/ncu-gpt2-bf16.csv" || true
+  elif [[ $step_status == skipped ]]; then
+    skip_part kernels
+  fi
+
   if ((torch)); then
     # Whatever time is left; torch_gpt2.py rewrites torch.json after each
     # configuration, so a kill at the deadline keeps the ones measured.
-    say "6. PyTorch, batch 16 x 1024: eager and torch.compile, bf16 then fp32"
+    say "7. PyTorch, batch 16 x 1024: eager and torch.compile, bf16 then fp32"
     if ! step torch "$deadline" 60 "$out/torch.log" env PYTHONUNBUFFERED=1 \
         python3 "$here/torch_gpt2.py" --steps "$torch_steps" --batch 16 \
         --peak-tflops "$peak_tflops" --out "$out/torch.json"; then
