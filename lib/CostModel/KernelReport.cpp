@@ -562,9 +562,9 @@ private:
   std::pair<int64_t, int64_t> group(int64_t mask) const;
   /// The tensor-core FLOPs (nvvm.mma.sync) of the kernel being counted.
   double tensorFlops = 0;
-  /// Generated kernels' scalar code: the FP32 peak where the hardware
-  /// names one; GEMMs (cuBLASLt, bf16 on tensor cores) and the generated
-  /// kernels' nvvm.mma.sync products the dense bf16 peak.
+  /// Generated kernels' scalar code and f32 GEMMs: the FP32 peak where
+  /// the hardware names one; bf16 GEMMs (cuBLASLt, tensor cores) and the
+  /// generated kernels' nvvm.mma.sync products the dense bf16 peak.
   double kernelPeak() const {
     return hw.fp32Flops > 0 ? hw.fp32Flops : hw.peakFlops;
   }
@@ -1240,8 +1240,12 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
     if (sig.aux >= 0)
       (sig.auxWritten ? item.bytesWritten : item.bytesRead) +=
           m * n * eltOf(sig.aux);
-    item.seconds = roofline(
-        item.flops, double(item.bytesRead + item.bytesWritten), hw.peakFlops);
+    // f32 operands run on the FP32 units: the runtime's cuBLASLt computes
+    // in CUBLAS_COMPUTE_32F, no TF32 (on the H200 gpt2 fp32's GEMMs took
+    // 333 ms of a 426 ms step, 42 TFLOP/s: runtime/lib/cuda/blas.cpp).
+    item.seconds =
+        roofline(item.flops, double(item.bytesRead + item.bytesWritten),
+                 eltOf(0) == 4 ? kernelPeak() : hw.peakFlops);
     return llvm::Error::success();
   }
   case CallClass::Collective:
@@ -1706,8 +1710,9 @@ void triax::cost::printKernelReport(llvm::raw_ostream &os,
       os << "; " << count(e.callsPerStep) << " x " << e.name;
   os << "\n";
   os << llvm::format("roofline: max(FLOPs / peak, bytes / %.4g B/s); peak "
-                     "%.4g FLOP/s for GEMMs and generated mma.sync "
-                     "(dense bf16), %.4g for generated scalar code (fp32)\n",
+                     "%.4g FLOP/s for bf16 GEMMs and generated mma.sync "
+                     "(dense bf16), %.4g for f32 GEMMs and generated scalar "
+                     "code (fp32)\n",
                      hw.hbmBandwidth, hw.peakFlops,
                      hw.fp32Flops > 0 ? hw.fp32Flops : hw.peakFlops);
   os << "bytes: each distinct buffer a kernel loads (stores) counts once, "
