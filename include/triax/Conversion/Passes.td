@@ -40,9 +40,10 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     than `kernel-param-bytes` of kernel parameters: each update passes four
     1-D buffers (memref descriptors of 40 bytes), and the step's learning
     rate, gradient scale and bias corrections are shared. PTX ISA 8.1 and
-    later allow 32764 bytes (`triax-lower-cuda` passes that with its
-    default `+ptx81`: a gpt2 step, 196 updates, is one launch); before 8.1,
-    4352 (27 updates per launch). The option also fuses the gradient
+    later allow 32764 bytes, earlier versions 4352; `triax-lower-cuda`
+    passes 4352 in both cases (27 updates per launch, a gpt2 step's 196 in
+    eight), since NVPTX keeps every pointer parameter live from the
+    kernel's entry: the 196-update launch took 127 registers on sm_90. The option also fuses the gradient
     norm's partial sums over all gradients (one row-wise nest, 40 bytes of
     parameters per gradient) and the bf16 copies of the parameters (below;
     80 bytes per copy) the same way.

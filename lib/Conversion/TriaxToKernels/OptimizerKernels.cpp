@@ -314,9 +314,9 @@ bool sameStep(AdamWOp first, Operation *next) {
 /// state (each its own parameter's buffers), so their order does not
 /// matter. Matches the run's first op and erases the others; a run of one
 /// is AdamWLowering's loop. A run is cut where its launch would pass more
-/// than `paramBytes` of kernel parameters (runFrom): with PTX ISA 8.1's
-/// 32764 bytes gpt2's 196 updates are one launch, with 4352 bytes (26
-/// updates each) eight.
+/// than `paramBytes` of kernel parameters (runFrom): with 4352 bytes (26
+/// updates each, triax-lower-cuda's budget) gpt2's 196 updates are eight
+/// launches; PTX ISA 8.1's 32764 bytes would make them one.
 struct FusedAdamWLowering : ParamPattern<AdamWOp> {
   FusedAdamWLowering(TypeConverter &converter, MLIRContext *ctx,
                      const ParamIndex &params, int64_t paramBytes)

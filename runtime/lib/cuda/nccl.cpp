@@ -355,9 +355,8 @@ public:
       if (!overlap || rb == sb + int64_t(c.rank) * bytes) {
         // In the gradient region, on the communication stream (which
         // waited for the compute stream at begin).
-        call(ncclReduceScatter(send, recv, size_t(npr), ncclType(t), ncclOp(op),
-                               c.comm, commStream()),
-             "ncclReduceScatter (gradient region)", c, fn);
+        reduceScatterOn(send, recv, npr, t, op, c, commStream(),
+                        "ncclReduceScatter (gradient region)", fn);
         c.gradsInFlight = true;
         regionBuffers_.push_back(send);
         regionBuffers_.push_back(recv);
@@ -380,9 +379,8 @@ public:
     const bool overlap = !in.staged && rb < sb + p * bytes && sb < rb + bytes &&
                          rb != sb + int64_t(c.rank) * bytes;
     Staged out(*this, recv, bytes, false, true, fn, 1, overlap);
-    call(ncclReduceScatter(in.dev, out.dev, size_t(npr), ncclType(t),
-                           ncclOp(op), c.comm, st),
-         "ncclReduceScatter", c, fn);
+    reduceScatterOn(in.dev, out.dev, npr, t, op, c, st, "ncclReduceScatter",
+                    fn);
     out.finish(st);
     finishCompute(in.host || out.host, fn);
     return ringReduceScatterBytes(npr, p, es);
@@ -618,6 +616,26 @@ private:
              const char *fn) {
     if (rc != ncclSuccess && rc != ncclInProgress)
       failNccl(fn, callName, rc, c);
+  }
+
+  /// ncclReduceScatter of `npr` elements per rank on `st`, except on a
+  /// one-rank communicator, where the result is the input: a device copy
+  /// (none in place). NCCL before 2.29.7 leaves the last count % 32
+  /// elements of a one-rank ncclAvg out of place unwritten
+  /// (NVIDIA/nccl#1950; seen on the H200 with 2.28.9: the last 16 of
+  /// 70,000, triax-rt-nccl-test's gradient region).
+  void reduceScatterOn(const void *send, void *recv, int64_t npr, CommDType t,
+                       int32_t op, Comm &c, CUstream st, const char *callName,
+                       const char *fn) {
+    if (c.size == 1) {
+      if (send != recv)
+        TRX_CU(cuMemcpyDtoDAsync(dptr(recv), dptr(send),
+                                 size_t(npr * commDTypeSize(t)), st));
+      return;
+    }
+    call(ncclReduceScatter(send, recv, size_t(npr), ncclType(t), ncclOp(op),
+                           c.comm, st),
+         callName, c, fn);
   }
 
   /// A collective call on `c`: checked, and settled when non-blocking.
