@@ -6,6 +6,7 @@
                 [--steps S]
   report.py runtime GEMM.log NCCL.log ABORT.log --abort-status S
   report.py sanitizer TOOL LOG --status S | --unavailable
+  report.py attention IMPL LOG --status S  # the attention kernels vs numpy
   report.py kernels NCU.csv [--top N]   # where one step's device time goes
   report.py combine OUT.json [--steps STEPS.jsonl --status S --seconds T
                              --deadline D] PART.json...   # one file
@@ -32,6 +33,12 @@ sanitizer: compute-sanitizer's "ERROR SUMMARY: N errors" line (racecheck's
 is 0 and the program under it exited 0. No summary (killed, or it did
 not start) is not ok; --unavailable (no compute-sanitizer on the
 machine) records "unavailable" and is not a failure.
+
+tiny also checks gpt2 at batch 1 (--model gpt2-b1 --steps 5).
+
+attention: the last "attention-check: N of M outputs over tolerance" line
+of attention_reference.py --run-only (the attention kernels and their
+gradients against numpy in float64); ok when N is 0 and it exited 0.
 
 kernels: ncu's gpu__time_duration.sum of every kernel of one training
 step (`ncu --metrics gpu__time_duration.sum --csv --log-file NCU.csv`):
@@ -86,7 +93,8 @@ def tiny(a):
         ok &= good
         rows.append({"step": r["step"], "cpu": r["loss"], "cuda": g["loss"],
                      "abs_diff": d, "ok": good})
-    out = {"check": "tiny losses, cuda vs cpu", "precision": a.precision,
+    out = {"check": "%s losses, cuda vs cpu" % a.model,
+           "precision": a.precision,
            "steps": n, "expected_steps": a.steps, "rtol": a.rtol,
            "tolerance_note": "%s on both targets; bound |d| <= rtol*|cpu|"
                              % a.precision,
@@ -184,6 +192,24 @@ def sanitizer(a):
     return 0 if ok else 1
 
 
+def attention(a):
+    """attention_reference.py --run-only's verdict on the CUDA kernels."""
+    try:
+        with open(a.log, errors="replace") as f:
+            text = f.read()
+    except OSError as e:
+        text = "(%s)" % e
+    m = re.findall(r"attention-check: (\d+) of (\d+) outputs over tolerance",
+                   text)
+    over, outputs = (int(m[-1][0]), int(m[-1][1])) if m else (None, None)
+    ok = over == 0 and outputs > 0 and a.status == 0
+    print(json.dumps({"check": "attention (%s) against numpy, float64"
+                      % a.impl, "over_tolerance": over, "outputs": outputs,
+                      "exit_status": a.status, "ok": ok,
+                      "tail": text.strip().splitlines()[-4:]}))
+    return 0 if ok else 1
+
+
 def kernels(a):
     """ncu's per-launch durations of one step, summed by owner."""
     try:
@@ -270,6 +296,8 @@ def main():
     t.add_argument("--rtol", type=float, default=1e-4)
     t.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     t.add_argument("--log", help="the binary's -v output")
+    t.add_argument("--model", default="tiny",
+                   help="the model's name, for the check's label")
     g = sub.add_parser("gpt2")
     g.add_argument("gpu")
     g.add_argument("--params", type=int, required=True)
@@ -292,6 +320,11 @@ def main():
     z.add_argument("--status", type=int, default=0,
                    help="compute-sanitizer's exit status")
     z.add_argument("--unavailable", action="store_true")
+    at = sub.add_parser("attention")
+    at.add_argument("impl")
+    at.add_argument("log")
+    at.add_argument("--status", type=int, default=0,
+                    help="attention_reference.py's exit status")
     k = sub.add_parser("kernels")
     k.add_argument("csv")
     k.add_argument("--top", type=int, default=20)
@@ -304,7 +337,8 @@ def main():
     c.add_argument("--deadline", type=int)
     a = p.parse_args()
     return {"tiny": tiny, "gpt2": gpt2, "runtime": runtime,
-            "sanitizer": sanitizer, "kernels": kernels,
+            "sanitizer": sanitizer, "attention": attention,
+            "kernels": kernels,
             "combine": combine}[a.cmd](a)
 
 

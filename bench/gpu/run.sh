@@ -51,6 +51,8 @@
 #
 # The environment, for bench-scripts.test and unusual machines:
 #   TRIAX_BENCH_MARGIN   seconds kept before the deadline to write the JSON (15)
+#   TRIAX_BENCH_ATTENTION_CHECK  the attention check's runner (default:
+#                        python3 test/.../attention_reference.py)
 #   TRIAX_CUDA_LIB_DIRS  ':'-separated folders searched for cuBLAS and NCCL
 #                        before the wheels (default: /usr/local/cuda's)
 #   TRIAX_CUDA_BIN_DIRS  the same for compute-sanitizer, before PATH
@@ -83,6 +85,8 @@ peak_tflops=989.4
 # margin is kept to write the JSON after the last step.
 deadline=500
 margin="${TRIAX_BENCH_MARGIN:-15}"
+# The attention check's runner (bench-scripts.test puts a stand-in here).
+read -r -a attention_check <<< "${TRIAX_BENCH_ATTENTION_CHECK:-python3 $root/test/Conversion/TriaxToKernels/Inputs/attention_reference.py}"
 # tiny bf16 (GPU) against tiny bf16 (CPU): see the comment in run_gpu.
 bf16_rtol=5e-3
 while (($#)); do
@@ -139,6 +143,7 @@ prepare() {
   run "$bin/triax-model" tiny -o "$bundle/tiny.mlir"
   run "$bin/triax-model" gpt2 --batch 8 -o "$bundle/gpt2-b8.mlir"
   run "$bin/triax-model" gpt2 --batch 16 -o "$bundle/gpt2-b16.mlir"
+  run "$bin/triax-model" gpt2 --batch 1 -o "$bundle/gpt2-b1.mlir"
   if ((dry)); then
     echo "+ $bin/triax-model gpt2 --print-param-count > $bundle/gpt2.params" >&2
   else
@@ -155,12 +160,25 @@ prepare() {
         --log-json "$bundle/ref/tiny-cpu-$prec.jsonl"
     run rm -f "$bundle/ref/train-tiny-cpu"
   done
+  # gpt2's own shapes (vocabulary 50,257, d = 64, 1024 tokens) against the
+  # CPU: batch 1, 5 steps, about a minute a precision here.
+  say "CPU references: gpt2 at batch 1 x 1024, 5 steps, fp32 and bf16"
+  for prec in fp32 bf16; do
+    run "$bin/triaxc" "$bundle/gpt2-b1.mlir" --precision "$prec" \
+        -o "$bundle/ref/train-gpt2-b1-cpu"
+    run rm -f "$bundle/ref/gpt2-b1-cpu-$prec.jsonl"
+    run "$bundle/ref/train-gpt2-b1-cpu" --steps 5 \
+        --log-json "$bundle/ref/gpt2-b1-cpu-$prec.jsonl"
+    run rm -f "$bundle/ref/train-gpt2-b1-cpu"
+  done
   say "CUDA binaries ($arch)"
   # name: model, triaxc flags (run_gpu says what each checks or measures)
   local spec name flags
   for spec in "tiny-fp32:tiny --precision fp32" \
               "tiny-fp32-thread:tiny --precision fp32 --cuda-rows thread" \
               "tiny-bf16:tiny --precision bf16" \
+              "gpt2-b1-fp32:gpt2-b1 --precision fp32" \
+              "gpt2-b1-bf16:gpt2-b1 --precision bf16" \
               "gpt2-b8-bf16:gpt2-b8 --precision bf16" \
               "gpt2-bf16:gpt2-b16 --precision bf16" \
               "gpt2-fp32:gpt2-b16 --precision fp32" \
@@ -188,6 +206,18 @@ prepare() {
       --runtime-dir "$rt" --runtime-include "$root/runtime/include" --arch "$arch"
   run mkdir -p "$bundle/kernel-check-bf16/cpu"
   run "$bundle/kernel-check-bf16/kernel-check-cpu" "$bundle/kernel-check-bf16/cpu"
+  # The attention kernels and their gradients against numpy in float64
+  # (attention_reference.py), both CUDA lowerings: built here, run there.
+  say "attention check: flash and batched-gemm, built for $arch"
+  local impl
+  for impl in flash batched-gemm; do
+    run python3 "$root/test/Conversion/TriaxToKernels/Inputs/attention_reference.py" \
+        "$bundle/attention-$impl" --target cuda --attention "$impl" --build-only \
+        --tools-dir "$bin" --runtime-dir "$rt" \
+        --runtime-include "$root/runtime/include"
+    run rm -f "$bundle/attention-$impl/"*.ll "$bundle/attention-$impl/"*.o \
+        "$bundle/attention-$impl/"*.llvm.mlir
+  done
   # Only what `run` needs travels.
   local kcd
   for kcd in kernel-check kernel-check-bf16; do
@@ -197,6 +227,7 @@ prepare() {
   say "shared libraries the GPU machine lacks"
   local exe lib
   for exe in "$bundle"/train-* "$bundle"/kernel-check*/kernel-check-cuda \
+             "$bundle"/attention-*/attention-check-cuda \
              "$bundle"/triax-rt-*-test; do
     if ((dry)); then
       echo "+ ldd $exe | copy the non-system, non-CUDA libraries to $bundle/lib" >&2
@@ -228,9 +259,13 @@ prepare() {
 check_bundle() {
   local f missing=0
   for f in train-tiny-fp32 train-tiny-fp32-thread train-tiny-bf16 \
+           train-gpt2-b1-fp32 train-gpt2-b1-bf16 \
            train-gpt2-b8-bf16 train-gpt2-bf16 train-gpt2-fp32 \
            train-gpt2-bf16-nogelu gpt2.params \
            ref/tiny-cpu-fp32.jsonl ref/tiny-cpu-bf16.jsonl \
+           ref/gpt2-b1-cpu-fp32.jsonl ref/gpt2-b1-cpu-bf16.jsonl \
+           attention-flash/attention-check-cuda \
+           attention-batched-gemm/attention-check-cuda \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
            kernel-check/cpu kernel-check-thread/kernel-check-cuda \
            kernel-check-bf16/kernel-check-cuda kernel-check-bf16/cpu \
@@ -375,7 +410,8 @@ run_gpu() {
   parts=()
   local p
   for p in gpu cuda-libs runtime kernel-check kernel-check-thread \
-           kernel-check-bf16 tiny-fp32 tiny-fp32-thread tiny-bf16 \
+           kernel-check-bf16 attention-flash attention-batched-gemm \
+           tiny-fp32 tiny-fp32-thread tiny-bf16 gpt2-b1-fp32 gpt2-b1-bf16 \
            sanitizer-racecheck sanitizer-memcheck gpt2-b8-bf16 gpt2-bf16 \
            gpt2-fp32 gpt2-bf16-nogelu kernels torch; do
     [[ $p == torch ]] && ((!torch)) && continue
@@ -497,25 +533,52 @@ PY
     fi
   done
 
+  # The attention kernels and their gradients (flash, batched-gemm) against
+  # numpy in float64, multi-head, grouped and multi-query, f32 and bf16
+  # (attention_reference.py --run-only, on a copy of the built check).
+  local impl
+  for impl in flash batched-gemm; do
+    say "1-attention. $impl against numpy (float64)"
+    run rm -rf "$out/attention-$impl"
+    run cp -r "$bundle/attention-$impl" "$out/attention-$impl"
+    step "attention-$impl" 60 2 "$out/attention-$impl.log" \
+      "${attention_check[@]}" "$out/attention-$impl" --target cuda \
+      --run-only "$out/attention-$impl/attention-check-cuda" ||
+      check_failed "$out/attention-$impl.log"
+    if [[ $step_status == skipped ]]; then
+      skip_part "attention-$impl"
+    elif ((!dry)) && ! analyse "$out/attention-$impl.json" python3 \
+        "$here/report.py" attention "$impl" "$out/attention-$impl.log" \
+        --status "$step_rc"; then
+      status=1
+    fi
+  done
+
   # name:reference:relative tolerance. fp32 against fp32: libdevice ulps
   # and summation order only. bf16 against the CPU's bf16 binary: the same
   # roundings to bf16 at the same places, but cuBLASLt's and the kernels'
   # summation orders decide which way a value near a rounding boundary
   # goes, one bf16 ulp (2^-8 relative) at a time (report.py).
-  local spec name rtol
-  for spec in "tiny-fp32:fp32:1e-4" "tiny-fp32-thread:fp32:1e-4" \
-              "tiny-bf16:bf16:$bf16_rtol"; do
-    IFS=: read -r name ref rtol <<< "$spec"
-    say "2. $name: 10 steps against the CPU binary ($ref, rtol $rtol)"
+  # gpt2 at batch 1: 5 steps of gpt2's shapes (vocabulary 50,257, d = 64,
+  # 1024 tokens) against the CPU binary, same tolerances (on the H200 fp32
+  # came within 2.5e-6 relative, bf16 within 3.5e-4).
+  local spec name rtol model steps
+  for spec in "tiny-fp32:fp32:1e-4:tiny:10" "tiny-fp32-thread:fp32:1e-4:tiny:10" \
+              "tiny-bf16:bf16:$bf16_rtol:tiny:10" \
+              "gpt2-b1-fp32:fp32:1e-4:gpt2-b1:5" \
+              "gpt2-b1-bf16:bf16:$bf16_rtol:gpt2-b1:5"; do
+    IFS=: read -r name ref rtol model steps <<< "$spec"
+    say "2. $name: $steps steps against the CPU binary ($ref, rtol $rtol)"
     run rm -f "$out/$name.jsonl"
-    step "$name" 60 2 "$out/$name.log" "$bundle/train-$name" --steps 10 -v \
+    step "$name" 60 2 "$out/$name.log" "$bundle/train-$name" --steps "$steps" -v \
       --log-json "$out/$name.jsonl" || check_failed "$out/$name.log"
     if [[ $step_status == skipped ]]; then
       skip_part "$name"
     elif ((dry)); then
-      echo "+ python3 $here/report.py tiny $bundle/ref/tiny-cpu-$ref.jsonl $out/$name.jsonl --rtol $rtol > $out/$name.json" >&3
+      echo "+ python3 $here/report.py tiny $bundle/ref/$model-cpu-$ref.jsonl $out/$name.jsonl --rtol $rtol --steps $steps --model $model > $out/$name.json" >&3
     elif ! analyse "$out/$name.json" python3 "$here/report.py" tiny \
-        "$bundle/ref/tiny-cpu-$ref.jsonl" "$out/$name.jsonl" --rtol "$rtol" \
+        "$bundle/ref/$model-cpu-$ref.jsonl" "$out/$name.jsonl" --rtol "$rtol" \
+        --steps "$steps" --model "$model" \
         --precision "$ref" --log "$out/$name.log"; then
       echo "run.sh: $name: the CUDA losses differ from the CPU's: $out/$name.json" >&2
       status=1
