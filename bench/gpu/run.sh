@@ -58,8 +58,11 @@
 #   TRIAX_CUDA_BIN_DIRS  the same for compute-sanitizer, before PATH
 #
 # With the device tool: run `prepare` here, then on the GPU machine
-#   bash bench/gpu/run.sh run --bundle bench/gpu/bundle --out "$OUT"
-# carrying bench/gpu/bundle (git-ignored), with a timeout_s above 500.
+#   bash bench/gpu/run.sh run --bundle bench/gpu/bundle --out /tmp/r;
+#   tar czf "$OUT/r.tgz" -C /tmp r; cp /tmp/r/gpu-bench.json "$OUT/"
+# carrying bench/gpu/bundle (git-ignored; about 52 MB of the tool's 64 MiB),
+# with a timeout_s above the deadline (500 s): OUT brings back at most 8
+# files, and run writes about 70, hence the tarball.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -150,27 +153,25 @@ prepare() {
     "$bin/triax-model" gpt2 --print-param-count | grep -o '[0-9]\+' | head -1 \
       > "$bundle/gpt2.params"
   fi
+  # cpu_refs MODEL STEPS: the CPU binary's first STEPS losses of
+  # MODEL.mlir, fp32 and bf16, into ref/MODEL-cpu-PRECISION.jsonl.
+  cpu_refs() {
+    local model=$1 steps=$2 prec
+    for prec in fp32 bf16; do
+      run "$bin/triaxc" "$bundle/$model.mlir" --precision "$prec" \
+          -o "$bundle/ref/train-$model-cpu"
+      run rm -f "$bundle/ref/$model-cpu-$prec.jsonl"
+      run "$bundle/ref/train-$model-cpu" --steps "$steps" \
+          --log-json "$bundle/ref/$model-cpu-$prec.jsonl"
+      run rm -f "$bundle/ref/train-$model-cpu"
+    done
+  }
   say "CPU references: tiny, 10 steps, fp32 and bf16"
-  local prec
-  for prec in fp32 bf16; do
-    run "$bin/triaxc" "$bundle/tiny.mlir" --precision "$prec" \
-        -o "$bundle/ref/train-tiny-cpu"
-    run rm -f "$bundle/ref/tiny-cpu-$prec.jsonl"
-    run "$bundle/ref/train-tiny-cpu" --steps 10 \
-        --log-json "$bundle/ref/tiny-cpu-$prec.jsonl"
-    run rm -f "$bundle/ref/train-tiny-cpu"
-  done
+  cpu_refs tiny 10
   # gpt2's own shapes (vocabulary 50,257, d = 64, 1024 tokens) against the
   # CPU: batch 1, 5 steps, about a minute a precision here.
   say "CPU references: gpt2 at batch 1 x 1024, 5 steps, fp32 and bf16"
-  for prec in fp32 bf16; do
-    run "$bin/triaxc" "$bundle/gpt2-b1.mlir" --precision "$prec" \
-        -o "$bundle/ref/train-gpt2-b1-cpu"
-    run rm -f "$bundle/ref/gpt2-b1-cpu-$prec.jsonl"
-    run "$bundle/ref/train-gpt2-b1-cpu" --steps 5 \
-        --log-json "$bundle/ref/gpt2-b1-cpu-$prec.jsonl"
-    run rm -f "$bundle/ref/train-gpt2-b1-cpu"
-  done
+  cpu_refs gpt2-b1 5
   say "CUDA binaries ($arch)"
   # name: model, triaxc flags (run_gpu says what each checks or measures)
   local spec name flags
