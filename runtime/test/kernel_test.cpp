@@ -31,14 +31,17 @@
 
 #include "bf16.h"
 #include "check.h"
+#include "gemm_padding.h"
 #include "internal.h"
 #include "triax_rt.h"
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -1235,6 +1238,140 @@ void testBlasCoreChoice() {
   CHECK(level >= 0 && level <= 3);
 }
 
+/// The padded-copies plan of the CUDA backend (gemm_padding.h), run here
+/// on host copies through this backend's trx_gemm_compute: zero padding,
+/// the rows copied at the copy's row stride, the padded problem, C's rows
+/// copied back. It must give the problem's own result (within fp32
+/// summation order; for a bf16 C one ulp: the same f32 value may round
+/// either way after a different summation), leave C's elements past N
+/// untouched, and pad every dimension to whole 16-byte groups with rows of
+/// 16-byte multiples.
+void checkPaddedGemm(int type, int64_t M, int64_t N, int64_t K, bool ta,
+                     bool tb, float beta) {
+  const size_t ab = type == TRX_GEMM_F32 ? 4 : 2;
+  const size_t ce = type == TRX_GEMM_BF16 ? 2 : 4;
+  const int64_t rowsA = ta ? K : M, colsA = ta ? M : K;
+  const int64_t rowsB = tb ? N : K, colsB = tb ? K : N;
+  // Odd row strides: no row is 16-byte aligned.
+  const int64_t lda = colsA + 1, ldb = colsB + 3, ldc = N + 1;
+  auto store = [](std::vector<uint8_t> &buf, size_t elem, int64_t i, float v) {
+    if (elem == 4)
+      std::memcpy(&buf[size_t(i) * 4], &v, 4);
+    else {
+      uint16_t h = triax::rt::f32ToBf16(v);
+      std::memcpy(&buf[size_t(i) * 2], &h, 2);
+    }
+  };
+  auto load = [](const std::vector<uint8_t> &buf, size_t elem, int64_t i) {
+    if (elem == 4) {
+      float v;
+      std::memcpy(&v, &buf[size_t(i) * 4], 4);
+      return v;
+    }
+    uint16_t h;
+    std::memcpy(&h, &buf[size_t(i) * 2], 2);
+    return triax::rt::bf16ToF32(h);
+  };
+  std::vector<uint8_t> A(size_t(rowsA * lda) * ab), B(size_t(rowsB * ldb) * ab),
+      C1(size_t(M * ldc) * ce);
+  for (int64_t i = 0; i < rowsA * lda; ++i)
+    store(A, ab, i, float((i * 37) % 17) / 8.0f - 1.0f);
+  for (int64_t i = 0; i < rowsB * ldb; ++i)
+    store(B, ab, i, float((i * 11) % 13) / 4.0f - 1.5f);
+  for (int64_t i = 0; i < M * ldc; ++i)
+    store(C1, ce, i, float(i % 7) - 3.0f);
+  std::vector<uint8_t> C2 = C1;
+  trx_gemm_problem p = {};
+  p.type = type;
+  p.transA = ta;
+  p.transB = tb;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.batch = 1;
+  p.A = A.data();
+  p.lda = lda;
+  p.B = B.data();
+  p.ldb = ldb;
+  p.C = C1.data();
+  p.ldc = ldc;
+  p.alpha = 0.75f;
+  p.beta = beta;
+  trx_gemm_compute(&p);
+
+  p.C = C2.data();
+  triax::rt::PaddedGemm plan;
+  CHECK(triax::rt::planPaddedGemm(p, plan));
+  trx_gemm_problem q = plan.problem;
+  const int64_t group = type == TRX_GEMM_F32 ? 4 : 8;
+  CHECK(q.M % group == 0 && q.N % group == 0 && q.K % group == 0);
+  CHECK(q.M >= M && q.N >= N && q.K >= K && q.M - M < group &&
+        q.N - N < group && q.K - K < group);
+  CHECK(plan.a.staged && plan.b.staged && plan.c.staged);
+  // The host copies, as the CUDA backend makes them on the device.
+  auto fill = [](const triax::rt::PaddedOperand &o, const uint8_t *user,
+                 bool in) {
+    CHECK_EQ(size_t(o.paddedLd) * o.elem % 16, size_t(0));
+    std::vector<uint8_t> copy(o.bytes(), 0);
+    if (in)
+      for (int64_t r = 0; r < o.rows; ++r)
+        std::memcpy(&copy[size_t(r * o.paddedLd) * o.elem],
+                    user + size_t(r * o.ld) * o.elem, size_t(o.cols) * o.elem);
+    return copy;
+  };
+  std::vector<uint8_t> a = fill(plan.a, A.data(), true),
+                       b = fill(plan.b, B.data(), true),
+                       c = fill(plan.c, C2.data(), beta != 0.0f);
+  q.A = a.data();
+  q.lda = plan.a.paddedLd;
+  q.B = b.data();
+  q.ldb = plan.b.paddedLd;
+  q.C = c.data();
+  q.ldc = plan.c.paddedLd;
+  trx_gemm_compute(&q);
+  for (int64_t r = 0; r < M; ++r)
+    std::memcpy(&C2[size_t(r * ldc) * ce], &c[size_t(r * plan.c.paddedLd) * ce],
+                size_t(N) * ce);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      float want = load(C1, ce, i * ldc + j), got = load(C2, ce, i * ldc + j);
+      float tol = j >= N    ? 0.0f
+                  : ce == 2 ? std::fabs(want) / 128.0f
+                            : 1e-5f * (std::fabs(want) + float(K));
+      ++trxtest::checkCount();
+      if (!(std::fabs(got - want) <= tol))
+        trxtest::failed(
+            __FILE__, __LINE__,
+            "padded gemm type " + std::to_string(type) +
+                " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                " K=" + std::to_string(K) + " at (" + std::to_string(i) + "," +
+                std::to_string(j) + "): got " + std::to_string(got) +
+                ", want " + std::to_string(want));
+    }
+}
+
+void testPaddedGemm() {
+  // A problem that needs nothing: aligned rows, whole groups.
+  std::vector<float> x(64 * 64, 1.0f), y(64 * 64, 0.0f);
+  trx_gemm_problem aligned = {};
+  aligned.type = TRX_GEMM_F32;
+  aligned.M = aligned.N = aligned.K = 64;
+  aligned.batch = 1;
+  aligned.A = aligned.B = x.data();
+  aligned.C = y.data();
+  aligned.lda = aligned.ldb = aligned.ldc = 64;
+  triax::rt::PaddedGemm plan;
+  CHECK(uintptr_t(x.data()) % 16 != 0 || uintptr_t(y.data()) % 16 != 0 ||
+        !triax::rt::planPaddedGemm(aligned, plan));
+  for (int type : {TRX_GEMM_F32, TRX_GEMM_BF16, TRX_GEMM_BF16_F32})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (float beta : {0.0f, 0.5f}) {
+          checkPaddedGemm(type, 17, 9, 33, ta, tb, beta);
+          checkPaddedGemm(type, 5, 50, 7, ta, tb, beta);
+        }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && std::string(argv[1]) == "abort")
     return abortCase(argv[2]);
@@ -1269,6 +1406,7 @@ int main(int argc, char **argv) {
   testGemmBias();
   testTanh();
   testGemmGelu();
+  testPaddedGemm();
   testState();
   testAlloc();
   testBlasCoreChoice();

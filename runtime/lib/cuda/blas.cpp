@@ -65,6 +65,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../cpu/gemm_padding.h"
 #include "../cpu/internal.h"
 #include "cuda_internal.h"
 #include "triax_rt.h"
@@ -391,90 +392,79 @@ const Plan &planFor(const trx_gemm_problem &p) {
   return it->second;
 }
 
-/// Whether a row-major matrix at `p` with row stride `ld` elements of
-/// `elem` bytes gives cuBLASLt 16-byte aligned rows, which its Hopper
-/// kernels need: with anything less the heuristic falls back to kernels of
-/// older architectures (a vocabulary of 50,257 makes every row of the
-/// logits 2-byte aligned).
-bool rowsAligned(const void *p, int64_t ld, size_t elem) {
-  return uintptr_t(p) % 16 == 0 && (size_t(ld) * elem) % 16 == 0;
-}
-
-/// A matrix of `rows` x `cols` elements of `elem` bytes, row stride `ld`,
-/// in a scratch block whose rows are padded to 16 bytes (trx_alloc, an
-/// activation block: not zeroed), copied in or out with 2-D copies on the
-/// launch stream.
-struct Padded {
-  Padded(const void *user, int64_t rows, int64_t cols, int64_t ld, size_t elem)
-      : user(const_cast<void *>(user)), rows(rows), cols(cols), ld(ld),
-        elem(elem),
-        paddedLd((int64_t(cols * elem + 15) / 16) * 16 / int64_t(elem)) {
-    size_t bytes = size_t(rows) * size_t(paddedLd) * elem;
-    scratch = trx_alloc(bytes, TRX_MEM_ACTIV);
-    if (!scratch)
+/// A staged operand's copy: a scratch block (trx_alloc, an activation
+/// block, so not zeroed by the allocator) holding the operand with its rows
+/// padded (triax::rt::PaddedOperand), filled and emptied with stream-ordered
+/// memsets and 2-D copies.
+struct Scratch {
+  Scratch(const triax::rt::PaddedOperand &o, const void *user)
+      : o(o), user(const_cast<void *>(user)) {
+    ptr = trx_alloc(o.bytes(), TRX_MEM_ACTIV);
+    if (!ptr)
       triax::rt::cuda::fail("trx_gemm_compute",
-                            "out of device memory for an aligned copy of a "
+                            "out of device memory for a padded copy of a "
                             "GEMM operand");
   }
-  ~Padded() { trx_free(scratch); } // reused in stream order
+  ~Scratch() { trx_free(ptr); } // reused in stream order
+  /// The copy: zeros, then the operand's rows x cols.
+  void fill(CUstream s) const {
+    TRX_CU(
+        cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(ptr), 0, o.bytes(), s));
+    copy(/*in=*/true, s);
+  }
+  /// The operand's rows x cols between the user's buffer and the copy.
   void copy(bool in, CUstream s) const {
     CUDA_MEMCPY2D c = {};
     c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
     CUdeviceptr u = reinterpret_cast<CUdeviceptr>(user),
-                p = reinterpret_cast<CUdeviceptr>(scratch);
+                p = reinterpret_cast<CUdeviceptr>(ptr);
     c.srcDevice = in ? u : p;
-    c.srcPitch = size_t(in ? ld : paddedLd) * elem;
+    c.srcPitch = size_t(in ? o.ld : o.paddedLd) * o.elem;
     c.dstDevice = in ? p : u;
-    c.dstPitch = size_t(in ? paddedLd : ld) * elem;
-    c.WidthInBytes = size_t(cols) * elem;
-    c.Height = size_t(rows);
+    c.dstPitch = size_t(in ? o.paddedLd : o.ld) * o.elem;
+    c.WidthInBytes = size_t(o.cols) * o.elem;
+    c.Height = size_t(o.rows);
     TRX_CU(cuMemcpy2DAsync(&c, s));
   }
+  triax::rt::PaddedOperand o;
   void *user;
-  int64_t rows, cols, ld;
-  size_t elem;
-  int64_t paddedLd;
-  void *scratch = nullptr;
+  void *ptr = nullptr;
 };
 
-/// A plain GEMM (batch 1, no bias, no epilogue) with an operand whose rows
-/// are not 16-byte aligned runs on aligned copies: A and B copied in, C
-/// computed there (copied in first when beta is not 0) and copied out, all
-/// stream-ordered. On the H200 the LM head's three GEMMs of gpt2 (vocab
-/// 50,257) took 30.9 ms a step on cuBLASLt's sm_75 kernels
-/// (bench/gpu/run.sh, docs/cuda.md); a copy of the 16,384 x 50,257 bf16
-/// logits moves 3.3 GB. Returns false when the problem needs no copy.
-bool gemmOnAlignedCopies(const trx_gemm_problem &p) {
-  if (p.batch != 1 || p.bias || p.epilogue != TRX_GEMM_EPI_NONE)
-    return false;
-  const size_t ab = p.type == TRX_GEMM_F32 ? 4 : 2;
-  const size_t ce = p.type == TRX_GEMM_BF16 ? 2 : 4;
-  const bool padA = !rowsAligned(p.A, p.lda, ab),
-             padB = !rowsAligned(p.B, p.ldb, ab),
-             padC = !rowsAligned(p.C, p.ldc, ce);
-  if (!padA && !padB && !padC)
+/// A plain GEMM with unaligned rows, or with an M, N or K that is not a
+/// whole number of 16-byte groups, runs on padded copies
+/// (triax::rt::planPaddedGemm): A and B copied in with zero padding, C
+/// computed there (copied in first when beta is not 0) and copied out,
+/// all stream-ordered. On the H200 the LM head's weight gradient of gpt2
+/// (vocabulary 50,257) went from 8.5 to 2.5 ms on row-aligned copies,
+/// while the two bf16-output LM-head GEMMs kept sm_75 `align1` kernels
+/// (22.8 ms), hence the padded dimensions too (not yet timed). Returns
+/// false when the problem needs no copy.
+bool gemmOnPaddedCopies(const trx_gemm_problem &p) {
+  triax::rt::PaddedGemm plan;
+  if (!triax::rt::planPaddedGemm(p, plan))
     return false;
   CUstream s = triax::rt::cuda::launchStream();
-  trx_gemm_problem q = p;
-  std::optional<Padded> a, b, c;
-  if (padA) {
-    a.emplace(p.A, p.transA ? p.K : p.M, p.transA ? p.M : p.K, p.lda, ab);
-    a->copy(/*in=*/true, s);
-    q.A = a->scratch;
-    q.lda = a->paddedLd;
+  trx_gemm_problem &q = plan.problem;
+  std::optional<Scratch> a, b, c;
+  if (plan.a.staged) {
+    a.emplace(plan.a, p.A);
+    a->fill(s);
+    q.A = a->ptr;
+    q.lda = plan.a.paddedLd;
   }
-  if (padB) {
-    b.emplace(p.B, p.transB ? p.N : p.K, p.transB ? p.K : p.N, p.ldb, ab);
-    b->copy(/*in=*/true, s);
-    q.B = b->scratch;
-    q.ldb = b->paddedLd;
+  if (plan.b.staged) {
+    b.emplace(plan.b, p.B);
+    b->fill(s);
+    q.B = b->ptr;
+    q.ldb = plan.b.paddedLd;
   }
-  if (padC) {
-    c.emplace(p.C, p.M, p.N, p.ldc, ce);
+  if (plan.c.staged) {
+    c.emplace(plan.c, p.C);
     if (p.beta != 0.0f)
-      c->copy(/*in=*/true, s);
-    q.C = c->scratch;
-    q.ldc = c->paddedLd;
+      c->fill(s);
+    q.C = c->ptr;
+    q.ldc = plan.c.paddedLd;
   }
   triax::rt::cuda::gemm(&q);
   if (c)
@@ -503,7 +493,7 @@ void triax::rt::cuda::gemm(const trx_gemm_problem *p) {
     triax::rt::cuda::fail("trx_gemm_compute",
                           "a GELU epilogue takes an f32 or bf16 C, batch 1, "
                           "beta 0 and an aux matrix with row stride >= N");
-  if (gemmOnAlignedCopies(*p))
+  if (gemmOnPaddedCopies(*p))
     return;
   const Plan &plan = planFor(*p);
   if (plan.epilogueOnHost) {
