@@ -1,10 +1,11 @@
 //===- ModelShape.cpp - A model's shape for the planner, from its IR ------===//
 //
-// dist-plan reads the model before any parallelization: the blocks, the
-// attention's heads, the embeddings and the linears of @forward, and how
-// Megatron tensor parallelism would cut each parameter. Which parameters
-// tp cuts is dist-tensor-parallel's own rule (tensorParallelSplits: the
-// column/row linear pairs and the columns' biases, the LM head, the token
+// dist-plan reads the model before any parallelization: what each op of
+// @forward tells of it (CostOpInterface::describeModel: the blocks, the
+// attention's heads, the embeddings, the linears), which parameters are
+// read where, and how Megatron tensor parallelism would cut each one. Which
+// parameters tp cuts is dist-tensor-parallel's own rule (tensorParallelSplits:
+// the column/row linear pairs and the columns' biases, the LM head, the token
 // embedding), so the planner counts what the pass will build.
 //
 //===----------------------------------------------------------------------===//
@@ -131,23 +132,9 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   auto insideBlock = [](mlir::Operation *op) {
     return op->getParentOfType<tx::BlockOp>() != nullptr;
   };
+  // What each op tells of the model (CostOpInterface::describeModel), and
+  // which parameters are read where.
   forward.walk([&](mlir::Operation *op) {
-    if (auto block = llvm::dyn_cast<tx::BlockOp>(op)) {
-      if (block->getParentOfType<tx::BlockOp>())
-        return;
-      ++shape.layers;
-      if (block.getNumOperands() > 0)
-        shape.hidden =
-            llvm::cast<mlir::ShapedType>(block->getOperand(0).getType())
-                .getShape()
-                .back();
-      return;
-    }
-    if (auto attention = llvm::dyn_cast<tx::AttentionOp>(op)) {
-      shape.heads = attention.getHeads();
-      shape.kvHeads = attention.getNumKVHeads();
-      return;
-    }
     if (auto get = llvm::dyn_cast<tx::GetParamOp>(op)) {
       auto it = params.find(get.getName());
       if (it == params.end())
@@ -157,33 +144,38 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
         it->second.inBlock = true;
       return;
     }
-    if (auto emb = llvm::dyn_cast<tx::EmbeddingOp>(op)) {
-      ParamUse *table = paramOf(emb.getTable());
-      if (!table)
-        return;
-      table->embedding = true;
-      bool positions =
-          emb.getIndices().getDefiningOp<tx::PositionIdsOp>() != nullptr;
-      if (!positions)
-        shape.vocab = llvm::cast<mlir::ShapedType>(emb.getTable().getType())
-                          .getDimSize(0);
+    auto described = llvm::dyn_cast<tx::CostOpInterface>(op);
+    if (!described)
       return;
+    tx::ModelFacts facts;
+    described.describeModel(facts);
+    if (facts.layer && !op->getParentOfType<tx::BlockOp>()) {
+      ++shape.layers;
+      if (facts.hidden)
+        shape.hidden = facts.hidden;
     }
-    if (auto linear = llvm::dyn_cast<tx::LinearOp>(op)) {
-      if (ParamUse *w = paramOf(linear.getWeight()))
+    if (facts.heads) {
+      shape.heads = facts.heads;
+      shape.kvHeads = facts.kvHeads;
+    }
+    if (ParamUse *table = paramOf(facts.table)) {
+      table->embedding = true;
+      if (facts.vocab)
+        shape.vocab = facts.vocab;
+    }
+    if (facts.weight) {
+      if (ParamUse *w = paramOf(facts.weight))
         w->linearWeight = true;
       // A column-split linear (its weight cut along the outputs) inside a
       // block: the widest is the MLP's (ffn). Without tensor parallelism,
       // the widest linear of a block.
-      auto read = linear.getWeight().getDefiningOp<tx::GetParamOp>();
+      auto read = facts.weight.getDefiningOp<tx::GetParamOp>();
       auto split =
           read ? splits->find(read.getNameAttr().getAttr()) : splits->end();
-      bool column = split != splits->end() &&
-                    split->second == (linear.getTransposeWeight() ? 0 : 1);
+      bool column =
+          split != splits->end() && split->second == facts.weightOutputDim;
       if (insideBlock(op) && (column || !splittable))
-        shape.ffn = std::max<int64_t>(
-            shape.ffn,
-            llvm::cast<mlir::ShapedType>(linear.getType()).getShape().back());
+        shape.ffn = std::max<int64_t>(shape.ffn, facts.width);
     }
   });
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)

@@ -650,6 +650,34 @@ double AttentionOp::getForwardFlops() {
          double(k.getDimSize(1)) * double(q.getDimSize(2));
 }
 
+/// A layer, as wide as its first input's last dimension.
+void BlockOp::describeModel(ModelFacts &facts) {
+  facts.layer = true;
+  if (getNumOperands() > 0)
+    if (auto type = dyn_cast<ShapedType>(getOperand(0).getType());
+        type && type.hasRank() && type.getRank() > 0)
+      facts.hidden = type.getShape().back();
+}
+
+void AttentionOp::describeModel(ModelFacts &facts) {
+  facts.heads = getHeads();
+  facts.kvHeads = getNumKVHeads();
+}
+
+/// A token embedding's table has the vocabulary's rows; a position
+/// embedding's (indices from triax.position_ids) has none to tell.
+void EmbeddingOp::describeModel(ModelFacts &facts) {
+  facts.table = getTable();
+  if (!getIndices().getDefiningOp<PositionIdsOp>())
+    facts.vocab = cast<ShapedType>(getTable().getType()).getDimSize(0);
+}
+
+void LinearOp::describeModel(ModelFacts &facts) {
+  facts.weight = getWeight();
+  facts.weightOutputDim = getTransposeWeight() ? 0 : 1;
+  facts.width = cast<ShapedType>(getResult().getType()).getShape().back();
+}
+
 /// Vocab-parallel (a mesh): the rows' maxima (R f32), then their sum-exps
 /// with the target logits (2R f32), R the logits' rows, each an all_reduce
 /// over the vocabulary's group.

@@ -118,7 +118,7 @@ def Triax_GetParamOp : Triax_Op<"get_param", [
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
-def Triax_BlockOp : Triax_Op<"block", [IsolatedFromAbove]> {
+def Triax_BlockOp : Triax_Op<"block", [IsolatedFromAbove, DeclareOpInterfaceMethods<CostOpInterface, ["describeModel"]>]> {
   let summary = "One transformer block: the unit pipeline stages are cut along";
   let description = [{
     A named region computing one block of the model from explicit inputs.
@@ -184,7 +184,7 @@ def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure, CostOpInterface]> {
   let hasVerifier = 1;
 }
 
-def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, CostOpInterface, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
+def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["describeModel"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Table lookup: one row of the table per index";
   let description = [{
     `result[i..., :] = table[indices[i...], :]`; for indices of shape
@@ -224,7 +224,7 @@ def Triax_EmbeddingOp : Triax_Op<"embedding", [Pure, DeclareOpInterfaceMethods<D
   let hasVerifier = 1;
 }
 
-def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
+def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Affine map over the last dimension: x W + b";
   let description = [{
     `result = input @ weight (+ bias)` over the last dimension of `input`.
@@ -278,7 +278,7 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Diff
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit"]>]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit"]>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values

@@ -34,6 +34,27 @@ struct Collective {
   static Collective on(Kind kind, Type type);
 };
 
+/// What an op says of the model's shape (CostOpInterface::describeModel),
+/// which the planner reads from @forward before any parallelization
+/// (lib/CostModel/ModelShape.cpp): each field left at its default says
+/// nothing.
+struct ModelFacts {
+  /// A transformer layer (one pipeline unit) of width `hidden`.
+  bool layer = false;
+  int64_t hidden = 0;
+  /// Attention heads (query and key/value).
+  int64_t heads = 0, kvHeads = 0;
+  /// An embedding table, and the vocabulary it makes (0 for positions).
+  Value table;
+  int64_t vocab = 0;
+  /// A linear's weight, the weight's dimension along the outputs (a
+  /// column split cuts that one), and the output width (the widest
+  /// column-split linear of a layer is the MLP's ffn).
+  Value weight;
+  int64_t weightOutputDim = 1;
+  int64_t width = 0;
+};
+
 } // namespace mlir::triax
 
 #include "triax/Dialect/Triax/Interfaces/CostOpInterface.h.inc"

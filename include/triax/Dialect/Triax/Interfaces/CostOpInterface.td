@@ -18,7 +18,10 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
       its `axes` attribute), by [C1]/[C2] of docs/cost-model.md. An op that
       carries a `mesh` and has no interface is listed as unmodelled; one
       with the interface and no override moves nothing;
-    - its kernels' scratch: the activation peak adds it while the op runs.
+    - its kernels' scratch: the activation peak adds it while the op runs;
+    - what it tells of the model's shape: the planner's reading of the
+      model (ModelShape: layers, hidden, heads, vocabulary, ffn, which
+      parameters are embeddings or linear weights) asks each op.
   }];
   let cppNamespace = "::mlir::triax";
   let methods = [
@@ -41,6 +44,13 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
         they need none the cost model counts.
       }],
       "int64_t", "getScratchBytes", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<[{
+        Fills in what the op tells of the model's shape (ModelFacts: a
+        layer and its width, attention heads, an embedding table and its
+        vocabulary, a linear's weight and width); nothing by default.
+      }],
+      "void", "describeModel", (ins "::mlir::triax::ModelFacts &":$facts),
+      [{}], [{ return; }]>,
   ];
 }
 
