@@ -483,19 +483,19 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
                    "triax-autodiff) first, e.g. triaxc --emit=mlir");
   std::set<std::string> blocks;
   fb.walk([&](mlir::Operation *op) {
-    if (llvm::isa<tx::BlockOp>(op) && op->getNumOperands() > 0) {
+    // What the op tells of the model (CostOpInterface::describeModel).
+    tx::ModelFacts told;
+    if (auto described = llvm::dyn_cast<tx::CostOpInterface>(op))
+      described.describeModel(told);
+    if (told.layer && told.hidden) {
       // The backward's blocks are named "<block>.grad".
-      auto label = op->getAttrOfType<mlir::StringAttr>("name");
-      if (label &&
-          !label.getValue().ends_with(mlir::triax::ModelOp::kGradSuffix))
-        blocks.insert(label.str());
-      facts.hidden = llvm::cast<mlir::ShapedType>(op->getOperand(0).getType())
-                         .getShape()
-                         .back();
+      if (!told.layerName.ends_with(mlir::triax::ModelOp::kGradSuffix))
+        blocks.insert(told.layerName.str());
+      facts.hidden = told.hidden;
     }
-    if (llvm::isa<tx::AttentionOp>(op) && !facts.heads)
-      if (auto heads = op->getAttrOfType<mlir::IntegerAttr>("heads"))
-        facts.heads = heads.getInt() * facts.plan.tp;
+    // Each rank's attention has its tp share of the heads.
+    if (told.heads && !facts.heads)
+      facts.heads = told.heads * facts.plan.tp;
     if (llvm::isa<tx::PositionIdsOp>(op) && op->hasAttr("mesh"))
       facts.plan.sequenceParallel = true;
     // triax-recompute marks the backward blocks that recompute.

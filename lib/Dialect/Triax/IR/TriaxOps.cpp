@@ -653,6 +653,7 @@ double AttentionOp::getForwardFlops() {
 /// A layer, as wide as its first input's last dimension.
 void BlockOp::describeModel(ModelFacts &facts) {
   facts.layer = true;
+  facts.layerName = getName();
   if (getNumOperands() > 0)
     if (auto type = dyn_cast<ShapedType>(getOperand(0).getType());
         type && type.hasRank() && type.getRank() > 0)

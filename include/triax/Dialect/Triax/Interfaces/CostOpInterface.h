@@ -39,8 +39,10 @@ struct Collective {
 /// (lib/CostModel/ModelShape.cpp): each field left at its default says
 /// nothing.
 struct ModelFacts {
-  /// A transformer layer (one pipeline unit) of width `hidden`.
+  /// A transformer layer (one pipeline unit) named `layerName`, of width
+  /// `hidden`.
   bool layer = false;
+  llvm::StringRef layerName;
   int64_t hidden = 0;
   /// Attention heads (query and key/value).
   int64_t heads = 0, kvHeads = 0;
