@@ -88,8 +88,10 @@ peak_tflops=989.4
 # margin is kept to write the JSON after the last step.
 deadline=500
 margin="${TRIAX_BENCH_MARGIN:-15}"
-# The attention check's runner (bench-scripts.test puts a stand-in here).
-read -r -a attention_check <<< "${TRIAX_BENCH_ATTENTION_CHECK:-python3 $root/test/Conversion/TriaxToKernels/Inputs/attention_reference.py}"
+# The attention check (built by prepare, run by run) and its runner
+# (bench-scripts.test puts a stand-in there).
+attention_reference="$root/test/Conversion/TriaxToKernels/Inputs/attention_reference.py"
+read -r -a attention_check <<< "${TRIAX_BENCH_ATTENTION_CHECK:-python3 $attention_reference}"
 # tiny bf16 (GPU) against tiny bf16 (CPU): see the comment in run_gpu.
 bf16_rtol=5e-3
 while (($#)); do
@@ -212,7 +214,7 @@ prepare() {
   say "attention check: flash and batched-gemm, built for $arch"
   local impl
   for impl in flash batched-gemm; do
-    run python3 "$root/test/Conversion/TriaxToKernels/Inputs/attention_reference.py" \
+    run python3 "$attention_reference" \
         "$bundle/attention-$impl" --target cuda --attention "$impl" --build-only \
         --tools-dir "$bin" --runtime-dir "$rt" \
         --runtime-include "$root/runtime/include"

@@ -322,9 +322,15 @@ auto ::triax::checkLowerCUDAOptions(const LoweringConfig &o) -> std::string {
   return "";
 }
 
-int64_t ::triax::kernelParamBytes(llvm::StringRef features) {
-  return ptxVersion(features) >= 81 ? 32764 : 4352;
-}
+/// The most bytes of kernel parameters a fused launch (AdamW, the bf16
+/// copies, the gradient norm's sums) passes: 4352, the limit before PTX ISA
+/// 8.1, also where 8.1 allows 32764. NVPTX keeps every pointer parameter of
+/// a kernel live from its entry, so the 32764-byte launches (gpt2: all 196
+/// bf16 copies in one kernel, all 196 AdamW updates in another) took 143
+/// and 127 registers, one block per SM, and ran at 60 GB/s on the H200
+/// (12.6 and 5.6 ms a step, ncu); with 4352 bytes ptxas gives them 17 and
+/// 24-28 registers.
+constexpr int64_t kFusedLaunchParamBytes = 4352;
 
 void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
                                      const LoweringConfig &options) {
@@ -332,19 +338,12 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   // elementwise chains, layer ops as loop nests and runtime calls, one
   // function per kernel.
   pm.addPass(mlir::triax::createTriaxFuseElementwise());
-  // One kernel for all the AdamW updates of a step (not one per
+  // A few kernels for the AdamW updates of a step (not one per
   // parameter): consecutive triax.adamw ops share one parallel loop, as
-  // many as the PTX version's kernel parameter space holds.
+  // many as kFusedLaunchParamBytes of kernel parameters hold.
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = true;
-  // At most 4352 bytes a launch, whatever the PTX version allows: NVPTX
-  // keeps every pointer parameter of a kernel live from its entry, so the
-  // 32764-byte launches (gpt2: all 196 bf16 copies in one kernel, all 196
-  // AdamW updates in another) took 143 and 127 registers, one block per
-  // SM, and ran at 60 GB/s on the H200 (12.6 and 5.6 ms a step, ncu);
-  // with 4352 bytes ptxas gives them 17 and 24-28 registers.
-  kernels.kernelParamBytes =
-      std::min<int64_t>(kernelParamBytes(options.features), 4352);
+  kernels.kernelParamBytes = kFusedLaunchParamBytes;
   kernels.geluEpilogue = options.geluEpilogue;
   kernels.attention = cudaAttention(options);
   // The embedding backward has `hidden` race-free iterations (tokens may

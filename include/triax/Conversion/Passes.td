@@ -43,7 +43,8 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     later allow 32764 bytes, earlier versions 4352; `triax-lower-cuda`
     passes 4352 in both cases (27 updates per launch, a gpt2 step's 196 in
     eight), since NVPTX keeps every pointer parameter live from the
-    kernel's entry: the 196-update launch took 127 registers on sm_90. The option also fuses the gradient
+    kernel's entry: the 196-update launch took 127 registers on sm_90.
+    The option also fuses the gradient
     norm's partial sums over all gradients (one row-wise nest, 40 bytes of
     parameters per gradient) and the bf16 copies of the parameters (below;
     80 bytes per copy) the same way.

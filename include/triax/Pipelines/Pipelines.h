@@ -78,10 +78,6 @@ std::string checkLowerCUDAOptions(const LoweringConfig &options);
 /// that is not sm_N (checkLowerCUDAOptions reports that).
 std::string defaultCUDAAttention(llvm::StringRef chip);
 
-/// The most bytes of kernel parameters one launch may pass with PTX
-/// `features`: 32764 from PTX ISA 8.1 (+ptx81 or later), else 4352.
-int64_t kernelParamBytes(llvm::StringRef features);
-
 /// What triax-parallelize builds: the mesh, ZeRO, sequence parallelism,
 /// recomputation, precision and the pipeline's micro-batches, schedule and
 /// stages. Its fields, their defaults and their help are declared once, in

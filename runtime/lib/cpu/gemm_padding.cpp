@@ -24,7 +24,6 @@ triax::rt::PaddedOperand operand(bool staged, int64_t rows, int64_t cols,
   o.cols = cols;
   o.ld = ld;
   o.paddedRows = paddedRows;
-  o.paddedCols = paddedCols;
   o.paddedLd = roundUp(paddedCols, int64_t(16 / elem));
   o.elem = elem;
   return o;

@@ -25,11 +25,12 @@ namespace triax::rt {
 
 /// One operand of a padded GEMM: `rows` x `cols` elements of `elem` bytes
 /// at row stride `ld` in the caller's buffer; in the copy, `paddedRows`
-/// rows of row stride `paddedLd` (>= paddedCols), zero past rows x cols.
+/// rows of row stride `paddedLd` (16-byte rows holding the padded
+/// columns), zero past rows x cols.
 struct PaddedOperand {
   bool staged = false;
   int64_t rows = 0, cols = 0, ld = 0;
-  int64_t paddedRows = 0, paddedCols = 0, paddedLd = 0;
+  int64_t paddedRows = 0, paddedLd = 0;
   size_t elem = 0;
   /// Bytes of the copy.
   size_t bytes() const { return size_t(paddedRows) * size_t(paddedLd) * elem; }
