@@ -1124,7 +1124,8 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
   }
 
   // Bytes: each distinct buffer (root through views) the kernel loads from
-  // counts once, whole, as read; each it stores to, once as written.
+  // counts once, whole, as read; each it stores to, once as written. A
+  // block's shared memory (a workgroup attribution) is not HBM traffic.
   llvm::SetVector<Value> read, written;
   op->walk([&](MemoryEffectOpInterface effects) {
     llvm::SmallVector<MemoryEffects::EffectInstance> list;
@@ -1132,6 +1133,9 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
     for (const MemoryEffects::EffectInstance &e : list) {
       Value v = e.getValue();
       if (!v || !isa<MemRefType>(v.getType()))
+        continue;
+      if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(
+              cast<MemRefType>(v.getType())))
         continue;
       // A buffer chosen per iteration (`arith.select` of buffers, the
       // fused gradient norm's rows) is each of the buffers it chooses from.

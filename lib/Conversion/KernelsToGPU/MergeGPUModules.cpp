@@ -6,11 +6,17 @@
 // which the symbol table made unique (two launches in one host function
 // give two kernels of the same name).
 //
+// Shared memory (a kernel's workgroup attributions) is aligned to
+// kSharedAlign bytes: the generated kernels access it with 16-byte vector
+// stores and ldmatrix rows, and the NVVM lowering gives a workgroup
+// buffer only its element type's alignment unless told otherwise.
+//
 //===----------------------------------------------------------------------===//
 
 #include "triax/Conversion/KernelsToGPU/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::triax {
@@ -21,6 +27,10 @@ namespace mlir::triax {
 using namespace mlir;
 
 namespace {
+
+/// The alignment of every workgroup buffer: the widest access a thread
+/// makes (128-bit vector loads and stores, ldmatrix's 16-byte rows).
+constexpr int64_t kSharedAlign = 16;
 
 struct TriaxMergeGPUModulesPass
     : public mlir::triax::impl::TriaxMergeGPUModulesBase<
@@ -82,6 +92,15 @@ struct TriaxMergeGPUModulesPass
     });
     for (gpu::GPUModuleOp from : modules)
       from.erase();
+    Builder builder(module.getContext());
+    merged.walk([&](gpu::GPUFuncOp fn) {
+      for (unsigned i = 0; i < fn.getNumWorkgroupAttributions(); ++i)
+        if (!fn.getWorkgroupAttributionAttr(
+                i, LLVM::LLVMDialect::getAlignAttrName()))
+          fn.setWorkgroupAttributionAttr(
+              i, LLVM::LLVMDialect::getAlignAttrName(),
+              builder.getI64IntegerAttr(kSharedAlign));
+    });
   }
 };
 

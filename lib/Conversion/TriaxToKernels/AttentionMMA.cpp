@@ -43,9 +43,17 @@
 // dS enter the second products rounded to bf16 (as in FlashAttention-2);
 // the sums, the softmax statistics and the accumulators are f32.
 //
-// Operands come straight from global memory (L1/L2): the kernel report
-// counts each buffer once, and staging K/V tiles in shared memory for the
-// warps of a block is left for when the kernel has run on a GPU.
+// The tiles a warp steps over (K and V in the forward and the dQ kernel,
+// Q and dO in the dK/dV kernel) are staged in shared memory, a private
+// slot per warp (no barriers between warps: a warp's lanes synchronize
+// with bar.warp.sync only): each lane moves 16-byte pieces, consecutive
+// lanes consecutive pieces of a row (coalesced), and the B fragments come
+// out of the slot with ldmatrix.x4 (.trans where the MMA wants the tile's
+// columns), four 8 x 8 matrices an instruction where the scalar form took
+// 32 two-byte loads. Slot rows are padded to d + 8 elements: a row starts
+// 4 banks after the one before (mod 32), so the 8 rows of 16 bytes an
+// ldmatrix phase reads fall in 32 different banks. The A fragments (the
+// warp's own 16 rows, loaded once) still come from global memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,6 +62,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <array>
 #include <limits>
@@ -67,6 +76,10 @@ namespace {
 constexpr int64_t kTile = 16;
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kWarpsPerBlock = 4;
+/// Tiles a warp stages at a time (K and V, or Q and dO), and the elements
+/// a lane moves per piece (16 bytes of bf16).
+constexpr int64_t kSlots = 2;
+constexpr int64_t kPiece = 8;
 
 /// An m16n8 f32 accumulator: c0..c3 of this lane.
 using Acc = std::array<Value, 4>;
@@ -81,17 +94,32 @@ struct HeadMatrix {
   Value rows2d, b, h;
 };
 
+/// The warp's shared memory: `smem` is the block's
+/// [kWarpsPerBlock, kSlots, 16, d + 8] bf16 buffer (a workgroup
+/// attribution of the launch), `warp` the warp's index in the block and
+/// `base` the buffer's shared address (for ldmatrix's pointer).
+struct Staging {
+  Value smem, warp, base;
+};
+
+/// The elements of a slot row: d + 8 (see the file comment).
+int64_t slotPitch(const AttentionDims &dims) { return dims.headDim + 8; }
+
 /// The code one lane of a warp runs: fragment loads, MMAs, row reductions.
 class Lane {
 public:
-  Lane(KernelBuilder &k, Value lane, const AttentionDims &dims)
-      : k(k), dims(dims) {
+  Lane(KernelBuilder &k, Value lane, const Staging &staging,
+       const AttentionDims &dims)
+      : k(k), dims(dims), lane(lane), staging(staging) {
     g = k.divui(lane, k.index(4));
     t = arith::RemUIOp::create(k.builder(), k.getLoc(), lane, k.index(4));
   }
 
   KernelBuilder &k;
   const AttentionDims &dims;
+  /// The lane's index in the warp, and the warp's shared slots.
+  Value lane;
+  Staging staging;
   /// The lane's group (its rows g and g + 8) and position in the group.
   Value g, t;
 
@@ -141,26 +169,111 @@ public:
     }
     return a;
   }
-  /// The B fragment B[kk][n] = m[k0 + kk][n0 + n], or with `transposed`
-  /// m[n0 + n][k0 + kk]: lane (g, t) holds kk = 2t, 2t+1 (register 0) and
-  /// 2t+8, 2t+9 (register 1) of column n = g; transposed, each register is
-  /// two consecutive elements of a row of m.
-  FragB loadB(const HeadMatrix &m, Value k0, Value n0, bool transposed) {
-    FragB f;
-    Value n = k.addi(n0, g);
-    for (int reg = 0; reg < 2; ++reg) {
-      Value kk = k.addi(plus(k0, reg ? 8 : 0), k.muli(t, k.index(2)));
-      f[reg] = transposed ? pack(element(m, n, kk), element(m, n, plus(kk, 1)))
-                          : pack(element(m, kk, n), element(m, plus(kk, 1), n));
+  /// Waits for the warp's lanes (bar.warp.sync, all 32): their shared
+  /// memory accesses before it are visible to all after it.
+  void syncWarp() {
+    NVVM::SyncWarpOp::create(k.builder(), k.getLoc(), k.i32(-1));
+  }
+
+  /// Copies the 16 rows at r0 of each matrix of `tiles` into its slot (in
+  /// the order of `tiles`: slot 0, 1, ...) as bf16 (an f32 operand rounded
+  /// to nearest even, as pack() rounds): lane l moves pieces l, l + 32, ...
+  /// of 8 elements, row-major over the tile. All loads are issued first;
+  /// the slots are written after every lane is done with their previous
+  /// tiles.
+  void stage(ArrayRef<HeadMatrix> tiles, Value r0) {
+    OpBuilder &b = k.builder();
+    Location loc = k.getLoc();
+    int64_t d = dims.headDim, perRow = d / kPiece;
+    auto bf16 = VectorType::get({kPiece}, b.getBF16Type());
+    assert(tiles.size() <= size_t(kSlots) && "more tiles than slots");
+    SmallVector<std::array<Value, 4>> pieces; // value, slot, row, column
+    for (auto [slot, m] : llvm::enumerate(tiles)) {
+      Type elt = cast<MemRefType>(m.rows2d.getType()).getElementType();
+      for (int64_t i = 0; i < kTile * perRow / kWarpSize; ++i) {
+        Value p = plus(lane, kWarpSize * i);
+        Value r = k.divui(p, k.index(perRow));
+        Value c = k.muli(arith::RemUIOp::create(b, loc, p, k.index(perRow)),
+                         k.index(kPiece));
+        Value row = k.addi(k.muli(m.b, k.index(dims.seq)), k.addi(r0, r));
+        Value col = k.addi(k.muli(m.h, k.index(d)), c);
+        Value v = vector::LoadOp::create(
+            b, loc, VectorType::get({kPiece}, elt), m.rows2d,
+            ValueRange{row, col}, /*nontemporal=*/false, llvm::Align(16));
+        if (!elt.isBF16())
+          v = arith::TruncFOp::create(b, loc, bf16, v);
+        pieces.push_back({v, k.index(int64_t(slot)), r, c});
+      }
     }
-    return f;
+    syncWarp();
+    for (auto [v, slot, r, c] : pieces)
+      vector::StoreOp::create(b, loc, v, staging.smem,
+                              ValueRange{staging.warp, slot, r, c},
+                              /*nontemporal=*/false, llvm::Align(16));
+    syncWarp();
   }
-  FragB loadB(const HeadMatrix &m, Value k0, Value n0) {
-    return loadB(m, k0, n0, /*transposed=*/false);
+
+  /// ldmatrix.x4 from slot `slot`: four 8 x 8 matrices, matrix j the one
+  /// at (rows[j], cols[j]) of the tile. Register j of a lane holds matrix
+  /// j's row g, columns 2t and 2t + 1 (the B fragment of the transposed
+  /// matrix), or with `trans` its column g, rows 2t and 2t + 1 (the B
+  /// fragment of the matrix itself). Lane l gives the address of row l % 8
+  /// of matrix l / 8.
+  std::array<Value, 4> ldmatrix(int64_t slot, std::array<int64_t, 4> rows,
+                                std::array<int64_t, 4> cols, bool trans) {
+    OpBuilder &b = k.builder();
+    Location loc = k.getLoc();
+    Value j = k.divui(lane, k.index(8));
+    Value r = arith::RemUIOp::create(b, loc, lane, k.index(8));
+    // Matrix j's row and column offsets: constants chosen by j.
+    auto pick = [&](std::array<int64_t, 4> of) {
+      Value v = k.index(of[0]);
+      for (int64_t m = 1; m < 4; ++m)
+        v = k.select(k.cmpi(arith::CmpIPredicate::eq, j, k.index(m)),
+                     k.index(of[m]), v);
+      return v;
+    };
+    Value row = k.addi(pick(rows), r), col = pick(cols);
+    Value slotIndex =
+        k.addi(k.muli(staging.warp, k.index(kSlots)), k.index(slot));
+    Value element =
+        k.addi(k.muli(k.addi(k.muli(slotIndex, k.index(kTile)), row),
+                      k.index(slotPitch(dims))),
+               col);
+    Value address = k.addi(staging.base, k.muli(element, k.index(2)));
+    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+    Value ptr = LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), i64);
+    Type i32 = b.getI32Type();
+    auto result =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {i32, i32, i32, i32});
+    auto op = NVVM::LdMatrixOp::create(
+        b, loc, result, ptr, /*num=*/4u,
+        trans ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+        NVVM::LdStMatrixEltType::B16);
+    std::array<Value, 4> regs;
+    for (int64_t e = 0; e < 4; ++e)
+      regs[e] = LLVM::ExtractValueOp::create(b, loc, op, e);
+    return regs;
   }
-  /// B = m^T over rows n0.. and columns k0.. of m.
-  FragB loadBTransposed(const HeadMatrix &m, Value n0, Value k0) {
-    return loadB(m, k0, n0, /*transposed=*/true);
+
+  /// The B fragments of m^T over the feature block kk of the staged tile
+  /// m (keys or queries as rows): for the tile's rows 0-7 and 8-15 (the
+  /// two 16 x 8 halves of the product), B[c][n] = m[8 half + n][16 kk + c].
+  std::array<FragB, 2> transposedB(int64_t slot, int64_t kk) {
+    int64_t c = kTile * kk;
+    std::array<Value, 4> r =
+        ldmatrix(slot, {0, 0, 8, 8}, {c, c + 8, c, c + 8}, /*trans=*/false);
+    return {FragB{r[0], r[1]}, FragB{r[2], r[3]}};
+  }
+  /// The B fragments of the staged tile m itself for the output columns
+  /// 16 jj.. and 16 jj + 8..: B[kk][n] = m[kk][16 jj + 8 half + n].
+  std::array<FragB, 2> plainB(int64_t slot, int64_t jj) {
+    int64_t c = kTile * jj;
+    std::array<Value, 4> r =
+        ldmatrix(slot, {0, 8, 0, 8}, {c, c, c + 8, c + 8}, /*trans=*/true);
+    return {FragB{r[0], r[1]}, FragB{r[2], r[3]}};
   }
 
   /// c + a b on the tensor cores (mma.sync.aligned.m16n8k16.row.col,
@@ -184,26 +297,26 @@ public:
     Value z = k.f32(0.0);
     return {z, z, z, z};
   }
-  /// The 16 x 8 tile n (of two) of a 16 x 16 product a b over the d
-  /// features: sum over the d/16 feature blocks of a[kk] times the B
-  /// fragment `b(kk)`.
-  Acc product(ArrayRef<FragA> a, function_ref<FragB(int64_t kk)> b) {
-    Acc acc = zero();
-    for (int64_t kk = 0; kk < int64_t(a.size()); ++kk)
-      acc = mma(a[kk], b(kk), acc);
-    return acc;
-  }
-
-  /// a m^T over the 16 rows of m at r0 (the features summed): the two
-  /// 16 x 8 tiles of a 16 x 16 block (scores, or dP against dO).
-  std::array<Acc, 2> timesTransposed(ArrayRef<FragA> a, const HeadMatrix &m,
-                                     Value r0) {
-    std::array<Acc, 2> out;
-    for (int64_t n = 0; n < 2; ++n)
-      out[n] = product(a, [&](int64_t kk) {
-        return loadBTransposed(m, plus(r0, 8 * n), k.index(kTile * kk));
-      });
+  /// a m^T over the 16 rows of the tile staged in `slot` (the features
+  /// summed): the two 16 x 8 tiles of a 16 x 16 block (scores, or dP
+  /// against dO).
+  std::array<Acc, 2> timesTransposed(ArrayRef<FragA> a, int64_t slot) {
+    std::array<Acc, 2> out = {zero(), zero()};
+    for (int64_t kk = 0; kk < int64_t(a.size()); ++kk) {
+      std::array<FragB, 2> bs = transposedB(slot, kk);
+      for (int64_t n = 0; n < 2; ++n)
+        out[n] = mma(a[kk], bs[n], out[n]);
+    }
     return out;
+  }
+  /// acc[j] += a m over the tile staged in `slot` (16 rows), for the d/8
+  /// output tiles j of 8 columns.
+  void accumulate(SmallVectorImpl<Acc> &acc, const FragA &a, int64_t slot) {
+    for (int64_t jj = 0; jj < int64_t(acc.size()) / 2; ++jj) {
+      std::array<FragB, 2> bs = plainB(slot, jj);
+      for (int64_t half = 0; half < 2; ++half)
+        acc[2 * jj + half] = mma(a, bs[half], acc[2 * jj + half]);
+    }
   }
 
   /// The A fragment of the 16 x 16 block whose columns 0-7 are the
@@ -235,11 +348,12 @@ public:
   }
 };
 
-/// Emits a launch of `warps` warps, 4 per 128-thread block, and `body` for
-/// each warp w < warps with its lane (a guard uniform over the warp: the
-/// MMAs need all 32 lanes).
-void launchWarps(KernelBuilder &k, int64_t warps,
-                 function_ref<void(KernelBuilder &, Value, Value)> body) {
+/// Emits a launch of `warps` warps, 4 per 128-thread block, with the
+/// block's staging slots in shared memory, and `body` for each warp
+/// w < warps with its lane (a guard uniform over the warp: the MMAs need
+/// all 32 lanes).
+void launchWarps(KernelBuilder &k, int64_t warps, const AttentionDims &dims,
+                 function_ref<void(KernelBuilder &, Value, Lane &)> body) {
   OpBuilder &b = k.builder();
   Location loc = k.getLoc();
   int64_t threads = kWarpSize * kWarpsPerBlock;
@@ -247,6 +361,12 @@ void launchWarps(KernelBuilder &k, int64_t warps,
   Value grid = k.index((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
   Value one = k.index(1);
   auto launch = gpu::LaunchOp::create(b, loc, grid, one, one, block, one, one);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto slots =
+      MemRefType::get({kWarpsPerBlock, kSlots, kTile, slotPitch(dims)},
+                      b.getBF16Type(), MemRefLayoutAttrInterface(), workgroup);
+  Value smem = launch.addWorkgroupAttribution(slots, loc);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   // The linear thread id, as triax-map-loops-to-gpu writes it (the kernel
@@ -256,6 +376,10 @@ void launchWarps(KernelBuilder &k, int64_t warps,
       launch.getThreadIds().x);
   Value warp = k.divui(id, k.index(kWarpSize));
   Value lane = arith::RemUIOp::create(b, loc, id, k.index(kWarpSize));
+  Staging staging;
+  staging.smem = smem;
+  staging.warp = k.divui(launch.getThreadIds().x, k.index(kWarpSize));
+  staging.base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, smem);
   // (warp < warps, as a bound on the id: the kernel report's form of a
   // guard.)
   Value inRange =
@@ -263,7 +387,8 @@ void launchWarps(KernelBuilder &k, int64_t warps,
   auto inside = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
   gpu::TerminatorOp::create(b, loc);
   b.setInsertionPoint(inside.thenBlock()->getTerminator());
-  body(k, warp, lane);
+  Lane w(k, lane, staging, dims);
+  body(k, warp, w);
 }
 
 /// Splits a warp index over (outer, inner) extents: the inner fastest.
@@ -309,7 +434,8 @@ void maskScores(Lane &w, std::array<Acc, 2> &s, Value q0, Value t0) {
 }
 
 /// The forward's loop over the key tiles 0..qt of the warp's query tile
-/// (q0 = 16 qt) with the query fragments `qf`.
+/// (q0 = 16 qt) with the query fragments `qf`: each step stages the key
+/// tile in slot 0 and the value tile in slot 1.
 Online onlineTiles(Lane &w, ArrayRef<FragA> qf, const HeadMatrix &keys,
                    const HeadMatrix &values, Value q0, Value qt) {
   KernelBuilder &k = w.k;
@@ -322,7 +448,8 @@ Online onlineTiles(Lane &w, ArrayRef<FragA> qf, const HeadMatrix &keys,
       k.index(0), w.plus(qt, 1), init,
       [&](KernelBuilder &k, Value kt, ValueRange state) {
         Value t0 = k.muli(kt, k.index(kTile));
-        std::array<Acc, 2> s = w.timesTransposed(qf, keys, t0);
+        w.stage({keys, values}, t0);
+        std::array<Acc, 2> s = w.timesTransposed(qf, 0);
         maskScores(w, s, q0, t0);
         SmallVector<Value> next(4);
         Value alpha[2];
@@ -346,11 +473,10 @@ Online onlineTiles(Lane &w, ArrayRef<FragA> qf, const HeadMatrix &keys,
         }
         FragA p = w.packA(s[0], s[1]);
         SmallVector<Acc> acc = unflatten(state.drop_front(4));
-        for (int64_t j = 0; j < d / 8; ++j) {
+        for (int64_t j = 0; j < d / 8; ++j)
           for (int64_t e = 0; e < 4; ++e)
             acc[j][e] = k.mul(acc[j][e], alpha[e >= 2]);
-          acc[j] = w.mma(p, w.loadB(values, t0, k.index(8 * j)), acc[j]);
-        }
+        w.accumulate(acc, p, 1);
         next.append(flatten(acc));
         return next;
       });
@@ -412,12 +538,11 @@ void mlir::triax::kernels::flashMMA(KernelBuilder &k,
                                     const AttentionDims &dims) {
   int64_t tiles = dims.seq / kTile;
   launchWarps(
-      k, dims.batch * dims.heads * tiles,
-      [&](KernelBuilder &k, Value warp, Value laneId) {
+      k, dims.batch * dims.heads * tiles, dims,
+      [&](KernelBuilder &k, Value warp, Lane &w) {
         auto [bh, qt] = split(k, warp, tiles);
         auto [b, h] = split(k, bh, dims.heads);
         Value g = kvHeadOf(k, h, dims);
-        Lane w(k, laneId, dims);
         Value q0 = k.muli(qt, k.index(kTile));
         SmallVector<FragA> qf = rowFragments(w, {buf.q, b, h}, q0);
         Online st = onlineTiles(w, qf, {buf.key, b, g}, {buf.v, b, g}, q0, qt);
@@ -440,11 +565,10 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
 
   // 1. dQ, L, D: a warp per 16 query rows.
   launchWarps(
-      k, B * H * tiles, [&](KernelBuilder &k, Value warp, Value laneId) {
+      k, B * H * tiles, dims, [&](KernelBuilder &k, Value warp, Lane &w) {
         auto [bh, qt] = split(k, warp, tiles);
         auto [b, h] = split(k, bh, H);
         Value g = kvHeadOf(k, h, dims);
-        Lane w(k, laneId, dims);
         Value q0 = k.muli(qt, k.index(kTile));
         HeadMatrix queries{buf.q, b, h}, keys{buf.key, b, g},
             values{buf.v, b, g};
@@ -486,8 +610,9 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
             k.index(0), w.plus(qt, 1), flatten(dq),
             [&](KernelBuilder &k, Value kt, ValueRange state) {
               Value t0 = k.muli(kt, k.index(kTile));
-              std::array<Acc, 2> p = w.timesTransposed(qf, keys, t0);
-              std::array<Acc, 2> ds = w.timesTransposed(dof, values, t0);
+              w.stage({keys, values}, t0);
+              std::array<Acc, 2> p = w.timesTransposed(qf, 0);
+              std::array<Acc, 2> ds = w.timesTransposed(dof, 1);
               maskScores(w, p, q0, t0);
               for (int64_t n = 0; n < 2; ++n)
                 for (int64_t e = 0; e < 4; ++e) {
@@ -496,9 +621,7 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
                 }
               FragA dsf = w.packA(ds[0], ds[1]);
               SmallVector<Acc> next = unflatten(state);
-              for (int64_t j = 0; j < d / 8; ++j)
-                next[j] =
-                    w.mma(dsf, w.loadB(keys, t0, k.index(8 * j)), next[j]);
+              w.accumulate(next, dsf, 0);
               return flatten(next);
             });
         Value scale = k.f32(dims.scale);
@@ -509,10 +632,9 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
   // heads of its group in order.
   int64_t KV = dims.kvHeads;
   launchWarps(
-      k, B * KV * tiles, [&](KernelBuilder &k, Value warp, Value laneId) {
+      k, B * KV * tiles, dims, [&](KernelBuilder &k, Value warp, Lane &w) {
         auto [bg, kt] = split(k, warp, tiles);
         auto [b, g] = split(k, bg, KV);
-        Lane w(k, laneId, dims);
         Value k0 = k.muli(kt, k.index(kTile));
         HeadMatrix keys{buf.key, b, g}, values{buf.v, b, g};
         SmallVector<FragA> kf = rowFragments(w, keys, k0);
@@ -527,8 +649,9 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
               kt, k.index(tiles), acc,
               [&](KernelBuilder &k, Value qt, ValueRange state) {
                 Value q0 = k.muli(qt, k.index(kTile));
-                std::array<Acc, 2> p = w.timesTransposed(kf, queries, q0);
-                std::array<Acc, 2> ds = w.timesTransposed(vf, dout, q0);
+                w.stage({queries, dout}, q0);
+                std::array<Acc, 2> p = w.timesTransposed(kf, 0);
+                std::array<Acc, 2> ds = w.timesTransposed(vf, 1);
                 // Rows are keys, columns queries: visible where key <= query.
                 for (int64_t n = 0; n < 2; ++n)
                   for (int64_t e = 0; e < 4; ++e) {
@@ -544,13 +667,12 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
                   }
                 FragA pf = w.packA(p[0], p[1]), dsf = w.packA(ds[0], ds[1]);
                 SmallVector<Acc> next = unflatten(state);
-                for (int64_t j = 0; j < d / 8; ++j) {
-                  Value n0 = k.index(8 * j);
-                  next[j] = w.mma(dsf, w.loadB(queries, q0, n0), next[j]);
-                  next[d / 8 + j] =
-                      w.mma(pf, w.loadB(dout, q0, n0), next[d / 8 + j]);
-                }
-                return flatten(next);
+                SmallVector<Acc> dK(ArrayRef<Acc>(next).take_front(d / 8)),
+                    dV(ArrayRef<Acc>(next).drop_front(d / 8));
+                w.accumulate(dK, dsf, 0);
+                w.accumulate(dV, pf, 1);
+                dK.append(dV.begin(), dV.end());
+                return flatten(dK);
               });
         }
         SmallVector<Acc> tilesOut = unflatten(acc);

@@ -12,6 +12,29 @@
 // FWD-MMA: {{^}}4{{$}}
 // RUN: sed -n '/func.func @bwd(/,/^  }$/p' %t | grep -c nvvm.mma.sync | FileCheck %s --check-prefix=BWD-MMA
 // BWD-MMA: {{^}}26{{$}}
+// The B fragments come from the tiles a warp staged in shared memory, one
+// ldmatrix.x4 per 16 x 16 block (d = 16: one feature block, one pair of
+// 8-wide tiles): forward 1 for K^T and 1 for V per key tile; backward
+// kernel 1 the forward's 2, then K^T, V^T and K; kernel 2 per query head
+// of the group (2): Q^T, dO^T, Q and dO. A tile is 16 rows of 16-byte
+// pieces, one per lane for d = 16: the forward stages 2 tiles per step
+// (2 vector loads), the backward 2 + 2 in kernel 1 and 2 per query head
+// in kernel 2; each staging is fenced by two bar.warp.sync.
+// RUN: sed -n '/func.func @fwd(/,/^  }$/p' %t | grep -c nvvm.ldmatrix | FileCheck %s --check-prefix=FWD-LDM
+// FWD-LDM: {{^}}2{{$}}
+// RUN: sed -n '/func.func @bwd(/,/^  }$/p' %t | grep -c nvvm.ldmatrix | FileCheck %s --check-prefix=BWD-LDM
+// BWD-LDM: {{^}}13{{$}}
+// RUN: sed -n '/func.func @bwd(/,/^  }$/p' %t | grep -c 'vector.load' | FileCheck %s --check-prefix=BWD-LD
+// BWD-LD: {{^}}8{{$}}
+// RUN: sed -n '/func.func @bwd(/,/^  }$/p' %t | grep -c 'nvvm.bar.warp.sync' | FileCheck %s --check-prefix=BWD-SYNC
+// BWD-SYNC: {{^}}8{{$}}
+// Outlined, the kernels' shared memory is 16-byte aligned
+// (triax-merge-gpu-modules), as the vector stores and ldmatrix rows need.
+// RUN: triax-opt %s --pass-pipeline='builtin.module(convert-triax-to-kernels{attention=flash-mma}, gpu-kernel-outlining, triax-merge-gpu-modules)' \
+// RUN:   | FileCheck %s --check-prefix=ALIGN
+// ALIGN: gpu.func @fwd_kernel({{.*}}) workgroup(%{{.*}} : memref<4x2x16x24xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
+// ALIGN: gpu.func @bwd_kernel({{.*}}) workgroup(%{{.*}} : memref<4x2x16x24xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
+// ALIGN: gpu.func @bwd_kernel_0({{.*}}) workgroup(%{{.*}} : memref<4x2x16x24xbf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
 
 // B = 2, S = 32, 4 query heads of d = 16 sharing 2 kv heads.
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 32, global_batch = 2> {
@@ -25,16 +48,29 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 32, global_ba
 }
 
 // One warp per (b, head, 16 queries): 2 x 4 x 2 = 16 warps, 4 blocks of
-// 128 threads; warps past the end guarded on the linear id. Key tiles
-// 0..qt (causal), the scores masked to -inf past the diagonal, row max and
-// row sum over the 4 lanes of a group by xor-shuffles 1 and 2.
+// 128 threads; warps past the end guarded on the linear id. Each block
+// holds [4 warps, 2 slots, 16 rows, d + 8] bf16 of shared memory. Key
+// tiles 0..qt (causal): K and V staged (16-byte loads, then bar.warp.sync,
+// stores into the warp's slots, bar.warp.sync), K^T's fragments by
+// ldmatrix, the scores masked to -inf past the diagonal, row max and row
+// sum over the 4 lanes of a group by xor-shuffles 1 and 2, V's fragments
+// by ldmatrix.trans.
 // CHECK-LABEL: func.func @fwd(
 // CHECK-NOT: scf.parallel
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %c128,
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}}) threads({{.*}}) in ({{.*}} = %c128, {{.*}}) workgroup(%[[SMEM:.*]] : memref<4x2x16x24xbf16, #gpu.address_space<workgroup>>)
 // CHECK: %[[ID:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: memref.extract_aligned_pointer_as_index %[[SMEM]]
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[ID]], %c512
 // CHECK: scf.if %[[IN]]
 // CHECK: scf.for
+// CHECK: %[[K:.*]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<64x32xbf16>, vector<8xbf16>
+// CHECK: %[[V:.*]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<64x32xbf16>, vector<8xbf16>
+// CHECK: nvvm.bar.warp.sync
+// CHECK: vector.store %[[K]], %[[SMEM]][%{{.*}}, %c0{{[_0-9]*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64}
+// CHECK: vector.store %[[V]], %[[SMEM]][%{{.*}}, %c1{{[_0-9]*}}, %{{.*}}, %{{.*}}] {alignment = 16 : i64}
+// CHECK: nvvm.bar.warp.sync
+// CHECK: llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
 // CHECK: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: arith.cmpi ule
 // CHECK: arith.select {{.*}}, %cst
@@ -42,6 +78,7 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 32, global_ba
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32{{[_0-9]*}}, %c32_i32{{[_0-9]*}} : f32
 // CHECK: math.exp
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32
 // CHECK: nvvm.mma.sync
 // CHECK: scf.yield
 // The output row: l summed over the group, O / l rounded to bf16.
@@ -67,6 +104,9 @@ func.func @fwd(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %v: tensor<2x
 // CHECK: memref.store %{{.*}}, %[[LSE]]
 // CHECK: memref.store %{{.*}}, %[[DELTA]]
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2,
+// The f32 dO is staged as bf16 (rounded as the MMA operand is).
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<64x64xf32>, vector<8xf32>
+// CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK: memref.load %[[LSE]]
 // CHECK: memref.load %[[DELTA]]
 // CHECK-NOT: scf.parallel

@@ -7,8 +7,10 @@
 // gpu.shuffle and nvvm.mma.sync see the whole warp. mma.sync is evaluated
 // from the PTX ISA's fragment tables ("Matrix Fragments for
 // mma.m16n8k16", written out again here from the spec, not shared with
-// the generator), f32 arithmetic is rounded to f32 after every op and bf16
-// conversions round to nearest even. The results are compared with
+// the generator), as is ldmatrix.x4 (.trans); f32 arithmetic is rounded to
+// f32 after every op and bf16 conversions round to nearest even. Shared
+// memory is fresh (NaN) for every warp, vector accesses must be aligned as
+// they claim, and an ldmatrix whose rows share a bank is a failure. The results are compared with
 // causal attention and its gradient computed in double precision from the
 // same inputs (test/cuda/flash-mma-sim.test).
 //
@@ -23,6 +25,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/DenseMap.h"
@@ -75,6 +78,7 @@ struct Buffer {
   std::vector<int64_t> shape;
   std::vector<double> data;
   bool bf16 = false;
+  int64_t elementBytes() const { return bf16 ? 2 : 4; }
   int64_t offsetOf(ArrayRef<int64_t> idx) const {
     int64_t off = 0;
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -107,6 +111,14 @@ private:
   llvm::DenseMap<Value, double> hostValues;
   llvm::DenseMap<Value, Lanes> lanes;
   llvm::DenseMap<Value, std::array<Lanes, 4>> structs;
+  /// Vector values: element e of every lane.
+  llvm::DenseMap<Value, SmallVector<Lanes>> vectors;
+  /// The warp's shared memory (workgroup attributions): a fresh buffer
+  /// of NaNs for every warp, so that a warp reading what another warp
+  /// wrote (which would need a barrier) reads NaN. Its "address" is
+  /// kSharedBase + 2 * element (bf16).
+  std::unique_ptr<Buffer> shared;
+  static constexpr double kSharedBase = 1 << 20;
   using Mask = std::array<bool, kLanes>;
 
   [[noreturn]] void unsupported(Operation &op) {
@@ -164,6 +176,8 @@ private:
       for (int64_t w = 0; w < block / kLanes; ++w) {
         lanes.clear();
         structs.clear();
+        vectors.clear();
+        newShared(launch);
         Lanes bid, tid, zero{};
         for (int l = 0; l < kLanes; ++l) {
           bid[l] = double(b);
@@ -177,6 +191,40 @@ private:
         all.fill(true);
         runBlock(launch.getBody().front(), all);
       }
+  }
+
+  void newShared(gpu::LaunchOp launch) {
+    auto attributions = launch.getWorkgroupAttributions();
+    shared.reset();
+    if (attributions.empty())
+      return;
+    if (attributions.size() != 1) {
+      llvm::errs() << "FAIL the simulator runs one workgroup attribution\n";
+      std::exit(1);
+    }
+    auto type = cast<MemRefType>(attributions[0].getType());
+    shared = std::make_unique<Buffer>();
+    shared->shape.assign(type.getShape().begin(), type.getShape().end());
+    shared->data.assign(type.getNumElements(),
+                        std::numeric_limits<double>::quiet_NaN());
+    shared->bf16 = type.getElementType().isBF16();
+    buffers[attributions[0]] = shared.get();
+  }
+
+  /// The 8 elements at shared address `addr` (ldmatrix's row), checked
+  /// to be a 16-byte aligned row inside the buffer.
+  std::array<double, 8> sharedRow(double addr) {
+    int64_t bytes = int64_t(addr - kSharedBase);
+    if (!shared || bytes < 0 || bytes % 16 != 0 ||
+        bytes / 2 + 8 > int64_t(shared->data.size())) {
+      llvm::errs() << "FAIL ldmatrix row address " << bytes
+                   << " is not a 16-byte aligned row of shared memory\n";
+      std::exit(1);
+    }
+    std::array<double, 8> row;
+    for (int e = 0; e < 8; ++e)
+      row[e] = shared->data[bytes / 2 + e];
+    return row;
   }
 
   Lanes get(Value v) {
@@ -343,6 +391,16 @@ private:
                           [](double a) { return double(std::log(float(a))); });
         })
         .Case([&](arith::TruncFOp o) {
+          if (auto vt = dyn_cast<VectorType>(o.getType())) {
+            if (!vt.getElementType().isBF16())
+              unsupported(op);
+            SmallVector<Lanes> out = vectors.lookup(o.getIn());
+            for (Lanes &x : out)
+              for (double &v : x)
+                v = roundBF16(float(v));
+            vectors[r] = out;
+            return;
+          }
           if (!o.getType().isBF16())
             unsupported(op);
           lanes[r] = map1(o.getIn(),
@@ -384,6 +442,41 @@ private:
             if (mask[l])
               buf->data[buf->offsetOf(at(idx, l))] = v[l];
         })
+        .Case([&](vector::LoadOp o) {
+          Buffer *buf = buffers.lookup(o.getBase());
+          SmallVector<Lanes> idx = indices(o.getIndices());
+          int64_t width = o.getVectorType().getNumElements();
+          SmallVector<Lanes> out(width, Lanes{});
+          for (int l = 0; l < kLanes; ++l)
+            if (mask[l]) {
+              int64_t off = vectorOffset(*buf, at(idx, l), width, o);
+              for (int64_t e = 0; e < width; ++e)
+                out[e][l] = buf->data[off + e];
+            }
+          vectors[r] = out;
+        })
+        .Case([&](vector::StoreOp o) {
+          Buffer *buf = buffers.lookup(o.getBase());
+          SmallVector<Lanes> idx = indices(o.getIndices());
+          SmallVector<Lanes> v = vectors.lookup(o.getValueToStore());
+          for (int l = 0; l < kLanes; ++l)
+            if (mask[l]) {
+              int64_t off = vectorOffset(*buf, at(idx, l), v.size(), o);
+              for (size_t e = 0; e < v.size(); ++e)
+                buf->data[off + e] = v[e][l];
+            }
+        })
+        .Case([&](memref::ExtractAlignedPointerAsIndexOp o) {
+          if (!shared || buffers.lookup(o.getSource()) != shared.get())
+            unsupported(op);
+          Lanes base;
+          base.fill(kSharedBase);
+          lanes[r] = base;
+        })
+        .Case([&](arith::IndexCastOp o) { lanes[r] = get(o.getIn()); })
+        .Case([&](LLVM::IntToPtrOp o) { lanes[r] = get(o.getArg()); })
+        .Case([&](NVVM::SyncWarpOp o) { requireAll(mask, op); })
+        .Case([&](NVVM::LdMatrixOp o) { structs[r] = ldmatrix(o, mask); })
         .Case([&](scf::ForOp o) {
           double lb = uniform(o.getLowerBound(), mask),
                  ub = uniform(o.getUpperBound(), mask),
@@ -433,6 +526,75 @@ private:
           lanes[r] = structs.lookup(o.getContainer())[o.getPosition()[0]];
         })
         .Default([&](Operation *) { unsupported(op); });
+  }
+
+  void requireAll(const Mask &mask, Operation &op) {
+    for (int l = 0; l < kLanes; ++l)
+      if (!mask[l]) {
+        llvm::errs() << "FAIL " << op.getName() << " with inactive lanes\n";
+        std::exit(1);
+      }
+  }
+
+  /// The linear offset of a `width`-element vector access at `idx`: inside
+  /// the buffer's last dimension and 16-byte aligned (the op's alignment
+  /// attribute; buffers start 16-byte aligned).
+  int64_t vectorOffset(const Buffer &buf, SmallVector<int64_t> idx,
+                       int64_t width, Operation *op) {
+    int64_t off = buf.offsetOf(idx);
+    idx.back() += width - 1;
+    buf.offsetOf(idx);
+    std::optional<uint64_t> align;
+    if (auto load = dyn_cast<vector::LoadOp>(op))
+      align = load.getAlignment();
+    else
+      align = cast<vector::StoreOp>(op).getAlignment();
+    if (align && (off * buf.elementBytes()) % int64_t(*align) != 0) {
+      llvm::errs() << "FAIL a vector access at element " << off << " is not "
+                   << *align << "-byte aligned\n";
+      std::exit(1);
+    }
+    return off;
+  }
+
+  /// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16, from the PTX ISA:
+  /// lanes 8j..8j+7 give the addresses of rows 0-7 of matrix j (16
+  /// bytes each); register j of lane l receives matrix j's row l / 4,
+  /// elements 2 (l % 4) and 2 (l % 4) + 1 (the lower in the lower half),
+  /// or with .trans its elements (2 (l % 4), l / 4) and (2 (l % 4) + 1,
+  /// l / 4). Each matrix's 8 rows are one shared-memory wavefront only if
+  /// they fall in distinct banks: a conflict is a failure.
+  std::array<Lanes, 4> ldmatrix(NVVM::LdMatrixOp o, const Mask &mask) {
+    requireAll(mask, *o);
+    if (o.getNum() != 4 || o.getEltType() != NVVM::LdStMatrixEltType::B16)
+      unsupported(*o);
+    bool trans = o.getLayout() == NVVM::MMALayout::col;
+    Lanes addr = get(o.getPtr());
+    std::array<std::array<std::array<double, 8>, 8>, 4> m;
+    for (int j = 0; j < 4; ++j) {
+      uint32_t banks = 0;
+      for (int row = 0; row < 8; ++row) {
+        double a = addr[8 * j + row];
+        m[j][row] = sharedRow(a);
+        uint32_t bank4 = uint32_t(int64_t(a - kSharedBase) / 16) % 8;
+        if (banks & (1u << bank4)) {
+          llvm::errs() << "FAIL ldmatrix matrix " << j
+                       << ": a shared-memory bank conflict\n";
+          std::exit(1);
+        }
+        banks |= 1u << bank4;
+      }
+    }
+    auto bits = [](double x) { return bitsOf(float(x)) >> 16; };
+    std::array<Lanes, 4> out;
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < kLanes; ++l) {
+        int r = l / 4, c = 2 * (l % 4);
+        double lo = trans ? m[j][c][r] : m[j][r][c];
+        double hi = trans ? m[j][c + 1][r] : m[j][r][c + 1];
+        out[j][l] = double(bits(lo) | (bits(hi) << 16));
+      }
+    return out;
   }
 
   /// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, from the PTX
@@ -670,7 +832,8 @@ int main() {
   MLIRContext ctx;
   ctx.loadDialect<func::FuncDialect, arith::ArithDialect, math::MathDialect,
                   memref::MemRefDialect, scf::SCFDialect, gpu::GPUDialect,
-                  NVVM::NVVMDialect, LLVM::LLVMDialect>();
+                  NVVM::NVVMDialect, LLVM::LLVMDialect,
+                  vector::VectorDialect>();
   auto dims = [](int64_t b, int64_t s, int64_t h, int64_t kv, int64_t d) {
     return AttentionDims{b, s, h, kv, d, 1.0 / std::sqrt(double(d))};
   };

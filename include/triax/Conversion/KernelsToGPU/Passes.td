@@ -172,7 +172,10 @@ def TriaxMergeGPUModules : Pass<"triax-merge-gpu-modules", "::mlir::ModuleOp"> {
     kernel the module's name: outlining names a kernel after its host
     function, so a function with two launches yields two kernels of the
     same name in modules the symbol table named apart. Other clashes are
-    an error.
+    an error. Every workgroup attribution (a kernel's shared memory) gets
+    `llvm.align = 16`: the generated kernels store to it with 16-byte vectors
+    and read it with `ldmatrix` (16-byte rows), and the NVVM lowering would
+    otherwise align it to its element type only.
 
     Before:
     ```mlir
