@@ -74,7 +74,7 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     once after the product, the sum the separate kernel made; OpenBLAS adds
     it into its partial sums, the same bits for a step's first micro-batch
     (C = 0) and a different rounding of the same sum for the later ones.
-    Without `column-sums-by-rows`, a bias gradient (a column sum) whose
+    Unless `column-sums=rows`, a bias gradient (a column sum) whose
     only user is its `triax.accumulate_grad` also adds its sum into the
     gradient buffer in its own kernel: the same single f32 addition, so
     the same bits. (By rows, the CPU's form, it keeps its buffer.) An
@@ -132,15 +132,18 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "of a GEMM into a new buffer and an accumulation kernel; an "
            "embedding gradient scatters into the buffer; an accumulated sum "
            "is accumulated term by term (both pipelines set it)">,
-    Option<"columnSumsByRows", "column-sums-by-rows", "bool",
-           /*default=*/"false",
-           "The column sums of triax.bias_grad and of the LayerNorm and "
-           "RMSNorm weight (and bias) gradients as one parallel iteration "
-           "per block of up to 64 columns, each walking down the rows and "
-           "adding a row's block with one loop that LLVM vectorizes, instead "
-           "of one iteration per column walking down it (strided). "
-           "Each column's sum is the same additions in the same order: "
-           "bit-identical (the CPU pipeline sets it)">,
+    Option<"columnSums", "column-sums", "std::string",
+           /*default=*/"\"columns\"",
+           "How the column sums of triax.bias_grad and of the LayerNorm and "
+           "RMSNorm weight (and bias) gradients walk their [rows, cols] "
+           "matrix: columns (one parallel iteration per column, walking "
+           "down it), rows (one per block of up to 64 columns, walking down "
+           "the rows and adding a row's block with one loop that LLVM "
+           "vectorizes: the same additions in the same order, bit-identical; "
+           "the CPU pipeline) or chunks (one per (chunk of rows, column) "
+           "into a [chunks, cols] scratch, about 65536 of them, then one per "
+           "column adding its chunks in order: coalesced and enough threads "
+           "on a GPU, another summation order; the CUDA pipeline)">,
     Option<"scalarsBeforeNests", "scalars-before-nests", "bool",
            /*default=*/"false",
            "A scalar a loop nest of the step computed (the clipping scale) "

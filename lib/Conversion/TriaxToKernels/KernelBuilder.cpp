@@ -5,6 +5,7 @@
 #include "triax/Conversion/RuntimeABI.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace mlir::triax::kernels;
@@ -112,24 +113,89 @@ void KernelBuilder::parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body) {
   });
 }
 
-void KernelBuilder::columnSums(int64_t rows, int64_t cols, bool byRows,
-                               ArrayRef<Value> outs, TermsFn terms) {
-  if (!byRows) {
+std::optional<ColumnSumForm>
+mlir::triax::kernels::parseColumnSumForm(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ColumnSumForm>>(name)
+      .Case("columns", ColumnSumForm::Columns)
+      .Case("rows", ColumnSumForm::Rows)
+      .Case("chunks", ColumnSumForm::Chunks)
+      .Default(std::nullopt);
+}
+
+namespace {
+/// ColumnSumForm::Chunks: about this many (chunk, column) iterations (an
+/// H200 runs ~270k threads at once; 64k keep its 132 SMs busy), chunks of
+/// at least kMinChunkRows rows.
+constexpr int64_t kColumnSumIterations = 65536;
+constexpr int64_t kMinChunkRows = 16;
+
+/// The number of row chunks: a divisor of rows.
+int64_t columnSumChunks(int64_t rows, int64_t cols) {
+  int64_t chunks =
+      std::min(std::max<int64_t>(1, (kColumnSumIterations + cols - 1) / cols),
+               std::max<int64_t>(1, rows / kMinChunkRows));
+  while (rows % chunks != 0)
+    --chunks;
+  return chunks;
+}
+} // namespace
+
+void KernelBuilder::columnSums(int64_t rows, int64_t cols, ColumnSumForm form,
+                               ArrayRef<Value> outs, TermsFn terms,
+                               bool accumulate) {
+  // Each column's sum over rows lo..hi-1 in order, then stored (added to
+  // what the buffer holds with `accumulate`).
+  auto sumDown = [&](KernelBuilder &k, Value lo, Value hi, Value c,
+                     TermsFn terms) {
+    SmallVector<Value> zeros(outs.size(), k.f32(0.0));
+    return k.reduce(lo, hi, zeros,
+                    [&](KernelBuilder &k, Value r, ValueRange acc) {
+                      SmallVector<Value> t = terms(k, r, c);
+                      SmallVector<Value> next;
+                      for (auto [a, x] : llvm::zip(acc, t))
+                        next.push_back(k.add(a, x));
+                      return next;
+                    });
+  };
+  auto store = [&](KernelBuilder &k, ArrayRef<Value> sums, Value c) {
+    for (auto [sum, out] : llvm::zip(sums, outs))
+      k.store(accumulate ? k.add(k.load(out, {c}), sum) : sum, out, {c});
+  };
+  int64_t chunks =
+      form == ColumnSumForm::Chunks ? columnSumChunks(rows, cols) : 1;
+  if (form == ColumnSumForm::Columns ||
+      (form == ColumnSumForm::Chunks && chunks == 1)) {
     parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
-      SmallVector<Value> zeros(outs.size(), k.f32(0.0));
-      SmallVector<Value> sums =
-          k.reduce(rows, zeros, [&](KernelBuilder &k, Value r, ValueRange acc) {
-            SmallVector<Value> t = terms(k, r, c[0]);
-            SmallVector<Value> next;
-            for (auto [a, x] : llvm::zip(acc, t))
-              next.push_back(k.add(a, x));
-            return next;
-          });
-      for (auto [sum, out] : llvm::zip(sums, outs))
-        k.store(sum, out, c);
+      store(k, sumDown(k, k.index(0), k.index(rows), c[0], terms), c[0]);
     });
     return;
   }
+  if (form == ColumnSumForm::Chunks) {
+    int64_t per = rows / chunks;
+    SmallVector<Value> partial;
+    for (size_t i = 0; i < outs.size(); ++i)
+      partial.push_back(alloc(MemRefType::get({chunks, cols}, b.getF32Type())));
+    parallel({chunks, cols}, [&](KernelBuilder &k, ValueRange at) {
+      Value lo = k.muli(at[0], k.index(per));
+      SmallVector<Value> sums =
+          sumDown(k, lo, k.addi(lo, k.index(per)), at[1], terms);
+      for (auto [sum, p] : llvm::zip(sums, partial))
+        k.store(sum, p, at);
+    });
+    parallel({cols}, [&](KernelBuilder &k, ValueRange c) {
+      SmallVector<Value> sums =
+          sumDown(k, k.index(0), k.index(chunks), c[0],
+                  [&](KernelBuilder &k, Value ch, Value c) {
+                    SmallVector<Value> t;
+                    for (Value p : partial)
+                      t.push_back(k.load(p, {ch, c}));
+                    return t;
+                  });
+      store(k, sums, c[0]);
+    });
+    return;
+  }
+  assert(!accumulate && "column sums by rows start every sum at 0");
   int64_t block = std::min<int64_t>(cols, 64);
   while (cols % block != 0)
     --block;

@@ -32,6 +32,27 @@ struct ParamIndex : llvm::StringMap<int64_t> {
   llvm::StringSet<> zeroSharded;
 };
 
+/// How KernelBuilder::columnSums walks a [rows, cols] matrix
+/// (convert-triax-to-kernels{column-sums}).
+enum class ColumnSumForm {
+  /// One parallel iteration per column, walking down it in row order.
+  Columns,
+  /// One parallel iteration per block of up to 64 columns (the largest
+  /// divisor of cols), walking down the rows and adding each row's block
+  /// with an inner loop along the row (contiguous, which LLVM vectorizes):
+  /// the same additions in the same order as Columns, the same bits.
+  Rows,
+  /// Two nests: one parallel iteration per (chunk of rows, column), each
+  /// summing its chunk in row order into a [chunks, cols] scratch buffer
+  /// (consecutive iterations, consecutive columns: coalesced on a GPU, and
+  /// enough of them to fill one), then one per column adding its chunks'
+  /// sums in order. Another order of the same additions.
+  Chunks,
+};
+
+/// The form named `name` (columns, rows, chunks), or none.
+std::optional<ColumnSumForm> parseColumnSumForm(llvm::StringRef name);
+
 class KernelBuilder {
 public:
   KernelBuilder(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
@@ -105,18 +126,13 @@ public:
   void parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body);
   /// A sequential `scf.for` over [0, ub) (nests for several bounds).
   void loop(ArrayRef<int64_t> upperBounds, BodyFn body);
-  /// Column sums outs[i][c] = the sum over the rows r, in order from 0,
-  /// of terms(r, c)[i] (f32, into the 1-D buffers `outs`). byRows: one
-  /// parallel iteration per block of up to 64 columns (the largest divisor
-  /// of cols), walking down the rows and adding each row's block with an
-  /// inner loop along the row (contiguous, which LLVM vectorizes); else
-  /// one parallel iteration per column walking down it (strided; on a GPU,
-  /// one thread per column). The same additions in the same order either
-  /// way: the same bits.
+  /// Column sums outs[i][c] = the sum over the rows r of terms(r, c)[i]
+  /// (f32, into the 1-D buffers `outs`; with `accumulate`, added to what
+  /// they hold), in the form `form` (ColumnSumForm).
   using TermsFn =
       function_ref<SmallVector<Value>(KernelBuilder &, Value r, Value c)>;
-  void columnSums(int64_t rows, int64_t cols, bool byRows, ArrayRef<Value> outs,
-                  TermsFn terms);
+  void columnSums(int64_t rows, int64_t cols, ColumnSumForm form,
+                  ArrayRef<Value> outs, TermsFn terms, bool accumulate = false);
   /// A sequential loop from `lower` to `upper` carrying `init`; the body
   /// returns the next values. Returns the final values.
   using ReduceFn =
@@ -287,14 +303,15 @@ void populateStructuralPatterns(TypeConverter &converter,
 /// accumulateInGemm: a weight gradient whose only user is its
 /// accumulate_grad is a GEMM into the gradient buffer with beta 1 (`params`
 /// names the buffers).
-/// columnSumsByRows: a bias gradient (not accumulated in its kernel) is
-/// columnSums by rows.
+/// columnSums: the form of the bias gradients' column sums; by rows (the
+/// CPU's), a bias gradient keeps its own buffer (no accumulation in its
+/// kernel).
 void populateLinearPatterns(TypeConverter &converter,
                             RewritePatternSet &patterns,
                             bool geluEpilogue = true,
                             const ParamIndex *params = nullptr,
                             bool accumulateInGemm = false,
-                            bool columnSumsByRows = false);
+                            ColumnSumForm columnSums = ColumnSumForm::Columns);
 /// Marks the conversions of parameter reads that convert-triax-to-kernels
 /// hoisted to the start of a function (one per parameter and type).
 inline constexpr llvm::StringLiteral kParamCopyAttr = "triax.param_copy";
@@ -322,9 +339,9 @@ triax::AccumulateGradOp accumulatedInto(Operation *gradient,
 Value accumulationBuffer(KernelBuilder &k, const TypeConverter &converter,
                          Operation *gradient, triax::AccumulateGradOp into,
                          const ParamIndex &params);
-/// columnSumsByRows: the weight and bias gradients are columnSums by rows.
+/// columnSums: the form of the weight and bias gradients' column sums.
 void populateNormPatterns(TypeConverter &converter, RewritePatternSet &patterns,
-                          bool columnSumsByRows = false);
+                          ColumnSumForm columnSums = ColumnSumForm::Columns);
 /// `attention`: flash (fused kernels with an online softmax, no T x T
 /// buffer), flash-mma (the same on NVIDIA tensor cores where the shapes
 /// allow, AttentionMMA.cpp) or batched-gemm (GEMMs around a materialized

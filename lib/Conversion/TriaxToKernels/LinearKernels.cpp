@@ -215,23 +215,23 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
   bool accumulateInGemm;
 };
 
-/// db[n] = sum over rows of dy[m, n]: one column per iteration. With
+/// db[n] = sum over rows of dy[m, n] (KernelBuilder::columnSums). With
 /// accumulateInGemm (the CUDA pipeline), when db's only user is its
 /// accumulate_grad (f32), the column's sum is added into the gradient
 /// buffer by this kernel: g[n] + sum is the same single f32 addition the
 /// accumulation kernel made (bit-identical: checked on CPU ranks), with one
-/// kernel, one buffer and two passes fewer. The CPU (column-sums-by-rows)
+/// kernel, one buffer and two passes fewer. The CPU (column-sums=rows)
 /// keeps the separate kernel: walking down each column is slower there
 /// than its vectorized sums by rows, and the cost model's activation
 /// liveness [A9] counts a bias gradient as a buffer.
 ///
-/// A bias gradient into a new buffer is KernelBuilder::columnSums of dy
-/// (by rows on the CPU, `byRows`); one added into its gradient buffer
-/// walks each column and adds the sum to what the buffer holds.
+/// A bias gradient is KernelBuilder::columnSums of dy in the form `form`
+/// (by rows on the CPU, in chunks on CUDA), into a new buffer or added to
+/// what its gradient buffer holds.
 struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
   BiasGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                   const ParamIndex *params, bool byRows)
-      : OpConversionPattern(converter, ctx), params(params), byRows(byRows) {}
+                   const ParamIndex *params, ColumnSumForm form)
+      : OpConversionPattern(converter, ctx), params(params), form(form) {}
 
   LogicalResult
   matchAndRewrite(BiasGradOp op, OpAdaptor adaptor,
@@ -243,43 +243,34 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
              : k.alloc(op.getType());
     Value dy = k.rows(adaptor.getResultGrad());
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
-    if (!into) {
-      k.columnSums(rows, cols, byRows, {db},
-                   [&](KernelBuilder &k, Value m, Value n) {
-                     return SmallVector<Value>{k.load(dy, {m, n})};
-                   });
-      rewriter.replaceOp(op, db);
-      return success();
-    }
-    k.parallel({cols}, [&](KernelBuilder &k, ValueRange n) {
-      Value sum = k.reduce(
-          rows, {k.f32(0.0)}, [&](KernelBuilder &k, Value m, ValueRange acc) {
-            return SmallVector<Value>{k.add(acc[0], k.load(dy, {m, n[0]}))};
-          })[0];
-      k.store(k.add(k.load(db, n), sum), db, n);
-    });
-    rewriter.eraseOp(into);
+    k.columnSums(
+        rows, cols, form, {db},
+        [&](KernelBuilder &k, Value m, Value n) {
+          return SmallVector<Value>{k.load(dy, {m, n})};
+        },
+        /*accumulate=*/bool(into));
+    if (into)
+      rewriter.eraseOp(into);
     rewriter.replaceOp(op, db);
     return success();
   }
-
   const ParamIndex *params;
-  bool byRows;
+  ColumnSumForm form;
 };
 
 } // namespace
 
 void mlir::triax::kernels::populateLinearPatterns(
     TypeConverter &converter, RewritePatternSet &patterns, bool geluEpilogue,
-    const ParamIndex *params, bool accumulateInGemm, bool columnSumsByRows) {
+    const ParamIndex *params, bool accumulateInGemm, ColumnSumForm columnSums) {
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
   patterns.add<BiasAddLowering>(converter, patterns.getContext());
   // By rows (the CPU), a bias gradient keeps its own buffer and the
   // accumulation loop: the into-buffer form walks down each column.
   patterns.add<BiasGradLowering>(
       converter, patterns.getContext(),
-      accumulateInGemm && !columnSumsByRows ? params : nullptr,
-      columnSumsByRows);
+      accumulateInGemm && columnSums != ColumnSumForm::Rows ? params : nullptr,
+      columnSums);
   patterns.add<LinearWeightGradLowering>(converter, patterns.getContext(),
                                          params, accumulateInGemm);
 }

@@ -9,9 +9,9 @@
 // - The gradients compute dx the same way (parallel over rows), keeping the
 //   per-row statistics in small scratch buffers, and then the parameter
 //   gradients in a second nest of column sums over the rows
-//   (KernelBuilder::columnSums: parallel over columns, or on the CPU over
-//   blocks of columns walking the rows): a fixed summation order and no
-//   atomics.
+//   (KernelBuilder::columnSums: parallel over columns, on the CPU over
+//   blocks of columns walking the rows, on CUDA over chunks of rows and
+//   columns, then the chunks): a fixed summation order and no atomics.
 //
 // Statistics are accumulated in f32 and two-pass (the mean, then the biased
 // variance of x - mean), the way the numpy reference computes them.
@@ -114,10 +114,11 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
 /// dx_i = rstd g_i - rstd mean(g) - rstd xhat_i mean(g xhat)), and, over
 /// all rows, dw[h] = sum dy xhat and db[h] = sum dy.
 struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
-  LayerNormGradLowering(TypeConverter &converter, MLIRContext *ctx, bool byRows)
-      : OpConversionPattern(converter, ctx), byRows(byRows) {}
-  /// The weight (and bias) gradients' column sums by rows (columnSums).
-  bool byRows;
+  LayerNormGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                        ColumnSumForm form)
+      : OpConversionPattern(converter, ctx), form(form) {}
+  /// The form of the weight (and bias) gradients' column sums.
+  ColumnSumForm form;
   LogicalResult
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -161,7 +162,7 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
       });
     });
 
-    k.columnSums(rows, cols, byRows, {dw, db},
+    k.columnSums(rows, cols, form, {dw, db},
                  [&](KernelBuilder &k, Value r, Value c) {
                    Value d = k.load(dy, {r, c});
                    Value xr = k.load(x, {r, c});
@@ -204,10 +205,11 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
 ///        = rstd (g_i - xhat_i mean(g xhat)),
 /// and dw[h] = sum over rows of dy xhat.
 struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
-  RMSNormGradLowering(TypeConverter &converter, MLIRContext *ctx, bool byRows)
-      : OpConversionPattern(converter, ctx), byRows(byRows) {}
-  /// The weight (and bias) gradients' column sums by rows (columnSums).
-  bool byRows;
+  RMSNormGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                      ColumnSumForm form)
+      : OpConversionPattern(converter, ctx), form(form) {}
+  /// The form of the weight (and bias) gradients' column sums.
+  ColumnSumForm form;
   LogicalResult
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -245,7 +247,7 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
       });
     });
 
-    k.columnSums(rows, cols, byRows, {dw},
+    k.columnSums(rows, cols, form, {dw},
                  [&](KernelBuilder &k, Value r, Value c) {
                    Value xr = k.load(x, {r, c});
                    Value xhat = k.mul(xr, k.load(rstdBuf, r));
@@ -261,9 +263,9 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
 
 void mlir::triax::kernels::populateNormPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                bool columnSumsByRows) {
+                                                ColumnSumForm columnSums) {
   patterns.add<LayerNormLowering, RMSNormLowering>(converter,
                                                    patterns.getContext());
   patterns.add<LayerNormGradLowering, RMSNormGradLowering>(
-      converter, patterns.getContext(), columnSumsByRows);
+      converter, patterns.getContext(), columnSums);
 }

@@ -920,6 +920,12 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
         << attention << "'; expected flash, flash-mma or batched-gemm";
     return signalPassFailure();
   }
+  std::optional<ColumnSumForm> columnSumForm = parseColumnSumForm(columnSums);
+  if (!columnSumForm) {
+    module.emitError("convert-triax-to-kernels: unknown column-sums '")
+        << columnSums << "'; expected columns, rows or chunks";
+    return signalPassFailure();
+  }
   SmallVector<ModelOp> models = llvm::to_vector(module.getOps<ModelOp>());
   if (models.size() != 1) {
     module.emitError("convert-triax-to-kernels expects exactly one "
@@ -1016,12 +1022,12 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                                                        target);
   populateStructuralPatterns(converter, patterns, params);
   populateLinearPatterns(converter, patterns, geluEpilogue, &params,
-                         accumulateInGemm, columnSumsByRows);
+                         accumulateInGemm, *columnSumForm);
   populateElementwisePatterns(converter, patterns, fuseOptimizer,
                               kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads,
                             accumulateInGemm ? &params : nullptr);
-  populateNormPatterns(converter, patterns, columnSumsByRows);
+  populateNormPatterns(converter, patterns, *columnSumForm);
   populateAttentionPatterns(converter, patterns, attention, vectorDots,
                             keyBlocks);
   populateLossPatterns(converter, patterns, rowLanes, lossGradInPlace);

@@ -2,7 +2,7 @@
 // transposes, the bias as the forward GEMM's epilogue (trx_sgemm_bias, no
 // fill loop); parameters are runtime-owned state views.
 // RUN: triax-opt %s --convert-triax-to-kernels --cse | FileCheck %s
-// RUN: triax-opt %s --convert-triax-to-kernels=column-sums-by-rows --cse | FileCheck %s --check-prefix=ROWS
+// RUN: triax-opt %s --convert-triax-to-kernels=column-sums=rows --cse | FileCheck %s --check-prefix=ROWS
 
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
   triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay
@@ -62,7 +62,7 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // CHECK: memref.dealloc
 // CHECK: return %{{.*}} : f32
 
-// column-sums-by-rows (the CPU pipeline): one parallel iteration per block of
+// column-sums=rows (the CPU pipeline): one parallel iteration per block of
 // columns (here all 12), a sequential loop over the 8 rows; row 0 starts
 // every column at 0 + dy[0, n], later rows add into db[n]; the innermost
 // loop runs along the row's block (contiguous).

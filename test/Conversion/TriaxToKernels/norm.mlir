@@ -3,9 +3,9 @@
 // and for the gradients dx parallel over rows and the parameter gradients
 // parallel over columns with a sequential sum over rows.
 // RUN: triax-opt %s --convert-triax-to-kernels | FileCheck %s --implicit-check-not=triax.
-// RUN: triax-opt %s --convert-triax-to-kernels=column-sums-by-rows | FileCheck %s --check-prefix=ROWS
+// RUN: triax-opt %s --convert-triax-to-kernels=column-sums=rows | FileCheck %s --check-prefix=ROWS
 
-// column-sums-by-rows (the CPU pipeline): the weight and bias gradients as
+// column-sums=rows (the CPU pipeline): the weight and bias gradients as
 // one parallel iteration per block of columns (here all 8), walking the 6
 // rows in order; row 0 starts each sum at 0 + its term, later rows add to
 // it (the same additions as the column walk above, so the same bits).
