@@ -210,10 +210,12 @@ prepare() {
   run mkdir -p "$bundle/kernel-check-bf16/cpu"
   run "$bundle/kernel-check-bf16/kernel-check-cpu" "$bundle/kernel-check-bf16/cpu"
   # The attention kernels and their gradients against numpy in float64
-  # (attention_reference.py), both CUDA lowerings: built here, run there.
-  say "attention check: flash and batched-gemm, built for $arch"
+  # (attention_reference.py), the three CUDA lowerings (flash-mma, the bf16
+  # default: its tensor-core kernels on the shapes of multiples of 16, the
+  # batched GEMMs on the others): built here, run there.
+  say "attention check: flash, batched-gemm and flash-mma, built for $arch"
   local impl
-  for impl in flash batched-gemm; do
+  for impl in flash batched-gemm flash-mma; do
     run python3 "$attention_reference" \
         "$bundle/attention-$impl" --target cuda --attention "$impl" --build-only \
         --tools-dir "$bin" --runtime-dir "$rt" \
@@ -269,6 +271,7 @@ check_bundle() {
            ref/gpt2-b1-cpu-fp32.jsonl ref/gpt2-b1-cpu-bf16.jsonl \
            attention-flash/attention-check-cuda \
            attention-batched-gemm/attention-check-cuda \
+           attention-flash-mma/attention-check-cuda \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
            kernel-check/cpu kernel-check-thread/kernel-check-cuda \
            kernel-check-bf16/kernel-check-cuda kernel-check-bf16/cpu \
@@ -414,6 +417,7 @@ run_gpu() {
   local p
   for p in gpu cuda-libs runtime kernel-check kernel-check-thread \
            kernel-check-bf16 attention-flash attention-batched-gemm \
+           attention-flash-mma \
            tiny-fp32 tiny-fp32-thread tiny-bf16 gpt2-b1-fp32 gpt2-b1-bf16 \
            sanitizer-racecheck sanitizer-memcheck gpt2-b8-bf16 gpt2-bf16 \
            gpt2-fp32 gpt2-bf16-nogelu kernels torch; do
@@ -536,11 +540,12 @@ PY
     fi
   done
 
-  # The attention kernels and their gradients (flash, batched-gemm) against
-  # numpy in float64, multi-head, grouped and multi-query, f32 and bf16
-  # (attention_reference.py --run-only, on a copy of the built check).
+  # The attention kernels and their gradients (flash, batched-gemm,
+  # flash-mma) against numpy in float64, multi-head, grouped and
+  # multi-query, f32 and bf16 (attention_reference.py --run-only, on a copy
+  # of the built check).
   local impl
-  for impl in flash batched-gemm; do
+  for impl in flash batched-gemm flash-mma; do
     say "1-attention. $impl against numpy (float64)"
     run rm -rf "$out/attention-$impl"
     run cp -r "$bundle/attention-$impl" "$out/attention-$impl"

@@ -91,7 +91,7 @@ for prec in fp32 bf16; do
 done
 # The attention check: its built program, and a stand-in for its runner
 # (TRIAX_BENCH_ATTENTION_CHECK) that passes.
-for impl in flash batched-gemm; do
+for impl in flash batched-gemm flash-mma; do
   mkdir -p "$b/attention-$impl"
   ln -sf ../fake-program "$b/attention-$impl/attention-check-cuda"
 done

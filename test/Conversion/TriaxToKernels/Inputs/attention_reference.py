@@ -27,7 +27,8 @@ The reference's backward is itself checked against central finite
 differences of its forward (float64) before anything is compared.
 The same shapes run with f32 operands and, for three of them, with bf16
 operands (scores, softmax and its backward in f32, the GEMMs' operands bf16,
-fp32 accumulation). The reference always gets exactly the values the kernels
+fp32 accumulation); two more bf16 shapes are multiples of 16 (what
+attention=flash-mma, the tensor-core kernels, takes on CUDA). The reference always gets exactly the values the kernels
 get (bf16 inputs rounded first) and computes in float64. An output passes
 when |kernel - ref| <= atol + rtol * max|ref|: f32 atol 1e-6, rtol 1e-5;
 bf16 rtol 1e-2 (2.5 bf16 ulps of the largest element: a bf16 result is
@@ -57,13 +58,22 @@ SHAPES = [
     (3, 4, 4, 2, 2),   # grouped-query, group 2
     (1, 6, 4, 1, 8),   # multi-query
 ]
+# Shapes the tensor-core kernels take (attention=flash-mma on CUDA: bf16,
+# sequence and head dimension multiples of 16; the others fall back to the
+# batched GEMMs there): two query tiles and a partial block of warps with
+# grouped-query heads, and three tiles at d = 64 (gpt2's head size).
+MMA_SHAPES = [
+    (2, 32, 4, 2, 16),
+    (1, 48, 2, 2, 64),
+]
 # Each shape in f32; then bf16 operands: everything bf16 (q, k, v, the
 # result, its gradient and dq, dk, dv), and bf16 q, k, v with an f32 result,
 # f32 result gradient and f32 dq, dk, dv (what the op's verifier allows).
 # (shape, operand type, result/gradient type)
 CONFIGS = ([(shape, "f32", "f32") for shape in SHAPES] +
            [(SHAPES[1], "bf16", "bf16"), (SHAPES[0], "bf16", "bf16"),
-            (SHAPES[2], "bf16", "f32")])
+            (SHAPES[2], "bf16", "f32"),
+            (MMA_SHAPES[0], "bf16", "bf16"), (MMA_SHAPES[1], "bf16", "f32")])
 
 ESIZE = {"f32": 4, "bf16": 2}
 
@@ -400,7 +410,7 @@ def main():
     p.add_argument("--rows", default="block", choices=["thread", "block"],
                    help="cuda: triax-lower-cuda's rows option")
     p.add_argument("--attention", default="flash",
-                   choices=["flash", "batched-gemm"],
+                   choices=["flash", "batched-gemm", "flash-mma"],
                    help="the pipelines' attention option")
     p.add_argument("--build-only", action="store_true",
                    help="build the harness, do not run it (cuda without a "
