@@ -1247,9 +1247,10 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
     // f32 operands run on the FP32 units: the runtime's cuBLASLt computes
     // in CUBLAS_COMPUTE_32F, no TF32 (on the H200 gpt2 fp32's GEMMs took
     // 333 ms of a 426 ms step, 42 TFLOP/s: runtime/lib/cuda/blas.cpp).
+    item.tensorCoreGemm = eltOf(0) != 4;
     item.seconds =
         roofline(item.flops, double(item.bytesRead + item.bytesWritten),
-                 eltOf(0) == 4 ? kernelPeak() : hw.peakFlops);
+                 item.tensorCoreGemm ? hw.peakFlops : kernelPeak());
     return llvm::Error::success();
   }
   case CallClass::Collective:
@@ -1627,6 +1628,8 @@ llvm::Expected<KernelReport> triax::cost::analyzeKernelModule(
     case ItemKind::Gemm:
       t.kernelFlops += item.flops * item.callsPerStep;
       t.gemmSeconds += item.secondsPerStep();
+      if (item.tensorCoreGemm)
+        t.tensorGemmSeconds += item.secondsPerStep();
       break;
     case ItemKind::Collective:
     case ItemKind::PointToPoint:
@@ -1672,6 +1675,13 @@ llvm::Expected<KernelReport> triax::cost::analyzeKernelModule(
                  double(facts.globalBatch * facts.seq) / double(ranks);
   if (t.stepSeconds > 0 && hw.peakFlops > 0)
     t.mfu = t.modelFlops / (t.stepSeconds * hw.peakFlops);
+  if (hw.gemmEfficiency > 0) {
+    t.measuredGemmStepSeconds =
+        t.stepSeconds + t.tensorGemmSeconds * (1 / hw.gemmEfficiency - 1);
+    if (t.measuredGemmStepSeconds > 0 && hw.peakFlops > 0)
+      t.measuredGemmMfu =
+          t.modelFlops / (t.measuredGemmStepSeconds * hw.peakFlops);
+  }
   return report;
 }
 
@@ -1788,6 +1798,11 @@ void triax::cost::printKernelReport(llvm::raw_ostream &os,
   os << llvm::format("  model FLOPs: %.6g ([F1] per token x tokens / ranks)\n",
                      t.modelFlops);
   os << llvm::format("  MFU: %.4f\n", t.mfu);
+  if (hw.gemmEfficiency > 0)
+    os << llvm::format("  with bf16 GEMMs at %.2f of peak (the library's "
+                       "measured efficiency on %s): step %.1f us, MFU %.4f\n",
+                       hw.gemmEfficiency, hw.name.c_str(),
+                       t.measuredGemmStepSeconds * 1e6, t.measuredGemmMfu);
 }
 
 void triax::cost::printKernelReportJSON(llvm::raw_ostream &os,
@@ -1841,31 +1856,34 @@ void triax::cost::printKernelReportJSON(llvm::raw_ostream &os,
                                   {"accum", r.accum}}},
       {"entries", std::move(entries)},
       {"items", std::move(items)},
-      {"totals",
-       llvm::json::Object{{"kernel_launches", t.launches},
-                          {"gemm_calls", t.gemms},
-                          {"collective_calls", t.collectiveCalls},
-                          {"collective_bytes", t.collectiveBytes},
-                          {"host_syncs", t.hostSyncs},
-                          {"host_sync_calls", t.hostSyncCalls},
-                          {"host_accesses", t.hostAccesses},
-                          {"host_access_bytes", t.hostAccessBytes},
-                          {"allocations", t.allocations},
-                          {"allocation_bytes", t.allocationBytes},
-                          {"memset_bytes", t.memsetBytes},
-                          {"allocation_memset_bytes", t.allocationMemsetBytes},
-                          {"gradient_zero_bytes", t.gradientZeroBytes},
-                          {"scalar_zero_bytes", t.scalarZeroBytes},
-                          {"logged_step_host_syncs", t.loggedStepHostSyncs},
-                          {"device_allocations_after_first_step",
-                           t.deviceAllocationsAfterFirstStep},
-                          {"host_device_bytes", t.hostDeviceBytes},
-                          {"flops_counted", t.kernelFlops},
-                          {"kernel_seconds", t.kernelSeconds},
-                          {"gemm_seconds", t.gemmSeconds},
-                          {"collective_seconds", t.collectiveSeconds},
-                          {"step_seconds", t.stepSeconds},
-                          {"model_flops", t.modelFlops},
-                          {"mfu", t.mfu}}}};
+      {"totals", llvm::json::Object{
+                     {"kernel_launches", t.launches},
+                     {"gemm_calls", t.gemms},
+                     {"collective_calls", t.collectiveCalls},
+                     {"collective_bytes", t.collectiveBytes},
+                     {"host_syncs", t.hostSyncs},
+                     {"host_sync_calls", t.hostSyncCalls},
+                     {"host_accesses", t.hostAccesses},
+                     {"host_access_bytes", t.hostAccessBytes},
+                     {"allocations", t.allocations},
+                     {"allocation_bytes", t.allocationBytes},
+                     {"memset_bytes", t.memsetBytes},
+                     {"allocation_memset_bytes", t.allocationMemsetBytes},
+                     {"gradient_zero_bytes", t.gradientZeroBytes},
+                     {"scalar_zero_bytes", t.scalarZeroBytes},
+                     {"logged_step_host_syncs", t.loggedStepHostSyncs},
+                     {"device_allocations_after_first_step",
+                      t.deviceAllocationsAfterFirstStep},
+                     {"host_device_bytes", t.hostDeviceBytes},
+                     {"flops_counted", t.kernelFlops},
+                     {"kernel_seconds", t.kernelSeconds},
+                     {"gemm_seconds", t.gemmSeconds},
+                     {"collective_seconds", t.collectiveSeconds},
+                     {"step_seconds", t.stepSeconds},
+                     {"model_flops", t.modelFlops},
+                     {"mfu", t.mfu},
+                     {"gemm_efficiency", r.hardware.gemmEfficiency},
+                     {"measured_gemm_step_seconds", t.measuredGemmStepSeconds},
+                     {"measured_gemm_mfu", t.measuredGemmMfu}}}};
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }

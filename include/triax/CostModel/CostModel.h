@@ -52,6 +52,10 @@ struct Hardware {
   /// FP32 FLOP/s without tensor cores (CUDA cores: what a generated kernel
   /// of scalar loops reaches at best); 0 when unknown (then peakFlops).
   double fp32Flops = 0;
+  /// The fraction of peakFlops the vendor GEMM library was measured to
+  /// reach on a transformer's bf16 GEMMs (the kernel report's step time at
+  /// that efficiency, beside its roofline); 0 when not measured.
+  double gemmEfficiency = 0;
 };
 
 /// a100-40g, a100-80g, h100-80g, h200-141g.

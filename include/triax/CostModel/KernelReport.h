@@ -68,6 +68,8 @@ struct KernelItem {
   int64_t commBytes = 0;
   /// A collective's group: ranks, and consecutive ranks it spans.
   int64_t groupSize = 1, spanRanks = 1;
+  /// A GEMM on the tensor cores (bf16 operands), rated at the dense peak.
+  bool tensorCoreGemm = false;
   /// Roofline time of one execution (kernels and GEMMs), seconds.
   double seconds = 0;
   double secondsPerStep() const { return seconds * callsPerStep; }
@@ -109,10 +111,15 @@ struct KernelReportTotals {
   double kernelFlops = 0;       ///< counted in kernels and GEMMs
   double kernelSeconds = 0;     ///< roofline, kernels
   double gemmSeconds = 0;       ///< roofline, GEMMs
+  double tensorGemmSeconds = 0; ///< of gemmSeconds, the bf16 GEMMs
   double collectiveSeconds = 0; ///< [T2] of the counted collectives
   double stepSeconds = 0;       ///< kernels + GEMMs + collectives
   double modelFlops = 0;        ///< [F1] per step, this rank's share
   double mfu = 0;
+  /// The step with the bf16 GEMMs at the hardware's measured efficiency
+  /// (Hardware::gemmEfficiency; 0 when it has none), and its MFU.
+  double measuredGemmStepSeconds = 0;
+  double measuredGemmMfu = 0;
 };
 
 struct KernelReport {

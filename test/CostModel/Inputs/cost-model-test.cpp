@@ -172,6 +172,8 @@ int main() {
   expectNear("h100-80g bf16 FLOP/s", h100 ? h100->peakFlops : 0, 989e12);
   const Hardware *h200 = findBuiltinHardware("h200-141g");
   expectNear("h200-141g HBM bytes", h200 ? h200->hbmBytes : 0, 141e9);
+  expectNear("h200-141g GEMM efficiency", h200 ? h200->gemmEfficiency : 0,
+             0.59);
   expectEq("built-ins", int64_t(builtinHardware().size()), 4);
   auto custom = parseHardwareJSON(
       R"({"name": "mi300x", "hbm_gb": 192, "bf16_tflops": 1307,
@@ -184,7 +186,16 @@ int main() {
     expectNear("json bf16 FLOP/s", custom->peakFlops, 1307e12);
     expectNear("json HBM bandwidth", custom->hbmBandwidth, 5.3e12);
     expectNear("json latency", custom->latency, 5e-6);
+    expectNear("json GEMM efficiency (none)", custom->gemmEfficiency, 0);
   }
+  auto measured = parseHardwareJSON(
+      R"({"name": "x", "hbm_gb": 1, "bf16_tflops": 1, "hbm_tb_s": 1,
+          "nvlink_gb_s": 1, "gpus_per_node": 8, "internode_gb_s": 1,
+          "latency_us": 0, "gemm_efficiency": 0.7})");
+  expectNear("json GEMM efficiency", measured ? measured->gemmEfficiency : 0,
+             0.7);
+  if (!measured)
+    llvm::consumeError(measured.takeError());
   expectError("json missing field", R"({"name": "x", "hbm_gb": 1})",
               "missing field 'bf16_tflops'");
   expectError("json unknown field",
@@ -196,6 +207,12 @@ int main() {
                   "internode_gb_s": 1, "latency_us": 0})",
               "field 'hbm_gb' must be positive");
   expectError("json syntax", "{", "hardware JSON:");
+  expectError("json GEMM efficiency above 1",
+              R"({"name": "x", "hbm_gb": 1, "bf16_tflops": 1,
+                  "hbm_tb_s": 1, "nvlink_gb_s": 1, "gpus_per_node": 8,
+                  "internode_gb_s": 1, "latency_us": 0,
+                  "gemm_efficiency": 1.5})",
+              "field 'gemm_efficiency' must be a number in (0, 1]");
 
   llvm::outs() << checks << " checks, " << failed << " failed\n";
   return failed ? 1 : 0;
