@@ -16,7 +16,6 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
-#include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -39,55 +38,15 @@ int64_t elemBytes(mlir::Type type) {
   return int64_t(elem.getIntOrFloatBitWidth() + 7) / 8;
 }
 
-/// Whether `op` is a triax.add the lowering accumulates term by term (the
-/// lowering's own rule, isAccumulatedTermByTerm): the sum has no buffer.
-bool splitAccumulated(mlir::Operation *op) {
-  auto sum = llvm::dyn_cast<mlir::triax::AddOp>(op);
-  return sum && mlir::triax::isAccumulatedTermByTerm(sum);
-}
-
-/// Whether an f32 gradient's only reader is a triax.accumulate_grad, through
-/// the yields of the triax.blocks it leaves (the lowering inlines them) or
-/// a sum accumulated term by term (splitAccumulated): accumulate-in-gemm
-/// then computes it into the gradient buffer.
-bool onlyAccumulated(mlir::Value v) {
-  auto type = llvm::dyn_cast<mlir::ShapedType>(v.getType());
-  if (!type || !type.getElementType().isF32())
-    return false;
-  while (v.hasOneUse()) {
-    mlir::OpOperand &use = *v.use_begin();
-    mlir::Operation *user = use.getOwner();
-    if (llvm::isa<mlir::triax::AccumulateGradOp>(user) ||
-        splitAccumulated(user))
-      return true;
-    if (!llvm::isa<mlir::triax::YieldOp>(user))
-      return false;
-    v = user->getParentOp()->getResult(use.getOperandNumber());
-  }
-  return false;
-}
-
-/// Whether the CPU lowering writes `op`'s gradient over its logits
-/// (convert-triax-to-kernels{loss-grad-in-place}): the logits are an op's
-/// result (not a parameter or gradient view, not a block argument) of the
-/// gradient's type, and every other reader of them comes before `op` in its
-/// block.
-bool gradOverwritesLogits(mlir::triax::CrossEntropyGradOp op) {
-  mlir::Operation *def = op.getLogits().getDefiningOp();
-  return def &&
-         !llvm::isa<mlir::triax::GetParamOp, mlir::triax::GetGradOp>(def) &&
-         mlir::triax::mayOverwriteLogits(op);
-}
-
 /// [A9] The peak bytes of the tensors one call of `fn` holds at once, as the
-/// CPU lowering allocates them: every tensor result of an op is a new
-/// buffer (but an f32 weight or embedding gradient that only its
-/// accumulate_grad reads, alone or as a term of a sum it reads, which the
-/// GEMM or the scatter adds into the gradient buffer, and a cross-entropy
-/// gradient written over its logits, gradOverwritesLogits), freed after the
-/// last use of it or of what aliases it (a triax.block's region arguments alias
-/// its operands and its results the values its body yields); parameter and
-/// gradient reads are views of the state, not allocations. The ops of the
+/// CPU lowering allocates them: each op says where its results go
+/// (CostOpInterface::getResultStorage: a buffer of their own by default;
+/// none for parameter and gradient views and for the gradients the GEMM or
+/// the scatter adds into a gradient buffer; an operand's buffer for a
+/// cross-entropy gradient written over its logits), and a buffer is freed
+/// after the last use of it or of what aliases it (a triax.block's region
+/// arguments alias its operands and its results the values its body
+/// yields). The ops of the
 /// blocks are taken in order, as the kernel conversion inlines them. Kernel
 /// scratch counts as the op states it (CostOpInterface::getScratchBytes:
 /// context-parallel attention's); what the elementwise fusion saves is not
@@ -120,9 +79,12 @@ int64_t activationPeakFromLiveness(
         continue;
       }
       order.push_back(&op);
-      if (auto grad = llvm::dyn_cast<mlir::triax::CrossEntropyGradOp>(op))
-        if (gradOverwritesLogits(grad))
-          alias[grad.getResult()] = grad.getLogits();
+      for (mlir::OpResult result : op.getResults()) {
+        tx::ResultStorage storage =
+            tx::getResultStorage(&op, result.getResultNumber());
+        if (storage.kind == tx::ResultStorage::Kind::Operand)
+          alias[result] = op.getOperand(storage.operand);
+      }
     }
   };
   flatten(entry);
@@ -136,25 +98,21 @@ int64_t activationPeakFromLiveness(
   int64_t live = 0, peak = 0;
   std::vector<std::vector<int64_t>> frees(order.size());
   for (auto [pos, op] : llvm::enumerate(order)) {
-    bool view = llvm::isa<tx::GetParamOp, tx::GetGradOp>(op) ||
-                (llvm::isa<tx::LinearWeightGradOp, tx::EmbeddingGradOp>(op) &&
-                 onlyAccumulated(op->getResult(0))) ||
-                splitAccumulated(op);
-    if (auto grad = llvm::dyn_cast<mlir::triax::CrossEntropyGradOp>(op))
-      view = gradOverwritesLogits(grad);
     if (callPeak)
       peak = std::max(peak, live + callPeak(op));
-    if (!view)
-      for (mlir::Value result : op->getResults()) {
-        int64_t bytes = bytesOf(result);
-        if (!bytes)
-          continue;
-        live += bytes;
-        auto last = lastUse.find(result);
-        // A result nothing reads is freed right away.
-        int64_t at = last == lastUse.end() ? int64_t(pos) : last->second;
-        frees[std::max<int64_t>(at, pos)].push_back(bytes);
-      }
+    for (mlir::OpResult result : op->getResults()) {
+      if (tx::getResultStorage(op, result.getResultNumber()).kind !=
+          tx::ResultStorage::Kind::Buffer)
+        continue;
+      int64_t bytes = bytesOf(result);
+      if (!bytes)
+        continue;
+      live += bytes;
+      auto last = lastUse.find(result);
+      // A result nothing reads is freed right away.
+      int64_t at = last == lastUse.end() ? int64_t(pos) : last->second;
+      frees[std::max<int64_t>(at, pos)].push_back(bytes);
+    }
     auto cost = llvm::dyn_cast<tx::CostOpInterface>(op);
     peak = std::max(peak, live + (cost ? cost.getScratchBytes() : 0));
     for (int64_t bytes : frees[pos])
@@ -496,7 +454,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     // Each rank's attention has its tp share of the heads.
     if (told.heads && !facts.heads)
       facts.heads = told.heads * facts.plan.tp;
-    if (llvm::isa<tx::PositionIdsOp>(op) && op->hasAttr("mesh"))
+    if (told.sequenceParallel)
       facts.plan.sequenceParallel = true;
     // triax-recompute marks the backward blocks that recompute.
     if (auto mode = op->getAttrOfType<mlir::StringAttr>(

@@ -679,6 +679,49 @@ void LinearOp::describeModel(ModelFacts &facts) {
   facts.width = cast<ShapedType>(getResult().getType()).getShape().back();
 }
 
+/// Positions with a mesh are a sequence-parallel slice's.
+void PositionIdsOp::describeModel(ModelFacts &facts) {
+  facts.sequenceParallel = bool(getMeshAttr());
+}
+
+//===--- where the kernel lowering puts results ---------------------------===//
+
+/// Parameters and gradients are views of the runtime's state.
+ResultStorage GetParamOp::getResultStorage(unsigned) {
+  return ResultStorage::none();
+}
+ResultStorage GetGradOp::getResultStorage(unsigned) {
+  return ResultStorage::none();
+}
+
+/// accumulate-in-gemm: a weight gradient only its accumulate_grad reads is
+/// the GEMM into the gradient buffer, an embedding gradient the scatter into
+/// it.
+ResultStorage LinearWeightGradOp::getResultStorage(unsigned) {
+  return isOnlyAccumulated(getResult()) ? ResultStorage::none()
+                                        : ResultStorage();
+}
+ResultStorage EmbeddingGradOp::getResultStorage(unsigned) {
+  return isOnlyAccumulated(getResult()) ? ResultStorage::none()
+                                        : ResultStorage();
+}
+
+/// A sum accumulated term by term has no buffer (isAccumulatedTermByTerm).
+ResultStorage AddOp::getResultStorage(unsigned) {
+  return isAccumulatedTermByTerm(*this) ? ResultStorage::none()
+                                        : ResultStorage();
+}
+ResultStorage MulOp::getResultStorage(unsigned) { return {}; }
+
+/// loss-grad-in-place: the gradient is written over logits that are an
+/// op's own result (not a parameter or gradient view) no later op reads.
+ResultStorage CrossEntropyGradOp::getResultStorage(unsigned) {
+  Operation *def = getLogits().getDefiningOp();
+  if (def && !isa<GetParamOp, GetGradOp>(def) && mayOverwriteLogits(*this))
+    return ResultStorage::over(getLogitsMutable().getOperandNumber());
+  return {};
+}
+
 /// Vocab-parallel (a mesh): the rows' maxima (R f32), then their sum-exps
 /// with the target logits (2R f32), R the logits' rows, each an all_reduce
 /// over the vocabulary's group.
@@ -735,6 +778,24 @@ bool mlir::triax::isAccumulatedTermByTerm(AddOp sum) {
     return false;
   Operation *user = *sum->getUsers().begin();
   return isa<AccumulateGradOp>(user) && user->getBlock() == sum->getBlock();
+}
+
+bool mlir::triax::isOnlyAccumulated(Value v) {
+  auto type = dyn_cast<ShapedType>(v.getType());
+  if (!type || !type.getElementType().isF32())
+    return false;
+  while (v.hasOneUse()) {
+    OpOperand &use = *v.use_begin();
+    Operation *user = use.getOwner();
+    if (isa<AccumulateGradOp>(user))
+      return true;
+    if (auto sum = dyn_cast<AddOp>(user))
+      return isAccumulatedTermByTerm(sum);
+    if (!isa<YieldOp>(user))
+      return false;
+    v = user->getParentOp()->getResult(use.getOperandNumber());
+  }
+  return false;
 }
 
 bool mlir::triax::mayOverwriteLogits(CrossEntropyGradOp grad) {

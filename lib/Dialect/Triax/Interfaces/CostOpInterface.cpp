@@ -18,3 +18,10 @@ mlir::triax::Collective mlir::triax::Collective::on(Kind kind, Type type) {
 }
 
 #include "triax/Dialect/Triax/Interfaces/CostOpInterface.cpp.inc"
+
+mlir::triax::ResultStorage mlir::triax::getResultStorage(Operation *op,
+                                                         unsigned index) {
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    return cost.getResultStorage(index);
+  return {};
+}

@@ -26,6 +26,13 @@ bool isAccumulatedTermByTerm(AddOp sum);
 /// them once overwritten.
 bool mayOverwriteLogits(CrossEntropyGradOp grad);
 
+/// Whether an f32 gradient's only reader is a triax.accumulate_grad,
+/// through the yields of the triax.blocks it leaves (the lowering inlines
+/// them) or a sum accumulated term by term (isAccumulatedTermByTerm):
+/// accumulate-in-gemm then computes it into the gradient buffer (a weight
+/// gradient's GEMM with beta = 1, an embedding gradient's scatter).
+bool isOnlyAccumulated(Value gradient);
+
 } // namespace mlir::triax
 
 #endif // TRIAX_DIALECT_TRIAX_IR_GRADACCUMULATION_H

@@ -104,7 +104,8 @@ def Triax_ParamOp : Triax_Op<"param", [Symbol, HasParent<"ModelOp">]> {
 }
 
 def Triax_GetParamOp : Triax_Op<"get_param", [
-    Pure, Triax_MasterPrecision, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    Pure, Triax_MasterPrecision, DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = "Reads a parameter of the enclosing model";
   let description = [{
     ```mlir
@@ -155,7 +156,7 @@ def Triax_YieldOp : Triax_Op<"yield", [
 // Layer ops
 //===----------------------------------------------------------------------===//
 
-def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure, CostOpInterface]> {
+def Triax_PositionIdsOp : Triax_Op<"position_ids", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["describeModel"]>]> {
   let summary = "Position of each token in its sequence";
   let description = [{
     `%p = triax.position_ids : tensor<BxSxi32>` has `%p[b, s] = s`; it feeds
@@ -351,7 +352,8 @@ class Triax_BinaryElementwiseOp<string mnemonic, string desc>
                           SameOperandsAndResultType,
                           DeclareOpInterfaceMethods<DifferentiableOpInterface>,
                           DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>,
-                          ShardingRuleOpInterface]> {
+                          ShardingRuleOpInterface,
+                          DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$lhs, Triax_FloatTensor:$rhs);
   let results = (outs Triax_FloatTensor:$result);
@@ -428,7 +430,7 @@ def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMe
 // Backward ops (built by triax-autodiff through DifferentiableOpInterface)
 //===----------------------------------------------------------------------===//
 
-def Triax_LinearWeightGradOp : Triax_Op<"linear_weight_grad", [Pure]> {
+def Triax_LinearWeightGradOp : Triax_Op<"linear_weight_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = "Gradient of a linear op's weight: x^T dy over all tokens";
   let description = [{
     `dW[k, n] = sum over leading positions of x[..., k] * dy[..., n]`; with
@@ -462,7 +464,7 @@ def Triax_BiasGradOp : Triax_Op<"bias_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure, CostOpInterface]> {
+def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = "Gradient of an embedding table: scatter-add of rows";
   let description = [{
     `dtable[v, :] = sum over positions p with indices[p] = v of dy[p, :]`.
@@ -557,7 +559,7 @@ def Triax_GeluGradOp : Triax_ActivationGradOp<"gelu_grad",
     "dy * gelu'(x), tanh approximation">;
 def Triax_SiluGradOp : Triax_ActivationGradOp<"silu_grad", "dy * silu'(x)">;
 
-def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
+def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives", "getResultStorage"]>]> {
   let summary = "Gradient of the mean cross-entropy with respect to logits";
   let description = [{
     `dlogits = (softmax(logits) - onehot(targets)) * dloss / tokens`.
@@ -603,7 +605,8 @@ def Triax_AccumulateGradOp : Triax_Op<"accumulate_grad", [
 def Triax_GetGradOp : Triax_Op<"get_grad", [
     Triax_MasterPrecision,
     MemoryEffects<[MemRead]>,
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = "Reads the gradient buffer of a parameter";
   let description = [{
     ```mlir

@@ -55,7 +55,37 @@ struct ModelFacts {
   Value weight;
   int64_t weightOutputDim = 1;
   int64_t width = 0;
+  /// Sequence parallelism: the positions of a tp member's slice of the
+  /// sequence.
+  bool sequenceParallel = false;
 };
+
+/// Where the kernel lowering puts an op's result
+/// (CostOpInterface::getResultStorage), as the activation peak's liveness
+/// ([A9], docs/cost-model.md) counts it.
+struct ResultStorage {
+  enum class Kind {
+    /// A buffer of its own, freed after its last use.
+    Buffer,
+    /// No buffer: a view of the runtime's state (a parameter, a gradient),
+    /// or a value the lowering adds into a gradient buffer where it is made.
+    None,
+    /// Operand `operand`'s buffer, written over (that buffer then lives as
+    /// long as this result).
+    Operand,
+  };
+  Kind kind = Kind::Buffer;
+  unsigned operand = 0;
+
+  static ResultStorage none() { return {Kind::None, 0}; }
+  static ResultStorage over(unsigned operand) {
+    return {Kind::Operand, operand};
+  }
+};
+
+/// An op's result storage, a buffer of its own for an op without
+/// CostOpInterface.
+ResultStorage getResultStorage(Operation *op, unsigned index);
 
 } // namespace mlir::triax
 

@@ -21,7 +21,10 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
     - its kernels' scratch: the activation peak adds it while the op runs;
     - what it tells of the model's shape: the planner's reading of the
       model (ModelShape: layers, hidden, heads, vocabulary, ffn, which
-      parameters are embeddings or linear weights) asks each op.
+      parameters are embeddings or linear weights) asks each op;
+    - where the kernel lowering puts its results (a buffer of their own, none
+      at all, or an operand's buffer written over): the activation peak's
+      liveness ([A9], ModuleFacts) asks each op.
   }];
   let cppNamespace = "::mlir::triax";
   let methods = [
@@ -51,6 +54,12 @@ def CostOpInterface : OpInterface<"CostOpInterface"> {
       }],
       "void", "describeModel", (ins "::mlir::triax::ModelFacts &":$facts),
       [{}], [{ return; }]>,
+    InterfaceMethod<[{
+        Where convert-triax-to-kernels (with the pipelines' options) puts
+        result `index`: a buffer of its own by default.
+      }],
+      "::mlir::triax::ResultStorage", "getResultStorage",
+      (ins "unsigned":$index), [{}], [{ return {}; }]>,
   ];
 }
 
