@@ -15,6 +15,7 @@
 #include "triax/CostModel/KernelReport.h"
 #include "triax/CostModel/Planner.h"
 
+#include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
@@ -420,6 +421,42 @@ static int runKernelReport(const ::triax::CompileOptions &options,
   return 0;
 }
 
+/// Where the binary (or --emit=obj's object) goes: checked before any work,
+/// so that a bad -o is reported at once and by the name the user gave, not
+/// after compiling by the name of an intermediate file.
+static LogicalResult checkOutputPath(const ::triax::CompileOptions &options,
+                                     llvm::raw_ostream &errs) {
+  bool writes = (options.emit.empty() || options.emit == "obj") &&
+                options.report.empty() && options.kernelReport.empty() &&
+                (options.plan.empty() || options.apply);
+  if (!writes)
+    return success();
+  llvm::StringRef path = options.outputFile;
+  if (path.empty()) {
+    errs << "triaxc: -o: empty output path\n";
+    return failure();
+  }
+  if (llvm::sys::fs::is_directory(path)) {
+    errs << "triaxc: -o " << path
+         << " is a directory; name the binary inside it (for example -o "
+         << path << (path.ends_with("/") ? "" : "/") << "train)\n";
+    return failure();
+  }
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  if (dir.empty())
+    dir = ".";
+  if (!llvm::sys::fs::is_directory(dir)) {
+    errs << "triaxc: -o " << path << ": the directory '" << dir
+         << "' does not exist\n";
+    return failure();
+  }
+  if (llvm::sys::fs::access(dir, llvm::sys::fs::AccessMode::Write)) {
+    errs << "triaxc: -o " << path << ": cannot write in '" << dir << "'\n";
+    return failure();
+  }
+  return success();
+}
+
 int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
   llvm::StringRef attention = options.lowering.attention;
@@ -462,7 +499,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   }
   bool cuda = options.target == "cuda";
   if (failed(checkTargetOptions(options, errs)) ||
-      (cuda && failed(checkCUDATarget(options, errs))))
+      (cuda && failed(checkCUDATarget(options, errs))) ||
+      failed(checkOutputPath(options, errs)))
     return 1;
 
   // The mesh is checked before the model is read (the pipeline's options
@@ -538,6 +576,16 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     errs << "triaxc: " << problem << "\n";
     return 1;
   }
+  // A binary whose data-parallel ranks cannot take whole micro-batches
+  // would refuse to start: say so now (the reports and --emit still show
+  // such a plan).
+  bool linking = options.emit.empty() && options.report.empty() &&
+                 options.kernelReport.empty();
+  if (linking &&
+      failed(mlir::dist::accumulationSteps(
+          models.front(), ::triax::meshShapeOf(plan).size(TRX_AXIS_DATA),
+          "triaxc --mesh " + (plan.mesh.empty() ? "(none)" : plan.mesh))))
+    return 1;
   if (!models.front().getForwardBackward()) {
     PassManager pm(&context);
     ::triax::buildParallelizePipeline(pm, plan);

@@ -15,6 +15,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::triax;
@@ -107,6 +108,30 @@ std::optional<std::string> validate(const GPTConfig &c) {
     return llvm::formatv("heads {0} is not divisible by kv-heads {1}", c.heads,
                          c.kvHeads)
         .str();
+  // The optimizer's numbers go into the IR's #triax.train_config, whose
+  // parser takes finite numbers only (and AdamW would not train on others).
+  std::pair<const char *, double> rates[] = {{"lr", c.lr},
+                                             {"beta1", c.beta1},
+                                             {"beta2", c.beta2},
+                                             {"eps", c.eps},
+                                             {"weight-decay", c.weightDecay},
+                                             {"grad-clip", c.gradClip},
+                                             {"init-std", c.initStd}};
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%g", v);
+    return std::string(text);
+  };
+  for (auto [name, value] : rates)
+    if (!std::isfinite(value) || value < 0)
+      return llvm::formatv("--{0} must be a finite number >= 0, got {1}", name,
+                           number(value))
+          .str();
+  if (c.lr == 0)
+    return "--lr must be > 0";
+  if (c.beta1 >= 1 || c.beta2 >= 1)
+    return "AdamW's betas must be below 1, got beta1 " + number(c.beta1) +
+           ", beta2 " + number(c.beta2);
   if (c.batch % c.microBatch != 0)
     return llvm::formatv("batch {0} is not a multiple of micro-batch {1}",
                          c.batch, c.microBatch)

@@ -29,14 +29,15 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
     return "ZeRO-" + std::to_string(o.zero) +
            " with pipeline parallelism (pp=" + std::to_string(pp) +
            ") is not supported (DeepSpeed refuses it too); use zero=1";
-  if (o.schedule != "gpipe" && o.schedule != "1f1b")
+  if (!o.schedule.empty() && o.schedule != "gpipe" && o.schedule != "1f1b")
     return "unknown schedule '" + o.schedule + "'; expected gpipe or 1f1b";
   if (o.microbatches < 0)
     return "microbatches=" + std::to_string(o.microbatches) +
            " is not a count (expected >= 1, or 0: the model's)";
-  if (pp == 1 && (o.microbatches != 0 || !o.stageLayers.empty()))
-    return "microbatches and stage-layers apply to pipeline parallelism "
-           "(pp >= 2)";
+  if (pp == 1 &&
+      (o.microbatches != 0 || !o.stageLayers.empty() || !o.schedule.empty()))
+    return "microbatches, schedule and stage-layers apply to pipeline "
+           "parallelism (pp >= 2; the mesh has none)";
   if (o.sequenceParallel && tp < 2)
     return "sequence parallelism splits the sequence over tensor-parallel "
            "ranks: sequence-parallel needs tp >= 2 (tp=" +
@@ -100,7 +101,7 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   if (shape.size(TRX_AXIS_PIPELINE) > 1) {
     mlir::dist::DistPipelineOptions pipeline;
     pipeline.microbatches = options.microbatches;
-    pipeline.schedule = options.schedule;
+    pipeline.schedule = options.schedule.empty() ? "1f1b" : options.schedule;
     pipeline.stageLayers = options.stageLayers;
     pm.addPass(mlir::dist::createDistPipeline(pipeline));
   }

@@ -63,3 +63,19 @@ mlir::dist::forwardModels(ModuleOp module, StringRef pass) {
       }
   return models;
 }
+
+FailureOr<int64_t> mlir::dist::accumulationSteps(triax::ModelOp model,
+                                                 int64_t dp, StringRef pass) {
+  triax::TrainConfigAttr config = model.getConfig();
+  int64_t batch = config.getGlobalBatch(), micro = config.getMicroBatch();
+  if (micro < 1 || dp < 1 || batch % (micro * dp) != 0) {
+    model.emitError() << pass << ": model @" << model.getSymName()
+                      << "'s global batch " << batch
+                      << " is not a multiple of micro_batch x dp = " << micro
+                      << " x " << dp << "; choose the batch with "
+                      << "triax-model --batch B --micro-batch b (B a multiple "
+                      << "of b x dp)";
+    return failure();
+  }
+  return batch / (micro * dp);
+}

@@ -582,6 +582,11 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
            << pass << ": pp=" << stages << " stages but model @"
            << model.getSymName() << " has " << numBlocks
            << " blocks; every stage needs at least one";
+  // (After the blocks: too few layers is the first thing to fix.)
+  if (schedule == "1f1b" && m < stages)
+    return model.emitError() << pass << ": 1f1b needs microbatches >= pp, got "
+                             << "microbatches=" << m << " and pp=" << stages
+                             << " (use more micro-batches or gpipe)";
   SmallVector<int64_t> counts;
   if (!stageLayers.empty()) {
     SmallVector<StringRef> fields;
@@ -1017,16 +1022,10 @@ FailureOr<int64_t> PipelinePass::resolveMicrobatches(tx::ModelOp model,
   tx::TrainConfigAttr config = model.getConfig();
   int64_t batch = config.getGlobalBatch(), micro = config.getMicroBatch();
   int64_t dp = mesh.getAxisSize(dpAxis).value_or(1);
-  if (micro < 1 || batch % (micro * dp) != 0) {
-    model.emitError() << pass << ": model @" << model.getSymName()
-                      << "'s global batch " << batch
-                      << " is not a multiple of micro_batch x dp = " << micro
-                      << " x " << dp << "; choose the batch with "
-                      << "triax-model --batch B --micro-batch b (B a multiple "
-                      << "of b x dp)";
+  FailureOr<int64_t> steps = accumulationSteps(model, dp, pass);
+  if (failed(steps))
     return failure();
-  }
-  int64_t accumulation = batch / (micro * dp);
+  int64_t accumulation = *steps;
   if (microbatches == 0)
     return accumulation;
   if (microbatches != accumulation) {
@@ -1092,12 +1091,6 @@ void PipelinePass::runOnOperation() {
     FailureOr<int64_t> m = resolveMicrobatches(model, mesh);
     if (failed(m))
       return signalPassFailure();
-    if (schedule == "1f1b" && *m < stages) {
-      model.emitError() << pass << ": 1f1b needs microbatches >= pp, got "
-                        << "microbatches=" << *m << " and pp=" << stages
-                        << " (use more micro-batches or gpipe)";
-      return signalPassFailure();
-    }
     if (failed(pipeline(model, mesh, stages, *m)))
       return signalPassFailure();
   }

@@ -24,6 +24,12 @@ MeshOp getOrCreateMeshAxis(ModuleOp module, StringRef pass, StringRef axis,
 FailureOr<SmallVector<triax::ModelOp>> forwardModels(ModuleOp module,
                                                      StringRef pass);
 
+/// The micro-batches one data-parallel rank accumulates per optimizer step,
+/// global_batch / (micro_batch x dp); an error on `model`, prefixed by
+/// `pass`, when the global batch is not a multiple of micro_batch x dp.
+FailureOr<int64_t> accumulationSteps(triax::ModelOp model, int64_t dp,
+                                     StringRef pass);
+
 } // namespace mlir::dist
 
 #endif // TRIAX_DIALECT_DIST_TRANSFORMS_MESHAXIS_H
