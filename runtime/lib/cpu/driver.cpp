@@ -36,6 +36,7 @@
 #include <new>
 #include <sched.h>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -840,6 +841,31 @@ int Run::initialize(int64_t &startStep, std::string &source) {
   return 0;
 }
 
+/// Whether `path` (the value of `flag`) can be written: not a directory,
+/// in a directory that exists and is writable. Prints the error.
+static bool checkOutputFile(const char *flag, const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    printError("%s %s: is a directory", flag, path);
+    return false;
+  }
+  std::string dir(path);
+  size_t slash = dir.find_last_of('/');
+  dir = slash == std::string::npos ? "."
+        : slash == 0               ? "/"
+                                   : dir.substr(0, slash);
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    printError("%s %s: the directory %s does not exist", flag, path,
+               dir.c_str());
+    return false;
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    printError("%s %s: cannot write in %s", flag, path, dir.c_str());
+    return false;
+  }
+  return true;
+}
+
 int Run::saveInit(const std::string &source) {
   char err[1024];
   std::string meta = "{\"format\":\"triax\",\"model\":";
@@ -1152,7 +1178,13 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     }
   }
 
-  // Check every input before anything is allocated, trained or written.
+  // Check every input before anything is allocated, trained or written:
+  // the files written at the end (--trace) or early (--save-init) too, so
+  // that a bad path is reported now, not after the training it records.
+  for (auto [flag, path] :
+       {std::pair{"--trace", a.trace}, std::pair{"--save-init", a.save_init}})
+    if (run.leader && path && !checkOutputFile(flag, path))
+      return 1;
   if (run.leader && a.ckpt_dir &&
       trx_ckpt_check_writable(a.ckpt_dir, err, sizeof(err)) != TRX_OK) {
     printError("%s", err);
