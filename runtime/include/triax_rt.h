@@ -353,7 +353,8 @@ void trx_safetensors_close(trx_safetensors *st);
  * is fsynced; then "latest" is replaced by temp file + fsync + rename +
  * fsync of CKPT. A process killed at any moment leaves the previous
  * checkpoint loadable. Leftover *.tmp-<pid> entries of processes that no
- * longer run are removed by the next save. One writer per CKPT at a time. */
+ * longer run are removed by the next save. One writer per CKPT at a time:
+ * the driver takes trx_ckpt_lock first. */
 
 typedef struct {
   int64_t step;          /* optimizer steps completed */
@@ -374,6 +375,13 @@ typedef struct {
  * "out/ckpt: cannot create directory: Permission denied",
  * "out/ckpt: not writable: Permission denied". */
 int trx_ckpt_check_writable(const char *ckpt_dir, char *err, size_t errlen);
+
+/* Makes ckpt_dir this process's own until it exits: an exclusive flock(2) on
+ * ckpt_dir/.lock, which then holds "host H pid P" of the owner. A directory
+ * another process holds fails with TRX_ERR_IO: "out/ckpt: in use by another
+ * run (host H pid P); give each run its own --ckpt-dir". Calling it again in
+ * the owning process succeeds. */
+int trx_ckpt_lock(const char *ckpt_dir, char *err, size_t errlen);
 
 /* Writes checkpoint `state->step` with the protocol above. params[i] are the
  * n parameters (name, dtype, shape, data). Every buffer here and in

@@ -23,9 +23,11 @@
 #include <memory>
 #include <new>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace triax::rt;
 
@@ -351,6 +353,54 @@ extern "C" int trx_ckpt_check_writable(const char *ckpt_dir, char *err,
     if (e != 0)
       return fail(TRX_ERR_IO, err, errlen, "%s: not writable: %s", ckpt_dir,
                   errnoStr(e).c_str());
+  } catch (const std::bad_alloc &) {
+    return fail(TRX_ERR_NOMEM, err, errlen, "%s: out of memory", ckpt_dir);
+  }
+  return TRX_OK;
+}
+
+extern "C" int trx_ckpt_lock(const char *ckpt_dir, char *err, size_t errlen) {
+  if (!ckpt_dir || !*ckpt_dir)
+    return fail(TRX_ERR_ARG, err, errlen, "no checkpoint directory given");
+  // The directories this process holds (their lock files stay open, so the
+  // locks last until it exits).
+  static std::vector<std::string> held;
+  try {
+    std::string path = joinPath(ckpt_dir, ".lock");
+    for (const std::string &p : held)
+      if (p == path)
+        return TRX_OK;
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return fail(TRX_ERR_IO, err, errlen, "%s: cannot create %s: %s", ckpt_dir,
+                  path.c_str(), errnoStr(errno).c_str());
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int e = errno;
+      char owner[256] = {0};
+      ssize_t got = ::pread(fd, owner, sizeof(owner) - 1, 0);
+      ::close(fd);
+      std::string who = got > 0 ? std::string(owner, size_t(got)) : "";
+      while (!who.empty() && (who.back() == '\n' || who.back() == '\r'))
+        who.pop_back();
+      if (e != EWOULDBLOCK)
+        return fail(TRX_ERR_IO, err, errlen, "%s: cannot lock %s: %s", ckpt_dir,
+                    path.c_str(), errnoStr(e).c_str());
+      return fail(TRX_ERR_IO, err, errlen,
+                  "%s: in use by another run (%s); give each run its own "
+                  "--ckpt-dir",
+                  ckpt_dir, who.empty() ? "owner unknown" : who.c_str());
+    }
+    char host[256] = "unknown";
+    ::gethostname(host, sizeof(host) - 1);
+    std::string me = "host " + std::string(host) + " pid " +
+                     std::to_string(::getpid()) + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {
+      int e = errno;
+      ::close(fd);
+      return fail(TRX_ERR_IO, err, errlen, "%s: cannot write %s: %s", ckpt_dir,
+                  path.c_str(), errnoStr(e).c_str());
+    }
+    held.push_back(path);
   } catch (const std::bad_alloc &) {
     return fail(TRX_ERR_NOMEM, err, errlen, "%s: out of memory", ckpt_dir);
   }

@@ -1185,8 +1185,11 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
        {std::pair{"--trace", a.trace}, std::pair{"--save-init", a.save_init}})
     if (run.leader && path && !checkOutputFile(flag, path))
       return 1;
+  // A checkpoint directory belongs to one run: two jobs writing into it
+  // would interleave their steps (trx_ckpt_lock).
   if (run.leader && a.ckpt_dir &&
-      trx_ckpt_check_writable(a.ckpt_dir, err, sizeof(err)) != TRX_OK) {
+      (trx_ckpt_check_writable(a.ckpt_dir, err, sizeof(err)) != TRX_OK ||
+       trx_ckpt_lock(a.ckpt_dir, err, sizeof(err)) != TRX_OK)) {
     printError("%s", err);
     return 1;
   }
