@@ -404,6 +404,16 @@ int trx_ckpt_save(const char *ckpt_dir, const trx_ckpt_state *state, int64_t n,
 int trx_ckpt_latest(const char *ckpt_dir, char *buf, size_t len, char *err,
                     size_t errlen);
 
+/* Why trx_ckpt_latest did not take a newer step: writes into buf, for each
+ * step directory of ckpt_dir numbered above `chosen` (a step directory path
+ * as trx_ckpt_latest returns), "step-XXXXXXXX (no model.safetensors)" or
+ * "(no state.json)", "; "-separated in step order, and for a `latest` file
+ * that names an incomplete or missing step, "latest names step-XXXXXXXX,
+ * which is incomplete". "" when nothing newer was passed over. Returns the
+ * number of entries (0 also for errors and a NULL or empty buf). */
+int trx_ckpt_skipped(const char *ckpt_dir, const char *chosen, char *buf,
+                     size_t len);
+
 typedef struct trx_ckpt trx_ckpt;
 
 /* Opens a step directory (as returned by trx_ckpt_latest): opens both

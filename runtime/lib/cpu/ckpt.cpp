@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "triax_rt.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
@@ -476,6 +477,56 @@ extern "C" int trx_ckpt_latest(const char *ckpt_dir, char *buf, size_t len,
     return fail(TRX_ERR_NOMEM, err, errlen, "%s: out of memory", ckpt_dir);
   }
   return TRX_OK;
+}
+
+extern "C" int trx_ckpt_skipped(const char *ckpt_dir, const char *chosen,
+                                char *buf, size_t len) {
+  if (!buf || len == 0)
+    return 0;
+  buf[0] = '\0';
+  if (!ckpt_dir || !chosen)
+    return 0;
+  try {
+    std::string dir = ckpt_dir;
+    const char *base = std::strrchr(chosen, '/');
+    int64_t from = parseStepName(base ? base + 1 : chosen);
+    std::vector<std::pair<int64_t, std::string>> skipped;
+    if (DIR *d = ::opendir(ckpt_dir)) {
+      while (struct dirent *ent = ::readdir(d)) {
+        int64_t s = parseStepName(ent->d_name);
+        if (s <= from)
+          continue;
+        std::string path = joinPath(dir, ent->d_name);
+        if (!isDir(path))
+          continue;
+        std::string why = !isFile(joinPath(path, kModelFile))
+                              ? std::string("no ") + kModelFile
+                              : std::string("no ") + kStateFile;
+        skipped.push_back({s, std::string(ent->d_name) + " (" + why + ")"});
+      }
+      ::closedir(d);
+    }
+    std::sort(skipped.begin(), skipped.end());
+    std::string out;
+    for (const auto &entry : skipped)
+      out += (out.empty() ? "" : "; ") + entry.second;
+    std::string pointer;
+    if (readFile(joinPath(dir, kLatestFile), pointer) == 0) {
+      while (!pointer.empty() &&
+             (pointer.back() == '\n' || pointer.back() == '\r' ||
+              pointer.back() == ' '))
+        pointer.pop_back();
+      if (!pointer.empty() && !completeStepDir(joinPath(dir, pointer))) {
+        out += (out.empty() ? "" : "; ") + std::string("latest names ") +
+               pointer + ", which is incomplete";
+        skipped.push_back({-1, pointer});
+      }
+    }
+    std::snprintf(buf, len, "%s", out.c_str());
+    return int(skipped.size());
+  } catch (const std::bad_alloc &) {
+    return 0;
+  }
 }
 
 struct trx_ckpt {

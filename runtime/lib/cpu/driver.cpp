@@ -798,6 +798,11 @@ int Run::initialize(int64_t &startStep, std::string &source) {
     int rc = trx_ckpt_latest(args.ckpt_dir, stepDir, sizeof(stepDir), err,
                              sizeof(err));
     if (rc == TRX_OK) {
+      // Say why a newer step directory was passed over (a writer killed
+      // before it finished, files removed by hand).
+      char skipped[2048];
+      if (trx_ckpt_skipped(args.ckpt_dir, stepDir, skipped, sizeof(skipped)))
+        printNote("--resume takes %s: the newer %s", stepDir, skipped);
       if (resume(stepDir, startStep) != 0)
         return 1;
       source = std::string("resumed from ") + stepDir + " (step " +
