@@ -528,6 +528,11 @@ typedef struct {
                             cblas_sgemm (trx_blas_load); default NULL = the
                             TRIAX_BLAS environment variable, else the
                             linked OpenBLAS */
+  float max_loss_ratio;  /* --max-loss-ratio R (> 1), default 0 = off: read
+                            the loss every step before the update, and stop
+                            without updating or writing anything when it is
+                            not finite or above R times the mean of the
+                            previous (up to 10) steps' losses */
 } trx_train_args;
 
 /* Sets *out to the defaults. */

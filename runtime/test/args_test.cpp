@@ -65,6 +65,7 @@ void testDefaults() {
   CHECK_EQ(a.min_lr_ratio, 0.1f);
   CHECK_EQ(a.stop_at, int64_t(0));
   CHECK(a.blas == nullptr);
+  CHECK_EQ(a.max_loss_ratio, 0.0f);
   trx_train_args d;
   trx_train_args_default(&d);
   CHECK(memcmp(&a, &d, sizeof(a)) == 0);
@@ -108,6 +109,8 @@ void testAllFlags() {
   CHECK_EQ(a.val_batches, int64_t(3));
   CHECK_EQ(a.min_lr_ratio, 0.0f);
   CHECK_EQ(a.stop_at, int64_t(40));
+  CHECK_EQ(parse("--max-loss-ratio 3", a, err), TRX_OK);
+  CHECK_EQ(a.max_loss_ratio, 3.0f);
 
   // --flag=value, last one wins, --verbose.
   CHECK_EQ(parse("--steps=7 --lr=0.5 --steps 9 --lr-schedule=cosine --verbose "
@@ -165,6 +168,8 @@ void testErrors() {
       {"--ckpt-every 10", "--ckpt-every requires --ckpt-dir"},
       {"--val-batches 0", "--val-batches: must be >= 1, got 0"},
       {"--min-lr-ratio 2", "--min-lr-ratio: must be <= 1, got 2"},
+      {"--max-loss-ratio 1",
+       "--max-loss-ratio: must be > 1 (or 0: off), got 1"},
       {"--min-lr-ratio -0.5", "--min-lr-ratio: must be >= 0, got -0.5"},
       {"--threads 5000", "--threads: must be <= 4096, got 5000"},
       {"--stop-at -1", "--stop-at: must be >= 0, got -1"},
@@ -195,14 +200,17 @@ void testUsage() {
     s.append(buf, n);
   fclose(f);
   CHECK(s.rfind("usage: gpt2-train [options]\n", 0) == 0);
-  for (const char *flag :
-       {"--data FILE",     "--val-data FILE",  "--steps N",
-        "--lr F",          "--warmup N",       "--lr-schedule S",
-        "--seed N",        "--eval-every N",   "--ckpt-dir DIR",
-        "--ckpt-every N",  "--resume",         "--init-from FILE",
-        "--log-every N",   "--log-json FILE",  "-v, --verbose",
-        "-h, --help",      "--save-init FILE", "--threads N",
-        "--val-batches N", "--min-lr-ratio F", "--stop-at STEP"})
+  for (const char *flag : {"--data FILE",      "--val-data FILE",
+                           "--steps N",        "--lr F",
+                           "--warmup N",       "--lr-schedule S",
+                           "--seed N",         "--eval-every N",
+                           "--ckpt-dir DIR",   "--ckpt-every N",
+                           "--resume",         "--init-from FILE",
+                           "--log-every N",    "--log-json FILE",
+                           "-v, --verbose",    "-h, --help",
+                           "--save-init FILE", "--threads N",
+                           "--val-batches N",  "--min-lr-ratio F",
+                           "--stop-at STEP",   "--max-loss-ratio R"})
     CHECK(s.find(flag) != std::string::npos);
 }
 

@@ -54,6 +54,7 @@ const Option kOptions[] = {
     {"--stop-at", Kind::Int, TRX_FIELD(stop_at)},
     {"--gradcheck", Kind::Int, TRX_FIELD(gradcheck)},
     {"--gradcheck-tol", Kind::Float, TRX_FIELD(gradcheck_tol)},
+    {"--max-loss-ratio", Kind::Float, TRX_FIELD(max_loss_ratio)},
 };
 #undef TRX_FIELD
 
@@ -150,6 +151,7 @@ extern "C" void trx_train_args_default(trx_train_args *out) {
   out->gradcheck = 0;
   out->shuffle = 0;
   out->gradcheck_tol = 1e-2f;
+  out->max_loss_ratio = 0.0f;
 }
 
 extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
@@ -219,6 +221,10 @@ extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
     return fail(TRX_ERR_ARG, err, errlen,
                 "--min-lr-ratio: must be <= 1, got %g",
                 double(out->min_lr_ratio));
+  if (out->max_loss_ratio != 0.0f && !(out->max_loss_ratio > 1.0f))
+    return fail(TRX_ERR_ARG, err, errlen,
+                "--max-loss-ratio: must be > 1 (or 0: off), got %g",
+                double(out->max_loss_ratio));
   if (out->threads > 4096)
     return fail(TRX_ERR_ARG, err, errlen,
                 "--threads: must be <= 4096, got %" PRId64, out->threads);
@@ -271,6 +277,11 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "  --save-init FILE      write the initial weights (.safetensors)\n"
       "  --stop-at STEP        stop after step STEP as if interrupted (the lr\n"
       "                        schedule still spans --steps)\n"
+      "  --max-loss-ratio R    read the loss every step before the update and\n"
+      "                        stop, updating and writing nothing, when it is\n"
+      "                        not finite or above R times the mean of the\n"
+      "                        last 10 steps (default 0 = off; the last\n"
+      "                        checkpoint stays latest)\n"
       "\n"
       "Checking:\n"
       "  --gradcheck N         check each parameter's gradient against "

@@ -1280,6 +1280,27 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   // only queue work, so a logged step reports the mean over its interval.
   double intervalStart = trx_now_ms(), intervalExcluded = 0;
   int64_t intervalSteps = 0;
+  // The step's loss, the mean over the global batch, from the device (one
+  // copy, which waits for the step; collectives, so on every rank alike),
+  // and the gradient norm of the last optimizer step.
+  auto readLoss = [&](float &gradNorm) {
+    float scalars[2];
+    run.readScalars(scalars);
+    // loss_acc sums the calls' mean losses (each the mean of perCall
+    // micro-batches): the step's loss is their mean over accum. A
+    // pipeline's loss is on its last stage (0 on the others).
+    float l = float(double(scalars[0]) * double(run.callMicroBatches) /
+                    double(accum));
+    gradNorm = scalars[1];
+    if (run.ppAxis >= 0)
+      trx_all_reduce(&l, 1, TRX_REDUCE_SUM, &run.ppAxis, 1);
+    if (run.dpSize > 1)
+      trx_all_reduce(&l, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
+    return l;
+  };
+  // --max-loss-ratio: the recent losses the guard compares with.
+  std::vector<float> recentLosses;
+  constexpr size_t kLossWindow = 10;
   while (step < endStep) {
     ++step;
     ++intervalSteps;
@@ -1303,6 +1324,31 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       model->forward_backward(run.inputs, run.targets, run.scalars);
       if (perCall == 1)
         traceRecord("FB" + std::to_string(k), "forward_backward", 1, start, k);
+    }
+    if (a.max_loss_ratio > 0) {
+      // The divergence guard: the loss before the update it would apply.
+      float unused;
+      float l = readLoss(unused);
+      double mean = 0;
+      for (float x : recentLosses)
+        mean += double(x) / double(recentLosses.size());
+      if (!std::isfinite(l) ||
+          (!recentLosses.empty() && double(l) > a.max_loss_ratio * mean)) {
+        if (std::isfinite(l))
+          printError("step %" PRId64 ": the loss %g is %.3g times the mean "
+                     "%g of the last %zu steps (--max-loss-ratio %g); "
+                     "stopping before this step's update, writing nothing",
+                     step, double(l), double(l) / mean, mean,
+                     recentLosses.size(), double(a.max_loss_ratio));
+        else
+          printError("step %" PRId64 ": the loss is %s; stopping before "
+                     "this step's update, writing nothing",
+                     step, std::isnan(l) ? "nan" : (l > 0 ? "inf" : "-inf"));
+        return 1;
+      }
+      if (recentLosses.size() == kLossWindow)
+        recentLosses.erase(recentLosses.begin());
+      recentLosses.push_back(l);
     }
     double optimizerStart = traceNow();
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
@@ -1336,18 +1382,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     loss = NAN;
     float gradNorm = NAN;
     if (logged || ckptStep || step == endStep) {
-      float scalars[2];
-      run.readScalars(scalars);
-      // loss_acc sums the calls' mean losses (each the mean of perCall
-      // micro-batches): the step's loss is their mean over accum.
-      loss = float(double(scalars[0]) * double(perCall) / double(accum));
-      gradNorm = scalars[1];
-      // The logged loss is the mean over the global batch. A pipeline's
-      // loss is on its last stage (0 on the others).
-      if (run.ppAxis >= 0)
-        trx_all_reduce(&loss, 1, TRX_REDUCE_SUM, &run.ppAxis, 1);
-      if (run.dpSize > 1)
-        trx_all_reduce(&loss, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
+      loss = readLoss(gradNorm);
       // Checked on these steps only: a divergence shows at the next one.
       if (!std::isfinite(loss)) {
         printError("step %" PRId64 ": the loss is %s; training diverged, "
