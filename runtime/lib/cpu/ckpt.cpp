@@ -12,6 +12,7 @@
 #include "triax_rt.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
@@ -160,9 +161,58 @@ void removeStale(const std::string &dir) {
   }
 }
 
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of `n` bytes,
+/// continuing from `crc` (0 to start): eight bytes a step through eight
+/// tables (slicing-by-8).
+uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n) {
+  static const auto tables = [] {
+    std::array<std::array<uint32_t, 256>, 8> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i)
+      for (int k = 1; k < 8; ++k)
+        t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFF];
+    return t;
+  }();
+  crc = ~crc;
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    w ^= crc; // little-endian hosts (x86-64, aarch64)
+    crc = tables[7][w & 0xFF] ^ tables[6][(w >> 8) & 0xFF] ^
+          tables[5][(w >> 16) & 0xFF] ^ tables[4][(w >> 24) & 0xFF] ^
+          tables[3][(w >> 32) & 0xFF] ^ tables[2][(w >> 40) & 0xFF] ^
+          tables[1][(w >> 48) & 0xFF] ^ tables[0][w >> 56];
+    p += 8;
+    n -= 8;
+  }
+  while (n--)
+    crc = (crc >> 8) ^ tables[0][(crc ^ *p++) & 0xFF];
+  return ~crc;
+}
+
+/// "crc32c:xxxxxxxx" of the file at `path`, or "" with the error in err.
+std::string fileChecksum(const std::string &path, char *err, size_t errlen) {
+  MappedFile file;
+  if (mapFile(path, file, err, errlen) != TRX_OK)
+    return "";
+  char text[32];
+  std::snprintf(text, sizeof(text), "crc32c:%08x",
+                crc32c(0, file.bytes(), file.size));
+  return text;
+}
+
+/// The files a checkpoint lists checksums of (state.json "checksums").
+constexpr const char *kCheckedFiles[] = {kModelFile, kOptimFile};
+
 std::string
 stateJson(const trx_ckpt_state &s,
-          const std::vector<std::pair<std::string, std::string>> &extra) {
+          const std::vector<std::pair<std::string, std::string>> &extra,
+          const std::vector<std::pair<std::string, std::string>> &checksums) {
   std::string j = "{\n  \"format\": ";
   json::appendString(j, kStateFormat);
   j += ",\n  \"version\": " + std::to_string(kStateVersion);
@@ -181,6 +231,14 @@ stateJson(const trx_ckpt_state &s,
                      s.lr_schedule == TRX_LR_CONSTANT ? "constant" : "cosine");
   j += ",\n  \"loss\": ";
   json::appendFloat(j, s.loss);
+  j += ",\n  \"checksums\": {";
+  for (size_t i = 0; i < checksums.size(); ++i) {
+    j += i ? ", " : "";
+    json::appendString(j, checksums[i].first);
+    j += ": ";
+    json::appendString(j, checksums[i].second);
+  }
+  j += "}";
   j += ",\n  \"extra\": {";
   for (size_t i = 0; i < extra.size(); ++i) {
     j += i ? ",\n    " : "\n    ";
@@ -270,9 +328,21 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
     rc = trx_safetensors_write(joinPath(tmpDir, kOptimFile).c_str(),
                                int64_t(optim.size()), optim.data(),
                                meta.c_str(), err, errlen);
+  // Each data file's checksum goes into state.json, written last: a
+  // checkpoint changed after it was written is refused on load.
+  std::vector<std::pair<std::string, std::string>> checksums;
+  for (const char *file : kCheckedFiles) {
+    if (rc != TRX_OK)
+      break;
+    std::string sum = fileChecksum(joinPath(tmpDir, file), err, errlen);
+    if (sum.empty())
+      rc = TRX_ERR_IO;
+    else
+      checksums.push_back({file, sum});
+  }
   if (rc == TRX_OK)
-    rc = atomicWriteFile(joinPath(tmpDir, kStateFile), stateJson(*state, extra),
-                         err, errlen);
+    rc = atomicWriteFile(joinPath(tmpDir, kStateFile),
+                         stateJson(*state, extra, checksums), err, errlen);
   int e;
   if (rc == TRX_OK && (e = fsyncDir(tmpDir)) != 0)
     rc = fail(TRX_ERR_IO, err, errlen, "%s: cannot fsync directory: %s",
@@ -535,6 +605,7 @@ struct trx_ckpt {
   trx_safetensors *optim = nullptr;
   trx_ckpt_state state{};
   std::vector<std::pair<std::string, std::string>> extra;
+  std::vector<std::pair<std::string, std::string>> checksums;
   ~trx_ckpt() {
     trx_safetensors_close(model);
     trx_safetensors_close(optim);
@@ -619,6 +690,39 @@ int parseState(trx_ckpt &ck, const std::string &path, const std::string &text,
       ck.extra.emplace_back(m.first, m.second.text);
     }
   }
+  // The data files' checksums (checkpoints before they were recorded have
+  // none, and are loaded as they are).
+  if (const json::Value *sums = root.get("checksums")) {
+    if (!sums->isObject())
+      return fail(TRX_ERR_FORMAT, err, errlen,
+                  "%s: \"checksums\" is not an object", p);
+    for (const auto &m : sums->members) {
+      if (!m.second.isString())
+        return fail(TRX_ERR_FORMAT, err, errlen,
+                    "%s: checksum of '%s' is not a string", p, m.first.c_str());
+      ck.checksums.emplace_back(m.first, m.second.text);
+    }
+  }
+  return TRX_OK;
+}
+
+/// Recomputes the checksums state.json lists; an error names the file.
+int verifyChecksums(const trx_ckpt &ck, char *err, size_t errlen) {
+  for (const auto &[file, want] : ck.checksums) {
+    if (file.find('/') != std::string::npos)
+      return fail(TRX_ERR_FORMAT, err, errlen,
+                  "%s: state.json lists a checksum of '%s', not a file of the "
+                  "checkpoint",
+                  ck.dir.c_str(), file.c_str());
+    std::string got = fileChecksum(joinPath(ck.dir, file), err, errlen);
+    if (got.empty())
+      return TRX_ERR_IO;
+    if (got != want)
+      return fail(TRX_ERR_FORMAT, err, errlen,
+                  "%s: %s is corrupt: its checksum is %s but state.json "
+                  "recorded %s (the file changed after it was written)",
+                  ck.dir.c_str(), file.c_str(), got.c_str(), want.c_str());
+  }
   return TRX_OK;
 }
 
@@ -653,6 +757,10 @@ extern "C" trx_ckpt *trx_ckpt_open(const char *step_dir, char *err,
     ck->optim = trx_safetensors_open(joinPath(ck->dir, kOptimFile).c_str(), err,
                                      errlen);
     if (!ck->optim)
+      return nullptr;
+    // (After the files' own checks, which name a truncated or malformed
+    // file more precisely.)
+    if (verifyChecksums(*ck, err, errlen) != TRX_OK)
       return nullptr;
     const char *ms = trx_safetensors_metadata(ck->model, "step");
     if (ms && std::to_string(ck->state.step) != ms) {
