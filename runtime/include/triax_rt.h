@@ -528,6 +528,10 @@ typedef struct {
                             cblas_sgemm (trx_blas_load); default NULL = the
                             TRIAX_BLAS environment variable, else the
                             linked OpenBLAS */
+  float comm_timeout;    /* --comm-timeout S (seconds), default 600, 0 =
+                            off: a collective, send or recv waiting longer
+                            ends the job with what it waited on
+                            (trx_comm_set_timeout) */
   float max_loss_ratio;  /* --max-loss-ratio R (> 1), default 0 = off: read
                             the loss every step before the update, and stop
                             without updating or writing anything when it is
@@ -1320,6 +1324,14 @@ uint64_t trx_comm_calls(int32_t kind, uint32_t axis_mask);
 const char *trx_comm_kind_name(int32_t kind);
 /* Sets every counter to 0. */
 void trx_comm_reset_counters(void);
+
+/* The collective watchdog: a collective, send or recv of this process that
+ * has waited more than `seconds` (> 0; 0 turns it off) prints "error: rank
+ * R: <call> over <axes> with ranks <group> at step S has waited ..." and
+ * ends the process (the launcher then ends the job). A thread checks every
+ * 200 ms. trx_comm_set_step names the step in that message. */
+void trx_comm_set_timeout(double seconds);
+void trx_comm_set_step(int64_t step);
 /* Prints this rank's counters as a table: one row per axis set that was
  * used (axes in mesh order), one column per kind, "bytes (calls)", and a
  * total row. See runtime/README.md for an example. */

@@ -66,6 +66,7 @@ void testDefaults() {
   CHECK_EQ(a.stop_at, int64_t(0));
   CHECK(a.blas == nullptr);
   CHECK_EQ(a.max_loss_ratio, 0.0f);
+  CHECK_EQ(a.comm_timeout, 600.0f);
   trx_train_args d;
   trx_train_args_default(&d);
   CHECK(memcmp(&a, &d, sizeof(a)) == 0);
@@ -111,6 +112,8 @@ void testAllFlags() {
   CHECK_EQ(a.stop_at, int64_t(40));
   CHECK_EQ(parse("--max-loss-ratio 3", a, err), TRX_OK);
   CHECK_EQ(a.max_loss_ratio, 3.0f);
+  CHECK_EQ(parse("--comm-timeout 0", a, err), TRX_OK);
+  CHECK_EQ(a.comm_timeout, 0.0f);
 
   // --flag=value, last one wins, --verbose.
   CHECK_EQ(parse("--steps=7 --lr=0.5 --steps 9 --lr-schedule=cosine --verbose "
@@ -210,7 +213,8 @@ void testUsage() {
                            "-v, --verbose",    "-h, --help",
                            "--save-init FILE", "--threads N",
                            "--val-batches N",  "--min-lr-ratio F",
-                           "--stop-at STEP",   "--max-loss-ratio R"})
+                           "--stop-at STEP",   "--max-loss-ratio R",
+                           "--comm-timeout S"})
     CHECK(s.find(flag) != std::string::npos);
 }
 

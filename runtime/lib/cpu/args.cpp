@@ -55,6 +55,7 @@ const Option kOptions[] = {
     {"--gradcheck", Kind::Int, TRX_FIELD(gradcheck)},
     {"--gradcheck-tol", Kind::Float, TRX_FIELD(gradcheck_tol)},
     {"--max-loss-ratio", Kind::Float, TRX_FIELD(max_loss_ratio)},
+    {"--comm-timeout", Kind::Float, TRX_FIELD(comm_timeout)},
 };
 #undef TRX_FIELD
 
@@ -152,6 +153,7 @@ extern "C" void trx_train_args_default(trx_train_args *out) {
   out->shuffle = 0;
   out->gradcheck_tol = 1e-2f;
   out->max_loss_ratio = 0.0f;
+  out->comm_timeout = 600.0f;
 }
 
 extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
@@ -296,6 +298,9 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "                        for divergence, only on printed steps,\n"
       "                        checkpoint steps and the last step\n"
       "  --log-json FILE       append one JSON object per step to FILE\n"
+      "  --comm-timeout S      a collective, send or recv waiting more than\n"
+      "                        S seconds ends the job with what it waited on\n"
+      "                        (default 600, 0 = off)\n"
       "  --trace FILE          write every rank's measured timeline (compute\n"
       "                        per micro-batch, collectives, sends) as one\n"
       "                        Chrome trace JSON (Perfetto)\n"

@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <climits>
 #include <cmath>
@@ -44,7 +45,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <unistd.h>
 #include <vector>
 
 using namespace triax::rt;
@@ -698,6 +701,86 @@ private:
 // The front: checks, groups, counters, trace
 //===----------------------------------------------------------------------===//
 
+//===--- the collective watchdog (--comm-timeout) -------------------------===//
+//
+// A call in flight (a collective, a send, a recv) is marked with its start;
+// a thread checks it every 200 ms and, once it has waited past the
+// timeout, prints what it waited on and ends this process, so that the
+// launcher ends the job: a stopped or vanished rank is an error with a
+// message, never a silent hang.
+
+struct Watchdog {
+  std::atomic<double> timeoutMs{0}; // 0: off
+  std::atomic<double> sinceMs{-1};  // start of the call in flight, or -1
+  std::atomic<const char *> fn{nullptr};
+  std::atomic<const CommGroup *> group{nullptr};
+  std::atomic<int32_t> peer{-1};
+  std::atomic<int64_t> step{0};
+  std::atomic<bool> started{false};
+};
+
+Watchdog &watchdog() {
+  // Never destroyed: the watchdog thread may still read it while the
+  // process exits.
+  static Watchdog *w = new Watchdog;
+  return *w;
+}
+
+[[noreturn]] void watchdogExpired(double waitedMs) {
+  Watchdog &w = watchdog();
+  const CommGroup *g = w.group.load();
+  std::string axes, ranks;
+  for (int32_t i = 0; g && i < trx_dist_num_axes(); ++i)
+    if (g->mask & (1u << i))
+      axes += std::string(axes.empty() ? "" : ",") + trx_dist_axis_name(i);
+  for (size_t i = 0; g && i < g->posToWorld.size(); ++i)
+    ranks += std::string(i ? "," : "") + std::to_string(g->posToWorld[i]);
+  int32_t peer = w.peer.load();
+  std::string with =
+      peer >= 0 && g && size_t(peer) < g->posToWorld.size()
+          ? "with rank " + std::to_string(g->posToWorld[size_t(peer)])
+      : g ? "with ranks " + ranks
+          : std::string("of this rank");
+  fprintf(stderr,
+          "error: rank %d: %s over %s %s at step %" PRId64
+          " has waited %.1f s, past --comm-timeout %.0f s: a rank of the "
+          "group is stopped, stuck or gone; ending the job\n",
+          trx_dist_rank(), w.fn.load() ? w.fn.load() : "a collective",
+          axes.empty() ? "their groups" : axes.c_str(), with.c_str(),
+          w.step.load(), waitedMs / 1000.0, w.timeoutMs.load() / 1000.0);
+  fflush(stderr);
+  fflush(stdout);
+  // Not exit(): the main thread is inside MPI; the launcher sees this
+  // rank end without finalizing and ends the others.
+  _exit(1);
+}
+
+/// Marks a call in flight for the watchdog while it lives.
+class InFlight {
+public:
+  /// A call over group `g` (null: the gradient reductions in flight, over
+  /// their groups), with position `peer` for a send or recv.
+  InFlight(const char *fn, const CommGroup *g, int32_t peer = -1) {
+    Watchdog &w = watchdog();
+    if (w.timeoutMs.load(std::memory_order_relaxed) <= 0)
+      return;
+    w.fn = fn;
+    w.group = g;
+    w.peer = peer;
+    w.sinceMs = trx_now_ms();
+    armed = true;
+  }
+  ~InFlight() {
+    if (armed)
+      watchdog().sinceMs = -1;
+  }
+  InFlight(const InFlight &) = delete;
+  InFlight &operator=(const InFlight &) = delete;
+
+private:
+  bool armed = false;
+};
+
 template <typename T> constexpr CommDType dtypeOf() {
   static_assert(sizeof(T) == 4, "32-bit elements only");
   return std::is_same_v<T, float> ? CommDType::F32 : CommDType::I32;
@@ -717,6 +800,7 @@ void allReduce(T *buf, int64_t n, int32_t op, const int32_t *axes,
   checkBuffer(buf, n, "data", fn);
   checkOp(op, fn);
   trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  InFlight watched(fn, &g);
   uint64_t sent = transportOf(fn).allReduce(g, buf, n, dtypeOf<T>(), op, fn);
   count(TRX_COMM_ALL_REDUCE, g.mask, sent, traceStart);
 }
@@ -728,6 +812,7 @@ void allGather(const T *send, int64_t npr, T *recv, const int32_t *axes,
   checkBuffer(send, npr, "send", fn);
   checkBuffer(recv, npr, "recv", fn);
   trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  InFlight watched(fn, &g);
   uint64_t sent =
       transportOf(fn).allGather(g, send, npr, recv, dtypeOf<T>(), fn);
   count(TRX_COMM_ALL_GATHER, g.mask, sent, traceStart);
@@ -741,6 +826,7 @@ void reduceScatter(const T *send, int64_t npr, T *recv, int32_t op,
   checkBuffer(recv, npr, "recv", fn);
   checkOp(op, fn);
   trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  InFlight watched(fn, &g);
   uint64_t sent =
       transportOf(fn).reduceScatter(g, send, npr, recv, dtypeOf<T>(), op, fn);
   count(TRX_COMM_REDUCE_SCATTER, g.mask, sent, traceStart);
@@ -755,6 +841,7 @@ void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
   if (root < 0 || root >= g.size)
     abortf("%s: root %d is out of range (the group has %d member%s)", fn, root,
            g.size, g.size == 1 ? "" : "s");
+  InFlight watched(fn, &g);
   uint64_t sent = transportOf(fn).broadcast(g, buf, n, dtypeOf<T>(), root, fn);
   count(TRX_COMM_BROADCAST, g.mask, sent, traceStart);
 }
@@ -780,6 +867,7 @@ void sendTo(const T *buf, int64_t n, int32_t peer, const int32_t *axes,
   const double traceStart = traceOn() ? traceNow() : -1;
   trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
   int64_t bytes = n * int64_t(sizeof(T));
+  InFlight watched(fn, &g, peer);
   transportOf(fn).send(g, buf, bytes, peer, tag, fn);
   count(TRX_COMM_SEND, g.mask, uint64_t(bytes), traceStart);
 }
@@ -790,6 +878,7 @@ void recvFrom(T *buf, int64_t n, int32_t peer, const int32_t *axes,
   const double traceStart = traceOn() ? traceNow() : -1;
   trx_dist_group &g = p2pGroup(buf, n, peer, axes, naxes, tag, fn);
   int64_t bytes = n * int64_t(sizeof(T));
+  InFlight watched(fn, &g, peer);
   transportOf(fn).recv(g, buf, bytes, peer, tag, fn);
   count(TRX_COMM_RECV, g.mask, uint64_t(bytes), traceStart);
 }
@@ -1344,14 +1433,17 @@ extern "C" void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
   checkOp(op, fn);
   trx_dist_group &g = groupOrAbort(axes, naxes, fn);
   std::vector<void *> raw(bufs, bufs + nbufs);
+  InFlight watched(fn, &g);
   uint64_t sent = transportOf(fn).allReduceBucket(
       g, raw.data(), counts, nbufs, CommDType::F32, op, CommQueue::Grads, fn);
   count(TRX_COMM_ALL_REDUCE, g.mask, sent, traceStart);
 }
 
 extern "C" void trx_comm_wait_grads(void) {
-  if (Transport *t = state().transport)
+  if (Transport *t = state().transport) {
+    InFlight watched("trx_comm_wait_grads (the gradient reductions)", nullptr);
     t->waitGrads();
+  }
 }
 
 extern "C" void trx_comm_grads_begin(void) {
@@ -1440,3 +1532,24 @@ uint64_t triax::rt::chainBroadcastBytes(int64_t n, int64_t p,
                                         int64_t elemSize) {
   return n > 0 && p > 1 && distFromRoot < p - 1 ? uint64_t(n * elemSize) : 0;
 }
+
+extern "C" void trx_comm_set_timeout(double seconds) {
+  Watchdog &w = watchdog();
+  w.timeoutMs = seconds > 0 ? seconds * 1000.0 : 0.0;
+  if (seconds <= 0 || w.started.exchange(true))
+    return;
+  std::thread([] {
+    Watchdog &w = watchdog();
+    while (true) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      double timeout = w.timeoutMs.load(), since = w.sinceMs.load();
+      if (timeout > 0 && since >= 0) {
+        double waited = trx_now_ms() - since;
+        if (waited > timeout)
+          watchdogExpired(waited);
+      }
+    }
+  }).detach();
+}
+
+extern "C" void trx_comm_set_step(int64_t step) { watchdog().step = step; }

@@ -1093,6 +1093,9 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     printError("%s", err);
     return 1;
   }
+  // Several ranks: a stopped or vanished one must not hang the others.
+  if (trx_dist_initialized() && trx_dist_world_size() > 1)
+    trx_comm_set_timeout(a.comm_timeout);
   run.dpAxis = meshAxisWithRole(model, TRX_AXIS_DATA);
   if (run.dpAxis >= 0) {
     run.dpSize = trx_dist_axis_size(run.dpAxis);
@@ -1304,6 +1307,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   while (step < endStep) {
     ++step;
     ++intervalSteps;
+    trx_comm_set_step(step);
     const bool report = a.verbose > 0 && step == startStep + 1;
     std::vector<Traffic> before;
     for (uint32_t mask = 1; report && mask < nmasks; ++mask)
