@@ -231,22 +231,23 @@ stateJson(const trx_ckpt_state &s,
                      s.lr_schedule == TRX_LR_CONSTANT ? "constant" : "cosine");
   j += ",\n  \"loss\": ";
   json::appendFloat(j, s.loss);
-  j += ",\n  \"checksums\": {";
-  for (size_t i = 0; i < checksums.size(); ++i) {
-    j += i ? ", " : "";
-    json::appendString(j, checksums[i].first);
-    j += ": ";
-    json::appendString(j, checksums[i].second);
-  }
-  j += "}";
-  j += ",\n  \"extra\": {";
-  for (size_t i = 0; i < extra.size(); ++i) {
-    j += i ? ",\n    " : "\n    ";
-    json::appendString(j, extra[i].first);
-    j += ": ";
-    json::appendString(j, extra[i].second);
-  }
-  j += extra.empty() ? "}\n}\n" : "\n  }\n}\n";
+  // {"key": "value", ...}, one member a line.
+  auto appendStrings =
+      [&](const std::vector<std::pair<std::string, std::string>> &members) {
+        j += "{";
+        for (size_t i = 0; i < members.size(); ++i) {
+          j += i ? ",\n    " : "\n    ";
+          json::appendString(j, members[i].first);
+          j += ": ";
+          json::appendString(j, members[i].second);
+        }
+        j += members.empty() ? "}" : "\n  }";
+      };
+  j += ",\n  \"checksums\": ";
+  appendStrings(checksums);
+  j += ",\n  \"extra\": ";
+  appendStrings(extra);
+  j += "\n}\n";
   return j;
 }
 
@@ -385,6 +386,17 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
   return atomicWriteFile(joinPath(dir, kLatestFile), name + "\n", err, errlen);
 }
 
+/// The step directory `latest` names (trailing newline and spaces cut);
+/// false when there is no readable `latest`.
+bool readLatest(const std::string &dir, std::string &pointer) {
+  if (readFile(joinPath(dir, kLatestFile), pointer) != 0)
+    return false;
+  while (!pointer.empty() && (pointer.back() == '\n' ||
+                              pointer.back() == '\r' || pointer.back() == ' '))
+    pointer.pop_back();
+  return true;
+}
+
 bool completeStepDir(const std::string &path) {
   return isDir(path) && isFile(joinPath(path, kModelFile)) &&
          isFile(joinPath(path, kStateFile));
@@ -510,11 +522,7 @@ extern "C" int trx_ckpt_latest(const char *ckpt_dir, char *buf, size_t len,
                               : "no checkpoint (directory does not exist)");
     std::string chosen;
     std::string pointer;
-    if (readFile(joinPath(dir, kLatestFile), pointer) == 0) {
-      while (!pointer.empty() &&
-             (pointer.back() == '\n' || pointer.back() == '\r' ||
-              pointer.back() == ' '))
-        pointer.pop_back();
+    if (readLatest(dir, pointer)) {
       if (parseStepName(pointer.c_str()) >= 0 &&
           completeStepDir(joinPath(dir, pointer)))
         chosen = pointer;
@@ -581,11 +589,7 @@ extern "C" int trx_ckpt_skipped(const char *ckpt_dir, const char *chosen,
     for (const auto &entry : skipped)
       out += (out.empty() ? "" : "; ") + entry.second;
     std::string pointer;
-    if (readFile(joinPath(dir, kLatestFile), pointer) == 0) {
-      while (!pointer.empty() &&
-             (pointer.back() == '\n' || pointer.back() == '\r' ||
-              pointer.back() == ' '))
-        pointer.pop_back();
+    if (readLatest(dir, pointer)) {
       if (!pointer.empty() && !completeStepDir(joinPath(dir, pointer))) {
         out += (out.empty() ? "" : "; ") + std::string("latest names ") +
                pointer + ", which is incomplete";
