@@ -20,9 +20,16 @@ mkdir -p "$work"
 cd "$work"
 echo "== triax-model tiny --batch 16 --micro-batch 4 > tiny.mlir   ($("$bin/triax-model" tiny --print-param-count) parameters)"
 "$bin/triax-model" tiny --batch 16 --micro-batch 4 -o tiny.mlir
-echo "== triaxc tiny.mlir --target cpu --mesh $mesh --zero $zero --schedule 1f1b -o train"
-"$bin/triaxc" tiny.mlir --target cpu --mesh "$mesh" --zero "$zero" --schedule 1f1b -o train -v 2>&1 |
-  grep '^\[triaxc\] [a-zA-Z]' || true
+# The 1F1B schedule orders a pipeline's micro-batches (a mesh with pp).
+schedule=()
+[[ ",$mesh," == *",pp="* ]] && schedule=(--schedule 1f1b)
+echo "== triaxc tiny.mlir --target cpu --mesh $mesh --zero $zero ${schedule[*]} -o train"
+if ! "$bin/triaxc" tiny.mlir --target cpu --mesh "$mesh" --zero "$zero" \
+    "${schedule[@]}" -o train -v > triaxc.log 2>&1; then
+  cat triaxc.log >&2
+  exit 1
+fi
+grep '^\[triaxc\] [a-zA-Z]' triaxc.log || true
 # OpenMPI refuses root unless told; --oversubscribe: more ranks than cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "== mpirun -np $ranks ./train --steps 300 --log-every 25 --threads 1"
