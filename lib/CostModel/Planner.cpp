@@ -340,7 +340,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
            "1f1b needs m >= pp: m=" + llvm::Twine(m) +
                " < pp=" + llvm::Twine(p));
 
-  // Memory per rank, on every stage; the fullest one counts.
+  // Memory per rank, on every stage; the fullest one counts. The stages
+  // between the first and the last hold the same layers and differ only in
+  // the micro-batches in flight, which never grow with the stage ([P2]):
+  // stage 1 stands for all of them (the earliest of equals, as a walk over
+  // every stage would pick), so a plan costs O(1), not O(pp) (1,048,576
+  // GPUs give meshes of pp up to 2^20).
   const double td = double(t), Ld = double(L);
   const double layersOn = std::ceil(Ld / double(p));
   const double perLayer =
@@ -355,7 +360,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       double(model.activationBytes) / 2.0; // [A1]-[A5] are for 16 bits
   double maxElems = 0;
   int64_t maxTensors = 0;
-  for (int64_t stage = 0; stage < p; ++stage) {
+  llvm::SmallVector<int64_t, 3> stages = {0};
+  if (p > 1)
+    stages.push_back(1);
+  if (p > 2)
+    stages.push_back(p - 1);
+  for (int64_t stage : stages) {
     double elems = perLayer * layersOn;
     int64_t tensors = int64_t(double(model.layerTensors) * layersOn / Ld);
     double biggest = perLayer; // the largest unit ZeRO-3 gathers

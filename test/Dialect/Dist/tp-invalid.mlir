@@ -86,3 +86,20 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
     return
   }
 }
+
+// -----
+
+// Two split parameters: one walk checks the uses of both (run when the
+// first is verified), so the second one's wrong read is found too.
+dist.mesh @mesh <["tp"=2]>
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  triax.param @a : tensor<8x4xf32> init <zeros> {dist.sharding = #dist.sharding<@mesh, [{}, {"tp"}]>}
+  // expected-note @+1 {{parameter declared here}}
+  triax.param @b : tensor<6x4xf32> init <zeros> {dist.sharding = #dist.sharding<@mesh, [{"tp"}, {}]>}
+  func.func @f() -> tensor<8x2xf32> {
+    %a = triax.get_param @a : tensor<8x2xf32>
+    // expected-error @+1 {{'triax.get_param' op uses parameter @b as 'tensor<6x4xf32>', but this rank holds 'tensor<3x4xf32>' of its 'tensor<6x4xf32>'}}
+    %b = triax.get_param @b : tensor<6x4xf32>
+    return %a : tensor<8x2xf32>
+  }
+}
