@@ -266,7 +266,7 @@ void mlir::triax::kernels::populateLinearPatterns(
   patterns.add<LinearLowering>(converter, patterns.getContext(), geluEpilogue);
   patterns.add<BiasAddLowering>(converter, patterns.getContext());
   // By rows (the CPU), a bias gradient keeps its own buffer and the
-  // accumulation loop: the into-buffer form walks down each column.
+  // accumulation loop (columnSums by rows starts every sum at 0).
   patterns.add<BiasGradLowering>(
       converter, patterns.getContext(),
       accumulateInGemm && columnSums != ColumnSumForm::Rows ? params : nullptr,

@@ -41,6 +41,7 @@ constexpr const char *kModelFile = "model.safetensors";
 constexpr const char *kOptimFile = "optim.safetensors";
 constexpr const char *kStateFile = "state.json";
 constexpr const char *kLatestFile = "latest";
+constexpr const char *kLockFile = ".lock";
 
 std::string stepName(int64_t step) {
   char buf[32];
@@ -386,14 +387,20 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
   return atomicWriteFile(joinPath(dir, kLatestFile), name + "\n", err, errlen);
 }
 
-/// The step directory `latest` names (trailing newline and spaces cut);
-/// false when there is no readable `latest`.
+/// `text` without its trailing newlines, carriage returns and spaces.
+std::string trimLineEnd(std::string text) {
+  while (!text.empty() &&
+         (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+    text.pop_back();
+  return text;
+}
+
+/// The step directory `latest` names; false when there is no readable
+/// `latest`.
 bool readLatest(const std::string &dir, std::string &pointer) {
   if (readFile(joinPath(dir, kLatestFile), pointer) != 0)
     return false;
-  while (!pointer.empty() && (pointer.back() == '\n' ||
-                              pointer.back() == '\r' || pointer.back() == ' '))
-    pointer.pop_back();
+  pointer = trimLineEnd(pointer);
   return true;
 }
 
@@ -449,7 +456,7 @@ extern "C" int trx_ckpt_lock(const char *ckpt_dir, char *err, size_t errlen) {
   // locks last until it exits).
   static std::vector<std::string> held;
   try {
-    std::string path = joinPath(ckpt_dir, ".lock");
+    std::string path = joinPath(ckpt_dir, kLockFile);
     for (const std::string &p : held)
       if (p == path)
         return TRX_OK;
@@ -462,9 +469,8 @@ extern "C" int trx_ckpt_lock(const char *ckpt_dir, char *err, size_t errlen) {
       char owner[256] = {0};
       ssize_t got = ::pread(fd, owner, sizeof(owner) - 1, 0);
       ::close(fd);
-      std::string who = got > 0 ? std::string(owner, size_t(got)) : "";
-      while (!who.empty() && (who.back() == '\n' || who.back() == '\r'))
-        who.pop_back();
+      std::string who =
+          trimLineEnd(got > 0 ? std::string(owner, size_t(got)) : "");
       if (e != EWOULDBLOCK)
         return fail(TRX_ERR_IO, err, errlen, "%s: cannot lock %s: %s", ckpt_dir,
                     path.c_str(), errnoStr(e).c_str());
@@ -577,9 +583,13 @@ extern "C" int trx_ckpt_skipped(const char *ckpt_dir, const char *chosen,
         std::string path = joinPath(dir, ent->d_name);
         if (!isDir(path))
           continue;
+        // (A complete one is passed over when `latest` names an older.)
         std::string why = !isFile(joinPath(path, kModelFile))
                               ? std::string("no ") + kModelFile
-                              : std::string("no ") + kStateFile;
+                          : !isFile(joinPath(path, kStateFile))
+                              ? std::string("no ") + kStateFile
+                              : std::string("complete, but latest names an "
+                                            "older step");
         skipped.push_back({s, std::string(ent->d_name) + " (" + why + ")"});
       }
       ::closedir(d);
@@ -588,16 +598,16 @@ extern "C" int trx_ckpt_skipped(const char *ckpt_dir, const char *chosen,
     std::string out;
     for (const auto &entry : skipped)
       out += (out.empty() ? "" : "; ") + entry.second;
+    int entries = int(skipped.size());
     std::string pointer;
-    if (readLatest(dir, pointer)) {
-      if (!pointer.empty() && !completeStepDir(joinPath(dir, pointer))) {
-        out += (out.empty() ? "" : "; ") + std::string("latest names ") +
-               pointer + ", which is incomplete";
-        skipped.push_back({-1, pointer});
-      }
+    if (readLatest(dir, pointer) && !pointer.empty() &&
+        !completeStepDir(joinPath(dir, pointer))) {
+      out += (out.empty() ? "" : "; ") + std::string("latest names ") +
+             pointer + ", which is incomplete";
+      ++entries;
     }
     std::snprintf(buf, len, "%s", out.c_str());
-    return int(skipped.size());
+    return entries;
   } catch (const std::bad_alloc &) {
     return 0;
   }

@@ -304,17 +304,23 @@ trx_dist_group &groupOrAbort(const int32_t *axes, int32_t n, const char *fn) {
   return *g;
 }
 
+/// The names of the axes in `mask`, comma-separated, in mesh order.
+std::string axisList(uint32_t mask) {
+  std::string out;
+  for (int32_t i = 0; i < trx_dist_num_axes(); ++i)
+    if (mask & (1u << i))
+      out += std::string(out.empty() ? "" : ",") + trx_dist_axis_name(i);
+  return out;
+}
+
 void count(int kind, uint32_t mask, uint64_t bytes, double start = -1) {
   gCalls[kind][mask].fetch_add(1, std::memory_order_relaxed);
   if (bytes)
     gBytes[kind][mask].fetch_add(bytes, std::memory_order_relaxed);
   // --trace: the call as an event (sends and recvs on their own threads).
   if (start >= 0 && traceOn()) {
-    std::string name = trx_comm_kind_name(kind);
-    name += " over ";
-    for (int32_t i = 0, n = 0; i < trx_dist_num_axes(); ++i)
-      if (mask & (1u << i))
-        name += std::string(n++ ? "," : "") + trx_dist_axis_name(i);
+    std::string name =
+        std::string(trx_comm_kind_name(kind)) + " over " + axisList(mask);
     int tid = kind == TRX_COMM_SEND ? 2 : kind == TRX_COMM_RECV ? 3 : 4;
     traceRecord(std::move(name), tid == 4 ? "collective" : "p2p", tid, start);
   }
@@ -729,10 +735,7 @@ Watchdog &watchdog() {
 [[noreturn]] void watchdogExpired(double waitedMs) {
   Watchdog &w = watchdog();
   const CommGroup *g = w.group.load();
-  std::string axes, ranks;
-  for (int32_t i = 0; g && i < trx_dist_num_axes(); ++i)
-    if (g->mask & (1u << i))
-      axes += std::string(axes.empty() ? "" : ",") + trx_dist_axis_name(i);
+  std::string axes = g ? axisList(g->mask) : "", ranks;
   for (size_t i = 0; g && i < g->posToWorld.size(); ++i)
     ranks += std::string(i ? "," : "") + std::to_string(g->posToWorld[i]);
   int32_t peer = w.peer.load();

@@ -846,6 +846,11 @@ int Run::initialize(int64_t &startStep, std::string &source) {
   return 0;
 }
 
+/// "nan", "inf" or "-inf": a loss that stops the run.
+static const char *nonFiniteName(float x) {
+  return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
+}
+
 /// Whether `path` (the value of `flag`) can be written: not a directory,
 /// in a directory that exists and is writable. Prints the error.
 static bool checkOutputFile(const char *flag, const char *path) {
@@ -854,11 +859,7 @@ static bool checkOutputFile(const char *flag, const char *path) {
     printError("%s %s: is a directory", flag, path);
     return false;
   }
-  std::string dir(path);
-  size_t slash = dir.find_last_of('/');
-  dir = slash == std::string::npos ? "."
-        : slash == 0               ? "/"
-                                   : dir.substr(0, slash);
+  std::string dir = dirName(path);
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     printError("%s %s: the directory %s does not exist", flag, path,
                dir.c_str());
@@ -1347,7 +1348,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
         else
           printError("step %" PRId64 ": the loss is %s; stopping before "
                      "this step's update, writing nothing",
-                     step, std::isnan(l) ? "nan" : (l > 0 ? "inf" : "-inf"));
+                     step, nonFiniteName(l));
         return 1;
       }
       if (recentLosses.size() == kLossWindow)
@@ -1391,8 +1392,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
       if (!std::isfinite(loss)) {
         printError("step %" PRId64 ": the loss is %s; training diverged, "
                    "stopping without writing a checkpoint",
-                   step,
-                   std::isnan(loss) ? "nan" : (loss > 0 ? "inf" : "-inf"));
+                   step, nonFiniteName(loss));
         return 1;
       }
     }
