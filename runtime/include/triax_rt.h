@@ -537,6 +537,10 @@ typedef struct {
                             without updating or writing anything when it is
                             not finite or above R times the mean of the
                             previous (up to 10) steps' losses */
+  int32_t resume_from_other; /* --resume-from-other: with --resume, continue
+                                from a checkpoint written with another run
+                                configuration (model, batches, data, seed)
+                                as a new run; without it that is refused */
 } trx_train_args;
 
 /* Sets *out to the defaults. */
@@ -551,7 +555,8 @@ void trx_train_args_default(trx_train_args *out);
  * "--lr-schedule: expected 'cosine' or 'constant', got 'linear'",
  * "--val-batches: must be >= 1, got 0",
  * "--min-lr-ratio: must be <= 1, got 2",
- * "--resume requires --ckpt-dir". With both --resume and --init-from,
+ * "--resume requires --ckpt-dir",
+ * "--resume-from-other requires --resume". With both --resume and --init-from,
  * --resume wins when a checkpoint exists. */
 int trx_parse_train_args(int argc, char **argv, trx_train_args *out, char *err,
                          size_t errlen);

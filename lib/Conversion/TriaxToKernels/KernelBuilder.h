@@ -21,7 +21,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/DialectConversion.h"
+
 #include "llvm/ADT/StringSet.h"
+#include <limits>
 
 namespace mlir::triax::kernels {
 
@@ -164,6 +166,11 @@ public:
   }
   Value lessThan(Value x, Value y) {
     return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
+  }
+  /// |x| < inf: false for NaN and for either infinity.
+  Value isFinite(Value x) {
+    return lessThan(math::AbsFOp::create(b, loc, x),
+                    f32(std::numeric_limits<float>::infinity()));
   }
   Value toF64(Value x) {
     return arith::ExtFOp::create(b, loc, b.getF64Type(), x);

@@ -257,21 +257,26 @@ prepareAdamW(KernelBuilder &k, AdamWOp op, Value grad, const ParamIndex &params,
 }
 
 /// Element `i` of one parameter's update (the same arithmetic, in the same
-/// order, whether or not the loop is fused with other parameters').
+/// order, whether or not the loop is fused with other parameters'). A
+/// scale that is not finite (the step's gradients were not: see AdamWOp)
+/// stores the element's old parameter and moments back: the step updates
+/// nothing. A select, not a branch: on the GPU the scale is a device scalar
+/// the host never reads, and the selects cost no memory traffic.
 void updateElement(KernelBuilder &k, const AdamWUpdate &u, Value lr,
                    Value scale, ValueRange i) {
+  Value ok = k.isFinite(scale);
   Value gi = k.mul(k.load(u.g, i), scale);
-  Value mi = k.add(k.mul(k.f32(u.beta1), k.load(u.m, i)),
-                   k.mul(k.f32(1.0 - u.beta1), gi));
-  Value vi = k.add(k.mul(k.f32(u.beta2), k.load(u.v, i)),
+  Value m0 = k.load(u.m, i), v0 = k.load(u.v, i);
+  Value mi = k.add(k.mul(k.f32(u.beta1), m0), k.mul(k.f32(1.0 - u.beta1), gi));
+  Value vi = k.add(k.mul(k.f32(u.beta2), v0),
                    k.mul(k.f32(1.0 - u.beta2), k.mul(gi, gi)));
   Value mhat = k.div(mi, u.bc1), vhat = k.div(vi, u.bc2);
   Value pi = k.load(u.p, i);
   Value update =
       k.add(k.div(mhat, k.add(k.sqrt(vhat), u.eps)), k.mul(u.wd, pi));
-  k.store(k.sub(pi, k.mul(lr, update)), u.p, i);
-  k.store(mi, u.m, i);
-  k.store(vi, u.v, i);
+  k.store(k.select(ok, k.sub(pi, k.mul(lr, update)), pi), u.p, i);
+  k.store(k.select(ok, mi, m0), u.m, i);
+  k.store(k.select(ok, vi, v0), u.v, i);
 }
 
 /// One fused pass over parameter, gradient and moments (see AdamWOp).

@@ -41,6 +41,7 @@ const Option kOptions[] = {
     {"--ckpt-dir", Kind::Path, TRX_FIELD(ckpt_dir)},
     {"--ckpt-every", Kind::Int, TRX_FIELD(ckpt_every)},
     {"--resume", Kind::Flag, TRX_FIELD(resume)},
+    {"--resume-from-other", Kind::Flag, TRX_FIELD(resume_from_other)},
     {"--shuffle", Kind::Flag, TRX_FIELD(shuffle)},
     {"--init-from", Kind::Path, TRX_FIELD(init_from)},
     {"--log-every", Kind::Int, TRX_FIELD(log_every)},
@@ -214,6 +215,9 @@ extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
   }
   if (out->resume && !out->ckpt_dir)
     return fail(TRX_ERR_ARG, err, errlen, "--resume requires --ckpt-dir");
+  if (out->resume_from_other && !out->resume)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "--resume-from-other requires --resume");
   if (out->ckpt_every > 0 && !out->ckpt_dir)
     return fail(TRX_ERR_ARG, err, errlen, "--ckpt-every requires --ckpt-dir");
   if (out->val_batches < 1)
@@ -275,6 +279,9 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "                        at the end)\n"
       "  --resume              continue from the latest checkpoint in\n"
       "                        --ckpt-dir (if there is one)\n"
+      "  --resume-from-other   with --resume: continue from a checkpoint of\n"
+      "                        another model, batch, data or seed as a new\n"
+      "                        run (refused without it)\n"
       "  --init-from FILE      initial weights (.safetensors)\n"
       "  --save-init FILE      write the initial weights (.safetensors)\n"
       "  --stop-at STEP        stop after step STEP as if interrupted (the lr\n"

@@ -25,6 +25,7 @@
 #include "triax_rt.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
@@ -294,6 +295,13 @@ struct Run {
   const trx_model_desc *model = nullptr;
   trx_train_args args{};
   std::string dataName;
+  // The run this process continues, as its checkpoints record it: an id
+  // drawn when a run starts from step 0 (or from another run's checkpoint
+  // with --resume-from-other) and kept by --resume, and where the run
+  // started: its first step and the loader batches drawn before it.
+  std::string runId;
+  int64_t runStartStep = 0;
+  uint64_t runStartBatch = 0;
   trx_loader *train = nullptr;
   trx_loader *val = nullptr;
   trx_logger *logger = nullptr;
@@ -317,8 +325,15 @@ struct Run {
   int32_t *targets = nullptr;
   int64_t targetOffset = 0;
   std::vector<int32_t> hostTokens;
-  // The step's scalars on the device: [loss_acc, grad_norm].
+  // The step's scalars on the device: [loss_acc, grad_norm x kNormSlots].
+  // Each optimizer step writes its gradient norm into the next slot, so
+  // that a read (every logged step, and at least every kNormSlots steps)
+  // sees the norm of every step since the last one: a step whose gradients
+  // were not finite (it updated nothing, see triax.adamw) stops the run at
+  // the next read even when later steps' norms are finite.
+  static constexpr int64_t kNormSlots = 64;
   float *scalars = nullptr;
+  int64_t normsPending = 0; // slots written since the last read
   bool bound = false;
   float lrMax = 0;
   // Data parallelism: this rank's position on the data axis of the mesh, the
@@ -413,11 +428,17 @@ struct Run {
         size_t(targetOffset + callMicroBatches * tokensPerStep()) *
             sizeof(int32_t));
   }
-  /// Reads the step's scalars [loss_acc, grad_norm] (one copy; a host
-  /// synchronization on the GPU).
-  void readScalars(float out[2]) {
-    trx_copy_to_host(out, scalars, 2 * sizeof(float));
+  /// Reads loss_acc and the pending gradient norms into `out` (one copy; a
+  /// host synchronization on the GPU) and frees the slots. Returns the
+  /// number of norms read (out[1..]).
+  int64_t readScalars(float out[1 + kNormSlots]) {
+    int64_t norms = normsPending;
+    trx_copy_to_host(out, scalars, size_t(1 + norms) * sizeof(float));
+    normsPending = 0;
+    return norms;
   }
+  /// Where the next optimizer step writes its gradient norm.
+  float *nextNormSlot() { return scalars + 1 + normsPending++; }
 
   int computeLayouts();
 
@@ -459,7 +480,7 @@ int Run::gradcheck(int64_t samples, float tol) {
   zeroGrads();
   trx_set_first_micro_batch(1); // loss_acc = this call's loss
   model->forward_backward(inputs, targets, scalars);
-  float scalarsHost[2];
+  float scalarsHost[1 + kNormSlots];
   readScalars(scalarsHost);
   const float loss = scalarsHost[0];
   printf("gradcheck: loss %.6f, %" PRId64 " directions per parameter, "
@@ -669,7 +690,8 @@ int Run::allocate() {
   hostTokens.assign(size_t(targetOffset + callTokens), 0);
   tokens = static_cast<int32_t *>(
       trx_alloc(hostTokens.size() * sizeof(int32_t), TRX_MEM_OTHER));
-  scalars = static_cast<float *>(trx_alloc(2 * sizeof(float), TRX_MEM_OTHER));
+  scalars = static_cast<float *>(
+      trx_alloc((1 + kNormSlots) * sizeof(float), TRX_MEM_OTHER));
   if (!tokens || !scalars) {
     printError("%s: %s", tokens ? "step scalars" : "token buffers",
                trx_last_error());
@@ -717,8 +739,44 @@ std::string Run::extraJson() const {
   j += ",\"seq\":\"" + std::to_string(model->seq) + "\"";
   j += ",\"data\":";
   json::appendString(j, dataName);
+  j += ",\"global_batch\":\"" + std::to_string(model->global_batch) + "\"";
+  j += ",\"run_id\":";
+  json::appendString(j, runId);
+  j += ",\"run_start_step\":\"" + std::to_string(runStartStep) + "\"";
+  j += ",\"run_start_batch\":\"" + std::to_string(runStartBatch) + "\"";
   j += "}";
   return j;
+}
+
+/// A fresh run id: 16 hex digits from the kernel's random source (the
+/// clock and pid where there is none).
+static std::string newRunId() {
+  uint64_t x = 0;
+  if (FILE *f = std::fopen("/dev/urandom", "rb")) {
+    if (std::fread(&x, sizeof(x), 1, f) != 1)
+      x = 0;
+    std::fclose(f);
+  }
+  if (x == 0)
+    x = uint64_t(trx_now_ms() * 1e3) ^ (uint64_t(getpid()) << 32);
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64, x);
+  return buf;
+}
+
+/// The unsigned integer of a checkpoint's extra string `key` (false when
+/// missing or not a plain decimal number).
+static bool extraU64(const trx_ckpt *ck, const char *key, uint64_t &out) {
+  const char *s = trx_ckpt_extra(ck, key);
+  if (!s || !*s)
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno || *end || *s == '-')
+    return false;
+  out = uint64_t(v);
+  return true;
 }
 
 int Run::resume(const char *stepDir, int64_t &startStep) {
@@ -729,20 +787,47 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
     printError("%s", err);
     return 1;
   }
+  trx_ckpt_state st{};
+  trx_ckpt_get_state(ck.get(), &st);
+  // The run configuration: what decides which run this is (the model, the
+  // batches, the data and the seed; not the lr schedule, which a run may
+  // extend or change when it resumes). A checkpoint of another
+  // configuration is another run's: refused unless --resume-from-other.
   const char *name = trx_ckpt_extra(ck.get(), "model");
-  if (name && std::strcmp(name, model->model_name) != 0) {
-    printError("%s: checkpoint is of model '%s', this program trains '%s'",
-               stepDir, name, model->model_name);
-    return 1;
-  }
   const char *mb = trx_ckpt_extra(ck.get(), "micro_batch");
   const char *sq = trx_ckpt_extra(ck.get(), "seq");
-  if ((mb && std::to_string(model->micro_batch) != mb) ||
-      (sq && std::to_string(model->seq) != sq)) {
-    printError("%s: checkpoint was trained on batches of %sx%s, this program "
-               "uses %" PRId64 "x%" PRId64,
-               stepDir, mb ? mb : "?", sq ? sq : "?", model->micro_batch,
-               model->seq);
+  const char *gb = trx_ckpt_extra(ck.get(), "global_batch");
+  const char *data = trx_ckpt_extra(ck.get(), "data");
+  const char *ckRun = trx_ckpt_extra(ck.get(), "run_id");
+  const bool sameBatches = (!mb || std::to_string(model->micro_batch) == mb) &&
+                           (!sq || std::to_string(model->seq) == sq);
+  const bool sameData = !data || dataName == data;
+  std::string diffs;
+  auto differs = [&](const std::string &what) {
+    diffs += (diffs.empty() ? "" : "; ") + what;
+  };
+  if (name && std::strcmp(name, model->model_name) != 0)
+    differs(std::string("model '") + name + "' (this program trains '" +
+            model->model_name + "')");
+  if (!sameBatches)
+    differs(std::string("batches of ") + (mb ? mb : "?") + "x" +
+            (sq ? sq : "?") +
+            " (this program: " + std::to_string(model->micro_batch) + "x" +
+            std::to_string(model->seq) + ")");
+  if (gb && std::to_string(model->global_batch) != gb)
+    differs(std::string("a global batch of ") + gb +
+            " (this program: " + std::to_string(model->global_batch) + ")");
+  if (!sameData)
+    differs(std::string("data ") + data + " (this run: " + dataName + ")");
+  if (st.seed != args.seed)
+    differs("seed " + std::to_string(st.seed) +
+            " (this run: " + std::to_string(args.seed) + ")");
+  const std::string other =
+      ckRun ? std::string("run ") + ckRun : std::string("a run");
+  if (!diffs.empty() && !args.resume_from_other) {
+    printError("%s was written by %s of another configuration: %s; pass "
+               "--resume-from-other to continue from it as a new run",
+               stepDir, other.c_str(), diffs.c_str());
     return 1;
   }
   for (int kind = 0; kind < 3; ++kind)
@@ -762,18 +847,77 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
     scatter(kind);
   }
   releaseWhole();
-  trx_ckpt_state st{};
-  trx_ckpt_get_state(ck.get(), &st);
-  if (trx_loader_set_state(train, st.loader_state, err, sizeof(err)) !=
-      TRX_OK) {
-    printError("%s: loader state does not fit %s: %s", stepDir,
-               dataName.c_str(), err);
+  // The loader's position. The checkpoint says where its run started and
+  // how many micro-batches a step draws, so its loader state must be the
+  // batch that many steps reach: anything else is a state.json edited or
+  // written by another program (checked where the run records it).
+  const int64_t nb = trx_loader_num_batches(train);
+  const uint64_t epoch = st.loader_state >> 32;
+  const uint64_t next = st.loader_state & 0xffffffffULL;
+  uint64_t startStep0 = 0, startBatch0 = 0, gbCk = 0;
+  if (sameData && sameBatches &&
+      extraU64(ck.get(), "run_start_step", startStep0) &&
+      extraU64(ck.get(), "run_start_batch", startBatch0) &&
+      extraU64(ck.get(), "global_batch", gbCk) && model->micro_batch > 0 &&
+      startStep0 <= uint64_t(st.step)) {
+    const unsigned __int128 drawn =
+        (unsigned __int128)startBatch0 +
+        (unsigned __int128)(uint64_t(st.step) - startStep0) *
+            (gbCk / uint64_t(model->micro_batch));
+    const unsigned __int128 at = (unsigned __int128)epoch * uint64_t(nb) + next;
+    if (at != drawn) {
+      printError("%s: loader state %" PRIu64 " (epoch %" PRIu64
+                 ", batch %" PRIu64 ") is not where %" PRId64
+                 " steps of this run leave %s (epoch %" PRIu64
+                 ", batch %" PRIu64 "): state.json was edited or the data "
+                 "changed",
+                 stepDir, st.loader_state, epoch, next, st.step,
+                 dataName.c_str(), uint64_t(drawn / uint64_t(nb)),
+                 uint64_t(drawn % uint64_t(nb)));
+      return 1;
+    }
+  } else if (sameData && sameBatches &&
+             epoch > uint64_t(st.step) *
+                         uint64_t(std::max<int64_t>(model->global_batch, 1))) {
+    // An older checkpoint without its run's record: at least no more
+    // epochs than batches drawn.
+    printError("%s: loader state %" PRIu64 " says epoch %" PRIu64
+               " after %" PRId64 " steps: state.json was edited",
+               stepDir, st.loader_state, epoch, st.step);
     return 1;
   }
-  const char *data = trx_ckpt_extra(ck.get(), "data");
-  if (data && dataName != data)
-    printNote("%s was trained on %s; continuing on %s", stepDir, data,
-              dataName.c_str());
+  if (sameData && sameBatches) {
+    if (trx_loader_set_state(train, st.loader_state, err, sizeof(err)) !=
+        TRX_OK) {
+      printError("%s: loader state does not fit %s: %s", stepDir,
+                 dataName.c_str(), err);
+      return 1;
+    }
+  }
+  if (diffs.empty()) {
+    // The same run, continued.
+    if (ckRun && *ckRun)
+      runId = ckRun;
+    uint64_t s0 = 0, b0 = 0;
+    if (extraU64(ck.get(), "run_start_step", s0) &&
+        extraU64(ck.get(), "run_start_batch", b0)) {
+      runStartStep = int64_t(s0);
+      runStartBatch = b0;
+    } else {
+      runStartStep = st.step;
+      runStartBatch = uint64_t(epoch) * uint64_t(nb) + next;
+    }
+  } else {
+    // --resume-from-other: a new run (a fresh id) that starts at the
+    // checkpoint's step, on the checkpoint's loader position where the
+    // data and batches are the same, else at the start of the data.
+    runStartStep = st.step;
+    runStartBatch =
+        sameData && sameBatches ? uint64_t(epoch) * uint64_t(nb) + next : 0;
+    printNote("--resume-from-other: continuing %s's %s (%s) as run %s%s",
+              other.c_str(), stepDir, diffs.c_str(), runId.c_str(),
+              sameData && sameBatches ? "" : ", from the start of the data");
+  }
   if (st.total_steps != args.steps || st.lr_max != lrMax ||
       st.warmup != args.warmup || st.lr_schedule != args.lr_schedule ||
       st.min_lr_ratio != args.min_lr_ratio)
@@ -793,6 +937,7 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
 int Run::initialize(int64_t &startStep, std::string &source) {
   char err[1024];
   startStep = 0;
+  runId = newRunId(); // --resume of this run's checkpoint takes its id
   if (args.resume) {
     char stepDir[4096];
     int rc = trx_ckpt_latest(args.ckpt_dir, stepDir, sizeof(stepDir), err,
@@ -1286,21 +1431,42 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   int64_t intervalSteps = 0;
   // The step's loss, the mean over the global batch, from the device (one
   // copy, which waits for the step; collectives, so on every rank alike),
-  // and the gradient norm of the last optimizer step.
-  auto readLoss = [&](float &gradNorm) {
-    float scalars[2];
-    run.readScalars(scalars);
+  // and the gradient norm of the last optimizer step. The norms of the
+  // steps since the last read are checked: the first that is not finite
+  // (the global norm: the same on every rank) is returned in badNormStep
+  // (0: none).
+  int64_t normsFirstStep = startStep + 1; // the step of the first slot
+  auto readLoss = [&](float &gradNorm, int64_t &badNormStep) {
+    float scalars[1 + Run::kNormSlots];
+    const int64_t norms = run.readScalars(scalars);
     // loss_acc sums the calls' mean losses (each the mean of perCall
     // micro-batches): the step's loss is their mean over accum. A
     // pipeline's loss is on its last stage (0 on the others).
     float l = float(double(scalars[0]) * double(run.callMicroBatches) /
                     double(accum));
-    gradNorm = scalars[1];
+    badNormStep = 0;
+    for (int64_t j = 0; j < norms && !badNormStep; ++j)
+      if (!std::isfinite(scalars[1 + j])) {
+        badNormStep = normsFirstStep + j;
+        gradNorm = scalars[1 + j];
+      }
+    if (!badNormStep)
+      gradNorm = norms ? scalars[norms] : NAN;
+    normsFirstStep += norms;
     if (run.ppAxis >= 0)
       trx_all_reduce(&l, 1, TRX_REDUCE_SUM, &run.ppAxis, 1);
     if (run.dpSize > 1)
       trx_all_reduce(&l, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
     return l;
+  };
+  // A step whose gradient norm is not finite updated nothing (triax.adamw);
+  // the run stops at the read that finds it, writing nothing.
+  auto badNorm = [&](int64_t bad, float norm) {
+    printError("step %" PRId64 ": the gradient norm is %s; that step updated "
+               "nothing (parameters and moments as they were); stopping "
+               "without writing a checkpoint",
+               bad, nonFiniteName(norm));
+    return 1;
   };
   // --max-loss-ratio: the recent losses the guard compares with.
   std::vector<float> recentLosses;
@@ -1332,8 +1498,11 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     }
     if (a.max_loss_ratio > 0) {
       // The divergence guard: the loss before the update it would apply.
-      float unused;
-      float l = readLoss(unused);
+      float norm;
+      int64_t bad;
+      float l = readLoss(norm, bad);
+      if (bad)
+        return badNorm(bad, norm);
       double mean = 0;
       for (float x : recentLosses)
         mean += double(x) / double(recentLosses.size());
@@ -1359,7 +1528,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     float lr = trx_lr_at(step - 1, a.steps, run.lrMax, a.warmup, a.lr_schedule,
                          a.min_lr_ratio);
     trx_comm_wait_grads(); // NCCL: the optimizer reads the reduced grads
-    model->optimizer_step(lr, step, 1.0f / float(accum), run.scalars + 1);
+    model->optimizer_step(lr, step, 1.0f / float(accum), run.nextNormSlot());
     traceRecord("optimizer", "optimizer", 1, optimizerStart);
     for (uint32_t mask = 1; report && mask < nmasks; ++mask) {
       Traffic now = traffic(mask);
@@ -1378,17 +1547,24 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     }
     // The loss and the gradient norm stay on the device; they are read
     // (one copy, which waits for the step) only on the steps that need
-    // them: logged steps, checkpoint steps and the last step. The same on
-    // every rank (the averages below are collectives).
+    // them: logged steps, checkpoint steps, the last step, and when the
+    // norms' slots are full. The same on every rank (the averages below
+    // are collectives).
     const bool logged =
         a.log_every > 0 && (step % a.log_every == 0 || step == endStep);
     const bool ckptStep =
         a.ckpt_dir && a.ckpt_every > 0 && step % a.ckpt_every == 0;
     loss = NAN;
     float gradNorm = NAN;
-    if (logged || ckptStep || step == endStep) {
-      loss = readLoss(gradNorm);
-      // Checked on these steps only: a divergence shows at the next one.
+    if (logged || ckptStep || step == endStep ||
+        run.normsPending == Run::kNormSlots) {
+      int64_t bad;
+      loss = readLoss(gradNorm, bad);
+      // The loss is checked on these steps only (a divergence shows at the
+      // next one); every step's gradient norm is. An earlier step's norm
+      // names the step where it started.
+      if (bad && (bad < step || std::isfinite(loss)))
+        return badNorm(bad, gradNorm);
       if (!std::isfinite(loss)) {
         printError("step %" PRId64 ": the loss is %s; training diverged, "
                    "stopping without writing a checkpoint",

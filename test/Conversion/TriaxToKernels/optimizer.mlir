@@ -72,19 +72,31 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip 
 // CHECK:   memref.store %[[N]], %[[NORM1]][%[[I]]] : memref<1xf32>
 // CHECK:   arith.cmpf ogt, %[[N]]
 // CHECK:   %[[S:.*]] = arith.mulf %[[SCALE]], %{{.*}} : f32
-// CHECK:   memref.store %[[S]], %[[CLIP]][%[[I]]] : memref<1xf32>
+// CHECK:   %[[FINITE:.*]] = arith.cmpf olt, %[[N]], %{{.*}} : f32
+// CHECK:   %[[GUARDED:.*]] = arith.select %[[FINITE]], %[[S]], %{{.*}} : f32
+// CHECK:   memref.store %[[GUARDED]], %[[CLIP]][%[[I]]] : memref<1xf32>
 // Bias corrections 1 - beta^step, once per update, on the host.
 // CHECK: %[[STEPF:.*]] = arith.sitofp %[[STEP]] : i64 to f32
 // CHECK: math.powf %{{.*}}, %[[STEPF]]
 // CHECK: math.powf %{{.*}}, %[[STEPF]]
-// The update reads the clipping scale in its loop.
+// The update reads the clipping scale in its loop; a scale that is not
+// finite (|s| < inf fails: the gradients were not) stores the old
+// parameter and moments back.
 // CHECK: scf.parallel
 // CHECK:   %[[S2:.*]] = memref.load %[[CLIP]][%{{.*}}] : memref<1xf32>
+// CHECK:   %[[ABS:.*]] = math.absf %[[S2]] : f32
+// CHECK:   %[[OK:.*]] = arith.cmpf olt, %[[ABS]], %{{.*}} : f32
 // CHECK:   arith.mulf %{{.*}}, %[[S2]] : f32
+// CHECK:   %[[M0:.*]] = memref.load %[[M:.*]][%{{.*}}] : memref<8xf32
+// CHECK:   %[[V0:.*]] = memref.load %[[V:.*]][%{{.*}}] : memref<8xf32
+// CHECK:   %[[P0:.*]] = memref.load %[[P:.*]][%{{.*}}] : memref<8xf32
 // CHECK:   math.sqrt
-// CHECK:   memref.store
-// CHECK:   memref.store
-// CHECK:   memref.store
+// CHECK:   %[[P1:.*]] = arith.select %[[OK]], %{{.*}}, %[[P0]] : f32
+// CHECK:   memref.store %[[P1]], %[[P]]
+// CHECK:   %[[M1:.*]] = arith.select %[[OK]], %{{.*}}, %[[M0]] : f32
+// CHECK:   memref.store %[[M1]], %[[M]]
+// CHECK:   %[[V1:.*]] = arith.select %[[OK]], %{{.*}}, %[[V0]] : f32
+// CHECK:   memref.store %[[V1]], %[[V]]
 // CHECK: return{{$}}
 // HOST: math.powf
 // HOST: %[[S2:.*]] = memref.load %{{.*}}[%c0{{.*}}] : memref<1xf32>

@@ -33,6 +33,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <limits>
+
 namespace mlir::triax {
 #define GEN_PASS_DEF_TRIAXAUTODIFF
 #include "triax/Dialect/Triax/Transforms/Passes.h.inc"
@@ -441,6 +443,17 @@ static LogicalResult buildOptimizerStep(ModelOp model,
     Value factor = arith::SelectOp::create(b, loc, over, clipped, one);
     scale = arith::MulFOp::create(b, loc, gradScale, factor);
   }
+  // Gradients that are not finite (a NaN or an overflow anywhere makes the
+  // norm NaN or inf; it is never negative) update nothing: the scale
+  // becomes NaN, which makes every triax.adamw leave its parameter and
+  // moments as they were. The norm, returned, tells the driver to stop.
+  Value inf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(std::numeric_limits<float>::infinity()));
+  Value finite =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, norm, inf);
+  Value nan = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+  scale = arith::SelectOp::create(b, loc, finite, scale, nan);
   for (auto [paramGrad, grad] : llvm::zip(params, grads)) {
     ParamOp param = paramGrad.first;
     double decay = param.getDecay() ? config.getWeightDecayValue() : 0.0;

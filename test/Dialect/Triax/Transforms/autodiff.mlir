@@ -77,8 +77,14 @@ triax.model @tied config = #triax.train_config<micro_batch = 2, seq = 4, grad_cl
 // CHECK: %[[CMP:.*]] = arith.cmpf ogt, %[[NORM]], %[[CLIP]]
 // CHECK: %[[FACTOR:.*]] = arith.select %[[CMP]]
 // CHECK: %[[S:.*]] = arith.mulf %[[SCALE]], %[[FACTOR]]
+// Gradients that are not finite update nothing: the scale is NaN unless
+// the norm is below +inf (triax.adamw leaves the state as it was).
+// CHECK: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK: %[[FINITE:.*]] = arith.cmpf olt, %[[NORM]], %[[INF]] : f32
+// CHECK: %[[NAN:.*]] = arith.constant 0x7FC00000 : f32
+// CHECK: %[[GUARDED:.*]] = arith.select %[[FINITE]], %[[S]], %[[NAN]] : f32
 // Weight decay only where the param says `decay`.
-// CHECK: triax.adamw @wte, %[[G0]], lr %[[LR]], step %[[STEP]], scale %[[S]] {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : tensor<16x8xf32>
+// CHECK: triax.adamw @wte, %[[G0]], lr %[[LR]], step %[[STEP]], scale %[[GUARDED]] {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-01 : f64} : tensor<16x8xf32>
 // CHECK: triax.adamw @g, %[[G1]], {{.*}} weight_decay = 0.000000e+00 : f64} : tensor<8xf32>
 // CHECK: triax.adamw @b, %[[G2]], {{.*}} weight_decay = 0.000000e+00 : f64} : tensor<8xf32>
 // CHECK: return %[[NORM]] : f32
@@ -121,9 +127,14 @@ triax.model @llama config = #triax.train_config<micro_batch = 1, seq = 4, grad_c
 // Key and value are the same value: their gradients add up.
 // CHECK: triax.add %[[DK]], %[[DV]] : tensor<1x4x4xf32>
 // CHECK: triax.rms_norm_grad
+// Without clipping the scale is the caller's, guarded the same way.
 // CHECK-LABEL: func.func @optimizer_step
-// CHECK-NOT: arith.cmpf
-// CHECK: triax.adamw @emb, %{{.*}}, lr %{{.*}}, step %{{.*}}, scale %{{.*}} {{.*}}weight_decay = 1.000000e-01 : f64}
+// CHECK-SAME: %{{.*}}: f32, %{{.*}}: i64, %[[SCALE:.*]]: f32) -> f32
+// CHECK-NOT: arith.cmpf ogt
+// CHECK: %[[FINITE:.*]] = arith.cmpf olt
+// CHECK-NOT: arith.cmpf ogt
+// CHECK: %[[GUARDED:.*]] = arith.select %[[FINITE]], %[[SCALE]], %{{.*}} : f32
+// CHECK: triax.adamw @emb, %{{.*}}, lr %{{.*}}, step %{{.*}}, scale %[[GUARDED]] {{.*}}weight_decay = 1.000000e-01 : f64}
 
 // -----
 

@@ -662,6 +662,10 @@ def Triax_AdamWOp : Triax_Op<"adamw", [
     p = p - lr (m / (1 - beta1^step) / (sqrt(v / (1 - beta2^step)) + eps) + weight_decay p)
     ```
     `step` counts from 1. `weight_decay` is 0 for parameters without `decay`.
+    A `grad_scale` that is not finite (NaN or an infinity) updates nothing:
+    `p`, `m` and `v` keep their values. `triax-autodiff`'s optimizer step
+    passes a NaN scale when the global gradient norm is not finite, so a
+    step whose gradients overflowed or are NaN leaves the model as it was.
 
     ```mlir
     triax.adamw @wte.weight, %g, lr %lr, step %t, scale %s {beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.1} : tensor<256x64xf32>
