@@ -32,6 +32,7 @@
 
 #include "triax/CostModel/KernelReport.h"
 
+#include "triax/Conversion/KernelAttrs.h"
 #include "triax/Conversion/KernelsToGPU/HostPrivate.h"
 #include "triax/Conversion/RuntimeABI.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
@@ -751,6 +752,11 @@ llvm::Error StepCounter::iterate(Operation *loop, ValueRange ivs,
   double trips = 1;
   for (auto [lb, ub, st] : llvm::zip(lbs, ubs, steps)) {
     std::optional<int64_t> l = ev.eval(lb), u = ev.eval(ub), s = ev.eval(st);
+    if ((!l || !u || !s) && lbs.size() == 1)
+      if (auto expected =
+              loop->getAttrOfType<IntegerAttr>(::triax::kExpectedTripsAttr))
+        // A loop over data: the lowering's expected trip count.
+        return body(w * double(expected.getInt()));
     if (!l || !u || !s)
       return failure("cannot count the iterations of " + describe(loop) +
                      ": its bounds are not constants");

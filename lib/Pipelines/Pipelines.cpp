@@ -142,6 +142,7 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   kernels.geluEpilogue = options.geluEpilogue;
   kernels.attention = options.attention.empty() ? "flash" : options.attention;
   kernels.kernelParamBytes = 0; // a CPU loop passes no kernel parameters
+  kernels.embeddingGradThreads = options.embeddingGradThreads;
   // Bias and norm weight gradients by blocks of columns, row by row
   // (vectorized, bit-identical).
   kernels.columnSums = "rows";

@@ -114,9 +114,10 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            /*default=*/"0",
            "Parallel iterations of the embedding backward: 0 runs one per "
            "feature (the CPU); N > 0 also cuts the vocabulary into "
-           "ceil(N / hidden) slices, one iteration per (slice, feature), "
-           "each adding its slice's tokens in token order (the GPU: "
-           "deterministic, proved race-free by the GPU mapping)">,
+           "ceil(N / hidden) slices, buckets the tokens by slice (chunks of "
+           "256 tokens, in order), then runs one iteration per (slice, "
+           "feature), each adding its slice's tokens in token order (the "
+           "GPU: deterministic, proved race-free by the GPU mapping)">,
     Option<"attention", "attention", "std::string", /*default=*/"\"flash\"",
            "How triax.attention and its gradient are lowered: flash (fused "
            "kernels with an online softmax, no T x T buffer), flash-mma "

@@ -9,6 +9,7 @@
 
 #include "KernelBuilder.h"
 
+#include "triax/Conversion/KernelAttrs.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include <algorithm>
@@ -55,12 +56,20 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
 /// With `gradThreads` = 0 (the CPU): parallel over features, a sequential
 /// loop over tokens. With gradThreads = N > 0 (the GPU, which needs more
 /// parallel work than `hidden` threads): the vocabulary is also cut into
-/// S = ceil(N / hidden) slices of W rows, parallel over (slice, feature),
-/// and each iteration scans every token and adds only those whose row is in
-/// its slice. A store's row then lies in [s * W, s * W + W), which the GPU
-/// mapping's disjointness analysis proves from the guard: no atomics, no
-/// sort, the same sums. The price is S reads of the token ids (cheap: they
-/// are broadcast to a warp and stay in cache).
+/// S = ceil(N / hidden) slices of W rows, parallel over (slice, feature).
+/// The tokens are bucketed by slice first, so that an iteration visits only
+/// its slice's tokens (T / S on average) instead of scanning all T:
+///  1. parallel over (slice s, chunk c of kChunk tokens), flattened as
+///     q = s * C + c: the chunk's tokens whose row is in slice s, in order,
+///     into lists[q * kChunk + n] (n < kChunk: the scf.if that proves the
+///     stores disjoint), and their number into counts[q];
+///  2. parallel over (s, h): for each chunk c in order, its listed tokens
+///     in order, table[row, h] += dy[t, h] under the slice test (which
+///     proves the rows disjoint, as before).
+/// Each element still adds its tokens in increasing t: the same sums. The
+/// scratch is S * T token positions (int32): 2.8 MB for gpt2's 16 x 1024
+/// tokens in 43 slices. Scanning every token in every (slice, feature)
+/// iteration took 6.8 ms of the H200's gpt2 bf16 step (ncu).
 struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   EmbeddingGradLowering(TypeConverter &converter, MLIRContext *ctx,
                         int64_t gradThreads, const ParamIndex *params)
@@ -110,33 +119,102 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     }
     int64_t width = (vocab + slices - 1) / slices;
     slices = (vocab + width - 1) / width; // no empty slice
+    const int64_t chunk = std::min(kChunk, tokens);
+    const int64_t chunks = (tokens + chunk - 1) / chunk;
     Location loc = op.getLoc();
+    OpBuilder &b = k.builder();
+    Type i32 = b.getI32Type();
+    Value lists = k.alloc(MemRefType::get({slices * chunks * chunk}, i32));
+    Value counts = k.alloc(MemRefType::get({slices * chunks}, i32));
+    // Whether token t's row is in slice s (and on this rank), and the row.
+    auto rowOf = [&](KernelBuilder &k, Value t,
+                     Value first) -> std::pair<Value, Value> {
+      OpBuilder &b = k.builder();
+      Value id = k.toIndex(k.load(ids, t));
+      auto [row, inside] = localRow(k, id, *offset, vocab);
+      // row - first < W (unsigned): the row is in this slice.
+      Value mine =
+          k.cmpi(arith::CmpIPredicate::ult,
+                 arith::SubIOp::create(b, loc, row, first), k.index(width));
+      // Another rank's row: not listed.
+      if (inside)
+        mine = arith::AndIOp::create(b, loc, mine, inside);
+      return {row, mine};
+    };
+    // 1. Bucket the tokens by slice, chunk by chunk.
+    k.parallel({slices * chunks}, [&](KernelBuilder &k, ValueRange q) {
+      OpBuilder &b = k.builder();
+      Value s = arith::DivUIOp::create(b, loc, q[0], k.index(chunks));
+      Value c = arith::RemUIOp::create(b, loc, q[0], k.index(chunks));
+      Value first = k.muli(s, k.index(width));
+      Value t0 = k.muli(c, k.index(chunk));
+      Value t1 = arith::MinUIOp::create(b, loc, k.addi(t0, k.index(chunk)),
+                                        k.index(tokens));
+      Value base = k.muli(q[0], k.index(chunk));
+      // The loop carries the next free position `at` (from base), not the
+      // count: the guard (at - base) < chunk then names the stored index
+      // itself, as the disjointness proof needs (a count n would make it
+      // (base + n) - base, which folds to n).
+      Value end = k.reduce(
+          t0, t1, {base}, [&](KernelBuilder &k, Value t, ValueRange at) {
+            OpBuilder &b = k.builder();
+            Value mine = rowOf(k, t, first).second;
+            // Always true (at most a chunk's tokens are listed).
+            Value fits = k.cmpi(arith::CmpIPredicate::ult, k.subi(at[0], base),
+                                k.index(chunk));
+            auto store = scf::IfOp::create(
+                b, loc, arith::AndIOp::create(b, loc, mine, fits),
+                /*withElseRegion=*/false);
+            {
+              OpBuilder::InsertionGuard guard(b);
+              b.setInsertionPointToStart(store.thenBlock());
+              k.store(arith::IndexCastOp::create(b, loc, i32, t), lists,
+                      {at[0]});
+            }
+            Value one = k.select(mine, k.index(1), k.index(0));
+            return SmallVector<Value>{k.addi(at[0], one)};
+          })[0];
+      k.store(arith::IndexCastOp::create(b, loc, i32, k.subi(end, base)),
+              counts, q);
+    });
+    // 2. Each (slice, feature) adds its slice's tokens, in token order.
     k.parallel({slices, hidden}, [&](KernelBuilder &k, ValueRange sh) {
-      Value first =
-          arith::MulIOp::create(k.builder(), loc, sh[0], k.index(width));
-      k.loop({tokens}, [&](KernelBuilder &k, ValueRange t) {
-        OpBuilder &b = k.builder();
-        Value id = k.toIndex(k.load(ids, t[0]));
-        auto [row, inside] = localRow(k, id, *offset, vocab);
-        // row - first < W (unsigned): the row is in this slice.
-        Value mine =
-            k.cmpi(arith::CmpIPredicate::ult,
-                   arith::SubIOp::create(b, loc, row, first), k.index(width));
-        // Another rank's row: add nothing.
-        if (inside)
-          mine = arith::AndIOp::create(b, loc, mine, inside);
-        auto add = scf::IfOp::create(b, loc, mine, /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(add.thenBlock());
-        Value grad = k.load(dy, {t[0], sh[1]});
-        Value sum = k.add(k.load(table, {row, sh[1]}), grad);
-        k.store(sum, table, {row, sh[1]});
+      Value first = k.muli(sh[0], k.index(width));
+      k.loop({chunks}, [&](KernelBuilder &k, ValueRange c) {
+        Value q = k.addi(k.muli(sh[0], k.index(chunks)), c[0]);
+        Value n = k.toIndex(k.load(counts, q));
+        Value base = k.muli(q, k.index(chunk));
+        auto listed = scf::ForOp::create(
+            k.builder(), loc, k.index(0), n, k.index(1), ValueRange{},
+            [&](OpBuilder &nested, Location l, Value j, ValueRange) {
+              KernelBuilder k(nested, l);
+              Value t = k.toIndex(k.load(lists, k.addi(base, j)));
+              auto [row, mine] = rowOf(k, t, first);
+              auto add =
+                  scf::IfOp::create(nested, l, mine, /*withElseRegion=*/false);
+              {
+                OpBuilder::InsertionGuard guard(nested);
+                nested.setInsertionPointToStart(add.thenBlock());
+                Value grad = k.load(dy, {t, sh[1]});
+                Value sum = k.add(k.load(table, {row, sh[1]}), grad);
+                k.store(sum, table, {row, sh[1]});
+              }
+              scf::YieldOp::create(nested, l);
+            });
+        // The kernel report's count for a loop over data: a chunk's tokens
+        // spread evenly over the slices.
+        listed->setAttr(::triax::kExpectedTripsAttr,
+                        k.builder().getI64IntegerAttr(
+                            std::max<int64_t>(1, chunk / slices)));
       });
     });
     rewriter.replaceOp(op, table);
     return success();
   }
 
+  /// Tokens per bucketing chunk: 64 chunks of gpt2's 16,384 tokens per
+  /// slice, 2,752 bucketing iterations for its 43 slices.
+  static constexpr int64_t kChunk = 256;
   int64_t gradThreads;
   const ParamIndex *params;
 };

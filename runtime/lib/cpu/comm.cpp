@@ -753,6 +753,10 @@ Watchdog &watchdog() {
           w.step.load(), waitedMs / 1000.0, w.timeoutMs.load() / 1000.0);
   fflush(stderr);
   fflush(stdout);
+  // NCCL: ncclCommAbort of every communicator first (it may be called from
+  // another thread), so that this rank's kernels waiting on a peer end.
+  if (Transport *t = state().transport)
+    t->abort();
   // Not exit(): the main thread is inside MPI; the launcher sees this
   // rank end without finalizing and ends the others.
   _exit(1);
@@ -1539,6 +1543,8 @@ uint64_t triax::rt::chainBroadcastBytes(int64_t n, int64_t p,
 extern "C" void trx_comm_set_timeout(double seconds) {
   Watchdog &w = watchdog();
   w.timeoutMs = seconds > 0 ? seconds * 1000.0 : 0.0;
+  if (Transport *t = state().transport)
+    t->setTimeout(seconds);
   if (seconds <= 0 || w.started.exchange(true))
     return;
   std::thread([] {

@@ -108,6 +108,11 @@ public:
   /// From trx_dist_abort, before the job ends: abort what is in flight
   /// without waiting for peers.
   virtual void abort() {}
+  /// --comm-timeout (trx_comm_set_timeout): how long the transport's own
+  /// waits for the device may last (NCCL's polls of a non-blocking
+  /// communicator); <= 0: no limit. The front's watchdog covers the calls
+  /// themselves whatever the transport.
+  virtual void setTimeout(double seconds) {}
 
   /// The collectives on `g`; each returns the bytes this rank sent (the
   /// counters' value). Reductions include the division of TRX_REDUCE_AVG.

@@ -42,7 +42,10 @@
 // makes them blocking): every call that returns ncclInProgress, and every
 // wait for the device, polls ncclCommGetAsyncError with a timeout
 // (TRX_NCCL_TIMEOUT seconds, default 600), so a dead peer aborts the job
-// instead of hanging it.
+// instead of hanging it. The driver's --comm-timeout sets that timeout
+// (Transport::setTimeout; TRX_NCCL_TIMEOUT until it does), and the front's
+// watchdog (comm.cpp), which ends a rank whose call waits past it, aborts
+// the communicators first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +69,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -228,6 +232,10 @@ public:
       scratch_[slot] = nullptr;
       scratchBytes_[slot] = 0;
     }
+  }
+
+  void setTimeout(double seconds) override {
+    timeout_ = seconds > 0 ? seconds : std::numeric_limits<double>::infinity();
   }
 
   void abort() override {
@@ -706,7 +714,7 @@ private:
     double s = std::chrono::duration<double>(Clock::now() - start).count();
     if (s > timeout_)
       commAbortf("%s: nccl: world rank %d waited %.0f s for %s "
-                 "(TRX_NCCL_TIMEOUT=%.0f): a peer is gone or stuck; aborting "
+                 "(--comm-timeout %.0f): a peer is gone or stuck; aborting "
                  "the communicators",
                  fn, worldRank_, s, what, timeout_);
   }

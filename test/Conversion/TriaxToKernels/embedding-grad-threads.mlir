@@ -1,9 +1,15 @@
 // The embedding backward, dtable[ids[t], h] += dy[t, h] (EmbeddingKernels.cpp).
 // Default (the CPU): parallel over the 4 features, the 6 tokens in order in
 // each iteration. embedding-grad-threads=16 (the GPU's option, here small):
-// ceil(16 / 4) = 4 slices of ceil(8 / 4) = 2 vocabulary rows, parallel over
-// (slice, feature); each iteration scans the tokens in order and adds those
-// whose row r satisfies (r - 2 s) <u 2. Same sums in the same order.
+// ceil(16 / 4) = 4 slices of ceil(8 / 4) = 2 vocabulary rows. First the
+// tokens are bucketed: parallel over (slice, chunk) pairs (one chunk of
+// the 6 tokens here), each lists, in order, the chunk's tokens whose row r
+// satisfies (r - 2 s) <u 2, at positions (p - 6 q) <u 6 of its own part of
+// the list, and counts them. Then parallel over (slice, feature), each
+// iteration adds its slice's listed tokens, chunk by chunk, in order: the
+// same sums in the same order, over T / slices tokens instead of T. The
+// loop over a chunk's list has data bounds: it carries the report's
+// expected trip count (6 tokens / 4 slices, at least 1).
 // embedding-grad-threads=1000: at most one slice per row (8 slices of 1).
 // RUN: triax-opt %s --convert-triax-to-kernels | FileCheck %s
 // RUN: triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=16 | FileCheck %s --check-prefix=SLICES
@@ -17,14 +23,34 @@
 // CHECK:             memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[H]]] : memref<8x4xf32>
 
 // SLICES-LABEL: func.func @grad(
+// SLICES:         %[[LISTS:.*]] = memref.alloc() : memref<24xi32>
+// SLICES:         %[[COUNTS:.*]] = memref.alloc() : memref<4xi32>
+// SLICES:         scf.parallel (%[[Q:.*]]) = (%c0{{.*}}) to (%c4{{.*}}) step
+// SLICES:           %[[BASE:.*]] = arith.muli %[[Q]], %c6{{.*}} : index
+// SLICES:           %[[END:.*]] = scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[AT:.*]] = %[[BASE]]) -> (index) {
+// SLICES:             %[[MINE:.*]] = arith.cmpi ult, %{{.*}}, %c2{{.*}} : index
+// SLICES:             %[[OFF:.*]] = arith.subi %[[AT]], %[[BASE]] : index
+// SLICES:             %[[FITS:.*]] = arith.cmpi ult, %[[OFF]], %c6{{.*}} : index
+// SLICES:             %[[BOTH:.*]] = arith.andi %[[MINE]], %[[FITS]] : i1
+// SLICES:             scf.if %[[BOTH]] {
+// SLICES:               memref.store %{{.*}}, %[[LISTS]][%[[AT]]] : memref<24xi32>
+// SLICES:           %[[N:.*]] = arith.subi %[[END]], %[[BASE]] : index
+// SLICES:           memref.store %{{.*}}, %[[COUNTS]][%[[Q]]] : memref<4xi32>
 // SLICES:         scf.parallel (%[[S:.*]], %[[H:.*]]) = (%c0{{.*}}, %c0{{.*}}) to (%c4{{.*}}, %c4{{.*}}) step
 // SLICES:           %[[FIRST:.*]] = arith.muli %[[S]], %c2{{.*}} : index
-// SLICES:           scf.for %[[T:.*]] = %c0{{.*}} to %c6{{.*}} step
-// SLICES:             %[[ROW:.*]] = arith.index_cast %{{.*}} : i32 to index
-// SLICES:             %[[REL:.*]] = arith.subi %[[ROW]], %[[FIRST]] : index
-// SLICES:             %[[MINE:.*]] = arith.cmpi ult, %[[REL]], %c2{{.*}} : index
-// SLICES:             scf.if %[[MINE]] {
-// SLICES:               memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[H]]] : memref<8x4xf32>
+// SLICES:           scf.for %[[C:.*]] = %c0{{.*}} to %c1{{.*}} step
+// SLICES:             %[[COUNT:.*]] = memref.load %[[COUNTS]][%{{.*}}] : memref<4xi32>
+// SLICES:             %[[UB:.*]] = arith.index_cast %[[COUNT]] : i32 to index
+// SLICES:             scf.for %[[J:.*]] = %c0{{.*}} to %[[UB]] step
+// SLICES:               %[[LISTED:.*]] = memref.load %[[LISTS]][%{{.*}}] : memref<24xi32>
+// SLICES:               %[[T2:.*]] = arith.index_cast %[[LISTED]] : i32 to index
+// SLICES:               %[[ROW:.*]] = arith.index_cast %{{.*}} : i32 to index
+// SLICES:               %[[REL:.*]] = arith.subi %[[ROW]], %[[FIRST]] : index
+// SLICES:               %[[IN:.*]] = arith.cmpi ult, %[[REL]], %c2{{.*}} : index
+// SLICES:               scf.if %[[IN]] {
+// SLICES:                 memref.load %{{.*}}[%[[T2]], %[[H]]] : memref<6x4xf32>
+// SLICES:                 memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[H]]] : memref<8x4xf32>
+// SLICES:             } {triax_expected_trips = 1 : i64}
 
 // ROWS-LABEL: func.func @grad(
 // ROWS:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%c8{{.*}}, %c4{{.*}}) step
