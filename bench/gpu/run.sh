@@ -23,8 +23,9 @@
 #           communicators (every collective, exact values), and an abort;
 #        1. the kernel test: every generated kernel on the GPU against the
 #           CPU target's result on the same inputs, for the row-wise kernels
-#           one block per row (the default) and one thread per row
-#           (--cuda-rows thread), and the bf16 kernels (--precision
+#           one block per row (the default), one thread per row
+#           (--cuda-rows thread) and one warp per row (--cuda-rows warp,
+#           not run on a GPU before), and the bf16 kernels (--precision
 #           bf16; relative 8e-3: one bf16 ulp);
 #        2. tiny, 10 steps, losses against the CPU binary's: fp32 (both
 #           row forms; relative 1e-4) and bf16 (--precision bf16, against
@@ -179,6 +180,7 @@ prepare() {
   local spec name flags
   for spec in "tiny-fp32:tiny --precision fp32" \
               "tiny-fp32-thread:tiny --precision fp32 --cuda-rows thread" \
+              "tiny-fp32-warp:tiny --precision fp32 --cuda-rows warp" \
               "tiny-bf16:tiny --precision bf16" \
               "gpt2-b1-fp32:gpt2-b1 --precision fp32" \
               "gpt2-b1-bf16:gpt2-b1 --precision bf16" \
@@ -203,6 +205,11 @@ prepare() {
       "$bundle/kernel-check-thread" --rows thread --tools-dir "$bin" \
       --runtime-dir "$rt" --runtime-include "$root/runtime/include" --arch "$arch"
   run find "$bundle/kernel-check-thread" -type f ! -name kernel-check-cuda -delete
+  # One warp per row (--cuda-rows warp: shuffles, bar.warp.sync): the same.
+  run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
+      "$bundle/kernel-check-warp" --rows warp --tools-dir "$bin" \
+      --runtime-dir "$rt" --runtime-include "$root/runtime/include" --arch "$arch"
+  run find "$bundle/kernel-check-warp" -type f ! -name kernel-check-cuda -delete
   # The bf16 kernels (--precision bf16): their own IR and CPU results.
   run python3 "$root/test/cuda/kernel_check.py" build "$bundle/tiny.mlir" \
       "$bundle/kernel-check-bf16" --precision bf16 --tools-dir "$bin" \
@@ -263,7 +270,8 @@ prepare() {
 
 check_bundle() {
   local f missing=0
-  for f in train-tiny-fp32 train-tiny-fp32-thread train-tiny-bf16 \
+  for f in train-tiny-fp32 train-tiny-fp32-thread train-tiny-fp32-warp \
+           train-tiny-bf16 \
            train-gpt2-b1-fp32 train-gpt2-b1-bf16 \
            train-gpt2-b8-bf16 train-gpt2-bf16 train-gpt2-fp32 \
            train-gpt2-bf16-nogelu gpt2.params \
@@ -274,6 +282,7 @@ check_bundle() {
            attention-flash-mma/attention-check-cuda \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
            kernel-check/cpu kernel-check-thread/kernel-check-cuda \
+           kernel-check-warp/kernel-check-cuda \
            kernel-check-bf16/kernel-check-cuda kernel-check-bf16/cpu \
            triax-rt-gemm-cuda-test triax-rt-nccl-test lib-stub/libmpi.so.40; do
     if [[ ! -e "$bundle/$f" ]]; then
@@ -416,9 +425,11 @@ run_gpu() {
   parts=()
   local p
   for p in gpu cuda-libs runtime kernel-check kernel-check-thread \
-           kernel-check-bf16 attention-flash attention-batched-gemm \
+           kernel-check-warp kernel-check-bf16 attention-flash \
+           attention-batched-gemm \
            attention-flash-mma \
-           tiny-fp32 tiny-fp32-thread tiny-bf16 gpt2-b1-fp32 gpt2-b1-bf16 \
+           tiny-fp32 tiny-fp32-thread tiny-fp32-warp tiny-bf16 gpt2-b1-fp32 \
+           gpt2-b1-bf16 \
            sanitizer-racecheck sanitizer-memcheck gpt2-b8-bf16 gpt2-bf16 \
            gpt2-fp32 gpt2-bf16-nogelu kernels torch; do
     [[ $p == torch ]] && ((!torch)) && continue
@@ -518,7 +529,7 @@ PY
   # "" and -thread: the fp32 kernels (one block, one thread per row) against
   # the same CPU results; -bf16: the bf16 kernels against theirs.
   local v kc ref
-  for v in "" "-thread" "-bf16"; do
+  for v in "" "-thread" "-warp" "-bf16"; do
     kc="$bundle/kernel-check${v}/kernel-check-cuda"
     ref="$bundle/kernel-check"
     [[ $v == -bf16 ]] && ref="$bundle/kernel-check-bf16"
@@ -572,6 +583,7 @@ PY
   # came within 2.5e-6 relative, bf16 within 3.5e-4).
   local spec name rtol model steps
   for spec in "tiny-fp32:fp32:1e-4:tiny:10" "tiny-fp32-thread:fp32:1e-4:tiny:10" \
+              "tiny-fp32-warp:fp32:1e-4:tiny:10" \
               "tiny-bf16:bf16:$bf16_rtol:tiny:10" \
               "gpt2-b1-fp32:fp32:1e-4:gpt2-b1:5" \
               "gpt2-b1-bf16:bf16:$bf16_rtol:gpt2-b1:5"; do

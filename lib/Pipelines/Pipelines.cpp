@@ -311,8 +311,8 @@ auto ::triax::checkLowerCUDAOptions(const LoweringConfig &o) -> std::string {
   if (o.blockSize < 32 || o.blockSize > 1024 || o.blockSize % 32 != 0)
     return "block-size " + std::to_string(o.blockSize) +
            " is not a multiple of 32 in [32, 1024]";
-  if (o.rows != "thread" && o.rows != "block")
-    return "rows '" + o.rows + "' is not thread or block";
+  if (o.rows != "thread" && o.rows != "block" && o.rows != "warp")
+    return "rows '" + o.rows + "' is not thread, block or warp";
   std::string attention = cudaAttention(o);
   if (attention != "flash" && attention != "flash-mma" &&
       attention != "batched-gemm")

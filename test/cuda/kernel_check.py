@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Each generated kernel of a model, on the GPU and on the CPU, same inputs.
 
-  kernel_check.py build MODEL.mlir OUTDIR [--rows block|thread]
+  kernel_check.py build MODEL.mlir OUTDIR [--rows block|warp|thread]
                   [--precision fp32|bf16]                  # build machine
   OUTDIR/kernel-check-cpu OUTDIR/cpu        # anywhere
   OUTDIR/kernel-check-cuda OUTDIR/cuda      # on a machine with a GPU
@@ -562,8 +562,8 @@ def main():
     b.add_argument("--cc", default="cc")
     b.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                    help="triaxc --precision of the kernel IR")
-    b.add_argument("--rows", default="block", choices=["thread", "block"],
-                   help="row-wise kernels of the CUDA side: one thread or one "
+    b.add_argument("--rows", default="block", choices=["thread", "block", "warp"],
+                   help="row-wise kernels of the CUDA side: one thread, one warp or one "
                         "block per row (triax-lower-cuda's rows option)")
     c = sub.add_parser("compare")
     c.add_argument("kernels", help="kernels.json written by build")

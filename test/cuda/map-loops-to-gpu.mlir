@@ -8,6 +8,10 @@
 // RUN: triax-opt %s -split-input-file -verify-diagnostics \
 // RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu))' \
 // RUN:   | FileCheck %s --check-prefix=ROWS
+// rows=warp: one warp per row, 8 rows in a block of 256 threads.
+// RUN: triax-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(func.func(triax-map-loops-to-gpu{rows=warp}))' \
+// RUN:   | FileCheck %s --check-prefix=WARP
 // No CUDA needed: the pass only builds gpu.launch ops.
 
 // A 2-D nest: 512 x 64 = 32768 iterations, 128 blocks of 256 threads; the
@@ -162,6 +166,37 @@ func.func @reduction(%a: memref<64xf32>) -> f32 {
 // ROWS:             memref.store
 // ROWS:           gpu.barrier
 // ROWS:           gpu.terminator
+// rows=warp: 64 blocks of (32 lanes, 8 rows); the warp's row is
+// block * 8 + y, and a warp past row 511 does nothing. Lane t takes
+// elements t, t + 32; each sum is a butterfly of shuffles (xor 16 .. 1)
+// and no gpu.all_reduce or gpu.barrier is left: lane 0 stores the row's
+// statistic, and the elementwise loop ends with bar.warp.sync.
+// WARP-LABEL: func.func @layer_norm
+// WARP-DAG:     %[[C8:.*]] = arith.constant 8 : index
+// WARP-DAG:     %[[C32:.*]] = arith.constant 32 : index
+// WARP:         gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[LANE:.*]], %[[WY:.*]], %{{.*}}) in (%{{.*}} = %[[C32]], %{{.*}} = %[[C8]], %{{.*}} = %{{.*}})
+// WARP:           %[[FIRSTROW:.*]] = arith.muli %[[BX]], %[[C8]] : index
+// WARP:           %[[ROW:.*]] = arith.addi %[[FIRSTROW]], %[[WY]] : index
+// WARP:           %[[IN:.*]] = arith.cmpi ult, %[[ROW]], %c512 : index
+// WARP:           scf.if %[[IN]] {
+// WARP:             %[[P:.*]] = scf.for %{{.*}} = %[[LANE]] to %c64 step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) {
+// WARP:               memref.load %{{.*}}[%[[ROW]], %{{.*}}] : memref<512x64xf32>
+// WARP:             gpu.shuffle  xor %[[P]], %c16_i32
+// WARP:             gpu.shuffle  xor %{{.*}}, %c8_i32
+// WARP:             gpu.shuffle  xor %{{.*}}, %c4_i32
+// WARP:             gpu.shuffle  xor %{{.*}}, %c2_i32
+// WARP:             %[[LAST:.*]], %{{.*}} = gpu.shuffle  xor %{{.*}}, %c1_i32
+// WARP:             %[[S:.*]] = arith.addf %{{.*}}, %[[LAST]] : f32
+// WARP:             arith.addf %{{.*}}, %[[S]] : f32
+// WARP-NOT:         gpu.all_reduce
+// WARP:             scf.if
+// WARP:               memref.store %{{.*}}, %{{.*}}[%[[ROW]]] : memref<512xf32>
+// WARP:             nvvm.bar.warp.sync
+// WARP:             scf.for %{{.*}} = %[[LANE]] to
+// WARP:               memref.store
+// WARP:             nvvm.bar.warp.sync
+// WARP-NOT:         gpu.barrier
+// WARP:           gpu.terminator
 func.func @layer_norm(%a: memref<512x64xf32>, %w: memref<64xf32>, %out: memref<512x64xf32>, %stats: memref<512xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -203,6 +204,55 @@ bool isOnlineMaxSumExp(scf::ForOp loop) {
                       [](Type t) { return isa<FloatType>(t); });
 }
 
+/// x `reduce` y, in the arithmetic of their type.
+Value combineValues(OpBuilder &b, Location loc, gpu::AllReduceOperation reduce,
+                    Value x, Value y) {
+  using R = gpu::AllReduceOperation;
+  bool isFloat = isa<FloatType>(x.getType());
+  switch (reduce) {
+  case R::ADD:
+    return isFloat ? arith::AddFOp::create(b, loc, x, y).getResult()
+                   : arith::AddIOp::create(b, loc, x, y).getResult();
+  case R::MUL:
+    return arith::MulFOp::create(b, loc, x, y);
+  case R::MAXIMUMF:
+    return arith::MaximumFOp::create(b, loc, x, y);
+  case R::MAXNUMF:
+    return arith::MaxNumFOp::create(b, loc, x, y);
+  case R::MINIMUMF:
+    return arith::MinimumFOp::create(b, loc, x, y);
+  case R::MINNUMF:
+    return arith::MinNumFOp::create(b, loc, x, y);
+  default:
+    llvm_unreachable("a combine rowReduction does not produce");
+  }
+}
+
+/// The reduction of `v` over the 32 lanes of a warp, in every lane: a
+/// butterfly of gpu.shuffle xor 16, 8, 4, 2, 1 (shfl.sync on NVVM). Lane i
+/// combines v_i with v_(i^k) and lane i^k the same two in the other order,
+/// so every lane ends with the same bits (the combines are commutative).
+Value warpAllReduce(OpBuilder &b, Location loc, Value v,
+                    gpu::AllReduceOperation reduce) {
+  for (int32_t offset = 16; offset > 0; offset /= 2) {
+    auto shuffle =
+        gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR);
+    v = combineValues(b, loc, reduce, v, shuffle.getShuffleResult());
+  }
+  return v;
+}
+
+/// The reduction of one partial value per thread over the row's threads:
+/// the block's (gpu.all_reduce) or the warp's (shuffles).
+Value rowAllReduce(OpBuilder &b, Location loc, Value v,
+                   gpu::AllReduceOperation reduce, bool warpPerRow) {
+  if (warpPerRow)
+    return warpAllReduce(b, loc, v, reduce);
+  return gpu::AllReduceOp::create(
+      b, loc, v, gpu::AllReduceOperationAttr::get(b.getContext(), reduce),
+      b.getUnitAttr());
+}
+
 /// The block's (M, S) from each thread's partial state (m, s) of an online
 /// (max, sum of exp) row loop, then combined with the loop's initial state
 /// (m0, s0): M = max over the threads, S = sum of s exp(m - M), where a
@@ -210,7 +260,7 @@ bool isOnlineMaxSumExp(scf::ForOp loop) {
 /// exp(-inf - -inf) = NaN times 0.
 std::pair<Value, Value> combineOnlineMaxSumExp(OpBuilder &b, Location loc,
                                                Value m, Value s, Value m0,
-                                               Value s0) {
+                                               Value s0, bool warpPerRow) {
   auto rescaled = [&](Value mi, Value si, Value to) {
     Value e =
         math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, mi, to));
@@ -224,16 +274,10 @@ std::pair<Value, Value> combineOnlineMaxSumExp(OpBuilder &b, Location loc,
                                    arith::MulFOp::create(b, loc, si, e))
         .getResult();
   };
-  Value all = gpu::AllReduceOp::create(
-      b, loc, m,
-      gpu::AllReduceOperationAttr::get(b.getContext(),
-                                       gpu::AllReduceOperation::MAXIMUMF),
-      b.getUnitAttr());
-  Value sum = gpu::AllReduceOp::create(
-      b, loc, rescaled(m, s, all),
-      gpu::AllReduceOperationAttr::get(b.getContext(),
-                                       gpu::AllReduceOperation::ADD),
-      b.getUnitAttr());
+  Value all =
+      rowAllReduce(b, loc, m, gpu::AllReduceOperation::MAXIMUMF, warpPerRow);
+  Value sum = rowAllReduce(b, loc, rescaled(m, s, all),
+                           gpu::AllReduceOperation::ADD, warpPerRow);
   Value max = arith::MaximumFOp::create(b, loc, all, m0);
   Value total = arith::AddFOp::create(b, loc, rescaled(all, sum, max),
                                       rescaled(m0, s0, max));
@@ -261,17 +305,32 @@ bool isRowKernel(scf::ParallelOp loop) {
   return hasRowLoop;
 }
 
-/// Replaces the row kernel `loop` by a gpu.launch of one block per row: the
-/// block's threads split each row loop (thread t takes elements t, t + B,
-/// ...), a reduction's partial results are combined with gpu.all_reduce
-/// (warp shuffles and shared memory after convert-gpu-to-nvvm) and then
-/// with the loop's initial value, and a barrier follows each elementwise
-/// loop (a later loop may read what it wrote). Scalar ops run in every
-/// thread (the same values); their stores run in thread 0 only, followed by
-/// a barrier when a row loop comes after them.
-void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
+/// Whether a warp can reduce every row loop's partial results with 32-bit
+/// shuffles (rows=warp): each result is an f32 or an i32.
+bool warpReducible(scf::ParallelOp loop) {
+  for (auto inner : loop.getBody()->getOps<scf::ForOp>())
+    for (Type t : inner.getResultTypes())
+      if (!t.isF32() && !t.isInteger(32))
+        return false;
+  return true;
+}
+
+/// Replaces the row kernel `loop` by a gpu.launch of one block per row
+/// (rows=block) or one warp per row (rows=warp: blocks of maxBlockSize / 32
+/// warps, threads (32, rows per block), a guard for the last block's rows
+/// past the end). The row's threads split each row loop (thread t takes
+/// elements t, t + B, ..., B the threads of a row), a reduction's partial
+/// results are combined (gpu.all_reduce over the block: warp shuffles and
+/// shared memory after convert-gpu-to-nvvm; over a warp: shuffles only)
+/// and then with the loop's initial value, and a barrier follows each
+/// elementwise loop (a later loop may read what it wrote; a warp's is
+/// bar.warp.sync). Scalar ops run in every thread (the same values);
+/// their stores run in the row's thread 0 only, followed by a barrier when
+/// a row loop comes after them.
+void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize,
+                     bool warpPerRow) {
   // B: the longest row loop's trip count rounded up to a warp, at most
-  // maxBlockSize (a 64-element row needs 64 threads, not 256).
+  // maxBlockSize (a 64-element row needs 64 threads, not 256); a warp's 32.
   int64_t blockSize = 32;
   for (auto inner : loop.getBody()->getOps<scf::ForOp>()) {
     std::optional<int64_t> lb = getConstantIntValue(inner.getLowerBound()),
@@ -283,6 +342,9 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
              32;
     blockSize = std::max(blockSize, std::min(want, maxBlockSize));
   }
+  if (warpPerRow)
+    blockSize = 32;
+  const int64_t rowsPerBlock = warpPerRow ? maxBlockSize / 32 : 1;
   OpBuilder b(loop);
   Location loc = loop.getLoc();
   Value lb = loop.getLowerBound()[0], step = loop.getStep()[0];
@@ -295,6 +357,8 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
   }
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value block = arith::ConstantIndexOp::create(b, loc, blockSize);
+  Value perBlock = arith::ConstantIndexOp::create(b, loc, rowsPerBlock);
+  Value grid = b.createOrFold<arith::CeilDivUIOp>(loc, rows, perBlock);
   if (!knownRows) {
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value nonEmpty =
@@ -302,14 +366,36 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElseRegion=*/false);
     b.setInsertionPointToStart(guard.thenBlock());
   }
-  auto launch = gpu::LaunchOp::create(b, loc, rows, one, one, block, one, one);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, grid, one, one, block, perBlock, one);
   b.setInsertionPointToStart(&launch.getBody().front());
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  // The row number: the block's, or the block's warp's (rows=warp), whose
+  // warps past the last row do nothing (a whole warp: its shuffles and
+  // bar.warp.sync see all 32 lanes).
+  Value rowNumber = launch.getBlockIds().x;
+  if (warpPerRow) {
+    rowNumber = b.createOrFold<arith::AddIOp>(
+        loc, b.createOrFold<arith::MulIOp>(loc, rowNumber, perBlock),
+        launch.getThreadIds().y);
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          rowNumber, rows);
+    auto inside = scf::IfOp::create(b, loc, inRange, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(inside.thenBlock());
+  }
   IRMapping map;
   Value row = b.createOrFold<arith::AddIOp>(
-      loc, lb,
-      b.createOrFold<arith::MulIOp>(loc, launch.getBlockIds().x, step));
+      loc, lb, b.createOrFold<arith::MulIOp>(loc, rowNumber, step));
   map.map(loop.getInductionVars()[0], row);
   Value tid = launch.getThreadIds().x;
+  auto barrier = [&] {
+    if (warpPerRow)
+      NVVM::SyncWarpOp::create(
+          b, loc, arith::ConstantIntOp::create(b, loc, -1, 32).getResult());
+    else
+      gpu::BarrierOp::create(b, loc);
+  };
 
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value first =
@@ -333,7 +419,7 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
                              loop.getBody()->without_terminator().end()),
             [](Operation &later) { return isa<scf::ForOp>(later); });
         if (rowLoopLater)
-          gpu::BarrierOp::create(b, loc);
+          barrier();
         continue;
       }
       b.clone(op, map);
@@ -377,26 +463,23 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
     }
     if (inner.getNumResults() == 0) {
       // A later loop may read what this one wrote.
-      gpu::BarrierOp::create(b, loc);
+      barrier();
       continue;
     }
     if (online) {
-      auto [max, sum] =
-          combineOnlineMaxSumExp(b, loc, split.getResult(0), split.getResult(1),
-                                 map.lookupOrDefault(inner.getInitArgs()[0]),
-                                 map.lookupOrDefault(inner.getInitArgs()[1]));
+      auto [max, sum] = combineOnlineMaxSumExp(
+          b, loc, split.getResult(0), split.getResult(1),
+          map.lookupOrDefault(inner.getInitArgs()[0]),
+          map.lookupOrDefault(inner.getInitArgs()[1]), warpPerRow);
       map.map(inner.getResult(0), max);
       map.map(inner.getResult(1), sum);
       continue;
     }
-    // The block's result, then the loop's own initial value.
+    // The row's result, then the loop's own initial value.
     auto yield = cast<scf::YieldOp>(inner.getBody()->getTerminator());
     for (auto [i, combine] : llvm::enumerate(*combines)) {
-      Value partial = split.getResult(i);
-      Value all = gpu::AllReduceOp::create(
-          b, loc, partial,
-          gpu::AllReduceOperationAttr::get(b.getContext(), combine.reduce),
-          b.getUnitAttr());
+      Value all =
+          rowAllReduce(b, loc, split.getResult(i), combine.reduce, warpPerRow);
       Operation *original = yield.getOperand(i).getDefiningOp();
       IRMapping operands;
       Value acc = inner.getRegionIterArgs()[i];
@@ -408,7 +491,6 @@ void mapRowsToBlocks(scf::ParallelOp loop, int64_t maxBlockSize) {
       map.map(inner.getResult(i), result->getResult(0));
     }
   }
-  gpu::TerminatorOp::create(b, loc);
   loop.erase();
 }
 
@@ -436,9 +518,9 @@ struct TriaxMapLoopsToGPUPass
           << " is not a multiple of 32 in [32, 1024]";
       return signalPassFailure();
     }
-    if (rows != "thread" && rows != "block") {
+    if (rows != "thread" && rows != "block" && rows != "warp") {
       getOperation().emitError() << "triax-map-loops-to-gpu: rows '" << rows
-                                 << "' is not thread or block";
+                                 << "' is not thread, block or warp";
       return signalPassFailure();
     }
     SmallVector<scf::ParallelOp> outermost;
@@ -452,11 +534,14 @@ struct TriaxMapLoopsToGPUPass
         loop.emitRemark() << "loop nest stays on the host: " << why;
         continue;
       }
-      if (rows == "block" && isRowKernel(loop)) {
+      if (rows != "thread" && isRowKernel(loop)) {
         std::optional<gpu_mapping::UnprovedWrite> race =
             gpu_mapping::rowKernelRace(loop);
         if (!race) {
-          mapRowsToBlocks(loop, blockSize);
+          // rows=warp: a warp per row where its reductions are 32-bit
+          // shuffles, else a block.
+          mapRowsToBlocks(loop, blockSize,
+                          rows == "warp" && warpReducible(loop));
           continue;
         }
         // Splitting a row loop over a block would race: each row's loop

@@ -30,6 +30,13 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
     shared memory after convert-gpu-to-nvvm), then with the loop's initial
     value; a `gpu.barrier` follows each elementwise loop. Scalar ops run in
     every thread. Summation order differs from the CPU's (fp32 rounding).
+    `rows=warp` gives each row one warp instead (blocks of `block-size` / 32
+    rows, threads (32, rows per block); a warp past the last row does
+    nothing): lane t takes elements t, t + 32, ...; reductions are a
+    butterfly of `gpu.shuffle xor` 16, 8, 4, 2, 1 (every lane ends with the
+    same bits), barriers are `nvvm.bar.warp.sync`: no shared memory and no
+    block barrier, for rows too short to keep a block busy (gpt2's 768).
+    A row kernel with a reduction that is not f32 or i32 keeps a block.
     `rows=thread` keeps one thread per row (the mapping above).
 
     ```mlir
@@ -109,11 +116,12 @@ def TriaxMapLoopsToGPU : Pass<"triax-map-loops-to-gpu", "::mlir::func::FuncOp"> 
     Option<"rows", "rows", "std::string", /*default=*/"\"block\"",
            "Row-wise kernels (a 1-D nest over rows holding loops over the "
            "row): block (one block per row, reductions through "
-           "gpu.all_reduce; the default) or thread (one thread per row)">,
+           "gpu.all_reduce; the default), warp (one warp per row, "
+           "reductions through shuffles) or thread (one thread per row)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
-    "::mlir::scf::SCFDialect"];
+    "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect"];
 }
 
 def TriaxInsertHostSyncs : Pass<"triax-insert-host-syncs", "::mlir::ModuleOp"> {
