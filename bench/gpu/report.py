@@ -277,6 +277,14 @@ def combine(a):
             "ms_per_step": fused["ms_per_step"],
             "ms_per_step_without": plain["ms_per_step"],
             "speedup": plain["ms_per_step"] / fused["ms_per_step"]}
+    # One warp per row kernel (--cuda-rows warp) against one block per row.
+    block, warp = out.get("gpt2-bf16"), out.get("gpt2-bf16-warp")
+    if (isinstance(block, dict) and isinstance(warp, dict)
+            and block.get("ms_per_step") and warp.get("ms_per_step")):
+        out["rows_warp"] = {
+            "ms_per_step": warp["ms_per_step"],
+            "ms_per_step_block": block["ms_per_step"],
+            "speedup": block["ms_per_step"] / warp["ms_per_step"]}
     if a.steps:
         out["steps"] = steps
     with open(a.out, "w") as f:
