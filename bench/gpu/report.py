@@ -269,22 +269,19 @@ def combine(a):
                                     "result (see steps)" % path}
         except (OSError, ValueError) as e:
             out[name] = {"error": "%s: %s" % (path, e)}
+    def speedup(key, run, baseline, baseline_field):
+        """out[key]: run's ms/step against baseline's (both of this call)."""
+        r, b = out.get(run), out.get(baseline)
+        if (isinstance(r, dict) and isinstance(b, dict)
+                and r.get("ms_per_step") and b.get("ms_per_step")):
+            out[key] = {"ms_per_step": r["ms_per_step"],
+                        baseline_field: b["ms_per_step"],
+                        "speedup": b["ms_per_step"] / r["ms_per_step"]}
     # The GELU epilogues against the same binary without them, this run.
-    fused, plain = out.get("gpt2-bf16"), out.get("gpt2-bf16-nogelu")
-    if (isinstance(fused, dict) and isinstance(plain, dict)
-            and fused.get("ms_per_step") and plain.get("ms_per_step")):
-        out["gelu_epilogue"] = {
-            "ms_per_step": fused["ms_per_step"],
-            "ms_per_step_without": plain["ms_per_step"],
-            "speedup": plain["ms_per_step"] / fused["ms_per_step"]}
+    speedup("gelu_epilogue", "gpt2-bf16", "gpt2-bf16-nogelu",
+            "ms_per_step_without")
     # One warp per row kernel (--cuda-rows warp) against one block per row.
-    block, warp = out.get("gpt2-bf16"), out.get("gpt2-bf16-warp")
-    if (isinstance(block, dict) and isinstance(warp, dict)
-            and block.get("ms_per_step") and warp.get("ms_per_step")):
-        out["rows_warp"] = {
-            "ms_per_step": warp["ms_per_step"],
-            "ms_per_step_block": block["ms_per_step"],
-            "speedup": block["ms_per_step"] / warp["ms_per_step"]}
+    speedup("rows_warp", "gpt2-bf16-warp", "gpt2-bf16", "ms_per_step_block")
     if a.steps:
         out["steps"] = steps
     with open(a.out, "w") as f:
