@@ -749,7 +749,7 @@ std::string Run::extraJson() const {
 }
 
 /// A fresh run id: 16 hex digits from the kernel's random source (the
-/// clock and pid where there is none).
+/// clock and pid where there is none), world rank 0's on every rank.
 static std::string newRunId() {
   uint64_t x = 0;
   if (FILE *f = std::fopen("/dev/urandom", "rb")) {
@@ -759,6 +759,15 @@ static std::string newRunId() {
   }
   if (x == 0)
     x = uint64_t(trx_now_ms() * 1e3) ^ (uint64_t(getpid()) << 32);
+  if (trx_dist_initialized() && trx_dist_world_size() > 1) {
+    std::vector<int32_t> axes(static_cast<size_t>(trx_dist_num_axes()));
+    for (size_t i = 0; i < axes.size(); ++i)
+      axes[i] = int32_t(i);
+    int32_t words[2];
+    std::memcpy(words, &x, sizeof(x));
+    trx_broadcast_i32(words, 2, 0, axes.data(), int32_t(axes.size()));
+    std::memcpy(&x, words, sizeof(x));
+  }
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016" PRIx64, x);
   return buf;

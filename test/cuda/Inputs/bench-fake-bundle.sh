@@ -37,7 +37,7 @@ exit "$rc"
 EOF
 chmod +x "$cuda/bin/compute-sanitizer"
 mkdir -p "$b/ref" "$b/lib" "$b/lib-stub" "$b/kernel-check/cpu" \
-  "$b/kernel-check-thread" "$b/kernel-check-warp" "$b/kernel-check-bf16/cpu"
+  "$b/kernel-check-warp" "$b/kernel-check-bf16/cpu"
 
 cat > "$b/fake-program" <<'EOF'
 #!/usr/bin/env bash
@@ -73,13 +73,13 @@ esac
 EOF
 chmod +x "$b/fake-program"
 for p in triax-rt-gemm-cuda-test triax-rt-nccl-test train-tiny-fp32 \
-         train-tiny-fp32-thread train-tiny-fp32-warp train-tiny-bf16 \
+         train-tiny-fp32-warp train-tiny-bf16 \
          train-gpt2-b1-fp32 \
          train-gpt2-b1-bf16 train-gpt2-b8-bf16 \
          train-gpt2-bf16 train-gpt2-fp32 train-gpt2-bf16-warp; do
   ln -sf fake-program "$b/$p"
 done
-for d in kernel-check kernel-check-thread kernel-check-warp kernel-check-bf16; do
+for d in kernel-check kernel-check-warp kernel-check-bf16; do
   ln -sf ../fake-program "$b/$d/kernel-check-cuda"
 done
 echo '{"kernels": []}' > "$b/kernel-check/kernels.json"
