@@ -66,6 +66,11 @@ static std::string describe(const CommEvent &e) {
   return s;
 }
 
+/// The most stages the checker simulates: it keeps the program of every
+/// stage, and a pipeline has no more stages than blocks (a mesh axis of
+/// 2^63 - 1 stages made it allocate for each).
+constexpr int64_t kMaxCheckedStages = 4096;
+
 /// Checks one switch on `dist.axis_index`: see DistVerifySchedule.
 static LogicalResult verifySwitch(scf::IndexSwitchOp sw, AxisIndexOp index) {
   MeshOp mesh;
@@ -81,6 +86,10 @@ static LogicalResult verifySwitch(scf::IndexSwitchOp sw, AxisIndexOp index) {
   if (!size)
     return index.emitError("dist-verify-schedule: mesh @")
            << mesh.getSymName() << " has no axis \"" << axis << "\"";
+  if (*size > kMaxCheckedStages)
+    return index.emitError("dist-verify-schedule: axis \"")
+           << axis << "\" of mesh @" << mesh.getSymName() << " has " << *size
+           << " stages; the checker simulates at most " << kMaxCheckedStages;
   ArrayRef<int64_t> cases = sw.getCases();
   std::vector<std::vector<CommEvent>> programs(*size);
   for (int64_t k = 0; k < *size; ++k) {
