@@ -69,19 +69,39 @@ private:
       return grad;
     return AddOp::create(b, loc, existing.getType(), existing, grad);
   }
+  static bool isConstant(Value value) {
+    Operation *def = value.getDefiningOp();
+    return def && def->hasTrait<OpTrait::ConstantLike>();
+  }
   void accumulate(Gradients &grads, Value value, Value grad, Location loc) {
     if (!grad || !isa<FloatType>(getElementTypeOrSelf(value.getType())))
       return;
-    // A constant is a leaf: its gradient goes nowhere, and the VJP's op
-    // that computed it is dropped.
-    if (Operation *def = value.getDefiningOp();
-        def && def->hasTrait<OpTrait::ConstantLike>()) {
-      Operation *dead = grad.getDefiningOp();
-      if (dead && dead->use_empty() && isPure(dead))
-        dead->erase();
+    // A constant is a leaf: its gradient goes nowhere (see
+    // dropConstantGradients).
+    if (isConstant(value))
       return;
-    }
     grads.values[value] = add(grads.values.lookup(value), grad, loc);
+  }
+  /// Erases the ops of `op`'s VJP that computed only gradients of constant
+  /// operands. Not an op whose result is also another operand's gradient
+  /// or one of `resultGrads`: `grads` holds those without an IR use yet
+  /// (erasing them left dangling gradients: test/fuzz/autodiff-constant-*).
+  static void dropConstantGradients(Operation *op, ValueRange operandGrads,
+                                    ValueRange resultGrads) {
+    llvm::SmallSetVector<Operation *, 2> dead;
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+      if (grad && isConstant(operand))
+        if (Operation *def = grad.getDefiningOp())
+          dead.insert(def);
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+      if (grad && !isConstant(operand))
+        dead.remove(grad.getDefiningOp());
+    for (Value grad : resultGrads)
+      if (grad)
+        dead.remove(grad.getDefiningOp());
+    for (Operation *def : dead)
+      if (def->use_empty() && isPure(def))
+        def->erase();
   }
   void accumulateParam(Gradients &grads, StringAttr name, Value grad,
                        Location loc) {
@@ -133,6 +153,7 @@ LogicalResult Differentiator::differentiate(ArrayRef<Operation *> ops,
              << " operands";
     for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
       accumulate(grads, operand, grad, op->getLoc());
+    dropConstantGradients(op, operandGrads, resultGrads);
   }
   return success();
 }
