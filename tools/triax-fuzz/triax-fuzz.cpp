@@ -106,7 +106,8 @@ struct Counters {
 Counters localCounters;
 Counters *counters = &localCounters;
 
-/// Set by the replay: print the diagnostics and each attempt's outcome.
+/// --verbose (for a replay): print the diagnostics and what each pipeline
+/// did.
 bool verbose = false;
 
 DialectRegistry &registry() {
@@ -280,6 +281,7 @@ extern "C" int LLVMFuzzerInitialize(int *argc, char ***argv) {
     listPlans();
     exit(0);
   }
+  verbose = hasFlag(*argc, *argv, "--verbose");
   initialize();
   return 0;
 }
@@ -296,7 +298,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 //
 //   triax-fuzz [--seconds N] [--runs N] [--seed N] [--timeout N]
 //              [--artifacts DIR] CORPUS_DIR...   # fuzz
-//   triax-fuzz [-v] FILE...                      # replay
+//   triax-fuzz [--verbose] FILE...               # replay
 //   triax-fuzz --list-plans
 //
 // Fuzzing: a supervisor forks a child that mutates corpus inputs and runs
@@ -810,7 +812,7 @@ int replay(const Options &options) {
   fprintf(stderr,
           "usage: triax-fuzz [--seconds N] [--runs N] [--seed N] [--timeout "
           "N] [--artifacts DIR] CORPUS_DIR...\n"
-          "       triax-fuzz [-v] FILE...    (replay)\n"
+          "       triax-fuzz [--verbose] FILE...    (replay)\n"
           "       triax-fuzz --list-plans\n"
           "An input is one byte that picks the plan, then MLIR text "
           "(docs/fuzzing.md).\n");
@@ -838,7 +840,7 @@ int main(int argc, char **argv) {
       options.timeout = atoi(value().c_str());
     else if (arg == "--artifacts")
       options.artifacts = value();
-    else if (arg == "-v")
+    else if (arg == "-v" || arg == "--verbose")
       verbose = true;
     else if (arg == "--list-plans") {
       listPlans();
