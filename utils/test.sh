@@ -13,7 +13,9 @@ log="$build/test.log"
 /usr/lib/llvm-22/bin/lit -sv "$build/test" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
-count_or_zero() { local n; n=$(grep -E "^ *$1: +[0-9]+" "$log" | awk -F: '{print $2}' | awk '{print $1}'); echo "${n:-0}"; }
+# lit pads the kinds' names to one width when several occur
+# ("Passed           : 234").
+count_or_zero() { local n; n=$(grep -E "^ *$1 *: +[0-9]+" "$log" | awk -F: '{print $2}' | awk '{print $1}'); echo "${n:-0}"; }
 passed=$(( $(count_or_zero Passed) + $(count_or_zero "Expectedly Failed") ))
 failed=$(( $(count_or_zero Failed) + $(count_or_zero "Unresolved") + $(count_or_zero "Timed Out") + $(count_or_zero "Unexpectedly Passed") ))
 if [[ $status -ne 0 && $failed -eq 0 ]]; then failed=1; fi
