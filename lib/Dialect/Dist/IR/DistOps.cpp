@@ -12,6 +12,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::dist;
@@ -65,6 +68,7 @@ LogicalResult MeshOp::verify() {
     return emitOpError("has ")
            << names.size() << " axis names but " << sizes.size() << " sizes";
   llvm::StringSet<> seen;
+  int64_t devices = 1;
   for (auto [nameAttr, size] : llvm::zip(names, sizes)) {
     StringRef name = cast<StringAttr>(nameAttr).getValue();
     if (name.empty())
@@ -74,6 +78,10 @@ LogicalResult MeshOp::verify() {
     if (size < 1)
       return emitOpError("axis \"")
              << name << "\" has size " << size << "; expected a size >= 1";
+    // getNumDevices() and every rank count after it multiply the sizes.
+    if (llvm::MulOverflow(devices, size, devices))
+      return emitOpError("has more than ")
+             << std::numeric_limits<int64_t>::max() << " devices";
   }
   return success();
 }
@@ -291,6 +299,12 @@ static LogicalResult verifyChunk(Operation *op, RankedTensorType whole,
   if (whole.getElementType() != chunk.getElementType())
     return op->emitOpError("element types differ: ")
            << whole << " and " << chunk;
+  // trx_zero_chunk rounds up as (numel + group - 1) / group.
+  if (whole.getNumElements() >
+      std::numeric_limits<int64_t>::max() - (group - 1))
+    return op->emitOpError("cannot chunk ")
+           << whole.getNumElements() << " elements over " << group
+           << " ranks: rounding up overflows int64";
   int64_t expected = trx_zero_chunk(whole.getNumElements(), group);
   if (chunk.getNumElements() != expected)
     return op->emitOpError("chunk ")
