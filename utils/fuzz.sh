@@ -10,10 +10,12 @@
 #                 clang-22 and libclang-rt-22-dev when missing); without it
 #                 g++ and triax-fuzz's own mutation driver, in build-fuzz
 #   --seed N      the g++ driver's random seed (default 1)
+#   --build-only, --no-build   build without fuzzing, fuzz what is built
 # Environment: FUZZ_BUILD_DIR (the build directory), TRIAX_SKIP_INSTALL=1.
-# Writes under $FUZZ_BUILD_DIR/fuzz: corpus/ (the seeds), findings/
-# (crash-* and timeout-* inputs with their reports, .log), fuzz.log, and
-# summary (the last line printed). Exit status 1 when a crash has a frame in
+# Writes under $FUZZ_BUILD_DIR/fuzz: corpus/ (the seeds), findings/ (this
+# run's crash-* and timeout-* inputs with their reports, .log), fuzz.log,
+# and summary (the last line printed); libFuzzer's corpus, libfuzzer-corpus/,
+# grows from run to run. Exit status 1 when a crash has a frame in
 # Triax code or an input timed out; crashes wholly in upstream MLIR/LLVM are
 # listed but do not fail the run.
 set -euo pipefail
@@ -78,7 +80,8 @@ bin="$build_dir/bin"
 out="$build_dir/fuzz"
 corpus="$out/corpus"
 findings="$out/findings"
-rm -rf "$corpus"
+# The seeds and the findings are this run's (copy findings away first).
+rm -rf "$corpus" "$findings"
 mkdir -p "$corpus" "$findings"
 
 # Sanitizers: every report is fatal; leaks are not findings here (MLIR
@@ -158,7 +161,8 @@ else
 fi
 
 # A finding is in Triax code when its report has a stack frame in Triax's
-# sources (the driver's own frames aside); otherwise it is upstream's.
+# sources, or UBSan names a line of them (the driver's own frames aside);
+# otherwise it is upstream's.
 triax=0 upstream=0 timeouts=0
 while IFS= read -r f; do
   log="$f.log"
@@ -166,7 +170,8 @@ while IFS= read -r f; do
     timeout-*) timeouts=$((timeouts + 1)); echo "timeout: $f"; continue ;;
   esac
   what=$(grep -am1 -E 'SUMMARY|LLVM ERROR|runtime error' "$log" 2>/dev/null || echo "see $log")
-  if grep -aE '^ +#[0-9]+ .* in .*'"$root"'/(lib|include)/' "$log" >/dev/null 2>&1; then
+  if grep -aE "^ +#[0-9]+ .* in .*$root/(lib|include|runtime)/|^$root/(lib|include|runtime)/[^ ]*: runtime error" \
+       "$log" >/dev/null 2>&1; then
     triax=$((triax + 1)); echo "crash in Triax code: $f: $what"
   else
     upstream=$((upstream + 1)); echo "crash in upstream code: $f: $what"

@@ -38,6 +38,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -311,7 +312,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 // feedback, the child keeps the mutants that verify in its pool, so that
 // mutations stack.
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <dirent.h>
