@@ -859,22 +859,24 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
   // The loader's position. The checkpoint says where its run started and
   // how many micro-batches a step draws, so its loader state must be the
   // batch that many steps reach: anything else is a state.json edited or
-  // written by another program (checked where the run records it).
+  // written by another program (checked where the run records it). The
+  // position carries over only to the same data in the same batches.
+  const bool keepPosition = sameData && sameBatches;
   const int64_t nb = trx_loader_num_batches(train);
   const uint64_t epoch = st.loader_state >> 32;
   const uint64_t next = st.loader_state & 0xffffffffULL;
-  uint64_t startStep0 = 0, startBatch0 = 0, gbCk = 0;
-  if (sameData && sameBatches &&
-      extraU64(ck.get(), "run_start_step", startStep0) &&
-      extraU64(ck.get(), "run_start_batch", startBatch0) &&
-      extraU64(ck.get(), "global_batch", gbCk) && model->micro_batch > 0 &&
-      startStep0 <= uint64_t(st.step)) {
+  const unsigned __int128 position =
+      (unsigned __int128)epoch * uint64_t(nb) + next;
+  uint64_t recordedStep = 0, recordedBatch = 0, gbCk = 0;
+  const bool recorded = extraU64(ck.get(), "run_start_step", recordedStep) &&
+                        extraU64(ck.get(), "run_start_batch", recordedBatch);
+  if (keepPosition && recorded && extraU64(ck.get(), "global_batch", gbCk) &&
+      model->micro_batch > 0 && recordedStep <= uint64_t(st.step)) {
     const unsigned __int128 drawn =
-        (unsigned __int128)startBatch0 +
-        (unsigned __int128)(uint64_t(st.step) - startStep0) *
+        (unsigned __int128)recordedBatch +
+        (unsigned __int128)(uint64_t(st.step) - recordedStep) *
             (gbCk / uint64_t(model->micro_batch));
-    const unsigned __int128 at = (unsigned __int128)epoch * uint64_t(nb) + next;
-    if (at != drawn) {
+    if (position != drawn) {
       printError("%s: loader state %" PRIu64 " (epoch %" PRIu64
                  ", batch %" PRIu64 ") is not where %" PRId64
                  " steps of this run leave %s (epoch %" PRIu64
@@ -885,7 +887,7 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
                  uint64_t(drawn % uint64_t(nb)));
       return 1;
     }
-  } else if (sameData && sameBatches &&
+  } else if (keepPosition &&
              epoch > uint64_t(st.step) *
                          uint64_t(std::max<int64_t>(model->global_batch, 1))) {
     // An older checkpoint without its run's record: at least no more
@@ -895,37 +897,27 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
                stepDir, st.loader_state, epoch, st.step);
     return 1;
   }
-  if (sameData && sameBatches) {
-    if (trx_loader_set_state(train, st.loader_state, err, sizeof(err)) !=
-        TRX_OK) {
-      printError("%s: loader state does not fit %s: %s", stepDir,
-                 dataName.c_str(), err);
-      return 1;
-    }
+  if (keepPosition && trx_loader_set_state(train, st.loader_state, err,
+                                           sizeof(err)) != TRX_OK) {
+    printError("%s: loader state does not fit %s: %s", stepDir,
+               dataName.c_str(), err);
+    return 1;
   }
   if (diffs.empty()) {
-    // The same run, continued.
+    // The same run, continued (an older checkpoint's run starts here).
     if (ckRun && *ckRun)
       runId = ckRun;
-    uint64_t s0 = 0, b0 = 0;
-    if (extraU64(ck.get(), "run_start_step", s0) &&
-        extraU64(ck.get(), "run_start_batch", b0)) {
-      runStartStep = int64_t(s0);
-      runStartBatch = b0;
-    } else {
-      runStartStep = st.step;
-      runStartBatch = uint64_t(epoch) * uint64_t(nb) + next;
-    }
+    runStartStep = recorded ? int64_t(recordedStep) : st.step;
+    runStartBatch = recorded ? recordedBatch : uint64_t(position);
   } else {
     // --resume-from-other: a new run (a fresh id) that starts at the
     // checkpoint's step, on the checkpoint's loader position where the
     // data and batches are the same, else at the start of the data.
     runStartStep = st.step;
-    runStartBatch =
-        sameData && sameBatches ? uint64_t(epoch) * uint64_t(nb) + next : 0;
+    runStartBatch = keepPosition ? uint64_t(position) : 0;
     printNote("--resume-from-other: continuing %s's %s (%s) as run %s%s",
               other.c_str(), stepDir, diffs.c_str(), runId.c_str(),
-              sameData && sameBatches ? "" : ", from the start of the data");
+              keepPosition ? "" : ", from the start of the data");
   }
   if (st.total_steps != args.steps || st.lr_max != lrMax ||
       st.warmup != args.warmup || st.lr_schedule != args.lr_schedule ||
