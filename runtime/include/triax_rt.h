@@ -904,6 +904,23 @@ void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
 void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
                                int64_t tag, int64_t axis_mask);
 
+/* The ring of context parallelism (ring attention): trx_shift_start_f32
+ * starts sending `send` to position (p + 1) mod g of the group of the mesh
+ * axes in axis_mask (p this rank's position, g the group's size) and
+ * receiving as many elements into `recv` from position (p - 1) mod g, in
+ * `slot` (0..TRX_SHIFT_SLOTS-1), and returns at once; trx_shift_wait(slot)
+ * returns when recv holds them and send may be written again (on a device:
+ * the compute stream waits for the exchange, the host does not). Both
+ * buffers are contiguous and of the same size. Shifts of several slots may
+ * be in flight; a slot is started again only after its wait, and neither
+ * buffer is touched in between. A group of one copies send to recv. The
+ * C front trx_shift_start / trx_shift_wait_slot (below) has the details;
+ * misuse aborts naming these functions. */
+void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,
+                                      trx_memref_f32_1d *recv,
+                                      int64_t axis_mask, int64_t slot);
+void trx_shift_wait(int64_t slot);
+
 /* Gradient buckets (dist.all_reduce_grads): reduces the gradient buffers of
  * the parameters in `params` (indices) over the group in place, packed
  * into one message, when the accumulation boundary is set; otherwise does
@@ -1259,6 +1276,28 @@ void trx_send_i32(const int32_t *buf, int64_t n, int32_t peer,
 void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer, const int32_t *axes,
                   int32_t naxes, int32_t tag);
 
+/* The ring shift of context parallelism (the compiled code's
+ * trx_shift_start_f32 / trx_shift_wait): trx_shift_start starts sending
+ * send[0..n-1] to position (pos + 1) mod p of the group of axes[0..naxes-1]
+ * and receiving n elements into recv from position (pos - 1) mod p, in
+ * `slot` (0..TRX_SHIFT_SLOTS-1), and returns without waiting for either
+ * peer; trx_shift_wait_slot(slot) returns when recv holds the data and send
+ * may be written again. Shifts in different slots may be in flight at once
+ * (every member starts its shifts in the same order, as with send/recv);
+ * neither buffer may be touched between the start and the wait. send and
+ * recv must not overlap, except in a group of one, where the start copies
+ * send to recv (nothing when they are the same buffer) and the wait has
+ * nothing to do. MPI: MPI_Irecv and MPI_Isend at the start (pieces of at
+ * most 1 GiB, like every transfer), MPI_Waitall at the wait; a message of a
+ * different size aborts. Counted at the wait as one send and one recv of
+ * n elements over the group's axis set (0 bytes for a group of one). A slot
+ * out of range, a start of a slot in flight, a wait of a slot not started
+ * and trx_dist_finalize with a slot in flight abort; the wait is watched by
+ * the collective watchdog (trx_comm_set_timeout). */
+void trx_shift_start(const float *send, float *recv, int64_t n,
+                     const int32_t *axes, int32_t naxes, int32_t slot);
+void trx_shift_wait_slot(int32_t slot);
+
 /* A gradient bucket: bufs[0..nbufs-1] (counts[i] floats each) reduced in
  * place as one all_reduce of their concatenation (counted as one call of
  * the summed size). With the MPI transport it returns with the result in
@@ -1306,6 +1345,7 @@ size_t trx_comm_describe(char *buf, size_t len);
  *                                   position root-1 mod p, sends B)
  *   send            B per call
  *   recv            B per call: bytes RECEIVED (a recv sends nothing)
+ * (a ring shift counts as one send and one recv of its B, at its wait).
  * A group of one member sends nothing (0 bytes). Calls count every call,
  * including those over a group of one. Counters are atomic. */
 enum trx_comm_kind {
@@ -1330,9 +1370,10 @@ const char *trx_comm_kind_name(int32_t kind);
 /* Sets every counter to 0. */
 void trx_comm_reset_counters(void);
 
-/* The collective watchdog: a collective, send or recv of this process that
- * has waited more than `seconds` (> 0; 0 turns it off) prints "error: rank
- * R: <call> over <axes> with ranks <group> at step S has waited ..." and
+/* The collective watchdog: a collective, send, recv or ring-shift start or
+ * wait of this process that has waited more than `seconds` (> 0; 0 turns it
+ * off) prints "error: rank R: <call> over <axes> with ranks <group> at step
+ * S has waited ..." (a shift: "with rank T (send) and rank F (recv)") and
  * ends the process (the launcher then ends the job). A thread checks every
  * 200 ms. trx_comm_set_step names the step in that message. */
 void trx_comm_set_timeout(double seconds);

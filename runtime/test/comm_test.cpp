@@ -24,8 +24,15 @@
 //   triax-rt-comm-test misuse MESH WHAT
 //                                   a collective used wrongly (WHAT: axis,
 //                                   dup, root, op, count, null, peer, self,
-//                                   tag, size, uninit); it must abort with a
-//                                   message
+//                                   tag, size, uninit, shift-*); it must
+//                                   abort with a message
+//   triax-rt-comm-test shift MESH   the ring shift alone over every axis
+//                                   list; rank 0 prints the counter table
+//                                   of a shift over the last axis
+//   triax-rt-comm-test shift-stop MESH
+//                                   the last position of axis 0 never
+//                                   starts its shift: the watchdog
+//                                   (timeout 1 s) ends the job
 //
 //===----------------------------------------------------------------------===//
 
@@ -821,6 +828,148 @@ void checkStaging(const ListInfo &li) {
   deviceBlocks().clear();
 }
 
+/// The ring shift of context parallelism (trx_shift_start /
+/// trx_shift_wait_slot and the compiled code's entries): position q gets
+/// position q-1's buffer, counted at the wait as one send and one recv over
+/// the list's axis set (0 bytes in a group of one); every slot in flight at
+/// once, waited for in another order; device buffers staged by the MPI
+/// transport (send at the start, recv at the wait).
+void checkShift(const ListInfo &li) {
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int rank = trx_dist_rank(), p = li.p;
+  const int prev = li.members[size_t((li.pos + p - 1) % p)];
+  auto filled = [&](int64_t n, int64_t salt) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      v[size_t(j)] = valueF(rank, j + salt);
+    return v;
+  };
+  auto fromPrev = [&](const float *v, int64_t n, int64_t salt) {
+    bool ok = true;
+    for (int64_t j = 0; j < n; ++j)
+      ok = ok && v[j] == valueF(prev, j + salt);
+    return ok;
+  };
+  const uint64_t others = trx_comm_calls(TRX_COMM_ALL_REDUCE, li.mask) +
+                          trx_comm_calls(TRX_COMM_ALL_GATHER, li.mask);
+
+  // One slot; 1003 floats are several messages under
+  // TRX_COMM_MAX_MESSAGE=1000.
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(1003)}) {
+    std::vector<float> send = filled(n, 0), recv(static_cast<size_t>(n), -1.0f);
+    Delta ds(TRX_COMM_SEND, li.mask), dr(TRX_COMM_RECV, li.mask);
+    trx_shift_start(send.data(), recv.data(), n, ax, na, 0);
+    CHECK_EQ(ds.calls(), 0u); // counted at the wait
+    trx_shift_wait_slot(0);
+    CHECK_EQ(ds.calls(), 1u);
+    CHECK_EQ(dr.calls(), 1u);
+    CHECK_EQ(ds.bytes(), p > 1 ? uint64_t(n * 4) : uint64_t(0));
+    CHECK_EQ(dr.bytes(), p > 1 ? uint64_t(n * 4) : uint64_t(0));
+    CHECK(fromPrev(recv.data(), n, 0));
+    CHECK(send == filled(n, 0));
+  }
+
+  // Every slot in flight, of different sizes, waited for in reverse order.
+  {
+    std::vector<std::vector<float>> sends, recvs;
+    Delta ds(TRX_COMM_SEND, li.mask), dr(TRX_COMM_RECV, li.mask);
+    uint64_t bytes = 0;
+    for (int32_t slot = 0; slot < TRX_SHIFT_SLOTS; ++slot) {
+      int64_t n = 5 + 97 * slot;
+      sends.push_back(filled(n, 1000 * slot));
+      recvs.emplace_back(static_cast<size_t>(n), -1.0f);
+      bytes += p > 1 ? uint64_t(n * 4) : 0;
+    }
+    for (int32_t slot = 0; slot < TRX_SHIFT_SLOTS; ++slot)
+      trx_shift_start(sends[size_t(slot)].data(), recvs[size_t(slot)].data(),
+                      int64_t(sends[size_t(slot)].size()), ax, na, slot);
+    for (int32_t slot = TRX_SHIFT_SLOTS; slot-- > 0;)
+      trx_shift_wait_slot(slot);
+    bool ok = true;
+    for (int32_t slot = 0; slot < TRX_SHIFT_SLOTS; ++slot)
+      ok = ok && fromPrev(recvs[size_t(slot)].data(),
+                          int64_t(recvs[size_t(slot)].size()), 1000 * slot);
+    CHECK(ok);
+    CHECK_EQ(ds.calls(), uint64_t(TRX_SHIFT_SLOTS));
+    CHECK_EQ(dr.calls(), uint64_t(TRX_SHIFT_SLOTS));
+    CHECK_EQ(ds.bytes(), bytes);
+    CHECK_EQ(dr.bytes(), bytes);
+  }
+
+  // Two shifts of the same slot in a row, and two slots that finish in
+  // the order they started.
+  for (int round = 0; round < 2; ++round) {
+    std::vector<float> k = filled(64, 7 + round), v = filled(65, 9 + round);
+    std::vector<float> kIn(64, -1.0f), vIn(65, -1.0f);
+    trx_shift_start(k.data(), kIn.data(), 64, ax, na, 0);
+    trx_shift_start(v.data(), vIn.data(), 65, ax, na, 1);
+    trx_shift_wait_slot(0);
+    trx_shift_wait_slot(1);
+    CHECK(fromPrev(kIn.data(), 64, 7 + round));
+    CHECK(fromPrev(vIn.data(), 65, 9 + round));
+  }
+
+  if (p == 1) {
+    // A group of one: the same buffer is left as it is.
+    std::vector<float> b = filled(7, 3);
+    trx_shift_start(b.data(), b.data(), 7, ax, na, 2);
+    trx_shift_wait_slot(2);
+    CHECK(b == filled(7, 3));
+  }
+
+  // The compiled code's entries take the axis mask, whose group orders its
+  // members in mesh order: lists in mesh order only. Views at an offset.
+  if (std::is_sorted(li.axes.begin(), li.axes.end())) {
+    CHECK_EQ(trx_group_position(int64_t(li.mask)), int64_t(li.pos));
+    std::vector<float> send = filled(36, 5), recv(36, -1.0f);
+    trx_memref_f32_1d ms = {send.data(), send.data(), 3, {33}, {1}};
+    trx_memref_f32_1d mr = {recv.data(), recv.data(), 2, {33}, {1}};
+    Delta ds(TRX_COMM_SEND, li.mask), dr(TRX_COMM_RECV, li.mask);
+    _mlir_ciface_trx_shift_start_f32(&ms, &mr, int64_t(li.mask), 6);
+    trx_shift_wait(6);
+    CHECK(fromPrev(recv.data() + 2, 33, 5 + 3));
+    CHECK_EQ(recv[0], -1.0f);
+    CHECK_EQ(recv[35], -1.0f);
+    CHECK_EQ(ds.calls(), 1u);
+    CHECK_EQ(dr.bytes(), p > 1 ? uint64_t(33 * 4) : uint64_t(0));
+  }
+
+  // TRX_COMM=mpi on the CUDA target (see checkStaging): send is copied to
+  // the host at the start, recv to the device at the wait (a group of one
+  // copies both at the start).
+  {
+    const int64_t n = 301;
+    std::vector<float> send = filled(n, 11);
+    auto *dSend = static_cast<float *>(
+        trx_alloc(size_t(n) * sizeof(float) + 1, TRX_MEM_OTHER));
+    auto *dRecv = static_cast<float *>(
+        trx_alloc(size_t(n) * sizeof(float) + 1, TRX_MEM_OTHER));
+    CHECK(dSend != nullptr && dRecv != nullptr);
+    std::memcpy(dSend, send.data(), size_t(n) * sizeof(float));
+    deviceBlocks().insert(dSend);
+    deviceBlocks().insert(dRecv);
+    triax::rt::gDeviceMemoryHook = allocBlock;
+    trx_copy_reset_counters();
+    trx_shift_start(dSend, dRecv, n, ax, na, 7);
+    CHECK_EQ(trx_copy_calls(TRX_COPY_TO_HOST), uint64_t(1));
+    CHECK_EQ(trx_copy_calls(TRX_COPY_TO_DEVICE), uint64_t(p > 1 ? 0 : 1));
+    trx_shift_wait_slot(7);
+    CHECK_EQ(trx_copy_calls(TRX_COPY_TO_HOST), uint64_t(1));
+    CHECK_EQ(trx_copy_calls(TRX_COPY_TO_DEVICE), uint64_t(1));
+    CHECK_EQ(trx_copy_bytes(TRX_COPY_TO_DEVICE), uint64_t(n * 4));
+    triax::rt::gDeviceMemoryHook = nullptr;
+    CHECK(fromPrev(dRecv, n, 11));
+    deviceBlocks().clear();
+    trx_free(dSend);
+    trx_free(dRecv);
+  }
+  // No other kind was counted.
+  CHECK_EQ(trx_comm_calls(TRX_COMM_ALL_REDUCE, li.mask) +
+               trx_comm_calls(TRX_COMM_ALL_GATHER, li.mask),
+           others);
+}
+
 std::vector<int32_t> allAxes(const Mesh &m) {
   std::vector<int32_t> all;
   for (int32_t a = 0; a < int32_t(m.sizes.size()); ++a)
@@ -863,6 +1012,7 @@ int cmdRun(const Mesh &m, int *argc, char ***argv) {
     checkSplitKey(m, li);
     checkBucket(li);
     checkStaging(li);
+    checkShift(li);
   }
   checkLarge(describe(m, allAxes(m)));
   workloadTable(m);
@@ -1005,6 +1155,7 @@ int cmdSingleton(int *argc, char ***argv) {
     checkSplitKey(m, li);
     checkBucket(li);
     checkStaging(li);
+    checkShift(li);
   }
   CHECK_STREQ(trx_comm_transport_name(), "mpi");
   {
@@ -1030,6 +1181,56 @@ int cmdSingleton(int *argc, char ***argv) {
             "trx_dist_init: MPI was already finalized and cannot be started "
             "again");
   trxtest::done("comm");
+  return 0;
+}
+
+/// The ring shift alone over every axis list, then rank 0 prints the
+/// counter table after a shift of 100 f32 over the last axis.
+int cmdShift(const Mesh &m, int *argc, char ***argv) {
+  initOrExit(m, argc, argv);
+  atexit(abortJobIfStillRunning);
+  const int k = int(m.sizes.size());
+  for (const std::vector<int32_t> &l : axisLists(static_cast<size_t>(k)))
+    checkShift(describe(m, l));
+  // Counted on the shift's axis only.
+  trx_dist_barrier();
+  trx_comm_reset_counters();
+  int32_t last = k - 1;
+  std::vector<float> send(100, 1.0f), recv(100);
+  trx_shift_start(send.data(), recv.data(), 100, &last, 1, 0);
+  trx_shift_wait_slot(0);
+  CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, 1u << last), 2u);
+  CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 2u);
+  if (trx_dist_rank() == 0)
+    trx_comm_print_table(stdout);
+  int32_t checks = trxtest::checkCount();
+  std::vector<int32_t> axes = allAxes(m);
+  trx_all_reduce_i32(&checks, 1, TRX_REDUCE_SUM, axes.data(), k);
+  const int rank = trx_dist_rank(), world = trx_dist_world_size();
+  trx_dist_finalize();
+  if (rank == 0)
+    printf("shift %s: all %d checks passed on %d ranks\n", m.text.c_str(),
+           checks, world);
+  return 0;
+}
+
+/// --comm-timeout on a ring shift: the last position of axis 0 never
+/// starts its shift, so position 0 waits for its message until the
+/// watchdog ends the job.
+int cmdShiftStop(const Mesh &m, int *argc, char ***argv) {
+  initOrExit(m, argc, argv);
+  trx_comm_set_timeout(1.0);
+  trx_comm_set_step(3);
+  int32_t ax0 = 0;
+  std::vector<float> send(64, 1.0f), recv(64);
+  if (trx_dist_coord(0) == m.sizes[0] - 1) {
+    sleep(30); // stuck: the launcher ends this rank with the job
+  } else {
+    trx_shift_start(send.data(), recv.data(), 64, &ax0, 1, 0);
+    trx_shift_wait_slot(0);
+  }
+  trx_dist_barrier();
+  printf("rank %d: the shift returned without its peer\n", trx_dist_rank());
   return 0;
 }
 
@@ -1101,6 +1302,52 @@ int cmdMisuse(const Mesh &m, const std::string &what, int *argc, char ***argv) {
     trx_send(buf.data(), 8, int32_t(trx_dist_coord(0)), ax0, 1, 0);
   } else if (what == "tag") {
     trx_recv(buf.data(), 8, 0, ax0, 1, TRX_DIST_MAX_TAG + 1);
+  } else if (what == "shift-slot") {
+    trx_shift_start(buf.data(), buf.data() + 4, 4, ax0, 1, TRX_SHIFT_SLOTS);
+  } else if (what == "shift-wait-slot") {
+    trx_shift_wait(-1);
+  } else if (what == "shift-twice") {
+    std::vector<float> recv(8);
+    trx_shift_start(buf.data(), recv.data(), 8, ax0, 1, 2);
+    trx_shift_start(buf.data(), recv.data(), 8, ax0, 1, 2);
+  } else if (what == "shift-wait") {
+    trx_shift_wait_slot(3);
+  } else if (what == "shift-waited") {
+    std::vector<float> recv(8);
+    trx_shift_start(buf.data(), recv.data(), 8, ax0, 1, 5);
+    trx_shift_wait_slot(5);
+    trx_shift_wait_slot(5);
+  } else if (what == "shift-overlap") {
+    trx_shift_start(buf.data(), buf.data() + 2, 4, ax0, 1, 0);
+  } else if (what == "shift-count") {
+    std::vector<float> recv(8);
+    trx_shift_start(buf.data(), recv.data(), -1, ax0, 1, 0);
+  } else if (what == "shift-memref-sizes") {
+    std::vector<float> recv(8);
+    trx_memref_f32_1d s = {buf.data(), buf.data(), 0, {8}, {1}};
+    trx_memref_f32_1d r = {recv.data(), recv.data(), 0, {4}, {1}};
+    _mlir_ciface_trx_shift_start_f32(&s, &r, 1, 0);
+  } else if (what == "shift-stride") {
+    std::vector<float> recv(8);
+    trx_memref_f32_1d s = {buf.data(), buf.data(), 0, {4}, {2}};
+    trx_memref_f32_1d r = {recv.data(), recv.data(), 0, {4}, {1}};
+    _mlir_ciface_trx_shift_start_f32(&s, &r, 1, 0);
+  } else if (what == "shift-mask") {
+    std::vector<float> recv(8);
+    trx_memref_f32_1d s = {buf.data(), buf.data(), 0, {8}, {1}};
+    trx_memref_f32_1d r = {recv.data(), recv.data(), 0, {8}, {1}};
+    _mlir_ciface_trx_shift_start_f32(&s, &r, int64_t(1) << k, 0);
+  } else if (what == "shift-finalize") {
+    std::vector<float> recv(8);
+    trx_shift_start(buf.data(), recv.data(), 8, ax0, 1, 4);
+    trx_dist_finalize();
+  } else if (what == "shift-size") {
+    // Position 0 shifts 8 floats, position 1 4.
+    std::vector<float> recv(8);
+    int64_t n = trx_dist_coord(0) == 0 ? 8 : 4;
+    trx_shift_start(buf.data(), recv.data(), n, ax0, 1, 0);
+    trx_shift_wait_slot(0);
+    trx_dist_barrier();
   } else if (what == "size") {
     // Position 0 sends 8 floats; position 1 expects 4.
     if (trx_dist_coord(0) == 0)
@@ -1135,8 +1382,12 @@ int main(int argc, char **argv) {
       return cmdMpiError(m, &argc, &argv);
     if (cmd == "misuse" && argc == 4)
       return cmdMisuse(m, argv[3], &argc, &argv);
+    if (cmd == "shift" && argc == 3)
+      return cmdShift(m, &argc, &argv);
+    if (cmd == "shift-stop" && argc == 3)
+      return cmdShiftStop(m, &argc, &argv);
   }
-  fprintf(stderr, "usage: triax-rt-comm-test [run|init|mpi-error MESH | "
-                  "abort MESH RANK | misuse MESH WHAT]\n");
+  fprintf(stderr, "usage: triax-rt-comm-test [run|init|mpi-error|shift|"
+                  "shift-stop MESH | abort MESH RANK | misuse MESH WHAT]\n");
   return 2;
 }

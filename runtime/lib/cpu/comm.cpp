@@ -2,8 +2,9 @@
 //
 // World setup for a mesh with named axes (coordinates, one communicator per
 // axis, communicators of axis sets on demand), the collectives of the dist
-// dialect and point-to-point transfers, per-kind and per-axis-set byte
-// counters, --trace events, and the job-wide abort.
+// dialect, point-to-point transfers and the ring shifts of context
+// parallelism, per-kind and per-axis-set byte counters, --trace events, and
+// the job-wide abort.
 //
 // The data movement goes through a Transport (transport.h): the MPI one
 // here, ring algorithms over MPI_Sendrecv, is the CPU target's; the CUDA
@@ -65,12 +66,28 @@ constexpr int kMaxAxes = TRX_DIST_MAX_AXES;
 constexpr uint32_t kNumMasks = 1u << kMaxAxes;
 // Internal tags: one per collective kind, above the user range.
 constexpr int kTagBase = TRX_DIST_MAX_TAG + 1; // 32760 .. 32767
+// The ring shifts (32766): the same tag for every slot. A pair's messages on
+// one communicator and tag match in the order they were posted, and every
+// member starts its shifts in the same order, so the k-th shift a rank
+// sends to a peer is the k-th one that peer receives from it.
+constexpr int kShiftTag = kTagBase + TRX_COMM_NKINDS;
+static_assert(kShiftTag <= 32767, "MPI guarantees tags up to 32767 only");
 // Largest message handed to MPI (counts are int): 1 GiB, or the value of
 // the environment variable TRX_COMM_MAX_MESSAGE at trx_dist_init (a test
 // hook: the tests use a few KiB to run the many-message paths).
 int64_t gMaxPieceBytes = int64_t(1) << 30;
 // Segment of the pipelined broadcast chain.
 constexpr int64_t kBcastSegmentBytes = 256 * 1024;
+
+/// A ring shift between trx_shift_start and its wait.
+struct ShiftSlot {
+  bool inFlight = false;
+  const trx_dist_group *group = nullptr;
+  uint64_t bytes = 0; // the counters' value (0 in a group of one)
+  int32_t to = 0, from = 0;
+  double traceStart = -1;
+  const char *startFn = nullptr;
+};
 
 struct DistState {
   bool active = false;
@@ -85,6 +102,7 @@ struct DistState {
   std::map<uint32_t, MPI_Comm> setComms; // axis set -> communicator
   std::map<uint32_t, void *> setHandles; // axis set -> transport's one
   std::map<std::vector<int32_t>, std::unique_ptr<trx_dist_group>> groups;
+  ShiftSlot shifts[TRX_SHIFT_SLOTS];
 };
 
 DistState &state() {
@@ -607,7 +625,6 @@ public:
                 const char *) override {
     return nullptr; // trx_dist_group::comm
   }
-  void finalize() override {}
 
   // The rings run on host memory. A buffer in device memory (the CUDA
   // target with TRX_COMM=mpi: the compiled code's buffers) is staged: a
@@ -697,7 +714,98 @@ public:
                   tag, peer, fn);
   }
 
+  // The ring shift: the receives, then the sends, posted at the start (in
+  // pieces of at most gMaxPieceBytes, as sendrecv cuts them) and completed
+  // at the wait. Buffers in device memory are staged: send is copied to the
+  // host at the start (nothing writes it before the wait), recv back to the
+  // device at the wait.
+  void startShift(const CommGroup &g, const void *send, void *recv,
+                  int64_t bytes, int32_t to, int32_t from, int32_t slot,
+                  const char *fn) override {
+    if (g.size == 1) {
+      if (send != recv && bytes > 0) {
+        HostView in(send, size_t(bytes));
+        HostView out(recv, size_t(bytes), /*in=*/false, /*out=*/true);
+        memmove(out.data(), in.data(), size_t(bytes));
+      }
+      return;
+    }
+    Shift &s = shifts_[slot];
+    s.from = from;
+    s.in = std::make_unique<HostView>(send, size_t(bytes));
+    s.out = std::make_unique<HostView>(recv, size_t(bytes), /*in=*/false,
+                                       /*out=*/true);
+    const MPI_Comm comm = mpiGroup(g).comm;
+    const int dst = g.posToCommRank[size_t(to)];
+    const int src = g.posToCommRank[size_t(from)];
+    char *r = static_cast<char *>(s.out->data());
+    int64_t o = 0;
+    do {
+      int b = int(std::min(bytes - o, gMaxPieceBytes));
+      s.reqs.emplace_back();
+      s.pieces.push_back(b);
+      checkMpi(
+          MPI_Irecv(r + o, b, MPI_BYTE, src, kShiftTag, comm, &s.reqs.back()),
+          fn, "MPI_Irecv");
+      o += b;
+    } while (o < bytes);
+    const char *d = static_cast<const char *>(s.in->data());
+    o = 0;
+    do {
+      int b = int(std::min(bytes - o, gMaxPieceBytes));
+      s.reqs.emplace_back();
+      checkMpi(
+          MPI_Isend(d + o, b, MPI_BYTE, dst, kShiftTag, comm, &s.reqs.back()),
+          fn, "MPI_Isend");
+      o += b;
+    } while (o < bytes);
+  }
+
+  void waitShift(int32_t slot, const char *fn) override {
+    Shift &s = shifts_[slot];
+    if (s.reqs.empty())
+      return; // a group of one: done at the start
+    std::vector<MPI_Status> statuses(s.reqs.size());
+    int rc = MPI_Waitall(int(s.reqs.size()), s.reqs.data(), statuses.data());
+    // A receive of a message of another size: a larger one fails with
+    // MPI_ERR_TRUNCATE in its status, a smaller one arrives short. Either
+    // means the members disagree on the size (the message, as trx_recv's).
+    for (size_t i = 0; i < s.pieces.size(); ++i) {
+      int err = rc == MPI_ERR_IN_STATUS ? statuses[i].MPI_ERROR : rc;
+      if (err == MPI_ERR_TRUNCATE)
+        abortf("%s: expected %d bytes from position %d but the message is "
+               "larger",
+               fn, s.pieces[i], s.from);
+      if (err != MPI_SUCCESS)
+        continue;
+      int got = 0;
+      checkMpi(MPI_Get_count(&statuses[i], MPI_BYTE, &got), fn,
+               "MPI_Get_count");
+      if (got != s.pieces[i])
+        abortf("%s: expected %d bytes from position %d but the message has "
+               "%d bytes",
+               fn, s.pieces[i], s.from, got);
+    }
+    checkMpi(rc, fn, "MPI_Waitall");
+    s.out->finish();
+    s = Shift();
+  }
+
+  void finalize() override {
+    for (Shift &s : shifts_)
+      s = Shift();
+  }
+
 private:
+  /// A ring shift in flight.
+  struct Shift {
+    std::vector<MPI_Request> reqs; // the receives (pieces), then the sends
+    std::vector<int> pieces;       // the bytes of each receive
+    int32_t from = 0;
+    std::unique_ptr<HostView> in, out; // send and recv on the host
+  };
+  Shift shifts_[TRX_SHIFT_SLOTS];
+
   static size_t bytesOf(int64_t n, CommDType t) {
     return size_t(n) * size_t(commDTypeSize(t));
   }
@@ -709,11 +817,11 @@ private:
 
 //===--- the collective watchdog (--comm-timeout) -------------------------===//
 //
-// A call in flight (a collective, a send, a recv) is marked with its start;
-// a thread checks it every 200 ms and, once it has waited past the
-// timeout, prints what it waited on and ends this process, so that the
-// launcher ends the job: a stopped or vanished rank is an error with a
-// message, never a silent hang.
+// A call in flight (a collective, a send, a recv, a ring shift's start or
+// wait) is marked with its start; a thread checks it every 200 ms and, once
+// it has waited past the timeout, prints what it waited on and ends this
+// process, so that the launcher ends the job: a stopped or vanished rank is
+// an error with a message, never a silent hang.
 
 struct Watchdog {
   std::atomic<double> timeoutMs{0}; // 0: off
@@ -721,6 +829,7 @@ struct Watchdog {
   std::atomic<const char *> fn{nullptr};
   std::atomic<const CommGroup *> group{nullptr};
   std::atomic<int32_t> peer{-1};
+  std::atomic<int32_t> peer2{-1}; // a ring shift's source (peer: its target)
   std::atomic<int64_t> step{0};
   std::atomic<bool> started{false};
 };
@@ -738,12 +847,18 @@ Watchdog &watchdog() {
   std::string axes = g ? axisList(g->mask) : "", ranks;
   for (size_t i = 0; g && i < g->posToWorld.size(); ++i)
     ranks += std::string(i ? "," : "") + std::to_string(g->posToWorld[i]);
-  int32_t peer = w.peer.load();
+  int32_t peer = w.peer.load(), peer2 = w.peer2.load();
+  auto member = [&](int32_t pos) {
+    return g && pos >= 0 && size_t(pos) < g->posToWorld.size()
+               ? "rank " + std::to_string(g->posToWorld[size_t(pos)])
+               : std::string();
+  };
   std::string with =
-      peer >= 0 && g && size_t(peer) < g->posToWorld.size()
-          ? "with rank " + std::to_string(g->posToWorld[size_t(peer)])
-      : g ? "with ranks " + ranks
-          : std::string("of this rank");
+      !member(peer).empty() && !member(peer2).empty() && peer != peer2
+          ? "with " + member(peer) + " (send) and " + member(peer2) + " (recv)"
+      : !member(peer).empty() ? "with " + member(peer)
+      : g                     ? "with ranks " + ranks
+                              : std::string("of this rank");
   fprintf(stderr,
           "error: rank %d: %s over %s %s at step %" PRId64
           " has waited %.1f s, past --comm-timeout %.0f s: a rank of the "
@@ -766,14 +881,17 @@ Watchdog &watchdog() {
 class InFlight {
 public:
   /// A call over group `g` (null: the gradient reductions in flight, over
-  /// their groups), with position `peer` for a send or recv.
-  InFlight(const char *fn, const CommGroup *g, int32_t peer = -1) {
+  /// their groups), with position `peer` for a send or recv, and positions
+  /// `peer` and `peer2` it sends to and receives from for a ring shift.
+  InFlight(const char *fn, const CommGroup *g, int32_t peer = -1,
+           int32_t peer2 = -1) {
     Watchdog &w = watchdog();
     if (w.timeoutMs.load(std::memory_order_relaxed) <= 0)
       return;
     w.fn = fn;
     w.group = g;
     w.peer = peer;
+    w.peer2 = peer2;
     w.sinceMs = trx_now_ms();
     armed = true;
   }
@@ -1125,6 +1243,12 @@ extern "C" void trx_dist_finalize(void) {
   DistState &st = state();
   if (!st.active)
     return;
+  // A shift in flight still has the peers' messages and its buffers.
+  for (int32_t i = 0; i < TRX_SHIFT_SLOTS; ++i)
+    if (const ShiftSlot &s = st.shifts[i]; s.inFlight)
+      abortf("trx_dist_finalize: the ring shift of slot %d (%s over %s) was "
+             "not waited for",
+             i, s.startFn, axisList(s.group->mask).c_str());
   freeComms();
   st.transport = nullptr;
   st.active = false;
@@ -1324,6 +1448,84 @@ extern "C" void trx_send_i32(const int32_t *buf, int64_t n, int32_t peer,
 extern "C" void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer,
                              const int32_t *axes, int32_t naxes, int32_t tag) {
   recvFrom(buf, n, peer, axes, naxes, tag, "trx_recv_i32");
+}
+
+//===----------------------------------------------------------------------===//
+// The ring shifts of context parallelism
+//===----------------------------------------------------------------------===//
+
+namespace {
+ShiftSlot &shiftSlot(int64_t slot, const char *fn) {
+  if (slot < 0 || slot >= TRX_SHIFT_SLOTS)
+    abortf("%s: slot %" PRId64 " is out of range (0..%d)", fn, slot,
+           TRX_SHIFT_SLOTS - 1);
+  return state().shifts[slot];
+}
+} // namespace
+
+void triax::rt::shiftStart(const float *send, float *recv, int64_t n,
+                           const int32_t *axes, int32_t naxes, int64_t slot,
+                           const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
+  ShiftSlot &s = shiftSlot(slot, fn);
+  checkBuffer(send, n, "send", fn);
+  checkBuffer(recv, n, "recv", fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  if (s.inFlight)
+    abortf("%s: slot %" PRId64 " is already in flight (%s over %s, not "
+           "waited for yet)",
+           fn, slot, s.startFn, axisList(s.group->mask).c_str());
+  const int64_t bytes = n * int64_t(sizeof(float));
+  // Both transfers run at once: recv must not be written while send is
+  // being read (a group of one only copies).
+  const char *sb = reinterpret_cast<const char *>(send);
+  const char *rb = reinterpret_cast<const char *>(recv);
+  if (g.size > 1 && bytes > 0 && sb < rb + bytes && rb < sb + bytes)
+    abortf("%s: send and recv overlap (a shift over %d members needs two "
+           "buffers)",
+           fn, g.size);
+  const int32_t to = (g.position + 1) % g.size;
+  const int32_t from = (g.position + g.size - 1) % g.size;
+  {
+    InFlight watched(fn, &g, to, from);
+    transportOf(fn).startShift(g, send, recv, bytes, to, from, int32_t(slot),
+                               fn);
+  }
+  s.inFlight = true;
+  s.group = &g;
+  s.bytes = g.size > 1 ? uint64_t(bytes) : 0;
+  s.to = to;
+  s.from = from;
+  s.traceStart = traceStart;
+  s.startFn = fn;
+}
+
+void triax::rt::shiftWait(int64_t slot, const char *fn) {
+  ShiftSlot &s = shiftSlot(slot, fn);
+  Transport &t = transportOf(fn);
+  if (!s.inFlight)
+    abortf("%s: slot %" PRId64 " is not in flight (never started, or "
+           "waited for already)",
+           fn, slot);
+  {
+    InFlight watched(fn, s.group, s.to, s.from);
+    t.waitShift(int32_t(slot), fn);
+  }
+  s.inFlight = false;
+  // One send and one recv of the buffer; --trace shows them from the start
+  // to the wait, over the compute work between.
+  count(TRX_COMM_SEND, s.group->mask, s.bytes, s.traceStart);
+  count(TRX_COMM_RECV, s.group->mask, s.bytes, s.traceStart);
+}
+
+extern "C" void trx_shift_start(const float *send, float *recv, int64_t n,
+                                const int32_t *axes, int32_t naxes,
+                                int32_t slot) {
+  shiftStart(send, recv, n, axes, naxes, slot, "trx_shift_start");
+}
+
+extern "C" void trx_shift_wait_slot(int32_t slot) {
+  shiftWait(slot, "trx_shift_wait_slot");
 }
 
 //===----------------------------------------------------------------------===//

@@ -1480,6 +1480,31 @@ extern "C" void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
            int32_t(axes.size()), int32_t(tag));
 }
 
+extern "C" void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,
+                                                 trx_memref_f32_1d *recv,
+                                                 int64_t axis_mask,
+                                                 int64_t slot) {
+  const char *fn = "trx_shift_start_f32";
+  StreamOrderedScope streamOrdered; // trx_shift_wait orders the reads
+  float *src = contiguous(fn, "send", send);
+  float *dst = contiguous(fn, "recv", recv);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  if (send->sizes[0] != recv->sizes[0]) {
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "%s: send has %" PRId64 " elements but recv has %" PRId64, fn,
+             send->sizes[0], recv->sizes[0]);
+    trx_dist_abort(msg);
+  }
+  shiftStart(src, dst, send->sizes[0], axes.data(), int32_t(axes.size()), slot,
+             fn);
+}
+
+extern "C" void trx_shift_wait(int64_t slot) {
+  StreamOrderedScope streamOrdered; // the compiled code reads recv next
+  shiftWait(slot, "trx_shift_wait");
+}
+
 namespace {
 bool accumulationBoundary = true;
 bool firstMicroBatch = true;

@@ -4,9 +4,10 @@
 // axis lists and their communicators, the argument checks, the byte
 // counters and the --trace events. The bytes themselves move through a
 // Transport:
-//  - "mpi": ring algorithms over MPI_Sendrecv on host memory (comm.cpp; the
-//    CPU target's and the default). On the CUDA target (TRX_COMM=mpi) the
-//    device buffers are staged through host copies (HostView, internal.h);
+//  - "mpi": ring algorithms over MPI_Sendrecv on host memory, the ring shift
+//    over MPI_Isend/MPI_Irecv (comm.cpp; the CPU target's and the default).
+//    On the CUDA target (TRX_COMM=mpi) the device buffers are staged
+//    through host copies (HostView, internal.h);
 //  - "nccl": NCCL on device memory (lib/cuda/nccl.cpp), registered by the
 //    CUDA runtime from a global constructor.
 // trx_dist_init picks the registered device transport when there is one,
@@ -138,6 +139,22 @@ public:
   /// tell).
   virtual void recv(const CommGroup &g, void *buf, int64_t bytes, int32_t peer,
                     int32_t tag, const char *fn) = 0;
+  /// The ring shift (trx_shift_start / trx_shift_wait_slot, the front
+  /// checked the arguments): starts sending `bytes` of `send` to position
+  /// `to` and receiving as many into `recv` from position `from`, in `slot`
+  /// (0..TRX_SHIFT_SLOTS-1, not in flight), and returns without waiting for
+  /// the peers; the front touches neither buffer until waitShift(slot).
+  /// Shifts of several slots may be in flight, on one group or several; the
+  /// members start theirs in the same order. In a group of one (to == from
+  /// == the position) it copies send to recv, which may alias it.
+  virtual void startShift(const CommGroup &g, const void *send, void *recv,
+                          int64_t bytes, int32_t to, int32_t from, int32_t slot,
+                          const char *fn) = 0;
+  /// Returns when the shift of `slot` is done: recv holds the data and
+  /// send may be written again. Under a StreamOrderedScope, on device
+  /// memory, when the compute stream has it (work queued later runs after
+  /// the shift) rather than the host.
+  virtual void waitShift(int32_t slot, const char *fn) = 0;
   /// The compute side waits for every CommQueue::Grads collective so far,
   /// and for every gradient region.
   virtual void waitGrads() {}
@@ -167,6 +184,14 @@ public:
   StreamOrderedScope &operator=(const StreamOrderedScope &) = delete;
   static bool active();
 };
+
+/// The ring shift's front (comm.cpp) behind trx_shift_start /
+/// trx_shift_wait_slot and the compiled code's trx_shift_start_f32 /
+/// trx_shift_wait (kernel_abi.cpp): the checks, the transport call, the
+/// counters, --trace and the watchdog; its errors name `fn`.
+void shiftStart(const float *send, float *recv, int64_t n, const int32_t *axes,
+                int32_t naxes, int64_t slot, const char *fn);
+void shiftWait(int64_t slot, const char *fn);
 
 /// Ends the job through trx_dist_abort with a formatted message.
 [[noreturn]] void commAbortf(const char *fmt, ...)

@@ -31,9 +31,17 @@
 // again only behind it (deferReuse); trx_comm_wait_grads joins it like a
 // bucket. A compute-stream collective on a communicator with bucket or
 // region work in flight waits for it first, so the two streams never run
-// one communicator at once. Called from the host runtime
-// (no StreamOrderedScope), or on host memory (staged through a device
-// scratch), a collective returns with its result in place.
+// one communicator at once. The ring shifts of context parallelism
+// (trx_shift_start/wait) run on a stream of their own, the shift stream:
+// the start makes it wait for the compute stream and queues ncclSend and
+// ncclRecv there as one group, then records the slot's event; the wait
+// makes the compute stream wait for that event, so the exchange overlaps
+// the compute work queued between the two (and no shift queues behind the
+// gradient buckets of the communication stream). Other work on a
+// communicator with a shift in flight waits for the shift stream first.
+// Called from the host runtime (no StreamOrderedScope), or on host memory
+// (staged through a device scratch), a collective returns with its result
+// in place.
 //
 // Failures. Every NCCL call is checked; a failure ends the job with the
 // call, ncclGetErrorString, ncclGetLastError and the rank, after
@@ -131,6 +139,7 @@ struct Comm {
   uint32_t mask = 0; // 0: the world
   int size = 1, rank = 0;
   bool gradsInFlight = false; // bucket work on the comm stream not waited for
+  int shiftsInFlight = 0;     // ring shifts on the shift stream not waited for
 };
 
 class NcclTransport final : public Transport {
@@ -211,6 +220,10 @@ public:
     waitDevice(stream(), "trx_dist_finalize");
     if (commStreamUsed_)
       waitDevice(commStream(), "trx_dist_finalize");
+    if (shiftStream_)
+      waitDevice(shiftStream_, "trx_dist_finalize");
+    for (Comm *&c : shiftComm_)
+      c = nullptr;
     // Finalize every communicator before waiting for any: a blocking wait
     // on one while a peer finalizes another in a different order would
     // deadlock.
@@ -301,6 +314,7 @@ public:
     CUstream cs = commStream();
     commStreamUsed_ = true;
     streamWaits(cs, stream());
+    afterShifts(cs, c);
     groupStart(fn);
     for (int32_t b = 0; b < nbufs; ++b)
       call(ncclAllReduce(bufs[b], bufs[b], size_t(counts[b]), ncclType(t),
@@ -363,6 +377,7 @@ public:
       if (!overlap || rb == sb + int64_t(c.rank) * bytes) {
         // In the gradient region, on the communication stream (which
         // waited for the compute stream at begin).
+        afterShifts(commStream(), c);
         reduceScatterOn(send, recv, npr, t, op, c, commStream(),
                         "ncclReduceScatter (gradient region)", fn);
         c.gradsInFlight = true;
@@ -433,6 +448,85 @@ public:
          "ncclRecv", c, fn);
     s.finish(st);
     finishCompute(s.host, fn);
+  }
+
+  // The ring shift. Device buffers: on the shift stream, stream-ordered
+  // (see the file comment); a host caller's wait also waits for the device.
+  // A group of one is a copy on the compute stream. Host memory (the C
+  // API's buffers) goes through the scratch on the compute stream and is
+  // done when the start returns.
+  void startShift(const CommGroup &g, const void *send, void *recv,
+                  int64_t bytes, int32_t to, int32_t from, int32_t slot,
+                  const char *fn) override {
+    Comm &c = comm(g);
+    shiftComm_[slot] = nullptr;
+    const bool device =
+        bytes == 0 || (deviceAccessible(send) && deviceAccessible(recv));
+    if (g.size == 1) {
+      if (send == recv || bytes == 0)
+        return;
+      if (!deviceAccessible(send) && !deviceAccessible(recv)) {
+        memmove(recv, send, size_t(bytes));
+        return;
+      }
+      CUstream st = computeOn(c);
+      TRX_CU(cuMemcpyAsync(dptr(recv), dptr(send), size_t(bytes), st));
+      finishCompute(!device, fn);
+      return;
+    }
+    const int peerTo = g.posToCommRank[size_t(to)];
+    const int peerFrom = g.posToCommRank[size_t(from)];
+    if (!device) {
+      Staged in(*this, send, bytes, /*in=*/true, /*out=*/false, fn, 0);
+      Staged out(*this, recv, bytes, /*in=*/false, /*out=*/true, fn, 1);
+      CUstream st = computeOn(c);
+      groupStart(fn);
+      call(ncclSend(in.dev, size_t(bytes), ncclUint8, peerTo, c.comm, st),
+           "ncclSend (ring shift)", c, fn);
+      call(ncclRecv(out.dev, size_t(bytes), ncclUint8, peerFrom, c.comm, st),
+           "ncclRecv (ring shift)", c, fn);
+      groupEnd(c, fn);
+      out.finish(st);
+      finishCompute(true, fn);
+      return;
+    }
+    CUstream ss = shiftStream();
+    // Behind the compute work that wrote send and last read recv; inside a
+    // gradient region also behind its kernels, and behind this
+    // communicator's bucket work in flight (never two streams on one
+    // communicator at once), both on the communication stream.
+    streamWaits(ss, stream());
+    if (inGrads_ || c.gradsInFlight)
+      streamWaits(ss, commStream());
+    groupStart(fn);
+    call(ncclSend(send, size_t(bytes), ncclUint8, peerTo, c.comm, ss),
+         "ncclSend (ring shift)", c, fn);
+    call(ncclRecv(recv, size_t(bytes), ncclUint8, peerFrom, c.comm, ss),
+         "ncclRecv (ring shift)", c, fn);
+    groupEnd(c, fn);
+    // Recording the slot's event again is safe: the slot restarts only
+    // after its wait, whose cuStreamWaitEvent took the event's state then.
+    if (!shiftDone_[slot])
+      shiftDone_[slot] = newEvent();
+    TRX_CU(cuEventRecord(shiftDone_[slot], ss));
+    ++c.shiftsInFlight;
+    shiftComm_[slot] = &c;
+  }
+
+  void waitShift(int32_t slot, const char *fn) override {
+    if (Comm *c = shiftComm_[slot]) {
+      TRX_CU(cuStreamWaitEvent(stream(), shiftDone_[slot], 0));
+      // Inside a gradient region its later kernels run on the
+      // communication stream: they may read recv too.
+      if (inGrads_)
+        TRX_CU(cuStreamWaitEvent(commStream(), shiftDone_[slot], 0));
+      --c->shiftsInFlight;
+      shiftComm_[slot] = nullptr;
+    }
+    if (!StreamOrderedScope::active())
+      waitDevice(stream(), fn);
+    else
+      pollErrors(fn); // a failed peer surfaces here rather than later
   }
 
   void beginGrads(const char *fn) override {
@@ -549,9 +643,26 @@ private:
     return *static_cast<Comm *>(g.handle);
   }
 
-  /// The compute stream, ordered after bucket work in flight on `c`.
+  /// The stream of the ring shifts, created on first use.
+  CUstream shiftStream() {
+    if (!shiftStream_) {
+      stream(); // CUDA initialized, its context current
+      TRX_CU(cuStreamCreate(&shiftStream_, CU_STREAM_NON_BLOCKING));
+    }
+    return shiftStream_;
+  }
+
+  /// Orders `s` after the ring shifts in flight on `c` (other work on `c`).
+  void afterShifts(CUstream s, Comm &c) {
+    if (c.shiftsInFlight > 0)
+      streamWaits(s, shiftStream_);
+  }
+
+  /// The compute stream, ordered after bucket work and ring shifts in flight
+  /// on `c`.
   CUstream computeOn(Comm &c) {
     CUstream st = stream();
+    afterShifts(st, c);
     // Inside a gradient region its earlier work comes first (the compiled
     // code may pass what the region's kernels wrote).
     if (inGrads_)
@@ -737,6 +848,9 @@ private:
   bool inGrads_ = false;                    // inside a gradient region
   std::vector<const void *> regionBuffers_; // its collectives' buffers
   size_t commBytes_ = 0;
+  CUstream shiftStream_ = nullptr;          // the ring shifts
+  CUevent shiftDone_[TRX_SHIFT_SLOTS] = {}; // a slot's end on it
+  Comm *shiftComm_[TRX_SHIFT_SLOTS] = {};   // in flight there (else null)
   void *scratch_[2] = {nullptr, nullptr};
   int64_t scratchBytes_[2] = {0, 0};
   std::atomic<bool> aborted_{false};
