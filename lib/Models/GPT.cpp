@@ -258,7 +258,7 @@ Value GPTBuilder::block(Value input, int64_t layer) {
   Value a = AttentionOp::create(
       b, NameLoc::get(b.getStringAttr(name("attn", "self_attn"))),
       act(c.hidden), q, k, v, b.getI64IntegerAttr(c.heads), kvHeads,
-      /*mesh=*/nullptr, /*axes=*/nullptr);
+      /*mesh=*/nullptr, /*axes=*/nullptr, /*ring=*/nullptr);
   Value o = linear(a, name("attn.c_proj", "self_attn.o_proj"), c.hidden,
                    c.hidden, residualStd);
   x = AddOp::create(b, loc, act(c.hidden), x, o);

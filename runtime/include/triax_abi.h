@@ -59,6 +59,11 @@ enum trx_reduce_op {
   TRX_REDUCE_MIN = 3
 };
 
+/* The ring shifts of context parallelism (trx_shift_start_f32 /
+ * trx_shift_wait) in flight at once: the compiled code numbers its shifts
+ * 0..TRX_SHIFT_SLOTS-1. */
+#define TRX_SHIFT_SLOTS 8
+
 /* ZeRO: the elements of one rank's chunk of a buffer of `numel` elements
  * sharded over `group` ranks, ceil(numel / group) (the buffer is padded with
  * zeros to group * chunk); numel itself when group <= 1. */

@@ -87,17 +87,6 @@ enum class AttentionImpl {
   FlashMMA,
 };
 
-/// A sequential loop over [lower, upper) with index bounds and no carried
-/// values.
-// (A candidate for KernelBuilder: loop() with Value bounds.)
-void loopRange(KernelBuilder &k, Value lower, Value upper,
-               function_ref<void(KernelBuilder &, Value)> body) {
-  k.reduce(lower, upper, {}, [&](KernelBuilder &k, Value i, ValueRange) {
-    body(k, i);
-    return SmallVector<Value>{};
-  });
-}
-
 /// A 3-D strided view [sizes] with `strides` at element `offset` of the
 /// row-major buffer `base` (the element strides of `base` are its
 /// contiguous ones; its own offset, if any, is added): the operand form of
@@ -512,6 +501,30 @@ Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
   return lanes[0];
 }
 
+/// A sequential loop over [lower, upper) with index bounds and no carried
+/// values.
+// (A candidate for KernelBuilder: loop() with Value bounds.)
+void loopRange(KernelBuilder &k, Value lower, Value upper,
+               function_ref<void(KernelBuilder &, Value)> body) {
+  k.reduce(lower, upper, {}, [&](KernelBuilder &k, Value i, ValueRange) {
+    body(k, i);
+    return SmallVector<Value>{};
+  });
+}
+
+/// One step of the online softmax from running max m to m' = max(m, s):
+/// (s > m, alpha = exp(m - m'), p = exp(s - m')) with one exp, since one
+/// of the two is exp(0) = 1: e = exp(min(m, s) - max(m, s)), alpha = e
+/// and p = 1 when the max grows, else alpha = 1 and p = e (the same bits
+/// as two exps).
+std::tuple<Value, Value, Value> onlineStep(KernelBuilder &k, Value m, Value s) {
+  Value grows = k.lessThan(m, s);
+  Value low = k.select(grows, m, s), high = k.select(grows, s, m);
+  Value e = k.exp(k.sub(low, high));
+  Value one = k.f32(1.0);
+  return {grows, k.select(grows, e, one), k.select(grows, one, e)};
+}
+
 /// A sequential loop over the d features.
 void forFeatures(KernelBuilder &k, const AttentionDims &dims,
                  function_ref<void(KernelBuilder &, Value)> body) {
@@ -594,19 +607,6 @@ Value firstQuery(KernelBuilder &k, Value t, const AttentionDims &dims) {
              k.index(chunk));
   Value first = before(early);
   return k.addi(first, before(mirror));
-}
-
-/// One step of the online softmax from running max m to m' = max(m, s):
-/// (s > m, alpha = exp(m - m'), p = exp(s - m')) with one exp, since one
-/// of the two is exp(0) = 1: e = exp(min(m, s) - max(m, s)), alpha = e
-/// and p = 1 when the max grows, else alpha = 1 and p = e (the same bits
-/// as two exps).
-std::tuple<Value, Value, Value> onlineStep(KernelBuilder &k, Value m, Value s) {
-  Value grows = k.lessThan(m, s);
-  Value low = k.select(grows, m, s), high = k.select(grows, s, m);
-  Value e = k.exp(k.sub(low, high));
-  Value one = k.f32(1.0);
-  return {grows, k.select(grows, e, one), k.select(grows, one, e)};
 }
 
 /// The online softmax of query row (b, h, i) at position p (i without
@@ -898,6 +898,21 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
     dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
+    if (op.getRing()) {
+      FailureOr<RingGroup> ring =
+          ringGroup(op, op.getMeshAttr(), op.getAxesAttr(), k);
+      if (failed(ring))
+        return failure();
+      dims.keyBlocks = false;
+      Value outBuf = k.alloc(op.getType());
+      AttentionBuffers buf;
+      buf.q = k.rows(adaptor.getQuery());
+      buf.out = k.rows(outBuf);
+      ringAttention(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
+                    *ring);
+      rewriter.replaceOp(op, outBuf);
+      return success();
+    }
     if (failed(contextParallel(op, k, impl, dims)))
       return failure();
     Value outBuf = k.alloc(op.getType());
@@ -931,11 +946,29 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
     dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
-    if (failed(contextParallel(op, k, impl, dims)))
+    FailureOr<RingGroup> ring = RingGroup();
+    if (op.getRing())
+      ring = ringGroup(op, op.getMeshAttr(), op.getAxesAttr(), k);
+    else if (failed(contextParallel(op, k, impl, dims)))
+      return failure();
+    if (failed(ring))
       return failure();
     Value dqBuf = k.alloc(op.getQueryGrad().getType());
     Value dkBuf = k.alloc(op.getKeyGrad().getType());
     Value dvBuf = k.alloc(op.getValueGrad().getType());
+    if (op.getRing()) {
+      dims.keyBlocks = false;
+      AttentionBuffers buf;
+      buf.q = k.rows(adaptor.getQuery());
+      buf.dout = k.rows(adaptor.getResultGrad());
+      buf.dq = k.rows(dqBuf);
+      buf.dk = k.rows(dkBuf);
+      buf.dv = k.rows(dvBuf);
+      ringAttentionGrad(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
+                        *ring);
+      rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});
+      return success();
+    }
     AttentionBuffers buf;
     buf.q = k.rows(adaptor.getQuery());
     buf.key = k.rows(adaptor.getKey());

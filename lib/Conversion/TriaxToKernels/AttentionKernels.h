@@ -76,12 +76,57 @@ void storeLanes(KernelBuilder &k, Value lanes, Value rows2d, Value b, Value row,
 Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
               Value g, Value b, const AttentionDims &dims);
 
+/// Element (b, i, h, c) of a rows view.
+Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
+                  Value c, const AttentionDims &dims);
+
+/// A sequential loop over the d features.
+void forFeatures(KernelBuilder &k, const AttentionDims &dims,
+                 function_ref<void(KernelBuilder &, Value)> body);
+
+/// A sequential loop over [lower, upper) with index bounds and no carried
+/// values.
+void loopRange(KernelBuilder &k, Value lower, Value upper,
+               function_ref<void(KernelBuilder &, Value)> body);
+
+/// One step of the online softmax from running max m to s: (whether the
+/// max grows, the factor alpha of the old sum, the new key's weight p).
+std::tuple<Value, Value, Value> onlineStep(KernelBuilder &k, Value m, Value s);
+
 /// The kv head query head h reads (h / group).
 Value kvHeadOf(KernelBuilder &k, Value h, const AttentionDims &dims);
 
 /// Query head `member` (0 .. group - 1) of kv head g: g * group + member.
 Value queryHeadOf(KernelBuilder &k, Value g, int64_t member,
                   const AttentionDims &dims);
+
+//===--- ring attention (AttentionRing.cpp) -------------------------------===//
+
+/// The group a ring attention's blocks go around: its members, this
+/// member's position (trx_group_position) and the axis mask of its
+/// communicator.
+struct RingGroup {
+  int64_t members = 1;
+  Value member;
+  int64_t mask = 0;
+};
+
+/// The group of `context_parallel over @mesh [axes]`.
+FailureOr<RingGroup> ringGroup(Operation *op, FlatSymbolRefAttr mesh,
+                               ArrayAttr axes, KernelBuilder &k);
+
+/// The forward of a `ring` attention: buf.q and buf.out as rows views,
+/// `ownKV` the member's own key and value buffers ([B, S, F]); `dims`
+/// without context parallelism (cpMembers 1: every block has the queries'
+/// S rows).
+void ringAttention(KernelBuilder &k, const AttentionBuffers &buf,
+                   ValueRange ownKV, const AttentionDims &dims,
+                   const RingGroup &ring);
+
+/// Its backward: buf.q, buf.dout, buf.dq, buf.dk, buf.dv as rows views.
+void ringAttentionGrad(KernelBuilder &k, const AttentionBuffers &buf,
+                       ValueRange ownKV, const AttentionDims &dims,
+                       const RingGroup &ring);
 
 //===--- the CPU flash kernels, 8 keys at a time (AttentionBlocks.cpp) ---===//
 

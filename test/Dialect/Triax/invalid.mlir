@@ -1023,6 +1023,30 @@ func.func @f(%q: tensor<2x3x8xf32>, %k: tensor<2x6x8xf32>) {
 
 // -----
 
+func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<2x8x8xf32>) {
+  // expected-error @+1 {{'triax.attention' op context_parallel ring: the key's 8 tokens must be this member's own, as the query's 4}}
+  %a = triax.attention %q, %k, %k heads = 2 context_parallel over @mesh ["cp"] ring : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'triax.attention' op ring needs context_parallel over a mesh group}}
+  %a = triax.attention %q, %q, %q heads = 2 ring : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<2x8x8xf32>) {
+  // expected-error @+1 {{'triax.attention_grad' op context_parallel ring: the key's 8 tokens must be this member's own, as the query's 4}}
+  %a:3 = triax.attention_grad %q, %k, %k, %q heads = 2 context_parallel over @mesh ["cp"] ring : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
+  return
+}
+
+// -----
+
 func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<3x8x8xf32>) {
   // expected-error @+1 {{'triax.attention' op query 'tensor<2x4x8xf32>' and key 'tensor<3x8x8xf32>' must agree on [batch, seq]}}
   %a = triax.attention %q, %k, %k heads = 2 context_parallel over @mesh ["cp"] : (tensor<2x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>) -> tensor<2x4x8xf32>

@@ -4,7 +4,8 @@
 // are sharded along the sequence (dist.shard_sequence, load-balanced
 // chunks) and the split follows in program order by each op's rule along
 // the sequence (ShardingRuleOpInterface): local ops keep the member's
-// tokens, attention gathers its keys and values over the group, the loss
+// tokens, attention gathers its keys and values over the group (or, with
+// comm=ring, passes them around the ring itself), the loss
 // becomes the group's mean. Every parameter's gradient is partial over the
 // group.
 //
@@ -39,8 +40,8 @@ constexpr int64_t kSeqDim = 1;
 /// Splits one model's @forward over the group of `axis` (n members).
 class Splitter {
 public:
-  Splitter(tx::ModelOp model, MeshOp mesh, StringRef axis, int64_t n)
-      : model(model), n(n), b(model.getContext()),
+  Splitter(tx::ModelOp model, MeshOp mesh, StringRef axis, int64_t n, bool ring)
+      : model(model), n(n), ring(ring), b(model.getContext()),
         meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
         axes(b.getStrArrayAttr({axis})) {}
 
@@ -72,6 +73,9 @@ private:
 
   tx::ModelOp model;
   int64_t n;
+  /// comm=ring: ops that can pass their gathered operands around the ring
+  /// do (SplitRule::ring).
+  bool ring;
   OpBuilder b;
   FlatSymbolRefAttr meshRef;
   ArrayAttr axes;
@@ -149,6 +153,10 @@ LogicalResult Splitter::gather(Operation *op, const tx::SplitRule &rule) {
     if (!split.contains(operand))
       return op->emitOpError("dist-context-parallel: every operand must be "
                              "computed from the split tokens");
+  if (ring && rule.ring) {
+    cast<tx::ShardingRuleOpInterface>(op).applyRingSplit(n, meshRef, axes);
+    return splitResults(op);
+  }
   b.setInsertionPoint(op);
   for (unsigned index : rule.gathered) {
     OpOperand &operand = op->getOpOperand(index);
@@ -304,10 +312,15 @@ void ContextParallelPass::runOnOperation() {
       getOrCreateMeshAxis(module, getArgument(), cpAxis, cp.getValue());
   if (!mesh)
     return signalPassFailure();
+  if (comm != "ring" && comm != "all-gather") {
+    module.emitError(getArgument())
+        << ": unknown comm '" << comm << "'; expected ring or all-gather";
+    return signalPassFailure();
+  }
   int64_t size = *mesh.getAxisSize(cpAxis);
   if (size == 1)
     return;
   for (tx::ModelOp model : *models)
-    if (failed(Splitter(model, mesh, cpAxis, size).run()))
+    if (failed(Splitter(model, mesh, cpAxis, size, comm == "ring").run()))
       return signalPassFailure();
 }

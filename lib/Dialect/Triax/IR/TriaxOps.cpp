@@ -8,6 +8,8 @@
 #include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
+#include "triax/Dialect/Dist/IR/Dist.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -319,12 +321,16 @@ LogicalResult RMSNormOp::verify() {
 /// [B,S,kv_heads*d].
 /// Context parallelism (`context_parallel over @mesh [axes]`): both
 /// attributes or neither; the queries are this member's two chunks of the
-/// sequence, the keys and values the whole group's (a multiple of them).
+/// sequence, the keys and values the whole group's (a multiple of them),
+/// or with `ring` the member's own (the queries' shape).
 static LogicalResult verifyContextParallel(Operation *op, Attribute mesh,
-                                           ArrayAttr axes, RankedTensorType q,
+                                           ArrayAttr axes, bool ring,
+                                           RankedTensorType q,
                                            RankedTensorType k) {
   if (bool(mesh) != bool(axes))
     return op->emitOpError("context_parallel needs both the mesh and its axes");
+  if (ring && !mesh)
+    return op->emitOpError("ring needs context_parallel over a mesh group");
   if (!mesh)
     return success();
   if (axes.empty())
@@ -336,6 +342,10 @@ static LogicalResult verifyContextParallel(Operation *op, Attribute mesh,
     return op->emitOpError("context_parallel: the query's ")
            << qSeq
            << " tokens are not two equal chunks (chunk c and its mirror)";
+  if (ring && kSeq != qSeq)
+    return op->emitOpError("context_parallel ring: the key's ")
+           << kSeq << " tokens must be this member's own, as the query's "
+           << qSeq;
   if (kSeq % qSeq != 0)
     return op->emitOpError("context_parallel: the key's ")
            << kSeq << " tokens are not a whole number of members' " << qSeq;
@@ -346,7 +356,7 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
                                            RankedTensorType k,
                                            RankedTensorType v, int64_t heads,
                                            int64_t kvHeads, Attribute mesh,
-                                           ArrayAttr axes) {
+                                           ArrayAttr axes, bool ring) {
   for (RankedTensorType t : {q, k, v}) {
     if (t.getRank() != 3)
       return op->emitOpError(
@@ -360,11 +370,13 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
   if (!sameShape(k.getShape(), v.getShape()))
     return op->emitOpError("key ")
            << k << " and value " << v << " must have the same shape";
-  if (failed(verifyContextParallel(op, mesh, axes, q, k)))
+  if (failed(verifyContextParallel(op, mesh, axes, ring, q, k)))
     return failure();
-  // (Context-parallel keys are the whole group's sequence.)
-  if (!sameShape(q.getShape().take_front(mesh ? 1 : 2),
-                 k.getShape().take_front(mesh ? 1 : 2)))
+  // (Context-parallel keys are the whole group's sequence, except in a
+  // ring.)
+  bool ownKeys = !mesh || ring;
+  if (!sameShape(q.getShape().take_front(ownKeys ? 2 : 1),
+                 k.getShape().take_front(ownKeys ? 2 : 1)))
     return op->emitOpError("query ")
            << q << " and key " << k << " must agree on [batch, seq]";
   if (heads < 1 || kvHeads < 1)
@@ -390,7 +402,7 @@ LogicalResult AttentionOp::verify() {
   RankedTensorType q = getQuery().getType();
   if (failed(verifyAttentionShapes(
           *this, q, getKey().getType(), getValue().getType(), getHeads(),
-          getNumKVHeads(), getMeshAttr(), getAxesAttr())))
+          getNumKVHeads(), getMeshAttr(), getAxesAttr(), getRing())))
     return failure();
   if (failed(verifyResultLike(*this, "result", getType(), q, "the query type")))
     return failure();
@@ -509,7 +521,7 @@ LogicalResult AttentionGradOp::verify() {
   if (failed(verifyAttentionShapes(
           *this, getQuery().getType(), getKey().getType(), getValue().getType(),
           getHeads(), getKvHeads().value_or(getHeads()), getMeshAttr(),
-          getAxesAttr())))
+          getAxesAttr(), getRing())))
     return failure();
   std::pair<StringRef, std::pair<Type, Type>> pairs[] = {
       {"result", {getResultGrad().getType(), getQuery().getType()}},
@@ -756,7 +768,83 @@ void GlobalNormOp::getCollectives(SmallVectorImpl<Collective> &out) {
 /// first kernel) or the dK and dV accumulators over the whole sequence
 /// ([B, kv, T, d] each, second kernel). Otherwise none the cost model
 /// counts (the local kernels' scratch is not modelled).
+/// Ring attention (`ring`): what its kernels move and hold
+/// (AttentionRing.cpp). The blocks and the dK/dV accumulators go around
+/// the ring as f32 (bf16 operands are copied to f32 first).
+namespace {
+struct RingShape {
+  int64_t b = 0, s = 0, heads = 0, kv = 0, d = 0, members = 1;
+  bool bf16 = false;
+  /// Elements of one key (or value) block, and of its dK (or dV)
+  /// accumulator: the same count.
+  int64_t block() const { return b * s * kv * d; }
+  /// Bytes of the online softmax's state: m, l, the accumulator.
+  int64_t state() const { return 4 * (2 * b * heads * s + b * heads * s * d); }
+  /// Bytes of the key and value blocks in hand or arriving (own f32
+  /// copies of bf16 operands, two receiving buffers each, one with two
+  /// members).
+  int64_t blocks() const {
+    return 4 * block() * 2 * ((members > 2 ? 2 : 1) + (bf16 ? 1 : 0));
+  }
+};
+} // namespace
+
+template <typename OpT> static std::optional<RingShape> ringShape(OpT op) {
+  if (!op.getRing())
+    return std::nullopt;
+  auto q = op.getQuery().getType(), k = op.getKey().getType();
+  if (!q.hasStaticShape() || !k.hasStaticShape())
+    return std::nullopt;
+  auto mesh = dist::lookupMesh(op, op.getMeshAttr());
+  if (!mesh)
+    return std::nullopt;
+  RingShape r;
+  for (Attribute axis : op.getAxesAttr())
+    r.members *=
+        mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+  r.b = q.getDimSize(0);
+  r.s = q.getDimSize(1);
+  r.heads = op.getHeads();
+  r.kv = op.getKvHeads().value_or(op.getHeads());
+  r.d = q.getDimSize(2) / r.heads;
+  r.bf16 = !k.getElementType().isF32();
+  return r;
+}
+
+/// `shifts` ring shifts of `elements` f32 each: a send and a receive each.
+static void ringShifts(SmallVectorImpl<Collective> &out, int64_t shifts,
+                       int64_t elements) {
+  for (int64_t i = 0; i < shifts; ++i)
+    for (auto kind : {Collective::Kind::Send, Collective::Kind::Recv}) {
+      Collective c{kind};
+      c.elements = elements;
+      out.push_back(c);
+    }
+}
+
+// The forward passes the key and value blocks on n - 1 times.
+void AttentionOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  if (std::optional<RingShape> r = ringShape(*this))
+    ringShifts(out, 2 * (r->members - 1), r->block());
+}
+
+int64_t AttentionOp::getScratchBytes() {
+  std::optional<RingShape> r = ringShape(*this);
+  return r ? r->state() + r->blocks() : 0;
+}
+
+// The backward: the blocks twice around (n - 1 shifts each), the dK and
+// dV accumulators once all the way (n shifts).
+void AttentionGradOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  if (std::optional<RingShape> r = ringShape(*this))
+    ringShifts(out, 2 * (2 * (r->members - 1) + r->members), r->block());
+}
+
 int64_t AttentionGradOp::getScratchBytes() {
+  if (std::optional<RingShape> r = ringShape(*this))
+    // The second trip: L and D, dQ's accumulator, the blocks and the
+    // dK/dV accumulators (two of each, in hand and arriving).
+    return r->state() + r->blocks() + 4 * 4 * r->block();
   if (!getMeshAttr())
     return 0;
   auto q = getQuery().getType(), k = getKey().getType();

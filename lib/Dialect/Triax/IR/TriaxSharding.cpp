@@ -51,13 +51,14 @@ SplitRule BiasAddOp::getSplitRule(SplitDim dim) {
 }
 
 // Along the sequence every query attends to the keys and values of all the
-// earlier tokens: they are gathered whole. Along the features a member
-// computes whole heads (its queries' columns and the key/value heads they
-// read).
+// earlier tokens: they are gathered whole, or passed around the ring block
+// by block (ring attention). Along the features a member computes whole
+// heads (its queries' columns and the key/value heads they read).
 SplitRule AttentionOp::getSplitRule(SplitDim dim) {
   if (dim == SplitDim::Sequence)
     return SplitRule::gather({getKeyMutable().getOperandNumber(),
-                              getValueMutable().getOperandNumber()});
+                              getValueMutable().getOperandNumber()},
+                             /*ring=*/true);
   return SplitRule::heads();
 }
 
@@ -86,6 +87,12 @@ void AttentionOp::applySplit(SplitDim dim, int64_t n, FlatSymbolRefAttr mesh,
   setHeads(getHeads() / n);
   if (getKvHeads())
     setKvHeads(*getKvHeads() / n);
+}
+
+void AttentionOp::applyRingSplit(int64_t n, FlatSymbolRefAttr mesh,
+                                 ArrayAttr axes) {
+  applySplit(SplitDim::Sequence, n, mesh, axes);
+  setRing(true);
 }
 
 SplitRule CrossEntropyOp::getSplitRule(SplitDim dim) {

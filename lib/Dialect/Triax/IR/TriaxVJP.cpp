@@ -67,9 +67,11 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   // pure op that gathered them) instead of keeping the whole sequence's
   // until the backward: only this member's are kept, as a ring passes the
   // blocks around again in its backward.
+  // (A ring attention's keys and values are the member's own: its
+  // gradient passes them around the ring again itself.)
   auto regathered = [&](Value v) -> Value {
     Operation *def = v.getDefiningOp();
-    if (!getMeshAttr() || !def || def->getNumOperands() != 1 ||
+    if (!getMeshAttr() || getRing() || !def || def->getNumOperands() != 1 ||
         !def->hasOneUse() || !isPure(def))
       return v;
     return b.clone(*def)->getResult(0);
@@ -79,7 +81,7 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   auto grad = AttentionGradOp::create(
       b, getLoc(), getQuery().getType(), key.getType(), value.getType(),
       getQuery(), key, value, resultGrads[0], getHeadsAttr(), getKvHeadsAttr(),
-      getMeshAttr(), getAxesAttr());
+      getMeshAttr(), getAxesAttr(), getRingAttr());
   operandGrads.assign(grad->result_begin(), grad->result_end());
   return success();
 }

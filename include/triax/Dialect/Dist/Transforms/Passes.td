@@ -289,6 +289,13 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
       contiguous slice of them (`dist.shard_sequence ... contiguous`); the
       parameters it made partial over tp become partial over tp and cp.
 
+    - **The ring** (`comm=ring`, ring attention): an op whose rule
+      gathers operands but can pass them around the ring itself
+      (`SplitRule::ring`: attention) keeps the member's own keys and values
+      and becomes `context_parallel over @mesh ["cp"] ring`
+      (`applyRingSplit`); no `dist.all_gather` is built, and its gradient
+      passes them around again.
+
     The mesh is found or created as by `dist-tensor-parallel` (`cp-axis`,
     `cp`). Errors: a sequence that does not split into `2n` equal chunks;
     a model that already has `@forward_backward` (run the pass before
@@ -319,7 +326,11 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
            "The mesh axis the sequence is split over">,
     Option<"cp", "cp", "int64_t", /*default=*/"0",
            "Size of the cp axis when the pass creates the mesh (0: the "
-           "module must have a mesh already)">
+           "module must have a mesh already)">,
+    Option<"comm", "comm", "std::string", /*default=*/"\"all-gather\"",
+           "How attention gets the other members' keys and values: "
+           "all-gather (dist.all_gather before the op) or ring (the op "
+           "passes them around the group's ring itself: `ring`)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::dist::DistDialect",

@@ -279,7 +279,7 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Diff
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit"]>]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel", "getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit", "applyRingSplit"]>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values
@@ -305,17 +305,27 @@ def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<D
     ```mlir
     %a = triax.attention %q, %k, %v heads = 4 context_parallel over @mesh ["cp"] : (tensor<4x8x64xf32>, tensor<4x16x64xf32>, tensor<4x16x64xf32>) -> tensor<4x8x64xf32>
     ```
+
+    With `ring` (ring attention, `dist-context-parallel{comm=ring}`) the
+    keys and values are this member's own tokens, laid out as the queries,
+    and the op passes them around the group's ring itself: at step `s` of
+    `n` it computes its queries against the block of member `c - s` while
+    that block moves on to member `c + 1` (the online softmax carried from
+    block to block), so no member ever holds more than two blocks.
+    ```mlir
+    %a = triax.attention %q, %k, %v heads = 4 context_parallel over @mesh ["cp"] ring : (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>) -> tensor<4x8x64xf32>
+    ```
   }];
   let arguments = (ins Triax_FloatTensor:$query, Triax_FloatTensor:$key,
                        Triax_FloatTensor:$value,
                        I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<FlatSymbolRefAttr>:$mesh,
-                       OptionalAttr<StrArrayAttr>:$axes);
+                       OptionalAttr<StrArrayAttr>:$axes, UnitAttr:$ring);
   let results = (outs Triax_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `heads` `=` $heads
     (`kv_heads` `=` $kv_heads^)?
-    (`context_parallel` `over` $mesh^ $axes)? attr-dict `:`
+    (`context_parallel` `over` $mesh^ $axes)? (`ring` $ring^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -516,7 +526,7 @@ def Triax_RMSNormGradOp : Triax_Op<"rms_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getScratchBytes"]>]> {
+def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getScratchBytes", "getCollectives"]>]> {
   let summary = "Gradients of causal attention: query, key and value";
   let description = [{
     Recomputes the attention probabilities from `query` and `key` (as a
@@ -527,19 +537,25 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterface
     there, and `dk` and `dv` are this member's part of the gradients of
     the whole group's keys and values (summed over the group by the
     `dist.reduce_scatter` that differentiates their `dist.all_gather`).
+    With `ring` as well (the gradient of a ring attention) the keys and
+    values are the member's own, and so are `dk` and `dv`: the op passes
+    the key and value blocks around the ring twice (once to recompute each
+    query's softmax statistics, once for the gradients) and each block's
+    dK and dV accumulators travel with it, back to their owner after `n`
+    steps.
   }];
   let arguments = (ins Triax_FloatTensor:$query, Triax_FloatTensor:$key,
                        Triax_FloatTensor:$value, Triax_FloatTensor:$result_grad,
                        I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<FlatSymbolRefAttr>:$mesh,
-                       OptionalAttr<StrArrayAttr>:$axes);
+                       OptionalAttr<StrArrayAttr>:$axes, UnitAttr:$ring);
   let results = (outs Triax_FloatTensor:$query_grad,
                       Triax_FloatTensor:$key_grad,
                       Triax_FloatTensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $result_grad `heads` `=` $heads
     (`kv_heads` `=` $kv_heads^)?
-    (`context_parallel` `over` $mesh^ $axes)? attr-dict `:`
+    (`context_parallel` `over` $mesh^ $axes)? (`ring` $ring^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

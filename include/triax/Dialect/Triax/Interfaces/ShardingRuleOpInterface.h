@@ -50,12 +50,17 @@ struct SplitRule {
   Kind kind = Kind::Refused;
   llvm::SmallVector<unsigned, 2> gathered;
   std::string reason;
+  /// Gather: the op can instead keep the member's own slices of
+  /// `gathered` and pass them around the group's ring itself (ring
+  /// attention; applyRingSplit).
+  bool ring = false;
 
   static SplitRule local() { return {Kind::Local, {}, {}}; }
   static SplitRule heads() { return {Kind::Heads, {}, {}}; }
   static SplitRule partialMean() { return {Kind::PartialMean, {}, {}}; }
-  static SplitRule gather(llvm::ArrayRef<unsigned> operands) {
-    return {Kind::Gather, {operands.begin(), operands.end()}, {}};
+  static SplitRule gather(llvm::ArrayRef<unsigned> operands,
+                          bool ring = false) {
+    return {Kind::Gather, {operands.begin(), operands.end()}, {}, ring};
   }
   static SplitRule refused(const llvm::Twine &reason) {
     return {Kind::Refused, {}, reason.str()};

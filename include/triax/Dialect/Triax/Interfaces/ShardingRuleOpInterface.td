@@ -59,6 +59,16 @@ def ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
       (ins "::mlir::triax::SplitDim":$dim, "int64_t":$n,
            "::mlir::FlatSymbolRefAttr":$mesh, "::mlir::ArrayAttr":$axes),
       [{}], [{ return; }]>,
+    InterfaceMethod<[{
+        For a `Gather` rule with `ring` along the sequence, when the pass
+        passes blocks around the ring instead of gathering: the gathered
+        operands stay the member's own slices, and the op moves them
+        around the group of `axes` itself.
+      }],
+      "void", "applyRingSplit",
+      (ins "int64_t":$n, "::mlir::FlatSymbolRefAttr":$mesh,
+           "::mlir::ArrayAttr":$axes),
+      [{}], [{ return; }]>,
   ];
 }
 
