@@ -503,20 +503,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     c.comm.insert(c.comm.end(), busiest.begin(), busiest.end());
   }
   if (cp > 1) {
-    // [C7] context parallelism, per micro-batch: each layer gathers its key
-    // and value (b s/cp kv-features / t each) in the forward and again in
-    // the backward, and reduce-scatters their gradients; every parameter's
-    // gradient (and the loss) is all-reduced over cp. The cp axis sits
-    // between pp and tp: its members are t ranks apart.
+    // [C7] context parallelism, per micro-batch, as ring attention (the
+    // compiler's default): each layer's key and value blocks (b s/cp
+    // kv-features / t elements each, sent as f32) go around the ring, cp - 1
+    // shifts each in the forward and 2 (cp - 1) in the backward, and their
+    // dK/dV accumulators cp shifts: 2 (3 cp - 2) blocks sent to the next
+    // member per layer. Every parameter's gradient (and the loss) is
+    // all-reduced over cp. The cp axis sits between pp and tp: its members
+    // are t ranks apart.
     const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
-    const int64_t actB = model.activationBytes, span = (cp - 1) * t + 1;
+    const int64_t span = (cp - 1) * t + 1;
     const int64_t layers = int64_t(layersOn);
-    c.comm.push_back(
-        {"all_gather cp", load(m * 4 * layers * allGatherBytes(kv, actB, cp),
-                               m * 4 * layers, cp, span)});
-    c.comm.push_back({"reduce_scatter cp",
-                      load(m * 2 * layers * reduceScatterBytes(kv, actB, cp),
-                           m * 2 * layers, cp, span)});
+    const int64_t shifts = m * 2 * (3 * cp - 2) * layers;
+    c.comm.push_back({"send/recv cp", load(shifts * kv * 4, shifts, 2, span)});
     c.comm.push_back({"all_reduce cp", load(m * (allReduceBytes(P, gradB, cp) +
                                                  allReduceBytes(1, 4, cp)),
                                             m * (maxTensors + 1), cp, span)});

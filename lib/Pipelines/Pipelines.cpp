@@ -38,11 +38,12 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
       (o.microbatches != 0 || !o.stageLayers.empty() || !o.schedule.empty()))
     return "microbatches, schedule and stage-layers apply to pipeline "
            "parallelism (pp >= 2; the mesh has none)";
-  if (o.cpComm != "ring" && o.cpComm != "all-gather")
+  if (!o.cpComm.empty() && o.cpComm != "ring" && o.cpComm != "all-gather")
     return "unknown cp-comm '" + o.cpComm + "'; expected ring or all-gather";
-  if (o.cpComm != "all-gather" && mesh.size(TRX_AXIS_CONTEXT) < 2)
-    return "cp-comm=" + o.cpComm +
-           " applies to context parallelism (cp >= 2; the mesh has none)";
+  if (!o.cpComm.empty() && mesh.size(TRX_AXIS_CONTEXT) < 2)
+    return "cp-comm applies to context parallelism (cp >= 2; the mesh has "
+           "none)";
+
   if (o.sequenceParallel && tp < 2)
     return "sequence parallelism splits the sequence over tensor-parallel "
            "ranks: sequence-parallel needs tp >= 2 (tp=" +
@@ -90,7 +91,7 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   // changes only the sequence), also on the forward model.
   if (shape.size(TRX_AXIS_CONTEXT) > 1) {
     mlir::dist::DistContextParallelOptions context;
-    context.comm = options.cpComm;
+    context.comm = options.cpComm.empty() ? "ring" : options.cpComm;
     pm.addPass(mlir::dist::createDistContextParallel(context));
   }
   pm.addPass(mlir::triax::createTriaxAutodiff());

@@ -246,9 +246,10 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
   let summary = "Context parallelism: split every activation along the "
                 "sequence over the cp mesh axis";
   let description = [{
-    Context parallelism (Megatron-Core's `context_parallel_size`, Llama 3's
-    all-gather variant) on each model's `@forward`, before `triax-autodiff`
-    (and after `dist-tensor-parallel`, whose split it keeps): each of the
+    Context parallelism (Megatron-Core's `context_parallel_size`: ring
+    attention, or Llama 3's all-gather variant) on each model's
+    `@forward`, before `triax-autodiff` (and after `dist-tensor-parallel`,
+    whose split it keeps): each of the
     `n` members of the cp group holds `1/n` of the tokens of every
     sequence, in every activation of the model.
 
@@ -264,8 +265,8 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
       elementwise ops, the tensor-parallel collectives), and `triax.block`
       only change their types.
     - **Attention**, the one op that mixes tokens (its rule is `Gather` of
-      the keys and values): its keys and values are gathered over the
-      group (`dist.all_gather ... dim 1`) and its `applySplit` gives it
+      the keys and values, with `ring`), with `comm=all-gather`: its keys
+      and values are gathered over the group (`dist.all_gather ... dim 1`) and its `applySplit` gives it
       `context_parallel over @mesh ["cp"]` (causal mask on positions in the
       full sequence). Its VJP gathers them again (a clone of the gathers:
       only the member's own keys and values are kept for the backward) and
@@ -311,7 +312,8 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
       ...
       %a = triax.attention %q, %k, %v heads = 4 : (tensor<8x64x64xf32>, tensor<8x64x64xf32>, tensor<8x64x64xf32>) -> tensor<8x64x64xf32>
     ```
-    After:
+    After, with `comm=all-gather` (with `comm=ring`, the default, the
+    attention takes `%k` and `%v` as they are and is marked `ring`):
     ```mlir
       %t = dist.shard_sequence %tokens over @mesh ["cp"] dim 1 : tensor<8x64xi32> -> tensor<8x32xi32>
       %x = triax.embedding %t, %wte : (tensor<8x32xi32>, tensor<256x64xf32>) -> tensor<8x32x64xf32>
@@ -327,10 +329,10 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
     Option<"cp", "cp", "int64_t", /*default=*/"0",
            "Size of the cp axis when the pass creates the mesh (0: the "
            "module must have a mesh already)">,
-    Option<"comm", "comm", "std::string", /*default=*/"\"all-gather\"",
-           "How attention gets the other members' keys and values: "
-           "all-gather (dist.all_gather before the op) or ring (the op "
-           "passes them around the group's ring itself: `ring`)">
+    Option<"comm", "comm", "std::string", /*default=*/"\"ring\"",
+           "How attention gets the other members' keys and values: ring "
+           "(the op passes them around the group's ring itself: `ring`) "
+           "or all-gather (dist.all_gather before the op)">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::dist::DistDialect",
