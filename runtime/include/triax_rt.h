@@ -904,6 +904,20 @@ void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
 void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
                                int64_t tag, int64_t axis_mask);
 
+/* All-to-all (expert parallelism's dispatch and combine): `send` and `recv`
+ * are contiguous and of the same size n, which the group's size g divides;
+ * `send` holds g chunks of n/g elements in group order, chunk j goes to the
+ * member at position j, and chunk i of `recv` is the chunk the member at
+ * position i sent to this rank (its chunk number p, p this rank's
+ * position): JAX's all_to_all / MPI_Alltoall on the group of the mesh axes
+ * in axis_mask. Stream-ordered on a device (the compiled code reads recv
+ * next). A group of one copies; otherwise the buffers must not overlap.
+ * The C front trx_all_to_all (below) has the details; misuse aborts naming
+ * this function. */
+void _mlir_ciface_trx_all_to_all_f32(trx_memref_f32_1d *send,
+                                     trx_memref_f32_1d *recv,
+                                     int64_t axis_mask);
+
 /* The ring of context parallelism (ring attention): trx_shift_start_f32
  * starts sending `send` to position (p + 1) mod g of the group of the mesh
  * axes in axis_mask (p this rank's position, g the group's size) and
@@ -1248,7 +1262,15 @@ void trx_dist_check_mpi(int mpi_rc, const char *call);
  * send/recv: blocking MPI_Send/MPI_Recv to/from the member at position
  *   peer (not this rank's own position), 0 <= tag <= TRX_DIST_MAX_TAG. A
  *   send may wait for the matching recv. recv aborts when the message's
- *   size differs from n. */
+ *   size differs from n.
+ * all_to_all: send and recv hold p chunks of n_per_rank elements each,
+ *   in group order: chunk j of send goes to position j, and chunk i of
+ *   recv comes from position i (the chunk number pos of its send), like
+ *   MPI_Alltoall. Pairwise exchange: at step k = 1..p-1, MPI_Sendrecv of
+ *   chunk (pos+k) mod p to position (pos+k) mod p and of chunk (pos-k) mod
+ *   p from position (pos-k) mod p; the own chunk is copied. send and recv
+ *   must not overlap, except in a group of one, where it copies send to
+ *   recv (nothing when they are the same buffer). */
 void trx_all_reduce(float *buf, int64_t n, int32_t op, const int32_t *axes,
                     int32_t naxes);
 void trx_all_gather(const float *send, int64_t n_per_rank, float *recv,
@@ -1261,6 +1283,8 @@ void trx_send(const float *buf, int64_t n, int32_t peer, const int32_t *axes,
               int32_t naxes, int32_t tag);
 void trx_recv(float *buf, int64_t n, int32_t peer, const int32_t *axes,
               int32_t naxes, int32_t tag);
+void trx_all_to_all(const float *send, int64_t n_per_rank, float *recv,
+                    const int32_t *axes, int32_t naxes);
 /* The same on int32 elements. */
 void trx_all_reduce_i32(int32_t *buf, int64_t n, int32_t op,
                         const int32_t *axes, int32_t naxes);
@@ -1275,6 +1299,8 @@ void trx_send_i32(const int32_t *buf, int64_t n, int32_t peer,
                   const int32_t *axes, int32_t naxes, int32_t tag);
 void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer, const int32_t *axes,
                   int32_t naxes, int32_t tag);
+void trx_all_to_all_i32(const int32_t *send, int64_t n_per_rank, int32_t *recv,
+                        const int32_t *axes, int32_t naxes);
 
 /* The ring shift of context parallelism (the compiled code's
  * trx_shift_start_f32 / trx_shift_wait): trx_shift_start starts sending
@@ -1345,6 +1371,9 @@ size_t trx_comm_describe(char *buf, size_t len);
  *                                   position root-1 mod p, sends B)
  *   send            B per call
  *   recv            B per call: bytes RECEIVED (a recv sends nothing)
+ *   all_to_all      (p-1) * p * n_per_rank * size   (per member (p-1)/p of
+ *                                   its send buffer: every chunk but the
+ *                                   one it keeps)
  * (a ring shift counts as one send and one recv of its B, at its wait).
  * A group of one member sends nothing (0 bytes). Calls count every call,
  * including those over a group of one. Counters are atomic. */
@@ -1355,7 +1384,8 @@ enum trx_comm_kind {
   TRX_COMM_BROADCAST = 3,
   TRX_COMM_SEND = 4,
   TRX_COMM_RECV = 5,
-  TRX_COMM_NKINDS = 6
+  TRX_COMM_ALL_TO_ALL = 6,
+  TRX_COMM_NKINDS = 7
 };
 #define TRX_COMM_ANY_KIND (-1) /* kind: sum over all kinds */
 #define TRX_COMM_ANY_AXES 0u   /* axis_mask: sum over all axis sets */
@@ -1365,7 +1395,7 @@ enum trx_comm_kind {
 uint64_t trx_comm_bytes(int32_t kind, uint32_t axis_mask);
 uint64_t trx_comm_calls(int32_t kind, uint32_t axis_mask);
 /* "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send",
- * "recv"; "invalid" otherwise. */
+ * "recv", "all_to_all"; "invalid" otherwise. */
 const char *trx_comm_kind_name(int32_t kind);
 /* Sets every counter to 0. */
 void trx_comm_reset_counters(void);

@@ -24,8 +24,8 @@
 //   triax-rt-comm-test misuse MESH WHAT
 //                                   a collective used wrongly (WHAT: axis,
 //                                   dup, root, op, count, null, peer, self,
-//                                   tag, size, uninit, shift-*); it must
-//                                   abort with a message
+//                                   tag, size, uninit, shift-*, a2a-*); it
+//                                   must abort with a message
 //   triax-rt-comm-test shift MESH   the ring shift alone over every axis
 //                                   list; rank 0 prints the counter table
 //                                   of a shift over the last axis
@@ -600,6 +600,9 @@ void workloadTable(const Mesh &m) {
     trx_all_gather(a.data(), 256, g.data(), ax, na);
     trx_reduce_scatter(g.data(), 256, s.data(), TRX_REDUCE_SUM, ax, na);
     trx_broadcast(a.data(), 1000, 0, ax, na);
+    std::vector<float> x(static_cast<size_t>(64 * li.p), 2.0f),
+        y(static_cast<size_t>(64 * li.p));
+    trx_all_to_all(x.data(), 64, y.data(), ax, na);
     // A ring shift of 100 f32 (even positions send first).
     std::vector<float> in(100);
     int32_t to = (li.pos + 1) % li.p, from = (li.pos + li.p - 1) % li.p;
@@ -620,16 +623,20 @@ void workloadTable(const Mesh &m) {
     uint64_t p2p = li.p > 1 ? 400 : 0;
     CHECK_EQ(trx_comm_bytes(TRX_COMM_SEND, li.mask), p2p);
     CHECK_EQ(trx_comm_bytes(TRX_COMM_RECV, li.mask), p2p);
-    CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, li.mask), li.p > 1 ? 6u : 4u);
-    expectTotal += ar + 2 * ag + bc + 2 * p2p;
-    expectCalls += li.p > 1 ? 6 : 4;
+    uint64_t a2a = uint64_t((li.p - 1) * 64 * 4);
+    CHECK_EQ(trx_comm_bytes(TRX_COMM_ALL_TO_ALL, li.mask), a2a);
+    CHECK_EQ(trx_comm_calls(TRX_COMM_ALL_TO_ALL, li.mask), 1u);
+    CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, li.mask), li.p > 1 ? 7u : 5u);
+    expectTotal += ar + 2 * ag + bc + 2 * p2p + a2a;
+    expectCalls += li.p > 1 ? 7 : 5;
   }
   CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), expectTotal);
   CHECK_EQ(trx_comm_calls(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), expectCalls);
   if (trx_dist_rank() == 0) {
     printf("workload per axis list: all_reduce avg 1024 f32, all_gather 256 "
            "f32/rank, reduce_scatter 256 f32/rank, broadcast 1000 f32 from "
-           "position 0, send/recv 100 f32 to the next position\n");
+           "position 0, send/recv 100 f32 to the next position, all_to_all "
+           "64 f32 per member\n");
     trx_comm_print_table(stdout);
     fflush(stdout);
   }
@@ -970,6 +977,142 @@ void checkShift(const ListInfo &li) {
            others);
 }
 
+/// A value that names its sender, the chunk it is in (the receiver's
+/// position) and its index in the chunk; exact in f32 for the meshes here.
+float a2aF(int rank, int64_t chunk, int64_t j) {
+  return float((rank * 64 + chunk) * 2048 + j);
+}
+int32_t a2aI(int rank, int64_t chunk, int64_t j) {
+  return -int32_t((rank * 64 + chunk) * 4096 + j) - 1;
+}
+
+/// trx_all_to_all (and _i32, and the compiled code's
+/// trx_all_to_all_f32): chunk j of a member's send goes to position j, so
+/// chunk i of this rank's recv is position i's chunk number pos; counted as
+/// one all_to_all of (p-1) chunks over the list's axis set (0 bytes in a
+/// group of one); device buffers staged by the MPI transport.
+void checkAllToAll(const ListInfo &li) {
+  const int32_t *ax = li.axes.data();
+  const int32_t na = int32_t(li.axes.size());
+  const int rank = trx_dist_rank(), p = li.p;
+  // Calls of the other kinds (groupSum below adds all_gathers).
+  auto others = [&] {
+    return trx_comm_calls(TRX_COMM_ANY_KIND, li.mask) -
+           trx_comm_calls(TRX_COMM_ALL_TO_ALL, li.mask) -
+           trx_comm_calls(TRX_COMM_ALL_GATHER, li.mask);
+  };
+  const uint64_t othersBefore = others();
+  // 1003 floats per chunk are several messages under
+  // TRX_COMM_MAX_MESSAGE=1000.
+  for (int64_t npr :
+       {int64_t(0), int64_t(1), int64_t(7), int64_t(64), int64_t(1003)}) {
+    std::vector<float> send(static_cast<size_t>(p * npr)),
+        recv(static_cast<size_t>(p * npr), -1.0f);
+    std::vector<int32_t> sendI(static_cast<size_t>(p * npr)),
+        recvI(static_cast<size_t>(p * npr), 7);
+    for (int64_t c = 0; c < p; ++c)
+      for (int64_t j = 0; j < npr; ++j) {
+        send[size_t(c * npr + j)] = a2aF(rank, c, j);
+        sendI[size_t(c * npr + j)] = a2aI(rank, c, j);
+      }
+    const std::vector<float> sent = send;
+    Delta d(TRX_COMM_ALL_TO_ALL, li.mask);
+    trx_all_to_all(send.data(), npr, recv.data(), ax, na);
+    CHECK_EQ(d.calls(), 1u);
+    CHECK_EQ(d.bytes(), uint64_t((p - 1) * npr * 4));
+    CHECK_EQ(d.bytes(), triax::rt::allToAllBytes(npr, p, 4));
+    trx_all_to_all_i32(sendI.data(), npr, recvI.data(), ax, na);
+    CHECK_EQ(d.calls(), 2u);
+    CHECK_EQ(d.bytes(), uint64_t(2 * (p - 1) * npr * 4));
+    bool ok = true;
+    for (int64_t i = 0; i < p; ++i)
+      for (int64_t j = 0; j < npr; ++j) {
+        const int from = li.members[size_t(i)];
+        const size_t at = size_t(i * npr + j);
+        if (recv[at] != a2aF(from, li.pos, j) ||
+            recvI[at] != a2aI(from, li.pos, j)) {
+          fprintf(stderr,
+                  "all_to_all over %s npr %" PRId64 " chunk %" PRId64
+                  " [%" PRId64 "]: %g/%d, expected %g/%d\n",
+                  li.label.c_str(), npr, i, j, double(recv[at]), recvI[at],
+                  double(a2aF(from, li.pos, j)), a2aI(from, li.pos, j));
+          ok = false;
+        }
+      }
+    CHECK(ok);
+    CHECK(send == sent); // send is only read
+    // The group-wide volume: every member sends all chunks but its own.
+    CHECK_EQ(groupSum(d.bytes(), li), uint64_t(2 * p * (p - 1) * npr * 4));
+  }
+
+  if (p == 1) {
+    // A group of one: the same buffer is left as it is.
+    std::vector<float> b(9, 4.5f);
+    trx_all_to_all(b.data(), 9, b.data(), ax, na);
+    CHECK(b == std::vector<float>(9, 4.5f));
+  }
+
+  // The compiled code's entry takes the axis mask, whose group orders its
+  // members in mesh order: lists in mesh order only. Views at an offset,
+  // 5 elements per chunk.
+  if (std::is_sorted(li.axes.begin(), li.axes.end())) {
+    const int64_t n = 5 * p;
+    std::vector<float> send(static_cast<size_t>(n + 3)),
+        recv(static_cast<size_t>(n + 4), -1.0f);
+    for (int64_t c = 0; c < p; ++c)
+      for (int64_t j = 0; j < 5; ++j)
+        send[size_t(3 + c * 5 + j)] = a2aF(rank, c, j);
+    trx_memref_f32_1d ms = {send.data(), send.data(), 3, {n}, {1}};
+    trx_memref_f32_1d mr = {recv.data(), recv.data(), 2, {n}, {1}};
+    Delta d(TRX_COMM_ALL_TO_ALL, li.mask);
+    _mlir_ciface_trx_all_to_all_f32(&ms, &mr, int64_t(li.mask));
+    CHECK_EQ(d.calls(), 1u);
+    CHECK_EQ(d.bytes(), uint64_t((p - 1) * 5 * 4));
+    bool ok = recv[0] == -1.0f && recv[1] == -1.0f &&
+              recv[size_t(n + 2)] == -1.0f && recv[size_t(n + 3)] == -1.0f;
+    for (int64_t i = 0; i < p; ++i)
+      for (int64_t j = 0; j < 5; ++j)
+        ok = ok && recv[size_t(2 + i * 5 + j)] ==
+                       a2aF(li.members[size_t(i)], li.pos, j);
+    CHECK(ok);
+  }
+
+  // TRX_COMM=mpi on the CUDA target (see checkStaging): send is copied to
+  // the host, recv back to the device, once each.
+  {
+    const int64_t npr = 33, n = p * npr;
+    auto *dSend = static_cast<float *>(
+        trx_alloc(size_t(n) * sizeof(float) + 1, TRX_MEM_OTHER));
+    auto *dRecv = static_cast<float *>(
+        trx_alloc(size_t(n) * sizeof(float) + 1, TRX_MEM_OTHER));
+    CHECK(dSend != nullptr && dRecv != nullptr);
+    for (int64_t c = 0; c < p; ++c)
+      for (int64_t j = 0; j < npr; ++j)
+        dSend[c * npr + j] = a2aF(rank, c, j + 100);
+    deviceBlocks().insert(dSend);
+    deviceBlocks().insert(dRecv);
+    triax::rt::gDeviceMemoryHook = allocBlock;
+    trx_copy_reset_counters();
+    trx_all_to_all(dSend, npr, dRecv, ax, na);
+    CHECK_EQ(trx_copy_calls(TRX_COPY_TO_HOST), uint64_t(1));
+    CHECK_EQ(trx_copy_calls(TRX_COPY_TO_DEVICE), uint64_t(1));
+    CHECK_EQ(trx_copy_bytes(TRX_COPY_TO_HOST), uint64_t(n * 4));
+    CHECK_EQ(trx_copy_bytes(TRX_COPY_TO_DEVICE), uint64_t(n * 4));
+    triax::rt::gDeviceMemoryHook = nullptr;
+    bool ok = true;
+    for (int64_t i = 0; i < p; ++i)
+      for (int64_t j = 0; j < npr; ++j)
+        ok = ok &&
+             dRecv[i * npr + j] == a2aF(li.members[size_t(i)], li.pos, j + 100);
+    CHECK(ok);
+    deviceBlocks().clear();
+    trx_free(dSend);
+    trx_free(dRecv);
+  }
+  // No other kind was counted.
+  CHECK_EQ(others(), othersBefore);
+}
+
 std::vector<int32_t> allAxes(const Mesh &m) {
   std::vector<int32_t> all;
   for (int32_t a = 0; a < int32_t(m.sizes.size()); ++a)
@@ -1013,6 +1156,7 @@ int cmdRun(const Mesh &m, int *argc, char ***argv) {
     checkBucket(li);
     checkStaging(li);
     checkShift(li);
+    checkAllToAll(li);
   }
   checkLarge(describe(m, allAxes(m)));
   workloadTable(m);
@@ -1103,13 +1247,18 @@ int cmdSingleton(int *argc, char ***argv) {
   CHECK_EQ(triax::rt::ringAllReduceBytes(1003, 1, 0, 4), 0u);
   CHECK_EQ(triax::rt::chainBroadcastBytes(10, 4, 3, 4), 0u);
   CHECK_EQ(triax::rt::chainBroadcastBytes(10, 4, 2, 4), 40u);
+  CHECK_EQ(triax::rt::allToAllBytes(10, 4, 4), 120u);
+  CHECK_EQ(triax::rt::allToAllBytes(10, 1, 4), 0u);
+  CHECK_EQ(triax::rt::allToAllBytes(0, 4, 4), 0u);
   CHECK_STREQ(trx_comm_transport_name(), "none");
 
   // Counters start at 0; names.
   CHECK_EQ(trx_comm_bytes(TRX_COMM_ANY_KIND, TRX_COMM_ANY_AXES), 0u);
   CHECK_STREQ(trx_comm_kind_name(TRX_COMM_ALL_REDUCE), "all_reduce");
   CHECK_STREQ(trx_comm_kind_name(TRX_COMM_RECV), "recv");
-  CHECK_STREQ(trx_comm_kind_name(6), "invalid");
+  CHECK_STREQ(trx_comm_kind_name(TRX_COMM_ALL_TO_ALL), "all_to_all");
+  CHECK_EQ(TRX_COMM_NKINDS, 7);
+  CHECK_STREQ(trx_comm_kind_name(7), "invalid");
   CHECK_STREQ(trx_comm_kind_name(-1), "invalid");
 
   // A mesh of one device runs without mpirun.
@@ -1156,6 +1305,7 @@ int cmdSingleton(int *argc, char ***argv) {
     checkBucket(li);
     checkStaging(li);
     checkShift(li);
+    checkAllToAll(li);
   }
   CHECK_STREQ(trx_comm_transport_name(), "mpi");
   {
@@ -1348,6 +1498,34 @@ int cmdMisuse(const Mesh &m, const std::string &what, int *argc, char ***argv) {
     trx_shift_start(buf.data(), recv.data(), n, ax0, 1, 0);
     trx_shift_wait_slot(0);
     trx_dist_barrier();
+  } else if (what == "a2a-sizes") {
+    std::vector<float> recv(8);
+    trx_memref_f32_1d s = {buf.data(), buf.data(), 0, {8}, {1}};
+    trx_memref_f32_1d r = {recv.data(), recv.data(), 0, {4}, {1}};
+    _mlir_ciface_trx_all_to_all_f32(&s, &r, 1);
+  } else if (what == "a2a-chunks") {
+    // 5 elements over the group of axis 0.
+    std::vector<float> recv(5);
+    trx_memref_f32_1d s = {buf.data(), buf.data(), 0, {5}, {1}};
+    trx_memref_f32_1d r = {recv.data(), recv.data(), 0, {5}, {1}};
+    _mlir_ciface_trx_all_to_all_f32(&s, &r, 1);
+  } else if (what == "a2a-stride") {
+    std::vector<float> recv(8);
+    trx_memref_f32_1d s = {buf.data(), buf.data(), 0, {4}, {1}};
+    trx_memref_f32_1d r = {recv.data(), recv.data(), 0, {4}, {2}};
+    _mlir_ciface_trx_all_to_all_f32(&s, &r, 1);
+  } else if (what == "a2a-mask") {
+    std::vector<float> recv(8);
+    trx_memref_f32_1d s = {buf.data(), buf.data(), 0, {8}, {1}};
+    trx_memref_f32_1d r = {recv.data(), recv.data(), 0, {8}, {1}};
+    _mlir_ciface_trx_all_to_all_f32(&s, &r, int64_t(1) << k);
+  } else if (what == "a2a-count") {
+    std::vector<float> recv(8);
+    trx_all_to_all(buf.data(), -2, recv.data(), ax0, 1);
+  } else if (what == "a2a-overlap") {
+    // The chunks of 4 floats: recv starts inside send.
+    std::vector<float> big(static_cast<size_t>(8 * m.sizes[0]), 1.0f);
+    trx_all_to_all(big.data(), 4, big.data() + 1, ax0, 1);
   } else if (what == "size") {
     // Position 0 sends 8 floats; position 1 expects 4.
     if (trx_dist_coord(0) == 0)

@@ -14,7 +14,9 @@
 //                               i32, in place and aliased, stream-ordered
 //                               and host-synchronous, a gradient bucket and
 //                               a gradient region on the communication
-//                               stream; exact values. The test reads and
+//                               stream, the all-to-all and the ring shift
+//                               (copies in a group of one); exact
+//                               values. The test reads and
 //                               writes device buffers only through the
 //                               copy hooks, and checks device memory,
 //                               zeroing, TRX_ALLOC_POISON and the copies
@@ -31,6 +33,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -142,6 +145,86 @@ void checkList(const std::vector<int32_t> &axes, bool device) {
         trx_all_gather(f.dev, n, out.dev, ax, na);
         trx_all_reduce(out.dev, n, TRX_REDUCE_AVG, ax, na);
       }
+      out.down();
+      ok = true;
+      for (int64_t j = 0; j < n; ++j)
+        ok = ok && out[j] == valueF(j);
+      CHECK(ok);
+    }
+  }
+}
+
+/// The all-to-all and the ring shift over a group of one (a copy: the
+/// all-to-all's own chunk is a device copy, the shift's a copy on the
+/// compute stream): device and host buffers, f32 and i32, host-synchronous
+/// and stream-ordered (as the compiled code calls them, through its
+/// entries), the same buffer, and the calls counted with 0 bytes.
+void checkAllToAllShift(const std::vector<int32_t> &axes, bool device) {
+  const int32_t *ax = axes.data();
+  const int32_t na = int32_t(axes.size());
+  uint32_t mask = 0;
+  for (int32_t a : axes)
+    mask |= 1u << a;
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(1003), int64_t(1) << 20}) {
+    Buffer<float> f(n, device), out(n, device);
+    Buffer<int32_t> i(n, device), outI(n, device);
+    for (int64_t j = 0; j < n; ++j) {
+      f[j] = valueF(j);
+      i[j] = valueI(j);
+      out[j] = -1.0f;
+      outI[j] = -1;
+    }
+    f.up();
+    i.up();
+    out.up();
+    outI.up();
+    const uint64_t calls = trx_comm_calls(TRX_COMM_ALL_TO_ALL, mask);
+    trx_all_to_all(f.dev, n, out.dev, ax, na);
+    trx_all_to_all_i32(i.dev, n, outI.dev, ax, na);
+    CHECK_EQ(trx_comm_calls(TRX_COMM_ALL_TO_ALL, mask), calls + 2);
+    out.down();
+    outI.down();
+    bool ok = true;
+    for (int64_t j = 0; j < n; ++j)
+      ok = ok && out[j] == valueF(j) && outI[j] == valueI(j);
+    CHECK(ok);
+    // The same buffer: nothing moves.
+    trx_all_to_all(f.dev, n, f.dev, ax, na);
+    f.down();
+    ok = true;
+    for (int64_t j = 0; j < n; ++j)
+      ok = ok && f[j] == valueF(j);
+    CHECK(ok);
+
+    // The ring shift: recv gets send (the previous position is this rank).
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = -2.0f;
+    out.up();
+    const uint64_t sends = trx_comm_calls(TRX_COMM_SEND, mask);
+    trx_shift_start(f.dev, out.dev, n, ax, na, 3);
+    trx_shift_wait_slot(3);
+    CHECK_EQ(trx_comm_calls(TRX_COMM_SEND, mask), sends + 1);
+    out.down();
+    ok = true;
+    for (int64_t j = 0; j < n; ++j)
+      ok = ok && out[j] == valueF(j);
+    CHECK(ok);
+
+    if (device && std::is_sorted(axes.begin(), axes.end())) {
+      // Stream-ordered, through the compiled code's entries: an
+      // all-to-all, then a shift of its result, then an all-reduce of
+      // that (each reads what the one before wrote on the device).
+      Buffer<float> mid(n, true);
+      for (int64_t j = 0; j < n; ++j)
+        out[j] = 3.0f;
+      out.up();
+      trx_memref_f32_1d mf = {f.dev, f.dev, 0, {n}, {1}};
+      trx_memref_f32_1d mm = {mid.dev, mid.dev, 0, {n}, {1}};
+      trx_memref_f32_1d mo = {out.dev, out.dev, 0, {n}, {1}};
+      _mlir_ciface_trx_all_to_all_f32(&mf, &mm, int64_t(mask));
+      _mlir_ciface_trx_shift_start_f32(&mm, &mo, int64_t(mask), 5);
+      trx_shift_wait(5);
+      _mlir_ciface_trx_all_reduce_f32(&mo, TRX_REDUCE_AVG, int64_t(mask));
       out.down();
       ok = true;
       for (int64_t j = 0; j < n; ++j)
@@ -339,6 +422,11 @@ int cmdRun() {
          {std::vector<int32_t>{0}, std::vector<int32_t>{1},
           std::vector<int32_t>{0, 1}, std::vector<int32_t>{1, 0}})
       checkList(axes, device);
+  for (bool device : {true, false})
+    for (std::vector<int32_t> axes :
+         {std::vector<int32_t>{0}, std::vector<int32_t>{1},
+          std::vector<int32_t>{0, 1}, std::vector<int32_t>{1, 0}})
+      checkAllToAllShift(axes, device);
   checkBucket();
   checkGradsRegion();
   checkMemory();

@@ -2,14 +2,15 @@
 //
 // World setup for a mesh with named axes (coordinates, one communicator per
 // axis, communicators of axis sets on demand), the collectives of the dist
-// dialect, point-to-point transfers and the ring shifts of context
-// parallelism, per-kind and per-axis-set byte counters, --trace events, and
-// the job-wide abort.
+// dialect (the all-to-all of expert parallelism among them), point-to-point
+// transfers and the ring shifts of context parallelism, per-kind and
+// per-axis-set byte counters, --trace events, and the job-wide abort.
 //
 // The data movement goes through a Transport (transport.h): the MPI one
-// here, ring algorithms over MPI_Sendrecv, is the CPU target's; the CUDA
-// runtime registers NCCL (lib/cuda/nccl.cpp). Everything else (argument
-// checks, groups, counters, trace) is this front's, shared by both.
+// here, ring algorithms (and the all-to-all's pairwise exchange) over
+// MPI_Sendrecv, is the CPU target's; the CUDA runtime registers NCCL
+// (lib/cuda/nccl.cpp). Everything else (argument checks, groups, counters,
+// trace) is this front's, shared by both.
 //
 // Why our own rings rather than MPI_Allreduce and friends: the schedule is
 // fixed here (chunk c = [n*c/p, n*(c+1)/p), reduced in ring order), so a
@@ -66,7 +67,7 @@ constexpr int kMaxAxes = TRX_DIST_MAX_AXES;
 constexpr uint32_t kNumMasks = 1u << kMaxAxes;
 // Internal tags: one per collective kind, above the user range.
 constexpr int kTagBase = TRX_DIST_MAX_TAG + 1; // 32760 .. 32767
-// The ring shifts (32766): the same tag for every slot. A pair's messages on
+// The ring shifts (32767): the same tag for every slot. A pair's messages on
 // one communicator and tag match in the order they were posted, and every
 // member starts its shifts in the same order, so the k-th shift a rank
 // sends to a peer is the k-th one that peer receives from it.
@@ -114,7 +115,8 @@ std::atomic<uint64_t> gBytes[TRX_COMM_NKINDS][kNumMasks];
 std::atomic<uint64_t> gCalls[TRX_COMM_NKINDS][kNumMasks];
 
 const char *const kKindNames[TRX_COMM_NKINDS] = {
-    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "send", "recv"};
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+    "send",       "recv",       "all_to_all"};
 
 std::string vformat(const char *fmt, va_list ap) {
   char buf[1024];
@@ -603,6 +605,31 @@ uint64_t chainBroadcast(const trx_dist_group &g, void *buf, int64_t total,
   return sent;
 }
 
+/// Pairwise exchange: at step k = 1..p-1 send chunk pos+k to position
+/// pos+k and receive chunk pos-k from position pos-k (mod p), one
+/// MPI_Sendrecv each (a pair exchanges once per call, in both directions
+/// at steps k and p-k); the own chunk is copied. send and recv do not
+/// overlap unless p == 1.
+template <typename T>
+uint64_t pairwiseAllToAll(const trx_dist_group &g, const T *send, int64_t npr,
+                          T *recv, const char *fn) {
+  const int64_t p = g.size, pos = g.position;
+  const int tag = kTagBase + TRX_COMM_ALL_TO_ALL;
+  uint64_t sent = 0;
+  if (npr > 0) {
+    const int64_t bytes = npr * int64_t(sizeof(T));
+    if (recv != send)
+      memmove(recv + pos * npr, send + pos * npr, size_t(bytes));
+    for (int64_t k = 1; k < p; ++k) {
+      const int64_t to = (pos + k) % p, from = (pos - k + p) % p;
+      sent += sendrecv(g, send + to * npr, bytes, g.posToCommRank[size_t(to)],
+                       recv + from * npr, bytes, g.posToCommRank[size_t(from)],
+                       tag, fn);
+    }
+  }
+  return sent;
+}
+
 const trx_dist_group &mpiGroup(const CommGroup &g) {
   return static_cast<const trx_dist_group &>(g);
 }
@@ -700,6 +727,20 @@ public:
     HostView b(buf, bytesOf(n, t), /*in=*/root_, /*out=*/!root_);
     return chainBroadcast(mpiGroup(g), b.data(), n * commDTypeSize(t), root,
                           fn);
+  }
+  uint64_t allToAll(const CommGroup &g, const void *send, int64_t npr,
+                    void *recv, CommDType t, const char *fn) override {
+    if (g.size == 1 && send == recv)
+      return 0; // nothing moves
+    HostView in(send, bytesOf(npr * g.size, t));
+    HostView out(recv, bytesOf(npr * g.size, t), /*in=*/false, /*out=*/true);
+    if (t == CommDType::F32)
+      return pairwiseAllToAll(mpiGroup(g),
+                              static_cast<const float *>(in.data()), npr,
+                              static_cast<float *>(out.data()), fn);
+    return pairwiseAllToAll(mpiGroup(g),
+                            static_cast<const int32_t *>(in.data()), npr,
+                            static_cast<int32_t *>(out.data()), fn);
   }
   void send(const CommGroup &g, const void *buf, int64_t bytes, int32_t peer,
             int32_t tag, const char *fn) override {
@@ -969,6 +1010,28 @@ void broadcast(T *buf, int64_t n, int32_t root, const int32_t *axes,
   InFlight watched(fn, &g);
   uint64_t sent = transportOf(fn).broadcast(g, buf, n, dtypeOf<T>(), root, fn);
   count(TRX_COMM_BROADCAST, g.mask, sent, traceStart);
+}
+
+template <typename T>
+void allToAll(const T *send, int64_t npr, T *recv, const int32_t *axes,
+              int32_t naxes, const char *fn) {
+  const double traceStart = traceOn() ? traceNow() : -1;
+  checkBuffer(send, npr, "send", fn);
+  checkBuffer(recv, npr, "recv", fn);
+  trx_dist_group &g = groupOrAbort(axes, naxes, fn);
+  // A chunk is sent while another one arrives: recv must not be written
+  // while send is still read (a group of one only copies).
+  const int64_t bytes = npr * g.size * int64_t(sizeof(T));
+  const char *sb = reinterpret_cast<const char *>(send);
+  const char *rb = reinterpret_cast<const char *>(recv);
+  if (g.size > 1 && bytes > 0 && sb < rb + bytes && rb < sb + bytes)
+    abortf("%s: send and recv overlap (an all-to-all over %d members needs "
+           "two buffers)",
+           fn, g.size);
+  InFlight watched(fn, &g);
+  uint64_t sent =
+      transportOf(fn).allToAll(g, send, npr, recv, dtypeOf<T>(), fn);
+  count(TRX_COMM_ALL_TO_ALL, g.mask, sent, traceStart);
 }
 
 trx_dist_group &p2pGroup(const void *buf, int64_t n, int32_t peer,
@@ -1422,6 +1485,12 @@ extern "C" void trx_recv(float *buf, int64_t n, int32_t peer,
   recvFrom(buf, n, peer, axes, naxes, tag, "trx_recv");
 }
 
+extern "C" void trx_all_to_all(const float *send, int64_t n_per_rank,
+                               float *recv, const int32_t *axes,
+                               int32_t naxes) {
+  allToAll(send, n_per_rank, recv, axes, naxes, "trx_all_to_all");
+}
+
 extern "C" void trx_all_reduce_i32(int32_t *buf, int64_t n, int32_t op,
                                    const int32_t *axes, int32_t naxes) {
   allReduce(buf, n, op, axes, naxes, "trx_all_reduce_i32");
@@ -1448,6 +1517,11 @@ extern "C" void trx_send_i32(const int32_t *buf, int64_t n, int32_t peer,
 extern "C" void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer,
                              const int32_t *axes, int32_t naxes, int32_t tag) {
   recvFrom(buf, n, peer, axes, naxes, tag, "trx_recv_i32");
+}
+extern "C" void trx_all_to_all_i32(const int32_t *send, int64_t n_per_rank,
+                                   int32_t *recv, const int32_t *axes,
+                                   int32_t naxes) {
+  allToAll(send, n_per_rank, recv, axes, naxes, "trx_all_to_all_i32");
 }
 
 //===----------------------------------------------------------------------===//
@@ -1733,6 +1807,10 @@ uint64_t triax::rt::ringAllGatherBytes(int64_t npr, int64_t p,
 
 uint64_t triax::rt::ringReduceScatterBytes(int64_t npr, int64_t p,
                                            int64_t elemSize) {
+  return npr > 0 && p > 1 ? uint64_t((p - 1) * npr * elemSize) : 0;
+}
+
+uint64_t triax::rt::allToAllBytes(int64_t npr, int64_t p, int64_t elemSize) {
   return npr > 0 && p > 1 ? uint64_t((p - 1) * npr * elemSize) : 0;
 }
 

@@ -1480,6 +1480,32 @@ extern "C" void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
            int32_t(axes.size()), int32_t(tag));
 }
 
+extern "C" void _mlir_ciface_trx_all_to_all_f32(trx_memref_f32_1d *send,
+                                                trx_memref_f32_1d *recv,
+                                                int64_t axis_mask) {
+  const char *fn = "trx_all_to_all_f32";
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  float *src = contiguous(fn, "send", send);
+  float *dst = contiguous(fn, "recv", recv);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  const int64_t g = groupSize(axes), n = send->sizes[0];
+  char msg[256];
+  if (recv->sizes[0] != n) {
+    snprintf(msg, sizeof(msg),
+             "%s: send has %" PRId64 " elements but recv has %" PRId64, fn, n,
+             recv->sizes[0]);
+    trx_dist_abort(msg);
+  }
+  if (n % g != 0) {
+    snprintf(msg, sizeof(msg),
+             "%s: %" PRId64 " elements do not split into %" PRId64
+             " equal chunks (one per member of the group)",
+             fn, n, g);
+    trx_dist_abort(msg);
+  }
+  trx_all_to_all(src, n / g, dst, axes.data(), int32_t(axes.size()));
+}
+
 extern "C" void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,
                                                  trx_memref_f32_1d *recv,
                                                  int64_t axis_mask,

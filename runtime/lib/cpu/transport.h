@@ -4,8 +4,9 @@
 // axis lists and their communicators, the argument checks, the byte
 // counters and the --trace events. The bytes themselves move through a
 // Transport:
-//  - "mpi": ring algorithms over MPI_Sendrecv on host memory, the ring shift
-//    over MPI_Isend/MPI_Irecv (comm.cpp; the CPU target's and the default).
+//  - "mpi": ring algorithms over MPI_Sendrecv on host memory (the
+//    all-to-all a pairwise exchange over it), the ring shift over
+//    MPI_Isend/MPI_Irecv (comm.cpp; the CPU target's and the default).
 //    On the CUDA target (TRX_COMM=mpi) the device buffers are staged
 //    through host copies (HostView, internal.h);
 //  - "nccl": NCCL on device memory (lib/cuda/nccl.cpp), registered by the
@@ -85,6 +86,9 @@ uint64_t ringAllGatherBytes(int64_t nPerRank, int64_t p, int64_t elemSize);
 uint64_t ringReduceScatterBytes(int64_t nPerRank, int64_t p, int64_t elemSize);
 uint64_t chainBroadcastBytes(int64_t n, int64_t p, int64_t distFromRoot,
                              int64_t elemSize);
+/// The pairwise all-to-all: every chunk but the own one,
+/// (p - 1) * nPerRank * elemSize.
+uint64_t allToAllBytes(int64_t nPerRank, int64_t p, int64_t elemSize);
 
 class Transport {
 public:
@@ -133,6 +137,14 @@ public:
                                  int32_t op, const char *fn) = 0;
   virtual uint64_t broadcast(const CommGroup &g, void *buf, int64_t n,
                              CommDType t, int32_t root, const char *fn) = 0;
+  /// send and recv hold g.size chunks of nPerRank elements in position
+  /// order: chunk j of send goes to position j, chunk i of recv comes from
+  /// position i (its chunk g.position). The front checked that the two do
+  /// not overlap unless g.size == 1 (then a copy, none when send == recv).
+  /// In order on the compute queue, like allGather.
+  virtual uint64_t allToAll(const CommGroup &g, const void *send,
+                            int64_t nPerRank, void *recv, CommDType t,
+                            const char *fn) = 0;
   virtual void send(const CommGroup &g, const void *buf, int64_t bytes,
                     int32_t peer, int32_t tag, const char *fn) = 0;
   /// Receives exactly `bytes` (another size aborts where the transport can

@@ -17,7 +17,8 @@
 // lazily made set cannot ask for).
 //
 // Streams. The compiled code's collectives (tensor-parallel all-reduce,
-// ZeRO gathers and reduce-scatters, send/recv) run on the compute stream:
+// ZeRO gathers and reduce-scatters, expert parallelism's all-to-all,
+// send/recv) run on the compute stream:
 // in order with the kernels, without a host synchronization. Gradient
 // buckets (trx_all_reduce_bucket) run on the communication stream after an
 // event of the compute stream, so backward goes on while a bucket reduces;
@@ -422,6 +423,52 @@ public:
     finishCompute(s.host, fn);
     const int64_t d = ((g.position - root) % g.size + g.size) % g.size;
     return chainBroadcastBytes(n, g.size, d, es);
+  }
+
+  // The all-to-all: NCCL has none of its own, so one NCCL group of an
+  // ncclSend and an ncclRecv per peer on the compute stream (chunk j to and
+  // from position j, through the group's position -> rank map, so a
+  // permuted group needs no reordering), the own chunk a device copy. The
+  // front allows overlapping buffers in a group of one only; there the
+  // input goes through the scratch (a copy of overlapping ranges is
+  // undefined), unless send == recv, which leaves nothing to do.
+  uint64_t allToAll(const CommGroup &g, const void *send, int64_t npr,
+                    void *recv, CommDType t, const char *fn) override {
+    Comm &c = comm(g);
+    const int64_t es = commDTypeSize(t), bytes = npr * es;
+    const int64_t p = g.size, pos = g.position;
+    if (p == 1 && send == recv)
+      return 0;
+    const char *sb = static_cast<const char *>(send);
+    const char *rb = static_cast<const char *>(recv);
+    const bool overlap = rb < sb + p * bytes && sb < rb + p * bytes;
+    Staged in(*this, send, p * bytes, true, false, fn, 0, overlap);
+    Staged out(*this, recv, p * bytes, false, true, fn, 1);
+    CUstream st = computeOn(c);
+    if (bytes > 0) {
+      const char *sd = static_cast<const char *>(in.dev);
+      char *rd = static_cast<char *>(out.dev);
+      TRX_CU(cuMemcpyAsync(dptr(rd + pos * bytes), dptr(sd + pos * bytes),
+                           size_t(bytes), st));
+      if (p > 1) {
+        groupStart(fn);
+        for (int64_t j = 0; j < p; ++j) {
+          if (j == pos)
+            continue;
+          const int peer = g.posToCommRank[size_t(j)];
+          call(ncclSend(sd + j * bytes, size_t(npr), ncclType(t), peer, c.comm,
+                        st),
+               "ncclSend (all-to-all)", c, fn);
+          call(ncclRecv(rd + j * bytes, size_t(npr), ncclType(t), peer, c.comm,
+                        st),
+               "ncclRecv (all-to-all)", c, fn);
+        }
+        groupEnd(c, fn);
+      }
+    }
+    out.finish(st);
+    finishCompute(in.host || out.host, fn);
+    return allToAllBytes(npr, p, es);
   }
 
   // NCCL has no tags: a pair's messages match in the order they are issued,
