@@ -285,6 +285,10 @@ int64_t triax::cost::allGatherBytes(int64_t blockElems, int64_t elemBytes,
   return p <= 1 ? 0 : (p - 1) * blockElems * elemBytes; // [C2]
 }
 
+int64_t triax::cost::allToAllBytes(int64_t n, int64_t elemBytes, int64_t p) {
+  return p <= 1 ? 0 : (p - 1) * (n / p) * elemBytes; // [C8]
+}
+
 //===----------------------------------------------------------------------===//
 // Schedule, FLOPs, time
 //===----------------------------------------------------------------------===//

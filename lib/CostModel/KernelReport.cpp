@@ -1276,8 +1276,11 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
     entry->collectives += w;
     if (!fresh)
       return llvm::Error::success();
-    // The axis mask is the last operand.
-    std::optional<int64_t> mask = ev.eval(call.getOperands().back());
+    // The axis mask is the last operand (a ring shift's is before its
+    // slot).
+    std::optional<int64_t> mask =
+        ev.eval(callee == rt::kShiftStartF32 ? call.getOperand(2)
+                                             : call.getOperands().back());
     if (!mask)
       return failure("cannot count " + describe(call) +
                      ": its axis mask is not a constant");
@@ -1299,6 +1302,9 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
     } else if (callee == rt::kAllGatherF32) {
       if ((n = elements(call.getOperand(0))))
         item.commBytes = allGatherBytes(*n, 4, g);
+    } else if (callee == rt::kAllToAllF32) {
+      if ((n = elements(call.getOperand(0))))
+        item.commBytes = allToAllBytes(*n, 4, g);
     } else if (callee == rt::kZeroAllGatherParam) {
       std::optional<int64_t> param = ev.eval(call.getOperand(0));
       if (param && !(n = shapes.paramElements(*param)))
@@ -1337,7 +1343,8 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
       if (known)
         item.commBytes = allReduceBytes(*(n = total), 4, g, 0);
     } else {
-      // trx_send_f32 / trx_recv_f32: the buffer.
+      // trx_send_f32 / trx_recv_f32: the buffer; trx_shift_start_f32: the
+      // block it sends (and receives as much).
       if ((n = elements(call.getOperand(0))))
         item.commBytes = *n * 4;
     }

@@ -307,6 +307,10 @@ llvm::Error Walker::collective(mlir::Operation *op, int64_t times) {
       add("all_gather", axes, calls * allGatherBytes(elements, bytesPerElem, g),
           calls, name);
       break;
+    case Kind::AllToAll:
+      add("all_to_all", axes, calls * allToAllBytes(elements, bytesPerElem, g),
+          calls, name);
+      break;
     case Kind::ReduceScatter:
       add("reduce_scatter", axes,
           calls * reduceScatterBytes(elements, bytesPerElem, g), calls, name);

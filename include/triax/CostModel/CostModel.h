@@ -180,6 +180,9 @@ int64_t allReduceBytes(int64_t n, int64_t elemBytes, int64_t p,
 /// `blockElems`: (p-1) blocks, (p-1)/p S of the whole padded tensor S.
 int64_t reduceScatterBytes(int64_t blockElems, int64_t elemBytes, int64_t p);
 int64_t allGatherBytes(int64_t blockElems, int64_t elemBytes, int64_t p);
+/// [C8] An all_to_all of an input of n elements over p ranks (p slices of
+/// n / p): the p - 1 slices that go to the other members.
+int64_t allToAllBytes(int64_t n, int64_t elemBytes, int64_t p);
 
 //===----------------------------------------------------------------------===//
 // Schedule, FLOPs, time

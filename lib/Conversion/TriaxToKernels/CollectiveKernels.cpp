@@ -6,7 +6,8 @@
 // runtime's flat all_gather / reduce_scatter on a buffer in group-major
 // order (packed or unpacked around the call when the dimension is not the
 // outermost non-unit one, as the sequence dimension of sequence
-// parallelism's [batch, seq, hidden] activations). The group is
+// parallelism's [batch, seq, hidden] activations); dist.all_to_all
+// likewise around the runtime's flat all_to_all. The group is
 // passed as a bit mask of mesh axes, numbered in the order of the module's
 // dist.mesh: the order the model descriptor gives trx_dist_init, so the
 // compiled code and the runtime agree on which communicator is meant.
@@ -290,6 +291,59 @@ struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
   }
 };
 
+/// all_to_all: the input in group-major order (slice j of the split
+/// dimension for member j; a copy unless that dimension is outermost), the
+/// runtime's flat all_to_all, then the g received slices concatenated along
+/// the concat dimension (unpacked unless it is outermost).
+struct AllToAllLowering : OpConversionPattern<dist::AllToAllOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::AllToAllOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!op.getType().getElementType().isF32())
+      return op.emitOpError("only f32 all_to_all is lowered to the runtime "
+                            "yet");
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(mask))
+      return failure();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    if (!inType.hasStaticShape())
+      return op.emitOpError("needs a static shape, got ") << inType;
+    dist::MeshOp mesh = dist::lookupMesh(op, op.getMeshAttr());
+    int64_t n = 1;
+    for (Attribute axis : op.getAxes())
+      n *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+    int64_t split = op.getSplitDim(), concat = op.getConcatDim();
+    SmallVector<int64_t> chunkShape(inType.getShape());
+    chunkShape[split] /= n;
+    auto chunk = inType.clone(chunkShape);
+    DimSplit in(inType, split), out(chunk, concat);
+    KernelBuilder k(rewriter, op.getLoc());
+    auto flatType =
+        MemRefType::get({inType.getNumElements()}, rewriter.getF32Type());
+    Value packed = adaptor.getInput();
+    if (in.outer > 1 && n > 1) {
+      packed = k.alloc(flatType);
+      repack(k, adaptor.getInput(), packed, n, in.outer, chunkShape[split],
+             in.inner, /*pack=*/true);
+    }
+    Value result = k.alloc(op.getType());
+    bool direct = out.outer == 1 || n == 1;
+    Value received = direct ? result : k.alloc(flatType);
+    func::CallOp::create(
+        rewriter, op.getLoc(), ::triax::rt::kAllToAllF32, TypeRange{},
+        ValueRange{
+            k.dynamicFlat(packed), k.dynamicFlat(received),
+            arith::ConstantOp::create(rewriter, op.getLoc(),
+                                      rewriter.getI64IntegerAttr(*mask))});
+    if (!direct)
+      repack(k, result, received, n, out.outer, chunkShape[concat], out.inner,
+             /*pack=*/false);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// shard_sequence moves no data: this member's two chunks copied out of
 /// the whole input (loadBalancedPosition), or its one chunk (contiguous).
 struct ShardSequenceLowering : OpConversionPattern<dist::ShardSequenceOp> {
@@ -327,6 +381,6 @@ struct ShardSequenceLowering : OpConversionPattern<dist::ShardSequenceOp> {
 void mlir::triax::kernels::populateCollectivePatterns(
     TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<AllReduceLowering, CopyToGroupLowering, AllGatherLowering,
-               ReduceScatterLowering, ShardSequenceLowering>(
+               ReduceScatterLowering, AllToAllLowering, ShardSequenceLowering>(
       converter, patterns.getContext());
 }

@@ -732,3 +732,52 @@ func.func @f(%x: tensor<2x6xi32>) {
   %y = dist.shard_sequence %x over @cluster ["cp"] dim 1 : tensor<2x6xi32> -> tensor<2x3xi32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// dist.all_to_all: the split and concat dimensions
+//===----------------------------------------------------------------------===//
+
+// -----
+
+dist.mesh @cluster <["dp"=2, "tp"=2]>
+func.func @f(%x: tensor<3x8xf32>) {
+  // expected-error @+1 {{'dist.all_to_all' op split dimension 0 of size 3 is not divisible by the group size 2}}
+  %y = dist.all_to_all %x over @cluster ["dp"] split 0 concat 1 : tensor<3x8xf32> -> tensor<1x16xf32>
+  return
+}
+
+// -----
+
+dist.mesh @cluster <["dp"=2, "tp"=2]>
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'dist.all_to_all' op concat dimension 2 is out of range for 'tensor<4x8xf32>'}}
+  %y = dist.all_to_all %x over @cluster ["dp"] split 0 concat 2 : tensor<4x8xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+dist.mesh @cluster <["dp"=2, "tp"=2]>
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'dist.all_to_all' op result dimension 1 is 8, expected 32 (input times the group size)}}
+  %y = dist.all_to_all %x over @cluster ["dp", "tp"] split 0 concat 1 : tensor<4x8xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @cluster <["dp"=2, "tp"=2]>
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'dist.all_to_all' op result dimension 0 is 2, expected 4 (unchanged: split and concat are the same dimension)}}
+  %y = dist.all_to_all %x over @cluster ["dp"] split 0 concat 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+dist.mesh @cluster <["dp"=2, "tp"=2]>
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'dist.all_to_all' op result 'tensor<2x16xbf16>' must have the input's rank and element type ('tensor<4x8xf32>')}}
+  %y = dist.all_to_all %x over @cluster ["dp"] split 0 concat 1 : tensor<4x8xf32> -> tensor<2x16xbf16>
+  return
+}

@@ -26,6 +26,12 @@ func.func @collectives(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@clu
   %rs = dist.reduce_scatter sum %g over @cluster ["dp", "tp"] dim 1 : tensor<8x64xf32> -> tensor<8x16xf32>
   // CHECK: dist.reduce_scatter avg %{{.*}} over @cluster ["dp"] dim 0 : tensor<8x16xf32> -> tensor<4x16xf32>
   %rs2 = dist.reduce_scatter avg %rs over @cluster ["dp"] dim 0 : tensor<8x16xf32> -> tensor<4x16xf32>
+  // all_to_all divides the split dim and multiplies the concat dim by the
+  // group size; the same dim keeps its size.
+  // CHECK: dist.all_to_all %{{.*}} over @cluster ["dp", "tp"] split 1 concat 0 : tensor<8x16xf32> -> tensor<32x4xf32>
+  %a2a = dist.all_to_all %rs over @cluster ["dp", "tp"] split 1 concat 0 : tensor<8x16xf32> -> tensor<32x4xf32>
+  // CHECK: dist.all_to_all %{{.*}} over @cluster ["dp"] split 0 concat 0 : tensor<8x16xf32> -> tensor<8x16xf32>
+  %a2a2 = dist.all_to_all %rs over @cluster ["dp"] split 0 concat 0 : tensor<8x16xf32> -> tensor<8x16xf32>
   // CHECK: dist.broadcast %{{.*}} over @cluster ["dp"] root 1 : tensor<8x16xf32>
   %b = dist.broadcast %rs over @cluster ["dp"] root 1 : tensor<8x16xf32>
   // CHECK: dist.send %{{.*}} over @cluster ["pp"] to 1 : tensor<8x16xf32>

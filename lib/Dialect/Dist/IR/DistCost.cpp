@@ -32,6 +32,13 @@ void AllGatherFlatOp::getCollectives(SmallVectorImpl<Collective> &out) {
       Collective::on(Collective::Kind::AllGather, getInput().getType()));
 }
 
+// An all-to-all's formula takes the whole input: (g - 1) / g of it leaves
+// the member.
+void AllToAllOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  out.push_back(
+      Collective::on(Collective::Kind::AllToAll, getInput().getType()));
+}
+
 void ReduceScatterOp::getCollectives(SmallVectorImpl<Collective> &out) {
   out.push_back(
       Collective::on(Collective::Kind::ReduceScatter, getResult().getType()));

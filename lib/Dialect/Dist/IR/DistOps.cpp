@@ -166,6 +166,7 @@ DEFINE_VERIFY_GROUP(AllReduceOp)
 DEFINE_VERIFY_GROUP(CopyToGroupOp)
 DEFINE_VERIFY_GROUP(AllGatherOp)
 DEFINE_VERIFY_GROUP(ReduceScatterOp)
+DEFINE_VERIFY_GROUP(AllToAllOp)
 DEFINE_VERIFY_GROUP(BroadcastOp)
 DEFINE_VERIFY_GROUP(SendOp)
 DEFINE_VERIFY_GROUP(RecvOp)
@@ -241,6 +242,49 @@ LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &table) {
     return failure();
   return verifyResizedDim(*this, getInput().getType(), getType(), getDim(),
                           *group, /*gather=*/false);
+}
+
+LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  RankedTensorType input = getInput().getType(), result = getType();
+  int64_t rank = input.getRank(), split = getSplitDim(),
+          concat = getConcatDim();
+  for (auto [what, dim] :
+       {std::pair<StringRef, int64_t>{"split", split}, {"concat", concat}})
+    if (dim < 0 || dim >= rank)
+      return emitOpError() << what << " dimension " << dim
+                           << " is out of range for " << input;
+  if (result.getRank() != rank ||
+      result.getElementType() != input.getElementType())
+    return emitOpError("result ")
+           << result << " must have the input's rank and element type ("
+           << input << ")";
+  int64_t in = input.getDimSize(split);
+  if (!ShapedType::isDynamic(in) && in % *group != 0)
+    return emitOpError("split dimension ")
+           << split << " of size " << in
+           << " is not divisible by the group size " << *group;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = input.getDimSize(d), out = result.getDimSize(d);
+    if (ShapedType::isDynamic(size) || ShapedType::isDynamic(out))
+      continue;
+    int64_t expected = size;
+    if (d == split)
+      expected /= *group;
+    if (d == concat)
+      expected *= *group;
+    if (out != expected)
+      return emitOpError("result dimension ")
+             << d << " is " << out << ", expected " << expected
+             << (d == split && d == concat ? " (unchanged: split and concat"
+                                             " are the same dimension)"
+                 : d == split  ? " (input divided by the group size)"
+                 : d == concat ? " (input times the group size)"
+                               : " (unchanged)");
+  }
+  return success();
 }
 
 LogicalResult ShardSequenceOp::verifySymbolUses(SymbolTableCollection &table) {

@@ -60,6 +60,17 @@ LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+// The inverse exchange: member i's slice of the result came from member i.
+LogicalResult AllToAllOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign(
+      {AllToAllOp::create(b, getLoc(), getInput().getType(), resultGrads[0],
+                          getMeshAttr(), getAxes(), getConcatDimAttr(),
+                          getSplitDimAttr())
+           .getResult()});
+  return success();
+}
+
 // Gathered only for ops that are recomputed (context parallelism's keys and
 // values for the attention core): gathered again with them.
 bool AllGatherOp::isRecomputedSelectively() {

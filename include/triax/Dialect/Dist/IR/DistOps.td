@@ -147,6 +147,37 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
   }];
 }
 
+def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all", [
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>,
+    DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+  let summary = "Exchanges a slice between every pair of members";
+  let description = [{
+    The input's `split` dimension is cut into `g` equal slices (`g` the
+    group size) and slice `j` goes to member `j`; the slices each member
+    receives, from members `0 .. g-1`, are concatenated along the `concat`
+    dimension in member order (JAX's `all_to_all`, `MPI_Alltoall`). The
+    result's `split` dimension is the input's divided by `g` and its
+    `concat` dimension the input's times `g`; the shape is unchanged when
+    they are the same dimension. Expert parallelism dispatches tokens to
+    their experts' ranks with one and combines them back with the inverse.
+    ```mlir
+    %t = dist.all_to_all %x over @mesh ["ep"] split 0 concat 1 : tensor<8x4x16xf32> -> tensor<4x8x16xf32>
+    ```
+    Its vector-Jacobian product is the inverse exchange of the cotangent:
+    an all_to_all that splits along `concat` and concatenates along
+    `split` (member `i`'s slice of the result came from member `i`, and
+    its gradient goes back there).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $mesh $axes `split` $split_dim `concat` $concat_dim
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [
     Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces over the group and leaves member i with slice i";

@@ -13,11 +13,12 @@ namespace mlir::triax {
 /// `axes` attribute), as CostOpInterface::getCollectives states it for the
 /// cost model's traffic ([C1]/[C2], docs/cost-model.md).
 struct Collective {
-  enum class Kind { AllReduce, AllGather, ReduceScatter, Send, Recv };
+  enum class Kind { AllReduce, AllGather, ReduceScatter, AllToAll, Send, Recv };
   Kind kind;
   /// The buffer the byte formula takes: an all_reduce's whole buffer, the
   /// block an all_gather's member contributes, the block a
-  /// reduce_scatter's member keeps, a message: `elements` of `elemBytes`
+  /// reduce_scatter's member keeps, an all_to_all's whole input, a
+  /// message: `elements` of `elemBytes`
   /// bytes ...
   int64_t elements = 0;
   int64_t elemBytes = 4;
