@@ -66,9 +66,11 @@ enum trx_reduce_op {
 
 /* ZeRO: the elements of one rank's chunk of a buffer of `numel` elements
  * sharded over `group` ranks, ceil(numel / group) (the buffer is padded with
- * zeros to group * chunk); numel itself when group <= 1. */
+ * zeros to group * chunk); numel itself when group <= 1. Rounded up without
+ * an intermediate that can overflow (numel + group - 1 can, for any
+ * numel >= 0 and group up to INT64_MAX). */
 static inline int64_t trx_zero_chunk(int64_t numel, int64_t group) {
-  return group <= 1 ? numel : (numel + group - 1) / group;
+  return group <= 1 ? numel : numel / group + (numel % group != 0);
 }
 
 #endif /* TRIAX_ABI_H */

@@ -343,12 +343,6 @@ static LogicalResult verifyChunk(Operation *op, RankedTensorType whole,
   if (whole.getElementType() != chunk.getElementType())
     return op->emitOpError("element types differ: ")
            << whole << " and " << chunk;
-  // trx_zero_chunk rounds up as (numel + group - 1) / group.
-  if (whole.getNumElements() >
-      std::numeric_limits<int64_t>::max() - (group - 1))
-    return op->emitOpError("cannot chunk ")
-           << whole.getNumElements() << " elements over " << group
-           << " ranks: rounding up overflows int64";
   int64_t expected = trx_zero_chunk(whole.getNumElements(), group);
   if (chunk.getNumElements() != expected)
     return op->emitOpError("chunk ")
