@@ -926,6 +926,13 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
         << columnSums << "'; expected columns, rows or chunks";
     return signalPassFailure();
   }
+  if (embeddingGradThreads < 0) {
+    module.emitError("convert-triax-to-kernels: embedding-grad-threads=")
+        << int64_t(embeddingGradThreads)
+        << " is not a count (expected N >= 1 iterations, or 0: one per "
+           "feature)";
+    return signalPassFailure();
+  }
   SmallVector<ModelOp> models = llvm::to_vector(module.getOps<ModelOp>());
   if (models.size() != 1) {
     module.emitError("convert-triax-to-kernels expects exactly one "

@@ -15,6 +15,9 @@
 // RUN: triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=16 | FileCheck %s --check-prefix=SLICES
 // RUN: triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=1000 | FileCheck %s --check-prefix=ROWS
 // RUN: triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=16 | FileCheck %s --check-prefix=VOCAB
+// A negative count is refused (it was taken as 0).
+// RUN: not triax-opt %s --convert-triax-to-kernels=embedding-grad-threads=-3 2>&1 | FileCheck %s --check-prefix=NEG
+// NEG: error: convert-triax-to-kernels: embedding-grad-threads=-3 is not a count (expected N >= 1 iterations, or 0: one per feature)
 
 // CHECK-LABEL: func.func @grad(
 // CHECK:         scf.parallel (%[[H:.*]]) = (%c0{{.*}}) to (%c4{{.*}}) step
