@@ -541,6 +541,10 @@ typedef struct {
                                 from a checkpoint written with another run
                                 configuration (model, batches, data, seed)
                                 as a new run; without it that is refused */
+  int32_t strict_topology;   /* --strict-topology: a tensor-parallel group
+                                whose ranks are on more than one node
+                                (trx_dist_node_of) is an error, not a
+                                warning (docs/launch.md) */
 } trx_train_args;
 
 /* Sets *out to the defaults. */
@@ -1206,6 +1210,22 @@ int32_t trx_dist_axis_index(const char *name);
 /* Writes this rank's coordinates as "dp=1 pp=0 tp=1" into buf (empty for a
  * mesh without axes). Returns buf. */
 char *trx_dist_coord_str(char *buf, size_t len);
+
+/* The nodes (machines) of the job, found by trx_dist_init: the ranks that
+ * share memory (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED) are one node,
+ * and the nodes are numbered in the order of their lowest world rank (a
+ * world of one rank without MPI is one node). Test hook: the environment
+ * variable TRX_RANKS_PER_NODE=K (an integer >= 1, checked before MPI starts;
+ * a bad value makes trx_dist_init fail naming it) replaces what MPI reports
+ * with pretend nodes of K consecutive ranks: ranks [0,K) node 0, [K,2K)
+ * node 1, ..., the last one smaller when K does not divide the world size.
+ * trx_dist_num_nodes: the number of nodes (0 when not initialized);
+ * trx_dist_node_of: the node of world rank `rank`; trx_dist_node_size: the
+ * number of ranks on node `node` (-1 when out of range or not
+ * initialized). */
+int32_t trx_dist_num_nodes(void);
+int32_t trx_dist_node_of(int32_t rank);
+int32_t trx_dist_node_size(int32_t node);
 
 /* The group of axis list axes[0..n-1] (see "Groups" above): the
  * communicator of that axis set, created on first use and cached. The

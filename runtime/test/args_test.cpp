@@ -67,6 +67,7 @@ void testDefaults() {
   CHECK(a.blas == nullptr);
   CHECK_EQ(a.max_loss_ratio, 0.0f);
   CHECK_EQ(a.comm_timeout, 600.0f);
+  CHECK_EQ(a.strict_topology, 0);
   trx_train_args d;
   trx_train_args_default(&d);
   CHECK(memcmp(&a, &d, sizeof(a)) == 0);
@@ -114,6 +115,8 @@ void testAllFlags() {
   CHECK_EQ(a.max_loss_ratio, 3.0f);
   CHECK_EQ(parse("--comm-timeout 0", a, err), TRX_OK);
   CHECK_EQ(a.comm_timeout, 0.0f);
+  CHECK_EQ(parse("--strict-topology", a, err), TRX_OK);
+  CHECK_EQ(a.strict_topology, 1);
 
   // --flag=value, last one wins, --verbose.
   CHECK_EQ(parse("--steps=7 --lr=0.5 --steps 9 --lr-schedule=cosine --verbose "
@@ -168,6 +171,7 @@ void testErrors() {
       {"--data=", "--data: empty value"},
       {"--resume", "--resume requires --ckpt-dir"},
       {"--resume=1 --ckpt-dir d", "--resume takes no value"},
+      {"--strict-topology=1", "--strict-topology takes no value"},
       {"--ckpt-every 10", "--ckpt-every requires --ckpt-dir"},
       {"--val-batches 0", "--val-batches: must be >= 1, got 0"},
       {"--min-lr-ratio 2", "--min-lr-ratio: must be <= 1, got 2"},
@@ -214,7 +218,7 @@ void testUsage() {
                            "--save-init FILE", "--threads N",
                            "--val-batches N",  "--min-lr-ratio F",
                            "--stop-at STEP",   "--max-loss-ratio R",
-                           "--comm-timeout S"})
+                           "--comm-timeout S", "--strict-topology"})
     CHECK(s.find(flag) != std::string::npos);
 }
 

@@ -33,6 +33,10 @@
 //                                   the last position of axis 0 never
 //                                   starts its shift: the watchdog
 //                                   (timeout 1 s) ends the job
+//   triax-rt-comm-test nodes MESH   rank 0 prints the nodes and their
+//                                   ranks (trx_dist_node_of), as MPI
+//                                   reports them or as TRX_RANKS_PER_NODE
+//                                   pretends
 //
 //===----------------------------------------------------------------------===//
 
@@ -1142,6 +1146,15 @@ int cmdRun(const Mesh &m, int *argc, char ***argv) {
   CHECK_EQ(r, int64_t(rank));
   CHECK_EQ(trx_dist_coord(k), int64_t(-1));
   CHECK_EQ(trx_dist_axis_index("nope"), -1);
+  // One machine: every rank on node 0 (unless the test pretends).
+  if (!getenv("TRX_RANKS_PER_NODE")) {
+    CHECK_EQ(trx_dist_num_nodes(), 1);
+    CHECK_EQ(trx_dist_node_size(0), world);
+    for (int32_t q = 0; q < world; ++q)
+      CHECK_EQ(trx_dist_node_of(q), 0);
+  }
+  CHECK_EQ(trx_dist_node_of(world), -1);
+  CHECK_EQ(trx_dist_node_size(trx_dist_num_nodes()), -1);
 
   printLayout(m);
   CHECK_STREQ(trx_comm_transport_name(), "mpi");
@@ -1185,6 +1198,9 @@ int cmdSingleton(int *argc, char ***argv) {
   CHECK_EQ(trx_dist_coord(0), int64_t(-1));
   CHECK_EQ(trx_dist_axis_size(0), int64_t(-1));
   CHECK(trx_dist_axis_name(0) == nullptr);
+  CHECK_EQ(trx_dist_num_nodes(), 0);
+  CHECK_EQ(trx_dist_node_of(0), -1);
+  CHECK_EQ(trx_dist_node_size(0), -1);
   int32_t ax0 = 0;
   CHECK(trx_dist_comm(&ax0, 1) == nullptr);
   CHECK_STREQ(trx_last_error(),
@@ -1224,6 +1240,17 @@ int cmdSingleton(int *argc, char ***argv) {
     CHECK_ERR(trx_dist_init(argc, argv, names, huge, 2, err, sizeof(err)),
               TRX_ERR_ARG, err,
               "trx_dist_init: the mesh has more than 2147483647 devices");
+    // The pretend nodes' variable is checked before MPI starts.
+    for (const char *v :
+         {"0", "abc", "-2", "+2", " 2", "2x", "", "2147483648"}) {
+      setenv("TRX_RANKS_PER_NODE", v, 1);
+      CHECK_ERR(trx_dist_init(argc, argv, names, sizes, 2, err, sizeof(err)),
+                TRX_ERR_ARG, err,
+                (std::string("TRX_RANKS_PER_NODE='") + v +
+                 "' is not a number of ranks per node (an integer >= 1)")
+                    .c_str());
+    }
+    unsetenv("TRX_RANKS_PER_NODE");
   }
   CHECK_EQ(trx_dist_initialized(), 0);
 
@@ -1275,6 +1302,12 @@ int cmdSingleton(int *argc, char ***argv) {
   CHECK_EQ(trx_dist_axis_index(nullptr), -1);
   char cs[64];
   CHECK_STREQ(trx_dist_coord_str(cs, sizeof(cs)), "dp=0 tp=0");
+  CHECK_EQ(trx_dist_num_nodes(), 1);
+  CHECK_EQ(trx_dist_node_of(0), 0);
+  CHECK_EQ(trx_dist_node_of(1), -1);
+  CHECK_EQ(trx_dist_node_of(-1), -1);
+  CHECK_EQ(trx_dist_node_size(0), 1);
+  CHECK_EQ(trx_dist_node_size(1), -1);
   CHECK_ERR(trx_dist_init(argc, argv, names, sizes, 2, err, sizeof(err)),
             TRX_ERR_ARG, err, "trx_dist_init: already initialized");
   // Bad axis lists through trx_dist_comm.
@@ -1325,6 +1358,7 @@ int cmdSingleton(int *argc, char ***argv) {
   trx_dist_finalize();
   CHECK_EQ(trx_dist_initialized(), 0);
   CHECK_EQ(trx_dist_num_axes(), 0);
+  CHECK_EQ(trx_dist_num_nodes(), 0);
   trx_dist_finalize(); // a no-op now
   CHECK_ERR(trx_dist_init(argc, argv, names, sizes, 2, err, sizeof(err)),
             TRX_ERR_ARG, err,
@@ -1389,6 +1423,42 @@ int cmdInit(const Mesh &m, int *argc, char ***argv) {
   char cs[256];
   printf("rank %d of %d: %s\n", trx_dist_rank(), trx_dist_world_size(),
          trx_dist_coord_str(cs, sizeof(cs)));
+  trx_dist_finalize();
+  return 0;
+}
+
+int cmdNodes(const Mesh &m, int *argc, char ***argv) {
+  initOrExit(m, argc, argv);
+  atexit(abortJobIfStillRunning);
+  const int world = trx_dist_world_size();
+  const int32_t nodes = trx_dist_num_nodes();
+  CHECK(nodes >= 1 && nodes <= world);
+  CHECK_EQ(trx_dist_node_size(nodes), -1);
+  std::string line = "nodes " + std::to_string(nodes) + ":";
+  int32_t total = 0;
+  for (int32_t n = 0; n < nodes; ++n) {
+    line += " [";
+    int32_t count = 0;
+    for (int32_t r = 0; r < world; ++r)
+      if (trx_dist_node_of(r) == n)
+        line += (count++ ? " " : "") + std::to_string(r);
+    line += "]";
+    CHECK_EQ(trx_dist_node_size(n), count);
+    total += count;
+  }
+  CHECK_EQ(total, world);
+  // Every rank holds the same map.
+  std::vector<int32_t> all = allAxes(m);
+  std::vector<int32_t> mine(static_cast<size_t>(world)),
+      gathered(static_cast<size_t>(world) * static_cast<size_t>(world));
+  for (int32_t r = 0; r < world; ++r)
+    mine[size_t(r)] = trx_dist_node_of(r);
+  trx_all_gather_i32(mine.data(), world, gathered.data(), all.data(),
+                     int32_t(all.size()));
+  for (size_t i = 0; i < gathered.size(); ++i)
+    CHECK_EQ(gathered[i], mine[i % size_t(world)]);
+  if (trx_dist_rank() == 0)
+    printf("%s\n", line.c_str());
   trx_dist_finalize();
   return 0;
 }
@@ -1564,8 +1634,11 @@ int main(int argc, char **argv) {
       return cmdShift(m, &argc, &argv);
     if (cmd == "shift-stop" && argc == 3)
       return cmdShiftStop(m, &argc, &argv);
+    if (cmd == "nodes" && argc == 3)
+      return cmdNodes(m, &argc, &argv);
   }
   fprintf(stderr, "usage: triax-rt-comm-test [run|init|mpi-error|shift|"
-                  "shift-stop MESH | abort MESH RANK | misuse MESH WHAT]\n");
+                  "shift-stop|nodes MESH | abort MESH RANK | misuse MESH "
+                  "WHAT]\n");
   return 2;
 }

@@ -57,6 +57,7 @@ const Option kOptions[] = {
     {"--gradcheck-tol", Kind::Float, TRX_FIELD(gradcheck_tol)},
     {"--max-loss-ratio", Kind::Float, TRX_FIELD(max_loss_ratio)},
     {"--comm-timeout", Kind::Float, TRX_FIELD(comm_timeout)},
+    {"--strict-topology", Kind::Flag, TRX_FIELD(strict_topology)},
 };
 #undef TRX_FIELD
 
@@ -308,6 +309,8 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "  --comm-timeout S      a collective, send or recv waiting more than\n"
       "                        S seconds ends the job with what it waited on\n"
       "                        (default 600, 0 = off)\n"
+      "  --strict-topology     a tensor-parallel group spanning nodes is an\n"
+      "                        error, not a warning (docs/launch.md)\n"
       "  --trace FILE          write every rank's measured timeline (compute\n"
       "                        per micro-batch, collectives, sends) as one\n"
       "                        Chrome trace JSON (Perfetto)\n"

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <climits>
@@ -98,8 +99,10 @@ struct DistState {
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
   std::vector<int64_t> coords;
-  bool mpi = false;                      // MPI runs (see trx_dist_init)
-  Transport *transport = nullptr;        // the data movement
+  std::vector<int32_t> nodeOf;    // world rank -> node (trx_dist_node_of)
+  std::vector<int32_t> nodeSizes; // node -> its number of ranks
+  bool mpi = false;               // MPI runs (see trx_dist_init)
+  Transport *transport = nullptr; // the data movement
   std::map<uint32_t, MPI_Comm> setComms; // axis set -> communicator
   std::map<uint32_t, void *> setHandles; // axis set -> transport's one
   std::map<std::vector<int32_t>, std::unique_ptr<trx_dist_group>> groups;
@@ -1140,6 +1143,49 @@ Transport *chooseTransport(std::string &error) {
   return nullptr;
 }
 
+/// The node of every world rank, numbered in the order of each node's
+/// lowest rank: the pretend nodes of TRX_RANKS_PER_NODE=K (ranks [0,K) node
+/// 0, [K,2K) node 1, ...) when `ranksPerNode` > 0, else the ranks that
+/// share memory (MPI_Comm_split_type MPI_COMM_TYPE_SHARED, collective over
+/// the world).
+void setNodes(DistState &st, int32_t ranksPerNode) {
+  const int size = st.worldSize;
+  st.nodeOf.assign(size_t(size), 0);
+  if (ranksPerNode > 0) {
+    for (int r = 0; r < size; ++r)
+      st.nodeOf[size_t(r)] = int32_t(r / ranksPerNode);
+  } else if (st.mpi && size > 1) {
+    MPI_Comm local = MPI_COMM_NULL;
+    checkMpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                                 st.worldRank, MPI_INFO_NULL, &local),
+             "trx_dist_init", "MPI_Comm_split_type");
+    checkMpi(MPI_Comm_set_errhandler(local, MPI_ERRORS_RETURN), "trx_dist_init",
+             "MPI_Comm_set_errhandler");
+    // The node's leader: its lowest world rank.
+    int leader = st.worldRank;
+    checkMpi(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, local),
+             "trx_dist_init", "MPI_Allreduce");
+    MPI_Comm_free(&local);
+    std::vector<int> leaders(size_t(size), 0);
+    checkMpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT,
+                           MPI_COMM_WORLD),
+             "trx_dist_init", "MPI_Allgather");
+    // A rank's leader is at most the rank itself, so the leaders come in
+    // increasing order of their first appearance.
+    std::map<int, int32_t> index;
+    for (int r = 0; r < size; ++r) {
+      auto it = index.emplace(leaders[size_t(r)], int32_t(index.size())).first;
+      st.nodeOf[size_t(r)] = it->second;
+    }
+  }
+  st.nodeSizes.clear();
+  for (int32_t n : st.nodeOf) {
+    if (size_t(n) >= st.nodeSizes.size())
+      st.nodeSizes.resize(size_t(n) + 1, 0);
+    ++st.nodeSizes[size_t(n)];
+  }
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -1199,6 +1245,19 @@ extern "C" int trx_dist_init(int *argc, char ***argv,
                   "TRX_COMM_MAX_MESSAGE='%s' is not a byte count in 1..%lld", v,
                   1ll << 30);
     gMaxPieceBytes = b;
+  }
+  // Pretend nodes for tests of the topology check on one machine.
+  int32_t ranksPerNode = 0;
+  if (const char *v = getenv("TRX_RANKS_PER_NODE")) {
+    char *end = nullptr;
+    errno = 0;
+    long long k = strtoll(v, &end, 10);
+    if (!(*v >= '0' && *v <= '9') || *end || errno || k < 1 || k > INT_MAX)
+      return fail(TRX_ERR_ARG, err, errlen,
+                  "TRX_RANKS_PER_NODE='%s' is not a number of ranks per node "
+                  "(an integer >= 1)",
+                  v);
+    ranksPerNode = int32_t(k);
   }
   std::string transportError;
   Transport *transport = chooseTransport(transportError);
@@ -1299,6 +1358,7 @@ extern "C" int trx_dist_init(int *argc, char ***argv,
         transport->setComm(mask, key, int(sizes[size_t(a)]),
                            st.mpi ? &comm : nullptr, "trx_dist_init");
   }
+  setNodes(st, ranksPerNode);
   return TRX_OK;
 }
 
@@ -1318,6 +1378,8 @@ extern "C" void trx_dist_finalize(void) {
   st.names.clear();
   st.sizes.clear();
   st.coords.clear();
+  st.nodeOf.clear();
+  st.nodeSizes.clear();
   st.worldRank = 0;
   st.worldSize = 1;
   if (st.ownsMpi) {
@@ -1363,6 +1425,24 @@ extern "C" int32_t trx_dist_axis_index(const char *name) {
     if (st.names[i] == name)
       return int32_t(i);
   return -1;
+}
+
+extern "C" int32_t trx_dist_num_nodes(void) {
+  return state().active ? int32_t(state().nodeSizes.size()) : 0;
+}
+
+extern "C" int32_t trx_dist_node_of(int32_t rank) {
+  const DistState &st = state();
+  if (!st.active || rank < 0 || size_t(rank) >= st.nodeOf.size())
+    return -1;
+  return st.nodeOf[size_t(rank)];
+}
+
+extern "C" int32_t trx_dist_node_size(int32_t node) {
+  const DistState &st = state();
+  if (!st.active || node < 0 || size_t(node) >= st.nodeSizes.size())
+    return -1;
+  return st.nodeSizes[size_t(node)];
 }
 
 extern "C" char *trx_dist_coord_str(char *buf, size_t len) {

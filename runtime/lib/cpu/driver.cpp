@@ -108,6 +108,18 @@ void printNote(const char *fmt, ...) {
   fflush(stderr);
 }
 
+void printWarning(const char *fmt, ...) TRX_PRINTF(1, 2);
+void printWarning(const char *fmt, ...) {
+  fflush(stdout);
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("warning: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+}
+
 int64_t numel(const trx_param_desc &p) {
   return p.rank == 2 ? p.shape[0] * p.shape[1] : p.shape[0];
 }
@@ -1152,6 +1164,104 @@ int32_t meshAxisWithRole(const trx_model_desc *model, trx_axis_role role) {
   return -1;
 }
 
+/// "1 rank per node", "2 ranks per node", "1 to 2 ranks per node".
+std::string ranksPerNode() {
+  int32_t lo = INT32_MAX, hi = 0;
+  for (int32_t n = 0; n < trx_dist_num_nodes(); ++n) {
+    lo = std::min(lo, trx_dist_node_size(n));
+    hi = std::max(hi, trx_dist_node_size(n));
+  }
+  if (lo > hi)
+    lo = hi;
+  return (lo == hi ? std::to_string(hi)
+                   : std::to_string(lo) + " to " + std::to_string(hi)) +
+         (hi == 1 ? " rank per node" : " ranks per node");
+}
+
+/// "a", "a and b", "a, b and c".
+std::string listWithAnd(const std::vector<int64_t> &v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i == 0              ? ""
+          : i + 1 == v.size() ? " and "
+                              : ", ") +
+         std::to_string(v[i]);
+  return s;
+}
+
+/// Tensor parallelism against the nodes (docs/launch.md): the
+/// tensor-parallel all-reduces run in every layer and need the links
+/// inside a node. When a tensor-parallel group's ranks are on more than one
+/// node, rank 0 prints a warning, or under --strict-topology an error, for
+/// the first such group (with the count of the others). Every rank computes
+/// the same answer from the node map; returns false (on every rank, after
+/// rank 0 has printed the error) when the run must stop.
+bool checkTopology(const trx_model_desc *model, const trx_train_args &a) {
+  if (!trx_dist_initialized() || trx_dist_world_size() <= 1)
+    return true;
+  const int32_t tpAxis = meshAxisWithRole(model, TRX_AXIS_TENSOR);
+  if (tpAxis < 0 || trx_dist_axis_size(tpAxis) <= 1)
+    return true;
+  const int64_t tp = trx_dist_axis_size(tpAxis);
+  // The members of a tensor-parallel group are `stride` ranks apart.
+  int64_t stride = 1;
+  for (int32_t i = tpAxis + 1; i < trx_dist_num_axes(); ++i)
+    stride *= trx_dist_axis_size(i);
+  const int world = trx_dist_world_size();
+  int64_t groups = 0, spanning = 0;
+  std::vector<int64_t> firstMembers, firstNodes;
+  for (int64_t r = 0; r < world; ++r) {
+    if ((r / stride) % tp != 0)
+      continue; // not the group's first member
+    ++groups;
+    std::vector<int64_t> members, nodes;
+    for (int64_t k = 0; k < tp; ++k) {
+      members.push_back(r + k * stride);
+      nodes.push_back(trx_dist_node_of(int32_t(r + k * stride)));
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    if (nodes.size() > 1 && spanning++ == 0) {
+      firstMembers = members;
+      firstNodes = nodes;
+    }
+  }
+  if (spanning == 0)
+    return true;
+  if (trx_dist_rank() == 0) {
+    std::string ranks = stride == 1
+                            ? std::to_string(firstMembers.front()) + "-" +
+                                  std::to_string(firstMembers.back())
+                            : listWithAnd(firstMembers);
+    std::string others =
+        spanning == 1 ? ""
+        : spanning == groups
+            ? "; all " + std::to_string(groups) + " groups span nodes"
+            : "; " + std::to_string(spanning) + " of the " +
+                  std::to_string(groups) + " groups span nodes";
+    const char *axis = model->mesh_axis_names[tpAxis];
+    char msg[2048];
+    snprintf(msg, sizeof(msg),
+             "the tensor-parallel group of ranks %s spans nodes %s (%s=%" PRId64
+             " with %s%s); tensor parallelism's all-reduces belong inside a "
+             "node (NVLink): %sstart consecutive ranks on one node (mpirun "
+             "--map-by slot, srun --distribution=block) with a multiple of "
+             "%s ranks per node, or lower %s",
+             ranks.c_str(), listWithAnd(firstNodes).c_str(), axis, tp,
+             ranksPerNode().c_str(), others.c_str(),
+             stride == 1 ? "" : "put it innermost in the mesh, ", axis, axis);
+    if (a.strict_topology)
+      printError("%s (--strict-topology)", msg);
+    else
+      printWarning("%s. --strict-topology makes this an error", msg);
+  }
+  if (!a.strict_topology)
+    return true;
+  // Rank 0's error is out before any rank ends the job.
+  trx_dist_barrier();
+  return false;
+}
+
 int trainMain(int argc, char **argv, const trx_model_desc *model) {
   const char *prog = "train";
   if (argc > 0 && argv && argv[0] && *argv[0]) {
@@ -1243,6 +1353,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   // Several ranks: a stopped or vanished one must not hang the others.
   if (trx_dist_initialized() && trx_dist_world_size() > 1)
     trx_comm_set_timeout(a.comm_timeout);
+  if (!checkTopology(model, a))
+    return 1;
   run.dpAxis = meshAxisWithRole(model, TRX_AXIS_DATA);
   if (run.dpAxis >= 0) {
     run.dpSize = trx_dist_axis_size(run.dpAxis);
@@ -1266,6 +1378,13 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
            trx_dist_rank(),
            trx_dist_initialized() ? trx_dist_coord_str(coords, sizeof(coords))
                                   : "all coordinates 0");
+    if (trx_dist_initialized()) {
+      const int32_t node = trx_dist_node_of(trx_dist_rank());
+      const char *pretend = std::getenv("TRX_RANKS_PER_NODE");
+      printf("rank %d: node %d of %d (%s%s)\n", trx_dist_rank(), node,
+             trx_dist_num_nodes(), ranksPerNode().c_str(),
+             pretend ? ", from TRX_RANKS_PER_NODE" : "");
+    }
     if (trx_dist_initialized() && trx_comm_describe(coords, sizeof(coords)))
       printf("comm: %s\n", coords);
     printf("blas: %s\n", trx_blas_describe());
