@@ -270,7 +270,9 @@ void trx_loader_close(trx_loader *l);
  * 4-byte elements before those with 2-byte elements, so every tensor of a
  * file written here is aligned to its element size. */
 
-enum trx_dtype { TRX_F32 = 0, TRX_BF16 = 1, TRX_I32 = 2 };
+/* F16 is read (a Hugging Face checkpoint for --init-from, converted to the
+ * model's dtype); Triax itself computes in F32 and BF16. */
+enum trx_dtype { TRX_F32 = 0, TRX_BF16 = 1, TRX_I32 = 2, TRX_F16 = 3 };
 
 #define TRX_MAX_RANK 8
 
@@ -282,9 +284,9 @@ typedef struct {
   const void *data;
 } trx_tensor;
 
-/* "F32", "BF16", "I32"; NULL for an unknown dtype. */
+/* "F32", "BF16", "I32", "F16"; NULL for an unknown dtype. */
 const char *trx_dtype_name(int32_t dtype);
-/* 4, 2, 4; 0 for an unknown dtype. */
+/* 4, 2, 4, 2; 0 for an unknown dtype. */
 size_t trx_dtype_size(int32_t dtype);
 /* Number of elements (product of the shape), -1 for an invalid rank, a
  * negative dimension or overflow. */
@@ -545,6 +547,10 @@ typedef struct {
                                 whose ranks are on more than one node
                                 (trx_dist_node_of) is an error, not a
                                 warning (docs/launch.md) */
+  int32_t explain_names;     /* --explain-names: with --init-from, print
+                                which checkpoint tensor each parameter is
+                                read from (renamed, converted, transposed,
+                                sliced) and which are skipped */
 } trx_train_args;
 
 /* Sets *out to the defaults. */

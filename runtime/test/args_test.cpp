@@ -212,13 +212,14 @@ void testUsage() {
                            "--warmup N",       "--lr-schedule S",
                            "--seed N",         "--eval-every N",
                            "--ckpt-dir DIR",   "--ckpt-every N",
-                           "--resume",         "--init-from FILE",
+                           "--resume",         "--init-from PATH",
                            "--log-every N",    "--log-json FILE",
                            "-v, --verbose",    "-h, --help",
                            "--save-init FILE", "--threads N",
                            "--val-batches N",  "--min-lr-ratio F",
                            "--stop-at STEP",   "--max-loss-ratio R",
-                           "--comm-timeout S", "--strict-topology"})
+                           "--comm-timeout S", "--strict-topology",
+                           "--explain-names"})
     CHECK(s.find(flag) != std::string::npos);
 }
 

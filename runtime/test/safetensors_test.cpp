@@ -296,11 +296,11 @@ void testReadErrors(const trxtest::TempDir &tmp) {
   CHECK_EQ(openError(tmp, "[1, 2]", 0),
            std::string("corrupt header: not a JSON object"));
   CHECK_EQ(openError(tmp,
-                     "{\"a\":{\"dtype\":\"F16\",\"shape\":[1],"
-                     "\"data_offsets\":[0,2]}}",
-                     2),
-           std::string("tensor 'a' has unsupported dtype 'F16' (supported: "
-                       "F32, BF16, I32)"));
+                     "{\"a\":{\"dtype\":\"F64\",\"shape\":[1],"
+                     "\"data_offsets\":[0,8]}}",
+                     8),
+           std::string("tensor 'a' has unsupported dtype 'F64' (supported: "
+                       "F32, BF16, F16, I32)"));
   CHECK_EQ(openError(tmp,
                      "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],"
                      "\"data_offsets\":[0,8]}}",

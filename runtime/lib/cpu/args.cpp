@@ -44,6 +44,7 @@ const Option kOptions[] = {
     {"--resume-from-other", Kind::Flag, TRX_FIELD(resume_from_other)},
     {"--shuffle", Kind::Flag, TRX_FIELD(shuffle)},
     {"--init-from", Kind::Path, TRX_FIELD(init_from)},
+    {"--explain-names", Kind::Flag, TRX_FIELD(explain_names)},
     {"--log-every", Kind::Int, TRX_FIELD(log_every)},
     {"--log-json", Kind::Path, TRX_FIELD(log_json)},
     {"--trace", Kind::Path, TRX_FIELD(trace)},
@@ -219,6 +220,9 @@ extern "C" int trx_parse_train_args(int argc, char **argv, trx_train_args *out,
   if (out->resume_from_other && !out->resume)
     return fail(TRX_ERR_ARG, err, errlen,
                 "--resume-from-other requires --resume");
+  if (out->explain_names && !out->init_from)
+    return fail(TRX_ERR_ARG, err, errlen,
+                "--explain-names requires --init-from");
   if (out->ckpt_every > 0 && !out->ckpt_dir)
     return fail(TRX_ERR_ARG, err, errlen, "--ckpt-every requires --ckpt-dir");
   if (out->val_batches < 1)
@@ -283,7 +287,12 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "  --resume-from-other   with --resume: continue from a checkpoint of\n"
       "                        another model, batch, data or seed as a new\n"
       "                        run (refused without it)\n"
-      "  --init-from FILE      initial weights (.safetensors)\n"
+      "  --init-from PATH      initial weights: a .safetensors file, or a\n"
+      "                        Hugging Face checkpoint as transformers saves\n"
+      "                        it (a directory, a sharded index; GPT-2 and\n"
+      "                        LLaMA names; F32/BF16/F16)\n"
+      "  --explain-names       with --init-from: print where each parameter\n"
+      "                        is read from\n"
       "  --save-init FILE      write the initial weights (.safetensors)\n"
       "  --stop-at STEP        stop after step STEP as if interrupted (the lr\n"
       "                        schedule still spans --steps)\n"

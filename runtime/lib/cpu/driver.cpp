@@ -981,16 +981,15 @@ int Run::initialize(int64_t &startStep, std::string &source) {
                 args.ckpt_dir, stepDir);
   }
   if (args.init_from) {
-    std::unique_ptr<trx_safetensors, void (*)(trx_safetensors *)> st(
-        trx_safetensors_open(args.init_from, err, sizeof(err)),
-        trx_safetensors_close);
+    // A Triax file, or a Hugging Face checkpoint as it comes (hf_import.cpp).
     hostWhole(0);
     std::vector<float *> p = layout.pointers(whole[0], 0);
     std::vector<void *> dst(p.begin(), p.end());
-    if (!st || trx_safetensors_read_tensors(
-                   st.get(), int64_t(layout.specs.size()), layout.specs.data(),
-                   dst.data(), /*strict=*/1, err, sizeof(err)) != TRX_OK) {
-      printError("%s", err);
+    std::string problem = readHuggingFace(
+        args.init_from, int64_t(layout.specs.size()), layout.specs.data(),
+        dst.data(), args.explain_names && leader ? stdout : nullptr);
+    if (!problem.empty()) {
+      printError("%s", problem.c_str());
       return 1;
     }
     layout.transfer(model, whole[0], 0, /*pack=*/false);

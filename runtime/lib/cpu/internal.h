@@ -305,6 +305,16 @@ struct MappedFile {
 /// "<path>: cannot open: ..." / "<path>: not a regular file".
 int mapFile(const std::string &path, MappedFile &out, char *err, size_t errlen);
 
+/// --init-from: the model's tensors (specs: name, dtype, shape; dst: where
+/// each goes) from a Hugging Face checkpoint as transformers writes it (a
+/// file, a directory, a sharded index), by the name table of the model's
+/// architecture (hf_import.cpp). Writes the mapping to `explain` when not
+/// null. Returns "" or the message listing every missing, unexpected and
+/// mis-shaped tensor.
+std::string readHuggingFace(const std::string &path, int64_t n,
+                            const trx_tensor *specs, void *const *dst,
+                            FILE *explain);
+
 namespace json {
 
 enum class Kind { Null, Bool, Number, String, Array, Object };

@@ -36,6 +36,8 @@ int dtypeFromName(const std::string &s) {
     return TRX_BF16;
   if (s == "I32")
     return TRX_I32;
+  if (s == "F16")
+    return TRX_F16;
   return -1;
 }
 
@@ -105,6 +107,8 @@ extern "C" const char *trx_dtype_name(int32_t dtype) {
     return "BF16";
   case TRX_I32:
     return "I32";
+  case TRX_F16:
+    return "F16";
   default:
     return nullptr;
   }
@@ -116,6 +120,7 @@ extern "C" size_t trx_dtype_size(int32_t dtype) {
   case TRX_I32:
     return 4;
   case TRX_BF16:
+  case TRX_F16:
     return 2;
   default:
     return 0;
@@ -370,7 +375,7 @@ int parseHeader(trx_safetensors &st, char *err, size_t errlen) {
     if (e.dtype < 0)
       return fail(TRX_ERR_FORMAT, err, errlen,
                   "%s: tensor '%s' has unsupported dtype '%s' (supported: F32, "
-                  "BF16, I32)",
+                  "BF16, F16, I32)",
                   path, tn, dt->text.c_str());
     const json::Value *sh = v.get("shape");
     if (!sh || !sh->isArray())
