@@ -272,7 +272,8 @@ parallelizeConfigOf(const ::triax::cost::Plan &plan, bool bf16) {
 /// `applied` what triax-parallelize builds for it. Returns the exit code.
 static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
                       llvm::raw_ostream &errs,
-                      std::optional<::triax::ParallelizeConfig> &applied) {
+                      std::optional<::triax::ParallelizeConfig> &applied,
+                      int64_t &gpusPerNode) {
   namespace cost = ::triax::cost;
   // triaxc --precision bf16 plans with bf16 activations unless the plan
   // says otherwise.
@@ -324,6 +325,7 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
        << (config.recompute != "none" ? " --recompute " + config.recompute : "")
        << (bf16 ? " --precision bf16" : "") << "\n";
   applied = config;
+  gpusPerNode = result->request.hardware.gpusPerNode;
   return 0;
 }
 
@@ -555,9 +557,13 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   // --plan --apply: the planner's choice replaces the parallelization
   // asked for, and the compilation goes on with the model already read.
   ::triax::ParallelizeConfig plan = options.parallelize;
+  // The plan's GPUs per node, which the binary checks the job's nodes
+  // against (0: not compiled from a plan).
+  int64_t planGpusPerNode = 0;
   if (!options.plan.empty()) {
     std::optional<::triax::ParallelizeConfig> applied;
-    if (int rc = runPlanner(options, *module, errs, applied); rc || !applied)
+    if (int rc = runPlanner(options, *module, errs, applied, planGpusPerNode);
+        rc || !applied)
       return rc;
     plan = *applied;
     mesh = !plan.mesh.empty();
@@ -637,7 +643,8 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     module->print(llvm::outs());
     return 0;
   }
-  std::string descriptor = emitModelDescriptor(*module, options.target);
+  std::string descriptor =
+      emitModelDescriptor(*module, options.target, planGpusPerNode);
   if (options.emit == "descriptor") {
     llvm::outs() << descriptor;
     return 0;

@@ -129,7 +129,8 @@ static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
 }
 
 namespace triax {
-std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device) {
+std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
+                                int64_t planGpusPerNode) {
   mlir::triax::ModelOp model = *module.getOps<mlir::triax::ModelOp>().begin();
   mlir::triax::TrainConfigAttr config = model.getConfig();
   std::string out;
@@ -255,7 +256,8 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device) {
       "  .mesh_axis_sizes = mesh_axis_sizes,\n"
       "  .mesh_axis_roles = mesh_axis_roles,\n"
       "  .pipeline_microbatches = {14},\n"
-      "  .device = \"{15}\",\n};\n\n"
+      "  .device = \"{15}\",\n"
+      "  .plan_gpus_per_node = {16},\n};\n\n"
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,
@@ -263,7 +265,8 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device) {
       num(config.getBeta1Value()), num(config.getBeta2Value()),
       num(config.getEpsValue()), num(config.getWeightDecayValue()),
       num(config.getGradClipValue()), axisNames.size(),
-      pipelineMicroBatches ? "NULL" : "forward", pipelineMicroBatches, device);
+      pipelineMicroBatches ? "NULL" : "forward", pipelineMicroBatches, device,
+      planGpusPerNode);
   return out;
 }
 } // namespace triax

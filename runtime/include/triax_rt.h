@@ -1104,6 +1104,11 @@ typedef struct {
    * not the runtime's active one (runtime/lib/cpu/device.h: the CUDA device
    * is there when libtriax_rt_cuda.a is linked whole). */
   const char *device;
+  /* The GPUs per node the plan assumed when the program was compiled from
+   * one (triaxc --plan ... --apply: the hardware's, or the plan's
+   * gpus-per-node); 0: not from a plan. The driver compares the job's
+   * nodes with it (docs/launch.md). */
+  int64_t plan_gpus_per_node;
 } trx_model_desc;
 
 /* Deterministic N(0, std^2) fill used for TRX_INIT_NORMAL: parameter

@@ -63,8 +63,11 @@ int compile(const CompileOptions &options, llvm::raw_ostream &errs);
 
 /// The C source of the model descriptor (parameter table, training config,
 /// wrappers around the compiled entry points, main) for `model`, whose
-/// kernels run on `device` ("cpu" or "cuda", the target).
-std::string emitModelDescriptor(mlir::ModuleOp module, llvm::StringRef device);
+/// kernels run on `device` ("cpu" or "cuda", the target); planGpusPerNode:
+/// the GPUs per node of the plan it was compiled from (--plan --apply), 0
+/// for none.
+std::string emitModelDescriptor(mlir::ModuleOp module, llvm::StringRef device,
+                                int64_t planGpusPerNode = 0);
 
 } // namespace triax
 

@@ -1261,6 +1261,55 @@ bool checkTopology(const trx_model_desc *model, const trx_train_args &a) {
   return false;
 }
 
+/// The plan against the nodes (docs/launch.md): a program compiled from
+/// a plan (triaxc --plan ... --apply) records the GPUs per node it
+/// assumed; its ranks are meant to fill nodes of that many in order (ranks
+/// [k g, (k + 1) g) on node k). When the job's nodes differ, rank 0 warns
+/// (an error under --strict-topology): the plan's choice and its estimates
+/// (NVLink inside a node, the network between nodes) were made for other
+/// nodes. Every rank computes the same answer; returns false when the run
+/// must stop.
+bool checkPlanNodes(const trx_model_desc *model, const trx_train_args &a) {
+  const int64_t g = model->plan_gpus_per_node;
+  if (g <= 0 || !trx_dist_initialized())
+    return true;
+  const int world = trx_dist_world_size();
+  int firstOff = -1;
+  for (int r = 0; r < world && firstOff < 0; ++r) {
+    // Same plan node as rank 0 of its plan node, and a new node where the
+    // plan starts one.
+    int64_t leader = r / g * g;
+    bool same = trx_dist_node_of(r) == trx_dist_node_of(int32_t(leader));
+    bool apart =
+        r % g != 0 || r == 0 || trx_dist_node_of(r) != trx_dist_node_of(r - 1);
+    if (!same || !apart)
+      firstOff = r;
+  }
+  if (firstOff < 0)
+    return true;
+  if (trx_dist_rank() == 0) {
+    char msg[1024];
+    snprintf(msg, sizeof(msg),
+             "the plan this program was compiled from (triaxc --plan ... "
+             "--apply) assumed %" PRId64 " GPUs per node, ranks %d-%" PRId64
+             " on one node, but this job runs %s (rank %d is the first "
+             "placed otherwise): the plan's choice and its communication "
+             "estimates were made for other nodes; launch %" PRId64
+             " ranks per node (docs/launch.md), or plan again for these "
+             "nodes (--plan ...,gpus-per-node=%d)",
+             g, 0, std::min<int64_t>(g, world) - 1, ranksPerNode().c_str(),
+             firstOff, g, trx_dist_node_size(0));
+    if (a.strict_topology)
+      printError("%s (--strict-topology)", msg);
+    else
+      printWarning("%s. --strict-topology makes this an error", msg);
+  }
+  if (!a.strict_topology)
+    return true;
+  trx_dist_barrier();
+  return false;
+}
+
 int trainMain(int argc, char **argv, const trx_model_desc *model) {
   const char *prog = "train";
   if (argc > 0 && argv && argv[0] && *argv[0]) {
@@ -1352,7 +1401,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   // Several ranks: a stopped or vanished one must not hang the others.
   if (trx_dist_initialized() && trx_dist_world_size() > 1)
     trx_comm_set_timeout(a.comm_timeout);
-  if (!checkTopology(model, a))
+  if (!checkTopology(model, a) || !checkPlanNodes(model, a))
     return 1;
   run.dpAxis = meshAxisWithRole(model, TRX_AXIS_DATA);
   if (run.dpAxis >= 0) {
