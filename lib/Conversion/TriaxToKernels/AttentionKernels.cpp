@@ -26,6 +26,10 @@
 // on the H200, gpt2 fp32 at 16 x 1024 took 23.9 s a step with them
 // (bench/gpu/run.sh, docs/cuda.md section 7).
 //
+// Ring attention (`context_parallel ... ring`) is lowered apart, whatever
+// the AttentionImpl: the same per-row flash kernels block by block around
+// the cp ring (AttentionRing.cpp).
+//
 // AttentionImpl::BatchedGemm. For each batch index b (a sequential host loop
 // over B), the heads of b are 3-D strided views [n, S, d] of the rows
 // (matrix m at column (first + m*step)*d, so strides [step*d, cols, 1]) and

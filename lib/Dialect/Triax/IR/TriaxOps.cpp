@@ -762,12 +762,6 @@ void GlobalNormOp::getCollectives(SmallVectorImpl<Collective> &out) {
     out.push_back({Collective::Kind::AllReduce, 1, 4});
 }
 
-/// Context-parallel: the scalar flash kernels', which it always uses
-/// (AttentionKernels.cpp, lowerFlashGrad), in f32: the row statistics L
-/// and D ([B, heads, S] each) with the dQ accumulator ([B, heads, S, d],
-/// first kernel) or the dK and dV accumulators over the whole sequence
-/// ([B, kv, T, d] each, second kernel). Otherwise none the cost model
-/// counts (the local kernels' scratch is not modelled).
 /// Ring attention (`ring`): what its kernels move and hold
 /// (AttentionRing.cpp). The blocks and the dK/dV accumulators go around
 /// the ring as f32 (bf16 operands are copied to f32 first).
@@ -840,6 +834,13 @@ void AttentionGradOp::getCollectives(SmallVectorImpl<Collective> &out) {
     ringShifts(out, 2 * (2 * (r->members - 1) + r->members), r->block());
 }
 
+/// Ring attention: see RingShape. Context-parallel (all-gather form): the
+/// scalar flash kernels', which it always uses (AttentionKernels.cpp,
+/// lowerFlashGrad), in f32: the row statistics L and D ([B, heads, S]
+/// each) with the dQ accumulator ([B, heads, S, d], first kernel) or the dK
+/// and dV accumulators over the whole sequence ([B, kv, T, d] each, second
+/// kernel). Otherwise none the cost model counts (the local kernels'
+/// scratch is not modelled).
 int64_t AttentionGradOp::getScratchBytes() {
   if (std::optional<RingShape> r = ringShape(*this))
     // The second trip: L and D, dQ's accumulator, the blocks and the
