@@ -15,7 +15,8 @@ usage: make_hf_checkpoint.py TRIAX.safetensors OUT --family gpt2|llama
        [--drop NAME] [--rename OLD=NEW] [--reshape NAME]
 OUT is a directory: model.safetensors, or with --shards N > 1
 model-0000i-of-0000N.safetensors and model.safetensors.index.json.
---drop, --rename and --reshape (one extra row) break it on purpose.
+--drop, --rename and --reshape (one extra row) break it on purpose;
+--heads H also writes config.json (as transformers would for the shapes).
 Also writes OUT/expected.safetensors: the model's tensors as Triax should
 read them back (the stored values, converted to f32).
 """
@@ -40,6 +41,9 @@ p.add_argument("--positions", type=int, default=0)
 p.add_argument("--drop", action="append", default=[])
 p.add_argument("--rename", action="append", default=[])
 p.add_argument("--reshape", action="append", default=[])
+p.add_argument("--heads", type=int, default=0,
+               help="also write the config.json transformers would (the "
+               "attention heads are not in the tensors' shapes)")
 a = p.parse_args()
 
 triax = safetensors_io.load(a.src)
@@ -114,3 +118,33 @@ else:
         json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map},
                   f, indent=2)
 safetensors_io.save(os.path.join(a.out, "expected.safetensors"), expected)
+
+if a.heads:
+    layers = len({n.split(".")[1] for n in triax if n.startswith("h.")} |
+                 {n.split(".")[2] for n in triax
+                  if n.startswith("model.layers.")})
+    if a.family == "gpt2":
+        vocab, hidden = triax["wte.weight"].shape
+        inner = triax["h.0.mlp.c_fc.weight"].shape[1]
+        config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+                  "n_layer": layers, "n_embd": int(hidden), "n_head": a.heads,
+                  "n_positions": max(a.positions,
+                                     int(triax["wpe.weight"].shape[0])),
+                  "vocab_size": int(vocab),
+                  "n_inner": None if inner == 4 * hidden else int(inner),
+                  "activation_function": "gelu_new",
+                  "layer_norm_epsilon": 1e-05, "tie_word_embeddings": True}
+    else:
+        vocab, hidden = triax["model.embed_tokens.weight"].shape
+        kv = triax["model.layers.0.self_attn.k_proj.weight"].shape[1]
+        config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
+                  "num_hidden_layers": layers, "hidden_size": int(hidden),
+                  "num_attention_heads": a.heads,
+                  "num_key_value_heads": int(kv // (hidden // a.heads)),
+                  "intermediate_size": int(
+                      triax["model.layers.0.mlp.gate_proj.weight"].shape[1]),
+                  "vocab_size": int(vocab), "max_position_embeddings": 2048,
+                  "rms_norm_eps": 1e-05, "hidden_act": "silu",
+                  "tie_word_embeddings": False}
+    with open(os.path.join(a.out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
