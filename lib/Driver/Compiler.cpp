@@ -556,6 +556,9 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   timer.done("parse + verify");
   // --plan --apply: the planner's choice replaces the parallelization
   // asked for, and the compilation goes on with the model already read.
+  // Checkpoints' config.json, from the model as written (before
+  // parallelization changes its shapes).
+  std::string hfConfig = ::triax::huggingFaceConfig(*module);
   ::triax::ParallelizeConfig plan = options.parallelize;
   // The plan's GPUs per node, which the binary checks the job's nodes
   // against (0: not compiled from a plan).
@@ -644,7 +647,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 0;
   }
   std::string descriptor =
-      emitModelDescriptor(*module, options.target, planGpusPerNode);
+      emitModelDescriptor(*module, options.target, planGpusPerNode, hfConfig);
   if (options.emit == "descriptor") {
     llvm::outs() << descriptor;
     return 0;

@@ -13,6 +13,7 @@
 #include "triax/Driver/Compiler.h"
 
 #include "triax/Conversion/RuntimeABI.h"
+#include "triax/CostModel/Planner.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
@@ -128,9 +129,61 @@ static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
       .str();
 }
 
+/// `text` as a C string literal.
+static std::string cString(llvm::StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n\"\n    \"";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
 namespace triax {
+std::string huggingFaceConfig(ModuleOp module) {
+  mlir::triax::ModelOp model;
+  for (auto m : module.getOps<mlir::triax::ModelOp>())
+    model = m;
+  if (!model || !model.lookupSymbol("wte.weight") ||
+      !model.lookupSymbol("wpe.weight") || model.lookupSymbol("lm_head.weight"))
+    return "";
+  llvm::Expected<cost::ModelShape> shape = cost::readModelShape(module);
+  if (!shape) {
+    llvm::consumeError(shape.takeError());
+    return "";
+  }
+  return llvm::formatv("{{\n"
+                       "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
+                       "  \"model_type\": \"gpt2\",\n"
+                       "  \"n_layer\": {0},\n"
+                       "  \"n_embd\": {1},\n"
+                       "  \"n_head\": {2},\n"
+                       "  \"n_inner\": {3},\n"
+                       "  \"n_positions\": {4},\n"
+                       "  \"vocab_size\": {5},\n"
+                       "  \"activation_function\": \"gelu_new\",\n"
+                       "  \"layer_norm_epsilon\": 1e-05,\n"
+                       "  \"resid_pdrop\": 0.0,\n"
+                       "  \"embd_pdrop\": 0.0,\n"
+                       "  \"attn_pdrop\": 0.0,\n"
+                       "  \"tie_word_embeddings\": true\n"
+                       "}\n",
+                       shape->layers, shape->hidden, shape->heads,
+                       shape->ffn == 4 * shape->hidden
+                           ? std::string("null")
+                           : std::to_string(shape->ffn),
+                       shape->seq, shape->vocab)
+      .str();
+}
+
 std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
-                                int64_t planGpusPerNode) {
+                                int64_t planGpusPerNode,
+                                llvm::StringRef hfConfig) {
   mlir::triax::ModelOp model = *module.getOps<mlir::triax::ModelOp>().begin();
   mlir::triax::TrainConfigAttr config = model.getConfig();
   std::string out;
@@ -257,7 +310,8 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
       "  .mesh_axis_roles = mesh_axis_roles,\n"
       "  .pipeline_microbatches = {14},\n"
       "  .device = \"{15}\",\n"
-      "  .plan_gpus_per_node = {16},\n};\n\n"
+      "  .plan_gpus_per_node = {16},\n"
+      "  .hf_config = {17},\n};\n\n"
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,
@@ -266,7 +320,7 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
       num(config.getEpsValue()), num(config.getWeightDecayValue()),
       num(config.getGradClipValue()), axisNames.size(),
       pipelineMicroBatches ? "NULL" : "forward", pipelineMicroBatches, device,
-      planGpusPerNode);
+      planGpusPerNode, hfConfig.empty() ? "NULL" : cString(hfConfig));
   return out;
 }
 } // namespace triax

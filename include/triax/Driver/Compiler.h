@@ -67,7 +67,15 @@ int compile(const CompileOptions &options, llvm::raw_ostream &errs);
 /// the GPUs per node of the plan it was compiled from (--plan --apply), 0
 /// for none.
 std::string emitModelDescriptor(mlir::ModuleOp module, llvm::StringRef device,
-                                int64_t planGpusPerNode = 0);
+                                int64_t planGpusPerNode = 0,
+                                llvm::StringRef hfConfig = "");
+
+/// The config.json transformers' from_pretrained needs for a checkpoint of
+/// the model in `module` (read before it is parallelized), or "" when its
+/// checkpoints are not in a transformers layout: GPT-2's (wte, wpe, a tied
+/// head; the checkpoint's Conv1D weights are GPT-2's own). LLaMA-family
+/// checkpoints keep Triax's [in, out] weights, which are not nn.Linear's.
+std::string huggingFaceConfig(mlir::ModuleOp module);
 
 } // namespace triax
 

@@ -1087,6 +1087,19 @@ int Run::checkpoint(int64_t step, float loss) {
     printError("%s", err);
     return 1;
   }
+  // A GPT-2 checkpoint opens in transformers (from_pretrained) with its
+  // config.json beside it. Written after the checkpoint itself, which never
+  // needs it (a crash in between leaves a loadable checkpoint without it).
+  if (model->hf_config) {
+    char stepDir[64];
+    snprintf(stepDir, sizeof(stepDir), "step-%08" PRId64, step);
+    std::string path =
+        joinPath(joinPath(args.ckpt_dir, stepDir), "config.json");
+    if (atomicWriteFile(path, model->hf_config, err, sizeof(err)) != 0) {
+      printError("%s", err);
+      return 1;
+    }
+  }
   if (args.log_every > 0)
     printf("step %5" PRId64 " | checkpoint %s/step-%08" PRId64 "\n", step,
            args.ckpt_dir, step);
