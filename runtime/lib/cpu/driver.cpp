@@ -1201,6 +1201,23 @@ std::string listWithAnd(const std::vector<int64_t> &v) {
   return s;
 }
 
+/// A placement problem found on every rank (`msg`, printed by rank 0 only:
+/// the others pass ""): a warning, or under --strict-topology an error.
+/// Returns false on every rank when the run must stop, after a barrier so
+/// that rank 0's error is out before any rank ends the job.
+bool placementProblem(const char *msg, const trx_train_args &a) {
+  if (trx_dist_rank() == 0) {
+    if (a.strict_topology)
+      printError("%s (--strict-topology)", msg);
+    else
+      printWarning("%s. --strict-topology makes this an error", msg);
+  }
+  if (!a.strict_topology)
+    return true;
+  trx_dist_barrier();
+  return false;
+}
+
 /// Tensor parallelism against the nodes (docs/launch.md): the
 /// tensor-parallel all-reduces run in every layer and need the links
 /// inside a node. When a tensor-parallel group's ranks are on more than one
@@ -1262,16 +1279,9 @@ bool checkTopology(const trx_model_desc *model, const trx_train_args &a) {
              ranks.c_str(), listWithAnd(firstNodes).c_str(), axis, tp,
              ranksPerNode().c_str(), others.c_str(),
              stride == 1 ? "" : "put it innermost in the mesh, ", axis, axis);
-    if (a.strict_topology)
-      printError("%s (--strict-topology)", msg);
-    else
-      printWarning("%s. --strict-topology makes this an error", msg);
+    return placementProblem(msg, a);
   }
-  if (!a.strict_topology)
-    return true;
-  // Rank 0's error is out before any rank ends the job.
-  trx_dist_barrier();
-  return false;
+  return placementProblem("", a);
 }
 
 /// The plan against the nodes (docs/launch.md): a program compiled from
@@ -1312,15 +1322,9 @@ bool checkPlanNodes(const trx_model_desc *model, const trx_train_args &a) {
              "nodes (--plan ...,gpus-per-node=%d)",
              g, 0, std::min<int64_t>(g, world) - 1, ranksPerNode().c_str(),
              firstOff, g, trx_dist_node_size(0));
-    if (a.strict_topology)
-      printError("%s (--strict-topology)", msg);
-    else
-      printWarning("%s. --strict-topology makes this an error", msg);
+    return placementProblem(msg, a);
   }
-  if (!a.strict_topology)
-    return true;
-  trx_dist_barrier();
-  return false;
+  return placementProblem("", a);
 }
 
 int trainMain(int argc, char **argv, const trx_model_desc *model) {
