@@ -505,6 +505,23 @@ Value headDot(KernelBuilder &k, Value x, Value i, Value h, Value y, Value t,
   return lanes[0];
 }
 
+std::pair<Value, Value> chunkRowsBefore(KernelBuilder &k, Value t, Value member,
+                                        int64_t members, int64_t chunk) {
+  OpBuilder &b = k.builder();
+  Location loc = k.getLoc();
+  auto before = [&](Value start) {
+    Value d = arith::SubIOp::create(b, loc, t, start);
+    Value low = arith::MaxSIOp::create(b, loc, d, k.index(0));
+    return arith::MinSIOp::create(b, loc, low, k.index(chunk)).getResult();
+  };
+  Value early = k.muli(member, k.index(chunk));
+  Value mirror =
+      k.muli(arith::SubIOp::create(b, loc, k.index(2 * members - 1), member),
+             k.index(chunk));
+  Value first = before(early);
+  return {first, before(mirror)};
+}
+
 /// A sequential loop over [lower, upper) with index bounds and no carried
 /// values.
 // (A candidate for KernelBuilder: loop() with Value bounds.)
@@ -593,24 +610,13 @@ Value keyRow(KernelBuilder &k, Value t, const AttentionDims &dims) {
 }
 
 /// The first query row that sees the key at position t: the member's
-/// queries before it in each chunk, min(max(t - start, 0), chunk).
+/// queries before it (chunkRowsBefore, both chunks).
 Value firstQuery(KernelBuilder &k, Value t, const AttentionDims &dims) {
   if (dims.cpMembers == 1)
     return t;
-  int64_t chunk = dims.seq / 2, n = dims.cpMembers;
-  OpBuilder &b = k.builder();
-  Location loc = k.getLoc();
-  auto before = [&](Value start) {
-    Value d = arith::SubIOp::create(b, loc, t, start);
-    Value low = arith::MaxSIOp::create(b, loc, d, k.index(0));
-    return arith::MinSIOp::create(b, loc, low, k.index(chunk)).getResult();
-  };
-  Value early = k.muli(dims.cpMember, k.index(chunk));
-  Value mirror =
-      k.muli(arith::SubIOp::create(b, loc, k.index(2 * n - 1), dims.cpMember),
-             k.index(chunk));
-  Value first = before(early);
-  return k.addi(first, before(mirror));
+  auto [early, mirror] =
+      chunkRowsBefore(k, t, dims.cpMember, dims.cpMembers, dims.seq / 2);
+  return k.addi(early, mirror);
 }
 
 /// The online softmax of query row (b, h, i) at position p (i without
@@ -855,10 +861,8 @@ LogicalResult contextParallel(OpT op, KernelBuilder &k, AttentionImpl impl,
   FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxesAttr());
   if (failed(mask))
     return failure();
-  dist::MeshOp mesh = dist::lookupMesh(op, op.getMeshAttr());
-  int64_t group = 1;
-  for (Attribute axis : op.getAxesAttr())
-    group *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+  int64_t group =
+      dist::lookupMesh(op, op.getMeshAttr()).getGroupSize(op.getAxesAttr());
   int64_t keySeq = op.getKey().getType().getDimSize(1);
   if (keySeq != group * dims.seq)
     return op.emitOpError("context_parallel over a group of ")

@@ -84,6 +84,13 @@ Value headElement(KernelBuilder &k, Value rows2d, Value b, Value i, Value h,
 void forFeatures(KernelBuilder &k, const AttentionDims &dims,
                  function_ref<void(KernelBuilder &, Value)> body);
 
+/// Of member `member`'s rows (its two chunks of `chunk` positions, chunk
+/// `member` and its mirror 2 members - 1 - member: dist.shard_sequence's
+/// layout, in position order), how many sit at positions before t, in the
+/// early chunk and in the mirror one: min(max(t - start, 0), chunk) each.
+std::pair<Value, Value> chunkRowsBefore(KernelBuilder &k, Value t, Value member,
+                                        int64_t members, int64_t chunk);
+
 /// A sequential loop over [lower, upper) with index bounds and no carried
 /// values.
 void loopRange(KernelBuilder &k, Value lower, Value upper,

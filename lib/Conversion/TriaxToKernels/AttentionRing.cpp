@@ -86,21 +86,14 @@ public:
   /// `slot` (trx_shift_start_f32).
   static void startShift(KernelBuilder &k, Value send, Value recv,
                          const RingGroup &ring, int64_t slot) {
-    OpBuilder &b = k.builder();
-    Location loc = k.getLoc();
-    auto i64 = [&](int64_t v) -> Value {
-      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
-    };
-    func::CallOp::create(b, loc, ::triax::rt::kShiftStartF32, TypeRange{},
+    func::CallOp::create(k.builder(), k.getLoc(), ::triax::rt::kShiftStartF32,
+                         TypeRange{},
                          ValueRange{k.dynamicFlat(send), k.dynamicFlat(recv),
-                                    i64(ring.mask), i64(slot)});
+                                    k.i64(ring.mask), k.i64(slot)});
   }
   static void waitShift(KernelBuilder &k, int64_t slot) {
-    OpBuilder &b = k.builder();
-    Location loc = k.getLoc();
-    Value s = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(slot));
-    func::CallOp::create(b, loc, ::triax::rt::kShiftWait, TypeRange{},
-                         ValueRange{s});
+    func::CallOp::create(k.builder(), k.getLoc(), ::triax::rt::kShiftWait,
+                         TypeRange{}, ValueRange{k.i64(slot)});
   }
 
 private:
@@ -119,25 +112,6 @@ Value blockOwner(KernelBuilder &k, const RingGroup &ring, int64_t step) {
                                 k.index(ring.members));
 }
 
-/// min(max(x, 0), chunk) for index x (signed).
-Value clampChunk(KernelBuilder &k, Value x, int64_t chunk) {
-  OpBuilder &b = k.builder();
-  Location loc = k.getLoc();
-  Value low = arith::MaxSIOp::create(b, loc, x, k.index(0));
-  return arith::MinSIOp::create(b, loc, low, k.index(chunk));
-}
-
-/// The first positions of member `owner`'s two chunks.
-std::pair<Value, Value> chunkStarts(KernelBuilder &k, Value owner,
-                                    const RingGroup &ring, int64_t chunk) {
-  Value early = k.muli(owner, k.index(chunk));
-  Value mirror =
-      k.muli(arith::SubIOp::create(k.builder(), k.getLoc(),
-                                   k.index(2 * ring.members - 1), owner),
-             k.index(chunk));
-  return {early, mirror};
-}
-
 /// The rows of member `owner`'s block a query at position p sees: the
 /// first `early` rows of its first chunk and the first `late` of its
 /// mirror chunk (those at positions <= p).
@@ -154,14 +128,10 @@ struct VisibleKeys {
 };
 VisibleKeys visibleKeys(KernelBuilder &k, Value p, Value owner,
                         const RingGroup &ring, int64_t chunk) {
-  auto [early, mirror] = chunkStarts(k, owner, ring, chunk);
-  Value next = k.addi(p, k.index(1));
-  auto seen = [&](Value start) {
-    return clampChunk(
-        k, arith::SubIOp::create(k.builder(), k.getLoc(), next, start), chunk);
-  };
-  Value e = seen(early);
-  return {e, k.addi(e, seen(mirror))};
+  // The owner's rows before position p + 1.
+  auto [early, mirror] =
+      chunkRowsBefore(k, k.addi(p, k.index(1)), owner, ring.members, chunk);
+  return {early, k.addi(early, mirror)};
 }
 
 /// The online softmax state of every query row, [B, heads, S] m and l and
@@ -252,11 +222,8 @@ FailureOr<RingGroup> mlir::triax::kernels::ringGroup(Operation *op,
   FailureOr<int64_t> mask = axisMask(op, mesh, axes);
   if (failed(mask))
     return failure();
-  dist::MeshOp meshOp = dist::lookupMesh(op, mesh);
   RingGroup ring;
-  for (Attribute axis : axes)
-    ring.members *=
-        meshOp.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+  ring.members = dist::lookupMesh(op, mesh).getGroupSize(axes);
   ring.mask = *mask;
   ring.member = groupPosition(k, *mask);
   return ring;
@@ -360,13 +327,9 @@ void mlir::triax::kernels::ringAttentionGrad(KernelBuilder &k,
       // The member's queries that see key row t: from the first whose
       // position is not below the key's (both chunks in position order).
       Value pt = loadBalancedPosition(k, t, owner, ring.members, chunk);
-      auto [early, mirror] = chunkStarts(k, ring.member, ring, chunk);
-      auto before = [&](Value start) {
-        return clampChunk(
-            k, arith::SubIOp::create(k.builder(), k.getLoc(), pt, start),
-            chunk);
-      };
-      Value first = k.addi(before(early), before(mirror));
+      auto [early, mirror] =
+          chunkRowsBefore(k, pt, ring.member, ring.members, chunk);
+      Value first = k.addi(early, mirror);
       for (int64_t member = 0; member < dims.group(); ++member) {
         Value h = queryHeadOf(k, g, member, dims);
         loopRange(k, first, k.index(S), [&](KernelBuilder &k, Value i) {

@@ -59,20 +59,16 @@ void mlir::triax::kernels::allReduceInPlace(KernelBuilder &k, Value buffer,
   OpBuilder &b = k.builder();
   auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   Value view = memref::CastOp::create(b, k.getLoc(), dynType, k.flat(buffer));
-  Value mode = k.i32(kind);
-  Value axes =
-      arith::ConstantOp::create(b, k.getLoc(), b.getI64IntegerAttr(mask));
   func::CallOp::create(b, k.getLoc(), ::triax::rt::kAllReduceF32, TypeRange{},
-                       ValueRange{view, mode, axes});
+                       ValueRange{view, k.i32(kind), k.i64(mask)});
 }
 
 Value mlir::triax::kernels::groupPosition(KernelBuilder &k, int64_t mask) {
   OpBuilder &b = k.builder();
-  Value axes =
-      arith::ConstantOp::create(b, k.getLoc(), b.getI64IntegerAttr(mask));
-  Value pos = func::CallOp::create(b, k.getLoc(), ::triax::rt::kGroupPosition,
-                                   TypeRange{b.getI64Type()}, ValueRange{axes})
-                  .getResult(0);
+  Value pos =
+      func::CallOp::create(b, k.getLoc(), ::triax::rt::kGroupPosition,
+                           TypeRange{b.getI64Type()}, ValueRange{k.i64(mask)})
+          .getResult(0);
   return k.toIndex(pos);
 }
 
@@ -158,15 +154,7 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
       });
       buffer = copy;
     }
-    auto dynType =
-        MemRefType::get({ShapedType::kDynamic}, rewriter.getF32Type());
-    Value view =
-        memref::CastOp::create(rewriter, op.getLoc(), dynType, k.flat(buffer));
-    Value mode = k.i32(abiReduction(op.getReduction()));
-    Value axes = arith::ConstantOp::create(rewriter, op.getLoc(),
-                                           rewriter.getI64IntegerAttr(*mask));
-    func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kAllReduceF32,
-                         TypeRange{}, ValueRange{view, mode, axes});
+    allReduceInPlace(k, buffer, abiReduction(op.getReduction()), *mask);
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -238,13 +226,10 @@ struct ReduceScatterLowering : OpConversionPattern<dist::ReduceScatterOp> {
              /*pack=*/true);
     }
     Value out = k.alloc(op.getType());
-    func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32,
-                         TypeRange{},
-                         ValueRange{k.dynamicFlat(packed), k.dynamicFlat(out),
-                                    k.i32(abiReduction(op.getReduction())),
-                                    arith::ConstantOp::create(
-                                        rewriter, op.getLoc(),
-                                        rewriter.getI64IntegerAttr(*mask))});
+    func::CallOp::create(
+        rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32, TypeRange{},
+        ValueRange{k.dynamicFlat(packed), k.dynamicFlat(out),
+                   k.i32(abiReduction(op.getReduction())), k.i64(*mask)});
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -277,12 +262,10 @@ struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
             ? out
             : k.alloc(MemRefType::get({n * split.outer * local * split.inner},
                                       rewriter.getF32Type()));
-    func::CallOp::create(
-        rewriter, op.getLoc(), ::triax::rt::kAllGatherF32, TypeRange{},
-        ValueRange{
-            k.dynamicFlat(adaptor.getInput()), k.dynamicFlat(gathered),
-            arith::ConstantOp::create(rewriter, op.getLoc(),
-                                      rewriter.getI64IntegerAttr(*mask))});
+    func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kAllGatherF32,
+                         TypeRange{},
+                         ValueRange{k.dynamicFlat(adaptor.getInput()),
+                                    k.dynamicFlat(gathered), k.i64(*mask)});
     if (!direct)
       repack(k, out, gathered, n, split.outer, local, split.inner,
              /*pack=*/false);
@@ -309,10 +292,8 @@ struct AllToAllLowering : OpConversionPattern<dist::AllToAllOp> {
     auto inType = cast<RankedTensorType>(op.getInput().getType());
     if (!inType.hasStaticShape())
       return op.emitOpError("needs a static shape, got ") << inType;
-    dist::MeshOp mesh = dist::lookupMesh(op, op.getMeshAttr());
-    int64_t n = 1;
-    for (Attribute axis : op.getAxes())
-      n *= mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+    int64_t n =
+        dist::lookupMesh(op, op.getMeshAttr()).getGroupSize(op.getAxes());
     int64_t split = op.getSplitDim(), concat = op.getConcatDim();
     SmallVector<int64_t> chunkShape(inType.getShape());
     chunkShape[split] /= n;
@@ -330,12 +311,10 @@ struct AllToAllLowering : OpConversionPattern<dist::AllToAllOp> {
     Value result = k.alloc(op.getType());
     bool direct = out.outer == 1 || n == 1;
     Value received = direct ? result : k.alloc(flatType);
-    func::CallOp::create(
-        rewriter, op.getLoc(), ::triax::rt::kAllToAllF32, TypeRange{},
-        ValueRange{
-            k.dynamicFlat(packed), k.dynamicFlat(received),
-            arith::ConstantOp::create(rewriter, op.getLoc(),
-                                      rewriter.getI64IntegerAttr(*mask))});
+    func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kAllToAllF32,
+                         TypeRange{},
+                         ValueRange{k.dynamicFlat(packed),
+                                    k.dynamicFlat(received), k.i64(*mask)});
     if (!direct)
       repack(k, result, received, n, out.outer, chunkShape[concat], out.inner,
              /*pack=*/false);

@@ -73,6 +73,9 @@ public:
   Value i32(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   }
+  Value i64(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
+  }
 
   //===--- buffers --------------------------------------------------------===//
   /// A new buffer of the given tensor's shape and element type.

@@ -55,13 +55,9 @@ static LogicalResult callPointToPoint(Operation *op, StringRef name,
   if (failed(mask))
     return failure();
   KernelBuilder k(rewriter, op->getLoc());
-  auto i64 = [&](int64_t v) -> Value {
-    return arith::ConstantOp::create(rewriter, op->getLoc(),
-                                     rewriter.getI64IntegerAttr(v));
-  };
   func::CallOp::create(rewriter, op->getLoc(), name, TypeRange{},
-                       ValueRange{k.dynamicFlat(buffer), i64(peer),
-                                  i64(tag.value_or(0)), i64(*mask)});
+                       ValueRange{k.dynamicFlat(buffer), k.i64(peer),
+                                  k.i64(tag.value_or(0)), k.i64(*mask)});
   return success();
 }
 

@@ -26,7 +26,7 @@ static void callFlatCollective(KernelBuilder &k, OpBuilder &b, Location loc,
   SmallVector<Value> args = {k.dynamicFlat(input), k.dynamicFlat(out)};
   if (reduction)
     args.push_back(k.i32(*reduction));
-  args.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(mask)));
+  args.push_back(k.i64(mask));
   func::CallOp::create(b, loc, callee, TypeRange{}, args);
 }
 

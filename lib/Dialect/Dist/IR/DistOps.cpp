@@ -100,6 +100,13 @@ int64_t MeshOp::getNumDevices() {
   return n;
 }
 
+int64_t MeshOp::getGroupSize(ArrayAttr axes) {
+  int64_t n = 1;
+  for (Attribute axis : axes)
+    n *= getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+  return n;
+}
+
 MeshOp mlir::dist::lookupMesh(Operation *from, FlatSymbolRefAttr name,
                               SymbolTableCollection *symbolTable) {
   for (Operation *op = from; op; op = op->getParentOp()) {

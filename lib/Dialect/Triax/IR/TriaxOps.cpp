@@ -793,9 +793,7 @@ template <typename OpT> static std::optional<RingShape> ringShape(OpT op) {
   if (!mesh)
     return std::nullopt;
   RingShape r;
-  for (Attribute axis : op.getAxesAttr())
-    r.members *=
-        mesh.getAxisSize(cast<StringAttr>(axis).getValue()).value_or(1);
+  r.members = mesh.getGroupSize(op.getAxesAttr());
   r.b = q.getDimSize(0);
   r.s = q.getDimSize(1);
   r.heads = op.getHeads();

@@ -33,6 +33,9 @@ def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
     std::optional<int64_t> getAxisSize(::llvm::StringRef axis);
     /// The number of devices in the mesh.
     int64_t getNumDevices();
+    /// The members of the group of `axes` (StringAttrs): the product of
+    /// their sizes, an axis the mesh lacks counting 1 (verifiers report it).
+    int64_t getGroupSize(::mlir::ArrayAttr axes);
   }];
 }
 
