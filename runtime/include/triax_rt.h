@@ -348,9 +348,10 @@ void trx_safetensors_close(trx_safetensors *st);
  *                                         "<name>.exp_avg_sq" (F32, shape of
  *                                         the parameter)
  *   CKPT/step-00000100/state.json         trx_ckpt_state + "extra" strings
- *   CKPT/step-00000100/config.json        (the driver, after the save, for a
- *                                         model with trx_model_desc.hf_config:
- *                                         transformers' GPT-2 config)
+ *   CKPT/step-00000100/config.json        (the driver's, for a model with
+ *                                         trx_model_desc.hf_config:
+ *                                         transformers' GPT-2 config, written
+ *                                         with the others)
  *   CKPT/latest                           "step-00000100\n"
  * Writing step S: the files go into CKPT/step-<S>.tmp-<pid>/, each fsynced;
  * the directory is fsynced and renamed to step-<S> (an existing step-<S> is
@@ -1114,8 +1115,8 @@ typedef struct {
   int64_t plan_gpus_per_node;
   /* The config.json transformers' from_pretrained needs for this model's
    * checkpoints (GPT-2's: their model.safetensors is in its layout); NULL
-   * when there is none. The driver writes it into every checkpoint
-   * directory it saves. */
+   * when there is none. The driver saves it in every checkpoint
+   * directory. */
   const char *hf_config;
 } trx_model_desc;
 

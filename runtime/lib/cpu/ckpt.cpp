@@ -33,6 +33,16 @@
 
 using namespace triax::rt;
 
+bool triax::rt::isDir(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool triax::rt::isFile(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 namespace {
 
 constexpr const char *kStateFormat = "triax-ckpt";
@@ -65,16 +75,6 @@ int64_t parseStepName(const char *name) {
   if (digits < 8 || p[digits] != '\0')
     return -1;
   return v;
-}
-
-bool isDir(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool isFile(const std::string &path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /// Removes a flat directory written by this module (files only). Best effort.
@@ -254,8 +254,9 @@ stateJson(const trx_ckpt_state &s,
 
 int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
              const trx_tensor *params, const float *const *expAvg,
-             const float *const *expAvgSq, const char *extraJson, char *err,
-             size_t errlen) {
+             const float *const *expAvgSq, const char *extraJson,
+             const std::vector<std::pair<std::string, std::string>> &files,
+             char *err, size_t errlen) {
   if (!ckptDir || !*ckptDir)
     return fail(TRX_ERR_ARG, err, errlen,
                 "trx_ckpt_save: no checkpoint "
@@ -330,6 +331,11 @@ int saveImpl(const char *ckptDir, const trx_ckpt_state *state, int64_t n,
     rc = trx_safetensors_write(joinPath(tmpDir, kOptimFile).c_str(),
                                int64_t(optim.size()), optim.data(),
                                meta.c_str(), err, errlen);
+  // Files the caller adds (transformers' config.json), in the same
+  // directory: they appear with the checkpoint or not at all.
+  for (const auto &[file, content] : files)
+    if (rc == TRX_OK)
+      rc = atomicWriteFile(joinPath(tmpDir, file), content, err, errlen);
   // Each data file's checksum goes into state.json, written last: a
   // checkpoint changed after it was written is refused on load.
   std::vector<std::pair<std::string, std::string>> checksums;
@@ -496,19 +502,29 @@ extern "C" int trx_ckpt_lock(const char *ckpt_dir, char *err, size_t errlen) {
   return TRX_OK;
 }
 
+int triax::rt::saveCheckpoint(
+    const char *ckptDir, const trx_ckpt_state *state, int64_t n,
+    const trx_tensor *params, const float *const *expAvg,
+    const float *const *expAvgSq, const char *extraJson,
+    const std::vector<std::pair<std::string, std::string>> &files, char *err,
+    size_t errlen) {
+  try {
+    return saveImpl(ckptDir, state, n, params, expAvg, expAvgSq, extraJson,
+                    files, err, errlen);
+  } catch (const std::bad_alloc &) {
+    return fail(TRX_ERR_NOMEM, err, errlen, "%s: out of memory",
+                ckptDir ? ckptDir : "trx_ckpt_save");
+  }
+}
+
 extern "C" int trx_ckpt_save(const char *ckpt_dir, const trx_ckpt_state *state,
                              int64_t n, const trx_tensor *params,
                              const float *const *exp_avg,
                              const float *const *exp_avg_sq,
                              const char *extra_json_object_or_null, char *err,
                              size_t errlen) {
-  try {
-    return saveImpl(ckpt_dir, state, n, params, exp_avg, exp_avg_sq,
-                    extra_json_object_or_null, err, errlen);
-  } catch (const std::bad_alloc &) {
-    return fail(TRX_ERR_NOMEM, err, errlen, "%s: out of memory",
-                ckpt_dir ? ckpt_dir : "trx_ckpt_save");
-  }
+  return saveCheckpoint(ckpt_dir, state, n, params, exp_avg, exp_avg_sq,
+                        extra_json_object_or_null, {}, err, errlen);
 }
 
 extern "C" int trx_ckpt_latest(const char *ckpt_dir, char *buf, size_t len,

@@ -1079,26 +1079,18 @@ int Run::checkpoint(int64_t step, float loss) {
   std::vector<float *> vp = layout.pointers(whole[2], 2);
   std::vector<const float *> m(mp.begin(), mp.end());
   std::vector<const float *> v(vp.begin(), vp.end());
-  int rc = trx_ckpt_save(args.ckpt_dir, &st, int64_t(layout.specs.size()),
-                         layout.specs.data(), m.data(), v.data(),
-                         extraJson().c_str(), err, sizeof(err));
+  // A GPT-2 checkpoint opens in transformers (from_pretrained) with its
+  // config.json beside it.
+  std::vector<std::pair<std::string, std::string>> files;
+  if (model->hf_config)
+    files.push_back({"config.json", model->hf_config});
+  int rc = saveCheckpoint(args.ckpt_dir, &st, int64_t(layout.specs.size()),
+                          layout.specs.data(), m.data(), v.data(),
+                          extraJson().c_str(), files, err, sizeof(err));
   releaseWhole();
   if (rc != TRX_OK) {
     printError("%s", err);
     return 1;
-  }
-  // A GPT-2 checkpoint opens in transformers (from_pretrained) with its
-  // config.json beside it. Written after the checkpoint itself, which never
-  // needs it (a crash in between leaves a loadable checkpoint without it).
-  if (model->hf_config) {
-    char stepDir[64];
-    snprintf(stepDir, sizeof(stepDir), "step-%08" PRId64, step);
-    std::string path =
-        joinPath(joinPath(args.ckpt_dir, stepDir), "config.json");
-    if (atomicWriteFile(path, model->hf_config, err, sizeof(err)) != 0) {
-      printError("%s", err);
-      return 1;
-    }
   }
   if (args.log_every > 0)
     printf("step %5" PRId64 " | checkpoint %s/step-%08" PRId64 "\n", step,

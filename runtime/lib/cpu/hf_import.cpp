@@ -29,7 +29,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sys/stat.h>
 
 using namespace triax::rt;
 
@@ -49,16 +48,6 @@ struct Checkpoint {
   std::vector<FileHandle> files;
   std::map<std::string, Source> tensors;
 };
-
-bool isDirectory(const std::string &path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool exists(const std::string &path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
 
 bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&
@@ -107,12 +96,12 @@ std::string addIndex(Checkpoint &ck, const std::string &index) {
 }
 
 std::string openCheckpoint(const std::string &path, Checkpoint &ck) {
-  if (isDirectory(path)) {
+  if (isDir(path)) {
     std::string index = joinPath(path, "model.safetensors.index.json");
-    if (exists(index))
+    if (isFile(index))
       return addIndex(ck, index);
     std::string single = joinPath(path, "model.safetensors");
-    if (exists(single))
+    if (isFile(single))
       return addFile(ck, single);
     return path + ": a directory without model.safetensors or "
                   "model.safetensors.index.json";
@@ -191,13 +180,6 @@ float loadAsF32(const void *data, int32_t dtype, int64_t i) {
   return dtype == TRX_BF16 ? bf16ToF32(h) : halfToF32(h);
 }
 
-std::string shapeText(int32_t rank, const int64_t *shape) {
-  std::string s = "[";
-  for (int32_t i = 0; i < rank; ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 } // namespace
 
 std::string triax::rt::readHuggingFace(const std::string &path, int64_t n,
@@ -239,9 +221,9 @@ std::string triax::rt::readHuggingFace(const std::string &path, int64_t n,
       fits = t.shape[d] == want || (sliceRows && d == 0);
     }
     if (!fits) {
-      std::string why = name + " " + shapeText(t.rank, t.shape) +
+      std::string why = name + " " + shapeStr(t.rank, t.shape) +
                         " in the checkpoint, the model's " +
-                        shapeText(spec.rank, spec.shape);
+                        shapeStr(spec.rank, spec.shape);
       if (flip)
         why += " (nn.Linear's [out, in], transposed)";
       if (name == "wpe.weight" && t.rank == 2 && t.shape[0] < spec.shape[0])

@@ -305,6 +305,22 @@ struct MappedFile {
 /// "<path>: cannot open: ..." / "<path>: not a regular file".
 int mapFile(const std::string &path, MappedFile &out, char *err, size_t errlen);
 
+/// trx_ckpt_save, with `files` (name, content) written into the step
+/// directory beside the others before it is renamed into place.
+int saveCheckpoint(
+    const char *ckptDir, const trx_ckpt_state *state, int64_t n,
+    const trx_tensor *params, const float *const *expAvg,
+    const float *const *expAvgSq, const char *extraJson,
+    const std::vector<std::pair<std::string, std::string>> &files, char *err,
+    size_t errlen);
+
+/// "[256, 64]".
+std::string shapeStr(int32_t rank, const int64_t *shape);
+
+/// Whether `path` is a directory / a regular file.
+bool isDir(const std::string &path);
+bool isFile(const std::string &path);
+
 /// --init-from: the model's tensors (specs: name, dtype, shape; dst: where
 /// each goes) from a Hugging Face checkpoint as transformers writes it (a
 /// file, a directory, a sharded index), by the name table of the model's

@@ -23,6 +23,16 @@
 
 using namespace triax::rt;
 
+std::string triax::rt::shapeStr(int32_t rank, const int64_t *shape) {
+  std::string s = "[";
+  for (int32_t i = 0; i < rank; ++i) {
+    if (i)
+      s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
 namespace {
 
 /// Same bound as the reference implementation: a header over 100 MB is
@@ -39,16 +49,6 @@ int dtypeFromName(const std::string &s) {
   if (s == "F16")
     return TRX_F16;
   return -1;
-}
-
-std::string shapeStr(int32_t rank, const int64_t *shape) {
-  std::string s = "[";
-  for (int32_t i = 0; i < rank; ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
 }
 
 /// Byte size of a tensor, or false on a bad description or overflow.
