@@ -19,6 +19,7 @@
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::triax;
@@ -152,6 +153,11 @@ std::string huggingFaceConfig(ModuleOp module) {
   if (!model || !model.lookupSymbol("wte.weight") ||
       !model.lookupSymbol("wpe.weight") || model.lookupSymbol("lm_head.weight"))
     return "";
+  // transformers' GPT2LMHeadModel has no mixture-of-experts layer.
+  if (model
+          .walk([](mlir::triax::MoERouteOp) { return WalkResult::interrupt(); })
+          .wasInterrupted())
+    return "";
   llvm::Expected<cost::ModelShape> shape = cost::readModelShape(module);
   if (!shape) {
     llvm::consumeError(shape.takeError());
@@ -260,8 +266,14 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
   for (mlir::triax::ParamOp param : model.getParams()) {
     RankedTensorType type = param.getTensorType();
     mlir::triax::InitAttr init = param.getInit();
-    int64_t d0 = type.getDimSize(0);
-    int64_t d1 = type.getRank() > 1 ? type.getDimSize(1) : 0;
+    // The runtime's state is rank 1 or 2: a parameter of higher rank (the
+    // experts' stacked weights [E, in, out]) is its rows [E*in, out], the
+    // same elements in the same order (KernelBuilder::state views them back).
+    int64_t rank = std::min<int64_t>(type.getRank(), 2);
+    int64_t d0 = type.getRank() > 1
+                     ? type.getNumElements() / type.getShape().back()
+                     : type.getDimSize(0);
+    int64_t d1 = type.getRank() > 1 ? type.getShape().back() : 0;
     auto ckpt = param->getAttrOfType<StringAttr>(
         mlir::triax::TriaxDialect::kCheckpointNameAttrName);
     std::string ckptName =
@@ -269,8 +281,7 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
     os << llvm::formatv(
         "  {{.name = \"{0}\", .rank = {1}, .shape = {{{2}, {3}}, .init = {4}, "
         ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}},\n",
-        param.getSymName(), type.getRank(), d0, d1,
-        int(abiInit(init.getKind())),
+        param.getSymName(), rank, d0, d1, int(abiInit(init.getKind())),
         llvm::formatv("{0:e9}", init.getStdValue()).str(),
         param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames));
   }

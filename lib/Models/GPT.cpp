@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -36,8 +37,8 @@ static GPTConfig gpt2Family(StringRef name, int64_t layers, int64_t hidden,
 }
 
 std::vector<std::string> namedConfigNames() {
-  return {"tiny",    "gpt2",      "gpt2-medium", "gpt2-large",
-          "gpt2-xl", "gpt3-175b", "llama2-7b"};
+  return {"tiny",    "tiny-moe",  "gpt2",      "gpt2-medium", "gpt2-large",
+          "gpt2-xl", "gpt3-175b", "llama2-7b", "mixtral-8x7b"};
 }
 
 std::optional<GPTConfig> getNamedConfig(StringRef name) {
@@ -45,6 +46,14 @@ std::optional<GPTConfig> getNamedConfig(StringRef name) {
     GPTConfig c; // 2 layers, hidden 64, 4 heads, vocab 256, seq 64
     c.name = "tiny";
     c.lr = 2e-3;
+    return c;
+  }
+  if (name == "tiny-moe") {
+    GPTConfig c = *getNamedConfig("tiny"); // 4 experts of ffn 128, top-2
+    c.name = "tiny_moe";
+    c.ffn = 128;
+    c.experts = 4;
+    c.topK = 2;
     return c;
   }
   // The published GPT-2 shapes (Radford et al. 2019; HF gpt2 configs).
@@ -83,7 +92,25 @@ std::optional<GPTConfig> getNamedConfig(StringRef name) {
     c.lr = 3e-4;
     return c;
   }
+  if (name == "mixtral-8x7b") { // Jiang et al. 2024; HF Mixtral-8x7B config
+    GPTConfig c = *getNamedConfig("llama2-7b");
+    c.name = "mixtral_8x7b";
+    c.kvHeads = 8;
+    c.ffn = 14336;
+    c.experts = 8;
+    c.topK = 2;
+    c.auxLossCoeff = 0.02; // router_aux_loss_coef
+    return c;
+  }
   return std::nullopt;
+}
+
+int64_t expertCapacity(const GPTConfig &c) {
+  if (c.capacityFactor <= 0 || c.experts <= 0)
+    return c.seq;
+  double rows = std::ceil(c.capacityFactor * double(c.seq) * double(c.topK) /
+                          double(c.experts));
+  return std::clamp<int64_t>(int64_t(rows), 1, c.seq);
 }
 
 std::optional<std::string> validate(const GPTConfig &c) {
@@ -110,13 +137,16 @@ std::optional<std::string> validate(const GPTConfig &c) {
         .str();
   // The optimizer's numbers go into the IR's #triax.train_config, whose
   // parser takes finite numbers only (and AdamW would not train on others).
-  std::pair<const char *, double> rates[] = {{"lr", c.lr},
-                                             {"beta1", c.beta1},
-                                             {"beta2", c.beta2},
-                                             {"eps", c.eps},
-                                             {"weight-decay", c.weightDecay},
-                                             {"grad-clip", c.gradClip},
-                                             {"init-std", c.initStd}};
+  std::pair<const char *, double> rates[] = {
+      {"lr", c.lr},
+      {"beta1", c.beta1},
+      {"beta2", c.beta2},
+      {"eps", c.eps},
+      {"weight-decay", c.weightDecay},
+      {"grad-clip", c.gradClip},
+      {"init-std", c.initStd},
+      {"capacity-factor", c.capacityFactor},
+      {"aux-loss-coeff", c.auxLossCoeff}};
   auto number = [](double v) {
     char text[32];
     std::snprintf(text, sizeof(text), "%g", v);
@@ -138,6 +168,13 @@ std::optional<std::string> validate(const GPTConfig &c) {
         .str();
   if (c.dtype != "f32" && c.dtype != "bf16")
     return "--dtype must be f32 or bf16, got " + c.dtype;
+  if (c.experts < 0)
+    return llvm::formatv("--experts must be >= 0, got {0}", c.experts).str();
+  if (c.experts > 0 && (c.topK < 1 || c.topK > c.experts))
+    return llvm::formatv("--top-k must be between 1 and the {0} experts, got "
+                         "{1}",
+                         c.experts, c.topK)
+        .str();
   if (c.family != "gpt2" && c.family != "llama")
     return "family must be gpt2 or llama, got " + c.family;
   return std::nullopt;
@@ -163,7 +200,11 @@ private:
   Value norm(Value x, StringRef prefix);
   Value linear(Value x, StringRef prefix, int64_t in, int64_t out, double std,
                StringRef checkpointPrefix = {});
-  Value block(Value x, int64_t layer);
+  /// Block `layer` on x; with experts, `aux` is the sum of the earlier
+  /// blocks' load-balancing losses (null before the first), and the result
+  /// carries it on with this block's added.
+  std::pair<Value, Value> block(Value x, Value aux, int64_t layer);
+  Value moe(Value h, Value &aux, int64_t layer, double residualStd);
   RankedTensorType act(int64_t features) {
     return RankedTensorType::get({c.microBatch, c.seq, features}, elt);
   }
@@ -227,19 +268,81 @@ Value GPTBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
                           w, bias, UnitAttr());
 }
 
-Value GPTBuilder::block(Value input, int64_t layer) {
+/// The MoE layer of block `layer` on the normalized h: the router (a
+/// linear without bias), the routing, the dispatch into [E, B*C, H], the
+/// experts' MLP (GELU, or SwiGLU for the LLaMA family) as batched GEMMs,
+/// and the combine weighted by the gates. Its load-balancing loss is added
+/// to `aux`.
+Value GPTBuilder::moe(Value h, Value &aux, int64_t layer, double residualStd) {
+  int64_t e = c.experts, k = c.topK, cap = expertCapacity(c);
+  std::string prefix = layerName(layer, llama() ? "block_sparse_moe" : "moe");
+  auto name = [&](StringRef suffix) { return (prefix + "." + suffix).str(); };
+  Location l = NameLoc::get(b.getStringAttr(prefix));
+  Value router = param(name(llama() ? "gate.weight" : "router.weight"),
+                       {c.hidden, e}, Init::Normal, c.initStd);
+  Value logits = LinearOp::create(b, l, act(e), h, router, Value(), UnitAttr());
+  auto perChoice = [&](Type elt) {
+    return RankedTensorType::get({c.microBatch, c.seq, k}, elt);
+  };
+  Type i32 = b.getI32Type();
+  auto route = MoERouteOp::create(
+      b, l, perChoice(elt), perChoice(i32), perChoice(i32),
+      RankedTensorType::get({c.microBatch, e * cap}, i32),
+      RankedTensorType::get({}, b.getF32Type()), logits, b.getI64IntegerAttr(k),
+      b.getI64IntegerAttr(cap), b.getF64FloatAttr(c.auxLossCoeff),
+      k >= 2 ? b.getUnitAttr() : UnitAttr());
+  auto rows = [&](int64_t width) {
+    return RankedTensorType::get({e, c.microBatch * cap, width}, elt);
+  };
+  Value buf = MoEDispatchOp::create(b, l, rows(c.hidden), h, route.getSlots(),
+                                    route.getAssign(), Value());
+  auto experts = [&](Value x, StringRef weight, int64_t in, int64_t out,
+                     double std) -> Value {
+    Value w = param(name(weight), {e, in, out}, Init::Normal, std);
+    return ExpertLinearOp::create(b, l, rows(out), x, w, UnitAttr());
+  };
+  Value out;
+  if (c.swiglu) {
+    Value gate = experts(buf, "experts.w1.weight", c.hidden, c.ffn, c.initStd);
+    Value up = experts(buf, "experts.w3.weight", c.hidden, c.ffn, c.initStd);
+    Value act1 = SiluOp::create(b, loc, rows(c.ffn), gate);
+    Value prod = MulOp::create(b, loc, rows(c.ffn), act1, up);
+    out = experts(prod, "experts.w2.weight", c.ffn, c.hidden, residualStd);
+  } else {
+    Value fc = experts(buf, "experts.c_fc.weight", c.hidden, c.ffn, c.initStd);
+    Value g = GeluOp::create(b, loc, rows(c.ffn), fc);
+    out = experts(g, "experts.c_proj.weight", c.ffn, c.hidden, residualStd);
+  }
+  aux = aux ? AddOp::create(b, loc, aux.getType(), aux, route.getAux())
+                  .getResult()
+            : route.getAux();
+  return MoECombineOp::create(b, l, act(c.hidden), out, route.getSlots(),
+                              route.getAssign(), route.getGates());
+}
+
+std::pair<Value, Value> GPTBuilder::block(Value input, Value aux,
+                                          int64_t layer) {
   int64_t headDim = c.hidden / c.heads, kv = c.kvHeads * headDim;
   // GPT-2 scales the init of the projections into the residual stream by
   // 1/sqrt(2 * layers) so the residual's variance does not grow with depth.
   double residualStd = c.initStd / std::sqrt(2.0 * c.layers);
   std::string blockName =
       llvm::formatv(llama() ? "model.layers.{0}" : "h.{0}", layer);
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  SmallVector<Type> results = {act(c.hidden)};
+  SmallVector<Value> inputs = {input};
+  if (c.experts > 0)
+    results.push_back(scalar);
+  if (aux)
+    inputs.push_back(aux);
   auto blockOp = BlockOp::create(b, NameLoc::get(b.getStringAttr(blockName)),
-                                 TypeRange{act(c.hidden)},
-                                 b.getStringAttr(blockName), ValueRange{input});
+                                 results, b.getStringAttr(blockName), inputs);
   OpBuilder::InsertionGuard guard(b);
-  Block *body = b.createBlock(&blockOp.getBody(), {}, {act(c.hidden)}, {loc});
+  SmallVector<Type> argTypes(ValueRange(inputs).getTypes());
+  Block *body = b.createBlock(&blockOp.getBody(), {}, argTypes,
+                              SmallVector<Location>(inputs.size(), loc));
   Value x = body->getArgument(0);
+  Value blockAux = aux ? body->getArgument(1) : Value();
 
   auto name = [&](StringRef gpt, StringRef llamaName) {
     return layerName(layer, llama() ? llamaName : gpt);
@@ -265,7 +368,9 @@ Value GPTBuilder::block(Value input, int64_t layer) {
 
   h = norm(x, name("ln_2", "post_attention_layernorm"));
   Value m;
-  if (c.swiglu) {
+  if (c.experts > 0) {
+    m = moe(h, blockAux, layer, residualStd);
+  } else if (c.swiglu) {
     Value gate = linear(h, name("mlp.gate", "mlp.gate_proj"), c.hidden, c.ffn,
                         c.initStd);
     Value up =
@@ -281,8 +386,11 @@ Value GPTBuilder::block(Value input, int64_t layer) {
     m = linear(g, name("mlp.c_proj", "mlp.proj"), c.ffn, c.hidden, residualStd);
   }
   x = AddOp::create(b, loc, act(c.hidden), x, m);
-  YieldOp::create(b, loc, ValueRange{x});
-  return blockOp.getResult(0);
+  SmallVector<Value> yields = {x};
+  if (blockAux)
+    yields.push_back(blockAux);
+  YieldOp::create(b, loc, yields);
+  return {blockOp.getResult(0), c.experts > 0 ? blockOp.getResult(1) : Value()};
 }
 
 OwningOpRef<ModuleOp> GPTBuilder::build() {
@@ -323,8 +431,10 @@ OwningOpRef<ModuleOp> GPTBuilder::build() {
                                    act(c.hidden), pos, wpe);
     x = AddOp::create(b, loc, act(c.hidden), x, pe);
   }
+  // The blocks' load-balancing losses, summed through them (MoE only).
+  Value aux;
   for (int64_t layer = 0; layer < c.layers; ++layer)
-    x = block(x, layer);
+    std::tie(x, aux) = block(x, aux, layer);
   x = norm(x, llama() ? "model.norm" : "ln_f");
   Value logits;
   if (c.tiedHead) {
@@ -338,6 +448,8 @@ OwningOpRef<ModuleOp> GPTBuilder::build() {
   }
   Value l = CrossEntropyOp::create(b, NameLoc::get(b.getStringAttr("loss")),
                                    loss, logits, targets);
+  if (aux)
+    l = AddOp::create(b, NameLoc::get(b.getStringAttr("loss")), loss, l, aux);
   func::ReturnOp::create(b, loc, l);
   return module;
 }

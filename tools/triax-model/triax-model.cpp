@@ -52,18 +52,32 @@ INT_FLAG(seqLen, "seq",
 INT_FLAG(batch, "batch", "Global batch in sequences per optimizer step");
 INT_FLAG(microBatch, "micro-batch",
          "Sequences per forward/backward pass (default: batch)");
+INT_FLAG(experts, "experts",
+         "Mixture of experts: expert MLPs per block (0: a dense MLP)");
+INT_FLAG(topK, "top-k", "Experts each token is routed to (default 2)");
 #undef INT_FLAG
 static cl::opt<std::string> dtype("dtype",
                                   cl::desc("Compute dtype: f32 or bf16"),
                                   cl::init(""), cl::cat(category));
 static cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(0),
                           cl::cat(category));
+static cl::opt<double> capacityFactor(
+    "capacity-factor",
+    cl::desc("MoE: rows per expert and sequence as a multiple of an even "
+             "share, ceil(factor * seq * top-k / experts); 0 drops nothing "
+             "(the default)"),
+    cl::init(-1), cl::cat(category));
+static cl::opt<double> auxLossCoeff(
+    "aux-loss-coeff",
+    cl::desc("MoE: weight of the load-balancing loss (default 0.01)"),
+    cl::init(-1), cl::cat(category));
 static cl::opt<std::string> name("name", cl::desc("Symbol name of the model"),
                                  cl::init(""), cl::cat(category));
 
 static std::string configHelp() {
   return R"(Configs (published shapes; every field can be overridden):
   tiny         2 layers, hidden 64, 4 heads, vocab 256 (bytes), seq 64 - for tests
+  tiny-moe     tiny with a mixture of 4 experts (ffn 128) per block, top-2
   gpt2         124M: 12 layers, hidden 768, 12 heads, vocab 50257, seq 1024,
                learned positions, biases, LM head tied to wte
   gpt2-medium  350M: 24 layers, hidden 1024, 16 heads
@@ -74,6 +88,8 @@ static std::string configHelp() {
                seq 4096, RMSNorm, SwiGLU, no biases, untied head.
                Rotary position embedding is not built yet: the llama model
                has no position information until it is.
+  mixtral-8x7b 46.7B: llama2-7b's shape with 8 kv-heads and a mixture of 8
+               SwiGLU experts of ffn 14336 per block, top-2 (no RoPE either)
 )";
 }
 
@@ -123,6 +139,14 @@ int main(int argc, char **argv) {
     c.microBatch = microBatch;
   if (!dtype.empty())
     c.dtype = dtype;
+  if (experts.getNumOccurrences())
+    c.experts = experts;
+  if (topK.getNumOccurrences())
+    c.topK = topK;
+  if (capacityFactor.getNumOccurrences())
+    c.capacityFactor = capacityFactor;
+  if (auxLossCoeff.getNumOccurrences())
+    c.auxLossCoeff = auxLossCoeff;
   if (lr != 0)
     c.lr = lr;
   if (!name.empty())

@@ -38,6 +38,15 @@ struct GPTConfig {
   bool tiedHead = true;         ///< LM head reads the embedding table
   bool rmsNorm = false;         ///< RMSNorm instead of LayerNorm
   bool swiglu = false;          ///< SwiGLU MLP instead of GELU MLP
+  /// Mixture of experts: with experts > 0 every block's MLP is a MoE layer
+  /// of that many expert MLPs (no biases), each token routed to its top-k
+  /// (gates renormalized over the k when k >= 2, Mixtral; the chosen
+  /// probability when k = 1, Switch). capacityFactor 0 drops nothing;
+  /// otherwise each expert takes ceil(factor * seq * k / experts) choices
+  /// per sequence. auxLossCoeff scales the load-balancing loss added to
+  /// the training loss.
+  int64_t experts = 0, topK = 2;
+  double capacityFactor = 0.0, auxLossCoeff = 0.01;
   double lr = 6e-4, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weightDecay = 0.1,
          gradClip = 1.0, initStd = 0.02;
 };
@@ -46,6 +55,9 @@ struct GPTConfig {
 std::vector<std::string> namedConfigNames();
 /// A named configuration (tiny, gpt2, gpt2-medium, ..., llama2-7b).
 std::optional<GPTConfig> getNamedConfig(llvm::StringRef name);
+
+/// The rows of an expert per sequence (the MoE capacity C).
+int64_t expertCapacity(const GPTConfig &config);
 
 /// Checks that the configuration can be built; on failure returns a
 /// message naming the offending fields and values.

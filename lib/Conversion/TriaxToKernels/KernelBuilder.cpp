@@ -428,6 +428,19 @@ Value KernelBuilder::dynamicFlat(Value buffer) {
 
 Value KernelBuilder::state(trx_state_kind kind, int64_t param,
                            MemRefType type) {
+  // The runtime holds a parameter of rank > 2 as its rows (the model
+  // descriptor's [E*in, out] for [E, in, out]): view those as `type`.
+  if (type.getRank() > 2) {
+    int64_t cols = type.getShape().back();
+    auto rowsType = MemRefType::get({type.getNumElements() / cols, cols},
+                                    type.getElementType());
+    ReassociationIndices leading;
+    for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+      leading.push_back(d);
+    return memref::ExpandShapeOp::create(
+        b, loc, type, state(kind, param, rowsType),
+        ArrayRef<ReassociationIndices>{leading, {type.getRank() - 1}});
+  }
   int64_t dyn = ShapedType::kDynamic;
   bool matrix = type.getRank() == 2;
   auto dynType = matrix ? MemRefType::get({dyn, dyn}, b.getF32Type())

@@ -369,6 +369,8 @@ void populateLossPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           bool rowLanes = false, bool gradInPlace = false);
 void populateCollectivePatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
+/// The mixture-of-experts ops (MoEKernels.cpp).
+void populateMoEPatterns(TypeConverter &converter, RewritePatternSet &patterns);
 void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           const ParamIndex &params);
 /// fuseOptimizer: a run of consecutive triax.adamw ops of one step becomes

@@ -776,8 +776,6 @@ struct GetParamLowering : ParamPattern<GetParamOp> {
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
     auto type = cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
-    if (type.getRank() > 2)
-      return op.emitOpError("parameters of rank > 2 are not lowered yet");
     rewriter.replaceOp(op, k.state(TRX_STATE_PARAM, *index, type));
     return success();
   }
@@ -1041,6 +1039,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);
   populateCollectivePatterns(converter, patterns);
+  populateMoEPatterns(converter, patterns);
   populateZeroPatterns(converter, patterns, params);
   populatePipelinePatterns(converter, patterns);
   if (failed(applyPartialConversion(module, target, std::move(patterns))))

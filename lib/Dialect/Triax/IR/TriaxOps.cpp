@@ -14,6 +14,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::triax;
 
@@ -662,6 +664,20 @@ double AttentionOp::getForwardFlops() {
          double(k.getDimSize(1)) * double(q.getDimSize(2));
 }
 
+/// 2 E N in out: one GEMM per expert over all its rows (the buffer's empty
+/// rows included: the kernel computes them).
+double ExpertLinearOp::getForwardFlops() {
+  auto in = cast<ShapedType>(getInput().getType());
+  int64_t out = getType().getShape().back();
+  return 2.0 * double(in.getNumElements()) * double(out);
+}
+
+/// The softmax over the experts and the top-k scan: a few operations per
+/// logit, negligible beside the experts; counted as 4 per logit.
+double MoERouteOp::getForwardFlops() {
+  return 4.0 * double(getLogits().getType().getNumElements());
+}
+
 /// A layer, as wide as its first input's last dimension.
 void BlockOp::describeModel(ModelFacts &facts) {
   facts.layer = true;
@@ -894,4 +910,196 @@ bool mlir::triax::mayOverwriteLogits(CrossEntropyGradOp grad) {
            (user->getBlock() == grad->getBlock() &&
             user->isBeforeInBlock(grad));
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// A static tensor of rank `rank`, or an error naming `what`.
+static LogicalResult verifyStaticRank(Operation *op, StringRef what, Value v,
+                                      int64_t rank, StringRef layout) {
+  auto type = tensorType(v);
+  if (type.getRank() != rank || !type.hasStaticShape())
+    return op->emitOpError() << what << " must be a static " << layout
+                             << " tensor, got " << v.getType();
+  return success();
+}
+
+static LogicalResult verifyShapeIs(Operation *op, StringRef what, Value v,
+                                   ArrayRef<int64_t> expected,
+                                   StringRef layout) {
+  if (tensorType(v).getShape() != expected)
+    return op->emitOpError()
+           << what << " has shape " << formatShape(tensorType(v).getShape())
+           << ", expected " << layout << " = " << formatShape(expected);
+  return success();
+}
+
+/// The routing operands of a dispatch or combine: tokens [B, S, H], the
+/// expert buffer [E, B*C, H], slots [B, S, k], assign [B, E*C] and the
+/// optional gates [B, S, k].
+static LogicalResult verifyRouting(Operation *op, Value tokens, Value buffer,
+                                   Value slots, Value assign, Value gates) {
+  if (failed(verifyStaticRank(op, "the tokens", tokens, 3, "[B, S, H]")) ||
+      failed(verifyStaticRank(op, "the expert buffer", buffer, 3,
+                              "[E, B*C, H]")) ||
+      failed(verifyStaticRank(op, "slots", slots, 3, "[B, S, k]")) ||
+      failed(verifyStaticRank(op, "assign", assign, 2, "[B, E*C]")))
+    return failure();
+  ArrayRef<int64_t> t = tensorType(tokens).getShape();
+  ArrayRef<int64_t> buf = tensorType(buffer).getShape();
+  int64_t batch = t[0], experts = buf[0];
+  int64_t k = tensorType(slots).getDimSize(2);
+  if (failed(verifyShapeIs(op, "slots", slots, {batch, t[1], k}, "[B, S, k]")))
+    return failure();
+  int64_t rows = tensorType(assign).getDimSize(1);
+  if (rows % experts != 0)
+    return op->emitOpError("assign has ")
+           << rows << " rows per sequence, not a multiple of the " << experts
+           << " experts";
+  int64_t capacity = rows / experts;
+  if (failed(verifyShapeIs(op, "assign", assign, {batch, rows}, "[B, E*C]")) ||
+      failed(verifyShapeIs(op, "the expert buffer", buffer,
+                           {experts, batch * capacity, t[2]}, "[E, B*C, H]")))
+    return failure();
+  if (gates &&
+      failed(verifyShapeIs(op, "gates", gates, {batch, t[1], k}, "[B, S, k]")))
+    return failure();
+  SmallVector<Value> floats = {tokens, buffer};
+  if (gates)
+    floats.push_back(gates);
+  return verifySameFloatElementType(op, floats);
+}
+
+LogicalResult MoERouteOp::verify() {
+  if (failed(verifyStaticRank(*this, "the router logits", getLogits(), 3,
+                              "[B, S, E]")))
+    return failure();
+  ArrayRef<int64_t> shape = getLogits().getType().getShape();
+  int64_t batch = shape[0], seq = shape[1], experts = shape[2];
+  int64_t k = getTopK(), capacity = getCapacity();
+  if (k < 1 || k > experts)
+    return emitOpError("top_k must be between 1 and the ")
+           << experts << " experts, got " << k;
+  if (capacity < 1 || capacity > seq)
+    return emitOpError("capacity must be between 1 and the sequence length ")
+           << seq << " (which drops nothing), got " << capacity;
+  double coeff = getAuxCoeff().convertToDouble();
+  if (!std::isfinite(coeff) || coeff < 0)
+    return emitOpError("aux_coeff must be a finite number >= 0, got ") << coeff;
+  if (getGates().getType().getElementType() !=
+      getLogits().getType().getElementType())
+    return emitOpError("gates must have the logits' element type ")
+           << getLogits().getType().getElementType();
+  std::pair<StringRef, Value> perChoice[] = {
+      {"gates", getGates()}, {"experts", getExperts()}, {"slots", getSlots()}};
+  for (auto [what, v] : perChoice)
+    if (failed(verifyShapeIs(*this, what, v, {batch, seq, k}, "[B, S, k]")))
+      return failure();
+  return verifyShapeIs(*this, "assign", getAssign(),
+                       {batch, experts * capacity}, "[B, E*C]");
+}
+
+LogicalResult MoEDispatchOp::verify() {
+  return verifyRouting(*this, getInput(), getResult(), getSlots(), getAssign(),
+                       getGates());
+}
+
+LogicalResult MoECombineOp::verify() {
+  return verifyRouting(*this, getResult(), getInput(), getSlots(), getAssign(),
+                       getGates());
+}
+
+/// x [E, N, in] and W [E, in, out] (or [E, out, in]) of an expert_linear:
+/// the shape of the product, [E, N, out].
+static FailureOr<SmallVector<int64_t>> verifyExpertOperands(Operation *op,
+                                                            Value input,
+                                                            Value weight,
+                                                            bool transposed) {
+  if (failed(verifyStaticRank(op, "the input", input, 3, "[E, N, in]")) ||
+      failed(verifyStaticRank(op, "the weight", weight, 3,
+                              transposed ? "[E, out, in]" : "[E, in, out]")))
+    return failure();
+  ArrayRef<int64_t> x = tensorType(input).getShape();
+  ArrayRef<int64_t> w = tensorType(weight).getShape();
+  int64_t in = transposed ? w[2] : w[1], out = transposed ? w[1] : w[2];
+  if (w[0] != x[0])
+    return op->emitOpError("the weight holds ")
+           << w[0] << " experts but the input " << x[0];
+  if (in != x[2])
+    return op->emitOpError("the weight's input dimension ")
+           << in << " does not match the input's last dimension " << x[2];
+  return SmallVector<int64_t>{x[0], x[1], out};
+}
+
+LogicalResult ExpertLinearOp::verify() {
+  auto expected = verifyExpertOperands(*this, getInput(), getWeight(),
+                                       getTransposeWeight());
+  if (failed(expected) ||
+      failed(verifyResultShape(*this, getType().getShape(), *expected)))
+    return failure();
+  return verifySameFloatElementType(*this,
+                                    {getInput(), getWeight(), getResult()});
+}
+
+LogicalResult ExpertLinearWeightGradOp::verify() {
+  if (failed(
+          verifyStaticRank(*this, "the input", getInput(), 3, "[E, N, in]")) ||
+      failed(verifyStaticRank(*this, "the result gradient", getResultGrad(), 3,
+                              "[E, N, out]")))
+    return failure();
+  ArrayRef<int64_t> x = getInput().getType().getShape();
+  ArrayRef<int64_t> dy = getResultGrad().getType().getShape();
+  if (x[0] != dy[0] || x[1] != dy[1])
+    return emitOpError("the input ")
+           << formatShape(x) << " and the result gradient " << formatShape(dy)
+           << " must share [E, N]";
+  SmallVector<int64_t> expected = getTransposeWeight()
+                                      ? SmallVector<int64_t>{x[0], dy[2], x[2]}
+                                      : SmallVector<int64_t>{x[0], x[2], dy[2]};
+  if (failed(verifyResultShape(*this, getType().getShape(), expected)))
+    return failure();
+  if (!isResultElementType(getType().getElementType(),
+                           getInput().getType().getElementType()))
+    return emitOpError("result element type ")
+           << getType().getElementType() << " must be the input's or f32";
+  return verifySameFloatElementType(*this, {getInput(), getResultGrad()});
+}
+
+LogicalResult MoERouteGradOp::verify() {
+  if (failed(verifyStaticRank(*this, "the router logits", getLogits(), 3,
+                              "[B, S, E]")) ||
+      failed(verifyStaticRank(*this, "experts", getExperts(), 3, "[B, S, k]")))
+    return failure();
+  ArrayRef<int64_t> l = getLogits().getType().getShape();
+  int64_t k = getExperts().getType().getDimSize(2);
+  if (failed(verifyShapeIs(*this, "experts", getExperts(), {l[0], l[1], k},
+                           "[B, S, k]")) ||
+      failed(verifyShapeIs(*this, "the gates' gradient", getGatesGrad(),
+                           {l[0], l[1], k}, "[B, S, k]")))
+    return failure();
+  return verifyResultLike(*this, "result", getType(), getLogits().getType(),
+                          "the logits'");
+}
+
+LogicalResult MoEGatesGradOp::verify() {
+  if (failed(
+          verifyStaticRank(*this, "the tokens", getTokens(), 3, "[B, S, H]")) ||
+      failed(verifyStaticRank(*this, "the expert buffer", getBuffer(), 3,
+                              "[E, B*C, H]")) ||
+      failed(verifyStaticRank(*this, "slots", getSlots(), 3, "[B, S, k]")))
+    return failure();
+  ArrayRef<int64_t> t = getTokens().getType().getShape();
+  ArrayRef<int64_t> buf = getBuffer().getType().getShape();
+  int64_t k = getSlots().getType().getDimSize(2);
+  if (buf[1] % t[0] != 0 || buf[2] != t[2])
+    return emitOpError("the expert buffer ")
+           << formatShape(buf) << " does not hold [E, B*C, H] rows for tokens "
+           << formatShape(t);
+  if (failed(verifyShapeIs(*this, "slots", getSlots(), {t[0], t[1], k},
+                           "[B, S, k]")) ||
+      failed(verifyResultShape(*this, getType().getShape(), {t[0], t[1], k})))
+    return failure();
+  return verifySameFloatElementType(*this, {getTokens(), getBuffer()});
 }

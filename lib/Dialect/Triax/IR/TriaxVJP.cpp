@@ -9,6 +9,7 @@
 
 #include "triax/Dialect/Triax/IR/Triax.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
@@ -135,5 +136,74 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
       b, getLoc(), getLogits().getType(), getLogits(), getTargets(),
       resultGrads[0], getMeshAttr(), getAxesAttr());
   operandGrads.assign({dlogits, Value()});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// A tensor of zeros of `type` (a result whose gradient nothing produced).
+static Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(tensor,
+                             FloatAttr::get(tensor.getElementType(), 0.0)));
+}
+
+// The routing (experts, slots, assign) is piecewise constant: only the
+// gates and the auxiliary loss carry a gradient back to the logits.
+LogicalResult MoERouteOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  Value dgates = resultGrads[0] ? resultGrads[0]
+                                : zerosLike(b, getLoc(), getGates().getType());
+  Value daux = resultGrads[4] ? resultGrads[4]
+                              : zerosLike(b, getLoc(), getAux().getType());
+  Value dlogits = MoERouteGradOp::create(
+      b, getLoc(), getLogits().getType(), getLogits(), getExperts(), dgates,
+      daux, getAuxCoeffAttr(), getRenormalizeAttr());
+  operandGrads.assign({dlogits});
+  return success();
+}
+
+// A dispatch is a gather by `assign`; its gradient gathers back by `slots`
+// (a combine), and the gates' (a weighted dispatch: a combine's gradient)
+// are dot products of the tokens with their rows' gradients.
+LogicalResult MoEDispatchOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value dbuf = resultGrads[0];
+  Value dx = MoECombineOp::create(b, getLoc(), getInput().getType(), dbuf,
+                                  getSlots(), getAssign(), getGates());
+  operandGrads.assign({dx, Value(), Value()});
+  if (Value gates = getGates())
+    operandGrads.push_back(MoEGatesGradOp::create(
+        b, getLoc(), gates.getType(), getInput(), dbuf, getSlots()));
+  return success();
+}
+
+LogicalResult MoECombineOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  Value dbuf = MoEDispatchOp::create(b, getLoc(), getInput().getType(), dy,
+                                     getSlots(), getAssign(), getGates());
+  operandGrads.assign({dbuf, Value(), Value()});
+  if (Value gates = getGates())
+    operandGrads.push_back(MoEGatesGradOp::create(b, getLoc(), gates.getType(),
+                                                  dy, getInput(), getSlots()));
+  return success();
+}
+
+LogicalResult ExpertLinearOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Value dy = resultGrads[0];
+  bool transposed = getTransposeWeight();
+  Value dx =
+      ExpertLinearOp::create(b, getLoc(), getInput().getType(), dy, getWeight(),
+                             transposed ? UnitAttr() : b.getUnitAttr());
+  Value dw = ExpertLinearWeightGradOp::create(
+      b, getLoc(), getWeight().getType(), getInput(), dy,
+      transposed ? b.getUnitAttr() : UnitAttr());
+  operandGrads.assign({dx, dw});
   return success();
 }

@@ -731,5 +731,6 @@ def Triax_ConvertOp : Triax_Op<"convert", [
 }
 
 include "triax/Dialect/Triax/IR/TriaxFusedOps.td"
+include "triax/Dialect/Triax/IR/TriaxMoEOps.td"
 
 #endif // TRIAX_DIALECT_TRIAX_IR_TRIAXOPS_TD
