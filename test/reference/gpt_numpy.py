@@ -16,8 +16,11 @@ Model (weights are [in, out], y = x @ W + b):
         x = x + y @ W_attn_proj + b_attn_proj
         h = LN(x; h.i.ln_2)
         x = x + gelu_tanh(h @ W_fc + b_fc) @ W_mlp_proj + b_mlp_proj
+            (with --experts E: x = x + MoE(h), moe_numpy.py, whose
+            load-balancing loss aux_i is added to the loss)
     h = LN(x; ln_f);  logits = h @ wte^T (tied head, no bias)
     loss = mean over the B*T positions of cross-entropy(logits, targets)
+           (+ the sum of the layers' aux_i)
 
 AdamW (step t, 1-based): n = global L2 norm of all grads; if grad_clip > 0
 and n > grad_clip all grads are scaled by grad_clip / (n + 1e-6);
@@ -52,6 +55,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
 import llmc_bin  # noqa: E402
+import moe_numpy  # noqa: E402
 
 LN_EPS = 1e-5
 GELU_C = math.sqrt(2.0 / math.pi)
@@ -64,7 +68,8 @@ class RefError(Exception):
 
 # ------------------------------------------------------------------ config
 class Config:
-    def __init__(self, layers, hidden, heads, vocab, seq):
+    def __init__(self, layers, hidden, heads, vocab, seq, ffn=None, experts=0,
+                 top_k=2, capacity=None, aux_coeff=0.01):
         for name, val in (("layers", layers), ("hidden", hidden),
                           ("heads", heads), ("vocab", vocab), ("seq", seq)):
             if not isinstance(val, int) or val <= 0:
@@ -73,6 +78,11 @@ class Config:
             raise RefError(f"--hidden {hidden} is not divisible by --heads {heads}")
         self.layers, self.hidden, self.heads = layers, hidden, heads
         self.vocab, self.seq = vocab, seq
+        self.ffn = ffn or 4 * hidden
+        self.experts, self.top_k, self.aux_coeff = experts, top_k, aux_coeff
+        self.capacity = capacity or seq
+        if experts and not 1 <= top_k <= experts:
+            raise RefError(f"--top-k must be between 1 and --experts {experts}")
 
     def __repr__(self):
         return (f"Config(layers={self.layers}, hidden={self.hidden}, "
@@ -94,9 +104,16 @@ def param_shapes(cfg):
         shapes[p + "attn.c_proj.bias"] = (H,)
         shapes[p + "ln_2.weight"] = (H,)
         shapes[p + "ln_2.bias"] = (H,)
-        shapes[p + "mlp.c_fc.weight"] = (H, 4 * H)
-        shapes[p + "mlp.c_fc.bias"] = (4 * H,)
-        shapes[p + "mlp.c_proj.weight"] = (4 * H, H)
+        F, E = cfg.ffn, cfg.experts
+        if E:
+            # Stacked expert weights [E, in, out], stored as their rows.
+            shapes[p + "moe.router.weight"] = (H, E)
+            shapes[p + "moe.experts.c_fc.weight"] = (E * H, F)
+            shapes[p + "moe.experts.c_proj.weight"] = (E * F, H)
+            continue
+        shapes[p + "mlp.c_fc.weight"] = (H, F)
+        shapes[p + "mlp.c_fc.bias"] = (F,)
+        shapes[p + "mlp.c_proj.weight"] = (F, H)
         shapes[p + "mlp.c_proj.bias"] = (H,)
     shapes["ln_f.weight"] = (H,)
     shapes["ln_f.bias"] = (H,)
@@ -227,6 +244,16 @@ def attention_bwd(dy, cache, nh):
     return merge_heads(dqh), merge_heads(dkh), merge_heads(dvh)
 
 
+def moe_weights(params, cfg, i):
+    """Layer i's router [H, E] and stacked expert weights, [E, H, F] and
+    [E, F, H] (stored as their rows)."""
+    E, H, F = cfg.experts, cfg.hidden, cfg.ffn
+    p = f"h.{i}.moe."
+    return (params[p + "router.weight"],
+            params[p + "experts.c_fc.weight"].reshape(E, H, F),
+            params[p + "experts.c_proj.weight"].reshape(E, F, H))
+
+
 # ------------------------------------------------------------------ model
 def forward(params, cfg, tokens, targets=None):
     """Return (loss or None, logits, cache).  tokens, targets: int [B, T]."""
@@ -238,6 +265,8 @@ def forward(params, cfg, tokens, targets=None):
     wte = params["wte.weight"]
     x = wte[tokens] + params["wpe.weight"][:T]
     layers = []
+    aux_total = 0.0
+    dropped = [0, 0]  # MoE choices dropped by capacity, of all choices
     for i in range(cfg.layers):
         P = lambda n: params[f"h.{i}.{n}"]  # noqa: E731
         c = {"x_in": x}
@@ -251,6 +280,17 @@ def forward(params, cfg, tokens, targets=None):
         x = x + (y @ P("attn.c_proj.weight") + P("attn.c_proj.bias"))
         h, c["ln2"] = layernorm_fwd(x, P("ln_2.weight"), P("ln_2.bias"))
         c["h2"] = h
+        if cfg.experts:
+            y, aux, c["moe"] = moe_numpy.moe_fwd(
+                h, *moe_weights(params, cfg, i), cfg.top_k, cfg.capacity,
+                cfg.aux_coeff, GELU_C)
+            x = x + y
+            aux_total = aux_total + aux
+            kept = c["moe"]["kept"]
+            dropped[0] += int(kept.size - kept.sum())
+            dropped[1] += int(kept.size)
+            layers.append(c)
+            continue
         f = h @ P("mlp.c_fc.weight") + P("mlp.c_fc.bias")
         g, t = gelu_fwd(f)
         c["f"], c["g"], c["t"] = f, g, t
@@ -259,7 +299,7 @@ def forward(params, cfg, tokens, targets=None):
     hf, lnf_cache = layernorm_fwd(x, params["ln_f.weight"], params["ln_f.bias"])
     logits = hf @ wte.T
     cache = {"tokens": tokens, "layers": layers, "hf": hf, "lnf": lnf_cache,
-             "B": B, "T": T}
+             "B": B, "T": T, "dropped": dropped}
     if targets is None:
         return None, logits, cache
     m = logits.max(axis=-1, keepdims=True)
@@ -267,7 +307,7 @@ def forward(params, cfg, tokens, targets=None):
     se = e.sum(axis=-1, keepdims=True)
     lse = (m + np.log(se))[..., 0]
     picked = np.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
-    loss = (lse - picked).mean()
+    loss = (lse - picked).mean() + aux_total
     cache["probs"] = e / se
     cache["targets"] = targets
     return loss, logits, cache
@@ -295,11 +335,21 @@ def backward(params, cfg, cache):
         pre = f"h.{i}."
         P = lambda n: params[pre + n]  # noqa: E731
         # MLP residual branch
-        dg, grads[pre + "mlp.c_proj.weight"], grads[pre + "mlp.c_proj.bias"] = \
-            linear_bwd(dx, c["g"], P("mlp.c_proj.weight"))
-        df = gelu_bwd(dg, c["f"], c["t"])
-        dh2, grads[pre + "mlp.c_fc.weight"], grads[pre + "mlp.c_fc.bias"] = \
-            linear_bwd(df, c["h2"], P("mlp.c_fc.weight"))
+        if cfg.experts:
+            dh2, dwr, dwfc, dwproj = moe_numpy.moe_bwd(
+                dx, 1.0, c["moe"], *moe_weights(params, cfg, i), cfg.top_k,
+                cfg.aux_coeff, GELU_C)
+            grads[pre + "moe.router.weight"] = dwr
+            grads[pre + "moe.experts.c_fc.weight"] = dwfc.reshape(
+                params[pre + "moe.experts.c_fc.weight"].shape)
+            grads[pre + "moe.experts.c_proj.weight"] = dwproj.reshape(
+                params[pre + "moe.experts.c_proj.weight"].shape)
+        else:
+            dg, grads[pre + "mlp.c_proj.weight"], grads[pre + "mlp.c_proj.bias"] = \
+                linear_bwd(dx, c["g"], P("mlp.c_proj.weight"))
+            df = gelu_bwd(dg, c["f"], c["t"])
+            dh2, grads[pre + "mlp.c_fc.weight"], grads[pre + "mlp.c_fc.bias"] = \
+                linear_bwd(df, c["h2"], P("mlp.c_fc.weight"))
         dxl, grads[pre + "ln_2.weight"], grads[pre + "ln_2.bias"] = \
             layernorm_bwd(dh2, c["ln2"], P("ln_2.weight"))
         dx = dx + dxl
@@ -323,8 +373,11 @@ def backward(params, cfg, cache):
     return grads
 
 
-def loss_and_grads(params, cfg, tokens, targets):
+def loss_and_grads(params, cfg, tokens, targets, dropped=None):
     loss, _, cache = forward(params, cfg, tokens, targets)
+    if dropped is not None:
+        dropped[0] += cache["dropped"][0]
+        dropped[1] += cache["dropped"][1]
     return loss, backward(params, cfg, cache)
 
 
@@ -416,6 +469,13 @@ def parse_args(argv):
     g.add_argument("--heads", type=int, required=True)
     g.add_argument("--vocab", type=int, required=True)
     g.add_argument("--seq", type=int, required=True, help="T, sequence length")
+    g.add_argument("--ffn", type=int, help="MLP inner size (default 4 x hidden)")
+    g.add_argument("--experts", type=int, default=0,
+                   help="mixture of experts per block (0: dense MLP)")
+    g.add_argument("--top-k", type=int, default=2)
+    g.add_argument("--capacity", type=int,
+                   help="MoE rows per expert and sequence (default: seq, dropless)")
+    g.add_argument("--aux-loss-coeff", type=float, default=0.01)
     g = p.add_argument_group("training")
     g.add_argument("--init", help="initial parameters (.safetensors)")
     g.add_argument("--data", help="llm.c .bin token file")
@@ -474,7 +534,9 @@ def fuse_c_attn(params, cfg):
 
 
 def run(args):
-    cfg = Config(args.layers, args.hidden, args.heads, args.vocab, args.seq)
+    cfg = Config(args.layers, args.hidden, args.heads, args.vocab, args.seq,
+                 args.ffn, args.experts, args.top_k, args.capacity,
+                 args.aux_loss_coeff)
     dtype = np.float64 if args.dtype == "float64" else np.float32
 
     if args.write_init:
@@ -519,11 +581,12 @@ def run(args):
     opt = AdamW(params, args.lr, args.beta1, args.beta2, args.eps,
                 args.weight_decay, args.grad_clip)
     losses, norms = [], []
+    dropped = [0, 0]
     t_start = time.perf_counter()
     for k in range(args.steps):
         t0 = time.perf_counter()
         x, y = batches.get(k)
-        loss, grads = loss_and_grads(params, cfg, x, y)
+        loss, grads = loss_and_grads(params, cfg, x, y, dropped)
         norm = opt.step(params, grads)
         losses.append(float(loss))
         norms.append(norm)
@@ -538,6 +601,9 @@ def run(args):
         print(f"done: {args.steps} steps in {elapsed:.2f} s "
               f"({elapsed / args.steps * 1e3:.1f} ms/step), first loss "
               f"{losses[0]:.6f}, last loss {losses[-1]:.6f}", file=sys.stderr)
+    if cfg.experts:
+        print(f"moe: {dropped[0]} of {dropped[1]} expert choices dropped "
+              f"(capacity {cfg.capacity} per expert and sequence)")
 
     try:
         if args.losses_out:

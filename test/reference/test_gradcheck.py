@@ -55,8 +55,8 @@ def random_params(cfg, rng, dtype=np.float64):
     return params
 
 
-def gradcheck():
-    cfg = G.Config(layers=2, hidden=8, heads=2, vocab=16, seq=5)
+def gradcheck(cfg=None):
+    cfg = cfg or G.Config(layers=2, hidden=8, heads=2, vocab=16, seq=5)
     B, T = 2, 5
     rng = np.random.default_rng(1234)
     params = random_params(cfg, rng)
@@ -66,7 +66,9 @@ def gradcheck():
     tokens[1, 3] = tokens[0, 1]
 
     loss, grads = G.loss_and_grads(params, cfg, tokens, targets)
-    print(f"gradcheck: config {cfg} B={B} T={T}, loss {loss:.6f}, "
+    moe = (f" experts={cfg.experts} top_k={cfg.top_k} capacity={cfg.capacity}"
+           if cfg.experts else "")
+    print(f"gradcheck: config {cfg}{moe} B={B} T={T}, loss {loss:.6f}, "
           f"h={STEP}, tolerance {TOL}")
     worst_all = 0.0
     failed = []
@@ -221,6 +223,14 @@ def data_check():
 
 def main():
     failed = gradcheck()
+    # Mixture of experts (moe_numpy.py): renormalized top-2 of 3 experts and
+    # top-1 of 3, each with a capacity below the sequence (choices drop) and
+    # a large balancing weight. Steps of 1e-5 in float64 move no token to
+    # another expert: the routing is constant around these parameters.
+    for top_k, capacity in ((2, 3), (1, 1)):
+        failed += gradcheck(G.Config(layers=2, hidden=8, heads=2, vocab=16,
+                                     seq=5, ffn=12, experts=3, top_k=top_k,
+                                     capacity=capacity, aux_coeff=0.5))
     failed += data_check()
     failed += adamw_check()
     failed += float32_check()
