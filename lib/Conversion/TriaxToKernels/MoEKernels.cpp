@@ -183,12 +183,15 @@ struct MoERouteLowering : OpConversionPattern<MoERouteOp> {
     });
 
     double coeff = op.getAuxCoeff().convertToDouble() / double(batch);
-    k.parallel({1}, [&](KernelBuilder &k, ValueRange) {
+    // One iteration, storing through the 0-d result's one-element view at
+    // the nest's variable (each iteration its own element: a GPU kernel).
+    Value auxElement = k.flat(aux);
+    k.parallel({1}, [&](KernelBuilder &k, ValueRange one) {
       Value sum = k.reduce(
           batch, {k.f32(0.0)}, [&](KernelBuilder &k, Value b, ValueRange acc) {
             return SmallVector<Value>{k.add(acc[0], k.load(terms, b))};
           })[0];
-      k.store(k.mul(sum, k.f32(coeff)), aux, {});
+      k.store(k.mul(sum, k.f32(coeff)), auxElement, one);
     });
     rewriter.replaceOp(op, {gates, chosen, slots, assign, aux});
     return success();
@@ -214,15 +217,20 @@ struct MoERouteGradLowering : OpConversionPattern<MoERouteGradOp> {
     Value routed = memref::AllocOp::create(
         rewriter, op.getLoc(),
         MemRefType::get({batch, experts}, rewriter.getF32Type()));
-    k.parallel({batch}, [&](KernelBuilder &k, ValueRange b) {
-      k.loop({experts}, [&](KernelBuilder &k, ValueRange e) {
-        k.store(k.f32(0.0), routed, {b[0], e[0]});
-      });
-      k.loop({topK, seq}, [&](KernelBuilder &k, ValueRange js) {
-        Value e = k.toIndex(k.load(chosen, {b[0], js[1], js[0]}));
-        k.store(k.add(k.load(routed, {b[0], e}), k.f32(1.0)), routed,
-                {b[0], e});
-      });
+    // n[b, e]: one iteration per (sequence, expert) counting its choices
+    // (each writes its own element: parallel on any target).
+    k.parallel({batch, experts}, [&](KernelBuilder &k, ValueRange be) {
+      Value e32 = toI32(k, be[1]);
+      Value n = k.reduce(seq * topK, {k.f32(0.0)},
+                         [&](KernelBuilder &k, Value sj, ValueRange acc) {
+                           Value kk = k.index(topK);
+                           Value e = k.load(chosen, {be[0], k.divui(sj, kk),
+                                                     remui(k, sj, kk)});
+                           Value hit = k.cmpi(arith::CmpIPredicate::eq, e, e32);
+                           return SmallVector<Value>{k.add(
+                               acc[0], k.select(hit, k.f32(1.0), k.f32(0.0)))};
+                         })[0];
+      k.store(n, routed, be);
     });
     double auxScale =
         op.getAuxCoeff().convertToDouble() * double(experts) /
