@@ -1683,9 +1683,9 @@ llvm::Expected<KernelReport> triax::cost::analyzeKernelModule(
   int64_t ranks = 1;
   for (int64_t s : facts.axisSizes)
     ranks *= s;
-  t.modelFlops = flopsPerToken(double(facts.numParams), facts.layers,
-                               facts.hidden, facts.seq) *
-                 double(facts.globalBatch * facts.seq) / double(ranks);
+  t.modelFlops =
+      flopsPerToken(facts.flopParams, facts.layers, facts.hidden, facts.seq) *
+      double(facts.globalBatch * facts.seq) / double(ranks);
   if (t.stepSeconds > 0 && hw.peakFlops > 0)
     t.mfu = t.modelFlops / (t.stepSeconds * hw.peakFlops);
   if (hw.gemmEfficiency > 0) {

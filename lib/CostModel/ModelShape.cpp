@@ -81,6 +81,7 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       params[param.getSymName()].elems = type.getNumElements();
       shape.params += type.getNumElements();
     }
+  shape.flopParams = model.getFlopParameters();
 
   mlir::func::FuncOp forward;
   model.walk([&](mlir::func::FuncOp f) {

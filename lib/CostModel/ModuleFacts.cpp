@@ -358,6 +358,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
     return failure("triax.model has no #triax.train_config");
   facts.globalBatch = config.getGlobalBatch();
   facts.microBatch = config.getMicroBatch();
+  facts.flopParams = model.getFlopParameters();
   facts.seq = config.getSeq();
   // The training state the program holds: triax-mixed-precision keeps the
   // parameters and their gradient buffers in f32 (they are the master copy;

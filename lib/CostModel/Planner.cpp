@@ -531,7 +531,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   }
 
   // Time.
-  c.flopsPerToken = flopsPerToken(double(model.params), L, h, s);
+  c.flopsPerToken = flopsPerToken(model.flopParams, L, h, s);
   c.stepFlopsPerToken =
       c.flopsPerToken +
       recomputeFlopsPerToken(double(model.layerSplit + model.layerRepl), L, h,

@@ -37,8 +37,8 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
       facts.seq, facts.microBatch, facts.hidden, facts.heads, plan.tp,
       plan.sequenceParallel, plan.recompute, plan.cp);
   r.bubble = bubbleFraction(plan.pp, plan.microBatches);
-  r.flopsPerToken = flopsPerToken(double(facts.numParams), facts.layers,
-                                  facts.hidden, facts.seq);
+  r.flopsPerToken =
+      flopsPerToken(facts.flopParams, facts.layers, facts.hidden, facts.seq);
   // What triax-recompute adds: the forward it redoes in the backward.
   r.recomputeFlopsPerToken = recomputeFlopsPerToken(
       facts.layerParams, facts.layers, facts.hidden, facts.seq, plan.recompute);

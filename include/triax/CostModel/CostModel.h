@@ -251,6 +251,7 @@ struct ModuleFacts {
   std::vector<int64_t> axisSizes;
   int64_t rank = 0;
   int64_t numParams = 0;                // whole model, elements
+  double flopParams = 0;                // [F1]'s N (ModelOp::getFlopParameters)
   std::vector<int64_t> localParamElems; // per tensor on this rank (TP)
   StateBytes state;                     // this rank, from the IR
   Plan plan;

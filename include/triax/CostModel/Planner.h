@@ -35,6 +35,7 @@ struct ModelShape {
   DTypeMode dtype = DTypeMode::FP32;
   int64_t activationBytes = 4; // the compute type's bytes per element
   int64_t params = 0;          // N, whole model
+  double flopParams = 0;       // [F1]'s N: ModelOp::getFlopParameters
   // Parameter elements. "split": cut by tp (linear weights, the biases of
   // column-split linears, the token embedding over the vocabulary);
   // "repl": whole on every tp rank (norms, row-split biases, positions).

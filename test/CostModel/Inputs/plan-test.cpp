@@ -86,6 +86,7 @@ ModelShape handModel() {
   m.firstReplTensors = 1;  // wpe
   m.lastReplTensors = 2;   // ln_f
   m.params = 220544;
+  m.flopParams = 220544;
   return m;
 }
 

@@ -122,6 +122,26 @@ int64_t ModelOp::getNumParameters() {
   return n;
 }
 
+double ModelOp::getFlopParameters() {
+  double n = double(getNumParameters());
+  func::FuncOp forward = getForward();
+  if (!forward)
+    return n;
+  TrainConfigAttr config = getConfig();
+  double tokens = double(config.getMicroBatch()) * double(config.getSeq());
+  forward.walk([&](ExpertLinearOp op) {
+    auto read = op.getWeight().getDefiningOp<GetParamOp>();
+    if (!read || tokens <= 0)
+      return;
+    // Each expert's rows over the micro-batch's tokens: a token costs
+    // 2 * rows / tokens multiply-adds per element of the stack.
+    double rows = double(op.getInput().getType().getDimSize(1));
+    double elems = double(op.getWeight().getType().getNumElements());
+    n += elems * (rows / tokens - 1.0);
+  });
+  return n;
+}
+
 LogicalResult ModelOp::verifyRegions() {
   func::FuncOp forward = getForward();
   if (!forward)

@@ -72,6 +72,12 @@ def Triax_ModelOp : Triax_Op<"model", [
     auto getParams() { return getBody().front().getOps<ParamOp>(); }
     /// The number of trainable scalars (the sum over all parameters).
     int64_t getNumParameters();
+    /// The parameters one token's forward multiplies by (N in [F1]'s 6N):
+    /// every parameter once, but a stacked expert weight [E, in, out] by
+    /// the rows its triax.expert_linear computes per token of the
+    /// micro-batch (E * C / S: the whole stack when dropless, capacity
+    /// factor x top_k / E of it otherwise), which is what the kernels do.
+    double getFlopParameters();
   }];
 }
 
