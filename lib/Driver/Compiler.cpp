@@ -592,7 +592,9 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
                  options.kernelReport.empty();
   if (linking &&
       failed(mlir::dist::accumulationSteps(
-          models.front(), ::triax::meshShapeOf(plan).size(TRX_AXIS_DATA),
+          models.front(),
+          ::triax::meshShapeOf(plan).size(TRX_AXIS_DATA) *
+              ::triax::meshShapeOf(plan).size(TRX_AXIS_EXPERT),
           "triaxc --mesh " + (plan.mesh.empty() ? "(none)" : plan.mesh))))
     return 1;
   if (!models.front().getForwardBackward()) {

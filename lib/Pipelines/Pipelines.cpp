@@ -57,6 +57,10 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
            " does not exist (expected 0, 1, 2 or 3)";
   if (o.precision != "fp32" && o.precision != "bf16")
     return "unknown precision '" + o.precision + "'; expected fp32 or bf16";
+  if (o.zero > 0 && mesh.size(TRX_AXIS_EXPERT) > 1)
+    return "ZeRO with expert parallelism (ep=" +
+           std::to_string(mesh.size(TRX_AXIS_EXPERT)) +
+           ") is not supported yet; use zero=0";
   if (o.zero > 0 && dp < 2)
     return "ZeRO shards the training state over data-parallel ranks: zero=" +
            std::to_string(o.zero) + " needs dp >= 2 (dp=" + std::to_string(dp) +
@@ -94,6 +98,10 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     context.comm = options.cpComm.empty() ? "ring" : options.cpComm;
     pm.addPass(mlir::dist::createDistContextParallel(context));
   }
+  // Expert parallelism on the forward model too: its exchanges' gradients
+  // come from the all_to_alls' VJPs.
+  if (shape.size(TRX_AXIS_EXPERT) > 1)
+    pm.addPass(mlir::dist::createDistExpertParallel());
   pm.addPass(mlir::triax::createTriaxAutodiff());
   // Recomputation right after autodiff, on the forward/backward block pairs
   // it built: the passes below then see the recomputed parameter reads as
@@ -122,7 +130,8 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     mlir::dist::DistZeroOptions zero;
     zero.stage = options.zero;
     pm.addPass(mlir::dist::createDistZero(zero));
-  } else if (shape.size(TRX_AXIS_DATA) > 1) {
+  } else if (shape.size(TRX_AXIS_DATA) > 1 || shape.size(TRX_AXIS_EXPERT) > 1) {
+    // (Expert-parallel ranks train on their own sequences too.)
     pm.addPass(mlir::dist::createDistDataParallel());
   }
   // Mixed precision last: it decides on the final training program which

@@ -348,10 +348,13 @@ struct Run {
   int64_t normsPending = 0; // slots written since the last read
   bool bound = false;
   float lrMax = 0;
-  // Data parallelism: this rank's position on the data axis of the mesh, the
-  // axis size, and the axis index (-1 without one).
+  // Data parallelism: this rank's position among the ranks that train on
+  // different sequences (the data axis of the mesh, and the expert axis:
+  // expert-parallel ranks take their own sequences too), their number, and
+  // those axes' indices (dataAxes[0..numDataAxes)).
   int64_t dpRank = 0, dpSize = 1;
-  int32_t dpAxis = -1;
+  int32_t dataAxes[2] = {-1, -1};
+  int32_t numDataAxes = 0;
   // Pipeline parallelism: the pipeline axis (-1 without one) and the
   // micro-batches one forward_backward call takes (1 without a pipeline).
   int32_t ppAxis = -1;
@@ -1412,10 +1415,14 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     trx_comm_set_timeout(a.comm_timeout);
   if (!checkTopology(model, a) || !checkPlanNodes(model, a))
     return 1;
-  run.dpAxis = meshAxisWithRole(model, TRX_AXIS_DATA);
-  if (run.dpAxis >= 0) {
-    run.dpSize = trx_dist_axis_size(run.dpAxis);
-    run.dpRank = trx_dist_coord(run.dpAxis);
+  // The data rank: dp major, ep minor.
+  for (trx_axis_role role : {TRX_AXIS_DATA, TRX_AXIS_EXPERT}) {
+    const int32_t axis = meshAxisWithRole(model, role);
+    if (axis < 0)
+      continue;
+    run.dataAxes[run.numDataAxes++] = axis;
+    run.dpRank = run.dpRank * trx_dist_axis_size(axis) + trx_dist_coord(axis);
+    run.dpSize *= trx_dist_axis_size(axis);
   }
   if (model->pipeline_microbatches > 0) {
     run.callMicroBatches = model->pipeline_microbatches;
@@ -1633,7 +1640,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     if (run.ppAxis >= 0)
       trx_all_reduce(&l, 1, TRX_REDUCE_SUM, &run.ppAxis, 1);
     if (run.dpSize > 1)
-      trx_all_reduce(&l, 1, TRX_REDUCE_AVG, &run.dpAxis, 1);
+      trx_all_reduce(&l, 1, TRX_REDUCE_AVG, run.dataAxes, run.numDataAxes);
     return l;
   };
   // A step whose gradient norm is not finite updated nothing (triax.adamw);

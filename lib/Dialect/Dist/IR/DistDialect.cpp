@@ -6,6 +6,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::dist;
 
@@ -208,6 +210,17 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  // Expert parallelism: `dist.grad_scale = F` scales a parameter's
+  // gradient before it is accumulated (a finite number > 0).
+  if (attr.getName() == kGradScaleAttrName) {
+    auto scale = dyn_cast<FloatAttr>(attr.getValue());
+    if (!scale || !std::isfinite(scale.getValueAsDouble()) ||
+        scale.getValueAsDouble() <= 0)
+      return op->emitOpError("'dist.grad_scale' must be a finite number > 0, "
+                             "got ")
+             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kZeroAttrName)
     return verifyZeroAnnotation(op, attr);
   if (attr.getName() == kPartialGradAttrName)
@@ -215,8 +228,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() != kShardingAttrName)
     return op->emitError("unknown dist attribute '")
            << attr.getName().getValue() << "'; expected '" << kShardingAttrName
-           << "', '" << kZeroAttrName << "' or '" << kPartialGradAttrName
-           << "'";
+           << "', '" << kZeroAttrName << "', '" << kPartialGradAttrName
+           << "' or '" << kGradScaleAttrName << "'";
   // The sharded tensor is the op's `type` attribute (e.g. triax.param) or
   // its single result.
   Type type;

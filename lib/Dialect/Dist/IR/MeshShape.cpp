@@ -18,7 +18,7 @@ using namespace mlir::dist;
 static const AxisRoleInfo kAxisRoles[] = {
     {TRX_AXIS_DATA, "dp", "data parallelism", true},
     {TRX_AXIS_PIPELINE, "pp", "pipeline parallelism", true},
-    {TRX_AXIS_EXPERT, "ep", "expert parallelism", false},
+    {TRX_AXIS_EXPERT, "ep", "expert parallelism", true},
     {TRX_AXIS_CONTEXT, "cp", "context parallelism", true},
     {TRX_AXIS_TENSOR, "tp", "tensor parallelism", true},
 };

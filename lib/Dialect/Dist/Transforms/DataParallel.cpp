@@ -15,6 +15,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
+#include <functional>
+
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTDATAPARALLEL
 #include "triax/Dialect/Dist/Transforms/Passes.h.inc"
@@ -61,13 +63,75 @@ static scf::IndexSwitchOp findStageSwitch(func::FuncOp step) {
   return nullptr;
 }
 
+/// The data axes (the batch is split over them) a parameter's gradient is
+/// averaged over: those of `dataAxes` it is not split over (an expert
+/// split over ep is averaged over dp only).
+static ArrayAttr averagingAxes(mlir::triax::ModelOp model, Attribute param,
+                               ArrayRef<StringRef> dataAxes) {
+  Builder b(model.getContext());
+  auto op = model.lookupSymbol<mlir::triax::ParamOp>(
+      cast<FlatSymbolRefAttr>(param).getAttr());
+  auto sharding =
+      op ? op->getAttrOfType<ShardingAttr>(DistDialect::kShardingAttrName)
+         : ShardingAttr();
+  SmallVector<StringRef> axes;
+  for (StringRef axis : dataAxes) {
+    bool split = false;
+    for (unsigned d = 0; sharding && d < sharding.getRank(); ++d)
+      split |= llvm::is_contained(sharding.getDimAxes(d), axis);
+    if (!split)
+      axes.push_back(axis);
+  }
+  return b.getStrArrayAttr(axes);
+}
+
+/// Groups parameters into buckets of about `bucketBytes`, in the order
+/// they are added; a bucket holds parameters averaged over one group of
+/// axes, and `emit` is called with each (never with an empty group).
+class Buckets {
+public:
+  Buckets(double bucketBytes,
+          std::function<void(ArrayRef<Attribute>, ArrayAttr)> emit)
+      : bucketBytes(bucketBytes), emit(emit) {}
+  /// Whether `axes` differs from the open bucket's group.
+  bool changes(ArrayAttr axes) const {
+    return !bucket.empty() && axes != bucketAxes;
+  }
+  /// Adds `param` (averaged over `axes`), after closing the open bucket
+  /// when its group differs; with `last`, closes the bucket.
+  void add(Attribute param, ArrayAttr axes, RankedTensorType type, bool last) {
+    if (changes(axes))
+      flush();
+    bucket.push_back(param);
+    bucketAxes = axes;
+    bytes += double(type.getNumElements()) *
+             double(type.getElementTypeBitWidth() / 8);
+    if (last || bytes >= bucketBytes)
+      flush();
+  }
+  void flush() {
+    if (!bucket.empty() && !bucketAxes.empty())
+      emit(bucket, bucketAxes);
+    bucket.clear();
+    bytes = 0;
+  }
+
+private:
+  double bucketBytes;
+  std::function<void(ArrayRef<Attribute>, ArrayAttr)> emit;
+  SmallVector<Attribute> bucket;
+  ArrayAttr bucketAxes;
+  double bytes = 0;
+};
+
 /// Under pipeline parallelism (the model has @pipeline_step): in each stage
 /// case of @optimizer_step, before the gradients are read, one
 /// dist.all_reduce_grads per bucket of the stage's gradients, in the order
 /// the case reads them (DeepSpeed's pipeline engine reduces after the
 /// flush too). A tied parameter is averaged on each of its stages.
 static LogicalResult averageAfterFlush(mlir::triax::ModelOp model, MeshOp mesh,
-                                       ArrayAttr axes, double bucketBytes) {
+                                       ArrayRef<StringRef> dataAxes,
+                                       double bucketBytes) {
   auto step = model.getOptimizerStep();
   scf::IndexSwitchOp sw = step ? findStageSwitch(step) : nullptr;
   if (!sw)
@@ -78,26 +142,18 @@ static LogicalResult averageAfterFlush(mlir::triax::ModelOp model, MeshOp mesh,
   OpBuilder b(model.getContext());
   for (Region &region : sw.getCaseRegions()) {
     Block &block = region.front();
-    SmallVector<Attribute> bucket;
-    double bytes = 0;
     b.setInsertionPointToStart(&block);
-    auto flush = [&] {
-      if (bucket.empty())
-        return;
+    Buckets buckets(bucketBytes, [&](ArrayRef<Attribute> params,
+                                     ArrayAttr axes) {
       AllReduceGradsOp::create(b, sw.getLoc(), ReductionKind::avg,
-                               b.getArrayAttr(bucket), mesh.getSymName(), axes);
-      bucket.clear();
-      bytes = 0;
-    };
+                               b.getArrayAttr(params), mesh.getSymName(), axes);
+    });
     auto reads = llvm::to_vector(block.getOps<mlir::triax::GetGradOp>());
-    for (auto [i, read] : llvm::enumerate(reads)) {
-      auto type = cast<RankedTensorType>(read.getType());
-      bucket.push_back(read.getParamAttr());
-      bytes += double(type.getNumElements()) *
-               double(type.getElementTypeBitWidth() / 8);
-      if (i + 1 == reads.size() || bytes >= bucketBytes)
-        flush();
-    }
+    for (auto [i, read] : llvm::enumerate(reads))
+      buckets.add(read.getParamAttr(),
+                  averagingAxes(model, read.getParamAttr(), dataAxes),
+                  cast<RankedTensorType>(read.getType()),
+                  i + 1 == reads.size());
   }
   return success();
 }
@@ -119,18 +175,28 @@ void DataParallelPass::runOnOperation() {
         << bucketMb.getValue();
     return signalPassFailure();
   }
+  // The batch is split over dp and, with expert parallelism, over ep too:
+  // a mesh with ep but no dp (every member of ep a data rank) is taken as
+  // it is.
+  auto meshes = llvm::to_vector(module.getOps<MeshOp>());
   MeshOp mesh =
-      getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
+      meshes.size() == 1 && !meshes.front().getAxisSize(dpAxis) &&
+              meshes.front().getAxisSize(epAxis)
+          ? meshes.front()
+          : getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
   if (!mesh)
     return signalPassFailure();
+  SmallVector<StringRef> dataAxes;
+  for (StringRef axis : {StringRef(dpAxis), StringRef(epAxis)})
+    if (mesh.getAxisSize(axis))
+      dataAxes.push_back(axis);
   OpBuilder b(&getContext());
-  ArrayAttr axes = b.getStrArrayAttr({dpAxis.getValue()});
   const double bucketBytes = bucketMb * 1024.0 * 1024.0;
   for (mlir::triax::ModelOp model : models) {
     // Under pipeline parallelism @forward_backward does not run: the
     // gradients are averaged after the flush, in @optimizer_step.
     if (model.getPipelineStep()) {
-      if (failed(averageAfterFlush(model, mesh, axes, bucketBytes)))
+      if (failed(averageAfterFlush(model, mesh, dataAxes, bucketBytes)))
         return signalPassFailure();
       continue;
     }
@@ -141,24 +207,22 @@ void DataParallelPass::runOnOperation() {
     // gradient is accumulated.
     SmallVector<mlir::triax::AccumulateGradOp> accs;
     fn.walk([&](mlir::triax::AccumulateGradOp op) { accs.push_back(op); });
-    SmallVector<Attribute> bucket;
-    double bytes = 0;
-    auto flush = [&](mlir::triax::AccumulateGradOp last) {
-      if (bucket.empty())
-        return;
+    mlir::triax::AccumulateGradOp last;
+    Buckets buckets(bucketBytes, [&](ArrayRef<Attribute> params,
+                                     ArrayAttr axes) {
       b.setInsertionPointAfter(last);
       AllReduceGradsOp::create(b, last.getLoc(), ReductionKind::avg,
-                               b.getArrayAttr(bucket), mesh.getSymName(), axes);
-      bucket.clear();
-      bytes = 0;
-    };
+                               b.getArrayAttr(params), mesh.getSymName(), axes);
+    });
     for (auto [i, acc] : llvm::enumerate(accs)) {
-      auto type = cast<RankedTensorType>(acc.getGrad().getType());
-      bucket.push_back(acc.getParamAttr());
-      bytes += double(type.getNumElements()) *
-               double(type.getElementTypeBitWidth() / 8);
-      if (i + 1 == accs.size() || bytes >= bucketBytes)
-        flush(acc);
+      // A bucket closed by a change of axes ends at the previous gradient.
+      ArrayAttr axes = averagingAxes(model, acc.getParamAttr(), dataAxes);
+      if (buckets.changes(axes))
+        buckets.flush();
+      last = acc;
+      buckets.add(acc.getParamAttr(), axes,
+                  cast<RankedTensorType>(acc.getGrad().getType()),
+                  i + 1 == accs.size());
     }
   }
 }

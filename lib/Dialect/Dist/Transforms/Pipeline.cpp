@@ -11,6 +11,7 @@
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
@@ -1030,7 +1031,9 @@ FailureOr<int64_t> PipelinePass::resolveMicrobatches(tx::ModelOp model,
   StringRef pass = getArgument();
   tx::TrainConfigAttr config = model.getConfig();
   int64_t batch = config.getGlobalBatch(), micro = config.getMicroBatch();
-  int64_t dp = mesh.getAxisSize(dpAxis).value_or(1);
+  // Expert-parallel ranks train on their own sequences too.
+  int64_t dp = mesh.getAxisSize(dpAxis).value_or(1) *
+               mesh.getAxisSize(axisName(TRX_AXIS_EXPERT)).value_or(1);
   FailureOr<int64_t> steps = accumulationSteps(model, dp, pass);
   if (failed(steps))
     return failure();

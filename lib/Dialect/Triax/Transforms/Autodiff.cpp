@@ -348,6 +348,18 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
       grad = dist::AllReduceOp::create(
           b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
           partial.getMesh().getValue(), partial.getAxes());
+    // A parameter whose gradient sums several ranks' losses (an expert
+    // split over ep, dist-expert-parallel): scaled to their mean.
+    if (auto scale = param->getAttrOfType<FloatAttr>(
+            dist::DistDialect::kGradScaleAttrName)) {
+      auto type = cast<RankedTensorType>(grad.getType());
+      Value factor = arith::ConstantOp::create(
+          b, param.getLoc(),
+          DenseElementsAttr::get(
+              type,
+              FloatAttr::get(type.getElementType(), scale.getValueAsDouble())));
+      grad = MulOp::create(b, param.getLoc(), type, grad, factor);
+    }
     AccumulateGradOp::create(b, param.getLoc(),
                              FlatSymbolRefAttr::get(param.getSymNameAttr()),
                              grad);

@@ -46,6 +46,12 @@ def Dist_Dialect : Dialect {
     /// parameter (an array<i64>: an embedding tied to the head).
     static constexpr ::llvm::StringLiteral kTiedStagesAttrName =
         "dist.tied_stages";
+    /// Name of the discardable attribute scaling a parameter's gradient
+    /// before it is accumulated (an f64, dist-expert-parallel: an expert
+    /// weight's gradient sums every ep member's tokens, whose losses are
+    /// means over their own tokens).
+    static constexpr ::llvm::StringLiteral kGradScaleAttrName =
+        "dist.grad_scale";
   }];
 }
 

@@ -112,9 +112,68 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
            "module must have a mesh already)">,
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
            "Bucket size in MiB: gradients are reduced in messages of about "
-           "this size (PyTorch DDP's default, 25)">
+           "this size (PyTorch DDP's default, 25)">,
+    Option<"epAxis", "ep-axis", "std::string", /*default=*/"\"ep\"",
+           "Expert parallelism's axis: when the mesh has it, the batch is "
+           "split over it too, and a gradient is averaged over dp and ep "
+           "except on the axes its parameter is split over "
+           "(dist-expert-parallel's experts: dp only)">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
+def DistExpertParallel : Pass<"dist-expert-parallel", "::mlir::ModuleOp"> {
+  let summary = "Expert parallelism: each MoE layer's experts split over the "
+                "ep mesh axis, tokens exchanged with all_to_all";
+  let description = [{
+    GShard's expert parallelism (Lepikhin et al., 2020), on each model's
+    `@forward` before `triax-autodiff`. The ranks of the `ep-axis` train on
+    their own sequences, like data-parallel ranks, and each holds `E/ep` of
+    every mixture-of-experts layer's experts (member `j` experts
+    `j*E/ep .. (j+1)*E/ep - 1`: dimension 0 of each stacked expert weight is
+    split over the axis, `dist.sharding`).
+
+    Between a `triax.moe_dispatch` and its `triax.moe_combine` the pass
+    inserts two exchanges. The dispatched buffer `[E, B*C, H]` goes to the
+    experts' members (`split 0 concat 1`: member `j` receives its experts'
+    rows of every member's sequences, `[E/ep, ep*B*C, H]`, member `i`'s rows
+    at `i*B*C`); the experts run on it; their output comes back in the
+    dispatch's layout (`split 1 concat 0`). The ops in between must work
+    expert by expert (`triax.expert_linear` on a parameter read only there,
+    elementwise ops of the rows): they keep their rows and take
+    `[E/ep, ep*B*C, ...]`. The backward's exchanges are the all_to_alls'
+    vector-Jacobian products.
+
+    ```mlir
+    %buf = triax.moe_dispatch %h, %slots, %assign : (...) -> tensor<4x512x64xf32>
+    %mine = dist.all_to_all %buf over @mesh ["ep"] split 0 concat 1 : tensor<4x512x64xf32> -> tensor<2x1024x64xf32>
+    %w = triax.get_param @h.0.moe.experts.c_fc.weight : tensor<2x64x128xf32>
+    %fc = triax.expert_linear %mine, %w : (tensor<2x1024x64xf32>, tensor<2x64x128xf32>) -> tensor<2x1024x128xf32>
+    ...
+    %back = dist.all_to_all %out over @mesh ["ep"] split 1 concat 0 : tensor<2x1024x64xf32> -> tensor<4x512x64xf32>
+    %y = triax.moe_combine %back, %slots, %assign gates %gates : (...)
+    ```
+
+    Gradients: an expert weight's gradient sums the contributions of every
+    member's tokens, whose losses are means over that member's tokens, so
+    the pass marks the weight `dist.grad_scale = 1/ep` (triax-autodiff
+    scales it before accumulating); `dist-data-parallel` then averages every
+    gradient over the data axes the parameter is replicated on: dp and ep
+    for all the others, dp for the experts.
+
+    The number of experts must be a multiple of the axis size. The mesh is
+    found or created as for the other passes (`ep` gives the size when the
+    pass creates it).
+  }];
+  let options = [
+    Option<"epAxis", "ep-axis", "std::string", /*default=*/"\"ep\"",
+           "The mesh axis the experts are split over">,
+    Option<"ep", "ep", "int64_t", /*default=*/"0",
+           "Size of the ep axis when the pass creates the mesh (0: the "
+           "module must have a mesh already)">
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::triax::TriaxDialect"];
 }
 
 def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
