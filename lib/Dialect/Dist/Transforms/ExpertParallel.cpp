@@ -126,6 +126,13 @@ void ExpertParallelPass::runOnOperation() {
     if (walk.wasInterrupted())
       return signalPassFailure();
   }
+  if (regions.empty()) {
+    module.emitError()
+        << pass << ": no mixture-of-experts layer (triax.moe_dispatch) to "
+        << "split over " << epAxis.getValue()
+        << "; for data parallelism alone use dp";
+    return signalPassFailure();
+  }
   MeshOp mesh = getOrCreateMeshAxis(module, pass, epAxis, ep.getValue());
   if (!mesh)
     return signalPassFailure();

@@ -352,6 +352,10 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
     // split over ep, dist-expert-parallel): scaled to their mean.
     if (auto scale = param->getAttrOfType<FloatAttr>(
             dist::DistDialect::kGradScaleAttrName)) {
+      // Right after the gradient, where dist-data-parallel's bucket can
+      // take it while the backward goes on.
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfterValue(grad);
       auto type = cast<RankedTensorType>(grad.getType());
       Value factor = arith::ConstantOp::create(
           b, param.getLoc(),

@@ -1,13 +1,11 @@
 // RUN: triax-opt %s --dist-mesh="axes=dp=2,tp=4" -split-input-file -verify-diagnostics
 // The axes are parsed as triaxc's --mesh is (the same code): bad sizes,
-// unknown axes, roles not implemented yet, repeated axes and meshes of
+// unknown axes, repeated axes and meshes of
 // more devices than C ints count are refused.
 // RUN: not triax-opt %s --dist-mesh="axes=dp=-1" -split-input-file 2>&1 | FileCheck %s --check-prefix=NEG
 // NEG: error: dist-mesh: axes=dp=-1: expected axis=size items such as dp=2,pp=2,tp=2 (sizes >= 1), got 'dp=-1'
 // RUN: not triax-opt %s --dist-mesh="axes=dp=2,xp=2" -split-input-file 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: dist-mesh: axes=dp=2,xp=2: unknown axis 'xp'; the axes are dp, pp, cp and tp
-// RUN: not triax-opt %s --dist-mesh="axes=ep=2" -split-input-file 2>&1 | FileCheck %s --check-prefix=EP
-// EP: error: dist-mesh: axes=ep=2: axis 'ep' (expert parallelism) is not implemented yet; the axes are dp, pp, cp and tp
+// UNKNOWN: error: dist-mesh: axes=dp=2,xp=2: unknown axis 'xp'; the axes are dp, pp, ep, cp and tp
 // RUN: not triax-opt %s --dist-mesh="axes=tp=2,tp=2" -split-input-file 2>&1 | FileCheck %s --check-prefix=TWICE
 // TWICE: error: dist-mesh: axes=tp=2,tp=2: axis 'tp' is given twice
 // RUN: not triax-opt %s --dist-mesh="axes=dp=65536,tp=65536" -split-input-file 2>&1 | FileCheck %s --check-prefix=HUGE
