@@ -99,9 +99,17 @@ func.func @combine_gates(%b: tensor<4x16x16xf32>, %s: tensor<2x8x2xi32>, %a: ten
 
 // -----
 
-func.func @combine_types(%b: tensor<4x16x16xbf16>, %s: tensor<2x8x2xi32>, %a: tensor<2x32xi32>) {
-  // expected-error @+1 {{'triax.moe_combine' op mixes element types 'f32' and 'bf16'; expected one float type}}
-  %y = triax.moe_combine %b, %s, %a : (tensor<4x16x16xbf16>, tensor<2x8x2xi32>, tensor<2x32xi32>) -> tensor<2x8x16xf32>
+func.func @expert_result_type(%x: tensor<4x10x16xf32>, %w: tensor<4x16x32xf32>) {
+  // expected-error @+1 {{'triax.expert_linear' op result element type 'bf16' must be the input's or f32}}
+  %y = triax.expert_linear %x, %w : (tensor<4x10x16xf32>, tensor<4x16x32xf32>) -> tensor<4x10x32xbf16>
+  return
+}
+
+// -----
+
+func.func @expert_types(%x: tensor<4x10x16xbf16>, %w: tensor<4x16x32xf32>) {
+  // expected-error @+1 {{'triax.expert_linear' op mixes element types 'bf16' and 'f32'; expected one float type}}
+  %y = triax.expert_linear %x, %w : (tensor<4x10x16xbf16>, tensor<4x16x32xf32>) -> tensor<4x10x32xf32>
   return
 }
 
