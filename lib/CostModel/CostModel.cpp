@@ -355,7 +355,8 @@ mlir::dist::MeshShape triax::cost::Plan::mesh() const {
   mlir::dist::MeshShape shape;
   for (const mlir::dist::AxisRoleInfo &row : mlir::dist::axisRoles())
     if (const int64_t *size = axisField(*this, row.role))
-      if (*size > 1 || row.role != TRX_AXIS_CONTEXT)
+      if (*size > 1 ||
+          (row.role != TRX_AXIS_CONTEXT && row.role != TRX_AXIS_EXPERT))
         shape.set(row.role, *size);
   return shape;
 }

@@ -36,6 +36,7 @@ struct ParamUse {
   bool inBlock = false;      // read inside a triax.block
   bool embedding = false;    // an embedding table (the first stage)
   bool linearWeight = false; // a linear's weight (with `embedding`: tied)
+  bool expert = false;       // a stacked expert weight (triax.expert_linear)
   bool used = false;
 };
 } // namespace
@@ -145,6 +146,17 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
         it->second.inBlock = true;
       return;
     }
+    // The experts of a MoE layer: E, the rows per expert and sequence, and
+    // their weights (split over ep, not by tp).
+    if (auto experts = llvm::dyn_cast<tx::ExpertLinearOp>(op)) {
+      auto rows = experts.getInput().getType();
+      shape.experts = rows.getDimSize(0);
+      if (shape.microBatch > 0)
+        shape.expertRows = rows.getDimSize(1) / shape.microBatch;
+      if (ParamUse *w = paramOf(experts.getWeight()))
+        w->expert = true;
+      return;
+    }
     auto described = llvm::dyn_cast<tx::CostOpInterface>(op);
     if (!described)
       return;
@@ -189,7 +201,10 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     if (!p.used)
       continue;
     int64_t split = p.split ? p.elems : 0, repl = p.split ? 0 : p.elems;
-    if (p.inBlock) {
+    if (p.expert) {
+      shape.layerExpert += p.elems;
+      ++shape.layerExpertTensors;
+    } else if (p.inBlock) {
       shape.layerSplit += split;
       shape.layerRepl += repl;
       ++shape.layerTensors;

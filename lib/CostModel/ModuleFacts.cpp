@@ -372,11 +372,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
           ? DTypeMode::Mixed
           : DTypeMode::FP32;
   // Sequences per rank and micro-batch call: expert-parallel ranks train on
-  // their own sequences like data-parallel ones (the plan has no ep field:
-  // the mesh's size).
-  int64_t epAxis = axisIndex(TRX_AXIS_EXPERT);
-  int64_t perRank = facts.microBatch * facts.plan.dp *
-                    (epAxis < 0 ? 1 : facts.axisSizes[epAxis]);
+  // their own sequences like data-parallel ones.
+  int64_t perRank = facts.microBatch * facts.plan.dp * facts.plan.ep;
   facts.plan.microBatches =
       perRank > 0 ? std::max<int64_t>(1, facts.globalBatch / perRank) : 1;
 

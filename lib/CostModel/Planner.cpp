@@ -267,7 +267,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const Hardware &hw = req.hardware;
   const int64_t t = plan.tp, p = plan.pp, d = plan.dp,
                 cp = std::max<int64_t>(plan.cp, 1),
+                e = std::max<int64_t>(plan.ep, 1),
                 m = std::max<int64_t>(plan.microBatches, 1);
+  // The ranks that train on different sequences: dp and ep.
+  const int64_t D = d * e;
   const int64_t B = req.globalBatch ? req.globalBatch : model.globalBatch;
   const int64_t L = model.layers, s = model.seq, h = model.hidden;
   auto reject = [&](const std::string &reason, const llvm::Twine &detail) {
@@ -303,10 +306,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     reject("indivisible: pp does not divide layers",
            "layers " + llvm::Twine(L) +
                " are not divisible by pp=" + llvm::Twine(p));
-  if (b < 1 || B % (d * b) != 0)
+  if (b < 1 || B % (D * b) != 0)
     reject("indivisible: dp x micro-batch does not divide the global batch",
            "global batch " + llvm::Twine(B) + " is not divisible by dp=" +
-               llvm::Twine(d) + " x micro-batch " + llvm::Twine(b));
+               llvm::Twine(d) + (e > 1 ? " x ep=" + std::to_string(e) : "") +
+               " x micro-batch " + llvm::Twine(b));
+  if (e > 1 && model.experts % e != 0)
+    reject("indivisible: ep does not divide the experts",
+           "experts " + llvm::Twine(model.experts) +
+               " are not divisible by ep=" + llvm::Twine(e));
+  if (e > 1 && plan.zeroStage > 0)
+    reject("zero with expert parallelism",
+           "zero=" + llvm::Twine(plan.zeroStage) +
+               " with ep=" + llvm::Twine(e) + " (not supported yet)");
   if (plan.sequenceParallel && t > 1 && s % t != 0)
     reject("indivisible: tp does not divide seq (sequence parallelism)",
            "seq " + llvm::Twine(s) +
@@ -349,7 +361,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const double td = double(t), Ld = double(L);
   const double layersOn = std::ceil(Ld / double(p));
   const double perLayer =
-      (double(model.layerSplit) / td + double(model.layerRepl)) / Ld;
+      (double(model.layerSplit) / td + double(model.layerRepl) +
+       double(model.layerExpert) / double(e)) /
+      Ld;
+  // Of those, the experts' (averaged over dp alone).
+  const double expertsOn = double(model.layerExpert) / double(e) / Ld;
   const double first = double(model.firstSplit) / td + double(model.firstRepl);
   const double last = double(model.lastSplit) / td + double(model.lastRepl) +
                       (p > 1 ? double(model.tiedSplit) / td : 0.0);
@@ -407,7 +423,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // Traffic per step of the busiest rank, per (collective, axis).
   const int64_t P = int64_t(std::llround(maxElems));
   const int64_t gradB = per.grads, paramB = per.params;
-  const int64_t ranksPerDp = t * cp * p; // dp is the outermost mesh axis
+  // dp is the outermost mesh axis, then pp, ep, cp, tp.
+  const int64_t ranksPerDp = t * cp * e * p;
+  // Of the busiest stage's elements, the experts'.
+  const int64_t Pexp = int64_t(std::llround(expertsOn * layersOn));
   auto load = [](int64_t bytes, int64_t calls, int64_t g, int64_t span) {
     CommLoad l;
     l.bytes = bytes;
@@ -416,13 +435,25 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     l.spanRanks = span;
     return l;
   };
-  if (d > 1) {
+  if (D > 1) {
     int64_t span = (d - 1) * ranksPerDp + 1, chunk = zeroChunk(P, d);
-    if (plan.zeroStage == 0) {
+    auto buckets = [&](int64_t elems) {
+      return int64_t(std::ceil(double(elems * gradB) / kBucketBytes));
+    };
+    if (plan.zeroStage == 0 && e > 1) {
+      // [C3] with expert parallelism: every gradient but the experts'
+      // averaged over dp x ep, the experts' over dp alone.
+      int64_t rest = P - Pexp;
+      c.comm.push_back({"all_reduce dp,ep",
+                        load(allReduceBytes(rest, gradB, D), buckets(rest), D,
+                             (d - 1) * ranksPerDp + (e - 1) * t * cp + 1)});
+      if (d > 1)
+        c.comm.push_back({"all_reduce dp", load(allReduceBytes(Pexp, gradB, d),
+                                                buckets(Pexp), d, span)});
+    } else if (plan.zeroStage == 0) {
       // [C3] the gradients all-reduced in 25 MiB buckets, once per step.
-      int64_t calls = int64_t(std::ceil(double(P * gradB) / kBucketBytes));
-      c.comm.push_back(
-          {"all_reduce dp", load(allReduceBytes(P, gradB, d), calls, d, span)});
+      c.comm.push_back({"all_reduce dp", load(allReduceBytes(P, gradB, d),
+                                              buckets(P), d, span)});
     } else if (plan.zeroStage <= 2) {
       // [C4] the gradients reduce-scattered and the updated parameters
       // all-gathered, once per step, per tensor.
@@ -520,6 +551,17 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                                                  allReduceBytes(1, 4, cp)),
                                             m * (maxTensors + 1), cp, span)});
   }
+  if (e > 1 && model.experts > 0) {
+    // [C8] per micro-batch and MoE layer, the dispatched buffer (E x b C x
+    // h, exchanged in f32) to the experts' members and back in the forward,
+    // and again in the backward (and the full recomputation's forward).
+    // The ep axis sits between pp and cp: its members are t cp ranks apart.
+    const int64_t n = model.experts * b * model.expertRows * h;
+    const int64_t calls =
+        m * (plan.recompute == Recompute::Full ? 6 : 4) * int64_t(layersOn);
+    c.comm.push_back({"all_to_all ep", load(calls * allToAllBytes(n, 4, e),
+                                            calls, e, (e - 1) * t * cp + 1)});
+  }
   if (p > 1) {
     // [C6] each micro-batch's boundary activation forward and its gradient
     // backward (a middle stage sends both); NVLink when the whole pipeline
@@ -534,13 +576,16 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   c.flopsPerToken = flopsPerToken(model.flopParams, L, h, s);
   c.stepFlopsPerToken =
       c.flopsPerToken +
-      recomputeFlopsPerToken(double(model.layerSplit + model.layerRepl), L, h,
-                             s, plan.recompute);
+      recomputeFlopsPerToken(double(model.layerSplit + model.layerRepl) +
+                                 double(model.layerExpert) *
+                                     double(model.experts) *
+                                     double(model.expertRows) / double(s),
+                             L, h, s, plan.recompute);
   std::vector<CommLoad> loads;
   for (const auto &entry : c.comm)
     loads.push_back(entry.second);
   const double tokens = double(B) * double(s);
-  const int64_t ranks = d * t * p * cp;
+  const int64_t ranks = d * t * p * cp * e;
   c.step = predictStepTime(hw, plan, c.stepFlopsPerToken, tokens, ranks, loads,
                            req.efficiency);
   // MFU counts the model's FLOPs, not the recomputed ones.
@@ -563,6 +608,8 @@ std::string triax::cost::describePlan(const Candidate &c) {
   const Plan &p = c.plan;
   // (cp only when used: the plans without it read as before.)
   std::string cp = p.cp > 1 ? " cp=" + std::to_string(p.cp) : "";
+  if (p.ep > 1)
+    cp = " ep=" + std::to_string(p.ep) + cp;
   return llvm::formatv("dp={0}{9} tp={1} pp={2} zero={3} m={4} (micro-batch "
                        "{5}) schedule={6} sp={7} recompute={8}",
                        p.dp, p.tp, p.pp, p.zeroStage, p.microBatches,
@@ -592,9 +639,9 @@ bool faster(const Candidate &a, const Candidate &b) {
     return a.memory.peak < b.memory.peak;
   auto key = [](const Candidate &c) {
     const Plan &p = c.plan;
-    return std::make_tuple(p.dp, p.tp, p.pp, p.cp, p.zeroStage, p.microBatches,
-                           c.microBatch, int(p.schedule), p.sequenceParallel,
-                           int(p.recompute));
+    return std::make_tuple(p.dp, p.tp, p.pp, p.cp, p.ep, p.zeroStage,
+                           p.microBatches, c.microBatch, int(p.schedule),
+                           p.sequenceParallel, int(p.recompute));
   };
   return key(a) < key(b);
 }
@@ -602,6 +649,8 @@ bool faster(const Candidate &a, const Candidate &b) {
 /// Whether the search tries `role`'s axis larger than 1 when the request
 /// leaves it open.
 bool considersAxis(trx_axis_role role, const ModelShape &model) {
+  if (role == TRX_AXIS_EXPERT)
+    return model.experts > 1; // (a dense model has no experts to split)
   return role != TRX_AXIS_CONTEXT || considersContext(model);
 }
 
@@ -710,16 +759,18 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
       schedules = {*req.schedule};
     else
       schedules = {Schedule::GPipe, Schedule::OneFOneB};
-    for (int64_t b : microBatchSizes(req, B, mesh.dp))
+    // (Expert-parallel ranks train on their own sequences too.)
+    for (int64_t b : microBatchSizes(req, B, mesh.dp * mesh.ep))
       for (int64_t z : zeros)
         for (Schedule sched : schedules)
           for (int64_t sp : sps)
             for (Recompute r : recomputes) {
               Plan plan = mesh;
               plan.zeroStage = int(z);
-              plan.microBatches = req.microBatches
-                                      ? *req.microBatches
-                                      : std::max<int64_t>(1, B / (mesh.dp * b));
+              plan.microBatches =
+                  req.microBatches
+                      ? *req.microBatches
+                      : std::max<int64_t>(1, B / (mesh.dp * mesh.ep * b));
               plan.schedule = sched;
               plan.sequenceParallel = sp;
               plan.recompute = r;
@@ -910,6 +961,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {mlir::dist::axisName(TRX_AXIS_TENSOR), p.tp},
       {mlir::dist::axisName(TRX_AXIS_PIPELINE), p.pp},
       {mlir::dist::axisName(TRX_AXIS_CONTEXT), p.cp},
+      {mlir::dist::axisName(TRX_AXIS_EXPERT), p.ep},
       {"zero", p.zeroStage},
       {"microbatches", p.microBatches},
       {"micro_batch", c.microBatch},
@@ -957,7 +1009,10 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
                                      : "fp32")
      << ") on " << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes)
      << " HBM, " << hw.gpusPerNode << " per node); global batch " << B << "\n";
-  os << "searched " << r.searched << " plans (dp x cp x tp x pp = " << q.gpus
+  // (ep is searched for a mixture-of-experts model only.)
+  os << "searched " << r.searched << " plans ("
+     << (m.experts > 1 ? "dp x ep x cp x tp x pp = " : "dp x cp x tp x pp = ")
+     << q.gpus
      << ", zero, micro-batches, schedule, sequence parallelism, "
         "recompute): "
      << r.fits << " fit, " << r.searched - r.fits

@@ -76,11 +76,14 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
      << f.seq << "; global batch " << f.globalBatch << ", micro-batch "
      << f.microBatch << ", " << plan.microBatches
      << " micro-batches per rank per step\n";
-  if (f.microBatch * plan.dp > 0 &&
-      f.globalBatch % (f.microBatch * plan.dp) != 0)
+  // (Expert-parallel ranks train on their own sequences too.)
+  const int64_t dataRanks = plan.dp * plan.ep;
+  if (f.microBatch * dataRanks > 0 &&
+      f.globalBatch % (f.microBatch * dataRanks) != 0)
     os << "warning: global batch " << f.globalBatch
-       << " is not a multiple of micro-batch x dp = " << f.microBatch * plan.dp
-       << "; " << plan.microBatches << " micro-batch per rank assumed\n";
+       << " is not a multiple of micro-batch x dp x ep = "
+       << f.microBatch * dataRanks << "; " << plan.microBatches
+       << " micro-batch per rank assumed\n";
   os << "state: " << dtypeName(plan.dtype);
   if (plan.zeroStage)
     os << ", ZeRO-" << plan.zeroStage;

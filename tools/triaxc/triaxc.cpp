@@ -89,10 +89,11 @@ static cl::opt<std::string>
 // compiling one, draw its schedule, or compile it (--apply).
 static cl::opt<std::string>
     planSpec("plan",
-             cl::desc("Rank the plans that fit (dp x tp x pp x cp x zero x "
-                      "micro-batches x schedule x sequence parallelism x "
-                      "recompute) and print the top 5 and the rejected "
-                      "regions; with --report-json as JSON"),
+             cl::desc("Rank the plans that fit (dp x tp x pp x cp x ep "
+                      "(mixture-of-experts models) x zero x micro-batches x "
+                      "schedule x sequence parallelism x recompute) and print "
+                      "the top 5 and the rejected regions; with --report-json "
+                      "as JSON"),
              cl::value_desc("gpus=N,gpu=NAME|file.json[,gpus-per-node=8]"
                             "[,global-batch=B][,micro-batch=b][,...]"),
              cl::init(""), cl::cat(category));

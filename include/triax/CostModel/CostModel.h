@@ -91,6 +91,8 @@ auto *axisField(PlanOrRequest &p, trx_axis_role role) {
     return &p.cp;
   case TRX_AXIS_TENSOR:
     return &p.tp;
+  case TRX_AXIS_EXPERT:
+    return &p.ep;
   default:
     return decltype(&p.dp)(nullptr);
   }
@@ -103,6 +105,9 @@ struct Plan {
   int64_t dp = 1, tp = 1, pp = 1;
   /// Context parallelism (the cp axis): each rank holds seq / cp tokens.
   int64_t cp = 1;
+  /// Expert parallelism (the ep axis): each rank holds E / ep of every MoE
+  /// layer's experts and trains on its own sequences (data ranks: dp x ep).
+  int64_t ep = 1;
   int zeroStage = 0;
   int64_t microBatches = 1; // per rank per optimizer step
   Schedule schedule = Schedule::None;
@@ -110,8 +115,8 @@ struct Plan {
   DTypeMode dtype = DTypeMode::FP32;
   Recompute recompute = Recompute::None;
 
-  /// The plan's mesh, every modelled axis in the table's order (cp only
-  /// when > 1: a mesh without it is the same program).
+  /// The plan's mesh, every modelled axis in the table's order (cp and ep
+  /// only when > 1: a mesh without them is the same program).
   mlir::dist::MeshShape mesh() const;
 };
 

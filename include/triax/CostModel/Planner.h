@@ -36,6 +36,11 @@ struct ModelShape {
   int64_t activationBytes = 4; // the compute type's bytes per element
   int64_t params = 0;          // N, whole model
   double flopParams = 0;       // [F1]'s N: ModelOp::getFlopParameters
+  // Mixture of experts: experts per MoE layer (0: none), rows per expert
+  // and sequence (the capacity C), and the stacked expert weights of all
+  // blocks (split over ep, whole on every tp rank; not in layerRepl).
+  int64_t experts = 0, expertRows = 0;
+  int64_t layerExpert = 0, layerExpertTensors = 0;
   // Parameter elements. "split": cut by tp (linear weights, the biases of
   // column-split linears, the token embedding over the vocabulary);
   // "repl": whole on every tp rank (norms, row-split biases, positions).
@@ -73,7 +78,7 @@ struct PlanRequest {
   int64_t gpus = 0;
   Hardware hardware;
   int64_t globalBatch = 0; // 0: the model's
-  std::optional<int64_t> microBatch, microBatches, dp, tp, pp, cp;
+  std::optional<int64_t> microBatch, microBatches, dp, tp, pp, cp, ep;
   std::optional<int> zero;
   std::optional<Schedule> schedule;
   std::optional<bool> sequenceParallel;

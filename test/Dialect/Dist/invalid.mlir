@@ -347,7 +347,7 @@ func.func @f(%x: tensor<4x8xf32>) {
 // The name is printed as a string attribute today ('"dist.shard"'); the
 // pattern accepts it with or without the inner quotes.
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding', 'dist.zero' or 'dist.partial_grad'}}
+  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding', 'dist.zero', 'dist.partial_grad' or 'dist.grad_scale'}}
   %y = triax.gelu %x {dist.shard = 1 : i64} : tensor<4xf32>
   return
 }
@@ -780,4 +780,19 @@ func.func @f(%x: tensor<4x8xf32>) {
   // expected-error @+1 {{'dist.all_to_all' op result 'tensor<2x16xbf16>' must have the input's rank and element type ('tensor<4x8xf32>')}}
   %y = dist.all_to_all %x over @cluster ["dp"] split 0 concat 1 : tensor<4x8xf32> -> tensor<2x16xbf16>
   return
+}
+
+// -----
+
+// dist.grad_scale (dist-expert-parallel): a finite number > 0.
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'dist.grad_scale' must be a finite number > 0, got 0.000000e+00 : f64}}
+  triax.param @w : tensor<2x4x4xf32> init <zeros> {dist.grad_scale = 0.0 : f64}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'dist.grad_scale' must be a finite number > 0, got "half"}}
+  triax.param @w : tensor<2x4x4xf32> init <zeros> {dist.grad_scale = "half"}
 }
