@@ -318,7 +318,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (e > 1 && plan.zeroStage > 0)
     reject("zero with expert parallelism",
            "zero=" + llvm::Twine(plan.zeroStage) +
-               " with ep=" + llvm::Twine(e) + " (not supported yet)");
+               " with ep=" + llvm::Twine(e) +
+               " (triaxc builds it; the planner does not model it yet)");
   if (plan.sequenceParallel && t > 1 && s % t != 0)
     reject("indivisible: tp does not divide seq (sequence parallelism)",
            "seq " + llvm::Twine(s) +

@@ -57,10 +57,6 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
            " does not exist (expected 0, 1, 2 or 3)";
   if (o.precision != "fp32" && o.precision != "bf16")
     return "unknown precision '" + o.precision + "'; expected fp32 or bf16";
-  if (o.zero > 0 && mesh.size(TRX_AXIS_EXPERT) > 1)
-    return "ZeRO with expert parallelism (ep=" +
-           std::to_string(mesh.size(TRX_AXIS_EXPERT)) +
-           ") is not supported yet; use zero=0";
   if (o.zero > 0 && dp < 2)
     return "ZeRO shards the training state over data-parallel ranks: zero=" +
            std::to_string(o.zero) + " needs dp >= 2 (dp=" + std::to_string(dp) +

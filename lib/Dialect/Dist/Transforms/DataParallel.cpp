@@ -63,26 +63,14 @@ static scf::IndexSwitchOp findStageSwitch(func::FuncOp step) {
   return nullptr;
 }
 
-/// The data axes (the batch is split over them) a parameter's gradient is
-/// averaged over: those of `dataAxes` it is not split over (an expert
-/// split over ep is averaged over dp only).
+/// The data axes a parameter's gradient is averaged over
+/// (replicatedDataAxes).
 static ArrayAttr averagingAxes(mlir::triax::ModelOp model, Attribute param,
                                ArrayRef<StringRef> dataAxes) {
-  Builder b(model.getContext());
   auto op = model.lookupSymbol<mlir::triax::ParamOp>(
       cast<FlatSymbolRefAttr>(param).getAttr());
-  auto sharding =
-      op ? op->getAttrOfType<ShardingAttr>(DistDialect::kShardingAttrName)
-         : ShardingAttr();
-  SmallVector<StringRef> axes;
-  for (StringRef axis : dataAxes) {
-    bool split = false;
-    for (unsigned d = 0; sharding && d < sharding.getRank(); ++d)
-      split |= llvm::is_contained(sharding.getDimAxes(d), axis);
-    if (!split)
-      axes.push_back(axis);
-  }
-  return b.getStrArrayAttr(axes);
+  return op ? replicatedDataAxes(op, dataAxes)
+            : Builder(model.getContext()).getStrArrayAttr(dataAxes);
 }
 
 /// Groups parameters into buckets of about `bucketBytes`, in the order
@@ -186,10 +174,8 @@ void DataParallelPass::runOnOperation() {
           : getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
   if (!mesh)
     return signalPassFailure();
-  SmallVector<StringRef> dataAxes;
-  for (StringRef axis : {StringRef(dpAxis), StringRef(epAxis)})
-    if (mesh.getAxisSize(axis))
-      dataAxes.push_back(axis);
+  SmallVector<StringRef> dataAxes =
+      mlir::dist::dataAxes(mesh, {StringRef(dpAxis), StringRef(epAxis)});
   OpBuilder b(&getContext());
   const double bucketBytes = bucketMb * 1024.0 * 1024.0;
   for (mlir::triax::ModelOp model : models) {

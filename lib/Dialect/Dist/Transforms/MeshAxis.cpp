@@ -64,6 +64,31 @@ mlir::dist::forwardModels(ModuleOp module, StringRef pass) {
   return models;
 }
 
+SmallVector<StringRef> mlir::dist::dataAxes(MeshOp mesh,
+                                            ArrayRef<StringRef> names) {
+  SmallVector<StringRef> axes;
+  for (StringRef axis : names)
+    if (mesh.getAxisSize(axis))
+      axes.push_back(axis);
+  return axes;
+}
+
+ArrayAttr mlir::dist::replicatedDataAxes(triax::ParamOp param,
+                                         ArrayRef<StringRef> dataAxes) {
+  Builder b(param.getContext());
+  auto sharding =
+      param->getAttrOfType<ShardingAttr>(DistDialect::kShardingAttrName);
+  SmallVector<StringRef> axes;
+  for (StringRef axis : dataAxes) {
+    bool split = false;
+    for (unsigned d = 0; sharding && d < sharding.getRank(); ++d)
+      split |= llvm::is_contained(sharding.getDimAxes(d), axis);
+    if (!split)
+      axes.push_back(axis);
+  }
+  return b.getStrArrayAttr(axes);
+}
+
 FailureOr<int64_t> mlir::dist::accumulationSteps(triax::ModelOp model,
                                                  int64_t dp, StringRef pass) {
   triax::TrainConfigAttr config = model.getConfig();

@@ -8,6 +8,7 @@
 #include "triax/Dialect/Dist/Transforms/Passes.h"
 
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax_abi.h"
@@ -34,12 +35,20 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
   /// Checks that `model` can be sharded (before anything changes).
   LogicalResult check(tx::ModelOp model);
   void shard(tx::ModelOp model, MeshOp mesh);
-  /// This rank's chunk of the average of gradient `grad` over dp, reduced
-  /// right after `grad` is produced.
-  Value reduceScatterAfter(OpBuilder &b, Value grad);
+  /// This rank's chunk of the average of gradient `grad` over its
+  /// parameter's group `axes`, reduced right after `grad` is produced.
+  Value reduceScatterAfter(OpBuilder &b, Value grad, ArrayAttr axes);
 
-  int64_t group = 1; // size of the dp axis
-  ArrayAttr axes;    // the data axis
+  /// The group a parameter's state is sharded over: the data axes it is
+  /// replicated on (dp, and ep for all but the experts), and its size.
+  struct Group {
+    ArrayAttr axes;
+    int64_t size = 1;
+  };
+  Group groupOf(tx::ModelOp model, StringRef param);
+
+  SmallVector<StringRef> dataAxes; // dp, and ep when the mesh has it
+  MeshOp mesh;
   FlatSymbolRefAttr meshRef;
 };
 
@@ -140,22 +149,37 @@ static void prefetchGathers(Region &region) {
   }
 }
 
-Value ZeroPass::reduceScatterAfter(OpBuilder &b, Value grad) {
+ZeroPass::Group ZeroPass::groupOf(tx::ModelOp model, StringRef name) {
+  Group g;
+  auto param = model.lookupSymbol<tx::ParamOp>(name);
+  g.axes = param ? replicatedDataAxes(param, dataAxes)
+                 : Builder(model.getContext()).getStrArrayAttr(dataAxes);
+  for (Attribute axis : g.axes)
+    g.size *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+  return g;
+}
+
+Value ZeroPass::reduceScatterAfter(OpBuilder &b, Value grad, ArrayAttr axes) {
   auto type = cast<RankedTensorType>(grad.getType());
+  int64_t size = 1;
+  for (Attribute axis : axes)
+    size *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
   if (Operation *def = grad.getDefiningOp())
     b.setInsertionPointAfter(def);
   else
     b.setInsertionPointToStart(grad.getParentBlock());
-  return ReduceScatterFlatOp::create(b, grad.getLoc(), chunkType(type, group),
+  return ReduceScatterFlatOp::create(b, grad.getLoc(), chunkType(type, size),
                                      ReductionKind::avg, grad,
                                      meshRef.getValue(), axes);
 }
 
 void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   OpBuilder b(&getContext());
-  auto zero = ZeroAttr::get(&getContext(), meshRef, axes, stage);
   for (tx::ParamOp param : model.getParams())
-    param->setAttr(DistDialect::kZeroAttrName, zero);
+    param->setAttr(DistDialect::kZeroAttrName,
+                   ZeroAttr::get(&getContext(), meshRef,
+                                 groupOf(model, param.getSymName()).axes,
+                                 stage));
 
   // Stage 3: a parameter lives only as this rank's chunk; every read
   // gathers it (forward, and again in each backward block), and the
@@ -165,10 +189,11 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
     model.walk([&](tx::GetParamOp op) { reads.push_back(op); });
     for (tx::GetParamOp read : reads) {
       auto whole = cast<RankedTensorType>(read.getType());
-      read.getResult().setType(chunkType(whole, group));
+      Group g = groupOf(model, read.getName());
+      read.getResult().setType(chunkType(whole, g.size));
       b.setInsertionPointAfter(read);
       auto gather = AllGatherFlatOp::create(b, read.getLoc(), whole,
-                                            read.getResult(), meshRef, axes);
+                                            read.getResult(), meshRef, g.axes);
       read.getResult().replaceAllUsesExcept(gather.getResult(), gather);
     }
     if (prefetch)
@@ -183,7 +208,8 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
     SmallVector<tx::AccumulateGradOp> accs;
     fb.walk([&](tx::AccumulateGradOp op) { accs.push_back(op); });
     for (tx::AccumulateGradOp acc : accs)
-      acc.getGradMutable().assign(reduceScatterAfter(b, acc.getGrad()));
+      acc.getGradMutable().assign(reduceScatterAfter(
+          b, acc.getGrad(), groupOf(model, acc.getParam()).axes));
   }
 
   // The optimizer step works on chunks: the gradient's (reduce-scattered
@@ -191,10 +217,16 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   // parameter's; at stages 1 and 2 the updated chunks are then gathered
   // into every rank's whole copy.
   auto step = model.getOptimizerStep();
+  // Each gradient the optimizer step reads, and its parameter (its update's).
+  DenseMap<Value, StringRef> paramOfGrad;
+  step.walk([&](tx::AdamWOp update) {
+    paramOfGrad[update.getGrad()] = update.getParam();
+  });
   if (stage >= 2) {
     step.walk([&](tx::GetGradOp read) {
       auto type = cast<RankedTensorType>(read.getType());
-      read.getGrad().setType(chunkType(type, group));
+      read.getGrad().setType(
+          chunkType(type, groupOf(model, read.getParam()).size));
     });
   } else {
     // The gradients the norms and updates read: the buffers, or under
@@ -208,20 +240,44 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
         grads.insert(update.getGrad());
     });
     for (Value grad : grads) {
-      Value chunk = reduceScatterAfter(b, grad);
+      Value chunk =
+          reduceScatterAfter(b, grad, groupOf(model, paramOfGrad[grad]).axes);
       grad.replaceUsesWithIf(chunk, [&](OpOperand &use) {
         return isa<tx::GlobalNormOp, tx::AdamWOp>(use.getOwner());
       });
     }
   }
   step.walk([&](tx::GlobalNormOp norm) {
-    // Chunks are disjoint over dp: add the axis to the norm's group.
-    SmallVector<Attribute> group;
-    if (ArrayAttr have = norm.getAxesAttr())
-      group.append(have.begin(), have.end());
-    group.push_back(axes[0]);
+    // Chunks are disjoint over their group: the data axes join the norm's
+    // group (after the axes it has), and a gradient counted on `replicas`
+    // members of an axis it is now chunked over counts once less often
+    // (with ep, the gradients other than the experts': chunked over ep,
+    // where they were whole copies).
+    SmallVector<StringRef> group;
+    if (ArrayAttr axes = norm.getAxesAttr())
+      for (Attribute axis : axes)
+        group.push_back(cast<StringAttr>(axis).getValue());
+    SmallVector<StringRef> before = group;
+    for (StringRef axis : dataAxes)
+      if (!llvm::is_contained(group, axis))
+        group.push_back(axis);
+    SmallVector<int64_t> replicas;
+    ArrayRef<int64_t> old;
+    if (DenseI64ArrayAttr have = norm.getReplicasAttr())
+      old = have.asArrayRef();
+    for (auto [i, grad] : llvm::enumerate(norm.getGrads())) {
+      int64_t copies = i < old.size() ? old[i] : 1;
+      for (Attribute axis : groupOf(model, paramOfGrad.lookup(grad)).axes)
+        if (llvm::is_contained(before, cast<StringAttr>(axis).getValue()))
+          copies /= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
+      replicas.push_back(std::max<int64_t>(copies, 1));
+    }
     norm.setMeshAttr(meshRef);
-    norm.setAxesAttr(b.getArrayAttr(group));
+    norm.setAxesAttr(b.getStrArrayAttr(group));
+    if (llvm::any_of(replicas, [](int64_t r) { return r != 1; }))
+      norm.setReplicasAttr(b.getDenseI64ArrayAttr(replicas));
+    else
+      norm.removeReplicasAttr();
   });
   // The gathers follow the last update of their block, in the updates'
   // order, so that the updates stay consecutive (one fused launch on the
@@ -236,7 +292,8 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
       Operation *&after = insertAfter[update->getBlock()];
       b.setInsertionPointAfter(after);
       after = AllGatherParamOp::create(b, update.getLoc(),
-                                       update.getParamAttr(), meshRef, axes);
+                                       update.getParamAttr(), meshRef,
+                                       groupOf(model, update.getParam()).axes);
     }
   }
 }
@@ -253,19 +310,20 @@ void ZeroPass::runOnOperation() {
   for (tx::ModelOp model : models)
     if (failed(check(model)))
       return signalPassFailure();
-  MeshOp mesh =
-      getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
+  mesh = getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
   if (!mesh)
     return signalPassFailure();
-  group = *mesh.getAxisSize(dpAxis);
+  int64_t group = *mesh.getAxisSize(dpAxis);
   if (group < 2) {
     mesh.emitError("dist-zero: ZeRO shards the training state over the \"")
         << dpAxis.getValue() << "\" axis, which has size " << group
         << "; it needs data parallelism (" << dpAxis.getValue() << " >= 2)";
     return signalPassFailure();
   }
-  OpBuilder b(&getContext());
-  axes = b.getStrArrayAttr({dpAxis.getValue()});
+  // Expert parallelism's ranks train on their own sequences too: the
+  // state of a parameter replicated on ep is sharded over dp and ep.
+  dataAxes = mlir::dist::dataAxes(
+      mesh, {StringRef(dpAxis), axisName(TRX_AXIS_EXPERT)});
   meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   for (tx::ModelOp model : models)
     shard(model, mesh);

@@ -10,6 +10,10 @@
 // dp only.
 // RUN: triax-opt %s --dist-expert-parallel=ep=2 | FileCheck %s
 // RUN: triax-opt %s --dist-mesh="axes=dp=2,ep=2" --dist-expert-parallel --triax-autodiff --dist-data-parallel | FileCheck %s --check-prefix=GRAD
+// With ZeRO instead, each state is sharded over the data axes its parameter
+// is replicated on: the experts' over dp, the others' over dp and ep; the
+// norm sums the chunks over ep and dp, each once (no replicas).
+// RUN: triax-opt %s --dist-mesh="axes=dp=2,ep=2" --dist-expert-parallel --triax-autodiff --dist-zero=stage=1 | FileCheck %s --check-prefix=ZERO
 
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
   triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay
@@ -65,3 +69,16 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // GRAD: triax.accumulate_grad @router
 // GRAD: triax.accumulate_grad @emb
 // GRAD-NEXT: dist.all_reduce_grads avg [@router, @emb] over @mesh ["dp", "ep"]
+
+// ZERO: triax.param @emb : {{.*}} {dist.zero = #dist.zero<@mesh, ["dp", "ep"], stage = 1>}
+// ZERO: triax.param @router : {{.*}} {dist.zero = #dist.zero<@mesh, ["dp", "ep"], stage = 1>}
+// ZERO: triax.param @w1 : {{.*}} dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>}
+// ZERO: triax.param @w2 : {{.*}} dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>}
+// ZERO-LABEL: func.func @optimizer_step
+// ZERO: %[[E:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp", "ep"] : tensor<16x8xf32> -> tensor<32xf32>
+// ZERO: %[[R:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp", "ep"] : tensor<8x4xf32> -> tensor<8xf32>
+// ZERO: %[[W1:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp"] : tensor<2x8x12xf32> -> tensor<96xf32>
+// ZERO: %[[W2:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp"] : tensor<2x12x8xf32> -> tensor<96xf32>
+// ZERO: triax.global_norm %[[E]], %[[R]], %[[W1]], %[[W2]] partial over @mesh ["ep", "dp"] :
+// ZERO: dist.all_gather_param @emb over @mesh ["dp", "ep"]
+// ZERO: dist.all_gather_param @w1 over @mesh ["dp"]

@@ -24,6 +24,17 @@ MeshOp getOrCreateMeshAxis(ModuleOp module, StringRef pass, StringRef axis,
 FailureOr<SmallVector<triax::ModelOp>> forwardModels(ModuleOp module,
                                                      StringRef pass);
 
+/// The axes of `mesh` the batch is split over, of `names` (the data axis
+/// and expert parallelism's: its ranks train on their own sequences), in
+/// the order given.
+SmallVector<StringRef> dataAxes(MeshOp mesh, ArrayRef<StringRef> names);
+
+/// The data axes (`dataAxes`) a parameter's gradient is averaged over, and
+/// its training state sharded over by ZeRO: those it is not split over by
+/// `dist.sharding` (an expert split over ep: dp only).
+ArrayAttr replicatedDataAxes(triax::ParamOp param,
+                             ArrayRef<StringRef> dataAxes);
+
 /// The micro-batches one data-parallel rank accumulates per optimizer step,
 /// global_batch / (micro_batch x dp); an error on `model`, prefixed by
 /// `pass`, when the global batch is not a multiple of micro_batch x dp.

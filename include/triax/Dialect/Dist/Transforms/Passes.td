@@ -408,6 +408,11 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     one or the other, after `triax-autodiff`).
 
     Every parameter gets `dist.zero = #dist.zero<@mesh, ["dp"], stage = S>`.
+    With expert parallelism (the mesh has an `ep` axis, whose ranks train
+    on their own sequences too) a parameter's group is the data axes it is
+    replicated on: `["dp", "ep"]`, and `["dp"]` for the experts
+    `dist-expert-parallel` split over ep; its gradient is reduce-scattered,
+    and its chunks gathered, over that group.
     A sharded buffer is a flat chunk: the row-major elements padded with
     zeros to a multiple of dp, rank i holding chunk i of ceil(numel / dp)
     elements, so a size that does not divide is padded, never left
