@@ -155,6 +155,9 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
         shape.expertRows = rows.getDimSize(1) / shape.microBatch;
       if (ParamUse *w = paramOf(experts.getWeight()))
         w->expert = true;
+      // The experts' MLP width (their widest product): the model's ffn.
+      shape.ffn =
+          std::max<int64_t>(shape.ffn, experts.getType().getShape().back());
       return;
     }
     auto described = llvm::dyn_cast<tx::CostOpInterface>(op);
