@@ -194,6 +194,12 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
         shape.ffn = std::max<int64_t>(shape.ffn, facts.width);
     }
   });
+  // Per MoE layer: 2 expert products (GELU) or 3 (SwiGLU).
+  int64_t products = 0, layersWithExperts = 0;
+  forward.walk([&](tx::ExpertLinearOp) { ++products; });
+  forward.walk([&](tx::MoEDispatchOp) { ++layersWithExperts; });
+  if (layersWithExperts > 0)
+    shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)
     return failure("@forward of @" + shape.name +
                    " has no triax.block with a triax.attention: dist-plan "

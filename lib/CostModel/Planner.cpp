@@ -408,11 +408,25 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       mem.zeroGather = double(per.params) * (biggest + perLayer);
     mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage);
     mem.activations = act * layersOn * double(mem.inFlight);
+    // [A7] each MoE layer's buffers: E b C rows (every rank computes that
+    // many, whatever ep) of the dispatched tokens, the experts' output and
+    // its exchange (3 h) and the experts' MLP intermediates (2 or 4 ffn);
+    // under full recomputation only the block being recomputed holds them.
+    if (model.experts > 0) {
+      double rows =
+          double(model.experts) * double(b) * double(model.expertRows);
+      double perLayer = rows *
+                        double(model.expertMlpTensors * model.ffn + 3 * h) *
+                        double(model.activationBytes);
+      mem.experts = plan.recompute == Recompute::Full
+                        ? perLayer
+                        : perLayer * layersOn * double(mem.inFlight);
+    }
     if (stage == p - 1)
       mem.logits =
           logitsBytes(s / cp, b, model.vocab, t, model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
-               mem.activations + mem.logits;
+               mem.activations + mem.experts + mem.logits;
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
     if (elems > maxElems) {
@@ -577,9 +591,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   c.flopsPerToken = flopsPerToken(model.flopParams, L, h, s);
   c.stepFlopsPerToken =
       c.flopsPerToken +
+      // (A stacked expert weight counts by the rows a token costs: C / S of
+      // it, as in getFlopParameters.)
       recomputeFlopsPerToken(double(model.layerSplit + model.layerRepl) +
                                  double(model.layerExpert) *
-                                     double(model.experts) *
                                      double(model.expertRows) / double(s),
                              L, h, s, plan.recompute);
   std::vector<CommLoad> loads;
@@ -933,6 +948,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
      << activationFormulaLabel(c.plan.tp, c.plan.sequenceParallel,
                                c.plan.recompute, c.plan.cp)
      << " x " << m.inFlight << " in flight [P2])";
+  if (m.experts > 0)
+    os << " + MoE buffers " << human(m.experts) << " [A7]";
   if (m.logits > 0)
     os << " + logits " << human(m.logits) << " [A6]";
   os << " = peak " << human(m.peak) << " of " << gib(hw.hbmBytes) << " HBM ("
@@ -984,6 +1001,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                     {"zero_gather", c.memory.zeroGather},
                                     {"activations", c.memory.activations},
                                     {"logits", c.memory.logits},
+                                    {"moe_buffers", c.memory.experts},
                                     {"in_flight", c.memory.inFlight},
                                     {"peak", c.memory.peak},
                                     {"hbm", hw.hbmBytes}}},

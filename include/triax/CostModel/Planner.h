@@ -41,6 +41,9 @@ struct ModelShape {
   // blocks (split over ep, whole on every tp rank; not in layerRepl).
   int64_t experts = 0, expertRows = 0;
   int64_t layerExpert = 0, layerExpertTensors = 0;
+  // The experts' MLP intermediates per buffer row, in units of ffn (2: GELU's
+  // product and activation; 4: SwiGLU's two products, SiLU and product).
+  int64_t expertMlpTensors = 0;
   // Parameter elements. "split": cut by tp (linear weights, the biases of
   // column-split linears, the token embedding over the vocabulary);
   // "repl": whole on every tp rank (norms, row-split biases, positions).
@@ -104,9 +107,10 @@ struct MemoryBreakdown {
   double zeroGather = 0;                   // [M5] ZeRO-3's gathered layers
   double activations = 0;                  // [A1]-[A5] x layers x in flight
   double logits = 0;                       // [A6] the last stage
-  double peak = 0;                         // the sum, on the fullest stage
-  int64_t stage = 0;                       // the fullest stage
-  int64_t inFlight = 1;                    // micro-batches it holds
+  double experts = 0;   // [A7] the MoE buffers x layers x in flight
+  double peak = 0;      // the sum, on the fullest stage
+  int64_t stage = 0;    // the fullest stage
+  int64_t inFlight = 1; // micro-batches it holds
 };
 
 struct Candidate {
