@@ -32,6 +32,7 @@
 #           row forms; relative 1e-4) and bf16 (--precision bf16, against
 #           the CPU's bf16 binary; relative 5e-3, see run_gpu);
 #           the bf16 run also shows the one-rank NCCL communicator (-v);
+#           and the same for tiny-moe (mixture-of-experts kernels);
 #        3. compute-sanitizer racecheck and memcheck on tiny fp32, 2 steps
 #           (0 errors; "unavailable" when the machine has none);
 #        4. gpt2 (124M) bf16 at batch 8 x 1024, --quick-steps (10): the
@@ -62,7 +63,7 @@
 # With the device tool: run `prepare` here, then on the GPU machine
 #   bash bench/gpu/run.sh run --bundle bench/gpu/bundle --out /tmp/r;
 #   tar czf "$OUT/r.tgz" -C /tmp r; cp /tmp/r/gpu-bench.json "$OUT/"
-# carrying bench/gpu/bundle (git-ignored; about 52 MB of the tool's 64 MiB),
+# carrying bench/gpu/bundle (git-ignored; about 52 MB of the tool's 64 MiB before tiny-moe's two binaries, 2.3 MB each, joined it),
 # with a timeout_s above the deadline (500 s): OUT brings back at most 8
 # files, and run writes about 70, hence the tarball.
 set -euo pipefail
@@ -153,6 +154,7 @@ prepare() {
   # triax-model --batch; the binary takes no batch flag): one model per
   # shape, 8 x 1024 for the quick check, 16 x 1024 the issue's goal.
   run "$bin/triax-model" tiny -o "$bundle/tiny.mlir"
+  run "$bin/triax-model" tiny-moe -o "$bundle/tiny-moe.mlir"
   run "$bin/triax-model" gpt2 --batch 8 -o "$bundle/gpt2-b8.mlir"
   run "$bin/triax-model" gpt2 --batch 16 -o "$bundle/gpt2-b16.mlir"
   run "$bin/triax-model" gpt2 --batch 1 -o "$bundle/gpt2-b1.mlir"
@@ -177,6 +179,10 @@ prepare() {
   }
   say "CPU references: tiny, 10 steps, fp32 and bf16"
   cpu_refs tiny 10
+  # The mixture-of-experts kernels (router, capacity scan, dispatch,
+  # combine, batched expert GEMMs: docs/moe.md), never run on a GPU yet.
+  say "CPU references: tiny-moe, 10 steps, fp32 and bf16"
+  cpu_refs tiny-moe 10
   # gpt2's own shapes (vocabulary 50,257, d = 64, 1024 tokens) against the
   # CPU: batch 1, 5 steps, about a minute a precision here.
   say "CPU references: gpt2 at batch 1 x 1024, 5 steps, fp32 and bf16"
@@ -187,6 +193,8 @@ prepare() {
   for spec in "tiny-fp32:tiny --precision fp32" \
               "tiny-fp32-warp:tiny --precision fp32 --cuda-rows warp" \
               "tiny-bf16:tiny --precision bf16" \
+              "tiny-moe-fp32:tiny-moe --precision fp32" \
+              "tiny-moe-bf16:tiny-moe --precision bf16" \
               "gpt2-b1-fp32:gpt2-b1 --precision fp32" \
               "gpt2-b1-bf16:gpt2-b1 --precision bf16" \
               "gpt2-b8-bf16:gpt2-b8 --precision bf16" \
@@ -272,11 +280,12 @@ prepare() {
 check_bundle() {
   local f missing=0
   for f in train-tiny-fp32 train-tiny-fp32-warp \
-           train-tiny-bf16 \
+           train-tiny-bf16 train-tiny-moe-fp32 train-tiny-moe-bf16 \
            train-gpt2-b1-fp32 train-gpt2-b1-bf16 \
            train-gpt2-b8-bf16 train-gpt2-bf16 train-gpt2-fp32 \
            train-gpt2-bf16-warp gpt2.params \
            ref/tiny-cpu-fp32.jsonl ref/tiny-cpu-bf16.jsonl \
+           ref/tiny-moe-cpu-fp32.jsonl ref/tiny-moe-cpu-bf16.jsonl \
            ref/gpt2-b1-cpu-fp32.jsonl ref/gpt2-b1-cpu-bf16.jsonl \
            attention-flash/attention-check-cuda \
            attention-batched-gemm/attention-check-cuda \
@@ -428,7 +437,8 @@ run_gpu() {
            kernel-check-warp kernel-check-bf16 attention-flash \
            attention-batched-gemm \
            attention-flash-mma \
-           tiny-fp32 tiny-fp32-warp tiny-bf16 gpt2-b1-fp32 \
+           tiny-fp32 tiny-fp32-warp tiny-bf16 tiny-moe-fp32 tiny-moe-bf16 \
+           gpt2-b1-fp32 \
            gpt2-b1-bf16 \
            sanitizer-racecheck sanitizer-memcheck gpt2-b8-bf16 gpt2-bf16 \
            gpt2-fp32 gpt2-bf16-warp kernels torch; do
@@ -584,6 +594,8 @@ PY
   local spec name rtol model steps
   for spec in "tiny-fp32:fp32:1e-4:tiny:10" "tiny-fp32-warp:fp32:1e-4:tiny:10" \
               "tiny-bf16:bf16:$bf16_rtol:tiny:10" \
+              "tiny-moe-fp32:fp32:1e-4:tiny-moe:10" \
+              "tiny-moe-bf16:bf16:$bf16_rtol:tiny-moe:10" \
               "gpt2-b1-fp32:fp32:1e-4:gpt2-b1:5" \
               "gpt2-b1-bf16:bf16:$bf16_rtol:gpt2-b1:5"; do
     IFS=: read -r name ref rtol model steps <<< "$spec"

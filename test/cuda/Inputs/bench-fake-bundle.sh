@@ -73,7 +73,8 @@ esac
 EOF
 chmod +x "$b/fake-program"
 for p in triax-rt-gemm-cuda-test triax-rt-nccl-test train-tiny-fp32 \
-         train-tiny-fp32-warp train-tiny-bf16 \
+         train-tiny-fp32-warp train-tiny-bf16 train-tiny-moe-fp32 \
+         train-tiny-moe-bf16 \
          train-gpt2-b1-fp32 \
          train-gpt2-b1-bf16 train-gpt2-b8-bf16 \
          train-gpt2-bf16 train-gpt2-fp32 train-gpt2-bf16-warp; do
@@ -88,6 +89,7 @@ for prec in fp32 bf16; do
   for ((i = 1; i <= 10; i++)); do
     printf '{"step": %d, "loss": %d.5}\n' "$i" "$((100 - i))"
   done > "$b/ref/tiny-cpu-$prec.jsonl"
+  cp "$b/ref/tiny-cpu-$prec.jsonl" "$b/ref/tiny-moe-cpu-$prec.jsonl"
   head -5 "$b/ref/tiny-cpu-$prec.jsonl" > "$b/ref/gpt2-b1-cpu-$prec.jsonl"
 done
 # The attention check: its built program, and a stand-in for its runner
