@@ -240,8 +240,10 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
         grads.insert(update.getGrad());
     });
     for (Value grad : grads) {
-      Value chunk =
-          reduceScatterAfter(b, grad, groupOf(model, paramOfGrad[grad]).axes);
+      StringRef param = paramOfGrad.lookup(grad);
+      Value chunk = reduceScatterAfter(b, grad, groupOf(model, param).axes);
+      // (The norm reads the chunk: it keeps its parameter.)
+      paramOfGrad[chunk] = param;
       grad.replaceUsesWithIf(chunk, [&](OpOperand &use) {
         return isa<tx::GlobalNormOp, tx::AdamWOp>(use.getOwner());
       });
