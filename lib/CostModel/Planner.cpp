@@ -315,11 +315,6 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     reject("indivisible: ep does not divide the experts",
            "experts " + llvm::Twine(model.experts) +
                " are not divisible by ep=" + llvm::Twine(e));
-  if (e > 1 && plan.zeroStage > 0)
-    reject("zero with expert parallelism",
-           "zero=" + llvm::Twine(plan.zeroStage) +
-               " with ep=" + llvm::Twine(e) +
-               " (triaxc builds it; the planner does not model it yet)");
   if (plan.sequenceParallel && t > 1 && s % t != 0)
     reject("indivisible: tp does not divide seq (sequence parallelism)",
            "seq " + llvm::Twine(s) +
@@ -400,6 +395,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     mem.stage = stage;
     StateBytes st = stateBytesPerRank({int64_t(std::llround(elems))}, d,
                                       plan.zeroStage, model.dtype);
+    if (e > 1 && plan.zeroStage > 0) {
+      // ZeRO with ep: the experts' state sharded over dp, the rest's over
+      // dp x ep (the data axes each is replicated on).
+      int64_t experts = int64_t(std::llround(expertsOn * layersOn));
+      StateBytes rest =
+          stateBytesPerRank({int64_t(std::llround(elems)) - experts}, D,
+                            plan.zeroStage, model.dtype);
+      StateBytes own =
+          stateBytesPerRank({experts}, d, plan.zeroStage, model.dtype);
+      st.params = rest.params + own.params;
+      st.grads = rest.grads + own.grads;
+      st.optim = rest.optim + own.optim;
+    }
     mem.params = double(st.params);
     mem.grads = double(st.grads);
     mem.optim = double(st.optim);
@@ -451,7 +459,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     return l;
   };
   if (D > 1) {
-    int64_t span = (d - 1) * ranksPerDp + 1, chunk = zeroChunk(P, d);
+    int64_t span = (d - 1) * ranksPerDp + 1;
     auto buckets = [&](int64_t elems) {
       return int64_t(std::ceil(double(elems * gradB) / kBucketBytes));
     };
@@ -469,23 +477,48 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // [C3] the gradients all-reduced in 25 MiB buckets, once per step.
       c.comm.push_back({"all_reduce dp", load(allReduceBytes(P, gradB, d),
                                               buckets(P), d, span)});
-    } else if (plan.zeroStage <= 2) {
-      // [C4] the gradients reduce-scattered and the updated parameters
-      // all-gathered, once per step, per tensor.
-      c.comm.push_back(
-          {"reduce_scatter dp",
-           load(reduceScatterBytes(chunk, gradB, d), maxTensors, d, span)});
-      c.comm.push_back({"all_gather dp", load(allGatherBytes(chunk, paramB, d),
-                                              maxTensors, d, span)});
     } else {
-      // [C4] ZeRO-3: every micro-batch gathers the parameters for the
-      // forward and again for the backward, and reduce-scatters gradients.
-      c.comm.push_back(
-          {"all_gather dp", load(2 * m * allGatherBytes(chunk, paramB, d),
-                                 2 * m * maxTensors, d, span)});
-      c.comm.push_back(
-          {"reduce_scatter dp", load(m * reduceScatterBytes(chunk, gradB, d),
-                                     m * maxTensors, d, span)});
+      // [C4] with ep: the experts' over dp, the others' over dp x ep.
+      struct Group {
+        int64_t elems, tensors, size, span;
+        std::string axes;
+      };
+      llvm::SmallVector<Group, 2> groups;
+      if (e > 1) {
+        int64_t expertTensors =
+            int64_t(double(model.layerExpertTensors) * layersOn / Ld);
+        groups.push_back({P - Pexp, maxTensors - expertTensors, D,
+                          (d - 1) * ranksPerDp + (e - 1) * t * cp + 1,
+                          "dp,ep"});
+        groups.push_back({Pexp, expertTensors, d, span, "dp"});
+      } else {
+        groups.push_back({P, maxTensors, d, span, "dp"});
+      }
+      for (const Group &g : groups) {
+        if (g.size < 2)
+          continue;
+        int64_t ch = zeroChunk(g.elems, g.size);
+        if (plan.zeroStage <= 2) {
+          // [C4] the gradients reduce-scattered and the updated parameters
+          // all-gathered, once per step, per tensor.
+          c.comm.push_back({"reduce_scatter " + g.axes,
+                            load(reduceScatterBytes(ch, gradB, g.size),
+                                 g.tensors, g.size, g.span)});
+          c.comm.push_back(
+              {"all_gather " + g.axes, load(allGatherBytes(ch, paramB, g.size),
+                                            g.tensors, g.size, g.span)});
+        } else {
+          // [C4] ZeRO-3: every micro-batch gathers the parameters for the
+          // forward and again for the backward, and reduce-scatters
+          // gradients.
+          c.comm.push_back({"all_gather " + g.axes,
+                            load(2 * m * allGatherBytes(ch, paramB, g.size),
+                                 2 * m * g.tensors, g.size, g.span)});
+          c.comm.push_back({"reduce_scatter " + g.axes,
+                            load(m * reduceScatterBytes(ch, gradB, g.size),
+                                 m * g.tensors, g.size, g.span)});
+        }
+      }
     }
   }
   if (t > 1) {
