@@ -467,7 +467,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // [C3] with expert parallelism: every gradient but the experts'
       // averaged over dp x ep, the experts' over dp alone.
       int64_t rest = P - Pexp;
-      c.comm.push_back({"all_reduce dp,ep",
+      c.comm.push_back({d > 1 ? "all_reduce dp,ep" : "all_reduce ep",
                         load(allReduceBytes(rest, gradB, D), buckets(rest), D,
                              (d - 1) * ranksPerDp + (e - 1) * t * cp + 1)});
       if (d > 1)
@@ -489,7 +489,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
             int64_t(double(model.layerExpertTensors) * layersOn / Ld);
         groups.push_back({P - Pexp, maxTensors - expertTensors, D,
                           (d - 1) * ranksPerDp + (e - 1) * t * cp + 1,
-                          "dp,ep"});
+                          d > 1 ? "dp,ep" : "ep"});
         groups.push_back({Pexp, expertTensors, d, span, "dp"});
       } else {
         groups.push_back({P, maxTensors, d, span, "dp"});
