@@ -135,7 +135,9 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     return op->getParentOfType<tx::BlockOp>() != nullptr;
   };
   // What each op tells of the model (CostOpInterface::describeModel), and
-  // which parameters are read where.
+  // which parameters are read where; the MoE layers and their experts'
+  // products (2 per layer for GELU experts, 3 for SwiGLU).
+  int64_t products = 0, layersWithExperts = 0;
   forward.walk([&](mlir::Operation *op) {
     if (auto get = llvm::dyn_cast<tx::GetParamOp>(op)) {
       auto it = params.find(get.getName());
@@ -148,7 +150,12 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     }
     // The experts of a MoE layer: E, the rows per expert and sequence, and
     // their weights (split over ep, not by tp).
+    if (llvm::isa<tx::MoEDispatchOp>(op)) {
+      ++layersWithExperts;
+      return;
+    }
     if (auto experts = llvm::dyn_cast<tx::ExpertLinearOp>(op)) {
+      ++products;
       auto rows = experts.getInput().getType();
       shape.experts = rows.getDimSize(0);
       if (shape.microBatch > 0)
@@ -194,10 +201,6 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
         shape.ffn = std::max<int64_t>(shape.ffn, facts.width);
     }
   });
-  // Per MoE layer: 2 expert products (GELU) or 3 (SwiGLU).
-  int64_t products = 0, layersWithExperts = 0;
-  forward.walk([&](tx::ExpertLinearOp) { ++products; });
-  forward.walk([&](tx::MoEDispatchOp) { ++layersWithExperts; });
   if (layersWithExperts > 0)
     shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)

@@ -450,6 +450,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const int64_t ranksPerDp = t * cp * e * p;
   // Of the busiest stage's elements, the experts'.
   const int64_t Pexp = int64_t(std::llround(expertsOn * layersOn));
+  // The data ranks' group (dp x ep, named as the report names its axes) and
+  // the ranks it spans.
+  const std::string dataAxes = d > 1 ? "dp,ep" : "ep";
+  const int64_t dataSpan = (d - 1) * ranksPerDp + (e - 1) * t * cp + 1;
   auto load = [](int64_t bytes, int64_t calls, int64_t g, int64_t span) {
     CommLoad l;
     l.bytes = bytes;
@@ -467,9 +471,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // [C3] with expert parallelism: every gradient but the experts'
       // averaged over dp x ep, the experts' over dp alone.
       int64_t rest = P - Pexp;
-      c.comm.push_back({d > 1 ? "all_reduce dp,ep" : "all_reduce ep",
-                        load(allReduceBytes(rest, gradB, D), buckets(rest), D,
-                             (d - 1) * ranksPerDp + (e - 1) * t * cp + 1)});
+      c.comm.push_back(
+          {"all_reduce " + dataAxes,
+           load(allReduceBytes(rest, gradB, D), buckets(rest), D, dataSpan)});
       if (d > 1)
         c.comm.push_back({"all_reduce dp", load(allReduceBytes(Pexp, gradB, d),
                                                 buckets(Pexp), d, span)});
@@ -487,9 +491,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       if (e > 1) {
         int64_t expertTensors =
             int64_t(double(model.layerExpertTensors) * layersOn / Ld);
-        groups.push_back({P - Pexp, maxTensors - expertTensors, D,
-                          (d - 1) * ranksPerDp + (e - 1) * t * cp + 1,
-                          d > 1 ? "dp,ep" : "ep"});
+        groups.push_back(
+            {P - Pexp, maxTensors - expertTensors, D, dataSpan, dataAxes});
         groups.push_back({Pexp, expertTensors, d, span, "dp"});
       } else {
         groups.push_back({P, maxTensors, d, span, "dp"});

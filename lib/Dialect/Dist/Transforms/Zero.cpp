@@ -35,10 +35,6 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
   /// Checks that `model` can be sharded (before anything changes).
   LogicalResult check(tx::ModelOp model);
   void shard(tx::ModelOp model, MeshOp mesh);
-  /// This rank's chunk of the average of gradient `grad` over its
-  /// parameter's group `axes`, reduced right after `grad` is produced.
-  Value reduceScatterAfter(OpBuilder &b, Value grad, ArrayAttr axes);
-
   /// The group a parameter's state is sharded over: the data axes it is
   /// replicated on (dp, and ep for all but the experts), and its size.
   struct Group {
@@ -46,6 +42,9 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
     int64_t size = 1;
   };
   Group groupOf(tx::ModelOp model, StringRef param);
+  /// This rank's chunk of the average of gradient `grad` over its
+  /// parameter's group, reduced right after `grad` is produced.
+  Value reduceScatterAfter(OpBuilder &b, Value grad, const Group &group);
 
   SmallVector<StringRef> dataAxes; // dp, and ep when the mesh has it
   MeshOp mesh;
@@ -159,18 +158,16 @@ ZeroPass::Group ZeroPass::groupOf(tx::ModelOp model, StringRef name) {
   return g;
 }
 
-Value ZeroPass::reduceScatterAfter(OpBuilder &b, Value grad, ArrayAttr axes) {
+Value ZeroPass::reduceScatterAfter(OpBuilder &b, Value grad,
+                                   const Group &group) {
   auto type = cast<RankedTensorType>(grad.getType());
-  int64_t size = 1;
-  for (Attribute axis : axes)
-    size *= *mesh.getAxisSize(cast<StringAttr>(axis).getValue());
   if (Operation *def = grad.getDefiningOp())
     b.setInsertionPointAfter(def);
   else
     b.setInsertionPointToStart(grad.getParentBlock());
-  return ReduceScatterFlatOp::create(b, grad.getLoc(), chunkType(type, size),
-                                     ReductionKind::avg, grad,
-                                     meshRef.getValue(), axes);
+  return ReduceScatterFlatOp::create(
+      b, grad.getLoc(), chunkType(type, group.size), ReductionKind::avg, grad,
+      meshRef.getValue(), group.axes);
 }
 
 void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
@@ -208,8 +205,8 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
     SmallVector<tx::AccumulateGradOp> accs;
     fb.walk([&](tx::AccumulateGradOp op) { accs.push_back(op); });
     for (tx::AccumulateGradOp acc : accs)
-      acc.getGradMutable().assign(reduceScatterAfter(
-          b, acc.getGrad(), groupOf(model, acc.getParam()).axes));
+      acc.getGradMutable().assign(
+          reduceScatterAfter(b, acc.getGrad(), groupOf(model, acc.getParam())));
   }
 
   // The optimizer step works on chunks: the gradient's (reduce-scattered
@@ -241,7 +238,7 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
     });
     for (Value grad : grads) {
       StringRef param = paramOfGrad.lookup(grad);
-      Value chunk = reduceScatterAfter(b, grad, groupOf(model, param).axes);
+      Value chunk = reduceScatterAfter(b, grad, groupOf(model, param));
       // (The norm reads the chunk: it keeps its parameter.)
       paramOfGrad[chunk] = param;
       grad.replaceUsesWithIf(chunk, [&](OpOperand &use) {

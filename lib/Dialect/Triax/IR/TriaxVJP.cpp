@@ -143,23 +143,26 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 // Mixture of experts
 //===----------------------------------------------------------------------===//
 
-/// A tensor of zeros of `type` (a result whose gradient nothing produced).
-static Value zerosLike(OpBuilder &b, Location loc, Type type) {
+Value mlir::triax::createFloatSplat(OpBuilder &b, Location loc, Type type,
+                                    double value) {
   auto tensor = cast<RankedTensorType>(type);
   return arith::ConstantOp::create(
       b, loc,
       DenseElementsAttr::get(tensor,
-                             FloatAttr::get(tensor.getElementType(), 0.0)));
+                             FloatAttr::get(tensor.getElementType(), value)));
 }
 
 // The routing (experts, slots, assign) is piecewise constant: only the
 // gates and the auxiliary loss carry a gradient back to the logits.
 LogicalResult MoERouteOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                    SmallVectorImpl<Value> &operandGrads) {
-  Value dgates = resultGrads[0] ? resultGrads[0]
-                                : zerosLike(b, getLoc(), getGates().getType());
-  Value daux = resultGrads[4] ? resultGrads[4]
-                              : zerosLike(b, getLoc(), getAux().getType());
+  // (A result whose gradient nothing produced: zeros.)
+  Value dgates = resultGrads[0]
+                     ? resultGrads[0]
+                     : createFloatSplat(b, getLoc(), getGates().getType(), 0.0);
+  Value daux = resultGrads[4]
+                   ? resultGrads[4]
+                   : createFloatSplat(b, getLoc(), getAux().getType(), 0.0);
   Value dlogits = MoERouteGradOp::create(
       b, getLoc(), getLogits().getType(), getLogits(), getExperts(), dgates,
       daux, getAuxCoeffAttr(), getRenormalizeAttr());

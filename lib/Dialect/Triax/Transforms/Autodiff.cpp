@@ -108,10 +108,7 @@ private:
     grads.params[name] = add(grads.params.lookup(name), grad, loc);
   }
   Value zeros(Type type, Location loc) {
-    auto tensor = cast<RankedTensorType>(type);
-    auto zero = FloatAttr::get(tensor.getElementType(), 0.0);
-    return arith::ConstantOp::create(b, loc,
-                                     DenseElementsAttr::get(tensor, zero));
+    return createFloatSplat(b, loc, type, 0.0);
   }
 
   OpBuilder &b;
@@ -326,8 +323,7 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
   b.setInsertionPoint(ret);
   Gradients grads;
   auto scalar = RankedTensorType::get({}, b.getF32Type());
-  grads.values[ret.getOperand(0)] = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(1.0f)));
+  grads.values[ret.getOperand(0)] = createFloatSplat(b, loc, scalar, 1.0);
   Differentiator differentiator(b);
   if (failed(differentiator.differentiate(ops, grads)))
     return failure();
@@ -356,13 +352,9 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
       // take it while the backward goes on.
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointAfterValue(grad);
-      auto type = cast<RankedTensorType>(grad.getType());
-      Value factor = arith::ConstantOp::create(
-          b, param.getLoc(),
-          DenseElementsAttr::get(
-              type,
-              FloatAttr::get(type.getElementType(), scale.getValueAsDouble())));
-      grad = MulOp::create(b, param.getLoc(), type, grad, factor);
+      Value factor = createFloatSplat(b, param.getLoc(), grad.getType(),
+                                      scale.getValueAsDouble());
+      grad = MulOp::create(b, param.getLoc(), grad.getType(), grad, factor);
     }
     AccumulateGradOp::create(b, param.getLoc(),
                              FlatSymbolRefAttr::get(param.getSymNameAttr()),

@@ -43,6 +43,10 @@ class MasterPrecision
 /// for bf16 (loads extend, stores round to nearest even), the type itself
 /// otherwise.
 Type getComputeElementType(Type elementType);
+
+/// An `arith.constant` of float tensor type `type` with every element
+/// `value` (a zero gradient, the loss's seed, a gradient's scale).
+Value createFloatSplat(OpBuilder &b, Location loc, Type type, double value);
 } // namespace mlir::triax
 
 #define GET_OP_CLASSES
