@@ -347,7 +347,7 @@ func.func @f(%x: tensor<4x8xf32>) {
 // The name is printed as a string attribute today ('"dist.shard"'); the
 // pattern accepts it with or without the inner quotes.
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding', 'dist.zero', 'dist.partial_grad' or 'dist.grad_scale'}}
+  // expected-error @+1 {{unknown dist attribute 'dist.shard'; expected 'dist.sharding', 'dist.zero', 'dist.partial_grad', 'dist.grad_scale', 'dist.stage', 'dist.tied_stages' or 'dist.chunk'}}
   %y = triax.gelu %x {dist.shard = 1 : i64} : tensor<4xf32>
   return
 }

@@ -194,10 +194,13 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   // Pipeline stages (dist-pipeline): `dist.stage = S` on a parameter is the
   // stage that owns it; `dist.tied_stages = array<i64: ...>` lists every
   // stage that reads a parameter tied across stages (an embedding and head).
-  if (attr.getName() == kStageAttrName) {
+  // `dist.chunk = C` on a stage function of the interleaved schedule is
+  // its model chunk.
+  if (attr.getName() == kStageAttrName || attr.getName() == kChunkAttrName) {
     auto stage = dyn_cast<IntegerAttr>(attr.getValue());
     if (!stage || stage.getInt() < 0)
-      return op->emitOpError("'dist.stage' must be an integer >= 0, got ")
+      return op->emitOpError("'")
+             << attr.getName().getValue() << "' must be an integer >= 0, got "
              << attr.getValue();
     return success();
   }
@@ -229,7 +232,9 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return op->emitError("unknown dist attribute '")
            << attr.getName().getValue() << "'; expected '" << kShardingAttrName
            << "', '" << kZeroAttrName << "', '" << kPartialGradAttrName
-           << "' or '" << kGradScaleAttrName << "'";
+           << "', '" << kGradScaleAttrName << "', '" << kStageAttrName
+           << "', '" << kTiedStagesAttrName << "' or '" << kChunkAttrName
+           << "'";
   // The sharded tensor is the op's `type` attribute (e.g. triax.param) or
   // its single result.
   Type type;

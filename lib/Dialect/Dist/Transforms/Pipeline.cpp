@@ -13,6 +13,7 @@
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+#include "triax/Dialect/Dist/Transforms/PipelineSchedule.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -289,7 +290,7 @@ struct StageIO {
 struct PipelinePass : public mlir::dist::impl::DistPipelineBase<PipelinePass> {
   using DistPipelineBase::DistPipelineBase;
   void runOnOperation() override;
-  LogicalResult pipeline(tx::ModelOp model, MeshOp mesh, int64_t stages,
+  LogicalResult pipeline(tx::ModelOp model, MeshOp mesh, int64_t ranks,
                          int64_t m);
   FailureOr<int64_t> resolveMicrobatches(tx::ModelOp model, MeshOp mesh);
 };
@@ -549,8 +550,17 @@ static LogicalResult splitOptimizerStep(tx::ModelOp model, MeshOp mesh,
 }
 
 LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
-                                     int64_t stages, int64_t m) {
+                                     int64_t ranks, int64_t m) {
   StringRef pass = getArgument();
+  // Virtual stage k runs on rank k % ranks as its chunk k / ranks.
+  const PipelineSchedule kind = *parseSchedule(schedule);
+  const int64_t chunks = virtualStages, stages = ranks * chunks;
+  auto rankOf = [&](int64_t stage) { return stage % ranks; };
+  std::string stagesText =
+      chunks > 1 ? (Twine("pp x virtual-stages = ") + Twine(ranks) + " x " +
+                    Twine(chunks) + " = " + Twine(stages))
+                       .str()
+                 : (Twine("pp=") + Twine(ranks)).str();
   auto original = model.getForwardBackward();
   for (StringRef name :
        {StringRef(tx::ModelOp::kPipelineStepName), StringRef("stage0_forward")})
@@ -589,14 +599,13 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   int64_t numBlocks = blocks.size();
   if (stages > numBlocks)
     return model.emitError()
-           << pass << ": pp=" << stages << " stages but model @"
+           << pass << ": " << stagesText << " stages but model @"
            << model.getSymName() << " has " << numBlocks
            << " blocks; every stage needs at least one";
   // (After the blocks: too few layers is the first thing to fix.)
-  if (schedule == "1f1b" && m < stages)
-    return model.emitError() << pass << ": 1f1b needs microbatches >= pp, got "
-                             << "microbatches=" << m << " and pp=" << stages
-                             << " (use more micro-batches or gpipe)";
+  if (std::string error = scheduleError(kind, ranks, chunks, m);
+      !error.empty())
+    return model.emitError() << pass << ": " << error;
   SmallVector<int64_t> counts;
   if (!stageLayers.empty()) {
     SmallVector<StringRef> fields;
@@ -613,8 +622,9 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       counts.push_back(count);
     }
     if (int64_t(counts.size()) != stages)
-      return model.emitError() << pass << ": stage-layers has " << counts.size()
-                               << " entries but pp=" << stages;
+      return model.emitError()
+             << pass << ": stage-layers has " << counts.size()
+             << " entries but " << stagesText;
     int64_t sum = 0;
     for (int64_t c : counts)
       sum += c;
@@ -801,12 +811,12 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   for (Operation &op : body.without_terminator()) {
     Place p = place[&op];
     if (p.stage >= 0) {
-      noteParams(&op, p.stage);
+      noteParams(&op, rankOf(p.stage));
       continue;
     }
     for (Operation *user : op.getUsers())
       if (place.count(user) && place[user].stage >= 0)
-        noteParams(&op, place[user].stage);
+        noteParams(&op, rankOf(place[user].stage));
   }
   for (auto param : model.getBody().front().getOps<tx::ParamOp>()) {
     auto it = paramStages.find(param.getSymName());
@@ -853,6 +863,10 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       llvm::append_range(bout, io[s - 1].gradIn);
     mine.fn[Bwd] = outline(b, model, ("stage" + Twine(s) + "_backward").str(),
                            bin, mine.ops[Bwd], bout, loc);
+    if (chunks > 1)
+      for (func::FuncOp fn : mine.fn)
+        fn->setAttr(DistDialect::kChunkAttrName,
+                    b.getI64IntegerAttr(s / ranks));
   }
 
   // @pipeline_step.
@@ -887,10 +901,10 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   Value coordinate =
       AxisIndexOp::create(b, loc, b.getIndexType(), meshRef, axes);
   SmallVector<int64_t> caseValues;
-  for (int64_t s = 0; s < stages; ++s)
-    caseValues.push_back(s);
+  for (int64_t r = 0; r < ranks; ++r)
+    caseValues.push_back(r);
   auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{lossType}, coordinate,
-                                       caseValues, stages);
+                                       caseValues, ranks);
   auto zeroLoss = [&]() -> Value {
     return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   };
@@ -903,18 +917,27 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   for (int64_t s = 0; s < stages; ++s)
     width = std::max<int64_t>(
         width, std::max(io[s].actIn.size(), io[s].gradIn.size()));
-  auto tag = [&](int64_t mb, Dir dir, int64_t j) {
-    return b.getI64IntegerAttr((2 * mb + dir) * width + j);
+  // Value j of micro-batch mb over the boundary after virtual stage
+  // `lower` (one chunk: the boundary is implied by the ranks).
+  auto tag = [&](int64_t mb, Dir dir, int64_t lower, int64_t j) {
+    return b.getI64IntegerAttr(
+        ((2 * mb + dir) * chunks + lower / ranks) * width + j);
+  };
+  auto peer = [&](int64_t stage) {
+    return b.getI64IntegerAttr(rankOf(stage));
   };
 
-  for (int64_t s = 0; s < stages; ++s) {
-    StageIO &mine = io[s];
-    bool first = s == 0, last = s == stages - 1;
-    Block *block = b.createBlock(&sw.getCaseRegions()[s]);
+  // Other schedules: sends and recvs placed in one global order.
+  std::vector<std::vector<PipelineEvent>> programs;
+  if (kind != PipelineSchedule::GPipe && kind != PipelineSchedule::OneFOneB)
+    programs = pipelinePrograms(kind, ranks, chunks, m);
+  for (int64_t r = 0; r < ranks; ++r) {
+    Block *block = b.createBlock(&sw.getCaseRegions()[r]);
     b.setInsertionPointToEnd(block);
-    // Per micro-batch: @forward_backward value -> value in this case.
+    // Per micro-batch: @forward_backward value -> value in this case (the
+    // values of different virtual stages are different ops).
     std::vector<IRMapping> env(m);
-    SmallVector<Value> losses;
+    SmallVector<Value> losses(m);
     auto argValue = [&](int64_t mb, Value arg) -> Value {
       if (Value v = env[mb].lookupOrNull(arg))
         return v;
@@ -932,75 +955,107 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       env[mb].map(arg, slice);
       return slice;
     };
-    auto inputs = [&](int64_t mb, Dir dir) {
+    auto inputs = [&](int64_t s, int64_t mb, Dir dir) {
       SmallVector<Value> values;
-      for (Value v : mine.fnInputs[dir])
+      for (Value v : io[s].fnInputs[dir])
         values.push_back(isa<BlockArgument>(v) ? argValue(mb, v)
                                                : env[mb].lookup(v));
       return values;
     };
-    auto forwardCompute = [&](int64_t mb) {
-      if (!first)
-        for (auto [j, v] : llvm::enumerate(mine.actIn))
+    // Virtual stage s's passes of micro-batch mb and their messages.
+    auto forwardRecv = [&](int64_t s, int64_t mb) {
+      if (s > 0)
+        for (auto [j, v] : llvm::enumerate(io[s].actIn))
           env[mb].map(v, RecvOp::create(b, loc, v.getType(), meshRef, axes,
-                                        b.getI64IntegerAttr(s - 1),
-                                        tag(mb, Fwd, j)));
-      auto call = func::CallOp::create(b, loc, mine.fn[Fwd], inputs(mb, Fwd));
-      for (auto [v, r] : llvm::zip(mine.fnOutputs[Fwd], call.getResults()))
-        env[mb].map(v, r);
-      if (last)
-        losses.push_back(env[mb].lookup(loss));
+                                        peer(s - 1), tag(mb, Fwd, s - 1, j)));
     };
-    auto forwardSend = [&](int64_t mb) {
-      if (!last)
+    auto forwardCompute = [&](int64_t s, int64_t mb) {
+      auto call =
+          func::CallOp::create(b, loc, io[s].fn[Fwd], inputs(s, mb, Fwd));
+      for (auto [v, r] : llvm::zip(io[s].fnOutputs[Fwd], call.getResults()))
+        env[mb].map(v, r);
+      if (s == stages - 1)
+        losses[mb] = env[mb].lookup(loss);
+    };
+    auto forwardSend = [&](int64_t s, int64_t mb) {
+      if (s < stages - 1)
         for (auto [j, v] : llvm::enumerate(io[s + 1].actIn))
           SendOp::create(b, loc, env[mb].lookup(v), meshRef, axes,
-                         b.getI64IntegerAttr(s + 1), tag(mb, Fwd, j));
+                         peer(s + 1), tag(mb, Fwd, s, j));
     };
-    auto backwardRecv = [&](int64_t mb) {
-      if (!last)
-        for (auto [j, v] : llvm::enumerate(mine.gradIn))
+    auto backwardRecv = [&](int64_t s, int64_t mb) {
+      if (s < stages - 1)
+        for (auto [j, v] : llvm::enumerate(io[s].gradIn))
           env[mb].map(v, RecvOp::create(b, loc, v.getType(), meshRef, axes,
-                                        b.getI64IntegerAttr(s + 1),
-                                        tag(mb, Bwd, j)));
+                                        peer(s + 1), tag(mb, Bwd, s, j)));
     };
-    auto backwardCompute = [&](int64_t mb) {
-      auto call = func::CallOp::create(b, loc, mine.fn[Bwd], inputs(mb, Bwd));
-      if (!first)
-        for (auto [j, r] : llvm::enumerate(call.getResults()))
-          SendOp::create(b, loc, r, meshRef, axes, b.getI64IntegerAttr(s - 1),
-                         tag(mb, Bwd, j));
+    // The input gradients a backward returns, to send.
+    SmallVector<SmallVector<Value>> sent(m);
+    auto backwardCompute = [&](int64_t s, int64_t mb) {
+      auto call =
+          func::CallOp::create(b, loc, io[s].fn[Bwd], inputs(s, mb, Bwd));
+      sent[mb] = SmallVector<Value>(call.getResults());
     };
-    if (schedule == "gpipe") {
+    auto backwardSend = [&](int64_t s, int64_t mb) {
+      if (s > 0)
+        for (auto [j, v] : llvm::enumerate(sent[mb]))
+          SendOp::create(b, loc, v, meshRef, axes, peer(s - 1),
+                         tag(mb, Bwd, s - 1, j));
+    };
+    if (kind == PipelineSchedule::GPipe) {
+      const int64_t s = r;
       for (int64_t mb = 0; mb < m; ++mb) {
-        forwardCompute(mb);
-        forwardSend(mb);
+        forwardRecv(s, mb);
+        forwardCompute(s, mb);
+        forwardSend(s, mb);
       }
       for (int64_t mb = 0; mb < m; ++mb) {
-        backwardRecv(mb);
-        backwardCompute(mb);
+        backwardRecv(s, mb);
+        backwardCompute(s, mb);
+        backwardSend(s, mb);
       }
-    } else {
+    } else if (kind == PipelineSchedule::OneFOneB) {
+      const int64_t s = r;
       int64_t warmup = std::min(stages - s - 1, m);
       for (int64_t mb = 0; mb < warmup; ++mb) {
-        forwardCompute(mb);
-        forwardSend(mb);
+        forwardRecv(s, mb);
+        forwardCompute(s, mb);
+        forwardSend(s, mb);
       }
       for (int64_t j = 0; j < m - warmup; ++j) {
         // Receive B(j)'s gradient before sending F(w+j)'s activation: the
         // next stage sends that gradient before it receives the activation.
-        forwardCompute(warmup + j);
-        backwardRecv(j);
-        forwardSend(warmup + j);
-        backwardCompute(j);
+        forwardRecv(s, warmup + j);
+        forwardCompute(s, warmup + j);
+        backwardRecv(s, j);
+        forwardSend(s, warmup + j);
+        backwardCompute(s, j);
+        backwardSend(s, j);
       }
       for (int64_t j = m - warmup; j < m; ++j) {
-        backwardRecv(j);
-        backwardCompute(j);
+        backwardRecv(s, j);
+        backwardCompute(s, j);
+        backwardSend(s, j);
+      }
+    } else {
+      for (const PipelineEvent &e : programs[r]) {
+        const int64_t s = e.step.chunk * ranks + r, mb = e.step.microBatch;
+        bool fwd = e.step.forward;
+        switch (e.kind) {
+        case PipelineEvent::Recv:
+          fwd ? forwardRecv(s, mb) : backwardRecv(s, mb);
+          break;
+        case PipelineEvent::Compute:
+          fwd ? forwardCompute(s, mb) : backwardCompute(s, mb);
+          break;
+        case PipelineEvent::Send:
+          fwd ? forwardSend(s, mb) : backwardSend(s, mb);
+          break;
+        }
       }
     }
     Value result;
-    if (last) {
+    if (r == rankOf(stages - 1)) {
       // The mean over the micro-batches, summed in micro-batch order.
       for (Value l : losses) {
         Value scalar = tensor::ExtractOp::create(b, loc, l, ValueRange{});
@@ -1018,8 +1073,8 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   b.setInsertionPointAfter(sw);
   func::ReturnOp::create(b, loc, sw.getResults());
   // The optimizer step's exchanges are tagged above every schedule tag.
-  return splitOptimizerStep(model, mesh, ppAxis, stages,
-                            /*tagBase=*/2 * m * width, pass);
+  return splitOptimizerStep(model, mesh, ppAxis, ranks,
+                            /*tagBase=*/2 * m * chunks * width, pass);
 }
 
 /// The micro-batches of one optimizer step on one dp rank: the model's
@@ -1085,9 +1140,14 @@ void PipelinePass::runOnOperation() {
       return signalPassFailure();
     }
   }
-  if (schedule != "gpipe" && schedule != "1f1b") {
+  if (!parseSchedule(schedule)) {
     module.emitError() << pass << ": unknown schedule '" << schedule
-                       << "'; expected gpipe or 1f1b";
+                       << "'; expected gpipe, 1f1b or interleaved";
+    return signalPassFailure();
+  }
+  if (virtualStages < 1) {
+    module.emitError() << pass << ": virtual-stages must be >= 1, got "
+                       << virtualStages.getValue();
     return signalPassFailure();
   }
   if (microbatches < 0) {
@@ -1098,12 +1158,12 @@ void PipelinePass::runOnOperation() {
   MeshOp mesh = getOrCreateMeshAxis(module, pass, ppAxis, pp.getValue());
   if (!mesh)
     return signalPassFailure();
-  int64_t stages = *mesh.getAxisSize(ppAxis);
+  int64_t ranks = *mesh.getAxisSize(ppAxis);
   for (tx::ModelOp model : models) {
     FailureOr<int64_t> m = resolveMicrobatches(model, mesh);
     if (failed(m))
       return signalPassFailure();
-    if (failed(pipeline(model, mesh, stages, *m)))
+    if (failed(pipeline(model, mesh, ranks, *m)))
       return signalPassFailure();
   }
   if (failed(verifySchedules(module)))

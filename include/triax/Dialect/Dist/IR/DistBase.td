@@ -52,6 +52,10 @@ def Dist_Dialect : Dialect {
     /// means over their own tokens).
     static constexpr ::llvm::StringLiteral kGradScaleAttrName =
         "dist.grad_scale";
+    /// Name of the discardable attribute giving the model chunk of a stage
+    /// function of the interleaved pipeline schedule (an i64: virtual stage
+    /// k of pp ranks is chunk k / pp of rank k % pp, dist-pipeline).
+    static constexpr ::llvm::StringLiteral kChunkAttrName = "dist.chunk";
   }];
 }
 

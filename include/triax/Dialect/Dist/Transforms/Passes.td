@@ -673,7 +673,9 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
            "The data-parallel mesh axis (its size divides the accumulation)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe or 1f1b">,
+           "gpipe, 1f1b or interleaved">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per rank (interleaved: >= 2; the others: 1)">,
     Option<"stageLayers", "stage-layers", "std::string", /*default=*/"\"\"",
            "Blocks per stage, comma-separated (empty: balance by FLOPs)">
   ];
