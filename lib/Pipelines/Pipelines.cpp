@@ -5,6 +5,7 @@
 #include "triax/Conversion/KernelsToGPU/Passes.h"
 #include "triax/Conversion/Passes.h"
 #include "triax/Dialect/Dist/Transforms/Passes.h"
+#include "triax/Dialect/Dist/Transforms/PipelineSchedule.h"
 #include "triax/Dialect/Triax/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -29,15 +30,25 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
     return "ZeRO-" + std::to_string(o.zero) +
            " with pipeline parallelism (pp=" + std::to_string(pp) +
            ") is not supported (DeepSpeed refuses it too); use zero=1";
-  if (!o.schedule.empty() && o.schedule != "gpipe" && o.schedule != "1f1b")
-    return "unknown schedule '" + o.schedule + "'; expected gpipe or 1f1b";
+  if (!o.schedule.empty() && !mlir::dist::parseSchedule(o.schedule))
+    return "unknown schedule '" + o.schedule +
+           "'; expected gpipe, 1f1b or interleaved";
+  if (o.virtualStages < 1)
+    return "virtual-stages=" + std::to_string(o.virtualStages) +
+           " is not a count (expected >= 1)";
+  if (o.virtualStages > 1 && o.schedule != "interleaved")
+    return "virtual-stages=" + std::to_string(o.virtualStages) +
+           " needs schedule=interleaved";
+  if (o.schedule == "interleaved" && o.virtualStages < 2)
+    return "schedule=interleaved needs virtual-stages >= 2 (model chunks per "
+           "pipeline rank)";
   if (o.microbatches < 0)
     return "microbatches=" + std::to_string(o.microbatches) +
            " is not a count (expected >= 1, or 0: the model's)";
-  if (pp == 1 &&
-      (o.microbatches != 0 || !o.stageLayers.empty() || !o.schedule.empty()))
-    return "microbatches, schedule and stage-layers apply to pipeline "
-           "parallelism (pp >= 2; the mesh has none)";
+  if (pp == 1 && (o.microbatches != 0 || !o.stageLayers.empty() ||
+                  !o.schedule.empty() || o.virtualStages != 1))
+    return "microbatches, schedule, virtual-stages and stage-layers apply to "
+           "pipeline parallelism (pp >= 2; the mesh has none)";
   if (!o.cpComm.empty() && o.cpComm != "ring" && o.cpComm != "all-gather")
     return "unknown cp-comm '" + o.cpComm + "'; expected ring or all-gather";
   if (!o.cpComm.empty() && mesh.size(TRX_AXIS_CONTEXT) < 2)
@@ -116,6 +127,7 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     pipeline.microbatches = options.microbatches;
     pipeline.schedule = options.schedule.empty() ? "1f1b" : options.schedule;
     pipeline.stageLayers = options.stageLayers;
+    pipeline.virtualStages = options.virtualStages;
     pm.addPass(mlir::dist::createDistPipeline(pipeline));
   }
   // Data parallelism works on the training step: ZeRO reduce-scatters the

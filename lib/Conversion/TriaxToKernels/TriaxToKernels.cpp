@@ -587,8 +587,9 @@ static void ownReturnedBuffers(func::FuncOp fn) {
 /// Brackets each call of a stage function in the pipeline schedule `step`
 /// with the runtime's trace calls (kind 0 for `@stage<s>_forward`, 1 for
 /// `@stage<s>_backward`; the micro-batch is the call's rank among the calls
-/// of that function, as both schedules run each stage's forwards, and its
-/// backwards, in micro-batch order).
+/// of that function, as every schedule runs each stage's forwards, and its
+/// backwards, in micro-batch order; the chunk is the function's
+/// `dist.chunk`, -1 without).
 static void traceStageCalls(func::FuncOp step) {
   llvm::StringMap<int64_t> seen;
   step.walk([&](func::CallOp call) {
@@ -597,13 +598,19 @@ static void traceStageCalls(func::FuncOp step) {
       return;
     int64_t kind = callee.ends_with("_forward") ? 0 : 1;
     int64_t microBatch = seen[callee]++;
+    int64_t chunk = -1;
+    if (auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr()))
+      if (auto attr = fn->getAttrOfType<IntegerAttr>(
+              mlir::dist::DistDialect::kChunkAttrName))
+        chunk = attr.getInt();
     OpBuilder b(call);
     Location loc = call.getLoc();
     auto i64 = [&](int64_t v) -> Value {
       return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
     };
     func::CallOp::create(b, loc, ::triax::rt::kTraceBegin, TypeRange{},
-                         ValueRange{i64(kind), i64(microBatch)});
+                         ValueRange{i64(kind), i64(microBatch), i64(chunk)});
     b.setInsertionPointAfter(call);
     func::CallOp::create(b, loc, ::triax::rt::kTraceEnd, TypeRange{},
                          ValueRange{});

@@ -40,7 +40,7 @@ struct Recorder {
   std::vector<Event> events;
   // The open compute span of the compiled code (trx_trace_begin).
   double openStart = 0;
-  int64_t openKind = -1, openMicroBatch = -1;
+  int64_t openKind = -1, openMicroBatch = -1, openChunk = -1;
 };
 
 Recorder &recorder() {
@@ -182,13 +182,15 @@ bool traceWrite(const char *path, std::string &error) {
 
 using namespace triax::rt;
 
-extern "C" void trx_trace_begin(int64_t kind, int64_t micro_batch) {
+extern "C" void trx_trace_begin(int64_t kind, int64_t micro_batch,
+                                int64_t chunk) {
   Recorder &r = recorder();
   if (!r.on)
     return;
   r.openStart = traceNow();
   r.openKind = kind;
   r.openMicroBatch = micro_batch;
+  r.openChunk = chunk;
 }
 
 extern "C" void trx_trace_end(void) {
@@ -196,7 +198,12 @@ extern "C" void trx_trace_end(void) {
   if (!r.on || r.openKind < 0)
     return;
   const bool forward = r.openKind == 0;
-  Event e{(forward ? "F" : "B") + std::to_string(r.openMicroBatch),
+  // "F3", or "F3.1" for micro-batch 3 on model chunk 1 (the cost model's
+  // names, mlir::dist::stepName).
+  std::string name = (forward ? "F" : "B") + std::to_string(r.openMicroBatch);
+  if (r.openChunk >= 0)
+    name += "." + std::to_string(r.openChunk);
+  Event e{std::move(name),
           forward ? "forward" : "backward",
           1,
           r.openStart,

@@ -20,7 +20,7 @@
 // CHECK: scf.parallel
 // CHECK: memref.load %arg0
 // The stage function call, bracketed for --trace (forward, micro-batch 0).
-// CHECK: func.call @trx_trace_begin(%[[C0:.*]], %[[C0B:.*]]) : (i64, i64) -> ()
+// CHECK: func.call @trx_trace_begin(%[[C0:.*]], %[[C0B:.*]], %[[NOCHUNK:.*]]) : (i64, i64, i64) -> ()
 // CHECK: %[[F0:.*]]:11 = func.call @stage0_forward(%[[TOK]]) : (memref<8x64xi32>) -> (memref<8x64x64xf32>,
 // CHECK-NEXT: func.call @trx_trace_end() : () -> ()
 // The activation goes to stage 1 with tag 0, and its buffer (the caller's)

@@ -232,9 +232,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return op->emitError("unknown dist attribute '")
            << attr.getName().getValue() << "'; expected '" << kShardingAttrName
            << "', '" << kZeroAttrName << "', '" << kPartialGradAttrName
-           << "', '" << kGradScaleAttrName << "', '" << kStageAttrName
-           << "', '" << kTiedStagesAttrName << "' or '" << kChunkAttrName
-           << "'";
+           << "', '" << kGradScaleAttrName << "', '" << kStageAttrName << "', '"
+           << kTiedStagesAttrName << "' or '" << kChunkAttrName << "'";
   // The sharded tensor is the op's `type` attribute (e.g. triax.param) or
   // its single result.
   Type type;

@@ -603,8 +603,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
            << model.getSymName() << " has " << numBlocks
            << " blocks; every stage needs at least one";
   // (After the blocks: too few layers is the first thing to fix.)
-  if (std::string error = scheduleError(kind, ranks, chunks, m);
-      !error.empty())
+  if (std::string error = scheduleError(kind, ranks, chunks, m); !error.empty())
     return model.emitError() << pass << ": " << error;
   SmallVector<int64_t> counts;
   if (!stageLayers.empty()) {
@@ -622,9 +621,8 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       counts.push_back(count);
     }
     if (int64_t(counts.size()) != stages)
-      return model.emitError()
-             << pass << ": stage-layers has " << counts.size()
-             << " entries but " << stagesText;
+      return model.emitError() << pass << ": stage-layers has " << counts.size()
+                               << " entries but " << stagesText;
     int64_t sum = 0;
     for (int64_t c : counts)
       sum += c;
@@ -923,9 +921,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     return b.getI64IntegerAttr(
         ((2 * mb + dir) * chunks + lower / ranks) * width + j);
   };
-  auto peer = [&](int64_t stage) {
-    return b.getI64IntegerAttr(rankOf(stage));
-  };
+  auto peer = [&](int64_t stage) { return b.getI64IntegerAttr(rankOf(stage)); };
 
   // Other schedules: sends and recvs placed in one global order.
   std::vector<std::vector<PipelineEvent>> programs;
@@ -980,8 +976,8 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     auto forwardSend = [&](int64_t s, int64_t mb) {
       if (s < stages - 1)
         for (auto [j, v] : llvm::enumerate(io[s + 1].actIn))
-          SendOp::create(b, loc, env[mb].lookup(v), meshRef, axes,
-                         peer(s + 1), tag(mb, Fwd, s, j));
+          SendOp::create(b, loc, env[mb].lookup(v), meshRef, axes, peer(s + 1),
+                         tag(mb, Fwd, s, j));
     };
     auto backwardRecv = [&](int64_t s, int64_t mb) {
       if (s < stages - 1)

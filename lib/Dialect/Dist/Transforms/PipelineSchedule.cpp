@@ -27,7 +27,8 @@ llvm::StringRef mlir::dist::scheduleName(PipelineSchedule schedule) {
   llvm_unreachable("unknown schedule");
 }
 
-std::optional<PipelineSchedule> mlir::dist::parseSchedule(llvm::StringRef name) {
+std::optional<PipelineSchedule>
+mlir::dist::parseSchedule(llvm::StringRef name) {
   for (PipelineSchedule s :
        {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB,
         PipelineSchedule::Interleaved})
@@ -37,7 +38,8 @@ std::optional<PipelineSchedule> mlir::dist::parseSchedule(llvm::StringRef name) 
 }
 
 std::string mlir::dist::stepName(const PipelineStep &step, int64_t chunks) {
-  std::string name = (step.forward ? "F" : "B") + std::to_string(step.microBatch);
+  std::string name =
+      (step.forward ? "F" : "B") + std::to_string(step.microBatch);
   if (chunks > 1)
     name += "." + std::to_string(step.chunk);
   return name;
@@ -196,10 +198,15 @@ mlir::dist::pipelinePrograms(PipelineSchedule schedule, int64_t ranks,
           {start[r][i], 1, int64_t(i), {PipelineEvent::Compute, s, -1}});
   for (auto [i, msg] : llvm::enumerate(messages)) {
     keyed[msg.sender].push_back(
-        {msg.time, 0, int64_t(i),
+        {msg.time,
+         0,
+         int64_t(i),
          {PipelineEvent::Send, msg.produced, msg.receiver}});
     keyed[msg.receiver].push_back(
-        {msg.time, 0, int64_t(i), {PipelineEvent::Recv, msg.needed, msg.sender}});
+        {msg.time,
+         0,
+         int64_t(i),
+         {PipelineEvent::Recv, msg.needed, msg.sender}});
   }
   std::vector<std::vector<PipelineEvent>> programs(ranks);
   for (int64_t r = 0; r < ranks; ++r) {
