@@ -248,14 +248,21 @@ double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
          double(std::max<int64_t>(t, 1)) * double(elemBytes);
 }
 
-int64_t triax::cost::inFlightMicroBatches(Schedule schedule, int64_t pp,
-                                          int64_t m, int64_t stage) {
-  // [P2]
+double triax::cost::inFlightMicroBatches(Schedule schedule, int64_t pp,
+                                         int64_t m, int64_t stage,
+                                         int64_t virtualStages) {
+  // [P2] (closed forms of peakInFlight over dist-pipeline's orders,
+  // PipelineSchedule.h: the warm-up forwards plus the first steady one).
   if (pp <= 1)
     return 1;
   if (schedule == Schedule::OneFOneB)
-    return std::max<int64_t>(1, std::min(pp - stage, m));
-  return m;
+    return double(std::max<int64_t>(1, std::min(pp - stage, m)));
+  if (schedule == Schedule::Interleaved) {
+    const int64_t v = std::max<int64_t>(virtualStages, 1);
+    int64_t chunks = std::min(2 * (pp - stage - 1) + (v - 1) * pp + 1, v * m);
+    return double(chunks) / double(v);
+  }
+  return double(m);
 }
 
 //===----------------------------------------------------------------------===//
@@ -293,11 +300,13 @@ int64_t triax::cost::allToAllBytes(int64_t n, int64_t elemBytes, int64_t p) {
 // Schedule, FLOPs, time
 //===----------------------------------------------------------------------===//
 
-double triax::cost::bubbleFraction(int64_t pp, int64_t microBatches) {
+double triax::cost::bubbleFraction(int64_t pp, int64_t microBatches,
+                                   int64_t virtualStages) {
   // [P1]
   if (pp <= 1)
     return 0;
-  return double(pp - 1) / double(microBatches + pp - 1);
+  return double(pp - 1) /
+         double(std::max<int64_t>(virtualStages, 1) * microBatches + pp - 1);
 }
 
 double triax::cost::flopsPerToken(double params, int64_t layers, int64_t hidden,
@@ -342,7 +351,8 @@ StepTime triax::cost::predictStepTime(const Hardware &hw, const Plan &plan,
   // [T3] the pipeline's idle time: (p-1)/m of the busy time.
   if (plan.pp > 1)
     t.bubble = t.compute * double(plan.pp - 1) /
-               double(std::max<int64_t>(plan.microBatches, 1));
+               double(std::max<int64_t>(plan.microBatches, 1) *
+                      std::max<int64_t>(plan.virtualStages, 1));
   t.total = t.compute + t.comm + t.bubble; // [T4]
   if (t.total > 0) {
     t.tokensPerSecond = tokensPerStep / t.total;

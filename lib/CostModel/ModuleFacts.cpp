@@ -376,6 +376,15 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   int64_t perRank = facts.microBatch * facts.plan.dp * facts.plan.ep;
   facts.plan.microBatches =
       perRank > 0 ? std::max<int64_t>(1, facts.globalBatch / perRank) : 1;
+  // The interleaved schedule: its stage functions carry their chunk.
+  model.walk([&](mlir::func::FuncOp fn) {
+    if (auto chunk = fn->getAttrOfType<mlir::IntegerAttr>(
+            mlir::dist::DistDialect::kChunkAttrName)) {
+      facts.plan.schedule = Schedule::Interleaved;
+      facts.plan.virtualStages =
+          std::max(facts.plan.virtualStages, chunk.getInt() + 1);
+    }
+  });
 
   // Pipeline parallelism: this rank's stage, which holds only the
   // parameters of its stage (dist.stage, or dist.tied_stages).

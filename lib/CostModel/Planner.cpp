@@ -40,6 +40,8 @@ const char *scheduleName(Schedule s) {
     return "gpipe";
   case Schedule::OneFOneB:
     return "1f1b";
+  case Schedule::Interleaved:
+    return "interleaved";
   case Schedule::None:
     break;
   }
@@ -118,7 +120,8 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   llvm::StringMap<bool> seen;
   const char *keys = "gpus, gpu, gpus-per-node, global-batch, micro-batch, "
                      "microbatches, dp, tp, pp, zero, schedule, "
-                     "sequence-parallel, recompute, precision, efficiency, "
+                     "virtual-stages, sequence-parallel, recompute, "
+                     "precision, efficiency, "
                      "top";
   for (llvm::StringRef item : items) {
     auto [key, value] = item.trim().split('=');
@@ -181,8 +184,16 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
         req.schedule = Schedule::GPipe;
       else if (value == "1f1b")
         req.schedule = Schedule::OneFOneB;
+      else if (value == "interleaved")
+        req.schedule = Schedule::Interleaved;
       else
-        return failure("schedule=" + value + ": expected gpipe or 1f1b");
+        return failure("schedule=" + value +
+                       ": expected gpipe, 1f1b or interleaved");
+    } else if (key == "virtual-stages") {
+      auto v = integer(2);
+      if (!v)
+        return v.takeError();
+      req.virtualStages = *v;
     } else if (key == "sequence-parallel" || key == "sp") {
       if (value == "1" || value == "true" || value == "on")
         req.sequenceParallel = true;
@@ -251,6 +262,10 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   if (req.microBatch && req.microBatches)
     return failure("give micro-batch= (sequences per micro-batch) or "
                    "microbatches= (micro-batches per step), not both");
+  if ((req.virtualStages > 1) !=
+      (req.schedule && *req.schedule == Schedule::Interleaved))
+    return failure("schedule=interleaved and virtual-stages=v (>= 2) go "
+                   "together");
   return req;
 }
 
@@ -347,6 +362,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     reject("1f1b with fewer micro-batches than stages",
            "1f1b needs m >= pp: m=" + llvm::Twine(m) +
                " < pp=" + llvm::Twine(p));
+  const int64_t v = std::max<int64_t>(plan.virtualStages, 1);
+  if (plan.schedule == Schedule::Interleaved && m % p != 0)
+    reject("interleaved with micro-batches not a multiple of pp",
+           "interleaved runs the micro-batches in groups of pp: m=" +
+               llvm::Twine(m) + " is not a multiple of pp=" + llvm::Twine(p));
+  if (p * v > L)
+    reject("fewer layers than stages",
+           llvm::Twine(L) + " layers < pp x virtual-stages = " +
+               llvm::Twine(p * v) + " chunks of at least one layer");
 
   // Memory per rank, on every stage; the fullest one counts. The stages
   // between the first and the last hold the same layers and differ only in
@@ -414,7 +438,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // [M5] ZeRO-3 gathers one unit whole while the next is prefetched.
     if (plan.zeroStage == 3)
       mem.zeroGather = double(per.params) * (biggest + perLayer);
-    mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage);
+    mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage, v);
     mem.activations = act * layersOn * double(mem.inFlight);
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
     // many, whatever ep) of the dispatched tokens, the experts' output and
@@ -615,9 +639,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   }
   if (p > 1) {
     // [C6] each micro-batch's boundary activation forward and its gradient
-    // backward (a middle stage sends both); NVLink when the whole pipeline
-    // is inside a node.
-    int64_t sends = (p > 2 ? 2 : 1) * m;
+    // backward (a middle stage sends both; interleaved: at each of its v
+    // chunks, but for stage 0's first backward); NVLink when the whole
+    // pipeline is inside a node.
+    int64_t sends = (p > 2 ? 2 * v : 2 * v - 1) * m;
     int64_t bytes = b * (s / cp) * h * model.activationBytes;
     c.comm.push_back(
         {"send/recv pp", load(sends * bytes, sends, 2, p * cp * t)});
@@ -644,7 +669,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (c.step.total > 0)
     c.step.mfu = tokens * c.flopsPerToken /
                  (c.step.total * double(ranks) * hw.peakFlops);
-  c.bubbleFraction = bubbleFraction(p, m);
+  c.bubbleFraction = bubbleFraction(p, m, v);
 
   if (c.memory.peak > hw.hbmBytes) {
     c.overBytes = c.memory.peak - hw.hbmBytes;
@@ -662,10 +687,13 @@ std::string triax::cost::describePlan(const Candidate &c) {
   std::string cp = p.cp > 1 ? " cp=" + std::to_string(p.cp) : "";
   if (p.ep > 1)
     cp = " ep=" + std::to_string(p.ep) + cp;
+  std::string schedule = scheduleName(p.schedule);
+  if (p.schedule == Schedule::Interleaved)
+    schedule += " v=" + std::to_string(p.virtualStages);
   return llvm::formatv("dp={0}{9} tp={1} pp={2} zero={3} m={4} (micro-batch "
                        "{5}) schedule={6} sp={7} recompute={8}",
                        p.dp, p.tp, p.pp, p.zeroStage, p.microBatches,
-                       c.microBatch, scheduleName(p.schedule),
+                       c.microBatch, schedule,
                        p.sequenceParallel ? "on" : "off",
                        recomputeName(p.recompute), cp)
       .str();
@@ -691,9 +719,9 @@ bool faster(const Candidate &a, const Candidate &b) {
     return a.memory.peak < b.memory.peak;
   auto key = [](const Candidate &c) {
     const Plan &p = c.plan;
-    return std::make_tuple(p.dp, p.tp, p.pp, p.cp, p.ep, p.zeroStage,
-                           p.microBatches, c.microBatch, int(p.schedule),
-                           p.sequenceParallel, int(p.recompute));
+    return std::make_tuple(
+        p.dp, p.tp, p.pp, p.cp, p.ep, p.zeroStage, p.microBatches, c.microBatch,
+        int(p.schedule), p.virtualStages, p.sequenceParallel, int(p.recompute));
   };
   return key(a) < key(b);
 }
@@ -824,6 +852,8 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
                       ? *req.microBatches
                       : std::max<int64_t>(1, B / (mesh.dp * mesh.ep * b));
               plan.schedule = sched;
+              if (sched == Schedule::Interleaved)
+                plan.virtualStages = req.virtualStages;
               plan.sequenceParallel = sp;
               plan.recompute = r;
               record(evaluatePlan(model, req, plan, b));
@@ -950,7 +980,10 @@ PlanResult triax::cost::planModel(const ModelShape &model,
     freed("sequence-parallel/sp",
           [](PlanRequest &o) { o.sequenceParallel.reset(); });
   if (req.schedule)
-    freed("schedule", [](PlanRequest &o) { o.schedule.reset(); });
+    freed("schedule", [](PlanRequest &o) {
+      o.schedule.reset();
+      o.virtualStages = 1;
+    });
   if (req.dp || req.tp || req.pp)
     freed("dp/tp/pp", [](PlanRequest &o) {
       o.dp.reset();
@@ -983,7 +1016,7 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
      << " layers x "
      << activationFormulaLabel(c.plan.tp, c.plan.sequenceParallel,
                                c.plan.recompute, c.plan.cp)
-     << " x " << m.inFlight << " in flight [P2])";
+     << " x " << llvm::format("%g", m.inFlight) << " in flight [P2])";
   if (m.experts > 0)
     os << " + MoE buffers " << human(m.experts) << " [A7]";
   if (m.logits > 0)
@@ -1020,6 +1053,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {"microbatches", p.microBatches},
       {"micro_batch", c.microBatch},
       {"schedule", scheduleName(p.schedule)},
+      {"virtual_stages", p.virtualStages},
       {"sequence_parallel", p.sequenceParallel},
       {"recompute", recomputeName(p.recompute)},
       {"step_s", c.step.total},

@@ -36,7 +36,7 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   r.activationsPerLayer = activationBytesPerLayer(
       facts.seq, facts.microBatch, facts.hidden, facts.heads, plan.tp,
       plan.sequenceParallel, plan.recompute, plan.cp);
-  r.bubble = bubbleFraction(plan.pp, plan.microBatches);
+  r.bubble = bubbleFraction(plan.pp, plan.microBatches, plan.virtualStages);
   r.flopsPerToken =
       flopsPerToken(facts.flopParams, facts.layers, facts.hidden, facts.seq);
   // What triax-recompute adds: the forward it redoes in the backward.
@@ -109,10 +109,14 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
      << ", a=" << f.heads << ", t=" << plan.tp
      << (plan.cp > 1 ? ", cp=" + std::to_string(plan.cp) : std::string())
      << "; 16-bit activations)\n";
-  double peak = double(f.state.total()) +
-                double(f.layers) * r.activationsPerLayer /
-                    double(std::max<int64_t>(plan.pp, 1)) *
-                    double(std::min<int64_t>(plan.pp, plan.microBatches));
+  double peak =
+      double(f.state.total()) +
+      double(f.layers) * r.activationsPerLayer /
+          double(std::max<int64_t>(plan.pp, 1)) *
+          (plan.schedule == Schedule::Interleaved
+               ? inFlightMicroBatches(plan.schedule, plan.pp, plan.microBatches,
+                                      0, plan.virtualStages)
+               : double(std::min<int64_t>(plan.pp, plan.microBatches)));
   os << "  activation peak of one micro-batch from the IR's liveness: "
      << f.activationPeak << "  [A9] (the runtime's measured 'activ')\n";
   os << "  peak (state + activations of the micro-batches in flight): "
@@ -138,9 +142,15 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
   }
 
   os << "\nschedule and time (predicted, not yet validated):\n";
-  os << "  bubble: " << llvm::format("%.4f", r.bubble)
-     << "  [P1] (p-1)/(m+p-1), p = " << plan.pp << ", m = " << plan.microBatches
-     << "\n";
+  if (plan.virtualStages > 1)
+    os << "  bubble: " << llvm::format("%.4f", r.bubble)
+       << "  [P1] (p-1)/(v m+p-1), p = " << plan.pp
+       << ", m = " << plan.microBatches << ", v = " << plan.virtualStages
+       << " (interleaved)\n";
+  else
+    os << "  bubble: " << llvm::format("%.4f", r.bubble)
+       << "  [P1] (p-1)/(m+p-1), p = " << plan.pp
+       << ", m = " << plan.microBatches << "\n";
   os << "  FLOPs per token: " << llvm::format("%.4g", r.flopsPerToken)
      << "  [F1] 6N + 12Lhs";
   if (plan.recompute != Recompute::None)

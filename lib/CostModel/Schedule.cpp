@@ -1,18 +1,21 @@
 //===- Schedule.cpp - A plan's pipeline schedule: simulated, traced, drawn ===//
 //
 // [S1] simulates the order dist-pipeline emits for every stage
-// (lib/Dialect/Dist/Transforms/Pipeline.cpp): GPipe all forwards then all
-// backwards; 1F1B w = min(p-s-1, m) warm-up forwards, then F(w+j) B(j),
-// then the cool-down backwards. A forward waits for the previous stage's
-// forward of the same micro-batch and its send, a backward for the next
-// stage's backward and its send; sends run on their own stream (they
-// occupy the link, not the compute). With uniform stages and free sends
-// every stage idles (p-1)/(m+p-1) of the time to the flush, [P1].
+// (mlir::dist::pipelineOrder, PipelineSchedule.h): GPipe all forwards then
+// all backwards; 1F1B w = min(p-s-1, m) warm-up forwards, then F(w+j)
+// B(j), then the cool-down backwards; interleaved the same over v chunks
+// per rank, each 1/v of the stage's layers. A forward waits for the
+// previous virtual stage's forward of the same micro-batch and its send, a
+// backward for the next one's backward and its send; sends run on their
+// own stream (they occupy the link, not the compute). With uniform stages
+// and free sends every stage idles (p-1)/(v m+p-1) of the time to the
+// flush, [P1].
 //
 //===----------------------------------------------------------------------===//
 
 #include "triax/CostModel/Planner.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
+#include "triax/Dialect/Dist/Transforms/PipelineSchedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -35,83 +38,79 @@ static llvm::StringRef dataStream() {
 ScheduleTrace triax::cost::simulateSchedule(
     int64_t stages, int64_t m, Schedule schedule, double fwd, double bwd,
     double p2p, llvm::ArrayRef<std::pair<std::string, double>> collectives,
-    llvm::ArrayRef<int64_t> ranks) {
+    llvm::ArrayRef<int64_t> ranks, int64_t virtualStages) {
   ScheduleTrace trace;
   const int64_t p = std::max<int64_t>(stages, 1);
+  const int64_t v = schedule == Schedule::Interleaved
+                        ? std::max<int64_t>(virtualStages, 1)
+                        : 1;
   m = std::max<int64_t>(m, 1);
   trace.stages = p;
   trace.microBatches = m;
+  trace.virtualStages = v;
   for (int64_t s = 0; s < p; ++s)
     trace.ranks.push_back(s < int64_t(ranks.size()) ? ranks[s] : s);
 
   // Each stage's order, as dist-pipeline unrolls it (without a pipeline:
-  // F(j) B(j), the gradient accumulation loop).
-  struct Step {
-    bool forward;
-    int64_t mb;
-  };
-  std::vector<std::vector<Step>> order(p);
-  for (int64_t s = 0; s < p; ++s) {
-    std::vector<Step> &o = order[s];
-    if (schedule == Schedule::GPipe && p > 1) {
-      for (int64_t j = 0; j < m; ++j)
-        o.push_back({true, j});
-      for (int64_t j = 0; j < m; ++j)
-        o.push_back({false, j});
-      continue;
-    }
-    int64_t w = p > 1 ? std::min(p - s - 1, m) : 0;
-    for (int64_t j = 0; j < w; ++j)
-      o.push_back({true, j});
-    for (int64_t j = 0; j < m - w; ++j) {
-      o.push_back({true, w + j});
-      o.push_back({false, j});
-    }
-    for (int64_t j = m - w; j < m; ++j)
-      o.push_back({false, j});
-  }
+  // F(j) B(j), the gradient accumulation loop); a chunk runs 1/v of the
+  // stage's layers.
+  using mlir::dist::PipelineSchedule;
+  PipelineSchedule kind = schedule == Schedule::GPipe ? PipelineSchedule::GPipe
+                          : schedule == Schedule::Interleaved
+                              ? PipelineSchedule::Interleaved
+                              : PipelineSchedule::OneFOneB;
+  std::vector<std::vector<mlir::dist::PipelineStep>> order;
+  for (int64_t s = 0; s < p; ++s)
+    order.push_back(mlir::dist::pipelineOrder(kind, p, v, m, s));
+  fwd /= double(v);
+  bwd /= double(v);
 
+  // When each pass of virtual stage c p + s ends.
   const double unset = -1;
-  std::vector<std::vector<double>> fEnd(p, std::vector<double>(m, unset)),
-      bEnd(p, std::vector<double>(m, unset));
+  std::vector<std::vector<double>> fEnd(p * v, std::vector<double>(m, unset)),
+      bEnd = fEnd;
   std::vector<size_t> next(p, 0);
   std::vector<double> clock(p, 0), busy(p, 0);
   auto push = [&](std::string name, llvm::StringRef stream, int64_t s,
-                  int64_t mb, double start, double dur) {
-    trace.events.push_back(
-        {std::move(name), stream.str(), trace.ranks[s], s, mb, start, dur});
+                  int64_t mb, int64_t chunk, double start, double dur) {
+    trace.events.push_back({std::move(name), stream.str(), trace.ranks[s], s,
+                            mb, chunk, start, dur});
   };
+  const int64_t last = p * v - 1;
   // Advance every stage whose next step's input is ready until all are
   // done; dist-verify-schedule proved the orders deadlock-free.
   for (bool progress = true; progress;) {
     progress = false;
     for (int64_t s = 0; s < p; ++s) {
       while (next[s] < order[s].size()) {
-        Step st = order[s][next[s]];
+        const mlir::dist::PipelineStep &st = order[s][next[s]];
+        const int64_t k = st.chunk * p + s;
         double ready;
         if (st.forward)
-          ready = s == 0 ? 0 : fEnd[s - 1][st.mb];
+          ready = k == 0 ? 0 : fEnd[k - 1][st.microBatch];
         else
-          ready = s == p - 1 ? fEnd[s][st.mb] : bEnd[s + 1][st.mb];
+          ready =
+              k == last ? fEnd[k][st.microBatch] : bEnd[k + 1][st.microBatch];
         if (ready == unset)
           break;
-        bool received = st.forward ? s > 0 : s < p - 1;
+        // (Every boundary between virtual stages is between ranks.)
+        bool received = st.forward ? k > 0 : k < last;
         if (received)
           ready += p2p;
         double start = std::max(clock[s], ready);
         double dur = st.forward ? fwd : bwd;
-        std::string mbName = std::to_string(st.mb);
-        push((st.forward ? "F" : "B") + mbName, "compute", s, st.mb, start,
-             dur);
+        std::string what = mlir::dist::stepName(st, v);
+        push(what, "compute", s, st.microBatch, st.chunk, start, dur);
         clock[s] = start + dur;
         busy[s] += dur;
-        (st.forward ? fEnd : bEnd)[s][st.mb] = clock[s];
+        (st.forward ? fEnd : bEnd)[k][st.microBatch] = clock[s];
         // The send this step ends with, and its receive.
-        int64_t peer = st.forward ? s + 1 : s - 1;
-        if (peer >= 0 && peer < p && p2p > 0) {
-          std::string what = (st.forward ? "F" : "B") + mbName;
-          push("send " + what, "send", s, st.mb, clock[s], p2p);
-          push("recv " + what, "recv", peer, st.mb, clock[s], p2p);
+        int64_t peer = st.forward ? k + 1 : k - 1;
+        if (peer >= 0 && peer <= last && p2p > 0) {
+          push("send " + what, "send", s, st.microBatch, st.chunk, clock[s],
+               p2p);
+          push("recv " + what, "recv", peer % p, st.microBatch, st.chunk,
+               clock[s], p2p);
         }
         ++next[s];
         progress = true;
@@ -125,7 +124,7 @@ ScheduleTrace triax::cost::simulateSchedule(
     // The data-parallel collectives after this rank's last backward.
     double at = clock[s];
     for (const auto &[name, dur] : collectives) {
-      push(name, dataStream(), s, -1, at, dur);
+      push(name, dataStream(), s, -1, -1, at, dur);
       at += dur;
     }
     trace.makespan = std::max(trace.makespan, at);
@@ -171,8 +170,8 @@ ScheduleTrace triax::cost::traceOf(const ModelShape &model,
   for (int64_t s = 0; s < plan.pp; ++s)
     ranks.push_back(s * plan.tp); // dp 0, tp 0 of each stage
   Schedule schedule = plan.pp > 1 ? plan.schedule : Schedule::None;
-  ScheduleTrace trace =
-      simulateSchedule(plan.pp, m, schedule, fwd, bwd, p2p, after, ranks);
+  ScheduleTrace trace = simulateSchedule(plan.pp, m, schedule, fwd, bwd, p2p,
+                                         after, ranks, plan.virtualStages);
   trace.title = "@" + model.name + " " + describePlan(c) + " on " +
                 std::to_string(req.gpus) + " x " + hw.name;
   return trace;
@@ -218,6 +217,8 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
     llvm::json::Object args{{"stage", e.stage}};
     if (e.microBatch >= 0)
       args["micro_batch"] = e.microBatch;
+    if (trace.virtualStages > 1 && e.chunk >= 0)
+      args["chunk"] = e.chunk;
     llvm::StringRef name(e.name);
     const char *cat = e.stream == "compute"
                           ? (name.starts_with("F") ? "forward" : "backward")
@@ -241,6 +242,7 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
       {"otherData", llvm::json::Object{{"plan", trace.title},
                                        {"stages", trace.stages},
                                        {"microbatches", trace.microBatches},
+                                       {"virtual_stages", trace.virtualStages},
                                        {"flush_us", trace.flush * 1e6},
                                        {"step_us", trace.makespan * 1e6},
                                        {"bubble_per_stage", std::move(bubble)},
@@ -273,7 +275,8 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
   os << "<text x=\"8\" y=\"16\" font-size=\"13\">" << esc(trace.title)
      << "</text>\n";
   os << "<text x=\"8\" y=\"34\" fill=\"#555\">predicted; F forward "
-        "(blue), B backward (orange), numbered by micro-batch; green: "
+        "(blue), B backward (orange), numbered by micro-batch (.chunk, "
+        "lighter for later chunks); green: "
         "data-parallel collectives; grey ticks: sends; white: idle; flush "
      << llvm::format("%.3f", trace.flush * 1e3) << " ms, step "
      << llvm::format("%.3f", trace.makespan * 1e3) << " ms</text>\n";
@@ -300,9 +303,14 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
                             x0, y + box + 1, w, esc(e.name));
       continue;
     }
-    const char *fill = e.stream == dataStream()                   ? "#59a14f"
-                       : llvm::StringRef(e.name).starts_with("F") ? "#4e79a7"
-                                                                  : "#f28e2b";
+    // Chunk 0 dark, the later chunks of an interleaved schedule lighter.
+    static const char *forward[] = {"#4e79a7", "#79a6d2", "#a0c4e8"};
+    static const char *backward[] = {"#f28e2b", "#f6b26b", "#f9cf9c"};
+    const int64_t shade = std::clamp<int64_t>(e.chunk, 0, 2);
+    const char *fill = e.stream == dataStream() ? "#59a14f"
+                       : llvm::StringRef(e.name).starts_with("F")
+                           ? forward[shade]
+                           : backward[shade];
     os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "
                         "height=\"{3}\" fill=\"{4}\" stroke=\"white\" "
                         "stroke-width=\"0.5\"><title>{5} {6:f3} ms"

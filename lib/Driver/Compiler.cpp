@@ -262,7 +262,11 @@ parallelizeConfigOf(const ::triax::cost::Plan &plan, bool bf16) {
   // The pipeline's micro-batches and schedule (dist-pipeline).
   if (plan.pp > 1) {
     config.microbatches = plan.microBatches;
-    config.schedule = plan.schedule == cost::Schedule::GPipe ? "gpipe" : "1f1b";
+    config.schedule = plan.schedule == cost::Schedule::GPipe ? "gpipe"
+                      : plan.schedule == cost::Schedule::Interleaved
+                          ? "interleaved"
+                          : "1f1b";
+    config.virtualStages = plan.virtualStages;
   }
   return config;
 }
@@ -317,8 +321,12 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   }
   std::string pipeline;
   if (plan.pp > 1)
-    pipeline = " --microbatches " + std::to_string(config.microbatches) +
-               " --schedule " + config.schedule;
+    pipeline =
+        " --microbatches " + std::to_string(config.microbatches) +
+        " --schedule " + config.schedule +
+        (config.virtualStages > 1
+             ? " --virtual-stages " + std::to_string(config.virtualStages)
+             : "");
   errs << "triaxc: --apply: compiling the top plan: --mesh " << config.mesh
        << " --zero " << config.zero
        << (config.sequenceParallel ? " --sequence-parallel" : "") << pipeline

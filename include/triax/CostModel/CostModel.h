@@ -73,7 +73,7 @@ llvm::Expected<Hardware> loadHardware(llvm::StringRef nameOrPath);
 //===----------------------------------------------------------------------===//
 
 enum class DTypeMode { FP32, Mixed };
-enum class Schedule { None, GPipe, OneFOneB };
+enum class Schedule { None, GPipe, OneFOneB, Interleaved };
 enum class Recompute { None, Selective, Full };
 
 /// The field of `role`'s axis in a plan, or in a planner request (whose
@@ -111,6 +111,9 @@ struct Plan {
   int zeroStage = 0;
   int64_t microBatches = 1; // per rank per optimizer step
   Schedule schedule = Schedule::None;
+  /// Model chunks per pipeline rank (the interleaved schedule's virtual
+  /// stages; 1 otherwise).
+  int64_t virtualStages = 1;
   bool sequenceParallel = false;
   DTypeMode dtype = DTypeMode::FP32;
   Recompute recompute = Recompute::None;
@@ -166,11 +169,13 @@ double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
                    int64_t elemBytes);
 
 /// [P2] Micro-batches whose activations stage `stage` of `pp` holds at its
-/// peak: GPipe all m (every forward before the first backward), 1F1B
-/// min(pp - stage, m) (its warm-up forwards plus one), 1 without a
-/// pipeline.
-int64_t inFlightMicroBatches(Schedule schedule, int64_t pp, int64_t m,
-                             int64_t stage);
+/// peak, in units of the stage's layers: GPipe all m (every forward before
+/// the first backward), 1F1B min(pp - stage, m) (its warm-up forwards plus
+/// one), interleaved over v chunks min(2 (pp - stage - 1) + (v - 1) pp + 1,
+/// v m) chunks' worth, over v (stage 0: 1 + (pp - 1) / (v pp) times
+/// 1F1B's); 1 without a pipeline.
+double inFlightMicroBatches(Schedule schedule, int64_t pp, int64_t m,
+                            int64_t stage, int64_t virtualStages = 1);
 
 //===----------------------------------------------------------------------===//
 // Communication (ring collectives, bytes one rank sends)
@@ -193,8 +198,11 @@ int64_t allToAllBytes(int64_t n, int64_t elemBytes, int64_t p);
 // Schedule, FLOPs, time
 //===----------------------------------------------------------------------===//
 
-/// [P1] Pipeline bubble fraction of GPipe and 1F1B: (p-1)/(m+p-1).
-double bubbleFraction(int64_t pp, int64_t microBatches);
+/// [P1] Pipeline bubble fraction (idle over total, equal stage times) of
+/// GPipe and 1F1B, (p-1)/(m+p-1); interleaved over v chunks per rank
+/// divides the bubble by v, (p-1)/(v m+p-1) (Narayanan et al. 2021).
+double bubbleFraction(int64_t pp, int64_t microBatches,
+                      int64_t virtualStages = 1);
 
 /// [F1] Training FLOPs per token: 6 N + 12 L h s (Kaplan et al. 2020;
 /// the attention scores and values, forward and backward).

@@ -74,7 +74,8 @@ llvm::Expected<ModelShape> readModelShape(mlir::ModuleOp module);
 
 /// "gpus=N,gpu=NAME|file.json[,gpus-per-node=G][,global-batch=B]
 /// [,micro-batch=b][,microbatches=m][,dp=][,tp=][,pp=][,zero=]
-/// [,schedule=gpipe|1f1b][,sequence-parallel=0|1][,recompute=none|
+/// [,schedule=gpipe|1f1b|interleaved][,virtual-stages=v]
+/// [,sequence-parallel=0|1][,recompute=none|
 /// selective|full][,efficiency=e][,top=k]": the keys after gpu= fix that
 /// dimension of the search (the others are enumerated).
 struct PlanRequest {
@@ -84,6 +85,8 @@ struct PlanRequest {
   std::optional<int64_t> microBatch, microBatches, dp, tp, pp, cp, ep;
   std::optional<int> zero;
   std::optional<Schedule> schedule;
+  /// The interleaved schedule's chunks per rank (with schedule=interleaved).
+  int64_t virtualStages = 1;
   std::optional<bool> sequenceParallel;
   std::optional<Recompute> recompute;
   /// precision=fp32|bf16: the compute type's bytes per activation element
@@ -107,10 +110,10 @@ struct MemoryBreakdown {
   double zeroGather = 0;                   // [M5] ZeRO-3's gathered layers
   double activations = 0;                  // [A1]-[A5] x layers x in flight
   double logits = 0;                       // [A6] the last stage
-  double experts = 0;   // [A7] the MoE buffers x layers x in flight
-  double peak = 0;      // the sum, on the fullest stage
-  int64_t stage = 0;    // the fullest stage
-  int64_t inFlight = 1; // micro-batches it holds
+  double experts = 0;  // [A7] the MoE buffers x layers x in flight
+  double peak = 0;     // the sum, on the fullest stage
+  int64_t stage = 0;   // the fullest stage
+  double inFlight = 1; // micro-batches it holds (interleaved: fractional)
 };
 
 struct Candidate {
@@ -171,15 +174,16 @@ std::string describePlan(const Candidate &c);
 //===----------------------------------------------------------------------===//
 
 struct TraceEvent {
-  std::string name;   // "F3", "B3", "send F3", "recv B3", "all_reduce dp"
+  std::string name;   // "F3", "B3", "F3.1", "send F3", "all_reduce dp"
   std::string stream; // "compute", "send", "recv", or the data axis (dp)
   int64_t rank = 0, stage = 0, microBatch = -1;
+  int64_t chunk = -1;             // the model chunk of a pass or send
   double start = 0, duration = 0; // seconds
 };
 
 struct ScheduleTrace {
   std::string title;
-  int64_t stages = 1, microBatches = 1;
+  int64_t stages = 1, microBatches = 1, virtualStages = 1;
   std::vector<int64_t> ranks; // the rank of each stage (dp 0, tp 0)
   std::vector<TraceEvent> events;
   double makespan = 0;        // the last event's end
@@ -188,17 +192,19 @@ struct ScheduleTrace {
 };
 
 /// [S1] Runs each stage's forwards and backwards in dist-pipeline's order
-/// (GPipe: F0..F(m-1) then B0..B(m-1); 1F1B: w = min(p-s-1, m) forwards,
-/// then F(w+j) B(j), then the remaining backwards); an F waits for the
-/// previous stage's F of the same micro-batch plus the send, a B for the
-/// next stage's B plus the send. Durations per micro-batch and stage:
-/// forward `fwd`, backward `bwd`, a send `p2p`; after its last backward
-/// each rank runs `collectives` (name, seconds) on the data axis's stream (dp).
+/// (mlir::dist::pipelineOrder: GPipe F0..F(m-1) then B0..B(m-1); 1F1B w =
+/// min(p-s-1, m) forwards, then F(w+j) B(j), then the remaining backwards;
+/// interleaved Megatron-LM's order over `virtualStages` chunks per rank);
+/// an F waits for the previous virtual stage's F of the same micro-batch
+/// plus the send, a B for the next one's B plus the send. Durations per
+/// micro-batch and stage (a chunk takes 1/v of them): forward `fwd`,
+/// backward `bwd`, a send `p2p`; after its last backward each rank runs
+/// `collectives` (name, seconds) on the data axis's stream (dp).
 ScheduleTrace
 simulateSchedule(int64_t stages, int64_t microBatches, Schedule schedule,
                  double fwd, double bwd, double p2p,
                  llvm::ArrayRef<std::pair<std::string, double>> collectives,
-                 llvm::ArrayRef<int64_t> ranks = {});
+                 llvm::ArrayRef<int64_t> ranks = {}, int64_t virtualStages = 1);
 
 /// The schedule of a candidate, with its predicted durations.
 ScheduleTrace traceOf(const ModelShape &model, const PlanRequest &request,

@@ -139,15 +139,15 @@ int main() {
   // [F2] GPT-2 124M: L = 12, h = 768, s = 1024, N_L = 12 x 7,087,872 =
   // 85,054,464. Selective 4 x 12 x 768 x 1024 = 37,748,736; full
   // 2 x 85,054,464 + 37,748,736 = 207,857,664.
-  expectNear("F2 none", recomputeFlopsPerToken(85054464, 12, 768, 1024,
-                                               Recompute::None),
+  expectNear("F2 none",
+             recomputeFlopsPerToken(85054464, 12, 768, 1024, Recompute::None),
              0);
-  expectNear("F2 selective",
-             recomputeFlopsPerToken(85054464, 12, 768, 1024,
-                                    Recompute::Selective),
-             37748736);
-  expectNear("F2 full", recomputeFlopsPerToken(85054464, 12, 768, 1024,
-                                               Recompute::Full),
+  expectNear(
+      "F2 selective",
+      recomputeFlopsPerToken(85054464, 12, 768, 1024, Recompute::Selective),
+      37748736);
+  expectNear("F2 full",
+             recomputeFlopsPerToken(85054464, 12, 768, 1024, Recompute::Full),
              207857664);
 
   ModelShape model = handModel();
@@ -171,8 +171,7 @@ int main() {
                882176 + 882176 + 1764352 + 7077888 + 524288);
     // [C3] all_reduce of 220,544 f32 over 2: 2 (1/2) S = S = 882,176
     // bytes, in ceil(882,176 / 25 MiB) = 1 bucket.
-    expectNear("C3 all_reduce dp bytes", commBytes(c, "all_reduce dp"),
-               882176);
+    expectNear("C3 all_reduce dp bytes", commBytes(c, "all_reduce dp"), 882176);
     expectNear("C3 all_reduce dp calls", commCalls(c, "all_reduce dp"), 1);
     // [F1] 6 x 220,544 + 12 x 4 x 64 x 64 = 1,323,264 + 196,608.
     expectNear("A F1", c.flopsPerToken, 1519872);
@@ -191,13 +190,11 @@ int main() {
   {
     Candidate c = evaluatePlan(
         model, handRequest(2),
-        makePlan(1, 2, 1, 0, 4, Schedule::None, true, Recompute::Selective),
-        4);
+        makePlan(1, 2, 1, 0, 4, Schedule::None, true, Recompute::Selective), 4);
     expectText("B fits", c.reason, "");
     // Per rank: 4 x (49,600 / 2 + 384) + 16,384 / 2 + 4,096 + 128 =
     // 100,736 + 12,288 + 128 = 113,152 elements, 16 bytes each.
-    expectNear("B state",
-               c.memory.params + c.memory.grads + c.memory.optim,
+    expectNear("B state", c.memory.params + c.memory.grads + c.memory.optim,
                16.0 * 113152);
     // [A4] with SP: 34 sbh / t = 34 x 16,384 / 2 = 278,528, x 2 (f32),
     // x 4 layers = 2,228,224.
@@ -217,8 +214,7 @@ int main() {
     // 128 = 5,760 f32 = 23,040 bytes (S for p = 2); x 4 micro-batches =
     // 116,736; + the global norm's f32 = 116,740. Calls: 4 x (4 + 27
     // tensors: 6 per block, wpe, ln_f's 2) + 1 = 125.
-    expectNear("C5 all_reduce tp (SP)", commBytes(c, "all_reduce tp"),
-               116740);
+    expectNear("C5 all_reduce tp (SP)", commBytes(c, "all_reduce tp"), 116740);
     expectNear("C5 all_reduce tp (SP) calls", commCalls(c, "all_reduce tp"),
                125);
     // [F2] selective: 4 x 4 x 64 x 64 = 65,536 on top of 1,519,872.
@@ -275,8 +271,7 @@ int main() {
     expectNear("M5 gathered", c.memory.zeroGather, 399872);
     // [C4] ZeRO-3: 2 m all_gathers of (4 - 1) x 55,136 x 4 = 661,632:
     // 5,293,056 in 2 x 4 x 68 calls; m reduce_scatters: 2,646,528.
-    expectNear("C4 zero-3 all_gather", commBytes(c, "all_gather dp"),
-               5293056);
+    expectNear("C4 zero-3 all_gather", commBytes(c, "all_gather dp"), 5293056);
     expectNear("C4 zero-3 all_gather calls", commCalls(c, "all_gather dp"),
                544);
     expectNear("C4 zero-3 reduce_scatter", commBytes(c, "reduce_scatter dp"),
@@ -288,9 +283,9 @@ int main() {
     auto eval = [&](const ModelShape &m, int64_t gpus, Plan p, int64_t b) {
       return evaluatePlan(m, handRequest(gpus), p, b);
     };
-    expectReason("tp across nodes", eval(model, 16, makePlan(1, 16, 1, 0, 4), 4),
-                 "tp across nodes",
-                 "tp=16 > 8 GPUs per node (tp stays on NVLink)");
+    expectReason(
+        "tp across nodes", eval(model, 16, makePlan(1, 16, 1, 0, 4), 4),
+        "tp across nodes", "tp=16 > 8 GPUs per node (tp stays on NVLink)");
     expectReason("heads", eval(model, 8, makePlan(1, 8, 1, 0, 4), 4),
                  "indivisible: tp does not divide heads",
                  "heads 4 is not divisible by tp=8");
@@ -323,9 +318,8 @@ int main() {
                  "global batch 16 is not divisible by dp=2 x micro-batch 3");
     ModelShape seq = model;
     seq.seq = 62;
-    expectReason("seq", eval(seq, 4, makePlan(1, 4, 1, 0, 4, Schedule::None,
-                                              true),
-                             4),
+    expectReason("seq",
+                 eval(seq, 4, makePlan(1, 4, 1, 0, 4, Schedule::None, true), 4),
                  "indivisible: tp does not divide seq (sequence parallelism)",
                  "seq 62 is not divisible by tp=4");
     expectReason("zero pp",
@@ -337,15 +331,14 @@ int main() {
     expectReason("zero dp", eval(model, 1, makePlan(1, 1, 1, 1, 4), 4),
                  "zero without data parallelism",
                  "zero=1 shards over dp, and dp=1");
-    expectReason("sp", eval(model, 1, makePlan(1, 1, 1, 0, 4, Schedule::None,
-                                               true),
-                            4),
-                 "sequence parallelism without tp",
-                 "sequence-parallel needs tp >= 2 (tp=1)");
-    expectReason("1f1b", eval(model, 2,
-                              makePlan(1, 1, 2, 0, 1, Schedule::OneFOneB), 16),
-                 "1f1b with fewer micro-batches than stages",
-                 "1f1b needs m >= pp: m=1 < pp=2");
+    expectReason(
+        "sp", eval(model, 1, makePlan(1, 1, 1, 0, 4, Schedule::None, true), 4),
+        "sequence parallelism without tp",
+        "sequence-parallel needs tp >= 2 (tp=1)");
+    expectReason(
+        "1f1b", eval(model, 2, makePlan(1, 1, 2, 0, 1, Schedule::OneFOneB), 16),
+        "1f1b with fewer micro-batches than stages",
+        "1f1b needs m >= pp: m=1 < pp=2");
     PlanRequest small = handRequest(1);
     small.hardware.hbmBytes = 1e6;
     Candidate oom = evaluatePlan(model, small, makePlan(1, 1, 1, 0, 4), 4);
@@ -397,6 +390,40 @@ int main() {
     ScheduleTrace one = simulateSchedule(1, 4, Schedule::None, 1, 2, 0, {});
     expectNear("S1 no pipeline bubble", one.bubble[0], 0);
   }
+  {
+    // Interleaved, pp = 4, m = 8, v = 2 (a chunk: forward 0.5, backward
+    // 1): flush (v m + p - 1)(f + b) / v = 19 x 1.5 = 28.5, every stage
+    // busy 24, idle 4.5: 3/19 = (p - 1)/(v m + p - 1), the bubble of 1F1B
+    // (3/11) divided by about v.
+    ScheduleTrace t =
+        simulateSchedule(4, 8, Schedule::Interleaved, 1, 2, 0, {}, {}, 2);
+    expectNear("S1 interleaved flush", t.flush, 28.5);
+    for (int64_t st = 0; st < 4; ++st)
+      expectNear("S1 interleaved bubble stage " + std::to_string(st),
+                 t.bubble[st], 3.0 / 19.0);
+    expectNear("P1 1f1b", bubbleFraction(4, 8), 3.0 / 11.0);
+    expectNear("P1 interleaved", bubbleFraction(4, 8, 2), 3.0 / 19.0);
+    // Megatron-LM's order on stage 0: 2 (p - 1) + (v - 1) p = 10 warm-up
+    // forwards through the chunks in groups of p micro-batches, then one
+    // forward one backward (the backwards through the chunks in reverse).
+    std::string order;
+    for (const TraceEvent &e : t.events)
+      if (e.stage == 0)
+        order += (order.empty() ? "" : " ") + e.name;
+    expectText("S1 interleaved stage 0 order", order,
+               "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 F4.0 F5.0 F6.0 B0.1 "
+               "F7.0 B1.1 F4.1 B2.1 F5.1 B3.1 F6.1 B0.0 F7.1 B1.0 B2.0 B3.0 "
+               "B4.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0");
+    // [P2] stage 0 holds 11 chunks' activations at its peak (after the
+    // first steady forward), 5.5 stages' worth: 1 + (p - 1)/(v p) = 1.375
+    // times 1F1B's 4; the last stage 2 (p - 1 - 3) + 4 + 1 = 5 chunks.
+    expectNear("P2 interleaved stage 0",
+               inFlightMicroBatches(Schedule::Interleaved, 4, 8, 0, 2), 5.5);
+    expectNear("P2 interleaved stage 3",
+               inFlightMicroBatches(Schedule::Interleaved, 4, 8, 3, 2), 2.5);
+    expectNear("P2 1f1b stage 0",
+               inFlightMicroBatches(Schedule::OneFOneB, 4, 8, 0), 4);
+  }
 
   // The request.
   {
@@ -407,8 +434,16 @@ int main() {
     expectText("spec unknown key", err("gpus=8,gpu=h100-80g,gpu-count=8"),
                "unknown key 'gpu-count' (keys: gpus, gpu, gpus-per-node, "
                "global-batch, micro-batch, microbatches, dp, tp, pp, zero, "
-               "schedule, sequence-parallel, recompute, precision, "
-               "efficiency, top)");
+               "schedule, virtual-stages, sequence-parallel, recompute, "
+               "precision, efficiency, top)");
+    expectText("spec interleaved without v",
+               err("gpus=8,gpu=h100-80g,schedule=interleaved"),
+               "schedule=interleaved and virtual-stages=v (>= 2) go together");
+    expectText("spec v without interleaved",
+               err("gpus=8,gpu=h100-80g,virtual-stages=2"),
+               "schedule=interleaved and virtual-stages=v (>= 2) go together");
+    expectText("spec v=1", err("gpus=8,gpu=h100-80g,virtual-stages=1"),
+               "virtual-stages=1: expected an integer >= 2");
     expectText("spec gpus=0", err("gpus=0,gpu=h100-80g"),
                "gpus=0: expected an integer >= 1");
     expectText("spec tp", err("gpus=8,gpu=h100-80g,tp=3"),

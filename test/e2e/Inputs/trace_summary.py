@@ -4,7 +4,8 @@ Prints, per rank (pid), the compute thread's events in time order, the
 number of events on the send / recv / collectives threads with their names,
 and checks the pipeline's causality across ranks: a stage's F<mb> starts
 after the previous stage's F<mb> ended, and its B<mb> ends before the
-previous stage's B<mb> starts (the ranks share one monotonic clock).
+previous stage's B<mb> starts (the ranks share one monotonic clock); with
+the interleaved schedule's chunks (F<mb>.<chunk>) over the virtual stages.
   trace_summary.py TRACE [STAGE_RANKS...]   (ranks of stages 0, 1, ...)
 """
 import json
@@ -28,22 +29,28 @@ def main():
             print(f"rank {rank} {what}: {count} ({', '.join(names)})")
         if any(e["dur"] < 0 or e["ts"] < 0 for e in mine):
             print(f"rank {rank}: negative time")
+    # Causality over the virtual stages: chunk c of the stage on rank
+    # stage_ranks[s] is virtual stage c * len(stage_ranks) + s (the
+    # interleaved schedule's F<mb>.<c>; one chunk without the suffix).
     bad = 0
-    for s in range(1, len(stage_ranks)):
-        prev = {e["name"]: e for e in events
-                if e["pid"] == stage_ranks[s - 1] and e["tid"] == 1}
-        cur = {e["name"]: e for e in events
-               if e["pid"] == stage_ranks[s] and e["tid"] == 1}
-        for name, e in cur.items():
-            p = prev.get(name)
-            if p is None:
+    p = len(stage_ranks)
+    passes = {}
+    for s, rank in enumerate(stage_ranks):
+        for e in events:
+            if e["pid"] != rank or e["tid"] != 1 or e["name"][0] not in "FB":
                 continue
-            if name.startswith("F") and e["ts"] < p["ts"] + p["dur"]:
-                bad += 1
-                print(f"stage {s} {name} starts before stage {s-1}'s ends")
-            if name.startswith("B") and p["ts"] < e["ts"] + e["dur"]:
-                bad += 1
-                print(f"stage {s-1} {name} starts before stage {s}'s ends")
+            name, _, chunk = e["name"].partition(".")
+            passes[(name, int(chunk or 0) * p + s)] = e
+    for (name, v), e in sorted(passes.items()):
+        prev = passes.get((name, v - 1))
+        if prev is None:
+            continue
+        if name.startswith("F") and e["ts"] < prev["ts"] + prev["dur"]:
+            bad += 1
+            print(f"virtual stage {v} {name} starts before stage {v-1}'s ends")
+        if name.startswith("B") and prev["ts"] < e["ts"] + e["dur"]:
+            bad += 1
+            print(f"virtual stage {v-1} {name} starts before stage {v}'s ends")
     if stage_ranks:
         print("causal: ok" if bad == 0 else f"causal: {bad} violations")
 
