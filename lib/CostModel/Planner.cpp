@@ -367,10 +367,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     reject("interleaved with micro-batches not a multiple of pp",
            "interleaved runs the micro-batches in groups of pp: m=" +
                llvm::Twine(m) + " is not a multiple of pp=" + llvm::Twine(p));
-  if (p * v > L)
-    reject("fewer layers than stages",
-           llvm::Twine(L) + " layers < pp x virtual-stages = " +
-               llvm::Twine(p * v) + " chunks of at least one layer");
+  if (v > 1 && L % (p * v) != 0)
+    reject("indivisible: pp x virtual-stages does not divide layers",
+           "layers " + llvm::Twine(L) + " are not divisible by pp x v = " +
+               llvm::Twine(p) + " x " + llvm::Twine(v));
 
   // Memory per rank, on every stage; the fullest one counts. The stages
   // between the first and the last hold the same layers and differ only in

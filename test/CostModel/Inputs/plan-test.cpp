@@ -339,6 +339,17 @@ int main() {
         "1f1b", eval(model, 2, makePlan(1, 1, 2, 0, 1, Schedule::OneFOneB), 16),
         "1f1b with fewer micro-batches than stages",
         "1f1b needs m >= pp: m=1 < pp=2");
+    Plan interleaved = makePlan(1, 1, 2, 0, 3, Schedule::Interleaved);
+    interleaved.virtualStages = 2;
+    expectReason("interleaved groups", eval(model, 2, interleaved, 16),
+                 "interleaved with micro-batches not a multiple of pp",
+                 "interleaved runs the micro-batches in groups of pp: m=3 is "
+                 "not a multiple of pp=2");
+    interleaved.microBatches = 4;
+    interleaved.virtualStages = 4;
+    expectReason("interleaved layers", eval(model, 2, interleaved, 16),
+                 "indivisible: pp x virtual-stages does not divide layers",
+                 "layers 4 are not divisible by pp x v = 2 x 4");
     PlanRequest small = handRequest(1);
     small.hardware.hbmBytes = 1e6;
     Candidate oom = evaluatePlan(model, small, makePlan(1, 1, 1, 0, 4), 4);
