@@ -257,6 +257,8 @@ double triax::cost::inFlightMicroBatches(Schedule schedule, int64_t pp,
     return 1;
   if (schedule == Schedule::OneFOneB)
     return double(std::max<int64_t>(1, std::min(pp - stage, m)));
+  if (schedule == Schedule::ZeroBubbleH1)
+    return double(std::max<int64_t>(1, std::min(pp, m)));
   if (schedule == Schedule::Interleaved) {
     const int64_t v = std::max<int64_t>(virtualStages, 1);
     int64_t chunks = std::min(2 * (pp - stage - 1) + (v - 1) * pp + 1, v * m);
@@ -301,10 +303,12 @@ int64_t triax::cost::allToAllBytes(int64_t n, int64_t elemBytes, int64_t p) {
 //===----------------------------------------------------------------------===//
 
 double triax::cost::bubbleFraction(int64_t pp, int64_t microBatches,
-                                   int64_t virtualStages) {
+                                   int64_t virtualStages, Schedule schedule) {
   // [P1]
   if (pp <= 1)
     return 0;
+  if (schedule == Schedule::ZeroBubbleH1)
+    return double(pp - 1) / double(3 * microBatches + pp - 1);
   return double(pp - 1) /
          double(std::max<int64_t>(virtualStages, 1) * microBatches + pp - 1);
 }
@@ -349,10 +353,12 @@ StepTime triax::cost::predictStepTime(const Hardware &hw, const Plan &plan,
     t.comm += double(c.bytes) / bw + double(c.calls) * hw.latency;
   }
   // [T3] the pipeline's idle time: (p-1)/m of the busy time.
+  // ([P1]: idle (p-1)/(v m) of the compute; ZB-H1 (p-1) T_F = (p-1)/(3m).)
   if (plan.pp > 1)
     t.bubble = t.compute * double(plan.pp - 1) /
                double(std::max<int64_t>(plan.microBatches, 1) *
-                      std::max<int64_t>(plan.virtualStages, 1));
+                      std::max<int64_t>(plan.virtualStages, 1) *
+                      (plan.schedule == Schedule::ZeroBubbleH1 ? 3 : 1));
   t.total = t.compute + t.comm + t.bubble; // [T4]
   if (t.total > 0) {
     t.tokensPerSecond = tokensPerStep / t.total;

@@ -376,7 +376,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   int64_t perRank = facts.microBatch * facts.plan.dp * facts.plan.ep;
   facts.plan.microBatches =
       perRank > 0 ? std::max<int64_t>(1, facts.globalBatch / perRank) : 1;
-  // The interleaved schedule: its stage functions carry their chunk.
+  // The interleaved schedule: its stage functions carry their chunk; a
+  // zero-bubble schedule has weight passes (@stage<s>_weight).
   model.walk([&](mlir::func::FuncOp fn) {
     if (auto chunk = fn->getAttrOfType<mlir::IntegerAttr>(
             mlir::dist::DistDialect::kChunkAttrName)) {
@@ -384,6 +385,9 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
       facts.plan.virtualStages =
           std::max(facts.plan.virtualStages, chunk.getInt() + 1);
     }
+    if (fn.getSymName().starts_with("stage") &&
+        fn.getSymName().ends_with("_weight"))
+      facts.plan.schedule = Schedule::ZeroBubbleH1;
   });
 
   // Pipeline parallelism: this rank's stage, which holds only the

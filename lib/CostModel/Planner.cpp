@@ -42,6 +42,8 @@ const char *scheduleName(Schedule s) {
     return "1f1b";
   case Schedule::Interleaved:
     return "interleaved";
+  case Schedule::ZeroBubbleH1:
+    return "zb-h1";
   case Schedule::None:
     break;
   }
@@ -186,9 +188,11 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
         req.schedule = Schedule::OneFOneB;
       else if (value == "interleaved")
         req.schedule = Schedule::Interleaved;
+      else if (value == "zb-h1")
+        req.schedule = Schedule::ZeroBubbleH1;
       else
         return failure("schedule=" + value +
-                       ": expected gpipe, 1f1b or interleaved");
+                       ": expected gpipe, 1f1b, interleaved or zb-h1");
     } else if (key == "virtual-stages") {
       auto v = integer(2);
       if (!v)
@@ -358,10 +362,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
            "seq " + llvm::Twine(s) + " is not " + llvm::Twine(2 * cp) +
                " equal chunks (cp=" + llvm::Twine(cp) +
                ": two chunks per rank)");
-  if (plan.schedule == Schedule::OneFOneB && m < p)
+  if ((plan.schedule == Schedule::OneFOneB ||
+       plan.schedule == Schedule::ZeroBubbleH1) &&
+      m < p)
     reject("1f1b with fewer micro-batches than stages",
-           "1f1b needs m >= pp: m=" + llvm::Twine(m) +
-               " < pp=" + llvm::Twine(p));
+           llvm::Twine(scheduleName(plan.schedule)) + " needs m >= pp: m=" +
+               llvm::Twine(m) + " < pp=" + llvm::Twine(p));
   const int64_t v = std::max<int64_t>(plan.virtualStages, 1);
   if (plan.schedule == Schedule::Interleaved && m % p != 0)
     reject("interleaved with micro-batches not a multiple of pp",
@@ -669,7 +675,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (c.step.total > 0)
     c.step.mfu = tokens * c.flopsPerToken /
                  (c.step.total * double(ranks) * hw.peakFlops);
-  c.bubbleFraction = bubbleFraction(p, m, v);
+  c.bubbleFraction = bubbleFraction(p, m, v, plan.schedule);
 
   if (c.memory.peak > hw.hbmBytes) {
     c.overBytes = c.memory.peak - hw.hbmBytes;

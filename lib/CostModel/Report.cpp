@@ -36,7 +36,8 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   r.activationsPerLayer = activationBytesPerLayer(
       facts.seq, facts.microBatch, facts.hidden, facts.heads, plan.tp,
       plan.sequenceParallel, plan.recompute, plan.cp);
-  r.bubble = bubbleFraction(plan.pp, plan.microBatches, plan.virtualStages);
+  r.bubble = bubbleFraction(plan.pp, plan.microBatches, plan.virtualStages,
+                            plan.schedule);
   r.flopsPerToken =
       flopsPerToken(facts.flopParams, facts.layers, facts.hidden, facts.seq);
   // What triax-recompute adds: the forward it redoes in the backward.
@@ -113,7 +114,8 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
       double(f.state.total()) +
       double(f.layers) * r.activationsPerLayer /
           double(std::max<int64_t>(plan.pp, 1)) *
-          (plan.schedule == Schedule::Interleaved
+          (plan.schedule == Schedule::Interleaved ||
+                   plan.schedule == Schedule::ZeroBubbleH1
                ? inFlightMicroBatches(plan.schedule, plan.pp, plan.microBatches,
                                       0, plan.virtualStages)
                : double(std::min<int64_t>(plan.pp, plan.microBatches)));
@@ -147,6 +149,10 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
        << "  [P1] (p-1)/(v m+p-1), p = " << plan.pp
        << ", m = " << plan.microBatches << ", v = " << plan.virtualStages
        << " (interleaved)\n";
+  else if (plan.schedule == Schedule::ZeroBubbleH1)
+    os << "  bubble: " << llvm::format("%.4f", r.bubble)
+       << "  [P1] (p-1)/(3m+p-1), p = " << plan.pp
+       << ", m = " << plan.microBatches << " (zb-h1)\n";
   else
     os << "  bubble: " << llvm::format("%.4f", r.bubble)
        << "  [P1] (p-1)/(m+p-1), p = " << plan.pp

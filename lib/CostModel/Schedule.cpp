@@ -55,15 +55,20 @@ ScheduleTrace triax::cost::simulateSchedule(
   // F(j) B(j), the gradient accumulation loop); a chunk runs 1/v of the
   // stage's layers.
   using mlir::dist::PipelineSchedule;
-  PipelineSchedule kind = schedule == Schedule::GPipe ? PipelineSchedule::GPipe
-                          : schedule == Schedule::Interleaved
-                              ? PipelineSchedule::Interleaved
-                              : PipelineSchedule::OneFOneB;
+  PipelineSchedule kind =
+      schedule == Schedule::GPipe          ? PipelineSchedule::GPipe
+      : schedule == Schedule::Interleaved  ? PipelineSchedule::Interleaved
+      : schedule == Schedule::ZeroBubbleH1 ? PipelineSchedule::ZeroBubbleH1
+                                           : PipelineSchedule::OneFOneB;
   std::vector<std::vector<mlir::dist::PipelineStep>> order;
   for (int64_t s = 0; s < p; ++s)
     order.push_back(mlir::dist::pipelineOrder(kind, p, v, m, s));
   fwd /= double(v);
   bwd /= double(v);
+  // ZB-H1's B and W: half the backward each (the input gradient's GEMMs
+  // and the weights' are the same size).
+  const double weight = mlir::dist::splitsWeightPass(kind) ? bwd / 2 : 0;
+  bwd -= weight;
 
   // When each pass of virtual stage c p + s ends.
   const double unset = -1;
@@ -85,8 +90,11 @@ ScheduleTrace triax::cost::simulateSchedule(
       while (next[s] < order[s].size()) {
         const mlir::dist::PipelineStep &st = order[s][next[s]];
         const int64_t k = st.chunk * p + s;
+        const bool isWeight = st.pass == mlir::dist::Pass::Weight;
         double ready;
-        if (st.forward)
+        if (isWeight)
+          ready = bEnd[k][st.microBatch];
+        else if (st.forward())
           ready = k == 0 ? 0 : fEnd[k - 1][st.microBatch];
         else
           ready =
@@ -94,19 +102,20 @@ ScheduleTrace triax::cost::simulateSchedule(
         if (ready == unset)
           break;
         // (Every boundary between virtual stages is between ranks.)
-        bool received = st.forward ? k > 0 : k < last;
+        bool received = !isWeight && (st.forward() ? k > 0 : k < last);
         if (received)
           ready += p2p;
         double start = std::max(clock[s], ready);
-        double dur = st.forward ? fwd : bwd;
+        double dur = isWeight ? weight : st.forward() ? fwd : bwd;
         std::string what = mlir::dist::stepName(st, v);
         push(what, "compute", s, st.microBatch, st.chunk, start, dur);
         clock[s] = start + dur;
         busy[s] += dur;
-        (st.forward ? fEnd : bEnd)[k][st.microBatch] = clock[s];
+        if (!isWeight)
+          (st.forward() ? fEnd : bEnd)[k][st.microBatch] = clock[s];
         // The send this step ends with, and its receive.
-        int64_t peer = st.forward ? k + 1 : k - 1;
-        if (peer >= 0 && peer <= last && p2p > 0) {
+        int64_t peer = st.forward() ? k + 1 : k - 1;
+        if (!isWeight && peer >= 0 && peer <= last && p2p > 0) {
           push("send " + what, "send", s, st.microBatch, st.chunk, clock[s],
                p2p);
           push("recv " + what, "recv", peer % p, st.microBatch, st.chunk,
@@ -221,7 +230,9 @@ void triax::cost::printChromeTrace(llvm::raw_ostream &os,
       args["chunk"] = e.chunk;
     llvm::StringRef name(e.name);
     const char *cat = e.stream == "compute"
-                          ? (name.starts_with("F") ? "forward" : "backward")
+                          ? (name.starts_with("F")   ? "forward"
+                             : name.starts_with("W") ? "weight"
+                                                     : "backward")
                       : e.stream == dataStream() ? "collective"
                                                  : "p2p";
     events.push_back(llvm::json::Object{{"name", e.name},

@@ -32,7 +32,7 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
            ") is not supported (DeepSpeed refuses it too); use zero=1";
   if (!o.schedule.empty() && !mlir::dist::parseSchedule(o.schedule))
     return "unknown schedule '" + o.schedule +
-           "'; expected gpipe, 1f1b or interleaved";
+           "'; expected gpipe, 1f1b, interleaved or zb-h1";
   if (o.virtualStages < 1)
     return "virtual-stages=" + std::to_string(o.virtualStages) +
            " is not a count (expected >= 1)";

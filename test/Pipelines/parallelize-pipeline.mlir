@@ -53,7 +53,7 @@
 // RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2,pp=2 zero=3})' 2>&1 | FileCheck %s --check-prefix=ZERO3
 // ZERO3: triax-parallelize: ZeRO-3 with pipeline parallelism (pp=2) is not supported (DeepSpeed refuses it too); use zero=1
 // RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=2 schedule=zb})' 2>&1 | FileCheck %s --check-prefix=SCHED
-// SCHED: triax-parallelize: unknown schedule 'zb'; expected gpipe, 1f1b or interleaved
+// SCHED: triax-parallelize: unknown schedule 'zb'; expected gpipe, 1f1b, interleaved or zb-h1
 // RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2 microbatches=2})' 2>&1 | FileCheck %s --check-prefix=NOPP
 // NOPP: triax-parallelize: microbatches, schedule, virtual-stages and stage-layers apply to pipeline parallelism (pp >= 2; the mesh has none)
 // RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2 schedule=gpipe})' 2>&1 | FileCheck %s --check-prefix=NOPP

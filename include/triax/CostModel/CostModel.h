@@ -73,7 +73,7 @@ llvm::Expected<Hardware> loadHardware(llvm::StringRef nameOrPath);
 //===----------------------------------------------------------------------===//
 
 enum class DTypeMode { FP32, Mixed };
-enum class Schedule { None, GPipe, OneFOneB, Interleaved };
+enum class Schedule { None, GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
 enum class Recompute { None, Selective, Full };
 
 /// The field of `role`'s axis in a plan, or in a planner request (whose
@@ -173,7 +173,8 @@ double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
 /// the first backward), 1F1B min(pp - stage, m) (its warm-up forwards plus
 /// one), interleaved over v chunks min(2 (pp - stage - 1) + (v - 1) pp + 1,
 /// v m) chunks' worth, over v (stage 0: 1 + (pp - 1) / (v pp) times
-/// 1F1B's); 1 without a pipeline.
+/// 1F1B's), ZB-H1 min(pp, m) on every stage (a W pass frees them, stage s
+/// defers s of them); 1 without a pipeline.
 double inFlightMicroBatches(Schedule schedule, int64_t pp, int64_t m,
                             int64_t stage, int64_t virtualStages = 1);
 
@@ -200,9 +201,13 @@ int64_t allToAllBytes(int64_t n, int64_t elemBytes, int64_t p);
 
 /// [P1] Pipeline bubble fraction (idle over total, equal stage times) of
 /// GPipe and 1F1B, (p-1)/(m+p-1); interleaved over v chunks per rank
-/// divides the bubble by v, (p-1)/(v m+p-1) (Narayanan et al. 2021).
+/// divides the bubble by v, (p-1)/(v m+p-1) (Narayanan et al. 2021);
+/// ZB-H1 idles (p-1)(T_F + T_B - T_W) instead of (p-1)(T_F + T_B + T_W)
+/// (Qi et al. 2024), with the backward twice the forward and B = W:
+/// (p-1)/(3m+p-1).
 double bubbleFraction(int64_t pp, int64_t microBatches,
-                      int64_t virtualStages = 1);
+                      int64_t virtualStages = 1,
+                      Schedule schedule = Schedule::OneFOneB);
 
 /// [F1] Training FLOPs per token: 6 N + 12 L h s (Kaplan et al. 2020;
 /// the attention scores and values, forward and backward).

@@ -47,23 +47,6 @@ using namespace mlir::triax::kernels;
 
 void declareRuntimeFunctions(ModuleOp module);
 
-/// Replaces each `triax.block` in `fn` by its body.
-static void inlineBlocks(func::FuncOp fn) {
-  SmallVector<BlockOp> blocks;
-  fn.walk([&](BlockOp op) { blocks.push_back(op); });
-  for (BlockOp op : blocks) {
-    Block &body = op.getBody().front();
-    auto yield = cast<YieldOp>(body.getTerminator());
-    for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
-      arg.replaceAllUsesWith(input);
-    op->getBlock()->getOperations().splice(Block::iterator(op),
-                                           body.getOperations(), body.begin(),
-                                           Block::iterator(yield));
-    op.replaceAllUsesWith(yield.getValues());
-    op.erase();
-  }
-}
-
 /// One converted copy of each parameter per function, made first: every
 /// `triax.convert` of a `triax.get_param` (the bf16 weights of mixed
 /// precision, converted once in the forward block and again in the
@@ -586,17 +569,19 @@ static void ownReturnedBuffers(func::FuncOp fn) {
 
 /// Brackets each call of a stage function in the pipeline schedule `step`
 /// with the runtime's trace calls (kind 0 for `@stage<s>_forward`, 1 for
-/// `@stage<s>_backward`; the micro-batch is the call's rank among the calls
-/// of that function, as every schedule runs each stage's forwards, and its
-/// backwards, in micro-batch order; the chunk is the function's
-/// `dist.chunk`, -1 without).
+/// `@stage<s>_backward`, 2 for `@stage<s>_weight`; the micro-batch is the
+/// call's rank among the calls of that function, as every schedule runs each
+/// stage's forwards, and its backwards, in micro-batch order; the chunk is the
+/// function's `dist.chunk`, -1 without).
 static void traceStageCalls(func::FuncOp step) {
   llvm::StringMap<int64_t> seen;
   step.walk([&](func::CallOp call) {
     StringRef callee = call.getCallee();
     if (!callee.starts_with("stage"))
       return;
-    int64_t kind = callee.ends_with("_forward") ? 0 : 1;
+    int64_t kind = callee.ends_with("_forward")  ? 0
+                   : callee.ends_with("_weight") ? 2
+                                                 : 1;
     int64_t microBatch = seen[callee]++;
     int64_t chunk = -1;
     if (auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(

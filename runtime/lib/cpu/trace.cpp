@@ -197,14 +197,16 @@ extern "C" void trx_trace_end(void) {
   Recorder &r = recorder();
   if (!r.on || r.openKind < 0)
     return;
-  const bool forward = r.openKind == 0;
-  // "F3", or "F3.1" for micro-batch 3 on model chunk 1 (the cost model's
-  // names, mlir::dist::stepName).
-  std::string name = (forward ? "F" : "B") + std::to_string(r.openMicroBatch);
+  // "F3", "B3", "W3" (a weight pass), or "F3.1" for micro-batch 3 on model
+  // chunk 1 (the cost model's names, mlir::dist::stepName).
+  const char *letter = r.openKind == 0 ? "F" : r.openKind == 2 ? "W" : "B";
+  std::string name = letter + std::to_string(r.openMicroBatch);
   if (r.openChunk >= 0)
     name += "." + std::to_string(r.openChunk);
   Event e{std::move(name),
-          forward ? "forward" : "backward",
+          r.openKind == 0   ? "forward"
+          : r.openKind == 2 ? "weight"
+                            : "backward",
           1,
           r.openStart,
           traceNow(),

@@ -30,6 +30,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <limits>
+#include <map>
 
 namespace mlir::dist {
 #define GEN_PASS_DEF_DISTPIPELINE
@@ -285,6 +286,12 @@ struct StageIO {
   func::FuncOp fn[2];
   SmallVector<Value> fnInputs[2];
   SmallVector<Value> fnOutputs[2];
+  // A schedule with a weight pass (zb-h1): fn[Bwd] computes the input
+  // gradient and returns, after it, what `weightFn` reads of it; weightFn
+  // takes fn[Bwd]'s arguments `weightArgs` and those values.
+  func::FuncOp weightFn;
+  SmallVector<unsigned> weightArgs;
+  unsigned numCarried = 0;
 };
 
 struct PipelinePass : public mlir::dist::impl::DistPipelineBase<PipelinePass> {
@@ -327,6 +334,81 @@ static func::FuncOp outline(OpBuilder &b, tx::ModelOp model, StringRef name,
     results.push_back(map.lookup(v));
   func::ReturnOp::create(b, loc, results);
   return fn;
+}
+
+//===----------------------------------------------------------------------===//
+// The weight pass
+//===----------------------------------------------------------------------===//
+
+/// Splits stage backward `backward` (outlined, its blocks inlined here) in
+/// two, for the zero-bubble schedules: it keeps what its results (the
+/// input gradient sent to the previous stage) depend on, the B pass, and
+/// returns after them the values the rest reads; the rest, the weight
+/// gradients and their accumulation, moves to `@<name>_weight` (W), whose
+/// arguments are the ones of `backward` it reads (their indices in
+/// `io.weightArgs`) and then those values. A constant W reads is cloned
+/// into it rather than carried.
+static void splitWeightPass(OpBuilder &b, tx::ModelOp model,
+                            func::FuncOp backward, StringRef name,
+                            StageIO &io) {
+  tx::inlineBlocks(backward);
+  Block &body = backward.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // B: the backward slice of the results.
+  llvm::DenseSet<Operation *> inB;
+  SmallVector<Operation *> worklist;
+  auto reach = [&](Value v) {
+    if (Operation *def = v.getDefiningOp())
+      if (def->getBlock() == &body && inB.insert(def).second)
+        worklist.push_back(def);
+  };
+  for (Value v : ret.getOperands())
+    reach(v);
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val();
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        reach(operand);
+    });
+  }
+  SmallVector<Operation *> weightOps;
+  for (Operation &op : body.without_terminator())
+    if (!inB.contains(&op))
+      weightOps.push_back(&op);
+  // What W reads from B and from the arguments.
+  llvm::SetVector<Value> carried;
+  llvm::SetVector<BlockArgument> args;
+  for (Operation *op : weightOps)
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        if (auto arg = dyn_cast<BlockArgument>(operand)) {
+          if (arg.getOwner() == &body)
+            args.insert(arg);
+        } else if (Operation *def = operand.getDefiningOp();
+                   inB.contains(def) && !isLeaf(def)) {
+          carried.insert(operand);
+        }
+      }
+    });
+  SmallVector<BlockArgument> sortedArgs = args.takeVector();
+  llvm::sort(sortedArgs, [](BlockArgument x, BlockArgument y) {
+    return x.getArgNumber() < y.getArgNumber();
+  });
+  SmallVector<Value> inputs;
+  for (BlockArgument arg : sortedArgs) {
+    io.weightArgs.push_back(arg.getArgNumber());
+    inputs.push_back(arg);
+  }
+  llvm::append_range(inputs, carried);
+  io.numCarried = carried.size();
+  io.weightFn = outline(b, model, (name + "_weight").str(), inputs, weightOps,
+                        /*outputs=*/{}, backward.getLoc());
+  // B returns the carried values too; W's ops leave it.
+  ret.getOperandsMutable().append(carried.getArrayRef());
+  backward.setType(
+      b.getFunctionType(backward.getArgumentTypes(), ret.getOperandTypes()));
+  for (Operation *op : llvm::reverse(weightOps))
+    op->erase();
 }
 
 //===----------------------------------------------------------------------===//
@@ -861,6 +943,8 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       llvm::append_range(bout, io[s - 1].gradIn);
     mine.fn[Bwd] = outline(b, model, ("stage" + Twine(s) + "_backward").str(),
                            bin, mine.ops[Bwd], bout, loc);
+    if (splitsWeightPass(kind))
+      splitWeightPass(b, model, mine.fn[Bwd], ("stage" + Twine(s)).str(), mine);
     if (chunks > 1)
       for (func::FuncOp fn : mine.fn)
         fn->setAttr(DistDialect::kChunkAttrName,
@@ -985,12 +1069,25 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
           env[mb].map(v, RecvOp::create(b, loc, v.getType(), meshRef, axes,
                                         peer(s + 1), tag(mb, Bwd, s, j)));
     };
-    // The input gradients a backward returns, to send.
+    // The input gradients a backward returns, to send; and what its weight
+    // pass reads of it, per micro-batch and stage.
     SmallVector<SmallVector<Value>> sent(m);
+    std::map<std::pair<int64_t, int64_t>, SmallVector<Value>> carried;
     auto backwardCompute = [&](int64_t s, int64_t mb) {
       auto call =
           func::CallOp::create(b, loc, io[s].fn[Bwd], inputs(s, mb, Bwd));
-      sent[mb] = SmallVector<Value>(call.getResults());
+      ValueRange results = call.getResults();
+      unsigned numSent = results.size() - io[s].numCarried;
+      sent[mb] = SmallVector<Value>(results.take_front(numSent));
+      carried[{s, mb}] = SmallVector<Value>(results.drop_front(numSent));
+    };
+    auto weightCompute = [&](int64_t s, int64_t mb) {
+      SmallVector<Value> all = inputs(s, mb, Bwd), args;
+      for (unsigned i : io[s].weightArgs)
+        args.push_back(all[i]);
+      llvm::append_range(args, carried[{s, mb}]);
+      func::CallOp::create(b, loc, io[s].weightFn, args);
+      carried.erase({s, mb});
     };
     auto backwardSend = [&](int64_t s, int64_t mb) {
       if (s > 0)
@@ -1036,13 +1133,16 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     } else {
       for (const PipelineEvent &e : programs[r]) {
         const int64_t s = e.step.chunk * ranks + r, mb = e.step.microBatch;
-        bool fwd = e.step.forward;
+        bool fwd = e.step.forward();
         switch (e.kind) {
         case PipelineEvent::Recv:
           fwd ? forwardRecv(s, mb) : backwardRecv(s, mb);
           break;
         case PipelineEvent::Compute:
-          fwd ? forwardCompute(s, mb) : backwardCompute(s, mb);
+          if (e.step.pass == mlir::dist::Pass::Weight)
+            weightCompute(s, mb);
+          else
+            fwd ? forwardCompute(s, mb) : backwardCompute(s, mb);
           break;
         case PipelineEvent::Send:
           fwd ? forwardSend(s, mb) : backwardSend(s, mb);
@@ -1138,7 +1238,7 @@ void PipelinePass::runOnOperation() {
   }
   if (!parseSchedule(schedule)) {
     module.emitError() << pass << ": unknown schedule '" << schedule
-                       << "'; expected gpipe, 1f1b or interleaved";
+                       << "'; expected gpipe, 1f1b, interleaved or zb-h1";
     return signalPassFailure();
   }
   if (virtualStages < 1) {

@@ -23,6 +23,8 @@ llvm::StringRef mlir::dist::scheduleName(PipelineSchedule schedule) {
     return "1f1b";
   case PipelineSchedule::Interleaved:
     return "interleaved";
+  case PipelineSchedule::ZeroBubbleH1:
+    return "zb-h1";
   }
   llvm_unreachable("unknown schedule");
 }
@@ -31,15 +33,17 @@ std::optional<PipelineSchedule>
 mlir::dist::parseSchedule(llvm::StringRef name) {
   for (PipelineSchedule s :
        {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB,
-        PipelineSchedule::Interleaved})
+        PipelineSchedule::Interleaved, PipelineSchedule::ZeroBubbleH1})
     if (name == scheduleName(s))
       return s;
   return std::nullopt;
 }
 
 std::string mlir::dist::stepName(const PipelineStep &step, int64_t chunks) {
-  std::string name =
-      (step.forward ? "F" : "B") + std::to_string(step.microBatch);
+  const char *letter = step.pass == Pass::Forward    ? "F"
+                       : step.pass == Pass::Backward ? "B"
+                                                     : "W";
+  std::string name = letter + std::to_string(step.microBatch);
   if (chunks > 1)
     name += "." + std::to_string(step.chunk);
   return name;
@@ -56,9 +60,12 @@ std::string mlir::dist::scheduleError(PipelineSchedule schedule, int64_t ranks,
                         "got ") +
             llvm::Twine(chunks) + " (one chunk per rank is 1f1b)")
         .str();
-  if (schedule == PipelineSchedule::OneFOneB && m < ranks)
-    return (llvm::Twine("1f1b needs microbatches >= pp, got microbatches=") +
-            llvm::Twine(m) + " and pp=" + llvm::Twine(ranks) +
+  if ((schedule == PipelineSchedule::OneFOneB ||
+       schedule == PipelineSchedule::ZeroBubbleH1) &&
+      m < ranks)
+    return (llvm::Twine(scheduleName(schedule)) +
+            " needs microbatches >= pp, got microbatches=" + llvm::Twine(m) +
+            " and pp=" + llvm::Twine(ranks) +
             " (use more micro-batches or gpipe)")
         .str();
   if (schedule == PipelineSchedule::Interleaved && m % ranks != 0)
@@ -75,46 +82,65 @@ std::vector<PipelineStep> mlir::dist::pipelineOrder(PipelineSchedule schedule,
                                                     int64_t chunks, int64_t m,
                                                     int64_t rank) {
   std::vector<PipelineStep> order;
-  if (schedule == PipelineSchedule::GPipe || ranks == 1) {
+  const Pass F = Pass::Forward, B = Pass::Backward;
+  if (ranks == 1) { // no pipeline: F(j) B(j), the gradient accumulation
+    for (int64_t j = 0; j < m; ++j) {
+      order.push_back({F, 0, j});
+      order.push_back({B, 0, j});
+    }
+    return order;
+  }
+  if (schedule == PipelineSchedule::GPipe) {
     for (int64_t j = 0; j < m; ++j)
-      order.push_back({true, 0, j});
+      order.push_back({F, 0, j});
     for (int64_t j = 0; j < m; ++j)
-      order.push_back({false, 0, j});
-    if (ranks == 1) // no pipeline: F(j) B(j), the gradient accumulation
-      for (int64_t j = 0; j < m; ++j) {
-        order[2 * j] = {true, 0, j};
-        order[2 * j + 1] = {false, 0, j};
-      }
+      order.push_back({B, 0, j});
     return order;
   }
   // 1F1B is the interleaved order's one-chunk case but for its warm-up
   // (ranks - r - 1 forwards: with one chunk, a rank's next forward never
   // waits on a later chunk).
   const int64_t total = m * chunks, group = ranks * chunks;
-  auto step = [&](int64_t k, bool forward) {
+  auto step = [&](int64_t k, Pass pass) {
     int64_t chunk = (k % group) / ranks;
-    return PipelineStep{forward, forward ? chunk : chunks - 1 - chunk,
+    return PipelineStep{pass, pass == F ? chunk : chunks - 1 - chunk,
                         (k / group) * ranks + k % ranks};
   };
-  int64_t warmup = schedule == PipelineSchedule::OneFOneB
-                       ? ranks - rank - 1
-                       : 2 * (ranks - rank - 1) + (chunks - 1) * ranks;
+  int64_t warmup = schedule == PipelineSchedule::Interleaved
+                       ? 2 * (ranks - rank - 1) + (chunks - 1) * ranks
+                       : ranks - rank - 1;
   warmup = std::min(warmup, total);
+  // ZB-H1: W(k - rank) after B(k), the rest after the last B.
+  const int64_t lag = rank;
+  int64_t weights = 0;
+  auto backward = [&](int64_t k) {
+    order.push_back(step(k, B));
+    if (splitsWeightPass(schedule) && k >= lag)
+      order.push_back(step(weights++, Pass::Weight));
+  };
   for (int64_t k = 0; k < warmup; ++k)
-    order.push_back(step(k, true));
+    order.push_back(step(k, F));
   for (int64_t k = 0; k < total - warmup; ++k) {
-    order.push_back(step(warmup + k, true));
-    order.push_back(step(k, false));
+    order.push_back(step(warmup + k, F));
+    backward(k);
   }
   for (int64_t k = total - warmup; k < total; ++k)
-    order.push_back(step(k, false));
+    backward(k);
+  if (splitsWeightPass(schedule))
+    while (weights < total)
+      order.push_back(step(weights++, Pass::Weight));
   return order;
 }
 
 int64_t mlir::dist::peakInFlight(llvm::ArrayRef<PipelineStep> order) {
   int64_t live = 0, peak = 0;
+  const bool split = llvm::any_of(
+      order, [](const PipelineStep &s) { return s.pass == Pass::Weight; });
   for (const PipelineStep &s : order) {
-    live += s.forward ? 1 : -1;
+    if (s.pass == Pass::Forward)
+      live += 1;
+    else if (s.pass == (split ? Pass::Weight : Pass::Backward))
+      live -= 1;
     peak = std::max(peak, live);
   }
   return peak;
@@ -128,7 +154,14 @@ mlir::dist::pipelinePrograms(PipelineSchedule schedule, int64_t ranks,
   for (int64_t r = 0; r < ranks; ++r)
     orders.push_back(pipelineOrder(schedule, ranks, chunks, m, r));
 
-  // Simulate with integer pass times: forward 1, backward 2.
+  // Simulate with integer pass times: forward 1, backward 2 (B 1 and W 1
+  // when split).
+  const int64_t backwardTime = splitsWeightPass(schedule) ? 1 : 2;
+  auto duration = [&](const PipelineStep &s) {
+    return s.pass == Pass::Forward    ? 1
+           : s.pass == Pass::Backward ? backwardTime
+                                      : 1;
+  };
   // When each pass ends, per virtual stage and micro-batch; -1 until it ran.
   std::vector<std::vector<int64_t>> fEnd(stages, std::vector<int64_t>(m, -1)),
       bEnd = fEnd;
@@ -141,7 +174,9 @@ mlir::dist::pipelinePrograms(PipelineSchedule schedule, int64_t ranks,
   // When a pass's input is ready (-1: not yet).
   auto ready = [&](int64_t rank, const PipelineStep &s) -> int64_t {
     int64_t v = virtualStage(rank, s);
-    if (s.forward)
+    if (s.pass == Pass::Weight)
+      return bEnd[v][s.microBatch];
+    if (s.forward())
       return v == 0 ? 0 : fEnd[v - 1][s.microBatch];
     return v == stages - 1 ? fEnd[v][s.microBatch] : bEnd[v + 1][s.microBatch];
   };
@@ -155,8 +190,10 @@ mlir::dist::pipelinePrograms(PipelineSchedule schedule, int64_t ranks,
           break;
         at = std::max(at, clock[r]);
         start[r].push_back(at);
-        clock[r] = at + (s.forward ? 1 : 2);
-        (s.forward ? fEnd : bEnd)[virtualStage(r, s)][s.microBatch] = clock[r];
+        clock[r] = at + duration(s);
+        if (s.pass != Pass::Weight)
+          (s.forward() ? fEnd : bEnd)[virtualStage(r, s)][s.microBatch] =
+              clock[r];
         ++next[r];
         progress = true;
       }
@@ -176,11 +213,11 @@ mlir::dist::pipelinePrograms(PipelineSchedule schedule, int64_t ranks,
   for (int64_t r = 0; r < ranks; ++r)
     for (auto [i, s] : llvm::enumerate(orders[r])) {
       int64_t v = virtualStage(r, s);
-      int64_t to = s.forward ? v + 1 : v - 1;
-      if (to < 0 || to >= stages || ranks == 1)
+      int64_t to = s.forward() ? v + 1 : v - 1;
+      if (s.pass == Pass::Weight || to < 0 || to >= stages || ranks == 1)
         continue;
-      int64_t time = start[r][i] + (s.forward ? 1 : 2);
-      PipelineStep needed{s.forward, to / ranks, s.microBatch};
+      int64_t time = start[r][i] + duration(s);
+      PipelineStep needed{s.pass, to / ranks, s.microBatch};
       messages.push_back({time, r, int64_t(i), to % ranks, s, needed});
     }
   llvm::sort(messages, [](const Message &a, const Message &b) {

@@ -220,6 +220,22 @@ LogicalResult GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // BlockOp
 //===----------------------------------------------------------------------===//
 
+void mlir::triax::inlineBlocks(Operation *root) {
+  SmallVector<BlockOp> blocks;
+  root->walk([&](BlockOp op) { blocks.push_back(op); });
+  for (BlockOp op : blocks) {
+    Block &body = op.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    for (auto [arg, input] : llvm::zip(body.getArguments(), op.getInputs()))
+      arg.replaceAllUsesWith(input);
+    op->getBlock()->getOperations().splice(Block::iterator(op),
+                                           body.getOperations(), body.begin(),
+                                           Block::iterator(yield));
+    op.replaceAllUsesWith(yield.getValues());
+    op.erase();
+  }
+}
+
 LogicalResult BlockOp::verifyRegions() {
   Block &body = getBody().front();
   if (body.getArgumentTypes() != getInputs().getTypes())

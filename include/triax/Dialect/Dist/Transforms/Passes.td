@@ -673,7 +673,7 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     Option<"dpAxis", "dp-axis", "std::string", /*default=*/"\"dp\"",
            "The data-parallel mesh axis (its size divides the accumulation)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b or interleaved">,
+           "gpipe, 1f1b, interleaved or zb-h1">,
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
            "Model chunks per rank (interleaved: >= 2; the others: 1)">,
     Option<"stageLayers", "stage-layers", "std::string", /*default=*/"\"\"",

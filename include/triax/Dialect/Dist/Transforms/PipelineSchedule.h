@@ -30,25 +30,40 @@ enum class PipelineSchedule {
   OneFOneB,
   /// Megatron-LM's interleaved 1F1B over `chunks` virtual stages per rank.
   Interleaved,
+  /// ZB-H1 (Qi et al. 2024): 1F1B with each backward split into B (the
+  /// input gradient) and W (the weight gradients), stage s deferring its
+  /// W passes by s to fill the cool-down bubble.
+  ZeroBubbleH1,
 };
 
-/// "gpipe", "1f1b", "interleaved".
+/// "gpipe", "1f1b", "interleaved", "zb-h1".
 llvm::StringRef scheduleName(PipelineSchedule schedule);
 /// The schedule named `name`, if any.
 std::optional<PipelineSchedule> parseSchedule(llvm::StringRef name);
 
+/// The passes of a micro-batch through a stage: forward, backward (with the
+/// weight gradients, or only the input gradient when the schedule splits
+/// them off), weight gradients.
+enum class Pass { Forward, Backward, Weight };
+
 /// One pass of one micro-batch through one chunk of a rank.
 struct PipelineStep {
-  bool forward;
+  Pass pass;
   int64_t chunk;
   int64_t microBatch;
+  bool forward() const { return pass == Pass::Forward; }
   bool operator==(const PipelineStep &o) const {
-    return forward == o.forward && chunk == o.chunk &&
-           microBatch == o.microBatch;
+    return pass == o.pass && chunk == o.chunk && microBatch == o.microBatch;
   }
 };
 
-/// "F3", or "F3.1" (micro-batch 3 on chunk 1) with several chunks.
+/// Whether `schedule` splits the weight gradients off the backward.
+inline bool splitsWeightPass(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::ZeroBubbleH1;
+}
+
+/// "F3", "B3", "W3", or "F3.1" (micro-batch 3 on chunk 1) with several
+/// chunks.
 std::string stepName(const PipelineStep &step, int64_t chunks);
 
 /// Why (`ranks`, `chunks`, `m`) cannot run `schedule`, or "" when it can.
@@ -60,7 +75,10 @@ std::string scheduleError(PipelineSchedule schedule, int64_t ranks,
 /// chunks forwards go through the chunks in groups of `ranks`
 /// micro-batches, rank r warms up with 2 (ranks - r - 1) + (chunks - 1)
 /// ranks of them, then alternates one forward, one backward (the
-/// backwards go through the chunks in reverse), then cools down.
+/// backwards go through the chunks in reverse), then cools down. ZB-H1 is
+/// 1F1B's order with W(j - r) after each B(j) (none while j < r) and the r
+/// deferred W passes at the end: every rank holds at most `ranks`
+/// micro-batches' activations, 1F1B's peak (on its rank 0).
 std::vector<PipelineStep> pipelineOrder(PipelineSchedule schedule,
                                         int64_t ranks, int64_t chunks,
                                         int64_t m, int64_t rank);
@@ -80,7 +98,8 @@ struct PipelineEvent {
 /// Every rank's program for `schedule`: its pipelineOrder with its sends
 /// and recvs placed so that no blocking (rendezvous) execution deadlocks.
 /// The placement simulates the order with unit pass times (forward 1,
-/// backward 2): each message gets the time its pass ends; all messages are
+/// backward 2, or 1 + 1 split into B and W): each message gets the time
+/// its pass ends; all messages are
 /// ordered by (time, sender, sender's position), and every rank runs its
 /// own sends and recvs in that one global order, each send right after its
 /// pass, each recv before the pass that needs it. Then the earliest
@@ -94,7 +113,8 @@ pipelinePrograms(PipelineSchedule schedule, int64_t ranks, int64_t chunks,
                  int64_t m);
 
 /// The peak number of (micro-batch, chunk) activations rank `rank` holds
-/// at once under `order` (a forward saves them, its backward frees them).
+/// at once under `order` (a forward saves them, its backward frees them,
+/// or its W pass when the schedule splits it off).
 int64_t peakInFlight(llvm::ArrayRef<PipelineStep> order);
 
 } // namespace mlir::dist

@@ -47,6 +47,10 @@ Type getComputeElementType(Type elementType);
 /// An `arith.constant` of float tensor type `type` with every element
 /// `value` (a zero gradient, the loss's seed, a gradient's scale).
 Value createFloatSplat(OpBuilder &b, Location loc, Type type, double value);
+
+/// Replaces each `triax.block` nested in `root` by its body (the kernel
+/// lowering, and dist-pipeline's weight-pass split, see through blocks).
+void inlineBlocks(Operation *root);
 } // namespace mlir::triax
 
 #define GET_OP_CLASSES
