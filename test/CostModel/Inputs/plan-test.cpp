@@ -435,6 +435,39 @@ int main() {
     expectNear("P2 1f1b stage 0",
                inFlightMicroBatches(Schedule::OneFOneB, 4, 8, 0), 4);
   }
+  {
+    // ZB-H1, pp = 4, m = 8, the backward (2) split into B 1 and W 1: the
+    // paper's bubble (p - 1)(T_F + T_B - T_W) = 3 instead of 1F1B's
+    // (p - 1)(T_F + T_B + T_W) = 9: flush 8 x 3 + 3 = 27, every stage busy
+    // 24, idle 3/27 = 1/9 = (p - 1)/(3m + p - 1), below 1F1B's 3/11.
+    ScheduleTrace t =
+        simulateSchedule(4, 8, Schedule::ZeroBubbleH1, 1, 2, 0, {});
+    expectNear("S1 zb-h1 flush", t.flush, 27);
+    for (int64_t st = 0; st < 4; ++st)
+      expectNear("S1 zb-h1 bubble stage " + std::to_string(st), t.bubble[st],
+                 1.0 / 9.0);
+    expectNear("P1 zb-h1", bubbleFraction(4, 8, 1, Schedule::ZeroBubbleH1),
+               1.0 / 9.0);
+    // The last stage defers 3 W passes; stage 0 none.
+    std::string last, first;
+    for (const TraceEvent &e : t.events) {
+      if (e.stage == 3)
+        last += (last.empty() ? "" : " ") + e.name;
+      if (e.stage == 0)
+        first += (first.empty() ? "" : " ") + e.name;
+    }
+    expectText("S1 zb-h1 stage 3 order", last,
+               "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 F6 B6 W3 F7 B7 "
+               "W4 W5 W6 W7");
+    expectText("S1 zb-h1 stage 0 order", first,
+               "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 F6 B3 W3 F7 B4 W4 B5 W5 "
+               "B6 W6 B7 W7");
+    // [P2] every stage holds pp = 4 micro-batches at its peak (1F1B's stage
+    // 0 peak), the last one too.
+    for (int64_t st = 0; st < 4; ++st)
+      expectNear("P2 zb-h1 stage " + std::to_string(st),
+                 inFlightMicroBatches(Schedule::ZeroBubbleH1, 4, 8, st), 4);
+  }
 
   // The request.
   {

@@ -1246,6 +1246,11 @@ void PipelinePass::runOnOperation() {
                        << virtualStages.getValue();
     return signalPassFailure();
   }
+  if (std::string error = chunksError(*parseSchedule(schedule), virtualStages);
+      !error.empty()) {
+    module.emitError() << pass << ": " << error;
+    return signalPassFailure();
+  }
   if (microbatches < 0) {
     module.emitError() << pass << ": microbatches must be >= 1 (or 0: the "
                        << "training config's), got " << microbatches.getValue();

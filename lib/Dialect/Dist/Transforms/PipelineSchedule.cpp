@@ -49,8 +49,7 @@ std::string mlir::dist::stepName(const PipelineStep &step, int64_t chunks) {
   return name;
 }
 
-std::string mlir::dist::scheduleError(PipelineSchedule schedule, int64_t ranks,
-                                      int64_t chunks, int64_t m) {
+std::string mlir::dist::chunksError(PipelineSchedule schedule, int64_t chunks) {
   if (schedule != PipelineSchedule::Interleaved && chunks != 1)
     return (llvm::Twine("virtual-stages=") + llvm::Twine(chunks) +
             " needs the interleaved schedule, not " + scheduleName(schedule))
@@ -60,6 +59,13 @@ std::string mlir::dist::scheduleError(PipelineSchedule schedule, int64_t ranks,
                         "got ") +
             llvm::Twine(chunks) + " (one chunk per rank is 1f1b)")
         .str();
+  return "";
+}
+
+std::string mlir::dist::scheduleError(PipelineSchedule schedule, int64_t ranks,
+                                      int64_t chunks, int64_t m) {
+  if (std::string error = chunksError(schedule, chunks); !error.empty())
+    return error;
   if ((schedule == PipelineSchedule::OneFOneB ||
        schedule == PipelineSchedule::ZeroBubbleH1) &&
       m < ranks)

@@ -66,7 +66,11 @@ inline bool splitsWeightPass(PipelineSchedule schedule) {
 /// chunks.
 std::string stepName(const PipelineStep &step, int64_t chunks);
 
-/// Why (`ranks`, `chunks`, `m`) cannot run `schedule`, or "" when it can.
+/// Why `schedule` cannot run `chunks` model chunks per rank, or "".
+std::string chunksError(PipelineSchedule schedule, int64_t chunks);
+
+/// Why (`ranks`, `chunks`, `m`) cannot run `schedule`, or "" when it can
+/// (chunksError first).
 std::string scheduleError(PipelineSchedule schedule, int64_t ranks,
                           int64_t chunks, int64_t m);
 
