@@ -460,9 +460,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                         ? perLayer
                         : perLayer * layersOn * double(mem.inFlight);
     }
+    // [A6] on the last stage; ZB-H1 defers its W passes there, each
+    // holding its micro-batch's logits gradient (the head's weight
+    // gradient reads it): the logits and gradient of one micro-batch plus
+    // the gradients of the others in flight.
     if (stage == p - 1)
       mem.logits =
-          logitsBytes(s / cp, b, model.vocab, t, model.activationBytes);
+          logitsBytes(s / cp, b, model.vocab, t, model.activationBytes) *
+          (plan.schedule == Schedule::ZeroBubbleH1 ? (1 + mem.inFlight) / 2
+                                                   : 1);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activations + mem.experts + mem.logits;
     if (stage == 0 || mem.peak > c.memory.peak)

@@ -500,7 +500,7 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
 
 def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
   let summary = "Pipeline parallelism: cut the blocks into stages and "
-                "schedule micro-batches (GPipe or 1F1B)";
+                "schedule micro-batches (GPipe, 1F1B, interleaved, ZB-H1)";
   let description = [{
     Runs after `triax-autodiff` on each model's `@forward_backward` (an
     error if a model has none). `@forward` and `@forward_backward` are
@@ -570,8 +570,37 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
       sending first would deadlock with blocking send/recv, as the next
       stage is sending the gradient at the same time.
 
-    The idle fraction (bubble) of both is (p-1)/(m+p-1); 1F1B keeps at most
-    pp-s micro-batches' activations alive on stage s instead of m.
+    - `interleaved` (Megatron-LM's interleaved 1F1B), with
+      `virtual-stages=v` >= 2: the blocks are cut into pp·v virtual stages
+      (`stage-layers` then has pp·v counts); virtual stage k runs on rank
+      k % pp as its chunk k / pp, its stage functions `@stage<k>_...`
+      carry `dist.chunk = k / pp`, and `dist.stage` of a parameter is its
+      rank. Rank r warms up with min(2(pp-r-1) + (v-1)pp, m·v) forwards
+      going through its chunks in groups of pp micro-batches, then
+      alternates one forward, one backward (the backwards through the
+      chunks in reverse), then cools down; `microbatches` must be a
+      multiple of pp. Messages over the boundary after virtual stage k
+      are tagged (2·mb + dir)·v + k/pp (times the values per boundary,
+      plus their index).
+    - `zb-h1` (Qi et al. 2024): each stage's backward is split by a
+      dataflow slice (its blocks inlined) into `@stage<s>_backward`, B:
+      what the gradients it sends depend on, returning after them the
+      values the rest reads, and `@stage<s>_weight`, W: the rest (weight
+      gradients, `triax.accumulate_grad`s), taking the backward's
+      arguments it reads and those values. 1F1B's order with W(j-s) after
+      B(j) on stage s and the s deferred W passes at the end.
+
+    The order of every schedule is `mlir::dist::pipelineOrder`
+    (PipelineSchedule.h), the one the cost model simulates. GPipe and 1F1B
+    place each send and recv as above; the others place them by a
+    simulation of the order with unit times: messages in one global order
+    of (time their pass ends, sender, position), each rank's sends and
+    recvs in that order, which no blocking execution can deadlock.
+
+    The idle fraction (bubble) of GPipe and 1F1B is (p-1)/(m+p-1),
+    interleaved (p-1)/(v·m+p-1), ZB-H1 (p-1)/(3m+p-1) (backward = 2
+    forwards, B = W); 1F1B keeps at most pp-s micro-batches' activations
+    alive on stage s instead of m, ZB-H1 pp on every stage.
 
     **Per-stage optimizer step.** `@optimizer_step(%lr, %step, %scale) ->
     f32` keeps its signature; its body becomes one `scf.index_switch` on
@@ -624,9 +653,12 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     `dist-data-parallel` and `dist-zero{stage=1}` then work inside each
     case.
 
-    Errors: `pp` larger than the number of blocks; `stage-layers` with a
-    count != pp, a zero entry, or not summing to the number of blocks;
-    `microbatches` < `pp` with `1f1b`, other than the training config's, or
+    Errors: `pp` (times `virtual-stages`) larger than the number of
+    blocks; `stage-layers` with a count != pp (x `virtual-stages`), a zero
+    entry, or not summing to the number of blocks; an unknown schedule;
+    `virtual-stages` other than 1 without `interleaved`, or below 2 with
+    it; `microbatches` < `pp` with `1f1b` or `zb-h1`, not a multiple of
+    `pp` with `interleaved`, other than the training config's, or
     a batch it does not divide; no `@forward_backward` or
     `@optimizer_step`; a model already data-parallel (`dist-data-parallel`
     or `dist-zero` ran: they run after this pass); a mesh
