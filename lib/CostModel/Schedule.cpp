@@ -286,8 +286,8 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
   os << "<text x=\"8\" y=\"16\" font-size=\"13\">" << esc(trace.title)
      << "</text>\n";
   os << "<text x=\"8\" y=\"34\" fill=\"#555\">predicted; F forward "
-        "(blue), B backward (orange), numbered by micro-batch (.chunk, "
-        "lighter for later chunks); green: "
+        "(blue), B backward (orange), W weight pass (purple), numbered by "
+        "micro-batch (.chunk, lighter for later chunks); green: "
         "data-parallel collectives; grey ticks: sends; white: idle; flush "
      << llvm::format("%.3f", trace.flush * 1e3) << " ms, step "
      << llvm::format("%.3f", trace.makespan * 1e3) << " ms</text>\n";
@@ -318,10 +318,11 @@ void triax::cost::printScheduleSVG(llvm::raw_ostream &os,
     static const char *forward[] = {"#4e79a7", "#79a6d2", "#a0c4e8"};
     static const char *backward[] = {"#f28e2b", "#f6b26b", "#f9cf9c"};
     const int64_t shade = std::clamp<int64_t>(e.chunk, 0, 2);
+    llvm::StringRef name(e.name);
     const char *fill = e.stream == dataStream() ? "#59a14f"
-                       : llvm::StringRef(e.name).starts_with("F")
-                           ? forward[shade]
-                           : backward[shade];
+                       : name.starts_with("F")  ? forward[shade]
+                       : name.starts_with("W")  ? "#b07aa1" // a weight pass
+                                                : backward[shade];
     os << llvm::formatv("<rect x=\"{0:f2}\" y=\"{1}\" width=\"{2:f2}\" "
                         "height=\"{3}\" fill=\"{4}\" stroke=\"white\" "
                         "stroke-width=\"0.5\"><title>{5} {6:f3} ms"
