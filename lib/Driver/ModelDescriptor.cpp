@@ -297,6 +297,8 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
     os << (i ? ", " : "") << int(mlir::dist::axisRoleNamed(name));
   os << "};\n\n";
   auto num = [](double v) { return llvm::formatv("{0:e9}", v).str(); };
+  bool hasMoE = false;
+  model.walk([&](mlir::triax::MoERouteOp) { hasMoE = true; });
   os << llvm::formatv(
       "static const trx_model_desc model = {{\n"
       "  .model_name = \"{0}\",\n"
@@ -322,7 +324,8 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
       "  .pipeline_microbatches = {14},\n"
       "  .device = \"{15}\",\n"
       "  .plan_gpus_per_node = {16},\n"
-      "  .hf_config = {17},\n};\n\n"
+      "  .hf_config = {17},\n"
+      "  .has_moe = {18},\n};\n\n"
       "int main(int argc, char **argv) {{ return trx_train_main(argc, argv, "
       "&model); }\n",
       model.getSymName(), llvm::range_size(model.getParams()), batch,
@@ -331,7 +334,8 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
       num(config.getEpsValue()), num(config.getWeightDecayValue()),
       num(config.getGradClipValue()), axisNames.size(),
       pipelineMicroBatches ? "NULL" : "forward", pipelineMicroBatches, device,
-      planGpusPerNode, hfConfig.empty() ? "NULL" : cString(hfConfig));
+      planGpusPerNode, hfConfig.empty() ? "NULL" : cString(hfConfig),
+      hasMoE ? 1 : 0);
   return out;
 }
 } // namespace triax

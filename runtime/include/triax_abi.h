@@ -30,6 +30,14 @@ typedef enum {
 
 /* The state buffers of each parameter: trx_state_1d/2d/chunk's `kind`, and
  * the compiled code's views of them. */
+/* The mixture-of-experts counters of a step (trx_moe_counters): the
+ * expert choices dropped by capacity, and all choices. */
+enum trx_moe_counter {
+  TRX_MOE_DROPPED = 0,
+  TRX_MOE_CHOICES = 1,
+  TRX_MOE_NCOUNTERS = 2
+};
+
 enum trx_state_kind {
   TRX_STATE_PARAM = 0,      /* the parameter (f32 master copy) */
   TRX_STATE_EXP_AVG = 1,    /* AdamW first moment */

@@ -485,6 +485,11 @@ int trx_logger_step(trx_logger *lg, int64_t step, float loss, float lr,
 /* Prints "step %5lld | val loss %.6f" and appends
  * {"step":..,"val_loss":..}. */
 int trx_logger_eval(trx_logger *lg, int64_t step, float val_loss);
+/* A mixture-of-experts model's routing since the last such line: prints
+ * "step %5lld | moe: %.0f of %.0f expert choices dropped (%.2f%%)" and
+ * appends {"step":..,"moe_dropped":..,"moe_choices":..}. */
+int trx_logger_moe(trx_logger *lg, int64_t step, double dropped,
+                   double choices);
 /* Flushes and closes the JSON file (not `out`). NULL is a no-op. */
 void trx_logger_close(trx_logger *lg);
 
@@ -889,6 +894,15 @@ void _mlir_ciface_trx_state_2d(trx_memref_f32_2d *out, int32_t kind,
  * whole buffer of a sharded kind, the chunk at the rank's group position in
  * the padded parameter buffer at stages 1 and 2. Aborts for a parameter
  * without ZeRO. */
+/* Mixture-of-experts counters (trx_moe_counter): each triax.moe_route adds
+ * the expert choices its capacity dropped and all its choices (floats:
+ * exact to 2^24). A view of TRX_MOE_NCOUNTERS floats of `counters`, bound
+ * by the driver (trx_alloc memory: on the device under CUDA), or of a
+ * block of the runtime's own when nothing is bound (an evaluation or
+ * gradient check outside the training loop). */
+void trx_moe_counters_bind(float *counters);
+void _mlir_ciface_trx_moe_counters(trx_memref_f32_1d *out);
+
 void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out, int32_t kind,
                                   int64_t index);
 
@@ -1119,6 +1133,10 @@ typedef struct {
    * when there is none. The driver saves it in every checkpoint
    * directory. */
   const char *hf_config;
+  /* Whether the model has mixture-of-experts routes (triax.moe_route),
+   * which add to the trx_moe_counters: the driver then reads them with
+   * the loss and logs the choices dropped. 0: none. */
+  int32_t has_moe;
 } trx_model_desc;
 
 /* Deterministic N(0, std^2) fill used for TRX_INIT_NORMAL: parameter

@@ -145,6 +145,27 @@ void testLogger(const trxtest::TempDir &tmp) {
   CHECK_EQ(std::string(j.begin(), j.end()),
            expected + "{\"step\":8,\"val_loss\":2}\n");
 
+  // A mixture-of-experts line: the dropped choices of all since the last.
+  std::string moeJson = tmp / "moe.jsonl";
+  FILE *moeOut = tmpfile();
+  lg = trx_logger_open(moeOut, moeJson.c_str(), err, sizeof(err));
+  CHECK_EQ(trx_logger_moe(lg, 5, 2264, 10240), TRX_OK);
+  CHECK_EQ(trx_logger_moe(lg, 6, 0, 0), TRX_OK);
+  trx_logger_close(lg);
+  CHECK_EQ(readAll(moeOut),
+           std::string("step     5 | moe: 2264 of 10240 expert choices "
+                       "dropped (22.11%)\n"
+                       "step     6 | moe: 0 of 0 expert choices dropped "
+                       "(0.00%)\n"));
+  fclose(moeOut);
+  j = trxtest::readFileBytes(moeJson);
+  CHECK_EQ(std::string(j.begin(), j.end()),
+           std::string("{\"step\":5,\"moe_dropped\":2264,\"moe_choices\":"
+                       "10240}\n{\"step\":6,\"moe_dropped\":0,"
+                       "\"moe_choices\":0}\n"));
+  CHECK_EQ(trx_logger_moe(nullptr, 0, 0, 0), TRX_ERR_ARG);
+  CHECK_STREQ(trx_last_error(), "trx_logger_moe: NULL logger");
+
   // No JSON file: text only. Errors.
   lg = trx_logger_open(nullptr, nullptr, err, sizeof(err));
   CHECK(lg != nullptr);

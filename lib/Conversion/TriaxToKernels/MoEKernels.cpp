@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
+#include "triax/Conversion/RuntimeABI.h"
 
 #include "triax/Dialect/Triax/IR/Triax.h"
 
@@ -193,6 +194,44 @@ struct MoERouteLowering : OpConversionPattern<MoERouteOp> {
           })[0];
       k.store(k.mul(sum, k.f32(coeff)), auxElement, one);
     });
+    // The runtime's counters (trx_moe_counters): the choices the capacity
+    // dropped, sum over (b, e) of max(n[b, e] - C, 0), and all B S k. A
+    // route whose balancing loss nothing reads is a recomputation's copy
+    // (triax-recompute reruns it in the backward for its slots): it repeats
+    // a counted decision and adds nothing.
+    if (!op.getAux().use_empty()) {
+      Value counters = memref::CastOp::create(
+          rewriter, op.getLoc(), MemRefType::get({TRX_MOE_NCOUNTERS}, f32),
+          func::CallOp::create(
+              rewriter, op.getLoc(), ::triax::rt::kMoECounters,
+              TypeRange{MemRefType::get({ShapedType::kDynamic}, f32)},
+              ValueRange{})
+              .getResult(0));
+      // One iteration per counter, each adding to its own element.
+      k.parallel({TRX_MOE_NCOUNTERS}, [&](KernelBuilder &k, ValueRange c) {
+        Value dropped = k.reduce(
+            batch, {k.i32(0)}, [&](KernelBuilder &k, Value b, ValueRange acc) {
+              return k.reduce(
+                  experts, {acc[0]},
+                  [&](KernelBuilder &k, Value e, ValueRange acc) {
+                    Value over = arith::SubIOp::create(k.builder(), k.getLoc(),
+                                                       k.load(routed, {b, e}),
+                                                       k.i32(capacity));
+                    return SmallVector<Value>{arith::AddIOp::create(
+                        k.builder(), k.getLoc(), acc[0],
+                        arith::MaxSIOp::create(k.builder(), k.getLoc(), over,
+                                               k.i32(0)))};
+                  });
+            })[0];
+        Value droppedF = arith::SIToFPOp::create(
+            k.builder(), k.getLoc(), k.builder().getF32Type(), dropped);
+        Value isDropped =
+            k.cmpi(arith::CmpIPredicate::eq, c[0], k.index(TRX_MOE_DROPPED));
+        Value add =
+            k.select(isDropped, droppedF, k.f32(double(batch * seq * topK)));
+        k.store(k.add(k.load(counters, c[0]), add), counters, c[0]);
+      });
+    }
     rewriter.replaceOp(op, {gates, chosen, slots, assign, aux});
     return success();
   }

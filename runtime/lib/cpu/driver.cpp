@@ -303,6 +303,9 @@ struct CheckpointLayout {
   }
 };
 
+/// The mesh axis of `role` in `model`'s mesh, or -1 (defined below).
+int32_t meshAxisWithRole(const trx_model_desc *model, trx_axis_role role);
+
 struct Run {
   const trx_model_desc *model = nullptr;
   trx_train_args args{};
@@ -344,7 +347,12 @@ struct Run {
   // were not finite (it updated nothing, see triax.adamw) stops the run at
   // the next read even when later steps' norms are finite.
   static constexpr int64_t kNormSlots = 64;
+  // After the norms: the mixture-of-experts counters the kernels add to
+  // (trx_moe_counters: dropped choices, all choices), and their sums over
+  // the reads since the last logged step (every rank's, after a read).
+  static constexpr int64_t kMoESlot = 1 + kNormSlots;
   float *scalars = nullptr;
+  double moeCounts[TRX_MOE_NCOUNTERS] = {0, 0};
   int64_t normsPending = 0; // slots written since the last read
   bool bound = false;
   float lrMax = 0;
@@ -363,6 +371,7 @@ struct Run {
   std::vector<int32_t> skipInputs, skipTargets; // other dp ranks' batches
 
   ~Run() {
+    trx_moe_counters_bind(nullptr);
     if (bound)
       trx_state_bind(0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
                      0);
@@ -448,12 +457,43 @@ struct Run {
   /// number of norms read (out[1..]).
   int64_t readScalars(float out[1 + kNormSlots]) {
     int64_t norms = normsPending;
-    trx_copy_to_host(out, scalars, size_t(1 + norms) * sizeof(float));
+    // (A MoE model's counters come back in the same copy.)
+    if (model->has_moe)
+      collectMoE(out);
+    else
+      trx_copy_to_host(out, scalars, size_t(1 + norms) * sizeof(float));
     normsPending = 0;
     return norms;
   }
   /// Where the next optimizer step writes its gradient norm.
   float *nextNormSlot() { return scalars + 1 + normsPending++; }
+  /// Adds the MoE counters to moeCounts and zeroes them (a copy: a host
+  /// synchronization on the GPU, as readScalars). Collective: the counts
+  /// are summed over the ranks that route different tokens or layers,
+  /// every axis but the tensor-parallel one (its members route the same
+  /// tokens alike).
+  /// `scalars`, when given (1 + kNormSlots floats), gets the loss and the
+  /// norms of the same copy.
+  void collectMoE(float *scalarsOut = nullptr) {
+    float all[kMoESlot + TRX_MOE_NCOUNTERS];
+    trx_copy_to_host(all, scalars, sizeof(all));
+    if (scalarsOut)
+      std::copy(all, all + kMoESlot, scalarsOut);
+    float *counts = all + kMoESlot;
+    trx_device_memset(scalars + kMoESlot, 0, TRX_MOE_NCOUNTERS * sizeof(float));
+    if (trx_dist_world_size() > 1) {
+      const int32_t tpAxis = meshAxisWithRole(model, TRX_AXIS_TENSOR);
+      std::vector<int32_t> axes;
+      for (int32_t i = 0; i < trx_dist_num_axes(); ++i)
+        if (i != tpAxis)
+          axes.push_back(i);
+      if (!axes.empty())
+        trx_all_reduce(counts, TRX_MOE_NCOUNTERS, TRX_REDUCE_SUM, axes.data(),
+                       int32_t(axes.size()));
+    }
+    for (int i = 0; i < TRX_MOE_NCOUNTERS; ++i)
+      moeCounts[i] += double(counts[i]);
+  }
 
   int computeLayouts();
 
@@ -706,12 +746,15 @@ int Run::allocate() {
   tokens = static_cast<int32_t *>(
       trx_alloc(hostTokens.size() * sizeof(int32_t), TRX_MEM_OTHER));
   scalars = static_cast<float *>(
-      trx_alloc((1 + kNormSlots) * sizeof(float), TRX_MEM_OTHER));
+      trx_alloc((kMoESlot + TRX_MOE_NCOUNTERS) * sizeof(float), TRX_MEM_OTHER));
   if (!tokens || !scalars) {
     printError("%s: %s", tokens ? "step scalars" : "token buffers",
                trx_last_error());
     return 1;
   }
+  if (model->has_moe)
+    trx_device_memset(scalars + kMoESlot, 0, TRX_MOE_NCOUNTERS * sizeof(float));
+  trx_moe_counters_bind(scalars + kMoESlot);
   inputs = tokens;
   targets = tokens + targetOffset;
   if (trx_state_bind(n(), model->params, params.data(), expAvg.data(),
@@ -1114,6 +1157,10 @@ float Run::evaluate(int &rc) {
   int64_t nb = trx_loader_num_batches(val);
   if (nb > args.val_batches)
     nb = args.val_batches;
+  // The training steps' MoE counts so far, kept; the evaluation's routes
+  // are not training's and are zeroed after it.
+  if (model->has_moe)
+    collectMoE();
   double sum = 0;
   for (int64_t k = 0; k < nb; ++k) {
     if (loadBatch(val) != 0) {
@@ -1122,6 +1169,8 @@ float Run::evaluate(int &rc) {
     }
     sum += double(model->forward(inputs, targets));
   }
+  if (model->has_moe)
+    trx_device_memset(scalars + kMoESlot, 0, TRX_MOE_NCOUNTERS * sizeof(float));
   return float(sum / double(nb));
 }
 
@@ -1765,6 +1814,14 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
         printError("%s", trx_last_error());
         return 1;
       }
+      // A mixture-of-experts model: its routing since the last line.
+      if (run.moeCounts[TRX_MOE_CHOICES] > 0 &&
+          trx_logger_moe(run.logger, step, run.moeCounts[TRX_MOE_DROPPED],
+                         run.moeCounts[TRX_MOE_CHOICES]) != TRX_OK) {
+        printError("%s", trx_last_error());
+        return 1;
+      }
+      run.moeCounts[TRX_MOE_DROPPED] = run.moeCounts[TRX_MOE_CHOICES] = 0;
       intervalStart = trx_now_ms();
       intervalExcluded = 0;
       intervalSteps = 0;

@@ -1240,6 +1240,35 @@ extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,
   return TRX_OK;
 }
 
+namespace {
+float *gMoECounters = nullptr;
+} // namespace
+
+extern "C" void trx_moe_counters_bind(float *counters) {
+  gMoECounters = counters;
+}
+
+extern "C" void _mlir_ciface_trx_moe_counters(trx_memref_f32_1d *out) {
+  if (!out)
+    abortWith("trx_moe_counters", "NULL result descriptor");
+  if (!gMoECounters) {
+    // Nothing bound: counters of the runtime's own, never read.
+    static float *own = nullptr;
+    if (!own) {
+      own = static_cast<float *>(
+          trx_alloc(TRX_MOE_NCOUNTERS * sizeof(float), TRX_MEM_OTHER));
+      if (!own)
+        abortWith("trx_moe_counters", "%s", trx_last_error());
+    }
+    gMoECounters = own;
+  }
+  out->allocated = gMoECounters;
+  out->aligned = gMoECounters;
+  out->offset = 0;
+  out->sizes[0] = TRX_MOE_NCOUNTERS;
+  out->strides[0] = 1;
+}
+
 extern "C" void _mlir_ciface_trx_state_1d(trx_memref_f32_1d *out, int32_t kind,
                                           int64_t index) {
   const char *fn = "trx_state_1d";

@@ -131,6 +131,38 @@ extern "C" int trx_logger_step(trx_logger *lg, int64_t step, float loss,
   return rc;
 }
 
+extern "C" int trx_logger_moe(trx_logger *lg, int64_t step, double dropped,
+                              double choices) {
+  if (!lg) {
+    setLastError("trx_logger_moe: NULL logger");
+    return TRX_ERR_ARG;
+  }
+  int rc = TRX_OK;
+  if (fprintf(lg->out,
+              "step %5lld | moe: %.0f of %.0f expert choices dropped "
+              "(%.2f%%)\n",
+              (long long)step, dropped, choices,
+              choices > 0 ? 100.0 * dropped / choices : 0.0) < 0 ||
+      fflush(lg->out) != 0) {
+    setLastError("trx_logger_moe: cannot write the log line: %s",
+                 errnoStr(errno).c_str());
+    rc = TRX_ERR_IO;
+  }
+  try {
+    std::string j = "{\"step\":" + std::to_string(step) + ",\"moe_dropped\":";
+    json::appendDouble(j, dropped);
+    j += ",\"moe_choices\":";
+    json::appendDouble(j, choices);
+    j += "}\n";
+    if (writeJsonLine(lg, j) != TRX_OK)
+      rc = TRX_ERR_IO;
+  } catch (const std::bad_alloc &) {
+    setLastError("trx_logger_moe: out of memory");
+    rc = TRX_ERR_NOMEM;
+  }
+  return rc;
+}
+
 extern "C" int trx_logger_eval(trx_logger *lg, int64_t step, float val_loss) {
   if (!lg) {
     setLastError("trx_logger_eval: NULL logger");

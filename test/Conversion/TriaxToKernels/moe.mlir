@@ -73,6 +73,16 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // the scalar's one-element view.
 // CHECK: memref.expand_shape %{{.*}} [] output_shape [1] : memref<f32> into memref<1xf32>
 // CHECK: memref.store %{{.*}}, %{{.*}}[%c0] : memref<1xf32>
+// The runtime's counters: one iteration per counter adds to its element
+// the choices dropped, sum of max(n[b, e] - 2, 0) (counter 0), or all
+// B S k = 16 choices (counter 1).
+// CHECK: %[[CNT:.*]] = call @trx_moe_counters() : () -> memref<?xf32>
+// CHECK: scf.parallel (%[[I:.*]]) = (%c0) to (%c2)
+// CHECK: memref.load %[[ROUTED]]
+// CHECK: arith.maxsi %{{.*}}, %c0_i32 : i32
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// CHECK: %[[OLD:.*]] = memref.load %[[CNT]][%[[I]]] : memref<?xf32>
+// CHECK: memref.store %{{.*}}, %[[CNT]][%[[I]]] : memref<?xf32>
 // The dispatch: parallel over (expert, row, feature), a gather by assign.
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%c3, %c4, %c8)
 // CHECK: arith.cmpi sge
@@ -85,3 +95,10 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // order, each weighted by its gate.
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0, %c0, %c0) to (%c2, %c4, %c8)
 // CHECK-COUNT-2: arith.select
+
+// A route whose balancing loss nothing reads (triax-recompute's copy in a
+// backward block) adds nothing to the counters.
+// RUN: sed 's/%loss = triax.add %ce, %aux : tensor<f32>/%loss = triax.add %ce, %ce : tensor<f32>/' %s | triax-opt --convert-triax-to-kernels | FileCheck %s --check-prefix=UNCOUNTED
+// UNCOUNTED-LABEL: func.func @triax_forward(
+// UNCOUNTED-NOT: call @trx_moe_counters
+// UNCOUNTED: return
