@@ -248,6 +248,37 @@ double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
          double(std::max<int64_t>(t, 1)) * double(elemBytes);
 }
 
+mlir::dist::PipelineSchedule triax::cost::pipelineScheduleOf(Schedule s) {
+  using mlir::dist::PipelineSchedule;
+  switch (s) {
+  case Schedule::GPipe:
+    return PipelineSchedule::GPipe;
+  case Schedule::Interleaved:
+    return PipelineSchedule::Interleaved;
+  case Schedule::ZeroBubbleH1:
+    return PipelineSchedule::ZeroBubbleH1;
+  case Schedule::OneFOneB:
+  case Schedule::None:
+    break;
+  }
+  return PipelineSchedule::OneFOneB;
+}
+
+Schedule triax::cost::scheduleOf(mlir::dist::PipelineSchedule s) {
+  using mlir::dist::PipelineSchedule;
+  switch (s) {
+  case PipelineSchedule::GPipe:
+    return Schedule::GPipe;
+  case PipelineSchedule::OneFOneB:
+    return Schedule::OneFOneB;
+  case PipelineSchedule::Interleaved:
+    return Schedule::Interleaved;
+  case PipelineSchedule::ZeroBubbleH1:
+    return Schedule::ZeroBubbleH1;
+  }
+  return Schedule::None;
+}
+
 double triax::cost::inFlightMicroBatches(Schedule schedule, int64_t pp,
                                          int64_t m, int64_t stage,
                                          int64_t virtualStages) {

@@ -35,19 +35,10 @@ llvm::Error failure(const llvm::Twine &msg) {
 }
 
 const char *scheduleName(Schedule s) {
-  switch (s) {
-  case Schedule::GPipe:
-    return "gpipe";
-  case Schedule::OneFOneB:
-    return "1f1b";
-  case Schedule::Interleaved:
-    return "interleaved";
-  case Schedule::ZeroBubbleH1:
-    return "zb-h1";
-  case Schedule::None:
-    break;
-  }
-  return "-";
+  if (s == Schedule::None)
+    return "-";
+  // (A name of PipelineSchedule.cpp's: a string literal.)
+  return mlir::dist::scheduleName(pipelineScheduleOf(s)).data();
 }
 
 const char *recomputeName(Recompute r) {
@@ -182,17 +173,12 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
                        ": expected a ZeRO stage 0, 1, 2 or 3");
       req.zero = int(v);
     } else if (key == "schedule") {
-      if (value == "gpipe")
-        req.schedule = Schedule::GPipe;
-      else if (value == "1f1b")
-        req.schedule = Schedule::OneFOneB;
-      else if (value == "interleaved")
-        req.schedule = Schedule::Interleaved;
-      else if (value == "zb-h1")
-        req.schedule = Schedule::ZeroBubbleH1;
-      else
+      std::optional<mlir::dist::PipelineSchedule> parsed =
+          mlir::dist::parseSchedule(value);
+      if (!parsed)
         return failure("schedule=" + value +
                        ": expected gpipe, 1f1b, interleaved or zb-h1");
+      req.schedule = scheduleOf(*parsed);
     } else if (key == "virtual-stages") {
       auto v = integer(2);
       if (!v)

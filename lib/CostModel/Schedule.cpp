@@ -55,11 +55,7 @@ ScheduleTrace triax::cost::simulateSchedule(
   // F(j) B(j), the gradient accumulation loop); a chunk runs 1/v of the
   // stage's layers.
   using mlir::dist::PipelineSchedule;
-  PipelineSchedule kind =
-      schedule == Schedule::GPipe          ? PipelineSchedule::GPipe
-      : schedule == Schedule::Interleaved  ? PipelineSchedule::Interleaved
-      : schedule == Schedule::ZeroBubbleH1 ? PipelineSchedule::ZeroBubbleH1
-                                           : PipelineSchedule::OneFOneB;
+  PipelineSchedule kind = pipelineScheduleOf(schedule);
   std::vector<std::vector<mlir::dist::PipelineStep>> order;
   for (int64_t s = 0; s < p; ++s)
     order.push_back(mlir::dist::pipelineOrder(kind, p, v, m, s));

@@ -262,10 +262,8 @@ parallelizeConfigOf(const ::triax::cost::Plan &plan, bool bf16) {
   // The pipeline's micro-batches and schedule (dist-pipeline).
   if (plan.pp > 1) {
     config.microbatches = plan.microBatches;
-    config.schedule = plan.schedule == cost::Schedule::GPipe ? "gpipe"
-                      : plan.schedule == cost::Schedule::Interleaved
-                          ? "interleaved"
-                          : "1f1b";
+    config.schedule =
+        mlir::dist::scheduleName(cost::pipelineScheduleOf(plan.schedule)).str();
     config.virtualStages = plan.virtualStages;
   }
   return config;

@@ -12,6 +12,7 @@
 #define TRIAX_COSTMODEL_COSTMODEL_H
 
 #include "triax/Dialect/Dist/IR/MeshShape.h"
+#include "triax/Dialect/Dist/Transforms/PipelineSchedule.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -73,7 +74,13 @@ llvm::Expected<Hardware> loadHardware(llvm::StringRef nameOrPath);
 //===----------------------------------------------------------------------===//
 
 enum class DTypeMode { FP32, Mixed };
+/// A plan's pipeline schedule: one of dist-pipeline's, or none without a
+/// pipeline.
 enum class Schedule { None, GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
+/// dist-pipeline's schedule `s` is (None: 1f1b, whose one stage runs F(j)
+/// B(j) as no pipeline does), and back.
+mlir::dist::PipelineSchedule pipelineScheduleOf(Schedule s);
+Schedule scheduleOf(mlir::dist::PipelineSchedule s);
 enum class Recompute { None, Selective, Full };
 
 /// The field of `role`'s axis in a plan, or in a planner request (whose
