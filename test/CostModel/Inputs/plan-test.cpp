@@ -468,6 +468,33 @@ int main() {
       expectNear("P2 zb-h1 stage " + std::to_string(st),
                  inFlightMicroBatches(Schedule::ZeroBubbleH1, 4, 8, st), 4);
   }
+  {
+    // [P2]'s closed forms against the peak of the orders dist-pipeline
+    // emits (mlir::dist::peakInFlight: a forward saves a chunk's
+    // activations, its backward or W pass frees them), every stage.
+    int64_t checked = 0, differ = 0;
+    for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB,
+                       Schedule::Interleaved, Schedule::ZeroBubbleH1})
+      for (int64_t p : {2, 4, 8})
+        for (int64_t m : {4, 8, 16})
+          for (int64_t v : {1, 2, 3}) {
+            mlir::dist::PipelineSchedule kind = pipelineScheduleOf(s);
+            if (!mlir::dist::scheduleError(kind, p, v, m).empty())
+              continue;
+            for (int64_t st = 0; st < p; ++st) {
+              double peak = double(mlir::dist::peakInFlight(
+                                mlir::dist::pipelineOrder(kind, p, v, m, st))) /
+                            double(v);
+              ++checked;
+              if (std::abs(peak - inFlightMicroBatches(s, p, m, st, v)) > 0)
+                ++differ;
+            }
+          }
+    expectNear("P2 closed forms = the orders' peaks (stages checked)",
+               double(checked), 178);
+    expectNear("P2 closed forms = the orders' peaks (differ)", double(differ),
+               0);
+  }
 
   // The request.
   {

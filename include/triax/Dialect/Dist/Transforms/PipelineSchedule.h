@@ -116,9 +116,9 @@ std::vector<std::vector<PipelineEvent>>
 pipelinePrograms(PipelineSchedule schedule, int64_t ranks, int64_t chunks,
                  int64_t m);
 
-/// The peak number of (micro-batch, chunk) activations rank `rank` holds
-/// at once under `order` (a forward saves them, its backward frees them,
-/// or its W pass when the schedule splits it off).
+/// The peak number of (micro-batch, chunk) activations a rank holds at once
+/// under its `order` (a forward saves them, its backward frees them, or its
+/// W pass when the schedule splits it off): [P2] of the cost model.
 int64_t peakInFlight(llvm::ArrayRef<PipelineStep> order);
 
 } // namespace mlir::dist
