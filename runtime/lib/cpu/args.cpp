@@ -323,7 +323,8 @@ extern "C" void trx_print_train_usage(FILE *f, const char *prog) {
       "  --trace FILE          write every rank's measured timeline (compute\n"
       "                        per micro-batch, collectives, sends) as one\n"
       "                        Chrome trace JSON (Perfetto)\n"
-      "  -v, --verbose         more output (repeatable)\n"
+      "  -v, --verbose         more output (repeatable; -v -v: every rank's\n"
+      "                        memory peaks on stderr)\n"
       "  -h, --help            show this help and exit\n"
       "\n"
       "Flags take their value as the next argument or as --flag=VALUE.\n",

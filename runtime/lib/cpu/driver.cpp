@@ -1184,11 +1184,12 @@ void printPeaks() {
 }
 
 /// The exact peaks in bytes (-v), for tests and reports.
-void printPeakBytes() {
-  printf("peak bytes:");
+void printPeakBytes(FILE *out = stdout, const char *prefix = "") {
+  std::string line = std::string(prefix) + "peak bytes:";
   for (int c = 0; c < TRX_MEM_NCAT; ++c)
-    printf(" %s %zu", trx_mem_category_name(c), trx_mem_peak(c));
-  printf("\n");
+    line += " " + std::string(trx_mem_category_name(c)) + " " +
+            std::to_string(trx_mem_peak(c));
+  fprintf(out, "%s\n", line.c_str());
 }
 
 /// The threads of one process: --threads, else OMP_NUM_THREADS, else the
@@ -1871,6 +1872,11 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   printPeaks();
   if (a.verbose > 0)
     printPeakBytes();
+  // -vv: every rank's peaks (on stderr: the other ranks' stdout is
+  // silenced), one line each, "rank 3: peak bytes: ...".
+  if (a.verbose > 1 && trx_dist_world_size() > 1)
+    printPeakBytes(stderr,
+                   ("rank " + std::to_string(trx_dist_rank()) + ": ").c_str());
   if (a.verbose > 0 && trx_dist_world_size() > 1)
     trx_comm_print_table(stdout);
   fflush(stdout);
