@@ -1095,40 +1095,35 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
           SendOp::create(b, loc, v, meshRef, axes, peer(s - 1),
                          tag(mb, Bwd, s - 1, j));
     };
-    if (kind == PipelineSchedule::GPipe) {
+    if (programs.empty()) {
+      // GPipe and 1F1B: each pass between its recv and its send, in
+      // pipelineOrder's order (one chunk: virtual stage r).
       const int64_t s = r;
-      for (int64_t mb = 0; mb < m; ++mb) {
+      std::vector<PipelineStep> order = pipelineOrder(kind, ranks, 1, m, r);
+      for (size_t i = 0; i < order.size(); ++i) {
+        const int64_t mb = order[i].microBatch;
+        if (!order[i].forward()) {
+          backwardRecv(s, mb);
+          backwardCompute(s, mb);
+          backwardSend(s, mb);
+          continue;
+        }
         forwardRecv(s, mb);
         forwardCompute(s, mb);
+        // 1F1B's steady F(w+j) B(j): receive B(j)'s gradient before sending
+        // F(w+j)'s activation, as the next stage sends that gradient before
+        // it receives the activation.
+        const bool exchange = kind == PipelineSchedule::OneFOneB &&
+                              i + 1 < order.size() && !order[i + 1].forward();
+        if (!exchange) {
+          forwardSend(s, mb);
+          continue;
+        }
+        const int64_t next = order[++i].microBatch;
+        backwardRecv(s, next);
         forwardSend(s, mb);
-      }
-      for (int64_t mb = 0; mb < m; ++mb) {
-        backwardRecv(s, mb);
-        backwardCompute(s, mb);
-        backwardSend(s, mb);
-      }
-    } else if (kind == PipelineSchedule::OneFOneB) {
-      const int64_t s = r;
-      int64_t warmup = std::min(stages - s - 1, m);
-      for (int64_t mb = 0; mb < warmup; ++mb) {
-        forwardRecv(s, mb);
-        forwardCompute(s, mb);
-        forwardSend(s, mb);
-      }
-      for (int64_t j = 0; j < m - warmup; ++j) {
-        // Receive B(j)'s gradient before sending F(w+j)'s activation: the
-        // next stage sends that gradient before it receives the activation.
-        forwardRecv(s, warmup + j);
-        forwardCompute(s, warmup + j);
-        backwardRecv(s, j);
-        forwardSend(s, warmup + j);
-        backwardCompute(s, j);
-        backwardSend(s, j);
-      }
-      for (int64_t j = m - warmup; j < m; ++j) {
-        backwardRecv(s, j);
-        backwardCompute(s, j);
-        backwardSend(s, j);
+        backwardCompute(s, next);
+        backwardSend(s, next);
       }
     } else {
       for (const PipelineEvent &e : programs[r]) {

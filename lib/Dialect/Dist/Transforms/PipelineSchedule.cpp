@@ -89,18 +89,18 @@ std::vector<PipelineStep> mlir::dist::pipelineOrder(PipelineSchedule schedule,
                                                     int64_t rank) {
   std::vector<PipelineStep> order;
   const Pass F = Pass::Forward, B = Pass::Backward;
-  if (ranks == 1) { // no pipeline: F(j) B(j), the gradient accumulation
-    for (int64_t j = 0; j < m; ++j) {
-      order.push_back({F, 0, j});
-      order.push_back({B, 0, j});
-    }
-    return order;
-  }
   if (schedule == PipelineSchedule::GPipe) {
     for (int64_t j = 0; j < m; ++j)
       order.push_back({F, 0, j});
     for (int64_t j = 0; j < m; ++j)
       order.push_back({B, 0, j});
+    return order;
+  }
+  if (ranks == 1) { // no pipeline: F(j) B(j), the gradient accumulation
+    for (int64_t j = 0; j < m; ++j) {
+      order.push_back({F, 0, j});
+      order.push_back({B, 0, j});
+    }
     return order;
   }
   // 1F1B is the interleaved order's one-chunk case but for its warm-up

@@ -109,9 +109,9 @@ struct PipelineEvent {
 /// pass, each recv before the pass that needs it. Then the earliest
 /// message not yet exchanged always has both ends at it: everything before
 /// it in either program is an earlier message or a pass, which never
-/// blocks. GPipe and 1F1B keep dist-pipeline's own placement; this serves
-/// the other schedules (and is checked by dist-verify-schedule all the
-/// same).
+/// blocks. GPipe and 1F1B keep dist-pipeline's simpler placement around
+/// each pass of their pipelineOrder; this serves the other schedules (and
+/// is checked by dist-verify-schedule all the same).
 std::vector<std::vector<PipelineEvent>>
 pipelinePrograms(PipelineSchedule schedule, int64_t ranks, int64_t chunks,
                  int64_t m);
