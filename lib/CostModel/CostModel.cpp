@@ -265,17 +265,10 @@ mlir::dist::PipelineSchedule triax::cost::pipelineScheduleOf(Schedule s) {
 }
 
 Schedule triax::cost::scheduleOf(mlir::dist::PipelineSchedule s) {
-  using mlir::dist::PipelineSchedule;
-  switch (s) {
-  case PipelineSchedule::GPipe:
-    return Schedule::GPipe;
-  case PipelineSchedule::OneFOneB:
-    return Schedule::OneFOneB;
-  case PipelineSchedule::Interleaved:
-    return Schedule::Interleaved;
-  case PipelineSchedule::ZeroBubbleH1:
-    return Schedule::ZeroBubbleH1;
-  }
+  for (Schedule plan : {Schedule::GPipe, Schedule::OneFOneB,
+                        Schedule::Interleaved, Schedule::ZeroBubbleH1})
+    if (pipelineScheduleOf(plan) == s)
+      return plan;
   return Schedule::None;
 }
 
@@ -333,15 +326,24 @@ int64_t triax::cost::allToAllBytes(int64_t n, int64_t elemBytes, int64_t p) {
 // Schedule, FLOPs, time
 //===----------------------------------------------------------------------===//
 
+/// [P1]'s m: the fill and drain idle (p-1)/M of the step's compute, M = m
+/// (GPipe, 1F1B), v m (interleaved: chunks of 1/v stage), 3 m (ZB-H1: only
+/// T_F of a pass's T_F + T_B + T_W idles).
+static double bubbleMicroBatches(int64_t m, int64_t virtualStages,
+                                 Schedule schedule) {
+  return double(std::max<int64_t>(m, 1)) *
+         (schedule == Schedule::ZeroBubbleH1
+              ? 3.0
+              : double(std::max<int64_t>(virtualStages, 1)));
+}
+
 double triax::cost::bubbleFraction(int64_t pp, int64_t microBatches,
                                    int64_t virtualStages, Schedule schedule) {
   // [P1]
   if (pp <= 1)
     return 0;
-  if (schedule == Schedule::ZeroBubbleH1)
-    return double(pp - 1) / double(3 * microBatches + pp - 1);
   return double(pp - 1) /
-         double(std::max<int64_t>(virtualStages, 1) * microBatches + pp - 1);
+         (bubbleMicroBatches(microBatches, virtualStages, schedule) + pp - 1);
 }
 
 double triax::cost::flopsPerToken(double params, int64_t layers, int64_t hidden,
@@ -383,13 +385,11 @@ StepTime triax::cost::predictStepTime(const Hardware &hw, const Plan &plan,
                                               : hw.interNodeBandwidth;
     t.comm += double(c.bytes) / bw + double(c.calls) * hw.latency;
   }
-  // [T3] the pipeline's idle time: (p-1)/m of the busy time.
-  // ([P1]: idle (p-1)/(v m) of the compute; ZB-H1 (p-1) T_F = (p-1)/(3m).)
+  // [T3] the pipeline's idle time: (p-1)/M of the busy time ([P1]'s M).
   if (plan.pp > 1)
     t.bubble = t.compute * double(plan.pp - 1) /
-               double(std::max<int64_t>(plan.microBatches, 1) *
-                      std::max<int64_t>(plan.virtualStages, 1) *
-                      (plan.schedule == Schedule::ZeroBubbleH1 ? 3 : 1));
+               bubbleMicroBatches(plan.microBatches, plan.virtualStages,
+                                  plan.schedule);
   t.total = t.compute + t.comm + t.bubble; // [T4]
   if (t.total > 0) {
     t.tokensPerSecond = tokensPerStep / t.total;

@@ -489,60 +489,50 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     auto buckets = [&](int64_t elems) {
       return int64_t(std::ceil(double(elems * gradB) / kBucketBytes));
     };
-    if (plan.zeroStage == 0 && e > 1) {
-      // [C3] with expert parallelism: every gradient but the experts'
-      // averaged over dp x ep, the experts' over dp alone.
-      int64_t rest = P - Pexp;
-      c.comm.push_back(
-          {"all_reduce " + dataAxes,
-           load(allReduceBytes(rest, gradB, D), buckets(rest), D, dataSpan)});
-      if (d > 1)
-        c.comm.push_back({"all_reduce dp", load(allReduceBytes(Pexp, gradB, d),
-                                                buckets(Pexp), d, span)});
-    } else if (plan.zeroStage == 0) {
-      // [C3] the gradients all-reduced in 25 MiB buckets, once per step.
-      c.comm.push_back({"all_reduce dp", load(allReduceBytes(P, gradB, d),
-                                              buckets(P), d, span)});
+    // The groups the gradients are averaged over: with ep, the experts'
+    // over dp, the others' over dp x ep.
+    struct Group {
+      int64_t elems, tensors, size, span;
+      std::string axes;
+    };
+    llvm::SmallVector<Group, 2> groups;
+    if (e > 1) {
+      int64_t expertTensors =
+          int64_t(double(model.layerExpertTensors) * layersOn / Ld);
+      groups.push_back(
+          {P - Pexp, maxTensors - expertTensors, D, dataSpan, dataAxes});
+      groups.push_back({Pexp, expertTensors, d, span, "dp"});
     } else {
-      // [C4] with ep: the experts' over dp, the others' over dp x ep.
-      struct Group {
-        int64_t elems, tensors, size, span;
-        std::string axes;
-      };
-      llvm::SmallVector<Group, 2> groups;
-      if (e > 1) {
-        int64_t expertTensors =
-            int64_t(double(model.layerExpertTensors) * layersOn / Ld);
-        groups.push_back(
-            {P - Pexp, maxTensors - expertTensors, D, dataSpan, dataAxes});
-        groups.push_back({Pexp, expertTensors, d, span, "dp"});
+      groups.push_back({P, maxTensors, d, span, "dp"});
+    }
+    for (const Group &g : groups) {
+      if (g.size < 2)
+        continue;
+      int64_t ch = zeroChunk(g.elems, g.size);
+      if (plan.zeroStage == 0) {
+        // [C3] the gradients all-reduced in 25 MiB buckets, once per step.
+        c.comm.push_back({"all_reduce " + g.axes,
+                          load(allReduceBytes(g.elems, gradB, g.size),
+                               buckets(g.elems), g.size, g.span)});
+      } else if (plan.zeroStage <= 2) {
+        // [C4] the gradients reduce-scattered and the updated parameters
+        // all-gathered, once per step, per tensor.
+        c.comm.push_back({"reduce_scatter " + g.axes,
+                          load(reduceScatterBytes(ch, gradB, g.size), g.tensors,
+                               g.size, g.span)});
+        c.comm.push_back(
+            {"all_gather " + g.axes, load(allGatherBytes(ch, paramB, g.size),
+                                          g.tensors, g.size, g.span)});
       } else {
-        groups.push_back({P, maxTensors, d, span, "dp"});
-      }
-      for (const Group &g : groups) {
-        if (g.size < 2)
-          continue;
-        int64_t ch = zeroChunk(g.elems, g.size);
-        if (plan.zeroStage <= 2) {
-          // [C4] the gradients reduce-scattered and the updated parameters
-          // all-gathered, once per step, per tensor.
-          c.comm.push_back({"reduce_scatter " + g.axes,
-                            load(reduceScatterBytes(ch, gradB, g.size),
-                                 g.tensors, g.size, g.span)});
-          c.comm.push_back(
-              {"all_gather " + g.axes, load(allGatherBytes(ch, paramB, g.size),
-                                            g.tensors, g.size, g.span)});
-        } else {
-          // [C4] ZeRO-3: every micro-batch gathers the parameters for the
-          // forward and again for the backward, and reduce-scatters
-          // gradients.
-          c.comm.push_back({"all_gather " + g.axes,
-                            load(2 * m * allGatherBytes(ch, paramB, g.size),
-                                 2 * m * g.tensors, g.size, g.span)});
-          c.comm.push_back({"reduce_scatter " + g.axes,
-                            load(m * reduceScatterBytes(ch, gradB, g.size),
-                                 m * g.tensors, g.size, g.span)});
-        }
+        // [C4] ZeRO-3: every micro-batch gathers the parameters for the
+        // forward and again for the backward, and reduce-scatters
+        // gradients.
+        c.comm.push_back({"all_gather " + g.axes,
+                          load(2 * m * allGatherBytes(ch, paramB, g.size),
+                               2 * m * g.tensors, g.size, g.span)});
+        c.comm.push_back({"reduce_scatter " + g.axes,
+                          load(m * reduceScatterBytes(ch, gradB, g.size),
+                               m * g.tensors, g.size, g.span)});
       }
     }
   }

@@ -110,15 +110,17 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
      << ", a=" << f.heads << ", t=" << plan.tp
      << (plan.cp > 1 ? ", cp=" + std::to_string(plan.cp) : std::string())
      << "; 16-bit activations)\n";
-  double peak =
-      double(f.state.total()) +
-      double(f.layers) * r.activationsPerLayer /
-          double(std::max<int64_t>(plan.pp, 1)) *
-          (plan.schedule == Schedule::Interleaved ||
-                   plan.schedule == Schedule::ZeroBubbleH1
-               ? inFlightMicroBatches(plan.schedule, plan.pp, plan.microBatches,
-                                      0, plan.virtualStages)
-               : double(std::min<int64_t>(plan.pp, plan.microBatches)));
+  // Stage 0's micro-batches in flight ([P2]; a module's GPipe is not told
+  // from 1F1B: 1F1B's).
+  Schedule held = plan.schedule == Schedule::Interleaved ||
+                          plan.schedule == Schedule::ZeroBubbleH1
+                      ? plan.schedule
+                      : Schedule::OneFOneB;
+  double peak = double(f.state.total()) +
+                double(f.layers) * r.activationsPerLayer /
+                    double(std::max<int64_t>(plan.pp, 1)) *
+                    inFlightMicroBatches(held, plan.pp, plan.microBatches, 0,
+                                         plan.virtualStages);
   os << "  activation peak of one micro-batch from the IR's liveness: "
      << f.activationPeak << "  [A9] (the runtime's measured 'activ')\n";
   os << "  peak (state + activations of the micro-batches in flight): "
@@ -144,19 +146,18 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
   }
 
   os << "\nschedule and time (predicted, not yet validated):\n";
-  if (plan.virtualStages > 1)
-    os << "  bubble: " << llvm::format("%.4f", r.bubble)
-       << "  [P1] (p-1)/(v m+p-1), p = " << plan.pp
-       << ", m = " << plan.microBatches << ", v = " << plan.virtualStages
-       << " (interleaved)\n";
-  else if (plan.schedule == Schedule::ZeroBubbleH1)
-    os << "  bubble: " << llvm::format("%.4f", r.bubble)
-       << "  [P1] (p-1)/(3m+p-1), p = " << plan.pp
-       << ", m = " << plan.microBatches << " (zb-h1)\n";
-  else
-    os << "  bubble: " << llvm::format("%.4f", r.bubble)
-       << "  [P1] (p-1)/(m+p-1), p = " << plan.pp
-       << ", m = " << plan.microBatches << "\n";
+  const bool interleaved = plan.virtualStages > 1,
+             zeroBubble = plan.schedule == Schedule::ZeroBubbleH1;
+  os << "  bubble: " << llvm::format("%.4f", r.bubble) << "  [P1] "
+     << (interleaved  ? "(p-1)/(v m+p-1)"
+         : zeroBubble ? "(p-1)/(3m+p-1)"
+                      : "(p-1)/(m+p-1)")
+     << ", p = " << plan.pp << ", m = " << plan.microBatches;
+  if (interleaved)
+    os << ", v = " << plan.virtualStages << " (interleaved)";
+  else if (zeroBubble)
+    os << " (zb-h1)";
+  os << "\n";
   os << "  FLOPs per token: " << llvm::format("%.4g", r.flopsPerToken)
      << "  [F1] 6N + 12Lhs";
   if (plan.recompute != Recompute::None)

@@ -74,7 +74,7 @@ llvm::Expected<ModelShape> readModelShape(mlir::ModuleOp module);
 
 /// "gpus=N,gpu=NAME|file.json[,gpus-per-node=G][,global-batch=B]
 /// [,micro-batch=b][,microbatches=m][,dp=][,tp=][,pp=][,zero=]
-/// [,schedule=gpipe|1f1b|interleaved][,virtual-stages=v]
+/// [,schedule=gpipe|1f1b|interleaved|zb-h1][,virtual-stages=v]
 /// [,sequence-parallel=0|1][,recompute=none|
 /// selective|full][,efficiency=e][,top=k]": the keys after gpu= fix that
 /// dimension of the search (the others are enumerated).
