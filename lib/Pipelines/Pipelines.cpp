@@ -30,18 +30,18 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
     return "ZeRO-" + std::to_string(o.zero) +
            " with pipeline parallelism (pp=" + std::to_string(pp) +
            ") is not supported (DeepSpeed refuses it too); use zero=1";
-  if (!o.schedule.empty() && !mlir::dist::parseSchedule(o.schedule))
+  std::optional<mlir::dist::PipelineSchedule> schedule =
+      mlir::dist::parseSchedule(o.schedule.empty() ? "1f1b" : o.schedule);
+  if (!schedule)
     return "unknown schedule '" + o.schedule +
            "'; expected gpipe, 1f1b, interleaved or zb-h1";
   if (o.virtualStages < 1)
     return "virtual-stages=" + std::to_string(o.virtualStages) +
            " is not a count (expected >= 1)";
-  if (o.virtualStages > 1 && o.schedule != "interleaved")
-    return "virtual-stages=" + std::to_string(o.virtualStages) +
-           " needs schedule=interleaved";
-  if (o.schedule == "interleaved" && o.virtualStages < 2)
-    return "schedule=interleaved needs virtual-stages >= 2 (model chunks per "
-           "pipeline rank)";
+  // (dist-pipeline's own rule.)
+  if (std::string error = mlir::dist::chunksError(*schedule, o.virtualStages);
+      !error.empty())
+    return error;
   if (o.microbatches < 0)
     return "microbatches=" + std::to_string(o.microbatches) +
            " is not a count (expected >= 1, or 0: the model's)";
