@@ -30,6 +30,14 @@ typedef enum {
 
 /* The state buffers of each parameter: trx_state_1d/2d/chunk's `kind`, and
  * the compiled code's views of them. */
+/* The pass of a pipeline stage function call (trx_trace_begin's kind):
+ * @stage<s>_forward, _backward, _weight. */
+enum trx_pass_kind {
+  TRX_PASS_FORWARD = 0,
+  TRX_PASS_BACKWARD = 1,
+  TRX_PASS_WEIGHT = 2
+};
+
 /* The mixture-of-experts counters of a step (trx_moe_counters): the
  * expert choices dropped by capacity, and all choices. */
 enum trx_moe_counter {

@@ -970,9 +970,9 @@ void trx_shift_wait(int64_t slot);
 void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params, int32_t op,
                                        int64_t axis_mask);
 /* --trace: the compiled pipeline schedule brackets each stage function call
- * with these (kind 0 forward, 1 backward, 2 weight pass; the micro-batch's
- * index in the step; the model chunk of the interleaved schedule, or -1);
- * they record nothing unless the run traces. */
+ * with these (kind a trx_pass_kind; the micro-batch's index in the step;
+ * the model chunk of the interleaved schedule, or -1); they record nothing
+ * unless the run traces. */
 void trx_trace_begin(int64_t kind, int64_t micro_batch, int64_t chunk);
 void trx_trace_end(void);
 

@@ -579,9 +579,9 @@ static void traceStageCalls(func::FuncOp step) {
     StringRef callee = call.getCallee();
     if (!callee.starts_with("stage"))
       return;
-    int64_t kind = callee.ends_with("_forward")  ? 0
-                   : callee.ends_with("_weight") ? 2
-                                                 : 1;
+    int64_t kind = callee.ends_with("_forward")  ? TRX_PASS_FORWARD
+                   : callee.ends_with("_weight") ? TRX_PASS_WEIGHT
+                                                 : TRX_PASS_BACKWARD;
     int64_t microBatch = seen[callee]++;
     int64_t chunk = -1;
     if (auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(

@@ -467,20 +467,23 @@ struct Run {
   }
   /// Where the next optimizer step writes its gradient norm.
   float *nextNormSlot() { return scalars + 1 + normsPending++; }
+  /// Zeroes the MoE counters on the device (stream-ordered).
+  void zeroMoE() {
+    trx_device_memset(scalars + kMoESlot, 0, TRX_MOE_NCOUNTERS * sizeof(float));
+  }
   /// Adds the MoE counters to moeCounts and zeroes them (a copy: a host
   /// synchronization on the GPU, as readScalars). Collective: the counts
   /// are summed over the ranks that route different tokens or layers,
   /// every axis but the tensor-parallel one (its members route the same
-  /// tokens alike).
-  /// `scalars`, when given (1 + kNormSlots floats), gets the loss and the
-  /// norms of the same copy.
+  /// tokens alike). `scalarsOut`, when given (1 + kNormSlots floats), gets
+  /// the loss and the norms of the same copy.
   void collectMoE(float *scalarsOut = nullptr) {
     float all[kMoESlot + TRX_MOE_NCOUNTERS];
     trx_copy_to_host(all, scalars, sizeof(all));
     if (scalarsOut)
       std::copy(all, all + kMoESlot, scalarsOut);
     float *counts = all + kMoESlot;
-    trx_device_memset(scalars + kMoESlot, 0, TRX_MOE_NCOUNTERS * sizeof(float));
+    zeroMoE();
     if (trx_dist_world_size() > 1) {
       const int32_t tpAxis = meshAxisWithRole(model, TRX_AXIS_TENSOR);
       std::vector<int32_t> axes;
@@ -753,7 +756,7 @@ int Run::allocate() {
     return 1;
   }
   if (model->has_moe)
-    trx_device_memset(scalars + kMoESlot, 0, TRX_MOE_NCOUNTERS * sizeof(float));
+    zeroMoE();
   trx_moe_counters_bind(scalars + kMoESlot);
   inputs = tokens;
   targets = tokens + targetOffset;
@@ -1170,7 +1173,7 @@ float Run::evaluate(int &rc) {
     sum += double(model->forward(inputs, targets));
   }
   if (model->has_moe)
-    trx_device_memset(scalars + kMoESlot, 0, TRX_MOE_NCOUNTERS * sizeof(float));
+    zeroMoE();
   return float(sum / double(nb));
 }
 

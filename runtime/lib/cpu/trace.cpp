@@ -199,14 +199,16 @@ extern "C" void trx_trace_end(void) {
     return;
   // "F3", "B3", "W3" (a weight pass), or "F3.1" for micro-batch 3 on model
   // chunk 1 (the cost model's names, mlir::dist::stepName).
-  const char *letter = r.openKind == 0 ? "F" : r.openKind == 2 ? "W" : "B";
+  const char *letter = r.openKind == TRX_PASS_FORWARD  ? "F"
+                       : r.openKind == TRX_PASS_WEIGHT ? "W"
+                                                       : "B";
   std::string name = letter + std::to_string(r.openMicroBatch);
   if (r.openChunk >= 0)
     name += "." + std::to_string(r.openChunk);
   Event e{std::move(name),
-          r.openKind == 0   ? "forward"
-          : r.openKind == 2 ? "weight"
-                            : "backward",
+          r.openKind == TRX_PASS_FORWARD  ? "forward"
+          : r.openKind == TRX_PASS_WEIGHT ? "weight"
+                                          : "backward",
           1,
           r.openStart,
           traceNow(),
