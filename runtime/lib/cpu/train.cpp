@@ -86,6 +86,28 @@ int writeJsonLine(trx_logger *lg, const std::string &line) {
   return TRX_OK;
 }
 
+/// The end of every log entry: the text line's fprintf result `printed`
+/// (then the flush), and the JSON line `buildJson` makes; `fn` names the
+/// entry in errors. A failed write is TRX_ERR_IO, after both were tried.
+template <typename BuildJson>
+int finishEntry(trx_logger *lg, const char *fn, int printed,
+                BuildJson buildJson) {
+  int rc = TRX_OK;
+  if (printed < 0 || fflush(lg->out) != 0) {
+    setLastError("%s: cannot write the log line: %s", fn,
+                 errnoStr(errno).c_str());
+    rc = TRX_ERR_IO;
+  }
+  try {
+    if (writeJsonLine(lg, buildJson()) != TRX_OK)
+      rc = TRX_ERR_IO;
+  } catch (const std::bad_alloc &) {
+    setLastError("%s: out of memory", fn);
+    rc = TRX_ERR_NOMEM;
+  }
+  return rc;
+}
+
 } // namespace
 
 extern "C" int trx_logger_step(trx_logger *lg, int64_t step, float loss,
@@ -99,18 +121,13 @@ extern "C" int trx_logger_step(trx_logger *lg, int64_t step, float loss,
   size_t peak = trx_mem_peak_total();
   char peakStr[32];
   trx_format_mib(peak, peakStr, sizeof(peakStr));
-  int rc = TRX_OK;
-  if (fprintf(lg->out,
+  int printed =
+      fprintf(lg->out,
               "step %5lld | loss %.6f | lr %.3e | grad-norm %.4f | %8.0f "
               "tok/s | %7.2f ms | peak %s\n",
               (long long)step, double(loss), double(lr), double(grad_norm),
-              tokPerS, ms, peakStr) < 0 ||
-      fflush(lg->out) != 0) {
-    setLastError("trx_logger_step: cannot write the log line: %s",
-                 errnoStr(errno).c_str());
-    rc = TRX_ERR_IO;
-  }
-  try {
+              tokPerS, ms, peakStr);
+  return finishEntry(lg, "trx_logger_step", printed, [&] {
     std::string j = "{\"step\":" + std::to_string(step) + ",\"loss\":";
     json::appendFloat(j, loss);
     j += ",\"lr\":";
@@ -122,13 +139,8 @@ extern "C" int trx_logger_step(trx_logger *lg, int64_t step, float loss,
     j += ",\"ms\":";
     json::appendDouble(j, ms);
     j += ",\"peak_bytes\":" + std::to_string(peak) + "}\n";
-    if (writeJsonLine(lg, j) != TRX_OK)
-      rc = TRX_ERR_IO;
-  } catch (const std::bad_alloc &) {
-    setLastError("trx_logger_step: out of memory");
-    rc = TRX_ERR_NOMEM;
-  }
-  return rc;
+    return j;
+  });
 }
 
 extern "C" int trx_logger_moe(trx_logger *lg, int64_t step, double dropped,
@@ -137,30 +149,19 @@ extern "C" int trx_logger_moe(trx_logger *lg, int64_t step, double dropped,
     setLastError("trx_logger_moe: NULL logger");
     return TRX_ERR_ARG;
   }
-  int rc = TRX_OK;
-  if (fprintf(lg->out,
-              "step %5lld | moe: %.0f of %.0f expert choices dropped "
-              "(%.2f%%)\n",
-              (long long)step, dropped, choices,
-              choices > 0 ? 100.0 * dropped / choices : 0.0) < 0 ||
-      fflush(lg->out) != 0) {
-    setLastError("trx_logger_moe: cannot write the log line: %s",
-                 errnoStr(errno).c_str());
-    rc = TRX_ERR_IO;
-  }
-  try {
+  int printed = fprintf(lg->out,
+                        "step %5lld | moe: %.0f of %.0f expert choices dropped "
+                        "(%.2f%%)\n",
+                        (long long)step, dropped, choices,
+                        choices > 0 ? 100.0 * dropped / choices : 0.0);
+  return finishEntry(lg, "trx_logger_moe", printed, [&] {
     std::string j = "{\"step\":" + std::to_string(step) + ",\"moe_dropped\":";
     json::appendDouble(j, dropped);
     j += ",\"moe_choices\":";
     json::appendDouble(j, choices);
     j += "}\n";
-    if (writeJsonLine(lg, j) != TRX_OK)
-      rc = TRX_ERR_IO;
-  } catch (const std::bad_alloc &) {
-    setLastError("trx_logger_moe: out of memory");
-    rc = TRX_ERR_NOMEM;
-  }
-  return rc;
+    return j;
+  });
 }
 
 extern "C" int trx_logger_eval(trx_logger *lg, int64_t step, float val_loss) {
@@ -168,25 +169,14 @@ extern "C" int trx_logger_eval(trx_logger *lg, int64_t step, float val_loss) {
     setLastError("trx_logger_eval: NULL logger");
     return TRX_ERR_ARG;
   }
-  int rc = TRX_OK;
-  if (fprintf(lg->out, "step %5lld | val loss %.6f\n", (long long)step,
-              double(val_loss)) < 0 ||
-      fflush(lg->out) != 0) {
-    setLastError("trx_logger_eval: cannot write the log line: %s",
-                 errnoStr(errno).c_str());
-    rc = TRX_ERR_IO;
-  }
-  try {
+  int printed = fprintf(lg->out, "step %5lld | val loss %.6f\n",
+                        (long long)step, double(val_loss));
+  return finishEntry(lg, "trx_logger_eval", printed, [&] {
     std::string j = "{\"step\":" + std::to_string(step) + ",\"val_loss\":";
     json::appendFloat(j, val_loss);
     j += "}\n";
-    if (writeJsonLine(lg, j) != TRX_OK)
-      rc = TRX_ERR_IO;
-  } catch (const std::bad_alloc &) {
-    setLastError("trx_logger_eval: out of memory");
-    rc = TRX_ERR_NOMEM;
-  }
-  return rc;
+    return j;
+  });
 }
 
 extern "C" void trx_logger_close(trx_logger *lg) {
