@@ -333,6 +333,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (plan.zeroStage > 0 && d < 2)
     reject("zero without data parallelism",
            "zero=" + llvm::Twine(plan.zeroStage) + " shards over dp, and dp=1");
+  if (plan.sequenceParallel && model.experts > 0)
+    reject("sequence parallelism with MoE layers",
+           "sequence-parallel splits tokens, and a MoE layer's experts take "
+           "a dispatch buffer's slots: dist-tensor-parallel refuses it");
   if (plan.sequenceParallel && t < 2)
     reject("sequence parallelism without tp",
            "sequence-parallel needs tp >= 2 (tp=1)");
@@ -372,12 +376,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // GPUs give meshes of pp up to 2^20).
   const double td = double(t), Ld = double(L);
   const double layersOn = std::ceil(Ld / double(p));
+  // (The experts are split over ep, and each expert's MLP over tp.)
   const double perLayer =
       (double(model.layerSplit) / td + double(model.layerRepl) +
-       double(model.layerExpert) / double(e)) /
+       double(model.layerExpert) / double(e) / td) /
       Ld;
   // Of those, the experts' (averaged over dp alone).
-  const double expertsOn = double(model.layerExpert) / double(e) / Ld;
+  const double expertsOn = double(model.layerExpert) / double(e) / td / Ld;
   const double first = double(model.firstSplit) / td + double(model.firstRepl);
   const double last = double(model.lastSplit) / td + double(model.lastRepl) +
                       (p > 1 ? double(model.tiedSplit) / td : 0.0);
@@ -434,14 +439,16 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     mem.activations = act * layersOn * double(mem.inFlight);
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
     // many, whatever ep) of the dispatched tokens, the experts' output and
-    // its exchange (3 h) and the experts' MLP intermediates (2 or 4 ffn);
-    // under full recomputation only the block being recomputed holds them.
+    // its exchange (3 h) and the experts' MLP intermediates (2 or 4 ffn,
+    // split over tp); under full recomputation only the block being
+    // recomputed holds them.
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
-      double perLayer = rows *
-                        double(model.expertMlpTensors * model.ffn + 3 * h) *
-                        double(model.activationBytes);
+      double perLayer =
+          rows *
+          (double(model.expertMlpTensors * model.ffn) / td + double(3 * h)) *
+          double(model.activationBytes);
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
                         : perLayer * layersOn * double(mem.inFlight);
@@ -539,7 +546,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (t > 1) {
     // [C5] Megatron, per micro-batch: two all_reduces of the b s h
     // activation per layer in the forward and two in the backward (g and
-    // f's conjugate), two more when the forward is recomputed; one for the
+    // f's conjugate), two more when the forward is recomputed (in a MoE
+    // layer, the second pair's are of the experts' buffer, E b C h: each
+    // expert's MLP is split over tp too); one for the
     // vocab-parallel embedding (first stage) and one for the head's input
     // gradient (last stage); the vocab-parallel cross-entropy's row maxima
     // and sums (R and 2R f32, R = b s, forward and backward, last stage).
@@ -551,13 +560,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // (Each cp rank's tensor-parallel collectives carry its s / cp tokens.)
     const int64_t sl = s / cp;
     const int64_t n = b * sl * h, actB = model.activationBytes, R = b * sl;
+    const int64_t nExperts = model.experts * b * model.expertRows * h;
     std::vector<std::pair<std::string, CommLoad>> busiest;
     int64_t busiestBytes = -1;
     for (int64_t stage : {int64_t(0), p - 1}) {
       bool isFirst = stage == 0, isLast = stage == p - 1;
-      int64_t acts =
-          (plan.recompute == Recompute::Full ? 6 : 4) * int64_t(layersOn) +
-          isFirst + isLast;
+      const int64_t perPair =
+          (plan.recompute == Recompute::Full ? 3 : 2) * int64_t(layersOn);
+      int64_t acts = (nExperts > 0 ? 1 : 2) * perPair + isFirst + isLast;
+      int64_t expertActs = nExperts > 0 ? perPair : 0;
       int64_t ceBytes =
           isLast ? 2 * (allReduceBytes(R, 4, t) + allReduceBytes(2 * R, 4, t))
                  : 0;
@@ -583,8 +594,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       } else {
         loads.push_back(
             {"all_reduce tp",
-             load(m * (acts * allReduceBytes(n, actB, t) + ceBytes) + norm,
-                  m * (acts + ceCalls) + 1, t, t)});
+             load(m * (acts * allReduceBytes(n, actB, t) +
+                       expertActs * allReduceBytes(nExperts, actB, t) +
+                       ceBytes) +
+                      norm,
+                  m * (acts + expertActs + ceCalls) + 1, t, t)});
       }
       int64_t bytes = 0;
       for (const auto &l : loads)

@@ -85,22 +85,27 @@ static trx_param_init abiInit(mlir::triax::InitKind kind) {
 }
 
 /// The placement fields of a parameter's descriptor, as designated
-/// initializers: ".split_dim = ..., ..., .stage_axes = ..." (see
+/// initializers: ".split_rank = ..., ..., .stage_axes = ..." (see
 /// trx_param_desc).
 static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
-  int64_t splitDim = 0;
-  uint32_t splitAxes = 0, zeroAxes = 0;
-  int64_t zeroStage = 0;
+  // The split dimensions: the declared shape and each dimension's axes.
+  std::string split = ".split_rank = 0";
   if (auto sharding = param->getAttrOfType<mlir::dist::ShardingAttr>(
           mlir::dist::DistDialect::kShardingAttrName)) {
+    std::string shape, masks;
     for (unsigned d = 0; d < sharding.getRank(); ++d) {
-      SmallVector<StringRef> dimAxes = sharding.getDimAxes(d);
-      if (dimAxes.empty())
-        continue;
-      splitDim = d;
-      splitAxes = maskOf(axes, dimAxes);
+      shape +=
+          (d ? ", " : "") + std::to_string(param.getTensorType().getDimSize(d));
+      masks += (d ? ", " : "") +
+               std::to_string(maskOf(axes, sharding.getDimAxes(d))) + "u";
     }
+    split = llvm::formatv(".split_rank = {0}, .split_shape = {{{1}}, "
+                          ".split_axes = {{{2}}",
+                          sharding.getRank(), shape, masks)
+                .str();
   }
+  uint32_t zeroAxes = 0;
+  int64_t zeroStage = 0;
   if (auto zero = param->getAttrOfType<mlir::dist::ZeroAttr>(
           mlir::dist::DistDialect::kZeroAttrName)) {
     zeroStage = zero.getStage();
@@ -122,11 +127,9 @@ static std::string placement(ParamOp param, ArrayRef<std::string> axes) {
   }
   if (stages)
     stageAxes = maskOf(axes, {mlir::dist::axisName(TRX_AXIS_PIPELINE)});
-  return llvm::formatv(".split_dim = {0}, .split_axes = {1}u, .zero_stage = "
-                       "{2}, .zero_axes = {3}u, .stages = {4}u, .stage_axes = "
-                       "{5}u",
-                       splitDim, splitAxes, zeroStage, zeroAxes, stages,
-                       stageAxes)
+  return llvm::formatv("{0}, .zero_stage = {1}, .zero_axes = {2}u, .stages = "
+                       "{3}u, .stage_axes = {4}u",
+                       split, zeroStage, zeroAxes, stages, stageAxes)
       .str();
 }
 

@@ -1037,11 +1037,17 @@ struct trx_param_desc {
    * are stored as Hugging Face's fused h.N.attn.c_attn.weight [H, 3H]. */
   const char *ckpt_name;
   /* Placement over the device mesh (all 0: every rank holds all of it).
-   * Tensor parallelism: dimension split_dim is split evenly over the mesh
-   * axes of split_axes (bit i = axis i, one axis today); the member at
-   * group position c holds block c. */
-  int32_t split_dim;
-  uint32_t split_axes;
+   * Tensor and expert parallelism: the parameter as declared, of split_rank
+   * (1 to 3) dimensions split_shape, holds the elements of the rows x
+   * columns above in the same order (the experts' [E, in, out] are
+   * [E*in, out]); its dimension d is split evenly over the mesh axes of
+   * split_axes[d] (bit i = axis i; 0: not split), the member at position c
+   * of that group holding block c along d. A rank's block is row-major in
+   * its own dimensions: the state of [E/ep, in, out/tp] is
+   * [E/ep*in, out/tp]. */
+  int32_t split_rank;
+  int64_t split_shape[3];
+  uint32_t split_axes[3];
   /* ZeRO (#dist.zero) over the mesh axes of zero_axes: stage 1 shards the
    * AdamW moments, 2 also the gradient buffer, 3 also the parameter. A
    * sharded buffer is chunk c = [c*k, (c+1)*k) of the (split) parameter's

@@ -1040,6 +1040,62 @@ const trx_param_desc kParams[] = {
     {"b", 1, {5, 0}, TRX_INIT_ZEROS, 0.0f, 0, nullptr},
 };
 
+/// A parameter's split dimensions (trx_param_desc::split_*): the declared
+/// shape must view the state's rows x columns; without MPI every split has
+/// one member, and the conversions between the whole and the block are the
+/// identity through the 3-D block copies. (Blocks on two split dimensions
+/// across ranks: test/e2e/expert-parallel.test.)
+void testSplitLayout() {
+  using triax::rt::ParamLayout;
+  auto layoutOf = [](int32_t rank, std::initializer_list<int64_t> shape,
+                     int32_t splitRank,
+                     std::initializer_list<int64_t> splitShape, ParamLayout &l,
+                     std::string &msg) {
+    trx_param_desc p = {};
+    p.name = "w";
+    p.rank = rank;
+    std::copy(shape.begin(), shape.end(), p.shape);
+    p.split_rank = splitRank;
+    std::copy(splitShape.begin(), splitShape.end(), p.split_shape);
+    p.split_axes[0] = 1; // axis 0, one member without MPI
+    return triax::rt::computeParamLayout(p, l, msg);
+  };
+  ParamLayout l;
+  std::string msg;
+  // The experts' [4, 3, 5] as rows [12, 5].
+  CHECK(layoutOf(2, {12, 5}, 3, {4, 3, 5}, l, msg));
+  CHECK_EQ(l.local[0], int64_t(12));
+  CHECK_EQ(l.local[1], int64_t(5));
+  CHECK_EQ(l.splits.size(), size_t(1));
+  CHECK_EQ(l.splits[0].dim, int32_t(0));
+  CHECK_EQ(l.splits[0].parts, int64_t(1));
+  std::vector<float> whole(60), back(60, -1.0f);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = float(i);
+  std::vector<float> buf(size_t(l.allocCount(TRX_STATE_PARAM)));
+  triax::rt::scatterWhole(l, TRX_STATE_PARAM, whole.data(), buf.data());
+  CHECK(buf == whole);
+  triax::rt::gatherWhole(l, TRX_STATE_PARAM, buf.data(), back.data());
+  CHECK(back == whole);
+  // A vector split along its only dimension.
+  CHECK(layoutOf(1, {8}, 1, {8}, l, msg));
+  CHECK_EQ(l.local[0], int64_t(8));
+  // Shapes that do not view the state: an error naming the parameter.
+  CHECK(!layoutOf(2, {12, 5}, 4, {1, 4, 3}, l, msg));
+  CHECK_EQ(msg, std::string("parameter 'w': split rank 4 is not 1 to 3"));
+  CHECK(!layoutOf(2, {12, 5}, 3, {4, 0, 5}, l, msg));
+  CHECK_EQ(msg, std::string("parameter 'w': split shape dimension 1 is not "
+                            "positive"));
+  CHECK(layoutOf(2, {12, 5}, 3, {2, 6, 5}, l, msg)); // other factors: fine
+  CHECK(!layoutOf(2, {12, 5}, 3, {4, 5, 3}, l, msg));
+  CHECK_EQ(msg, std::string("parameter 'w': split shape does not view the "
+                            "parameter's rows x columns"));
+  CHECK(!layoutOf(2, {12, 5}, 2, {12, 4}, l, msg));
+  CHECK(!layoutOf(1, {8}, 2, {2, 4}, l, msg));
+  CHECK_EQ(msg, std::string("parameter 'w': split shape does not view the "
+                            "parameter's elements"));
+}
+
 void testState() {
   float w[15], b[5], mw[15], mb[5], vw[15], vb[5], gw[15], gb[5];
   float *p[] = {w, b}, *m[] = {mw, mb}, *v[] = {vw, vb}, *g[] = {gw, gb};
@@ -1408,6 +1464,7 @@ int main(int argc, char **argv) {
   testGemmGelu();
   testPaddedGemm();
   testState();
+  testSplitLayout();
   testAlloc();
   testBlasCoreChoice();
   trxtest::done("kernel");

@@ -705,7 +705,8 @@ int Run::computeLayouts() {
       printError("model '%s': %s", model->model_name, msg.c_str());
       return 1;
     }
-    distributed |= l.splitDim >= 0 || l.zeroStage != 0 || !l.stageAxes.empty();
+    distributed |=
+        !l.splits.empty() || l.zeroStage != 0 || !l.stageAxes.empty();
     layouts.push_back(std::move(l));
   }
   return 0;
@@ -1509,20 +1510,28 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
     // that the ranks' lines do not interleave.
     std::string pieces;
     auto shape = [](int32_t rank, const int64_t *d) {
-      return "[" + std::to_string(d[0]) +
-             (rank == 2 ? ", " + std::to_string(d[1]) : std::string()) + "]";
+      std::string text = "[";
+      for (int32_t i = 0; i < rank; ++i)
+        text += (i ? ", " : "") + std::to_string(d[i]);
+      return text + "]";
     };
     for (int64_t i = 0; i < run.n(); ++i) {
       const ParamLayout &l = run.layouts[size_t(i)];
-      if (l.splitDim < 0 && l.zeroStage == 0 && l.stageAxes.empty())
+      if (l.splits.empty() && l.zeroStage == 0 && l.stageAxes.empty())
         continue;
+      // A split parameter in its declared shape (the experts' [E, in, out]).
+      const int32_t lead = 3 - l.splitRank;
+      std::string block =
+          shape(l.rank, l.local) + " of " + shape(l.rank, l.global);
+      if (!l.splits.empty())
+        block = shape(l.splitRank, l.blockDims + lead) + " of " +
+                shape(l.splitRank, l.dims + lead);
       pieces += "  rank " + std::to_string(trx_dist_rank()) + ": " +
-                model->params[i].name + " " + shape(l.rank, l.local) + " of " +
-                shape(l.rank, l.global);
-      if (l.splitDim >= 0)
-        pieces += " (dim " + std::to_string(l.splitDim) + " block " +
-                  std::to_string(l.splitPos) + " of " +
-                  std::to_string(l.splitParts) + ")";
+                model->params[i].name + " " + block;
+      for (const ParamLayout::Split &split : l.splits)
+        pieces += " (dim " + std::to_string(split.dim - lead) + " block " +
+                  std::to_string(split.pos) + " of " +
+                  std::to_string(split.parts) + ")";
       if (l.zeroStage)
         pieces += ", ZeRO-" + std::to_string(l.zeroStage) + " chunk " +
                   std::to_string(l.zeroPos) + " of " +

@@ -39,9 +39,17 @@ struct ParamLayout {
   int64_t global[2] = {0, 0}; // the whole parameter
   int64_t local[2] = {0, 0};  // this rank's tensor-parallel block
   int64_t numel = 0;          // elements of the block
-  int32_t splitDim = -1;      // -1: not split
-  std::vector<int32_t> splitAxes;
-  int64_t splitParts = 1, splitPos = 0;
+  // The split dimensions of the declared shape (split_shape; 3-D, padded
+  // with leading 1s), the whole and this rank's block of it, and each split
+  // (empty: not split) with its group, its size and this rank's position.
+  int32_t splitRank = 0; // split_rank: dims[3 - splitRank] is its dim 0
+  int64_t dims[3] = {1, 1, 1}, blockDims[3] = {1, 1, 1};
+  struct Split {
+    int32_t dim; // of dims
+    std::vector<int32_t> axes;
+    int64_t parts, pos;
+  };
+  std::vector<Split> splits;
   int32_t zeroStage = 0;
   std::vector<int32_t> zeroAxes;
   int64_t zeroParts = 1, zeroPos = 0;

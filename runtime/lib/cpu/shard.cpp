@@ -59,19 +59,53 @@ bool computeParamLayout(const trx_param_desc &p, ParamLayout &l,
   l.rank = p.rank;
   for (int32_t d = 0; d < p.rank; ++d)
     l.global[d] = l.local[d] = p.shape[d];
-  if (p.split_axes) {
-    if (p.split_dim < 0 || p.split_dim >= p.rank)
-      return bad("split dimension " + std::to_string(p.split_dim) +
-                 " is out of range");
-    l.splitDim = p.split_dim;
-    l.splitAxes = axesOfMask(p.split_axes);
-    if (!groupOf(l.splitAxes, l.splitParts, l.splitPos, msg))
-      return bad(msg);
-    if (p.shape[p.split_dim] % l.splitParts != 0)
-      return bad("dimension " + std::to_string(p.split_dim) + " of size " +
-                 std::to_string(p.shape[p.split_dim]) +
-                 " does not split into " + std::to_string(l.splitParts));
-    l.local[p.split_dim] /= l.splitParts;
+  // Not split: one block, the state's rows x columns.
+  l.dims[1] = l.blockDims[1] = l.rank == 2 ? p.shape[0] : 1;
+  l.dims[2] = l.blockDims[2] = p.shape[p.rank - 1];
+  if (p.split_rank != 0) {
+    // The declared shape, right-aligned in dims, must hold the same
+    // elements as the state's rows x columns, its last dimension the
+    // columns.
+    if (p.split_rank < 1 || p.split_rank > 3)
+      return bad("split rank " + std::to_string(p.split_rank) +
+                 " is not 1 to 3");
+    l.splitRank = p.split_rank;
+    const int32_t lead = 3 - p.split_rank;
+    std::fill(l.dims, l.dims + 3, 1);
+    std::fill(l.blockDims, l.blockDims + 3, 1);
+    int64_t numel = 1;
+    for (int32_t d = 0; d < p.split_rank; ++d) {
+      if (p.split_shape[d] <= 0)
+        return bad("split shape dimension " + std::to_string(d) +
+                   " is not positive");
+      l.dims[lead + d] = l.blockDims[lead + d] = p.split_shape[d];
+      numel *= p.split_shape[d];
+    }
+    if (numel != l.global[0] * (l.rank == 2 ? l.global[1] : 1) ||
+        (l.rank == 2 && l.dims[2] != l.global[1]) ||
+        (l.rank == 1 && p.split_rank != 1))
+      return bad("split shape does not view the parameter's " +
+                 std::string(l.rank == 2 ? "rows x columns" : "elements"));
+    for (int32_t d = 0; d < p.split_rank; ++d) {
+      if (!p.split_axes[d])
+        continue;
+      ParamLayout::Split split{lead + d, axesOfMask(p.split_axes[d]), 1, 0};
+      if (!groupOf(split.axes, split.parts, split.pos, msg))
+        return bad(msg);
+      if (p.split_shape[d] % split.parts != 0)
+        return bad("dimension " + std::to_string(d) + " of size " +
+                   std::to_string(p.split_shape[d]) + " does not split into " +
+                   std::to_string(split.parts));
+      l.blockDims[split.dim] /= split.parts;
+      l.splits.push_back(std::move(split));
+    }
+    // The block's state: rows x columns of its own dimensions.
+    if (l.rank == 2) {
+      l.local[0] = l.blockDims[0] * l.blockDims[1];
+      l.local[1] = l.blockDims[2];
+    } else {
+      l.local[0] = l.blockDims[2];
+    }
   }
   l.numel = l.rank == 2 ? l.local[0] * l.local[1] : l.local[0];
   l.chunk = l.numel;
@@ -124,6 +158,19 @@ int64_t ParamLayout::allocCount(int kind) const {
   return numel;
 }
 
+/// Calls copyRow(w, b, n) for each row of the block of dims `block` at
+/// `offset` in a row-major tensor of dims `whole`: its n elements start at
+/// element w of the tensor and at element b of the row-major block.
+template <typename CopyRow>
+static void forEachBlockRow(const int64_t whole[3], const int64_t block[3],
+                            const int64_t offset[3], CopyRow copyRow) {
+  for (int64_t i = 0; i < block[0]; ++i)
+    for (int64_t j = 0; j < block[1]; ++j)
+      copyRow(((offset[0] + i) * whole[1] + offset[1] + j) * whole[2] +
+                  offset[2],
+              (i * block[1] + j) * block[2], block[2]);
+}
+
 /// The whole tensor from this rank's stage (which holds the parameter).
 static void gatherOnStage(const ParamLayout &l, int kind, const float *buf,
                           float *whole);
@@ -153,25 +200,34 @@ static void gatherOnStage(const ParamLayout &l, int kind, const float *buf,
                    int32_t(l.zeroAxes.size()));
     local = block.data();
   }
-  if (l.splitDim < 0) {
-    std::copy(local, local + l.numel, whole);
-    return;
+  // 2. Whole along one split dimension after the other: the members of a
+  // split's group differ only on its axes, so they hold the same blocks of
+  // the other dimensions; gathered in group order, block b goes to b.
+  std::vector<float> current(local, local + l.numel), blocks, next;
+  int64_t dims[3] = {l.blockDims[0], l.blockDims[1], l.blockDims[2]};
+  for (const ParamLayout::Split &split : l.splits) {
+    if (split.parts == 1)
+      continue;
+    const int64_t count = int64_t(current.size());
+    blocks.resize(size_t(count * split.parts));
+    trx_all_gather(current.data(), count, blocks.data(), split.axes.data(),
+                   int32_t(split.axes.size()));
+    int64_t grown[3] = {dims[0], dims[1], dims[2]};
+    grown[split.dim] *= split.parts;
+    next.resize(blocks.size());
+    for (int64_t b = 0; b < split.parts; ++b) {
+      int64_t offset[3] = {0, 0, 0};
+      offset[split.dim] = b * dims[split.dim];
+      const float *from = &blocks[size_t(b * count)];
+      forEachBlockRow(grown, dims, offset,
+                      [&](int64_t w, int64_t k, int64_t n) {
+                        std::copy(from + k, from + k + n, &next[size_t(w)]);
+                      });
+    }
+    current.swap(next);
+    std::copy(grown, grown + 3, dims);
   }
-  // 2. The blocks of the split group, in group order, then placed.
-  std::vector<float> blocks(size_t(l.numel * l.splitParts));
-  trx_all_gather(local, l.numel, blocks.data(), l.splitAxes.data(),
-                 int32_t(l.splitAxes.size()));
-  if (l.splitDim == 0) {
-    std::copy(blocks.begin(), blocks.end(), whole);
-    return;
-  }
-  // Columns of a 2-D parameter: block b is rows x (cols / parts).
-  const int64_t rows = l.local[0], cols = l.local[1];
-  for (int64_t b = 0; b < l.splitParts; ++b)
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy(&blocks[size_t(b * l.numel + r * cols)],
-                &blocks[size_t(b * l.numel + (r + 1) * cols)],
-                whole + r * l.global[1] + b * cols);
+  std::copy(current.begin(), current.end(), whole);
 }
 
 void scatterWhole(const ParamLayout &l, int kind, const float *whole,
@@ -179,18 +235,13 @@ void scatterWhole(const ParamLayout &l, int kind, const float *whole,
   if (!l.present)
     return;
   std::vector<float> block(size_t(l.numel));
-  if (l.splitDim < 0) {
-    std::copy(whole, whole + l.numel, block.begin());
-  } else if (l.splitDim == 0) {
-    std::copy(whole + l.splitPos * l.numel, whole + (l.splitPos + 1) * l.numel,
-              block.begin());
-  } else {
-    const int64_t rows = l.local[0], cols = l.local[1];
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy(whole + r * l.global[1] + l.splitPos * cols,
-                whole + r * l.global[1] + (l.splitPos + 1) * cols,
-                block.begin() + r * cols);
-  }
+  int64_t offset[3] = {0, 0, 0};
+  for (const ParamLayout::Split &split : l.splits)
+    offset[split.dim] = split.pos * l.blockDims[split.dim];
+  forEachBlockRow(l.dims, l.blockDims, offset,
+                  [&](int64_t w, int64_t k, int64_t n) {
+                    std::copy(whole + w, whole + w + n, &block[size_t(k)]);
+                  });
   // The buffer's contents on the host (padding zeroed), then one copy.
   std::vector<float> piece(size_t(l.allocCount(kind)), 0.0f);
   if (l.sharded(kind)) {

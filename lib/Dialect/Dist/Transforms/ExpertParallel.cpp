@@ -44,8 +44,11 @@ struct ExpertRegion {
 };
 
 /// Every expert's rows are independent: expert_linear (its weight a
-/// parameter) and elementwise ops of region values run on any subset of the
-/// experts. Anything else between the dispatch and the combine is an error.
+/// parameter), elementwise ops of region values and the tensor-parallel
+/// collectives inside an expert (dist-tensor-parallel's copy_to_group before
+/// the column products and all_reduce after the row products, over tp: the
+/// same op on each row) run on any subset of the experts. Anything else
+/// between the dispatch and the combine is an error.
 FailureOr<ExpertRegion> findRegion(tx::MoEDispatchOp dispatch, StringRef pass) {
   ExpertRegion region;
   region.dispatch = dispatch;
@@ -70,7 +73,8 @@ FailureOr<ExpertRegion> findRegion(tx::MoEDispatchOp dispatch, StringRef pass) {
                << pass << ": the experts' weight must be a parameter read "
                << "only here (it is split over the experts)";
       region.weights.push_back(read);
-    } else if (!isa<tx::ScalarElementwiseOpInterface>(op) ||
+    } else if (!isa<tx::ScalarElementwiseOpInterface, CopyToGroupOp,
+                    AllReduceOp>(op) ||
                llvm::any_of(op->getOperands(),
                             [&](Value v) { return !inside.contains(v); })) {
       return op->emitOpError()
@@ -186,7 +190,11 @@ void ExpertParallelPass::runOnOperation() {
       SmallVector<int64_t> shape(type.getShape());
       shape[0] /= size;
       read.getResult().setType(type.clone(shape));
+      // (Tensor parallelism may have split another dimension already.)
       SmallVector<Attribute> dims(type.getRank(), b.getArrayAttr({}));
+      if (auto tp = param->getAttrOfType<ShardingAttr>(
+              DistDialect::kShardingAttrName))
+        dims.assign(tp.getDims().begin(), tp.getDims().end());
       dims[0] = axes;
       param->setAttr(DistDialect::kShardingAttrName,
                      ShardingAttr::get(ctx, meshRef, b.getArrayAttr(dims)));

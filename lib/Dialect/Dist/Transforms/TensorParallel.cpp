@@ -33,13 +33,33 @@ namespace tx = mlir::triax;
 
 namespace {
 
-/// A column/row-split group: the column linears, the ops between them and
-/// the row linears (in program order), all in one block.
+/// A column/row-split group: the column products, the ops between them and
+/// the row products (in program order), all in one block. A product is a
+/// triax.linear, or a triax.expert_linear (one per expert: Megatron's split
+/// inside each expert's MLP, its weights [E, in, out] cut along out or in).
 struct LinearPair {
-  SmallVector<tx::LinearOp> columns;
+  SmallVector<Operation *> columns;
   SmallVector<Operation *> locals;
-  SmallVector<tx::LinearOp> rows;
+  SmallVector<Operation *> rows;
 };
+
+/// The accessors of a product (triax.linear or triax.expert_linear).
+bool isProduct(Operation *op) {
+  return isa<tx::LinearOp, tx::ExpertLinearOp>(op);
+}
+Value inputOf(Operation *op) { return op->getOperand(0); }
+Value weightOf(Operation *op) { return op->getOperand(1); }
+Value biasOf(Operation *op) {
+  auto linear = dyn_cast<tx::LinearOp>(op);
+  return linear ? linear.getBias() : Value();
+}
+/// The weight dimension of the product's outputs (`out`) or inputs.
+int64_t weightDim(Operation *op, bool out) {
+  bool transposed = op->hasAttr("transpose_weight");
+  int64_t rank = cast<RankedTensorType>(weightOf(op).getType()).getRank();
+  return rank - (out != transposed ? 1 : 2);
+}
+OpOperand &inputOperand(Operation *op) { return op->getOpOperand(0); }
 
 /// The splits planned for one model.
 class Planner {
@@ -135,11 +155,11 @@ bool Planner::tracePair(Value v, LinearPair &pair,
     return false;
   if (seen.contains(def))
     return true;
-  if (auto linear = dyn_cast<tx::LinearOp>(def)) {
-    if (assigned.contains(linear))
+  if (isProduct(def)) {
+    if (assigned.contains(def))
       return false;
     seen.insert(def);
-    pair.columns.push_back(linear);
+    pair.columns.push_back(def);
     return true;
   }
   if (!runsOnFeatureSlice(def))
@@ -157,7 +177,7 @@ bool Planner::tracePair(Value v, LinearPair &pair,
 /// and puts everything in program order.
 bool Planner::closePair(LinearPair &pair) {
   llvm::SmallPtrSet<Operation *, 16> inside;
-  for (tx::LinearOp column : pair.columns)
+  for (Operation *column : pair.columns)
     inside.insert(column);
   for (Operation *op : pair.locals)
     inside.insert(op);
@@ -170,11 +190,10 @@ bool Planner::closePair(LinearPair &pair) {
       Operation *user = use.getOwner();
       if (inside.contains(user))
         continue;
-      auto row = dyn_cast<tx::LinearOp>(user);
-      if (!row || use.getOperandNumber() != 0 || assigned.contains(row) ||
-          row->getBlock() != block)
+      if (!isProduct(user) || use.getOperandNumber() != 0 ||
+          assigned.contains(user) || user->getBlock() != block)
         return false;
-      rows.insert(row);
+      rows.insert(user);
     }
   }
   auto before = [](Operation *a, Operation *b) {
@@ -182,9 +201,7 @@ bool Planner::closePair(LinearPair &pair) {
   };
   llvm::sort(pair.columns, before);
   llvm::sort(pair.locals, before);
-  pair.rows.clear();
-  for (Operation *row : rows)
-    pair.rows.push_back(cast<tx::LinearOp>(row));
+  pair.rows.assign(rows.begin(), rows.end());
   llvm::sort(pair.rows, before);
   return true;
 }
@@ -192,14 +209,16 @@ bool Planner::closePair(LinearPair &pair) {
 /// The divisibility a pair needs; the errors name the op, the quantity and
 /// both numbers.
 LogicalResult Planner::checkPair(const LinearPair &pair) {
-  for (tx::LinearOp column : pair.columns) {
-    int64_t size = column.getType().getShape().back();
+  for (Operation *column : pair.columns) {
+    int64_t size = cast<RankedTensorType>(column->getResult(0).getType())
+                       .getShape()
+                       .back();
     bool feedsAttention = llvm::any_of(column->getUsers(), [](Operation *u) {
       return tx::getSplitRule(u, tx::SplitDim::Feature).kind ==
              tx::SplitRule::Kind::Heads;
     });
     if (size % tp != 0)
-      return column.emitOpError("dist-tensor-parallel: the ")
+      return column->emitOpError("dist-tensor-parallel: the ")
              << (feedsAttention ? "hidden" : "ffn") << " size " << size
              << " (the output size of a column-split linear) is not "
                 "divisible by tp="
@@ -244,31 +263,36 @@ LogicalResult Planner::plan() {
   // The heads first: a head is never the row linear of a pair.
   if (failed(planHeads()))
     return failure();
-  // Column/row pairs, found from their row linears in program order.
-  SmallVector<tx::LinearOp> linears;
-  forward.walk([&](tx::LinearOp op) { linears.push_back(op); });
-  for (tx::LinearOp row : linears) {
+  // Column/row pairs, found from their row products in program order.
+  // Sequence parallelism cuts the tokens between the pairs, and an
+  // expert's rows are slots of a dispatch buffer, not a sequence: it does
+  // not split them (planSequence rejects the MoE layer's dispatch).
+  SmallVector<Operation *> products;
+  forward.walk([&](Operation *op) {
+    if (isa<tx::LinearOp>(op) || (!sequence && isa<tx::ExpertLinearOp>(op)))
+      products.push_back(op);
+  });
+  for (Operation *row : products) {
     if (assigned.contains(row))
       continue;
     LinearPair pair;
     llvm::SmallPtrSet<Operation *, 16> seen;
-    if (!tracePair(row.getInput(), pair, seen) || pair.columns.empty() ||
+    if (!tracePair(inputOf(row), pair, seen) || pair.columns.empty() ||
         !closePair(pair))
       continue;
     if (failed(checkPair(pair)))
       return failure();
-    for (tx::LinearOp column : pair.columns) {
-      int64_t out = column.getTransposeWeight() ? 0 : 1;
-      if (failed(requestSplit(column.getWeight(), out, column, "weight")))
+    for (Operation *column : pair.columns) {
+      if (failed(requestSplit(weightOf(column), weightDim(column, true), column,
+                              "weight")))
         return failure();
-      if (Value bias = column.getBias())
+      if (Value bias = biasOf(column))
         if (failed(requestSplit(bias, 0, column, "bias")))
           return failure();
       assigned.insert(column);
     }
-    for (tx::LinearOp r : pair.rows) {
-      int64_t in = r.getTransposeWeight() ? 1 : 0;
-      if (failed(requestSplit(r.getWeight(), in, r, "weight")))
+    for (Operation *r : pair.rows) {
+      if (failed(requestSplit(weightOf(r), weightDim(r, false), r, "weight")))
         return failure();
       assigned.insert(r);
     }
@@ -306,7 +330,7 @@ LogicalResult Planner::checkSequence(Operation *op, Value v) const {
 LogicalResult Planner::planSequence() {
   llvm::SmallPtrSet<Operation *, 16> gathers;
   for (LinearPair &pair : pairs)
-    for (tx::LinearOp column : pair.columns)
+    for (Operation *column : pair.columns)
       gathers.insert(column);
   for (auto [head, loss] : heads)
     gathers.insert(head);
@@ -316,12 +340,12 @@ LogicalResult Planner::planSequence() {
   SmallVector<Value> worklist;
   llvm::DenseSet<Value> seeds;
   for (LinearPair &pair : pairs)
-    for (tx::LinearOp row : pair.rows) {
-      if (failed(checkSequence(row, row.getResult())))
+    for (Operation *row : pair.rows) {
+      if (failed(checkSequence(row, row->getResult(0))))
         return failure();
-      seeds.insert(row.getResult());
-      worklist.push_back(row.getResult());
-      if (Value bias = row.getBias())
+      seeds.insert(row->getResult(0));
+      worklist.push_back(row->getResult(0));
+      if (Value bias = biasOf(row))
         if (auto read = bias.getDefiningOp<tx::GetParamOp>())
           partialGrads.insert(read.getNameAttr().getAttr());
     }
@@ -510,13 +534,13 @@ void Planner::apply(MeshOp mesh) {
   for (LinearPair &pair : pairs) {
     // Columns: the replicated input through copy_to_group, local outputs.
     DenseMap<Value, Value> copies;
-    for (tx::LinearOp column : pair.columns) {
-      Value &copy = copies[column.getInput()];
+    for (Operation *column : pair.columns) {
+      Value &copy = copies[inputOf(column)];
       if (!copy)
-        copy = sequence ? gatherSequence(b, column.getInput(), column)
-                        : copyToGroup(b, column.getInput(), column);
-      column.getInputMutable().assign(copy);
-      lastDimLocal(column.getResult());
+        copy = sequence ? gatherSequence(b, inputOf(column), column)
+                        : copyToGroup(b, inputOf(column), column);
+      inputOperand(column).set(copy);
+      lastDimLocal(column->getResult(0));
     }
     // The ops in between run on the local columns.
     for (Operation *op : pair.locals) {
@@ -526,7 +550,18 @@ void Planner::apply(MeshOp mesh) {
     }
     // Rows: partial products summed over the group (sequence-parallel:
     // each rank keeps the sum of its tokens), then the bias.
-    for (tx::LinearOp row : pair.rows) {
+    for (Operation *op : pair.rows) {
+      // An expert product has no bias: its result is the partial product.
+      if (isa<tx::ExpertLinearOp>(op)) {
+        b.setInsertionPointAfter(op);
+        Value result = op->getResult(0);
+        auto sum = AllReduceOp::create(b, op->getLoc(), result.getType(),
+                                       ReductionKind::sum, result,
+                                       meshRef.getValue(), axes);
+        result.replaceAllUsesExcept(sum, sum);
+        continue;
+      }
+      auto row = cast<tx::LinearOp>(op);
       b.setInsertionPoint(row);
       auto partial = tx::LinearOp::create(
           b, row.getLoc(), row.getType(), row.getInput(), row.getWeight(),

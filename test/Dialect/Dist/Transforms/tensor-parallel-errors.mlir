@@ -196,3 +196,33 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// An expert MLP whose width tp does not divide: each expert's MLP is a
+// column/row pair like a dense one.
+triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
+  triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02>
+  triax.param @router : tensor<8x4xf32> init <normal, std = 0.02>
+  triax.param @w1 : tensor<4x8x5xf32> init <normal, std = 0.02>
+  triax.param @w2 : tensor<4x5x8xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<16x8xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %wr = triax.get_param @router : tensor<8x4xf32>
+    %l = triax.linear %x, %wr : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>
+    %g, %e, %s, %a, %aux = triax.moe_route %l {top_k = 2, capacity = 2, aux_coeff = 0.01, renormalize} : (tensor<2x4x4xf32>) -> (tensor<2x4x2xf32>, tensor<2x4x2xi32>, tensor<2x4x2xi32>, tensor<2x8xi32>, tensor<f32>)
+    %buf = triax.moe_dispatch %x, %s, %a : (tensor<2x4x8xf32>, tensor<2x4x2xi32>, tensor<2x8xi32>) -> tensor<4x4x8xf32>
+    %w1 = triax.get_param @w1 : tensor<4x8x5xf32>
+    // expected-error @+1 {{'triax.expert_linear' op dist-tensor-parallel: the ffn size 5 (the output size of a column-split linear) is not divisible by tp=2}}
+    %h = triax.expert_linear %buf, %w1 : (tensor<4x4x8xf32>, tensor<4x8x5xf32>) -> tensor<4x4x5xf32>
+    %act = triax.gelu %h : tensor<4x4x5xf32>
+    %w2 = triax.get_param @w2 : tensor<4x5x8xf32>
+    %o = triax.expert_linear %act, %w2 : (tensor<4x4x5xf32>, tensor<4x5x8xf32>) -> tensor<4x4x8xf32>
+    %y = triax.moe_combine %o, %s, %a gates %g : (tensor<4x4x8xf32>, tensor<2x4x2xi32>, tensor<2x8xi32>, tensor<2x4x2xf32>) -> tensor<2x4x8xf32>
+    %logits = triax.linear %y, %emb {transpose_weight} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %ce = triax.cross_entropy %logits, %targets : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+    %loss = triax.add %ce, %aux : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

@@ -140,8 +140,12 @@ def DistExpertParallel : Pass<"dist-expert-parallel", "::mlir::ModuleOp"> {
     at `i*B*C`); the experts run on it; their output comes back in the
     dispatch's layout (`split 1 concat 0`). The ops in between must work
     expert by expert (`triax.expert_linear` on a parameter read only there,
-    elementwise ops of the rows): they keep their rows and take
-    `[E/ep, ep*B*C, ...]`. The backward's exchanges are the all_to_alls'
+    elementwise ops of the rows, and the tp collectives
+    `dist-tensor-parallel` put around each expert's MLP): they keep their
+    rows and take `[E/ep, ep*B*C, ...]`. A weight tensor parallelism split
+    already keeps its split and adds ep on dimension 0 (the first expert
+    product's weight is then split over ep on dimension 0 and over tp on
+    dimension 2). The backward's exchanges are the all_to_alls'
     vector-Jacobian products.
 
     ```mlir
@@ -203,7 +207,14 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
       added once after the sum with `triax.bias_add` (adding it inside the
       linear would add it `tp` times). An MLP (`c_fc`, `gelu`, `c_proj`)
       and an attention (`q`, `k`, `v`, `attention`, `c_proj`) are such
-      pairs.
+      pairs. So are the experts' MLPs of a MoE layer: `triax.expert_linear`
+      (one product per expert, weights `[E, in, out]`, no bias) pairs as
+      `triax.linear` does, its weights split along out (columns) or in
+      (rows), the dispatch buffer through `dist.copy_to_group` and the
+      partial products through `dist.all_reduce sum` (Megatron's
+      expert-tensor parallelism; `dist-expert-parallel` then splits the
+      experts' dimension of the same weights over ep). Not with sequence
+      parallelism, which refuses the MoE layer.
     - **Vocab-parallel head and loss.** A `triax.cross_entropy` whose
       logits come from a `triax.linear` (the LM head) gets
       `vocab_parallel over @mesh ["tp"]`: the head is a column linear
