@@ -23,9 +23,8 @@ model.safetensors (or a sharded model.safetensors.index.json). OUT_DIR gets
 --seq defaults to the config's positions, at most 1024 (GPT-2's learned
 table is cut to it); --batch to 8, --micro-batch to --batch. A config Triax
 cannot express is refused with the reason: another activation or norm
-epsilon, a tied LLaMA head, biases in a LLaMA model. LLaMA's rotary position
-embedding is not built in Triax yet: the imported model has no position
-information (a warning says so).
+epsilon, a tied LLaMA head, biases in a LLaMA model, a rotary embedding other
+than the plain one (rope scaling) or another head size.
 
 triax-model and triaxc are taken from --bin, else from next to this script's
 build (build/bin), else from PATH.
@@ -109,10 +108,25 @@ def model_args(cfg, seq):
                 str(get(cfg, "num_key_value_heads", heads)), "--ffn",
                 str(get(cfg, "intermediate_size")), "--vocab",
                 str(get(cfg, "vocab_size"))]
+        # The rotary embedding: rope_theta (transformers 5 also writes it in
+        # rope_parameters), plain rotary only.
+        rope = cfg.get("rope_parameters") or {}
+        scaling = cfg.get("rope_scaling") or {}
+        kind_of_rope = rope.get("rope_type", scaling.get("rope_type",
+                                                         scaling.get("type")))
+        if kind_of_rope not in (None, "default"):
+            raise ImportError_(f"rope_type '{kind_of_rope}': Triax's rotary "
+                               "embedding is the plain (default) one")
+        head_dim = cfg.get("head_dim")
+        if head_dim is not None and int(head_dim) * heads != int(
+                get(cfg, "hidden_size")):
+            raise ImportError_(f"head_dim {head_dim}: Triax's heads are "
+                               "hidden_size / num_attention_heads")
+        theta = float(rope.get("rope_theta", cfg.get("rope_theta", 10000.0)))
+        if theta != 10000.0:
+            args += ["--rope-theta", repr(theta)]
         positions = int(get(cfg, "max_position_embeddings", 4096))
-        notes = ["LLaMA's rotary position embedding is not built in Triax "
-                 "yet: the imported model has no position information"]
-        return args, positions, notes
+        return args, positions, []
     raise ImportError_(f"model_type '{kind}': triax-import reads gpt2, llama "
                        "and mistral")
 

@@ -149,10 +149,62 @@ static std::string cString(llvm::StringRef text) {
 }
 
 namespace triax {
+/// LlamaForCausalLM's config.json for a LLaMA-family model (triax-model's
+/// llama2-7b shapes: RMSNorm, SwiGLU, rotary positions, no biases, an
+/// untied head), or "".
+static std::string llamaConfig(mlir::triax::ModelOp model, ModuleOp module) {
+  if (!model.lookupSymbol("model.embed_tokens.weight") ||
+      !model.lookupSymbol("lm_head.weight") ||
+      !model.lookupSymbol("model.norm.weight") ||
+      model.lookupSymbol("model.norm.bias"))
+    return "";
+  mlir::triax::RopeOp rope;
+  bool moe = false;
+  model.walk([&](Operation *op) {
+    if (auto r = dyn_cast<mlir::triax::RopeOp>(op); r && !rope)
+      rope = r;
+    moe |= isa<mlir::triax::MoERouteOp>(op);
+  });
+  if (!rope || moe)
+    return "";
+  llvm::Expected<cost::ModelShape> shape = cost::readModelShape(module);
+  if (!shape) {
+    llvm::consumeError(shape.takeError());
+    return "";
+  }
+  return llvm::formatv(
+             "{{\n"
+             "  \"architectures\": [\"LlamaForCausalLM\"],\n"
+             "  \"model_type\": \"llama\",\n"
+             "  \"num_hidden_layers\": {0},\n"
+             "  \"hidden_size\": {1},\n"
+             "  \"num_attention_heads\": {2},\n"
+             "  \"num_key_value_heads\": {3},\n"
+             "  \"head_dim\": {4},\n"
+             "  \"intermediate_size\": {5},\n"
+             "  \"max_position_embeddings\": {6},\n"
+             "  \"vocab_size\": {7},\n"
+             "  \"hidden_act\": \"silu\",\n"
+             "  \"rms_norm_eps\": 1e-05,\n"
+             "  \"rope_theta\": {8},\n"
+             "  \"attention_bias\": false,\n"
+             "  \"mlp_bias\": false,\n"
+             "  \"attention_dropout\": 0.0,\n"
+             "  \"tie_word_embeddings\": false\n"
+             "}\n",
+             shape->layers, shape->hidden, shape->heads, shape->kvHeads,
+             shape->hidden / shape->heads, shape->ffn, shape->seq, shape->vocab,
+             llvm::formatv("{0}", rope.getTheta().convertToDouble()).str())
+      .str();
+}
+
 std::string huggingFaceConfig(ModuleOp module) {
   mlir::triax::ModelOp model;
   for (auto m : module.getOps<mlir::triax::ModelOp>())
     model = m;
+  if (model)
+    if (std::string llama = llamaConfig(model, module); !llama.empty())
+      return llama;
   if (!model || !model.lookupSymbol("wte.weight") ||
       !model.lookupSymbol("wpe.weight") || model.lookupSymbol("lm_head.weight"))
     return "";
@@ -283,10 +335,13 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
         ckpt ? ("\"" + ckpt.getValue() + "\"").str() : std::string("NULL");
     os << llvm::formatv(
         "  {{.name = \"{0}\", .rank = {1}, .shape = {{{2}, {3}}, .init = {4}, "
-        ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}},\n",
+        ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}{9}},\n",
         param.getSymName(), rank, d0, d1, int(abiInit(init.getKind())),
         llvm::formatv("{0:e9}", init.getStdValue()).str(),
-        param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames));
+        param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames),
+        param->hasAttr(mlir::triax::TriaxDialect::kCheckpointTransposedAttrName)
+            ? ", .ckpt_transposed = 1"
+            : "");
   }
   os << "};\n\n";
   os << "static const char *const mesh_axis_names[] = {";

@@ -100,6 +100,7 @@ std::optional<GPTConfig> getNamedConfig(StringRef name) {
     c.experts = 8;
     c.topK = 2;
     c.auxLossCoeff = 0.02; // router_aux_loss_coef
+    c.ropeTheta = 1e6;     // rope_theta
     // Mixtral trains dropless (MegaBlocks); Triax's experts run on buffers
     // of C rows per expert and sequence, which dropless pads to the whole
     // sequence: E/k = 4x the experts' useful FLOPs, memory and all_to_all
@@ -202,6 +203,10 @@ private:
   /// Declares parameter `name` and reads it at the current insertion point.
   Value param(StringRef name, ArrayRef<int64_t> shape, Init init,
               double std = 0.0, StringRef checkpointName = {});
+  /// A linear's [in, out] weight: in the LLaMA family, checkpointed as
+  /// nn.Linear's [out, in] (Hugging Face's layout).
+  Value linearWeight(StringRef name, int64_t in, int64_t out, double std,
+                     StringRef checkpointName = {});
   Value norm(Value x, StringRef prefix);
   Value linear(Value x, StringRef prefix, int64_t in, int64_t out, double std,
                StringRef checkpointPrefix = {});
@@ -247,6 +252,16 @@ Value GPTBuilder::param(StringRef name, ArrayRef<int64_t> shape, Init init,
                             FlatSymbolRefAttr::get(b.getContext(), name));
 }
 
+Value GPTBuilder::linearWeight(StringRef name, int64_t in, int64_t out,
+                               double std, StringRef checkpointName) {
+  Value w = param(name, {in, out}, Init::Normal, std, checkpointName);
+  if (llama())
+    cast<ModelOp>(paramBuilder.getInsertionBlock()->getParentOp())
+        .lookupSymbol<ParamOp>(name)
+        ->setAttr(TriaxDialect::kCheckpointTransposedAttrName, b.getUnitAttr());
+  return w;
+}
+
 Value GPTBuilder::norm(Value x, StringRef prefix) {
   auto type = cast<RankedTensorType>(x.getType());
   Location l = NameLoc::get(b.getStringAttr(prefix));
@@ -263,8 +278,8 @@ Value GPTBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
     return checkpointPrefix.empty() ? std::string()
                                     : (checkpointPrefix + suffix).str();
   };
-  Value w = param((prefix + ".weight").str(), {in, out}, Init::Normal, std,
-                  ckpt(".weight"));
+  Value w =
+      linearWeight((prefix + ".weight").str(), in, out, std, ckpt(".weight"));
   Value bias;
   if (c.biases)
     bias =
@@ -283,8 +298,8 @@ Value GPTBuilder::moe(Value h, Value &aux, int64_t layer, double residualStd) {
   std::string prefix = layerName(layer, llama() ? "block_sparse_moe" : "moe");
   auto name = [&](StringRef suffix) { return (prefix + "." + suffix).str(); };
   Location l = NameLoc::get(b.getStringAttr(prefix));
-  Value router = param(name(llama() ? "gate.weight" : "router.weight"),
-                       {c.hidden, e}, Init::Normal, c.initStd);
+  Value router = linearWeight(name(llama() ? "gate.weight" : "router.weight"),
+                              c.hidden, e, c.initStd);
   Value logits = LinearOp::create(b, l, act(e), h, router, Value(), UnitAttr());
   auto perChoice = [&](Type elt) {
     return RankedTensorType::get({c.microBatch, c.seq, k}, elt);
@@ -361,6 +376,22 @@ std::pair<Value, Value> GPTBuilder::block(Value input, Value aux,
                    c.initStd, cAttn);
   Value v = linear(h, name("attn.v", "self_attn.v_proj"), c.hidden, kv,
                    c.initStd, cAttn);
+  if (!c.learnedPositions) {
+    // Rotary positions: the queries and keys rotated by their tokens'
+    // positions, head by head.
+    auto ids = RankedTensorType::get({c.microBatch, c.seq}, b.getI32Type());
+    Value pos = PositionIdsOp::create(b, loc, ids);
+    auto rope = [&](Value v, int64_t heads, StringRef which) {
+      return RopeOp::create(b,
+                            NameLoc::get(b.getStringAttr(
+                                name("attn", "self_attn") + which.str())),
+                            v.getType(), v, pos, b.getI64IntegerAttr(heads),
+                            b.getF64FloatAttr(c.ropeTheta),
+                            /*inverse=*/nullptr);
+    };
+    q = rope(q, c.heads, ".q_rope");
+    k = rope(k, c.kvHeads, ".k_rope");
+  }
   IntegerAttr kvHeads =
       c.kvHeads == c.heads ? IntegerAttr() : b.getI64IntegerAttr(c.kvHeads);
   Value a = AttentionOp::create(
@@ -446,8 +477,7 @@ OwningOpRef<ModuleOp> GPTBuilder::build() {
     logits = LinearOp::create(b, NameLoc::get(b.getStringAttr("lm_head")),
                               act(c.vocab), x, wte, Value(), b.getUnitAttr());
   } else {
-    Value head =
-        param("lm_head.weight", {c.hidden, c.vocab}, Init::Normal, c.initStd);
+    Value head = linearWeight("lm_head.weight", c.hidden, c.vocab, c.initStd);
     logits = LinearOp::create(b, NameLoc::get(b.getStringAttr("lm_head")),
                               act(c.vocab), x, head, Value(), UnitAttr());
   }

@@ -1036,6 +1036,11 @@ struct trx_param_desc {
    * other dimensions must agree): GPT-2's separate q, k and v projections
    * are stored as Hugging Face's fused h.N.attn.c_attn.weight [H, 3H]. */
   const char *ckpt_name;
+  /* Non-zero (rank 2 only, with its own checkpoint name): checkpoints,
+   * --save-init and --init-from hold the transpose [shape[1], shape[0]],
+   * as PyTorch's nn.Linear holds a weight (the LLaMA family's layout in
+   * Hugging Face checkpoints). */
+  int32_t ckpt_transposed;
   /* Placement over the device mesh (all 0: every rank holds all of it).
    * Tensor and expert parallelism: the parameter as declared, of split_rank
    * (1 to 3) dimensions split_shape, holds the elements of the rows x

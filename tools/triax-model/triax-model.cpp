@@ -71,6 +71,11 @@ static cl::opt<double> auxLossCoeff(
     "aux-loss-coeff",
     cl::desc("MoE: weight of the load-balancing loss (default 0.01)"),
     cl::init(-1), cl::cat(category));
+static cl::opt<double> ropeTheta(
+    "rope-theta",
+    cl::desc("LLaMA family: the rotary embedding's frequency base (default "
+             "10000; mixtral-8x7b 1e6)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<std::string> name("name", cl::desc("Symbol name of the model"),
                                  cl::init(""), cl::cat(category));
 
@@ -137,6 +142,19 @@ int main(int argc, char **argv) {
     c.batch = c.microBatch = batch;
   if (microBatch)
     c.microBatch = microBatch;
+  if (ropeTheta.getNumOccurrences()) {
+    if (c.learnedPositions) {
+      errs() << "triax-model: --rope-theta: " << modelName
+             << " has learned positions (wpe), not rotary ones\n";
+      return 1;
+    }
+    if (!(ropeTheta > 0)) {
+      errs() << "triax-model: --rope-theta must be positive, got " << ropeTheta
+             << "\n";
+      return 1;
+    }
+    c.ropeTheta = ropeTheta;
+  }
   if (!dtype.empty())
     c.dtype = dtype;
   if (experts.getNumOccurrences())

@@ -32,8 +32,9 @@ struct GPTConfig {
   int64_t batch = 8, microBatch = 8;
   /// "f32" or "bf16" (the compute dtype; master weights stay f32).
   std::string dtype = "f32";
-  bool learnedPositions = true; ///< wpe; otherwise no position information
-                                ///< yet (rotary embedding is not built).
+  bool learnedPositions = true; ///< wpe; otherwise rotary (triax.rope on
+                                ///< the queries and keys, ropeTheta)
+  double ropeTheta = 10000.0;   ///< the rotary frequencies' base
   bool biases = true;           ///< biases on every linear and norm
   bool tiedHead = true;         ///< LM head reads the embedding table
   bool rmsNorm = false;         ///< RMSNorm instead of LayerNorm

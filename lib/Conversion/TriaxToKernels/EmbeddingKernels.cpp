@@ -1,5 +1,8 @@
 //===- EmbeddingKernels.cpp - table lookups and their gradient ------------===//
 //
+// (And the rotary position embedding, the other way a token's position
+// enters the model.)
+//
 // A vocab-parallel lookup (`vocab_parallel over @mesh [axes]`) holds rows
 // [p*V, (p+1)*V) of the table, V its local row count and p the rank's
 // position in the group (asked from the runtime): an index outside them
@@ -219,12 +222,71 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   const ParamIndex *params;
 };
 
+/// Rotary position embedding: one thread per (batch, token, head) writes
+/// the head's d features c in order (so each writes only its own head's
+/// features, which the GPU lowering proves), pairing feature c with c + d/2
+/// (c < d/2) or c - d/2: out_c = x_c cos + s x_partner sin, s = -1 for the
+/// first half and +1 for the second (the other way round for `inverse`),
+/// the angle that of pair j = c mod d/2. The frequency is computed as
+/// transformers computes it, in f32: 1 / theta^((2j) / d), the angle p f_j
+/// in f32.
+struct RopeLowering : OpConversionPattern<RopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RopeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    RankedTensorType type = op.getType();
+    const int64_t heads = op.getHeads();
+    const int64_t d = type.getDimSize(2) / heads, half = d / 2;
+    const double theta = op.getTheta().convertToDouble();
+    const double sign = op.getInverse() ? 1.0 : -1.0;
+    Value x = adaptor.getInput(), pos = adaptor.getPositions();
+    Value out = k.alloc(type);
+    OpBuilder &b = k.builder();
+    Location loc = k.getLoc();
+    auto toF32 = [&](Value integer) {
+      if (integer.getType().isIndex())
+        integer = arith::IndexCastOp::create(b, loc, b.getI64Type(), integer);
+      return arith::SIToFPOp::create(b, loc, b.getF32Type(), integer)
+          .getResult();
+    };
+    k.parallel(
+        {type.getDimSize(0), type.getDimSize(1), heads},
+        [&](KernelBuilder &k, ValueRange ivs) {
+          Value p = toF32(k.load(pos, {ivs[0], ivs[1]}));
+          Value base = k.muli(ivs[2], k.index(d));
+          k.loop({d}, [&](KernelBuilder &k, ValueRange c) {
+            Value first =
+                k.cmpi(arith::CmpIPredicate::ult, c[0], k.index(half));
+            Value pair = arith::SelectOp::create(b, loc, first, c[0],
+                                                 k.subi(c[0], k.index(half)));
+            Value partner = arith::SelectOp::create(
+                b, loc, first, k.addi(c[0], k.index(half)), pair);
+            Value twoJ = toF32(k.muli(pair, k.index(2)));
+            Value exponent = k.div(twoJ, k.f32(double(d)));
+            Value freq = k.div(k.f32(1.0), k.pow(k.f32(theta), exponent));
+            Value angle = k.mul(p, freq);
+            Value s = k.select(first, k.f32(sign), k.f32(-sign));
+            Value xc = k.load(x, {ivs[0], ivs[1], k.addi(base, c[0])});
+            Value xp = k.load(x, {ivs[0], ivs[1], k.addi(base, partner)});
+            Value y = k.add(k.mul(xc, k.cos(angle)),
+                            k.mul(s, k.mul(xp, k.sin(angle))));
+            k.store(y, out, {ivs[0], ivs[1], k.addi(base, c[0])});
+          });
+        });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::triax::kernels::populateEmbeddingPatterns(
     TypeConverter &converter, RewritePatternSet &patterns,
     int64_t embeddingGradThreads, const ParamIndex *params) {
-  patterns.add<EmbeddingLowering>(converter, patterns.getContext());
+  patterns.add<EmbeddingLowering, RopeLowering>(converter,
+                                                patterns.getContext());
   patterns.add<EmbeddingGradLowering>(converter, patterns.getContext(),
                                       embeddingGradThreads, params);
 }

@@ -160,6 +160,8 @@ public:
   Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
   Value log(Value x) { return math::LogOp::create(b, loc, x); }
   Value tanh(Value x) { return math::TanhOp::create(b, loc, x); }
+  Value cos(Value x) { return math::CosOp::create(b, loc, x); }
+  Value sin(Value x) { return math::SinOp::create(b, loc, x); }
   Value sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
   Value rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
   Value pow(Value x, Value y) { return math::PowFOp::create(b, loc, x, y); }

@@ -204,8 +204,9 @@ bool validateModel(const trx_model_desc *m, std::string &msg) {
 /// Everything a run owns; released in the destructor on every path.
 /// The tensors checkpoints hold. Parameters sharing a checkpoint name are
 /// concatenated along their last dimension, in parameter order (see
-/// trx_param_desc::ckpt_name); every other parameter is its own tensor and
-/// is read and written in place.
+/// trx_param_desc::ckpt_name); a parameter with ckpt_transposed is held
+/// transposed; every other parameter is its own tensor and is read and
+/// written in place.
 struct CheckpointLayout {
   struct Group {
     std::string name;
@@ -213,6 +214,7 @@ struct CheckpointLayout {
     int64_t rows = 1, cols = 0; // rows x cols, cols = the concatenated dim
     std::vector<int64_t> members;
     std::vector<float> packed[3]; // parameter, exp_avg, exp_avg_sq
+    bool transposed = false;      // held as cols x rows (one member)
   };
   std::vector<Group> groups;
   std::vector<trx_tensor> specs; // one per group; data = the parameter data
@@ -226,9 +228,16 @@ struct CheckpointLayout {
       int64_t cols = p.shape[p.rank - 1];
       int64_t rows = p.rank == 2 ? p.shape[0] : 1;
       auto [it, fresh] = index.emplace(name, groups.size());
+      if (p.ckpt_transposed && (p.rank != 2 || !fresh)) {
+        msg = "parameter '" + std::string(p.name) +
+              "': a transposed checkpoint tensor is a 2-D parameter's own";
+        return false;
+      }
       if (fresh) {
         groups.push_back(Group{name, p.rank, rows, 0, {}, {}});
-      } else if (groups[it->second].rank != p.rank ||
+        groups.back().transposed = p.ckpt_transposed != 0;
+      } else if (groups[it->second].transposed ||
+                 groups[it->second].rank != p.rank ||
                  groups[it->second].rows != rows) {
         msg = "parameter '" + std::string(p.name) +
               "' cannot join checkpoint "
@@ -242,23 +251,27 @@ struct CheckpointLayout {
     }
     return true;
   }
-  bool fused(const Group &g) const { return g.members.size() > 1; }
+  /// Whether the checkpoint tensor is a packed copy (concatenated or
+  /// transposed) rather than the parameter's own array.
+  bool packed(const Group &g) const {
+    return g.members.size() > 1 || g.transposed;
+  }
 
   /// Points the specs at the parameters (single members) or at the packed
   /// buffers (fused groups), allocating those. `params` are host copies.
   void bind(const std::vector<float *> &params) {
     specs.clear();
     for (Group &g : groups) {
-      if (fused(g))
+      if (packed(g))
         for (auto &buf : g.packed)
           buf.assign(size_t(g.rows * g.cols), 0.0f);
       trx_tensor t{};
       t.name = g.name.c_str();
       t.dtype = TRX_F32;
       t.rank = g.rank;
-      t.shape[0] = g.rank == 2 ? g.rows : g.cols;
-      t.shape[1] = g.rank == 2 ? g.cols : 0;
-      t.data = fused(g) ? g.packed[0].data() : params[size_t(g.members[0])];
+      t.shape[0] = g.rank == 2 ? (g.transposed ? g.cols : g.rows) : g.cols;
+      t.shape[1] = g.rank == 2 ? (g.transposed ? g.rows : g.cols) : 0;
+      t.data = packed(g) ? g.packed[0].data() : params[size_t(g.members[0])];
       specs.push_back(t);
     }
   }
@@ -267,9 +280,20 @@ struct CheckpointLayout {
   void transfer(const trx_model_desc *m, std::vector<float *> &perParam,
                 int kind, bool pack) {
     for (Group &g : groups) {
-      if (!fused(g))
+      if (!this->packed(g))
         continue;
       float *packed = g.packed[kind].data();
+      if (g.transposed) {
+        float *own = perParam[size_t(g.members[0])];
+        for (int64_t r = 0; r < g.rows; ++r)
+          for (int64_t c = 0; c < g.cols; ++c) {
+            if (pack)
+              packed[c * g.rows + r] = own[r * g.cols + c];
+            else
+              own[r * g.cols + c] = packed[c * g.rows + r];
+          }
+        continue;
+      }
       for (int64_t r = 0; r < g.rows; ++r) {
         int64_t offset = 0;
         for (int64_t i : g.members) {
@@ -297,8 +321,8 @@ struct CheckpointLayout {
   std::vector<float *> pointers(std::vector<float *> &perParam, int kind) {
     std::vector<float *> out;
     for (Group &g : groups)
-      out.push_back(fused(g) ? g.packed[kind].data()
-                             : perParam[size_t(g.members[0])]);
+      out.push_back(packed(g) ? g.packed[kind].data()
+                              : perParam[size_t(g.members[0])]);
     return out;
   }
 };

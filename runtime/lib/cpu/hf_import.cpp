@@ -11,9 +11,10 @@
 //     a tied lm_head.weight are skipped; wpe's rows are cut to the model's
 //     sequence (a shorter table is an error);
 //   - LLaMA / Mistral (model.embed_tokens.weight): the names with or
-//     without "model." (LlamaForCausalLM vs LlamaModel); nn.Linear weights
-//     ([out, in]: *_proj.weight, lm_head.weight) transposed to Triax's
-//     [in, out]; rotary_emb.inv_freq buffers skipped;
+//     without "model." (LlamaForCausalLM vs LlamaModel); rotary_emb.inv_freq
+//     buffers skipped. The model's linear weights are checkpoint tensors in
+//     nn.Linear's [out, in] already (trx_param_desc::ckpt_transposed: the
+//     driver transposes them to Triax's [in, out]);
 //   - other models: the names as they are, or with either prefix.
 // F32, BF16 and F16 tensors are converted to the model's dtype: exactly
 // into f32; into bf16 rounded to nearest even (exact from BF16). Every
@@ -151,12 +152,6 @@ const char *skipReason(Family f, const std::string &name, bool modelHasHead) {
   return nullptr;
 }
 
-/// nn.Linear weights are [out, in]; Triax's linears take [in, out].
-bool transposed(Family f, const std::string &name, int32_t rank) {
-  return f == Family::Llama && rank == 2 &&
-         (endsWith(name, "_proj.weight") || name == "lm_head.weight");
-}
-
 float halfToF32(uint16_t h) {
   int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
   float v;
@@ -211,21 +206,17 @@ std::string triax::rt::readHuggingFace(const std::string &path, int64_t n,
     }
     const trx_tensor &t = src->t;
     used.insert(t.name);
-    bool flip = transposed(family, name, spec.rank);
     bool sliceRows = family == Family::GPT2 && name == "wpe.weight" &&
                      spec.rank == 2 && t.rank == 2 &&
                      t.shape[1] == spec.shape[1] && t.shape[0] > spec.shape[0];
     bool fits = t.rank == spec.rank;
     for (int32_t d = 0; fits && d < spec.rank; ++d) {
-      int64_t want = flip ? spec.shape[spec.rank - 1 - d] : spec.shape[d];
-      fits = t.shape[d] == want || (sliceRows && d == 0);
+      fits = t.shape[d] == spec.shape[d] || (sliceRows && d == 0);
     }
     if (!fits) {
       std::string why = name + " " + shapeStr(t.rank, t.shape) +
                         " in the checkpoint, the model's " +
                         shapeStr(spec.rank, spec.shape);
-      if (flip)
-        why += " (nn.Linear's [out, in], transposed)";
       if (name == "wpe.weight" && t.rank == 2 && t.shape[0] < spec.shape[0])
         why += " (the model's sequence is longer than the checkpoint's " +
                std::to_string(t.shape[0]) + " positions)";
@@ -238,20 +229,14 @@ std::string triax::rt::readHuggingFace(const std::string &path, int64_t n,
       continue;
     }
     int64_t count = trx_tensor_numel(&spec);
-    int64_t cols = spec.rank == 2 ? spec.shape[1] : 1;
-    int64_t rows = spec.rank == 2 ? spec.shape[0] : count;
     for (int64_t e = 0; e < count; ++e) {
-      // Element e of the model's tensor, [r, c] when 2-D.
-      int64_t from = e;
-      if (flip)
-        from = (e % cols) * rows + e / cols;
-      float v = loadAsF32(t.data, t.dtype, from);
+      float v = loadAsF32(t.data, t.dtype, e);
       if (spec.dtype == TRX_F32) {
         std::memcpy(static_cast<char *>(dst[i]) + 4 * e, &v, 4);
       } else {
         uint16_t h = t.dtype == TRX_BF16 ? 0 : f32ToBf16(v);
         if (t.dtype == TRX_BF16)
-          std::memcpy(&h, static_cast<const char *>(t.data) + 2 * from, 2);
+          std::memcpy(&h, static_cast<const char *>(t.data) + 2 * e, 2);
         std::memcpy(static_cast<char *>(dst[i]) + 2 * e, &h, 2);
       }
     }
@@ -260,8 +245,6 @@ std::string triax::rt::readHuggingFace(const std::string &path, int64_t n,
       if (t.dtype != spec.dtype)
         how += std::string(", ") + trx_dtype_name(t.dtype) + " -> " +
                trx_dtype_name(spec.dtype);
-      if (flip)
-        how += ", transposed";
       if (sliceRows)
         how += ", rows 0.." + std::to_string(spec.shape[0] - 1) + " of " +
                std::to_string(t.shape[0]);

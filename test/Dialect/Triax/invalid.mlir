@@ -967,7 +967,7 @@ func.func @dyn(%q: tensor<2x4x?xf32>, %k: tensor<2x4x8xf32>) -> tensor<2x4x?xf32
 // -----
 
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
-  // expected-error @+1 {{unknown triax attribute 'triax.checkpoint'; expected 'triax.checkpoint_name'}}
+  // expected-error @+1 {{unknown triax attribute 'triax.checkpoint'; expected 'triax.checkpoint_name' or 'triax.checkpoint_transposed'}}
   triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint = "x"}
 }
 
@@ -982,6 +982,76 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> attributes
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
   // expected-error @+1 {{'triax.param' op 'triax.checkpoint_name' must be a non-empty string, got 3 : i64}}
   triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint_name = 3}
+}
+
+// -----
+
+// triax.checkpoint_transposed: a unit attribute on a 2-D parameter that is
+// its own checkpoint tensor.
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_transposed' transposes a 2-D parameter, got 'tensor<2xf32>'}}
+  triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint_transposed}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_transposed' is a unit attribute, got 1 : i64}}
+  triax.param @p : tensor<2x3xf32> init <zeros> {triax.checkpoint_transposed = 1}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_transposed' and 'triax.checkpoint_name' together: a transposed parameter is its own tensor}}
+  triax.param @p : tensor<2x3xf32> init <zeros> {triax.checkpoint_name = "q", triax.checkpoint_transposed}
+}
+
+// -----
+
+// expected-error @+1 {{'triax.model' op 'triax.checkpoint_transposed' applies to triax.param only}}
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> attributes {triax.checkpoint_transposed} {
+}
+
+// -----
+
+// triax.rope: [batch, seq, heads*d] with even d, [batch, seq] positions.
+func.func @rope_rank(%x: tensor<2x16xf32>, %p: tensor<2x4xi32>) -> tensor<2x16xf32> {
+  // expected-error @+1 {{'triax.rope' op input must be [batch, seq, heads*d], got 'tensor<2x16xf32>'}}
+  %r = triax.rope %x, %p heads = 2 : (tensor<2x16xf32>, tensor<2x4xi32>) -> tensor<2x16xf32>
+  return %r : tensor<2x16xf32>
+}
+
+// -----
+
+func.func @rope_positions(%x: tensor<2x4x16xf32>, %p: tensor<2x8xi32>) -> tensor<2x4x16xf32> {
+  // expected-error @+1 {{'triax.rope' op positions must be [batch, seq] = [2, 4], got 'tensor<2x8xi32>'}}
+  %r = triax.rope %x, %p heads = 2 : (tensor<2x4x16xf32>, tensor<2x8xi32>) -> tensor<2x4x16xf32>
+  return %r : tensor<2x4x16xf32>
+}
+
+// -----
+
+func.func @rope_heads(%x: tensor<2x4x12xf32>, %p: tensor<2x4xi32>) -> tensor<2x4x12xf32> {
+  // expected-error @+1 {{'triax.rope' op heads 4 must divide the 12 features into heads of an even size}}
+  %r = triax.rope %x, %p heads = 4 : (tensor<2x4x12xf32>, tensor<2x4xi32>) -> tensor<2x4x12xf32>
+  return %r : tensor<2x4x12xf32>
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<2x4x16xf32>, %p: tensor<2x4xi32>) -> tensor<2x4x16xf32> {
+  // expected-error @+1 {{'triax.rope' op theta must be positive, got 0}}
+  %r = triax.rope %x, %p heads = 2 {theta = 0.0 : f64} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<2x4x16xf32>
+  return %r : tensor<2x4x16xf32>
+}
+
+// -----
+
+func.func @rope_result(%x: tensor<2x4x16xf32>, %p: tensor<2x4xi32>) -> tensor<2x4x16xbf16> {
+  // expected-error @+1 {{'triax.rope' op result type 'tensor<2x4x16xbf16>' must be the input's 'tensor<2x4x16xf32>'}}
+  %r = triax.rope %x, %p heads = 2 : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<2x4x16xbf16>
+  return %r : tensor<2x4x16xbf16>
 }
 
 // -----

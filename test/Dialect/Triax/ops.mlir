@@ -55,8 +55,14 @@ triax.model @ops config = #triax.train_config<optimizer = adamw, lr = 1.0e-3, be
       %m = triax.mul %ge, %si : tensor<2x4x12xf32>
       // CHECK: triax.linear %{{.*}}, %{{.*}} {transpose_weight} : (tensor<2x4x12xf32>, tensor<8x12xf32>) -> tensor<2x4x8xf32>
       %back = triax.linear %m, %w {transpose_weight} : (tensor<2x4x12xf32>, tensor<8x12xf32>) -> tensor<2x4x8xf32>
+      // CHECK: %[[POS:.*]] = triax.position_ids : tensor<2x4xi32>
+      %rpos = triax.position_ids : tensor<2x4xi32>
+      // CHECK: triax.rope %{{.*}}, %[[POS]] heads = 2 {theta = 5.000000e+05 : f64} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+      %qr = triax.rope %back, %rpos heads = 2 {theta = 500000.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+      // CHECK: triax.rope %{{.*}}, %[[POS]] heads = 2 {inverse} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
+      %qi = triax.rope %qr, %rpos heads = 2 {inverse} : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
       // CHECK: triax.attention %{{.*}}, %{{.*}}, %{{.*}} heads = 2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-      %a = triax.attention %back, %back, %back heads = 2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+      %a = triax.attention %qi, %back, %back heads = 2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
       // CHECK: triax.yield %{{.*}} : tensor<2x4x8xf32>
       triax.yield %a : tensor<2x4x8xf32>
     }

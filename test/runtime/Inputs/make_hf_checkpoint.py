@@ -6,9 +6,9 @@ transformers' (GPT2LMHeadModel / LlamaForCausalLM state dicts):
   gpt2    "transformer." before every name, lm_head.weight (the tied head,
           a copy of wte), h.N.attn.bias and h.N.attn.masked_bias (the causal
           mask buffers), wpe with --positions rows (extra rows random);
-  llama   the names as they are ("model." ...), every *_proj.weight and
-          lm_head.weight as nn.Linear's [out, in], model.layers.N.self_attn.
-          rotary_emb.inv_freq buffers.
+  llama   the names and layouts as they are ("model." ...; Triax writes
+          the *_proj.weight and lm_head.weight as nn.Linear's [out, in]),
+          model.layers.N.self_attn.rotary_emb.inv_freq buffers.
 
 usage: make_hf_checkpoint.py TRIAX.safetensors OUT --family gpt2|llama
        [--dtype F32|BF16|F16] [--shards N] [--positions P]
@@ -81,9 +81,9 @@ for name, x in triax.items():
             hf["transformer." + layer + ".attn.masked_bias"] = np.array(
                 -1e4, np.float32)
     else:
-        flip = x.ndim == 2 and (name.endswith("_proj.weight")
-                                or name == "lm_head.weight")
-        hf[name] = x.T.copy() if flip else x
+        # (Triax's LLaMA checkpoints hold the linear weights as nn.Linear's
+        # [out, in] already: trx_param_desc::ckpt_transposed.)
+        hf[name] = x
         expected[name] = stored(x)
         if name.endswith(".self_attn.q_proj.weight"):
             layer = name[: -len(".q_proj.weight")]
@@ -136,13 +136,14 @@ if a.heads:
                   "layer_norm_epsilon": 1e-05, "tie_word_embeddings": True}
     else:
         vocab, hidden = triax["model.embed_tokens.weight"].shape
-        kv = triax["model.layers.0.self_attn.k_proj.weight"].shape[1]
+        # (nn.Linear's [out, in]: the output features first.)
+        kv = triax["model.layers.0.self_attn.k_proj.weight"].shape[0]
         config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"],
                   "num_hidden_layers": layers, "hidden_size": int(hidden),
                   "num_attention_heads": a.heads,
                   "num_key_value_heads": int(kv // (hidden // a.heads)),
                   "intermediate_size": int(
-                      triax["model.layers.0.mlp.gate_proj.weight"].shape[1]),
+                      triax["model.layers.0.mlp.gate_proj.weight"].shape[0]),
                   "vocab_size": int(vocab), "max_position_embeddings": 2048,
                   "rms_norm_eps": 1e-05, "hidden_act": "silu",
                   "tie_word_embeddings": False}

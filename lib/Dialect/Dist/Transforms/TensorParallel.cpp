@@ -166,8 +166,11 @@ bool Planner::tracePair(Value v, LinearPair &pair,
     return false;
   seen.insert(def);
   pair.locals.push_back(def);
+  // (Integer operands, triax.rope's positions, are read whole by every
+  // member: not features.)
   for (Value operand : def->getOperands())
-    if (!tracePair(operand, pair, seen))
+    if (isa<FloatType>(getElementTypeOrSelf(operand)) &&
+        !tracePair(operand, pair, seen))
       return false;
   return true;
 }
@@ -355,8 +358,16 @@ LogicalResult Planner::planSequence() {
     seeds.insert(lookup.getResult());
     worklist.push_back(lookup.getResult());
   }
-  model.getForward().walk(
-      [&](tx::PositionIdsOp op) { positions.push_back(op); });
+  // (Positions read only inside the pairs, triax.rope's, stay whole: the
+  // sequence is gathered there.)
+  llvm::SmallPtrSet<Operation *, 16> pairOps;
+  for (LinearPair &pair : pairs)
+    pairOps.insert(pair.locals.begin(), pair.locals.end());
+  model.getForward().walk([&](tx::PositionIdsOp op) {
+    if (llvm::any_of(op->getUsers(),
+                     [&](Operation *user) { return !pairOps.contains(user); }))
+      positions.push_back(op);
+  });
   for (tx::PositionIdsOp op : positions) {
     if (failed(checkSequence(op, op.getResult())))
       return failure();

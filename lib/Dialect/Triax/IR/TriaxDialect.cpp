@@ -38,10 +38,31 @@ LogicalResult TriaxDialect::verifyOperationAttribute(Operation *op,
              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kCheckpointTransposedAttrName) {
+    auto param = dyn_cast<ParamOp>(op);
+    if (!param)
+      return op->emitOpError("'") << kCheckpointTransposedAttrName
+                                  << "' applies to triax.param only";
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError("'")
+             << kCheckpointTransposedAttrName << "' is a unit attribute, got "
+             << attr.getValue();
+    if (param.getTensorType().getRank() != 2)
+      return op->emitOpError("'")
+             << kCheckpointTransposedAttrName
+             << "' transposes a 2-D parameter, got " << param.getTensorType();
+    if (op->hasAttr(kCheckpointNameAttrName))
+      return op->emitOpError("'")
+             << kCheckpointTransposedAttrName << "' and '"
+             << kCheckpointNameAttrName
+             << "' together: a transposed parameter is its own tensor";
+    return success();
+  }
   if (attr.getName() != kCheckpointNameAttrName)
     return op->emitError("unknown triax attribute '")
            << attr.getName().getValue() << "'; expected '"
-           << kCheckpointNameAttrName << "'";
+           << kCheckpointNameAttrName << "' or '"
+           << kCheckpointTransposedAttrName << "'";
   if (!isa<ParamOp>(op))
     return op->emitOpError("'")
            << kCheckpointNameAttrName << "' applies to triax.param only";

@@ -266,6 +266,27 @@ LogicalResult PositionIdsOp::verify() {
   return success();
 }
 
+LogicalResult RopeOp::verify() {
+  RankedTensorType x = getInput().getType(), p = getPositions().getType();
+  if (x.getRank() != 3)
+    return emitOpError("input must be [batch, seq, heads*d], got ") << x;
+  if (p.getRank() != 2 || p.getDimSize(0) != x.getDimSize(0) ||
+      p.getDimSize(1) != x.getDimSize(1))
+    return emitOpError("positions must be [batch, seq] = [")
+           << x.getDimSize(0) << ", " << x.getDimSize(1) << "], got " << p;
+  if (getType() != x)
+    return emitOpError("result type ")
+           << getType() << " must be the input's " << x;
+  int64_t heads = getHeads(), features = x.getDimSize(2);
+  if (heads < 1 || features % heads != 0 || (features / heads) % 2 != 0)
+    return emitOpError("heads ") << heads << " must divide the " << features
+                                 << " features into heads of an even size";
+  if (!(getTheta().convertToDouble() > 0.0))
+    return emitOpError("theta must be positive, got ")
+           << getTheta().convertToDouble();
+  return success();
+}
+
 /// `vocab_parallel over @mesh [axes]` names a mesh and at least one of its
 /// axes (which the lowering resolves; this dialect does not know meshes).
 static LogicalResult verifyVocabParallel(Operation *op, Attribute mesh,

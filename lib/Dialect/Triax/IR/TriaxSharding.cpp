@@ -95,6 +95,26 @@ void AttentionOp::applyRingSplit(int64_t n, FlatSymbolRefAttr mesh,
   setRing(true);
 }
 
+// Per token (its positions come along as an operand), per head.
+SplitRule RopeOp::getSplitRule(SplitDim dim) {
+  if (dim == SplitDim::Sequence)
+    return SplitRule::local();
+  return SplitRule::heads();
+}
+
+LogicalResult RopeOp::verifySplit(SplitDim dim, int64_t n, StringRef pass,
+                                  StringRef axis) {
+  if (dim == SplitDim::Feature && getHeads() % n != 0)
+    return emitOpError(pass) << ": heads " << getHeads()
+                             << " is not divisible by " << axis << "=" << n;
+  return success();
+}
+
+void RopeOp::applySplit(SplitDim dim, int64_t n, FlatSymbolRefAttr, ArrayAttr) {
+  if (dim == SplitDim::Feature)
+    setHeads(getHeads() / n);
+}
+
 SplitRule CrossEntropyOp::getSplitRule(SplitDim dim) {
   if (dim == SplitDim::Sequence)
     return SplitRule::partialMean();

@@ -61,6 +61,16 @@ LogicalResult RMSNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   return success();
 }
 
+LogicalResult RopeOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  // A rotation's transpose is its inverse.
+  Value dx = RopeOp::create(b, getLoc(), getType(), resultGrads[0],
+                            getPositions(), getHeadsAttr(), getThetaAttr(),
+                            getInverse() ? UnitAttr() : b.getUnitAttr());
+  operandGrads.assign({dx, Value()});
+  return success();
+}
+
 LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   // Context-parallel: the keys and values were gathered from the group for

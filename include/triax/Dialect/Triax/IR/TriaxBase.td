@@ -38,6 +38,12 @@ def Triax_Dialect : Dialect {
     /// (GPT-2's q, k and v as Hugging Face's fused `h.N.attn.c_attn`).
     static constexpr ::llvm::StringLiteral kCheckpointNameAttrName =
         "triax.checkpoint_name";
+    /// On a 2-D `triax.param` (unit): checkpoints hold it transposed, as
+    /// PyTorch's nn.Linear holds a weight ([out, in]; Triax's linears read
+    /// [in, out]). The LLaMA family's linear weights, so that its
+    /// checkpoints are Hugging Face's layout.
+    static constexpr ::llvm::StringLiteral kCheckpointTransposedAttrName =
+        "triax.checkpoint_transposed";
     /// On a backward `triax.block`: "selective" or "full", the
     /// recomputation triax-recompute built into it.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =

@@ -285,6 +285,40 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Diff
   let hasVerifier = 1;
 }
 
+def Triax_RopeOp : Triax_Op<"rope", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit"]>]> {
+  let summary = "Rotary position embedding of queries or keys (RoFormer, LLaMA)";
+  let description = [{
+    Rotates each head's features by its token's position (Su et al., 2021),
+    in the rotate-half layout of LLaMA and Hugging Face transformers: for
+    input `[B, S, heads*d]` (`d` even), positions `p = positions[b, s]` and
+    frequencies `f_i = theta^(-2i/d)` (f32), the pair `(x_i, x_{i+d/2})` of
+    each head, `i < d/2`, becomes
+    `(x_i cos(p f_i) - x_{i+d/2} sin(p f_i), x_{i+d/2} cos(p f_i) + x_i sin(p f_i))`.
+    `inverse` rotates by `-p f_i` instead: the gradient of the rotation
+    (its transpose) is the inverse rotation of the result's gradient.
+
+    ```mlir
+    %p = triax.position_ids : tensor<4x8xi32>
+    %qr = triax.rope %q, %p heads = 4 : (tensor<4x8x64xf32>, tensor<4x8xi32>) -> tensor<4x8x64xf32>
+    ```
+
+    The positions are an operand, so a slice of the sequence (context
+    parallelism, whose chunks are not contiguous) rotates by its tokens'
+    own positions; along the features a member rotates whole heads (tensor
+    parallelism divides `heads`).
+  }];
+  let arguments = (ins Triax_FloatTensor:$input, Triax_IndexTensor:$positions,
+                       I64Attr:$heads,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       UnitAttr:$inverse);
+  let results = (outs Triax_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions `heads` `=` $heads attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel", "getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit", "applyRingSplit"]>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
