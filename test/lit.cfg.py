@@ -51,6 +51,20 @@ if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")) and \
     config.available_features.add("mlir-runner")
     config.substitutions.append(("%mlir_runner_libs", ",".join(runner_libs)))
 
+# PyTorch and transformers, for the round trips through transformers itself
+# (test/e2e/hf-transformers.test): the venv utils/setup.sh makes
+# ($TRIAX_HF_VENV, default ~/.cache/triax/hf-venv), or TRIAX_HF_PYTHON.
+import subprocess  # noqa: E402
+hf_python = os.environ.get("TRIAX_HF_PYTHON") or os.path.join(
+    os.environ.get("TRIAX_HF_VENV") or
+    os.path.join(os.path.expanduser("~"), ".cache", "triax", "hf-venv"),
+    "bin", "python")
+if os.path.exists(hf_python) and subprocess.run(
+        [hf_python, "-c", "import torch, transformers, safetensors"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("transformers")
+    config.substitutions.append(("%hfpython", hf_python))
+
 # A reference BLAS (Debian's libblas3: netlib's loops, not OpenBLAS's
 # kernels), the independent sgemm that test/e2e/blas.test checks --blas
 # against; utils/setup.sh installs it.

@@ -1,0 +1,92 @@
+"""transformers' side of the Hugging Face round trips (needs PyTorch and
+transformers: utils/setup.sh installs them into the test venv).
+
+  hf_transformers.py make --family gpt2|llama OUT [--layers L --hidden H
+        --heads A --kv-heads K --ffn F --vocab V --positions P --theta T
+        --seed S --dtype float32|bfloat16 --shard-size BYTES]
+      A GPT2LMHeadModel or LlamaForCausalLM with transformers' own random
+      initialization, written by save_pretrained (one file, or shards of at
+      most BYTES with model.safetensors.index.json; bfloat16 weights with
+      --dtype bfloat16).
+  hf_transformers.py loss MODEL_DIR DATA.bin --batch B --seq T --index K
+      AutoModelForCausalLM.from_pretrained(MODEL_DIR) in float32 (no other
+      code), eval mode, its mean cross-entropy on batch K of the llm.c .bin
+      corpus (the sequential batches Triax's loader takes), as JSON
+      {"losses": [loss]}.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import transformers
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "reference"))
+import llmc_bin  # noqa: E402
+from gpt_numpy import Batches  # noqa: E402
+
+
+def make(a):
+    torch.manual_seed(a.seed)
+    if a.family == "gpt2":
+        cfg = transformers.GPT2Config(
+            n_layer=a.layers, n_embd=a.hidden, n_head=a.heads,
+            n_inner=a.ffn, vocab_size=a.vocab, n_positions=a.positions,
+            activation_function="gelu_new", layer_norm_epsilon=1e-5)
+        model = transformers.GPT2LMHeadModel(cfg)
+    else:
+        cfg = transformers.LlamaConfig(
+            num_hidden_layers=a.layers, hidden_size=a.hidden,
+            num_attention_heads=a.heads,
+            num_key_value_heads=a.kv_heads or a.heads,
+            intermediate_size=a.ffn, vocab_size=a.vocab,
+            max_position_embeddings=a.positions, rms_norm_eps=1e-5,
+            rope_theta=a.theta, tie_word_embeddings=False)
+        model = transformers.LlamaForCausalLM(cfg)
+    model = model.to(getattr(torch, a.dtype))
+    kw = {"max_shard_size": a.shard_size} if a.shard_size else {}
+    model.save_pretrained(a.out, **kw)
+
+
+def loss(a):
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        a.model, dtype=torch.float32)
+    model.eval()
+    tokens, targets = Batches(llmc_bin.read_tokens(a.data), a.batch, a.seq,
+                              a.data).get(a.index)
+    with torch.no_grad():
+        logits = model(torch.tensor(tokens)).logits.float()
+        value = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            torch.tensor(targets).reshape(-1))
+    print(json.dumps({"losses": [float(value)]}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("make")
+    m.add_argument("out")
+    m.add_argument("--family", choices=["gpt2", "llama"], required=True)
+    for name, default in [("layers", 2), ("hidden", 64), ("heads", 4),
+                          ("kv-heads", 0), ("ffn", 128), ("vocab", 256),
+                          ("positions", 64), ("seed", 0), ("shard-size", 0)]:
+        m.add_argument("--" + name, type=int, default=default)
+    m.add_argument("--theta", type=float, default=10000.0)
+    m.add_argument("--dtype", choices=["float32", "bfloat16"],
+                   default="float32")
+    l = sub.add_parser("loss")
+    l.add_argument("model")
+    l.add_argument("data")
+    l.add_argument("--batch", type=int, required=True)
+    l.add_argument("--seq", type=int, required=True)
+    l.add_argument("--index", type=int, default=0)
+    a = p.parse_args()
+    make(a) if a.cmd == "make" else loss(a)
+
+
+if __name__ == "__main__":
+    main()
