@@ -3,6 +3,9 @@
 
     triax-import.py HF_DIR -o OUT_DIR [--seq N] [--batch N] [--micro-batch N]
                     [--name NAME] [--no-weights] [--bin DIR]
+    triax-import.py --torch MODULE:FACTORY -o OUT_DIR --seq N [--batch N]
+                    [--micro-batch N] [--lr X] [--weight-decay X]
+                    [--grad-clip X]
 
 HF_DIR holds what transformers' save_pretrained writes: config.json and
 model.safetensors (or a sharded model.safetensors.index.json). OUT_DIR gets
@@ -25,6 +28,16 @@ table is cut to it); --batch to 8, --micro-batch to --batch. A config Triax
 cannot express is refused with the reason: another activation or norm
 epsilon, a tied LLaMA head, biases in a LLaMA model, a rotary embedding other
 than the plain one (rope scaling) or another head size.
+
+With --torch MODULE:FACTORY (PyTorch needed), FACTORY() from MODULE (a
+module name or a .py file) gives a user's nn.Module whose forward(tokens,
+targets) returns the mean cross-entropy loss; it is exported with
+torch.export on a [micro-batch, seq] example batch and translated op by op
+(tools/triax_torch.py lists the operators): OUT_DIR gets model.mlir (its
+training config: AdamW with --lr, betas 0.9/0.95, eps 1e-8, --weight-decay
+on the matrices, --grad-clip) and model.safetensors (the module's weights,
+PyTorch's names and layouts, for --init-from). An operator Triax cannot
+express is an error naming it and the Python source line.
 
 triax-model and triaxc are taken from --bin, else from next to this script's
 build (build/bin), else from PATH.
@@ -140,11 +153,56 @@ def run(cmd, **kw):
     return r
 
 
+def import_torch(a):
+    """--torch: a user's nn.Module through torch.export (triax_torch.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import torch  # noqa: F401
+        import triax_torch
+    except ImportError as e:
+        print(f"triax-import: error: --torch needs PyTorch: {e}",
+              file=sys.stderr)
+        return 1
+    try:
+        if not a.seq:
+            raise triax_torch.TorchImportError("--torch needs --seq")
+        micro = a.micro_batch or a.batch
+        if a.batch % micro:
+            raise triax_torch.TorchImportError(
+                f"--batch {a.batch} is not a multiple of --micro-batch {micro}")
+        text, weights = triax_torch.translate(
+            a.torch, a.batch, micro, a.seq, a.name or "model", a.lr,
+            a.weight_decay, a.grad_clip)
+        os.makedirs(a.out, exist_ok=True)
+        mlir = os.path.join(a.out, "model.mlir")
+        with open(mlir + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(mlir + ".tmp", mlir)
+        # The IR must be Triax's: checked by triax-opt before it is kept.
+        run([tool("triax-opt", a.bin), mlir, "-o", os.devnull])
+        from safetensors.torch import save_file
+        st = os.path.join(a.out, "model.safetensors")
+        save_file(weights, st + ".tmp")
+        os.replace(st + ".tmp", st)
+        print(f"triax-import: {mlir}: {a.torch} through torch.export "
+              f"({len(weights)} parameters)")
+        print(f"triax-import: {st}: its initial weights (PyTorch's names "
+              "and layouts; --init-from reads them)")
+        return 0
+    except (triax_torch.TorchImportError, ImportError_) as e:
+        print(f"triax-import: error: {e}", file=sys.stderr)
+        return 1
+
+
 def main():
     p = argparse.ArgumentParser(prog="triax-import", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("hf_dir")
+    p.add_argument("hf_dir", nargs="?")
     p.add_argument("-o", "--out", required=True)
+    p.add_argument("--torch", metavar="MODULE:FACTORY")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--grad-clip", type=float, default=1.0)
     p.add_argument("--seq", type=int)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--micro-batch", type=int)
@@ -152,6 +210,10 @@ def main():
     p.add_argument("--no-weights", action="store_true")
     p.add_argument("--bin")
     a = p.parse_args()
+    if bool(a.hf_dir) == bool(a.torch):
+        p.error("give a Hugging Face directory or --torch MODULE:FACTORY")
+    if a.torch:
+        return import_torch(a)
     try:
         cfg_path = os.path.join(a.hf_dir, "config.json")
         try:

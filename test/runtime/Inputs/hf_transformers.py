@@ -13,6 +13,14 @@ transformers: utils/setup.sh installs them into the test venv).
       code), eval mode, its mean cross-entropy on batch K of the llm.c .bin
       corpus (the sequential batches Triax's loader takes), as JSON
       {"losses": [loss]}.
+  hf_transformers.py train-torch MODULE:FACTORY WEIGHTS DATA.bin --batch B
+        --seq T --steps N [--lr X --weight-decay X --grad-clip X]
+      PyTorch's own training of a user's module (the reference for
+      triax-import --torch): its weights from WEIGHTS, torch.optim.AdamW
+      (betas 0.9/0.95, eps 1e-8, the weight decay on parameters of rank >= 2
+      only, as Triax decays), clip_grad_norm_, a constant lr, the corpus's
+      sequential batches; {"losses": [...], "grad_norms": [...]} (the norm
+      before clipping).
 """
 
 import argparse
@@ -65,6 +73,38 @@ def loss(a):
     print(json.dumps({"losses": [float(value)]}))
 
 
+def train_torch(a):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "..", "..", "tools"))
+    import triax_torch
+    from safetensors.torch import load_file
+    torch.manual_seed(0)
+    model = triax_torch.load_factory(a.module)()
+    missing, unexpected = model.load_state_dict(load_file(a.weights),
+                                                strict=False)
+    if unexpected:
+        raise SystemExit(f"unexpected tensors {unexpected}")
+    params = [p for p in model.parameters()]
+    groups = [{"params": [p for p in params if p.dim() >= 2],
+               "weight_decay": a.weight_decay},
+              {"params": [p for p in params if p.dim() < 2],
+               "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    batches = Batches(llmc_bin.read_tokens(a.data), a.batch, a.seq, a.data)
+    losses, norms = [], []
+    model.train()
+    for step in range(a.steps):
+        tokens, targets = batches.get(step)
+        opt.zero_grad()
+        value = model(torch.tensor(tokens), torch.tensor(targets))
+        value.backward()
+        norm = torch.nn.utils.clip_grad_norm_(params, a.grad_clip)
+        opt.step()
+        losses.append(value.item())
+        norms.append(float(norm))
+    print(json.dumps({"losses": losses, "grad_norms": norms}))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -84,8 +124,18 @@ def main():
     l.add_argument("--batch", type=int, required=True)
     l.add_argument("--seq", type=int, required=True)
     l.add_argument("--index", type=int, default=0)
+    t = sub.add_parser("train-torch")
+    t.add_argument("module")
+    t.add_argument("weights")
+    t.add_argument("data")
+    t.add_argument("--batch", type=int, required=True)
+    t.add_argument("--seq", type=int, required=True)
+    t.add_argument("--steps", type=int, required=True)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--weight-decay", type=float, default=0.1)
+    t.add_argument("--grad-clip", type=float, default=1.0)
     a = p.parse_args()
-    make(a) if a.cmd == "make" else loss(a)
+    {"make": make, "loss": loss, "train-torch": train_torch}[a.cmd](a)
 
 
 if __name__ == "__main__":
