@@ -101,7 +101,7 @@ def model_args(cfg, seq):
         if inner is not None:
             args += ["--ffn", str(inner)]
         return args, positions, []
-    if kind in ("llama", "mistral"):
+    if kind in ("llama", "mistral", "mixtral"):
         if cfg.get("hidden_act", "silu") != "silu":
             raise ImportError_(f"hidden_act '{cfg['hidden_act']}': Triax's "
                                "LLaMA MLP is SwiGLU (silu)")
@@ -136,12 +136,23 @@ def model_args(cfg, seq):
             raise ImportError_(f"head_dim {head_dim}: Triax's heads are "
                                "hidden_size / num_attention_heads")
         theta = float(rope.get("rope_theta", cfg.get("rope_theta", 10000.0)))
-        if theta != 10000.0:
+        if theta != 10000.0 or kind == "mixtral":  # (mixtral's preset: 1e6)
             args += ["--rope-theta", repr(theta)]
+        if kind == "mixtral":
+            # Mixtral's experts route dropless (no capacity), top-k
+            # renormalized, with its load-balancing coefficient.
+            args[0] = "mixtral-8x7b"
+            args += ["--experts", str(get(cfg, "num_local_experts")),
+                     "--top-k", str(get(cfg, "num_experts_per_tok")),
+                     "--capacity-factor", "0", "--aux-loss-coeff",
+                     repr(float(cfg.get("router_aux_loss_coef", 0.02)))]
+            if cfg.get("sliding_window") not in (None, 0):
+                raise ImportError_("sliding_window: Triax's attention is "
+                                   "full causal")
         positions = int(get(cfg, "max_position_embeddings", 4096))
         return args, positions, []
-    raise ImportError_(f"model_type '{kind}': triax-import reads gpt2, llama "
-                       "and mistral")
+    raise ImportError_(f"model_type '{kind}': triax-import reads gpt2, llama, "
+                       "mistral and mixtral")
 
 
 def run(cmd, **kw):

@@ -151,7 +151,9 @@ static std::string cString(llvm::StringRef text) {
 namespace triax {
 /// LlamaForCausalLM's config.json for a LLaMA-family model (triax-model's
 /// llama2-7b shapes: RMSNorm, SwiGLU, rotary positions, no biases, an
-/// untied head), or "".
+/// untied head), MixtralForCausalLM's with mixture-of-experts layers
+/// (transformers' Mixtral routes without a capacity: a model trained with
+/// one computes dropless there, as Mixtral does at inference), or "".
 static std::string llamaConfig(mlir::triax::ModelOp model, ModuleOp module) {
   if (!model.lookupSymbol("model.embed_tokens.weight") ||
       !model.lookupSymbol("lm_head.weight") ||
@@ -159,14 +161,28 @@ static std::string llamaConfig(mlir::triax::ModelOp model, ModuleOp module) {
       model.lookupSymbol("model.norm.bias"))
     return "";
   mlir::triax::RopeOp rope;
-  bool moe = false;
+  mlir::triax::MoERouteOp route;
   model.walk([&](Operation *op) {
     if (auto r = dyn_cast<mlir::triax::RopeOp>(op); r && !rope)
       rope = r;
-    moe |= isa<mlir::triax::MoERouteOp>(op);
+    if (auto r = dyn_cast<mlir::triax::MoERouteOp>(op); r && !route)
+      route = r;
   });
-  if (!rope || moe)
+  if (!rope)
     return "";
+  std::string kind = "llama", architecture = "LlamaForCausalLM", moe;
+  if (route) {
+    kind = "mixtral";
+    architecture = "MixtralForCausalLM";
+    moe = llvm::formatv(
+              "  \"num_local_experts\": {0},\n"
+              "  \"num_experts_per_tok\": {1},\n"
+              "  \"router_aux_loss_coef\": {2},\n",
+              route.getLogits().getType().getShape().back(), route.getTopK(),
+              llvm::formatv("{0:e6}", route.getAuxCoeff().convertToDouble())
+                  .str())
+              .str();
+  }
   llvm::Expected<cost::ModelShape> shape = cost::readModelShape(module);
   if (!shape) {
     llvm::consumeError(shape.takeError());
@@ -174,8 +190,9 @@ static std::string llamaConfig(mlir::triax::ModelOp model, ModuleOp module) {
   }
   return llvm::formatv(
              "{{\n"
-             "  \"architectures\": [\"LlamaForCausalLM\"],\n"
-             "  \"model_type\": \"llama\",\n"
+             "  \"architectures\": [\"{9}\"],\n"
+             "  \"model_type\": \"{10}\",\n"
+             "{11}"
              "  \"num_hidden_layers\": {0},\n"
              "  \"hidden_size\": {1},\n"
              "  \"num_attention_heads\": {2},\n"
@@ -194,7 +211,8 @@ static std::string llamaConfig(mlir::triax::ModelOp model, ModuleOp module) {
              "}\n",
              shape->layers, shape->hidden, shape->heads, shape->kvHeads,
              shape->hidden / shape->heads, shape->ffn, shape->seq, shape->vocab,
-             llvm::formatv("{0}", rope.getTheta().convertToDouble()).str())
+             llvm::formatv("{0}", rope.getTheta().convertToDouble()).str(),
+             architecture, kind, moe)
       .str();
 }
 
@@ -340,8 +358,11 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
         llvm::formatv("{0:e9}", init.getStdValue()).str(),
         param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames),
         param->hasAttr(mlir::triax::TriaxDialect::kCheckpointTransposedAttrName)
-            ? ", .ckpt_transposed = 1"
-            : "");
+            ? (", .ckpt_transposed = 1" +
+               (type.getRank() == 3
+                    ? ", .ckpt_slices = " + std::to_string(type.getDimSize(0))
+                    : std::string()))
+            : std::string());
   }
   os << "};\n\n";
   os << "static const char *const mesh_axis_names[] = {";

@@ -318,20 +318,30 @@ Value GPTBuilder::moe(Value h, Value &aux, int64_t layer, double residualStd) {
                                     route.getAssign(), Value());
   auto experts = [&](Value x, StringRef weight, int64_t in, int64_t out,
                      double std) -> Value {
-    Value w = param(name(weight), {e, in, out}, Init::Normal, std);
+    // The LLaMA family's experts are checkpointed as Mixtral's: expert N's
+    // nn.Linear [out, in] as experts.N.<weight>.
+    std::string own = name(("experts." + weight).str());
+    std::string ckpt =
+        llama() ? name(("experts.*." + weight).str()) : std::string();
+    Value w = param(own, {e, in, out}, Init::Normal, std, ckpt);
+    if (llama())
+      cast<ModelOp>(paramBuilder.getInsertionBlock()->getParentOp())
+          .lookupSymbol<ParamOp>(own)
+          ->setAttr(TriaxDialect::kCheckpointTransposedAttrName,
+                    b.getUnitAttr());
     return ExpertLinearOp::create(b, l, rows(out), x, w, UnitAttr());
   };
   Value out;
   if (c.swiglu) {
-    Value gate = experts(buf, "experts.w1.weight", c.hidden, c.ffn, c.initStd);
-    Value up = experts(buf, "experts.w3.weight", c.hidden, c.ffn, c.initStd);
+    Value gate = experts(buf, "w1.weight", c.hidden, c.ffn, c.initStd);
+    Value up = experts(buf, "w3.weight", c.hidden, c.ffn, c.initStd);
     Value act1 = SiluOp::create(b, loc, rows(c.ffn), gate);
     Value prod = MulOp::create(b, loc, rows(c.ffn), act1, up);
-    out = experts(prod, "experts.w2.weight", c.ffn, c.hidden, residualStd);
+    out = experts(prod, "w2.weight", c.ffn, c.hidden, residualStd);
   } else {
-    Value fc = experts(buf, "experts.c_fc.weight", c.hidden, c.ffn, c.initStd);
+    Value fc = experts(buf, "c_fc.weight", c.hidden, c.ffn, c.initStd);
     Value g = GeluOp::create(b, loc, rows(c.ffn), fc);
-    out = experts(g, "experts.c_proj.weight", c.ffn, c.hidden, residualStd);
+    out = experts(g, "c_proj.weight", c.ffn, c.hidden, residualStd);
   }
   aux = aux ? AddOp::create(b, loc, aux.getType(), aux, route.getAux())
                   .getResult()

@@ -1041,6 +1041,11 @@ struct trx_param_desc {
    * as PyTorch's nn.Linear holds a weight (the LLaMA family's layout in
    * Hugging Face checkpoints). */
   int32_t ckpt_transposed;
+  /* Non-zero: the rows are ckpt_slices equal slices (stacked experts
+   * [E, in, out] as rows [E*in, out]), each its own checkpoint tensor named
+   * ckpt_name with its one '*' replaced by the slice's index (and
+   * transposed with ckpt_transposed: Mixtral's experts.N.w1.weight). */
+  int32_t ckpt_slices;
   /* Placement over the device mesh (all 0: every rank holds all of it).
    * Tensor and expert parallelism: the parameter as declared, of split_rank
    * (1 to 3) dimensions split_shape, holds the elements of the rows x

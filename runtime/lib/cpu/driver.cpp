@@ -205,7 +205,8 @@ bool validateModel(const trx_model_desc *m, std::string &msg) {
 /// The tensors checkpoints hold. Parameters sharing a checkpoint name are
 /// concatenated along their last dimension, in parameter order (see
 /// trx_param_desc::ckpt_name); a parameter with ckpt_transposed is held
-/// transposed; every other parameter is its own tensor and is read and
+/// transposed, one with ckpt_slices as that many tensors (a slice of its
+/// rows each); every other parameter is its own tensor and is read and
 /// written in place.
 struct CheckpointLayout {
   struct Group {
@@ -215,6 +216,7 @@ struct CheckpointLayout {
     std::vector<int64_t> members;
     std::vector<float> packed[3]; // parameter, exp_avg, exp_avg_sq
     bool transposed = false;      // held as cols x rows (one member)
+    int64_t slice = -1;           // rows [slice*rows, ...) of the member
   };
   std::vector<Group> groups;
   std::vector<trx_tensor> specs; // one per group; data = the parameter data
@@ -227,6 +229,31 @@ struct CheckpointLayout {
       std::string name = p.ckpt_name ? p.ckpt_name : p.name;
       int64_t cols = p.shape[p.rank - 1];
       int64_t rows = p.rank == 2 ? p.shape[0] : 1;
+      if (p.ckpt_slices != 0) {
+        // Each slice its own tensor, named with its index for the '*'.
+        size_t star = name.find('*');
+        if (p.rank != 2 || p.ckpt_slices < 0 || rows % p.ckpt_slices != 0 ||
+            star == std::string::npos) {
+          msg = "parameter '" + std::string(p.name) +
+                "': " + std::to_string(p.ckpt_slices) +
+                " checkpoint slices of its rows, named by a '*' in '" + name +
+                "'";
+          return false;
+        }
+        for (int64_t s = 0; s < p.ckpt_slices; ++s) {
+          std::string sliceName =
+              name.substr(0, star) + std::to_string(s) + name.substr(star + 1);
+          if (!index.emplace(sliceName, groups.size()).second) {
+            msg = "checkpoint tensor '" + sliceName + "' named twice";
+            return false;
+          }
+          groups.push_back(
+              Group{sliceName, 2, rows / p.ckpt_slices, cols, {i}, {}});
+          groups.back().transposed = p.ckpt_transposed != 0;
+          groups.back().slice = s;
+        }
+        continue;
+      }
       auto [it, fresh] = index.emplace(name, groups.size());
       if (p.ckpt_transposed && (p.rank != 2 || !fresh)) {
         msg = "parameter '" + std::string(p.name) +
@@ -254,7 +281,7 @@ struct CheckpointLayout {
   /// Whether the checkpoint tensor is a packed copy (concatenated or
   /// transposed) rather than the parameter's own array.
   bool packed(const Group &g) const {
-    return g.members.size() > 1 || g.transposed;
+    return g.members.size() > 1 || g.transposed || g.slice >= 0;
   }
 
   /// Points the specs at the parameters (single members) or at the packed
@@ -283,8 +310,16 @@ struct CheckpointLayout {
       if (!this->packed(g))
         continue;
       float *packed = g.packed[kind].data();
-      if (g.transposed) {
-        float *own = perParam[size_t(g.members[0])];
+      if (g.transposed || g.slice >= 0) {
+        float *own = perParam[size_t(g.members[0])] +
+                     std::max<int64_t>(g.slice, 0) * g.rows * g.cols;
+        if (!g.transposed) {
+          if (pack)
+            std::copy(own, own + g.rows * g.cols, packed);
+          else
+            std::copy(packed, packed + g.rows * g.cols, own);
+          continue;
+        }
         for (int64_t r = 0; r < g.rows; ++r)
           for (int64_t c = 0; c < g.cols; ++c) {
             if (pack)

@@ -989,7 +989,7 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
 // triax.checkpoint_transposed: a unit attribute on a 2-D parameter that is
 // its own checkpoint tensor.
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
-  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_transposed' transposes a 2-D parameter, got 'tensor<2xf32>'}}
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_transposed' transposes a 2-D parameter (or each expert of a 3-D one), got 'tensor<2xf32>'}}
   triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint_transposed}
 }
 
@@ -1005,6 +1005,29 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
   // expected-error @+1 {{'triax.param' op 'triax.checkpoint_transposed' and 'triax.checkpoint_name' together: a transposed parameter is its own tensor}}
   triax.param @p : tensor<2x3xf32> init <zeros> {triax.checkpoint_name = "q", triax.checkpoint_transposed}
+}
+
+// -----
+
+// Stacked experts are transposed expert by expert, each its own tensor:
+// the checkpoint name has one '*' for the expert's index.
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_transposed' on stacked experts needs a 'triax.checkpoint_name' with one '*' (each expert's tensor)}}
+  triax.param @w : tensor<4x2x3xf32> init <zeros> {triax.checkpoint_transposed}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_name' with a '*' names each expert of stacked experts (one '*', a 3-D parameter with 'triax.checkpoint_transposed'), got "experts.*.w1.weight"}}
+  triax.param @w : tensor<4x2x3xf32> init <zeros> {triax.checkpoint_name = "experts.*.w1.weight"}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.checkpoint_name' with a '*' names each expert of stacked experts (one '*', a 3-D parameter with 'triax.checkpoint_transposed'), got "e.*.*"}}
+  triax.param @w : tensor<4x2x3xf32> init <zeros> {triax.checkpoint_name = "e.*.*", triax.checkpoint_transposed}
 }
 
 // -----

@@ -1,10 +1,12 @@
 """transformers' side of the Hugging Face round trips (needs PyTorch and
 transformers: utils/setup.sh installs them into the test venv).
 
-  hf_transformers.py make --family gpt2|llama OUT [--layers L --hidden H
-        --heads A --kv-heads K --ffn F --vocab V --positions P --theta T
-        --seed S --dtype float32|bfloat16 --shard-size BYTES]
-      A GPT2LMHeadModel or LlamaForCausalLM with transformers' own random
+  hf_transformers.py make --family gpt2|llama|mixtral OUT [--layers L
+        --hidden H --heads A --kv-heads K --ffn F --vocab V --positions P
+        --theta T --experts E --seed S --dtype float32|bfloat16
+        --shard-size BYTES]
+      A GPT2LMHeadModel, LlamaForCausalLM or MixtralForCausalLM (top-2) with
+      transformers' own random
       initialization, written by save_pretrained (one file, or shards of at
       most BYTES with model.safetensors.index.json; bfloat16 weights with
       --dtype bfloat16).
@@ -45,6 +47,17 @@ def make(a):
             n_inner=a.ffn, vocab_size=a.vocab, n_positions=a.positions,
             activation_function="gelu_new", layer_norm_epsilon=1e-5)
         model = transformers.GPT2LMHeadModel(cfg)
+    elif a.family == "mixtral":
+        cfg = transformers.MixtralConfig(
+            num_hidden_layers=a.layers, hidden_size=a.hidden,
+            num_attention_heads=a.heads,
+            num_key_value_heads=a.kv_heads or a.heads,
+            intermediate_size=a.ffn, vocab_size=a.vocab,
+            max_position_embeddings=a.positions, rms_norm_eps=1e-5,
+            rope_theta=a.theta, tie_word_embeddings=False,
+            num_local_experts=a.experts, num_experts_per_tok=2,
+            sliding_window=None, router_aux_loss_coef=a.aux_coef)
+        model = transformers.MixtralForCausalLM(cfg)
     else:
         cfg = transformers.LlamaConfig(
             num_hidden_layers=a.layers, hidden_size=a.hidden,
@@ -110,12 +123,16 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("make")
     m.add_argument("out")
-    m.add_argument("--family", choices=["gpt2", "llama"], required=True)
+    m.add_argument("--family", choices=["gpt2", "llama", "mixtral"],
+                   required=True)
     for name, default in [("layers", 2), ("hidden", 64), ("heads", 4),
                           ("kv-heads", 0), ("ffn", 128), ("vocab", 256),
-                          ("positions", 64), ("seed", 0), ("shard-size", 0)]:
+                          ("positions", 64), ("seed", 0), ("shard-size", 0),
+                          ("experts", 4)]:
         m.add_argument("--" + name, type=int, default=default)
     m.add_argument("--theta", type=float, default=10000.0)
+    # (0: the loss Triax logs is the cross-entropy alone, as `loss` computes)
+    m.add_argument("--aux-coef", type=float, default=0.0)
     m.add_argument("--dtype", choices=["float32", "bfloat16"],
                    default="float32")
     l = sub.add_parser("loss")

@@ -47,11 +47,21 @@ LogicalResult TriaxDialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError("'")
              << kCheckpointTransposedAttrName << "' is a unit attribute, got "
              << attr.getValue();
-    if (param.getTensorType().getRank() != 2)
+    auto name = op->getAttrOfType<StringAttr>(kCheckpointNameAttrName);
+    bool perExpert = name && name.getValue().count('*') == 1;
+    int64_t rank = param.getTensorType().getRank();
+    if (rank == 3 && !perExpert)
       return op->emitOpError("'")
              << kCheckpointTransposedAttrName
-             << "' transposes a 2-D parameter, got " << param.getTensorType();
-    if (op->hasAttr(kCheckpointNameAttrName))
+             << "' on stacked experts needs a '" << kCheckpointNameAttrName
+             << "' with one '*' (each expert's tensor)";
+    if (rank != 2 && rank != 3)
+      return op->emitOpError("'")
+             << kCheckpointTransposedAttrName
+             << "' transposes a 2-D parameter (or each expert of a 3-D "
+                "one), got "
+             << param.getTensorType();
+    if (rank == 2 && name)
       return op->emitOpError("'")
              << kCheckpointTransposedAttrName << "' and '"
              << kCheckpointNameAttrName
@@ -71,5 +81,14 @@ LogicalResult TriaxDialect::verifyOperationAttribute(Operation *op,
     return op->emitOpError("'")
            << kCheckpointNameAttrName << "' must be a non-empty string, got "
            << attr.getValue();
+  if (name.getValue().contains('*') &&
+      (name.getValue().count('*') != 1 ||
+       !op->hasAttr(kCheckpointTransposedAttrName) ||
+       cast<ParamOp>(op).getTensorType().getRank() != 3))
+    return op->emitOpError("'")
+           << kCheckpointNameAttrName << "' with a '*' names each expert of "
+           << "stacked experts (one '*', a 3-D parameter with '"
+           << kCheckpointTransposedAttrName << "'), got \"" << name.getValue()
+           << "\"";
   return success();
 }

@@ -41,7 +41,10 @@ def Triax_Dialect : Dialect {
     /// On a 2-D `triax.param` (unit): checkpoints hold it transposed, as
     /// PyTorch's nn.Linear holds a weight ([out, in]; Triax's linears read
     /// [in, out]). The LLaMA family's linear weights, so that its
-    /// checkpoints are Hugging Face's layout.
+    /// checkpoints are Hugging Face's layout. On a 3-D one (stacked experts
+    /// [E, in, out]) whose `triax.checkpoint_name` has one `*`: each expert
+    /// is its own checkpoint tensor [out, in], named with its index for the
+    /// `*` (Mixtral's `experts.N.w1.weight`).
     static constexpr ::llvm::StringLiteral kCheckpointTransposedAttrName =
         "triax.checkpoint_transposed";
     /// On a backward `triax.block`: "selective" or "full", the
