@@ -179,12 +179,12 @@ class Translator:
                 pos = self.new(
                     f"triax.position_ids : {ttype([self.B, self.T], 'i32')}",
                     [self.B, self.T], "i32")
-                v = self.new(
+                # (torch's [seq, h], added to [batch, seq, h] by
+                # broadcasting: Triax's lookup is [batch, seq, h] already.)
+                return self.new(
                     f"triax.embedding {pos.name}, {w.name} : "
                     f"({ttype(pos.shape, 'i32')}, {ttype(w.shape)}) -> "
                     f"{ttype(out)}", out)
-                v.broadcast = True  # torch's [seq, h], Triax's [batch, seq, h]
-                return v
             idx = self.tensor(n, a[1])
             return self.new(
                 f"triax.embedding {idx.name}, {w.name} : "
