@@ -571,6 +571,13 @@ struct Run {
   float evaluate(int &rc);
   int gradcheck(int64_t samples, float tol);
   std::string extraJson() const;
+  /// Whether checkpoints hold some weight transposed (ckpt_transposed).
+  bool transposedCheckpoint() const {
+    for (int64_t i = 0; i < model->num_params; ++i)
+      if (model->params[i].ckpt_transposed)
+        return true;
+    return false;
+  }
 };
 
 /// Checks the compiled backward against central finite differences of the
@@ -865,6 +872,8 @@ std::string Run::extraJson() const {
   json::appendString(j, runId);
   j += ",\"run_start_step\":\"" + std::to_string(runStartStep) + "\"";
   j += ",\"run_start_batch\":\"" + std::to_string(runStartBatch) + "\"";
+  if (transposedCheckpoint())
+    j += ",\"linear_layout\":\"out_in\"";
   j += "}";
   return j;
 }
@@ -958,6 +967,18 @@ int Run::resume(const char *stepDir, int64_t &startStep) {
     printError("%s was written by %s of another configuration: %s; pass "
                "--resume-from-other to continue from it as a new run",
                stepDir, other.c_str(), diffs.c_str());
+    return 1;
+  }
+  // Checkpoints of the LLaMA family written before its linear weights were
+  // stored as nn.Linear's [out, in] hold [in, out]: a square weight would
+  // load transposed without a word.
+  const char *linearLayout = trx_ckpt_extra(ck.get(), "linear_layout");
+  if (transposedCheckpoint() &&
+      (!linearLayout || std::strcmp(linearLayout, "out_in") != 0)) {
+    printError("%s holds this model's linear weights as [in, out] (written "
+               "before Triax checkpointed them as nn.Linear's [out, in]); "
+               "this program reads [out, in] and cannot resume from it",
+               stepDir);
     return 1;
   }
   for (int kind = 0; kind < 3; ++kind)
