@@ -222,14 +222,15 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
   const ParamIndex *params;
 };
 
-/// Rotary position embedding: one thread per (batch, token, head) writes
-/// the head's d features c in order (so each writes only its own head's
-/// features, which the GPU lowering proves), pairing feature c with c + d/2
-/// (c < d/2) or c - d/2: out_c = x_c cos + s x_partner sin, s = -1 for the
-/// first half and +1 for the second (the other way round for `inverse`),
-/// the angle that of pair j = c mod d/2. The frequency is computed as
-/// transformers computes it, in f32: 1 / theta^((2j) / d), the angle p f_j
-/// in f32.
+/// Rotary position embedding, in two nests. First the cosine and sine of
+/// each (batch, token, pair j < d/2)'s angle, once for all the heads: the
+/// frequency computed as transformers computes it, in f32, 1 /
+/// theta^((2j) / d), the angle p f_j in f32. Then one thread per (batch,
+/// token, head) writes the head's d features c in order (so each writes
+/// only its own head's features, which the GPU lowering proves), pairing c
+/// with c + d/2 (c < d/2) or c - d/2: out_c = x_c cos + s x_partner sin,
+/// s = -1 for the first half and +1 for the second (the other way round for
+/// `inverse`), the angle that of pair c mod d/2.
 struct RopeLowering : OpConversionPattern<RopeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -237,12 +238,12 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     RankedTensorType type = op.getType();
+    const int64_t batch = type.getDimSize(0), seq = type.getDimSize(1);
     const int64_t heads = op.getHeads();
     const int64_t d = type.getDimSize(2) / heads, half = d / 2;
     const double theta = op.getTheta().convertToDouble();
     const double sign = op.getInverse() ? 1.0 : -1.0;
     Value x = adaptor.getInput(), pos = adaptor.getPositions();
-    Value out = k.alloc(type);
     OpBuilder &b = k.builder();
     Location loc = k.getLoc();
     auto toF32 = [&](Value integer) {
@@ -251,30 +252,35 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
       return arith::SIToFPOp::create(b, loc, b.getF32Type(), integer)
           .getResult();
     };
-    k.parallel(
-        {type.getDimSize(0), type.getDimSize(1), heads},
-        [&](KernelBuilder &k, ValueRange ivs) {
-          Value p = toF32(k.load(pos, {ivs[0], ivs[1]}));
-          Value base = k.muli(ivs[2], k.index(d));
-          k.loop({d}, [&](KernelBuilder &k, ValueRange c) {
-            Value first =
-                k.cmpi(arith::CmpIPredicate::ult, c[0], k.index(half));
-            Value pair = arith::SelectOp::create(b, loc, first, c[0],
-                                                 k.subi(c[0], k.index(half)));
-            Value partner = arith::SelectOp::create(
-                b, loc, first, k.addi(c[0], k.index(half)), pair);
-            Value twoJ = toF32(k.muli(pair, k.index(2)));
-            Value exponent = k.div(twoJ, k.f32(double(d)));
-            Value freq = k.div(k.f32(1.0), k.pow(k.f32(theta), exponent));
-            Value angle = k.mul(p, freq);
-            Value s = k.select(first, k.f32(sign), k.f32(-sign));
-            Value xc = k.load(x, {ivs[0], ivs[1], k.addi(base, c[0])});
-            Value xp = k.load(x, {ivs[0], ivs[1], k.addi(base, partner)});
-            Value y = k.add(k.mul(xc, k.cos(angle)),
-                            k.mul(s, k.mul(xp, k.sin(angle))));
-            k.store(y, out, {ivs[0], ivs[1], k.addi(base, c[0])});
-          });
-        });
+    auto table = MemRefType::get({batch, seq, half}, b.getF32Type());
+    Value cosines = k.alloc(table), sines = k.alloc(table);
+    k.parallel({batch, seq, half}, [&](KernelBuilder &k, ValueRange ivs) {
+      Value p = toF32(k.load(pos, {ivs[0], ivs[1]}));
+      Value twoJ = toF32(k.muli(ivs[2], k.index(2)));
+      Value exponent = k.div(twoJ, k.f32(double(d)));
+      Value freq = k.div(k.f32(1.0), k.pow(k.f32(theta), exponent));
+      Value angle = k.mul(p, freq);
+      k.store(k.cos(angle), cosines, ivs);
+      k.store(k.sin(angle), sines, ivs);
+    });
+    Value out = k.alloc(type);
+    k.parallel({batch, seq, heads}, [&](KernelBuilder &k, ValueRange ivs) {
+      Value base = k.muli(ivs[2], k.index(d));
+      k.loop({d}, [&](KernelBuilder &k, ValueRange c) {
+        Value first = k.cmpi(arith::CmpIPredicate::ult, c[0], k.index(half));
+        Value pair = arith::SelectOp::create(b, loc, first, c[0],
+                                             k.subi(c[0], k.index(half)));
+        Value partner = arith::SelectOp::create(
+            b, loc, first, k.addi(c[0], k.index(half)), pair);
+        Value cs = k.load(cosines, {ivs[0], ivs[1], pair});
+        Value sn = k.load(sines, {ivs[0], ivs[1], pair});
+        Value s = k.select(first, k.f32(sign), k.f32(-sign));
+        Value xc = k.load(x, {ivs[0], ivs[1], k.addi(base, c[0])});
+        Value xp = k.load(x, {ivs[0], ivs[1], k.addi(base, partner)});
+        Value y = k.add(k.mul(xc, cs), k.mul(s, k.mul(xp, sn)));
+        k.store(y, out, {ivs[0], ivs[1], k.addi(base, c[0])});
+      });
+    });
     rewriter.replaceOp(op, out);
     return success();
   }
