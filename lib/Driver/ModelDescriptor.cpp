@@ -155,8 +155,11 @@ namespace triax {
 /// (transformers' Mixtral routes without a capacity: a model trained with
 /// one computes dropless there, as Mixtral does at inference), or "".
 static std::string llamaConfig(mlir::triax::ModelOp model, ModuleOp module) {
-  if (!model.lookupSymbol("model.embed_tokens.weight") ||
-      !model.lookupSymbol("lm_head.weight") ||
+  // (Its checkpoints must hold the linears as nn.Linear's [out, in].)
+  auto head = model.lookupSymbol<mlir::triax::ParamOp>("lm_head.weight");
+  if (!model.lookupSymbol("model.embed_tokens.weight") || !head ||
+      !head->hasAttr(
+          mlir::triax::TriaxDialect::kCheckpointTransposedAttrName) ||
       !model.lookupSymbol("model.norm.weight") ||
       model.lookupSymbol("model.norm.bias"))
     return "";
