@@ -4,6 +4,7 @@
 
 import os
 import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -54,7 +55,6 @@ if os.path.exists(os.path.join(config.llvm_tools_dir, "mlir-runner")) and \
 # PyTorch and transformers, for the round trips through transformers itself
 # (test/e2e/hf-transformers.test): the venv utils/setup.sh makes
 # ($TRIAX_HF_VENV, default ~/.cache/triax/hf-venv), or TRIAX_HF_PYTHON.
-import subprocess  # noqa: E402
 hf_python = os.environ.get("TRIAX_HF_PYTHON") or os.path.join(
     os.environ.get("TRIAX_HF_VENV") or
     os.path.join(os.path.expanduser("~"), ".cache", "triax", "hf-venv"),

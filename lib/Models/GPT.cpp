@@ -201,8 +201,11 @@ private:
   enum class Init { Normal, Zeros, Ones };
 
   /// Declares parameter `name` and reads it at the current insertion point.
+  /// `nnLinear`: checkpointed as PyTorch's nn.Linear holds it, [out, in]
+  /// (each expert's, for stacked experts): triax.checkpoint_transposed.
   Value param(StringRef name, ArrayRef<int64_t> shape, Init init,
-              double std = 0.0, StringRef checkpointName = {});
+              double std = 0.0, StringRef checkpointName = {},
+              bool nnLinear = false);
   /// A linear's [in, out] weight: in the LLaMA family, checkpointed as
   /// nn.Linear's [out, in] (Hugging Face's layout).
   Value linearWeight(StringRef name, int64_t in, int64_t out, double std,
@@ -233,7 +236,7 @@ private:
 } // namespace
 
 Value GPTBuilder::param(StringRef name, ArrayRef<int64_t> shape, Init init,
-                        double std, StringRef checkpointName) {
+                        double std, StringRef checkpointName, bool nnLinear) {
   auto type = RankedTensorType::get(shape, elt);
   InitKind kind = init == Init::Normal  ? InitKind::normal
                   : init == Init::Zeros ? InitKind::zeros
@@ -248,18 +251,15 @@ Value GPTBuilder::param(StringRef name, ArrayRef<int64_t> shape, Init init,
   if (!checkpointName.empty())
     op->setAttr(TriaxDialect::kCheckpointNameAttrName,
                 b.getStringAttr(checkpointName));
+  if (nnLinear)
+    op->setAttr(TriaxDialect::kCheckpointTransposedAttrName, b.getUnitAttr());
   return GetParamOp::create(b, paramLoc, type,
                             FlatSymbolRefAttr::get(b.getContext(), name));
 }
 
 Value GPTBuilder::linearWeight(StringRef name, int64_t in, int64_t out,
                                double std, StringRef checkpointName) {
-  Value w = param(name, {in, out}, Init::Normal, std, checkpointName);
-  if (llama())
-    cast<ModelOp>(paramBuilder.getInsertionBlock()->getParentOp())
-        .lookupSymbol<ParamOp>(name)
-        ->setAttr(TriaxDialect::kCheckpointTransposedAttrName, b.getUnitAttr());
-  return w;
+  return param(name, {in, out}, Init::Normal, std, checkpointName, llama());
 }
 
 Value GPTBuilder::norm(Value x, StringRef prefix) {
@@ -323,12 +323,7 @@ Value GPTBuilder::moe(Value h, Value &aux, int64_t layer, double residualStd) {
     std::string own = name(("experts." + weight).str());
     std::string ckpt =
         llama() ? name(("experts.*." + weight).str()) : std::string();
-    Value w = param(own, {e, in, out}, Init::Normal, std, ckpt);
-    if (llama())
-      cast<ModelOp>(paramBuilder.getInsertionBlock()->getParentOp())
-          .lookupSymbol<ParamOp>(own)
-          ->setAttr(TriaxDialect::kCheckpointTransposedAttrName,
-                    b.getUnitAttr());
+    Value w = param(own, {e, in, out}, Init::Normal, std, ckpt, llama());
     return ExpertLinearOp::create(b, l, rows(out), x, w, UnitAttr());
   };
   Value out;

@@ -47,26 +47,22 @@ def make(a):
             n_inner=a.ffn, vocab_size=a.vocab, n_positions=a.positions,
             activation_function="gelu_new", layer_norm_epsilon=1e-5)
         model = transformers.GPT2LMHeadModel(cfg)
-    elif a.family == "mixtral":
-        cfg = transformers.MixtralConfig(
-            num_hidden_layers=a.layers, hidden_size=a.hidden,
-            num_attention_heads=a.heads,
-            num_key_value_heads=a.kv_heads or a.heads,
-            intermediate_size=a.ffn, vocab_size=a.vocab,
-            max_position_embeddings=a.positions, rms_norm_eps=1e-5,
-            rope_theta=a.theta, tie_word_embeddings=False,
-            num_local_experts=a.experts, num_experts_per_tok=2,
-            sliding_window=None, router_aux_loss_coef=a.aux_coef)
-        model = transformers.MixtralForCausalLM(cfg)
     else:
-        cfg = transformers.LlamaConfig(
+        # The LLaMA family's shapes; Mixtral adds its experts.
+        llama = dict(
             num_hidden_layers=a.layers, hidden_size=a.hidden,
             num_attention_heads=a.heads,
             num_key_value_heads=a.kv_heads or a.heads,
             intermediate_size=a.ffn, vocab_size=a.vocab,
             max_position_embeddings=a.positions, rms_norm_eps=1e-5,
             rope_theta=a.theta, tie_word_embeddings=False)
-        model = transformers.LlamaForCausalLM(cfg)
+        if a.family == "mixtral":
+            model = transformers.MixtralForCausalLM(transformers.MixtralConfig(
+                **llama, num_local_experts=a.experts, num_experts_per_tok=2,
+                sliding_window=None, router_aux_loss_coef=a.aux_coef))
+        else:
+            model = transformers.LlamaForCausalLM(
+                transformers.LlamaConfig(**llama))
     model = model.to(getattr(torch, a.dtype))
     kw = {"max_shard_size": a.shard_size} if a.shard_size else {}
     model.save_pretrained(a.out, **kw)
