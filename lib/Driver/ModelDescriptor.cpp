@@ -356,7 +356,7 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
         ckpt ? ("\"" + ckpt.getValue() + "\"").str() : std::string("NULL");
     os << llvm::formatv(
         "  {{.name = \"{0}\", .rank = {1}, .shape = {{{2}, {3}}, .init = {4}, "
-        ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}{9}},\n",
+        ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}{9}{10}},\n",
         param.getSymName(), rank, d0, d1, int(abiInit(init.getKind())),
         llvm::formatv("{0:e9}", init.getStdValue()).str(),
         param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames),
@@ -365,7 +365,10 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
                (type.getRank() == 3
                     ? ", .ckpt_slices = " + std::to_string(type.getDimSize(0))
                     : std::string()))
-            : std::string());
+            : std::string(),
+        // A bf16 parameter: bf16 parameter and gradient buffers and an f32
+        // master copy (an f32 one is the field's default).
+        type.getElementType().isBF16() ? ", .dtype = TRX_BF16" : "");
   }
   os << "};\n\n";
   os << "static const char *const mesh_axis_names[] = {";

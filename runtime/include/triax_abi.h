@@ -47,13 +47,17 @@ enum trx_moe_counter {
 };
 
 enum trx_state_kind {
-  TRX_STATE_PARAM = 0,      /* the parameter (f32 master copy) */
+  TRX_STATE_PARAM = 0,      /* the parameter, in its dtype (f32 or bf16) */
   TRX_STATE_EXP_AVG = 1,    /* AdamW first moment */
   TRX_STATE_EXP_AVG_SQ = 2, /* AdamW second moment */
   TRX_STATE_GRAD = 3,       /* gradient buffer: forward_backward adds to it,
                                optimizer_step reads it; the driver zeroes it
-                               before the first micro-batch of a step */
-  TRX_STATE_NKINDS = 4
+                               before the first micro-batch of a step; in
+                               the parameter's dtype */
+  TRX_STATE_MASTER = 4,     /* a bf16 parameter's f32 master copy, which
+                               AdamW updates (sharded as the moments); f32
+                               parameters have none */
+  TRX_STATE_NKINDS = 5
 };
 
 /* How a parameter is initialized (trx_param_desc.init); the model

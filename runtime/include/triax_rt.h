@@ -867,7 +867,10 @@ typedef struct trx_param_desc trx_param_desc; /* defined below */
 
 /* Binds the training-state buffers that the trx_state_* views show: for
  * parameter i of params[0..n-1], param_bufs[i], exp_avg[i], exp_avg_sq[i]
- * and grads[i] each hold its numel floats (row-major, contiguous). The
+ * and grads[i] each hold its numel elements (row-major, contiguous; the
+ * parameter and gradient in the parameter's dtype, the moments f32), and
+ * masters[i] its f32 master copy when it is bf16 (masters may be NULL when
+ * no parameter is; masters[i] is ignored for an f32 parameter). The
  * pointer arrays are copied; params and the buffers must stay valid while
  * bound. The buffers are the compiled code's (trx_alloc blocks: device
  * memory on the CUDA target); the runtime never dereferences them. n = 0
@@ -875,9 +878,9 @@ typedef struct trx_param_desc trx_param_desc; /* defined below */
  * this itself. Returns TRX_ERR_ARG for a NULL buffer or an invalid parameter
  * description. Not thread-safe with respect to concurrent trx_state_* calls. */
 int trx_state_bind(int64_t n, const trx_param_desc *params,
-                   float *const *param_bufs, float *const *exp_avg,
-                   float *const *exp_avg_sq, float *const *grads, char *err,
-                   size_t errlen);
+                   void *const *param_bufs, float *const *exp_avg,
+                   float *const *exp_avg_sq, void *const *grads,
+                   float *const *masters, char *err, size_t errlen);
 
 /* Fills *out with a view of the state buffer `kind` (trx_state_kind) of
  * parameter `index` (its position in the model descriptor): sizes = the
@@ -888,6 +891,14 @@ void _mlir_ciface_trx_state_1d(trx_memref_f32_1d *out, int32_t kind,
                                int64_t index);
 void _mlir_ciface_trx_state_2d(trx_memref_f32_2d *out, int32_t kind,
                                int64_t index);
+/* The same views of the bf16 buffers of a bf16 parameter (its
+ * TRX_STATE_PARAM and TRX_STATE_GRAD): an f32 view of a bf16 buffer, or a
+ * bf16 view of an f32 one (the moments, the master copy, any buffer of an
+ * f32 parameter), aborts naming the parameter. */
+void _mlir_ciface_trx_state_bf16_1d(trx_memref_bf16_1d *out, int32_t kind,
+                                    int64_t index);
+void _mlir_ciface_trx_state_bf16_2d(trx_memref_bf16_2d *out, int32_t kind,
+                                    int64_t index);
 
 /* The view of this rank's ZeRO chunk of state `kind` of parameter `index`
  * (1-D, ceil(numel / g) elements, see trx_param_desc::zero_stage): the
@@ -905,6 +916,8 @@ void _mlir_ciface_trx_moe_counters(trx_memref_f32_1d *out);
 
 void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out, int32_t kind,
                                   int64_t index);
+void _mlir_ciface_trx_state_chunk_bf16(trx_memref_bf16_1d *out, int32_t kind,
+                                       int64_t index);
 
 /* ZeRO stages 1 and 2: after every member updated its chunk of parameter
  * `index`, gathers the chunks into every member's full (padded) copy, in
@@ -925,6 +938,14 @@ void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
                                          int64_t axis_mask);
 void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
                                      trx_memref_f32_1d *out, int64_t axis_mask);
+/* The same two on bf16 buffers (a bf16 model's gradients and parameters):
+ * the reduction widens to f32 and rounds to bf16 as trx_all_reduce_bf16. */
+void _mlir_ciface_trx_reduce_scatter_bf16(trx_memref_bf16_1d *in,
+                                          trx_memref_bf16_1d *out, int32_t op,
+                                          int64_t axis_mask);
+void _mlir_ciface_trx_all_gather_bf16(trx_memref_bf16_1d *in,
+                                      trx_memref_bf16_1d *out,
+                                      int64_t axis_mask);
 void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf, int64_t root,
                                     int64_t axis_mask);
 void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
@@ -1075,6 +1096,14 @@ struct trx_param_desc {
    * the compiled optimizer step; checkpoints take it from the lowest. */
   uint32_t stages;
   uint32_t stage_axes;
+  /* The parameter's dtype (trx_dtype; 0 = TRX_F32). A TRX_BF16 parameter
+   * (triax-model --dtype bf16) holds its parameter and gradient buffers in
+   * bf16 and an f32 master copy (TRX_STATE_MASTER) next to the f32 AdamW
+   * moments: 2 + 2 + 12 bytes per element, the ZeRO paper's mixed-precision
+   * Adam. The master copy is the parameter's value for initialization,
+   * checkpoints, --save-init and --init-from; the bf16 buffer is its
+   * rounding (to nearest even), written by every AdamW step. */
+  int32_t dtype;
 };
 
 /* What lib/Driver/ModelDescriptor.cpp generates, with designated
@@ -1376,6 +1405,18 @@ void trx_recv_i32(int32_t *buf, int64_t n, int32_t peer, const int32_t *axes,
                   int32_t naxes, int32_t tag);
 void trx_all_to_all_i32(const int32_t *send, int64_t n_per_rank, int32_t *recv,
                         const int32_t *axes, int32_t naxes);
+/* all_reduce on bf16 elements (uint16_t: the top 16 bits of an IEEE f32),
+ * in the same ring schedule: each combine widens both operands to f32,
+ * adds (or takes the max / min) there and rounds the sum to nearest even,
+ * so partial sums are rounded to bf16 at every step of the ring;
+ * TRX_REDUCE_AVG widens the bf16 sum, divides it by the group size in f32
+ * and rounds that to bf16. A sum whose partial sums are all bf16 values
+ * is exact. */
+void trx_all_reduce_bf16(uint16_t *buf, int64_t n, int32_t op,
+                         const int32_t *axes, int32_t naxes);
+/* all_gather of bf16 elements: 2 bytes each, moved as they are. */
+void trx_all_gather_bf16(const uint16_t *send, int64_t n_per_rank,
+                         uint16_t *recv, const int32_t *axes, int32_t naxes);
 
 /* The ring shift of context parallelism (the compiled code's
  * trx_shift_start_f32 / trx_shift_wait): trx_shift_start starts sending
@@ -1408,6 +1449,11 @@ void trx_shift_wait_slot(int32_t slot);
 void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
                            int32_t nbufs, int32_t op, const int32_t *axes,
                            int32_t naxes);
+/* The same on bf16 gradient buffers (counts[i] bf16 elements each), reduced
+ * as trx_all_reduce_bf16 reduces their concatenation. */
+void trx_all_reduce_bucket_bf16(uint16_t *const *bufs, const int64_t *counts,
+                                int32_t nbufs, int32_t op, const int32_t *axes,
+                                int32_t naxes);
 /* Compute work queued after this call runs after every gradient bucket
  * queued before it (the driver calls it before the optimizer step). A
  * no-op with the MPI transport or without the distributed runtime. */

@@ -17,7 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bf16.h"
 #include "check.h"
+#include "internal.h"
 #include "triax_rt.h"
 
 #include <algorithm>
@@ -674,6 +676,78 @@ int usage() {
   return 2;
 }
 
+/// The buffers a parameter's checkpoint tensor is read from and written
+/// to (ParamLayout, shard.cpp): a bf16 parameter's tensor is its f32 master
+/// copy (TRX_STATE_MASTER, sharded like the moments), written back into the
+/// master and, rounded to nearest even, into its bf16 parameter buffer; an
+/// f32 parameter has no master copy. (Without MPI: one ZeRO member.)
+void testBf16Layout() {
+  using triax::rt::ParamLayout;
+  trx_param_desc p = {};
+  p.name = "w";
+  p.rank = 2;
+  p.shape[0] = 2;
+  p.shape[1] = 3;
+  ParamLayout l;
+  std::string msg;
+  // f32 (dtype 0): 4-byte buffers, no master copy.
+  CHECK(triax::rt::computeParamLayout(p, l, msg));
+  CHECK_EQ(l.dtype, int32_t(TRX_F32));
+  CHECK_EQ(l.allocCount(TRX_STATE_MASTER), int64_t(0));
+  CHECK_EQ(l.viewCount(TRX_STATE_MASTER), int64_t(0));
+  CHECK_EQ(l.allocBytes(TRX_STATE_PARAM), size_t(24));
+  CHECK_EQ(l.allocBytes(TRX_STATE_GRAD), size_t(24));
+  // bf16, ZeRO stage 1: bf16 parameter and gradient, f32 moments and master
+  // copy, the master sharded with the moments.
+  p.dtype = TRX_BF16;
+  p.zero_stage = 1;
+  p.zero_axes = 1;
+  CHECK(triax::rt::computeParamLayout(p, l, msg));
+  CHECK_EQ(l.dtype, int32_t(TRX_BF16));
+  CHECK_EQ(l.elementSize(TRX_STATE_PARAM), size_t(2));
+  CHECK_EQ(l.elementSize(TRX_STATE_GRAD), size_t(2));
+  for (int kind : {TRX_STATE_EXP_AVG, TRX_STATE_EXP_AVG_SQ, TRX_STATE_MASTER})
+    CHECK_EQ(l.elementSize(kind), size_t(4));
+  CHECK(l.sharded(TRX_STATE_MASTER) && l.sharded(TRX_STATE_EXP_AVG));
+  CHECK(!l.sharded(TRX_STATE_PARAM) && !l.sharded(TRX_STATE_GRAD));
+  CHECK_EQ(l.allocCount(TRX_STATE_MASTER), l.chunk);
+  CHECK_EQ(l.allocBytes(TRX_STATE_MASTER), size_t(24));
+  CHECK_EQ(l.allocBytes(TRX_STATE_PARAM), size_t(12));
+  CHECK_EQ(l.allocBytes(TRX_STATE_GRAD), size_t(12));
+  p.zero_stage = 2;
+  CHECK(triax::rt::computeParamLayout(p, l, msg));
+  CHECK(l.sharded(TRX_STATE_MASTER) && l.sharded(TRX_STATE_GRAD) &&
+        !l.sharded(TRX_STATE_PARAM));
+  p.zero_stage = 0;
+  p.zero_axes = 0;
+  // The whole f32 tensor into the master copy (exact) and the bf16
+  // parameter (to nearest, ties to even), and the master copy back.
+  CHECK(triax::rt::computeParamLayout(p, l, msg));
+  const float whole[6] = {1.0f + 0x1p-8f,   // a tie: down to the even 1
+                          1.0f + 0x3p-8f,   // a tie: up to the even 1 + 2^-6
+                          1.0f + 0x1.8p-8f, // above a tie: up to 1 + 2^-7
+                          -2.5f,            // exact
+                          0.0f,             // exact
+                          3.4e38f};         // past the largest bf16: inf
+  const uint16_t expected[6] = {0x3f80, 0x3f82, 0x3f81, 0xc020, 0x0000, 0x7f80};
+  float master[6] = {}, back[6] = {};
+  uint16_t param[6] = {};
+  triax::rt::scatterWhole(l, TRX_STATE_MASTER, whole, master);
+  triax::rt::scatterWhole(l, TRX_STATE_PARAM, whole, param);
+  for (int i = 0; i < 6; ++i) {
+    CHECK_EQ(master[i], whole[i]);
+    CHECK_EQ(param[i], expected[i]);
+    CHECK_EQ(param[i], triax::rt::f32ToBf16(whole[i]));
+  }
+  triax::rt::gatherWhole(l, TRX_STATE_MASTER, master, back);
+  CHECK(std::equal(back, back + 6, whole));
+  // Only f32 and bf16 parameters; an error naming the parameter.
+  p.dtype = TRX_I32;
+  CHECK(!triax::rt::computeParamLayout(p, l, msg));
+  CHECK_EQ(msg, std::string("parameter 'w': unknown dtype 2 (parameters are "
+                            "f32 (0) or bf16 (1))"));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -727,6 +801,7 @@ int main(int argc, char **argv) {
     return usage();
   }
   trxtest::TempDir tmp;
+  testBf16Layout();
   testWritable(tmp);
   testSaveLoad(tmp);
   testLatestSelection(tmp);

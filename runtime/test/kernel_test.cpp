@@ -1098,9 +1098,11 @@ void testSplitLayout() {
 
 void testState() {
   float w[15], b[5], mw[15], mb[5], vw[15], vb[5], gw[15], gb[5];
-  float *p[] = {w, b}, *m[] = {mw, mb}, *v[] = {vw, vb}, *g[] = {gw, gb};
+  float *m[] = {mw, mb}, *v[] = {vw, vb};
+  void *p[] = {w, b}, *g[] = {gw, gb};
   char err[256] = "";
-  CHECK_EQ(trx_state_bind(2, kParams, p, m, v, g, err, sizeof(err)), TRX_OK);
+  CHECK_EQ(trx_state_bind(2, kParams, p, m, v, g, nullptr, err, sizeof(err)),
+           TRX_OK);
   trx_memref_f32_2d d2;
   _mlir_ciface_trx_state_2d(&d2, TRX_STATE_PARAM, 0);
   CHECK(d2.aligned == w && d2.allocated == w);
@@ -1121,15 +1123,42 @@ void testState() {
   _mlir_ciface_trx_state_1d(&d1, TRX_STATE_GRAD, 1);
   CHECK(d1.aligned == gb);
 
-  float *bad[] = {w, nullptr};
-  CHECK_ERR(trx_state_bind(2, kParams, bad, m, v, g, err, sizeof(err)),
+  void *bad[] = {w, nullptr};
+  CHECK_ERR(trx_state_bind(2, kParams, bad, m, v, g, nullptr, err, sizeof(err)),
             TRX_ERR_ARG, err,
             "trx_state_bind: parameter 1 'b' has a NULL buffer");
   // A failed bind keeps the previous one.
   _mlir_ciface_trx_state_1d(&d1, TRX_STATE_PARAM, 1);
   CHECK(d1.aligned == b);
-  CHECK_EQ(trx_state_bind(0, nullptr, nullptr, nullptr, nullptr, nullptr, err,
-                          sizeof(err)),
+
+  // A bf16 parameter: bf16 parameter and gradient views, f32 moments and
+  // master copy; a bf16 parameter without its master buffer is refused.
+  trx_param_desc bf[2] = {kParams[0], kParams[1]};
+  bf[0].dtype = TRX_BF16;
+  uint16_t wb[15], gwb[15];
+  float master[15];
+  void *pb[] = {wb, b}, *gb16[] = {gwb, gb};
+  float *masters[] = {master, nullptr};
+  CHECK_ERR(trx_state_bind(2, bf, pb, m, v, gb16, nullptr, err, sizeof(err)),
+            TRX_ERR_ARG, err,
+            "trx_state_bind: parameter 0 'w' has a NULL buffer");
+  CHECK_EQ(trx_state_bind(2, bf, pb, m, v, gb16, masters, err, sizeof(err)),
+           TRX_OK);
+  trx_memref_bf16_2d h2;
+  _mlir_ciface_trx_state_bf16_2d(&h2, TRX_STATE_PARAM, 0);
+  CHECK(h2.aligned == wb);
+  CHECK_EQ(h2.sizes[0], int64_t(3));
+  CHECK_EQ(h2.strides[0], int64_t(5));
+  _mlir_ciface_trx_state_bf16_2d(&h2, TRX_STATE_GRAD, 0);
+  CHECK(h2.aligned == gwb);
+  _mlir_ciface_trx_state_2d(&d2, TRX_STATE_MASTER, 0);
+  CHECK(d2.aligned == master);
+  _mlir_ciface_trx_state_2d(&d2, TRX_STATE_EXP_AVG, 0);
+  CHECK(d2.aligned == mw);
+  _mlir_ciface_trx_state_1d(&d1, TRX_STATE_PARAM, 1); // 'b' stays f32
+  CHECK(d1.aligned == b);
+  CHECK_EQ(trx_state_bind(0, nullptr, nullptr, nullptr, nullptr, nullptr,
+                          nullptr, err, sizeof(err)),
            TRX_OK);
 }
 
@@ -1173,7 +1202,8 @@ int abortCase(const std::string &what) {
   trx_memref_f32_2d B = {buf + 8, buf + 8, 0, {3, 4}, {4, 1}};
   trx_memref_f32_2d C = {buf + 24, buf + 24, 0, {2, 4}, {4, 1}};
   float w[15], b[5];
-  float *p[] = {w, b}, *m[] = {w, b}, *v[] = {w, b};
+  float *m[] = {w, b}, *v[] = {w, b};
+  void *p[] = {w, b};
   if (what == "inner-stride") {
     A.strides[1] = 2;
     _mlir_ciface_trx_sgemm(&A, &B, &C, 0, 0, 1.0f, 0.0f);
@@ -1247,15 +1277,25 @@ int abortCase(const std::string &what) {
     trx_memref_f32_2d d;
     _mlir_ciface_trx_state_2d(&d, 0, 0);
   } else if (what == "kind" || what == "index" || what == "rank") {
-    if (trx_state_bind(2, kParams, p, m, v, p, nullptr, 0) != TRX_OK)
+    if (trx_state_bind(2, kParams, p, m, v, p, nullptr, nullptr, 0) != TRX_OK)
       return 1;
     trx_memref_f32_2d d;
     if (what == "kind")
-      _mlir_ciface_trx_state_2d(&d, 4, 0);
+      _mlir_ciface_trx_state_2d(&d, TRX_STATE_NKINDS, 0);
     else if (what == "index")
       _mlir_ciface_trx_state_2d(&d, 0, 2);
     else
       _mlir_ciface_trx_state_2d(&d, 0, 1);
+  } else if (what == "master" || what == "bf16-view") {
+    // An f32 parameter has no master copy, nor bf16 buffers.
+    if (trx_state_bind(2, kParams, p, m, v, p, nullptr, nullptr, 0) != TRX_OK)
+      return 1;
+    trx_memref_f32_2d d;
+    trx_memref_bf16_2d h;
+    if (what == "master")
+      _mlir_ciface_trx_state_2d(&d, TRX_STATE_MASTER, 0);
+    else
+      _mlir_ciface_trx_state_bf16_2d(&h, TRX_STATE_PARAM, 0);
   } else if (what == "alignment") {
     _mlir_memref_to_llvm_aligned_alloc(48, 96);
   } else if (what == "free-param") {

@@ -411,10 +411,14 @@ LogicalResult KernelBuilder::gemmBatched(Value a, Value bm, Value c,
 
 Value KernelBuilder::stateChunk(trx_state_kind kind, int64_t param,
                                 MemRefType type) {
-  auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  // A bf16 parameter's own buffer or gradient: the bf16 view.
+  bool bf16 = type.getElementType().isBF16();
+  auto dynType = MemRefType::get({ShapedType::kDynamic}, type.getElementType());
   Value view =
       func::CallOp::create(
-          b, loc, ::triax::rt::kStateChunk, TypeRange{dynType},
+          b, loc,
+          bf16 ? ::triax::rt::kStateChunkBf16 : ::triax::rt::kStateChunk,
+          TypeRange{dynType},
           ValueRange{i32(kind), arith::ConstantOp::create(
                                     b, loc, b.getI64IntegerAttr(param))})
           .getResult(0);
@@ -422,7 +426,9 @@ Value KernelBuilder::stateChunk(trx_state_kind kind, int64_t param,
 }
 
 Value KernelBuilder::dynamicFlat(Value buffer) {
-  auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  auto dynType =
+      MemRefType::get({ShapedType::kDynamic},
+                      cast<MemRefType>(buffer.getType()).getElementType());
   return memref::CastOp::create(b, loc, dynType, flat(buffer));
 }
 
@@ -443,12 +449,16 @@ Value KernelBuilder::state(trx_state_kind kind, int64_t param,
   }
   int64_t dyn = ShapedType::kDynamic;
   bool matrix = type.getRank() == 2;
-  auto dynType = matrix ? MemRefType::get({dyn, dyn}, b.getF32Type())
-                        : MemRefType::get({dyn}, b.getF32Type());
+  Type element = type.getElementType();
+  auto dynType = matrix ? MemRefType::get({dyn, dyn}, element)
+                        : MemRefType::get({dyn}, element);
+  StringRef callee =
+      element.isBF16()
+          ? (matrix ? ::triax::rt::kState2DBf16 : ::triax::rt::kState1DBf16)
+          : (matrix ? ::triax::rt::kState2D : ::triax::rt::kState1D);
   Value view =
       func::CallOp::create(
-          b, loc, matrix ? ::triax::rt::kState2D : ::triax::rt::kState1D,
-          TypeRange{dynType},
+          b, loc, callee, TypeRange{dynType},
           ValueRange{i32(kind), arith::ConstantOp::create(
                                     b, loc, b.getI64IntegerAttr(param))})
           .getResult(0);

@@ -203,6 +203,9 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
 /// The buffers and constants of one parameter's AdamW update.
 struct AdamWUpdate {
   Value p, m, v, g; // flat views: parameter, moments, gradient
+  // A bf16 parameter's f32 master copy (null for an f32 parameter): the
+  // update reads and writes it, and writes its rounding to `p`.
+  Value master;
   int64_t n;
   double beta1, beta2;
   Value bc1, bc2, eps, wd;
@@ -224,20 +227,27 @@ prepareAdamW(KernelBuilder &k, AdamWOp op, Value grad, const ParamIndex &params,
              std::optional<std::pair<AdamWOp, AdamWUpdate>> shared = {}) {
   if (failed(index))
     return failure();
+  // The gradient has the parameter's type: f32, or bf16 (a true bf16
+  // model: bf16 parameter and gradient, f32 master copy and moments).
   auto type = cast<MemRefType>(grad.getType());
-  if (!type.getElementType().isF32())
-    return op.emitOpError("only f32 parameters are updated on the CPU yet");
-  // Under ZeRO the gradient is this rank's chunk, and so are the moments
-  // and the part of the parameter it updates.
+  Type element = type.getElementType();
+  if (!element.isF32() && !element.isBF16())
+    return op.emitOpError("only f32 and bf16 parameters are updated, not ")
+           << element;
+  auto f32Type = cast<MemRefType>(type.clone(k.builder().getF32Type()));
+  // Under ZeRO the gradient is this rank's chunk, and so are the moments,
+  // the master copy and the part of the parameter it updates.
   bool chunked = params.zeroSharded.contains(op.getParam());
-  auto view = [&](trx_state_kind kind) {
-    return chunked ? k.stateChunk(kind, *index, type)
-                   : k.flat(k.state(kind, *index, type));
+  auto view = [&](trx_state_kind kind, MemRefType viewType) {
+    return chunked ? k.stateChunk(kind, *index, viewType)
+                   : k.flat(k.state(kind, *index, viewType));
   };
   AdamWUpdate u;
-  u.p = view(TRX_STATE_PARAM);
-  u.m = view(TRX_STATE_EXP_AVG);
-  u.v = view(TRX_STATE_EXP_AVG_SQ);
+  u.p = view(TRX_STATE_PARAM, type);
+  if (element.isBF16())
+    u.master = view(TRX_STATE_MASTER, f32Type);
+  u.m = view(TRX_STATE_EXP_AVG, f32Type);
+  u.v = view(TRX_STATE_EXP_AVG_SQ, f32Type);
   u.g = k.flat(grad);
   u.n = type.getNumElements();
   u.beta1 = op.getBeta1().convertToDouble();
@@ -271,10 +281,15 @@ void updateElement(KernelBuilder &k, const AdamWUpdate &u, Value lr,
   Value vi = k.add(k.mul(k.f32(u.beta2), v0),
                    k.mul(k.f32(1.0 - u.beta2), k.mul(gi, gi)));
   Value mhat = k.div(mi, u.bc1), vhat = k.div(vi, u.bc2);
-  Value pi = k.load(u.p, i);
+  // A bf16 parameter is updated in its f32 master copy; its bf16 buffer
+  // gets the result rounded to nearest even (the store's conversion).
+  Value pi = k.load(u.master ? u.master : u.p, i);
   Value update =
       k.add(k.div(mhat, k.add(k.sqrt(vhat), u.eps)), k.mul(u.wd, pi));
-  k.store(k.select(ok, k.sub(pi, k.mul(lr, update)), pi), u.p, i);
+  Value next = k.select(ok, k.sub(pi, k.mul(lr, update)), pi);
+  if (u.master)
+    k.store(next, u.master, i);
+  k.store(next, u.p, i);
   k.store(k.select(ok, mi, m0), u.m, i);
   k.store(k.select(ok, vi, v0), u.v, i);
 }
@@ -328,11 +343,13 @@ struct FusedAdamWLowering : ParamPattern<AdamWOp> {
       : ParamPattern(converter, ctx, params), paramBytes(paramBytes) {}
 
   /// Kernel-parameter bytes of one update: four flat buffers (parameter,
-  /// gradient, moments), each a 1-D memref descriptor (allocated and
-  /// aligned pointers, offset, size, stride: 40 bytes), plus its own two
-  /// f32 bias corrections unless its betas are the run's first's.
+  /// gradient, moments; five with a bf16 parameter's master copy), each a
+  /// 1-D memref descriptor (allocated and aligned pointers, offset, size,
+  /// stride: 40 bytes), plus its own two f32 bias corrections unless its
+  /// betas are the run's first's.
   static int64_t bytesOf(AdamWOp first, AdamWOp update) {
-    return 4 * 40 + (sameBetas(first, update) ? 0 : 8);
+    bool master = getElementTypeOrSelf(update.getGrad().getType()).isBF16();
+    return (master ? 5 : 4) * 40 + (sameBetas(first, update) ? 0 : 8);
   }
   /// Shared by the run: the learning rate and the first update's bias
   /// corrections (f32), the gradient scale's buffer (the clipping scale is

@@ -30,23 +30,36 @@ static void callFlatCollective(KernelBuilder &k, OpBuilder &b, Location loc,
   func::CallOp::create(b, loc, callee, TypeRange{}, args);
 }
 
-/// Replaces a flat-chunk collective `op` (one f32 result) by a fresh
-/// result buffer and the runtime call `callee(input, result, [reduction,]
-/// axis mask)`.
-static LogicalResult lowerFlatCollective(Operation *op, StringRef callee,
-                                         Value input, FlatSymbolRefAttr mesh,
-                                         ArrayAttr axes,
+/// The runtime's entry `f32` or `bf16` for elements of `type`, or an
+/// error on `op` for another element type.
+static FailureOr<StringRef> entryFor(Operation *op, RankedTensorType type,
+                                     StringRef f32, StringRef bf16) {
+  if (type.getElementType().isF32())
+    return f32;
+  if (type.getElementType().isBF16())
+    return bf16;
+  return op->emitOpError("only f32 and bf16 elements are lowered, not ")
+         << type.getElementType();
+}
+
+/// Replaces a flat-chunk collective `op` (one f32 or bf16 result) by a
+/// fresh result buffer and the runtime call `callee(input, result,
+/// [reduction,] axis mask)`, callee the entry of f32 or bf16 elements.
+static LogicalResult lowerFlatCollective(Operation *op, StringRef f32Callee,
+                                         StringRef bf16Callee, Value input,
+                                         FlatSymbolRefAttr mesh, ArrayAttr axes,
                                          std::optional<int32_t> reduction,
                                          ConversionPatternRewriter &rewriter) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!type.getElementType().isF32())
-    return op->emitOpError("only f32 is lowered yet");
+  FailureOr<StringRef> callee = entryFor(op, type, f32Callee, bf16Callee);
+  if (failed(callee))
+    return failure();
   FailureOr<int64_t> mask = axisMask(op, mesh, axes);
   if (failed(mask))
     return failure();
   KernelBuilder k(rewriter, op->getLoc());
   Value out = k.alloc(type);
-  callFlatCollective(k, rewriter, op->getLoc(), callee, input, out, reduction,
+  callFlatCollective(k, rewriter, op->getLoc(), *callee, input, out, reduction,
                      *mask);
   rewriter.replaceOp(op, out);
   return success();
@@ -60,10 +73,10 @@ struct ReduceScatterFlatLowering
   LogicalResult
   matchAndRewrite(dist::ReduceScatterFlatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    return lowerFlatCollective(op, ::triax::rt::kReduceScatterF32,
-                               adaptor.getInput(), op.getMeshAttr(),
-                               op.getAxes(), abiReduction(op.getReduction()),
-                               rewriter);
+    return lowerFlatCollective(
+        op, ::triax::rt::kReduceScatterF32, ::triax::rt::kReduceScatterBf16,
+        adaptor.getInput(), op.getMeshAttr(), op.getAxes(),
+        abiReduction(op.getReduction()), rewriter);
   }
 };
 
@@ -73,8 +86,9 @@ struct AllGatherFlatLowering : OpConversionPattern<dist::AllGatherFlatOp> {
   matchAndRewrite(dist::AllGatherFlatOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     return lowerFlatCollective(op, ::triax::rt::kAllGatherF32,
-                               adaptor.getInput(), op.getMeshAttr(),
-                               op.getAxes(), std::nullopt, rewriter);
+                               ::triax::rt::kAllGatherBf16, adaptor.getInput(),
+                               op.getMeshAttr(), op.getAxes(), std::nullopt,
+                               rewriter);
   }
 };
 
@@ -121,8 +135,11 @@ struct ReduceScatterAccumulateLowering
     if (!acc || acc->getBlock() != op->getBlock())
       return rewriter.notifyMatchFailure(op, "not accumulated");
     auto type = cast<RankedTensorType>(op.getType());
-    if (!type.getElementType().isF32())
-      return op->emitOpError("only f32 is lowered yet");
+    FailureOr<StringRef> callee =
+        entryFor(op, type, ::triax::rt::kReduceScatterF32,
+                 ::triax::rt::kReduceScatterBf16);
+    if (failed(callee))
+      return failure();
     FailureOr<int64_t> index = paramIndex(acc, acc.getParam());
     FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
     if (failed(index) || failed(mask))
@@ -132,8 +149,7 @@ struct ReduceScatterAccumulateLowering
     Value chunk = k.alloc(type);
     func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsBegin,
                          TypeRange{}, ValueRange{});
-    callFlatCollective(k, rewriter, loc, ::triax::rt::kReduceScatterF32,
-                       adaptor.getInput(), chunk,
+    callFlatCollective(k, rewriter, loc, *callee, adaptor.getInput(), chunk,
                        abiReduction(op.getReduction()), *mask);
     accumulateGrad(k, *index, chunk);
     func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsEnd, TypeRange{},

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bf16.h"
 #include "internal.h"
 #include "transport.h"
 #include "triax_rt.h"
@@ -435,38 +436,64 @@ struct Scratch {
   template <typename T> T *as() { return static_cast<T *>(p); }
 };
 
-/// acc[i] = in[i] (op) acc[i], with in the partial result that arrived.
+/// The arithmetic of an element type of the collectives: float and int32_t
+/// compute as they are; uint16_t is bf16 (the runtime's storage of it,
+/// bf16.h; no collective moves 16-bit integers), widened to f32 (exactly)
+/// for the arithmetic and rounded back to nearest even.
+template <typename T> struct Arith {
+  using Wide = T;
+  static Wide widen(T x) { return x; }
+  static T narrow(Wide x) { return x; }
+};
+template <> struct Arith<uint16_t> {
+  using Wide = float;
+  static float widen(uint16_t x) { return bf16ToF32(x); }
+  static uint16_t narrow(float x) { return f32ToBf16(x); }
+};
+
+/// acc[i] = in[i] (op) acc[i], with in the partial result that arrived. A
+/// bf16 sum is rounded at every combine: the partial sums travel the ring
+/// in bf16, as NCCL's bf16 reductions keep theirs. Max and min pick one of
+/// the two elements (NaN first), so they round nothing.
 template <typename T> void combine(T *acc, const T *in, int64_t n, int32_t op) {
+  using A = Arith<T>;
+  using W = typename A::Wide;
   switch (op) {
   case TRX_REDUCE_SUM:
   case TRX_REDUCE_AVG:
     for (int64_t i = 0; i < n; ++i)
-      acc[i] = in[i] + acc[i];
+      acc[i] = A::narrow(A::widen(in[i]) + A::widen(acc[i]));
     break;
   case TRX_REDUCE_MAX:
     for (int64_t i = 0; i < n; ++i) {
       T a = in[i], b = acc[i];
-      if constexpr (std::is_floating_point_v<T>)
-        acc[i] = std::isnan(a) ? a : (std::isnan(b) || b > a ? b : a);
+      W wa = A::widen(a), wb = A::widen(b);
+      if constexpr (std::is_floating_point_v<W>)
+        acc[i] = std::isnan(wa) ? a : (std::isnan(wb) || wb > wa ? b : a);
       else
-        acc[i] = b > a ? b : a;
+        acc[i] = wb > wa ? b : a;
     }
     break;
   case TRX_REDUCE_MIN:
     for (int64_t i = 0; i < n; ++i) {
       T a = in[i], b = acc[i];
-      if constexpr (std::is_floating_point_v<T>)
-        acc[i] = std::isnan(a) ? a : (std::isnan(b) || b < a ? b : a);
+      W wa = A::widen(a), wb = A::widen(b);
+      if constexpr (std::is_floating_point_v<W>)
+        acc[i] = std::isnan(wa) ? a : (std::isnan(wb) || wb < wa ? b : a);
       else
-        acc[i] = b < a ? b : a;
+        acc[i] = wb < wa ? b : a;
     }
     break;
   }
 }
 
+/// TRX_REDUCE_AVG after the sum: a bf16 sum is widened, divided by p in f32
+/// and rounded to bf16 (the f32 quotient's rounding, then bf16's).
 template <typename T> void divideBy(T *buf, int64_t n, int32_t p) {
+  using A = Arith<T>;
+  using W = typename A::Wide;
   for (int64_t i = 0; i < n; ++i)
-    buf[i] = buf[i] / T(p);
+    buf[i] = A::narrow(A::widen(buf[i]) / W(p));
 }
 
 void checkOp(int32_t op, const char *fn) {
@@ -637,6 +664,20 @@ const trx_dist_group &mpiGroup(const CommGroup &g) {
   return static_cast<const trx_dist_group &>(g);
 }
 
+/// f(T *) with a null pointer of the element type of `t` (uint16_t for
+/// bf16): the typed ring for a CommDType.
+template <typename F> uint64_t withElemType(CommDType t, F &&f) {
+  switch (t) {
+  case CommDType::F32:
+    return f(static_cast<float *>(nullptr));
+  case CommDType::I32:
+    return f(static_cast<int32_t *>(nullptr));
+  case CommDType::BF16:
+    return f(static_cast<uint16_t *>(nullptr));
+  }
+  abortf("internal error: collective of unknown element type %d", int(t));
+}
+
 class MpiTransport final : public Transport {
 public:
   const char *name() const override { return "mpi"; }
@@ -664,11 +705,10 @@ public:
   uint64_t allReduce(const CommGroup &g, void *buf, int64_t n, CommDType t,
                      int32_t op, const char *fn) override {
     HostView b(buf, bytesOf(n, t), /*in=*/true, /*out=*/true);
-    if (t == CommDType::F32)
-      return ringAllReduce(mpiGroup(g), static_cast<float *>(b.data()), n, op,
-                           fn);
-    return ringAllReduce(mpiGroup(g), static_cast<int32_t *>(b.data()), n, op,
-                         fn);
+    return withElemType(t, [&](auto *type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      return ringAllReduce(mpiGroup(g), static_cast<T *>(b.data()), n, op, fn);
+    });
   }
   uint64_t allReduceBucket(const CommGroup &g, void *const *bufs,
                            const int64_t *counts, int32_t nbufs, CommDType t,
@@ -704,24 +744,22 @@ public:
                      void *recv, CommDType t, const char *fn) override {
     HostView in(send, bytesOf(npr, t));
     HostView out(recv, bytesOf(npr * g.size, t), /*in=*/false, /*out=*/true);
-    if (t == CommDType::F32)
-      return ringAllGather(mpiGroup(g), static_cast<const float *>(in.data()),
-                           npr, static_cast<float *>(out.data()), fn);
-    return ringAllGather(mpiGroup(g), static_cast<const int32_t *>(in.data()),
-                         npr, static_cast<int32_t *>(out.data()), fn);
+    return withElemType(t, [&](auto *type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      return ringAllGather(mpiGroup(g), static_cast<const T *>(in.data()), npr,
+                           static_cast<T *>(out.data()), fn);
+    });
   }
   uint64_t reduceScatter(const CommGroup &g, const void *send, int64_t npr,
                          void *recv, CommDType t, int32_t op,
                          const char *fn) override {
     HostView in(send, bytesOf(npr * g.size, t));
     HostView out(recv, bytesOf(npr, t), /*in=*/false, /*out=*/true);
-    if (t == CommDType::F32)
-      return ringReduceScatter(mpiGroup(g),
-                               static_cast<const float *>(in.data()), npr,
-                               static_cast<float *>(out.data()), op, fn);
-    return ringReduceScatter(mpiGroup(g),
-                             static_cast<const int32_t *>(in.data()), npr,
-                             static_cast<int32_t *>(out.data()), op, fn);
+    return withElemType(t, [&](auto *type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      return ringReduceScatter(mpiGroup(g), static_cast<const T *>(in.data()),
+                               npr, static_cast<T *>(out.data()), op, fn);
+    });
   }
   uint64_t broadcast(const CommGroup &g, void *buf, int64_t n, CommDType t,
                      int32_t root, const char *fn) override {
@@ -737,13 +775,11 @@ public:
       return 0; // nothing moves
     HostView in(send, bytesOf(npr * g.size, t));
     HostView out(recv, bytesOf(npr * g.size, t), /*in=*/false, /*out=*/true);
-    if (t == CommDType::F32)
-      return pairwiseAllToAll(mpiGroup(g),
-                              static_cast<const float *>(in.data()), npr,
-                              static_cast<float *>(out.data()), fn);
-    return pairwiseAllToAll(mpiGroup(g),
-                            static_cast<const int32_t *>(in.data()), npr,
-                            static_cast<int32_t *>(out.data()), fn);
+    return withElemType(t, [&](auto *type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      return pairwiseAllToAll(mpiGroup(g), static_cast<const T *>(in.data()),
+                              npr, static_cast<T *>(out.data()), fn);
+    });
   }
   void send(const CommGroup &g, const void *buf, int64_t bytes, int32_t peer,
             int32_t tag, const char *fn) override {
@@ -950,9 +986,18 @@ private:
   bool armed = false;
 };
 
+/// The CommDType of a front's element type: float, int32_t, and uint16_t
+/// for bf16 (its storage; no front moves 16-bit integers).
 template <typename T> constexpr CommDType dtypeOf() {
-  static_assert(sizeof(T) == 4, "32-bit elements only");
-  return std::is_same_v<T, float> ? CommDType::F32 : CommDType::I32;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, int32_t> ||
+                    std::is_same_v<T, uint16_t>,
+                "f32, i32 and bf16 (uint16_t) elements only");
+  if constexpr (std::is_same_v<T, float>)
+    return CommDType::F32;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return CommDType::I32;
+  else
+    return CommDType::BF16;
 }
 
 Transport &transportOf(const char *fn) {
@@ -1604,6 +1649,153 @@ extern "C" void trx_all_to_all_i32(const int32_t *send, int64_t n_per_rank,
   allToAll(send, n_per_rank, recv, axes, naxes, "trx_all_to_all_i32");
 }
 
+extern "C" void trx_all_reduce_bf16(uint16_t *buf, int64_t n, int32_t op,
+                                    const int32_t *axes, int32_t naxes) {
+  allReduce(buf, n, op, axes, naxes, "trx_all_reduce_bf16");
+}
+extern "C" void trx_all_gather_bf16(const uint16_t *send, int64_t n_per_rank,
+                                    uint16_t *recv, const int32_t *axes,
+                                    int32_t naxes) {
+  allGather(send, n_per_rank, recv, axes, naxes, "trx_all_gather_bf16");
+}
+
+//===----------------------------------------------------------------------===//
+// The compiled code's flat reduce-scatter and all-gather
+//===----------------------------------------------------------------------===//
+//
+// One template per collective, for any element type of the collectives
+// (flatReduceScatter / flatAllGather in transport.h): the bf16 entries of
+// the "true bf16" models' gradients (ZeRO's reduce-scatter in bf16) and
+// their gathers.
+
+namespace {
+
+/// The axes of a compiled collective's mask, checked against the mesh.
+std::vector<int32_t> maskAxes(int64_t axisMask, const char *fn) {
+  const int32_t naxes = trx_dist_num_axes();
+  if (axisMask <= 0 || axisMask >= (int64_t(1) << kMaxAxes) ||
+      (axisMask >> naxes) != 0)
+    abortf("%s: axis mask 0x%" PRIx64 " does not fit the mesh of %" PRId32
+           " axes (was the binary started with its mesh?)",
+           fn, uint64_t(axisMask), naxes);
+  return axesOfMask(uint32_t(axisMask));
+}
+
+/// The contiguous data of a 1-D memref argument.
+template <typename Memref>
+auto *flatData(Memref *m, const char *what, const char *fn) {
+  if (!m)
+    abortf("%s: %s is NULL", fn, what);
+  if (m->sizes[0] > 1 && m->strides[0] != 1)
+    abortf("%s: %s has stride %" PRId64 " (must be contiguous)", fn, what,
+           m->strides[0]);
+  return m->aligned + m->offset;
+}
+
+/// A temporary of the compiled code's kind (TRX_MEM_ACTIV: device memory
+/// on the CUDA target, reused at once on the CPU), of `elems` T.
+template <typename T> T *flatTemp(int64_t elems, const char *fn) {
+  void *p = trx_alloc_aligned(size_t(elems) * sizeof(T), 64, TRX_MEM_ACTIV);
+  if (!p)
+    abortf("%s: %s", fn, trx_last_error());
+  return static_cast<T *>(p);
+}
+
+template <typename T>
+void flatReduceScatterOf(const T *src, int64_t n, T *dst, int64_t k, int32_t op,
+                         int64_t axisMask, const char *fn) {
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  std::vector<int32_t> axes = maskAxes(axisMask, fn);
+  const int32_t na = int32_t(axes.size());
+  const int64_t g = groupOrAbort(axes.data(), na, fn).size;
+  if (k != trx_zero_chunk(n, g))
+    abortf("%s: input of %" PRId64 " elements does not pad to %" PRId64
+           " chunks of %" PRId64,
+           fn, n, g, k);
+  // Padded on the device: a temporary of g*k elements, the input copied
+  // in and the tail zeroed (stream-ordered; no host access). Zero bytes
+  // are 0 in every element type (+0 in f32 and bf16).
+  T *padded = nullptr;
+  if (n != g * k) {
+    padded = flatTemp<T>(g * k, fn);
+    trx_copy_on_device(padded, src, size_t(n) * sizeof(T));
+    trx_device_memset(padded + n, 0, size_t(g * k - n) * sizeof(T));
+    src = padded;
+  }
+  reduceScatter(src, k, dst, op, axes.data(), na, fn);
+  trx_free(padded);
+}
+
+template <typename T>
+void flatAllGatherOf(const T *src, int64_t k, T *dst, int64_t n,
+                     int64_t axisMask, const char *fn) {
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  std::vector<int32_t> axes = maskAxes(axisMask, fn);
+  const int32_t na = int32_t(axes.size());
+  const int64_t g = groupOrAbort(axes.data(), na, fn).size;
+  if (k != trx_zero_chunk(n, g))
+    abortf("%s: output of %" PRId64 " elements is not %" PRId64
+           " chunks of %" PRId64 " less their padding",
+           fn, n, g, k);
+  if (n == g * k) {
+    allGather(src, k, dst, axes.data(), na, fn);
+    return;
+  }
+  // Gathered into a device temporary, then cut to n on the device.
+  T *whole = flatTemp<T>(g * k, fn);
+  allGather(src, k, whole, axes.data(), na, fn);
+  trx_copy_on_device(dst, whole, size_t(n) * sizeof(T));
+  trx_free(whole);
+}
+
+} // namespace
+
+void triax::rt::flatReduceScatter(const void *in, int64_t n, void *out,
+                                  int64_t k, CommDType t, int32_t op,
+                                  int64_t axisMask, const char *fn) {
+  withElemType(t, [&](auto *type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    flatReduceScatterOf(static_cast<const T *>(in), n, static_cast<T *>(out), k,
+                        op, axisMask, fn);
+    return uint64_t(0);
+  });
+}
+
+void triax::rt::flatAllGather(const void *in, int64_t k, void *out, int64_t n,
+                              CommDType t, int64_t axisMask, const char *fn) {
+  withElemType(t, [&](auto *type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    flatAllGatherOf(static_cast<const T *>(in), k, static_cast<T *>(out), n,
+                    axisMask, fn);
+    return uint64_t(0);
+  });
+}
+
+const CommGroup *triax::rt::commGroup(const int32_t *axes, int32_t naxes) {
+  return trx_dist_comm(axes, naxes);
+}
+
+extern "C" void _mlir_ciface_trx_reduce_scatter_bf16(trx_memref_bf16_1d *in,
+                                                     trx_memref_bf16_1d *out,
+                                                     int32_t op,
+                                                     int64_t axis_mask) {
+  const char *fn = "trx_reduce_scatter_bf16";
+  const uint16_t *src = flatData(in, "input", fn);
+  uint16_t *dst = flatData(out, "output", fn);
+  flatReduceScatter(src, in->sizes[0], dst, out->sizes[0], CommDType::BF16, op,
+                    axis_mask, fn);
+}
+
+extern "C" void _mlir_ciface_trx_all_gather_bf16(trx_memref_bf16_1d *in,
+                                                 trx_memref_bf16_1d *out,
+                                                 int64_t axis_mask) {
+  const char *fn = "trx_all_gather_bf16";
+  const uint16_t *src = flatData(in, "input", fn);
+  uint16_t *dst = flatData(out, "output", fn);
+  flatAllGather(src, in->sizes[0], dst, out->sizes[0], CommDType::BF16,
+                axis_mask, fn);
+}
+
 //===----------------------------------------------------------------------===//
 // The ring shifts of context parallelism
 //===----------------------------------------------------------------------===//
@@ -1784,10 +1976,13 @@ extern "C" void trx_comm_print_table(FILE *out) {
 // Gradient buckets, the transport, the shared split rule
 //===----------------------------------------------------------------------===//
 
-extern "C" void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
-                                      int32_t nbufs, int32_t op,
-                                      const int32_t *axes, int32_t naxes) {
-  const char *fn = "trx_all_reduce_bucket";
+namespace {
+/// trx_all_reduce_bucket and _bf16: one all_reduce of the buffers'
+/// concatenation, on the communication stream where the transport has one.
+template <typename T>
+void allReduceBucket(T *const *bufs, const int64_t *counts, int32_t nbufs,
+                     int32_t op, const int32_t *axes, int32_t naxes,
+                     const char *fn) {
   const double traceStart = traceOn() ? traceNow() : -1;
   if (nbufs < 1 || !bufs || !counts)
     abortf("%s: no buffers in the bucket", fn);
@@ -1798,8 +1993,24 @@ extern "C" void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
   std::vector<void *> raw(bufs, bufs + nbufs);
   InFlight watched(fn, &g);
   uint64_t sent = transportOf(fn).allReduceBucket(
-      g, raw.data(), counts, nbufs, CommDType::F32, op, CommQueue::Grads, fn);
+      g, raw.data(), counts, nbufs, dtypeOf<T>(), op, CommQueue::Grads, fn);
   count(TRX_COMM_ALL_REDUCE, g.mask, sent, traceStart);
+}
+} // namespace
+
+extern "C" void trx_all_reduce_bucket(float *const *bufs, const int64_t *counts,
+                                      int32_t nbufs, int32_t op,
+                                      const int32_t *axes, int32_t naxes) {
+  allReduceBucket(bufs, counts, nbufs, op, axes, naxes,
+                  "trx_all_reduce_bucket");
+}
+
+extern "C" void trx_all_reduce_bucket_bf16(uint16_t *const *bufs,
+                                           const int64_t *counts, int32_t nbufs,
+                                           int32_t op, const int32_t *axes,
+                                           int32_t naxes) {
+  allReduceBucket(bufs, counts, nbufs, op, axes, naxes,
+                  "trx_all_reduce_bucket_bf16");
 }
 
 extern "C" void trx_comm_wait_grads(void) {

@@ -8,6 +8,12 @@
 // checkpoint directory) is checked before the first step, so a bad one
 // stops the run with a message naming the file, before anything is written.
 //
+// A bf16 parameter (trx_param_desc::dtype) has bf16 parameter and gradient
+// buffers and an f32 master copy beside its f32 moments. Initialization,
+// --save-init, --init-from and checkpoints see its master copy as the
+// parameter (checkpoints hold f32 master weights, so a resume is exact);
+// writing it writes the master copy and its rounding into the bf16 buffer.
+//
 // The state, the token buffers and the step's scalars are trx_alloc blocks:
 // device memory on the CUDA target. The driver never dereferences them: it
 // works on host copies (the whole tensors of initialization and
@@ -379,15 +385,22 @@ struct Run {
   trx_loader *train = nullptr;
   trx_loader *val = nullptr;
   trx_logger *logger = nullptr;
-  std::vector<float *> params, expAvg, expAvgSq, grads;
+  // The state buffers, per parameter: the parameter and its gradient in
+  // the parameter's dtype (f32 or bf16: ParamLayout::elementSize), the
+  // moments f32, and a bf16 parameter's f32 master copy (nullptr for an
+  // f32 parameter). nullptr too where this rank's pipeline stage does not
+  // hold the parameter.
+  std::vector<void *> params, grads;
+  std::vector<float *> expAvg, expAvgSq, masters;
   // Where each parameter's pieces live on this rank (tensor-parallel
   // blocks, ZeRO chunks); `distributed` when any is not whole.
   std::vector<ParamLayout> layouts;
   bool distributed = false;
-  // Host copies of the whole tensors of parameter, exp_avg and exp_avg_sq
-  // that initialization and checkpoints read and write (copied from this
-  // rank's buffers, or assembled by gatherWhole, and back): made by
-  // hostWhole when needed and freed by releaseWhole.
+  // Host copies of the whole f32 tensors of parameter (a bf16 parameter's
+  // master copy), exp_avg and exp_avg_sq that initialization and
+  // checkpoints read and write (copied from this rank's buffers, or
+  // assembled by gatherWhole, and back): made by hostWhole when needed and
+  // freed by releaseWhole.
   std::vector<float *> whole[3];
   std::vector<std::vector<float>> wholeStore[3];
   CheckpointLayout layout; // what checkpoints, --save-init, --init-from hold
@@ -433,8 +446,11 @@ struct Run {
     trx_moe_counters_bind(nullptr);
     if (bound)
       trx_state_bind(0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                     0);
-    for (auto *v : {&params, &expAvg, &expAvgSq, &grads})
+                     nullptr, 0);
+    for (auto *v : {&params, &grads})
+      for (void *p : *v)
+        trx_free(p);
+    for (auto *v : {&expAvg, &expAvgSq, &masters})
       for (float *p : *v)
         trx_free(p);
     trx_free(tokens);
@@ -450,11 +466,27 @@ struct Run {
   /// last optimizer step's kernels (which read them): no host wait.
   void zeroGrads() {
     for (int64_t i = 0; i < n(); ++i)
-      if (int64_t count = layouts[size_t(i)].allocCount(TRX_STATE_GRAD))
-        trx_device_memset(grads[size_t(i)], 0, size_t(count) * sizeof(float));
+      if (size_t bytes = layouts[size_t(i)].allocBytes(TRX_STATE_GRAD))
+        trx_device_memset(grads[size_t(i)], 0, bytes);
   }
-  std::vector<float *> &buffers(int kind) {
-    return kind == 0 ? params : kind == 1 ? expAvg : expAvgSq;
+  bool isBf16(int64_t i) const { return layouts[size_t(i)].dtype == TRX_BF16; }
+  /// The f32 buffer (trx_state_kind, and the buffer) of parameter i that
+  /// holds the whole tensors' `kind` (0 parameter, 1 exp_avg, 2
+  /// exp_avg_sq): a bf16 parameter's master copy for 0.
+  int f32Kind(int kind, int64_t i) const {
+    return kind == 0 && isBf16(i) ? TRX_STATE_MASTER : kind;
+  }
+  float *f32Buffer(int kind, int64_t i) const {
+    switch (f32Kind(kind, i)) {
+    case TRX_STATE_PARAM:
+      return static_cast<float *>(params[size_t(i)]);
+    case TRX_STATE_EXP_AVG:
+      return expAvg[size_t(i)];
+    case TRX_STATE_EXP_AVG_SQ:
+      return expAvgSq[size_t(i)];
+    default:
+      return masters[size_t(i)];
+    }
   }
   /// Allocates the host copies of the whole tensors of `kind` (zeros) if
   /// they are not there, and points the checkpoint layout at the
@@ -478,29 +510,36 @@ struct Run {
     layout.release();
   }
   /// Assembles the whole tensors of `kind` (0 parameter, 1 exp_avg, 2
-  /// exp_avg_sq) in their host copies from the ranks' pieces: collective,
-  /// every rank calls it.
+  /// exp_avg_sq; a bf16 parameter's parameter is its f32 master copy) in
+  /// their host copies from the ranks' pieces: collective, every rank calls
+  /// it.
   void gather(int kind) {
     hostWhole(kind);
     for (int64_t i = 0; i < n(); ++i) {
       if (distributed)
-        gatherWhole(layouts[size_t(i)], kind, buffers(kind)[size_t(i)],
+        gatherWhole(layouts[size_t(i)], f32Kind(kind, i), f32Buffer(kind, i),
                     whole[kind][size_t(i)]);
       else
-        trx_copy_to_host(whole[kind][size_t(i)], buffers(kind)[size_t(i)],
+        trx_copy_to_host(whole[kind][size_t(i)], f32Buffer(kind, i),
                          size_t(numel(model->params[i])) * sizeof(float));
     }
   }
   /// Copies this rank's pieces of the whole tensors of `kind` (host
-  /// copies) into its buffers.
+  /// copies) into its buffers; for a bf16 parameter's parameter, into its
+  /// master copy and, rounded to nearest even, into its bf16 parameter
+  /// buffer (no communication either).
   void scatter(int kind) {
     for (int64_t i = 0; i < n(); ++i) {
+      const ParamLayout &l = layouts[size_t(i)];
+      const float *w = whole[kind][size_t(i)];
       if (distributed)
-        scatterWhole(layouts[size_t(i)], kind, whole[kind][size_t(i)],
-                     buffers(kind)[size_t(i)]);
+        scatterWhole(l, f32Kind(kind, i), w, f32Buffer(kind, i));
       else
-        trx_copy_to_device(buffers(kind)[size_t(i)], whole[kind][size_t(i)],
+        trx_copy_to_device(f32Buffer(kind, i), w,
                            size_t(numel(model->params[i])) * sizeof(float));
+      if (kind == 0 && isBf16(i))
+        scatterWhole(l, TRX_STATE_PARAM, w,
+                     static_cast<uint16_t *>(params[size_t(i)]));
     }
   }
   /// Copies the host batch (hostTokens) into the device token buffers: one
@@ -597,7 +636,8 @@ struct Run {
 ///
 /// The host works on copies: each tensor's parameter and gradient are
 /// copied to the host once, each perturbed parameter is copied to the
-/// device before its forward, and the saved one back after.
+/// device before its forward, and the saved one back after. Every
+/// parameter is f32 (trainMain refuses a model with a bf16 one).
 int Run::gradcheck(int64_t samples, float tol) {
   if (loadBatch(train) != 0)
     return 1;
@@ -782,26 +822,34 @@ int Run::allocate() {
   char err[512];
   for (int64_t i = 0; i < n(); ++i) {
     const trx_param_desc &p = model->params[i];
-    // Zero-filled: the moments start at 0, the gradient buffers too.
-    const std::tuple<std::vector<float *> *, int, int> kinds[] = {
-        {&params, TRX_STATE_PARAM, TRX_MEM_PARAMS},
-        {&expAvg, TRX_STATE_EXP_AVG, TRX_MEM_OPTIM},
-        {&expAvgSq, TRX_STATE_EXP_AVG_SQ, TRX_MEM_OPTIM},
-        {&grads, TRX_STATE_GRAD, TRX_MEM_GRADS}};
-    for (const auto &[list, kind, category] : kinds) {
-      size_t bytes =
-          size_t(layouts[size_t(i)].allocCount(kind)) * sizeof(float);
+    // Each buffer in bytes of its element type (ParamLayout::elementSize):
+    // the parameter and the gradient bf16 for a bf16 parameter, the rest
+    // f32. A bf16 parameter's master copy counts with the optimizer's state
+    // (the ZeRO paper's K = 12 bytes per element: master, two moments).
+    void *buf[TRX_STATE_NKINDS] = {};
+    const int category[TRX_STATE_NKINDS] = {TRX_MEM_PARAMS, TRX_MEM_OPTIM,
+                                            TRX_MEM_OPTIM, TRX_MEM_GRADS,
+                                            TRX_MEM_OPTIM};
+    for (int kind = 0; kind < TRX_STATE_NKINDS; ++kind) {
       // Zero-filled at allocation (on the device on CUDA): the moments and
-      // gradient buffers start at 0; the parameters are written below.
-      // Nothing of a parameter another pipeline stage holds.
-      float *buf =
-          bytes ? static_cast<float *>(trx_alloc(bytes, category)) : nullptr;
-      if (bytes && !buf) {
-        printError("parameter '%s': %s", p.name, trx_last_error());
+      // gradient buffers start at 0; the parameters (and master copies)
+      // are written below. Nothing of a parameter another pipeline stage
+      // holds, no master copy of an f32 parameter.
+      size_t bytes = layouts[size_t(i)].allocBytes(kind);
+      buf[kind] = bytes ? trx_alloc(bytes, category[kind]) : nullptr;
+      if (bytes && !buf[kind]) {
+        std::string why = trx_last_error();
+        for (void *b : buf)
+          trx_free(b);
+        printError("parameter '%s': %s", p.name, why.c_str());
         return 1;
       }
-      list->push_back(buf);
     }
+    params.push_back(buf[TRX_STATE_PARAM]);
+    expAvg.push_back(static_cast<float *>(buf[TRX_STATE_EXP_AVG]));
+    expAvgSq.push_back(static_cast<float *>(buf[TRX_STATE_EXP_AVG_SQ]));
+    grads.push_back(buf[TRX_STATE_GRAD]);
+    masters.push_back(static_cast<float *>(buf[TRX_STATE_MASTER]));
   }
   std::string msg;
   if (!layout.build(model, msg)) {
@@ -828,7 +876,7 @@ int Run::allocate() {
   inputs = tokens;
   targets = tokens + targetOffset;
   if (trx_state_bind(n(), model->params, params.data(), expAvg.data(),
-                     expAvgSq.data(), grads.data(), err,
+                     expAvgSq.data(), grads.data(), masters.data(), err,
                      sizeof(err)) != TRX_OK) {
     printError("%s", err);
     return 1;
@@ -1499,6 +1547,15 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
                model->model_name);
     return 2;
   }
+  // Finite differences of a bf16 forward drown in its rounding.
+  for (int64_t i = 0; a.gradcheck > 0 && i < model->num_params; ++i)
+    if (model->params[i].dtype == TRX_BF16) {
+      printError("--gradcheck: model '%s' holds parameter '%s' in bf16, whose "
+                 "rounding is above the finite differences; check the model "
+                 "compiled with --dtype f32",
+                 model->model_name, model->params[i].name);
+      return 1;
+    }
   if (a.eval_every > 0 && !a.val_data) {
     printError("--eval-every requires --val-data");
     return 2;
@@ -1710,11 +1767,13 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   if (a.verbose > 0)
     for (int64_t i = 0; i < run.n(); ++i) {
       const trx_param_desc &p = model->params[i];
+      const char *bf16 = p.dtype == TRX_BF16 ? " bf16" : "";
       if (p.rank == 2)
-        printf("  param %" PRId64 " %s [%" PRId64 ", %" PRId64 "]\n", i, p.name,
-               p.shape[0], p.shape[1]);
+        printf("  param %" PRId64 " %s [%" PRId64 ", %" PRId64 "]%s\n", i,
+               p.name, p.shape[0], p.shape[1], bf16);
       else
-        printf("  param %" PRId64 " %s [%" PRId64 "]\n", i, p.name, p.shape[0]);
+        printf("  param %" PRId64 " %s [%" PRId64 "]%s\n", i, p.name,
+               p.shape[0], bf16);
     }
   fflush(stdout);
 

@@ -59,14 +59,41 @@ struct ParamLayout {
   bool present = true;
   std::vector<int32_t> stageAxes; // empty: every stage holds it
   int64_t stageRoot = 0;
+  // trx_param_desc::dtype: TRX_F32 or TRX_BF16. A bf16 parameter's
+  // parameter and gradient buffers hold bf16 (uint16_t), and it has an f32
+  // master copy (TRX_STATE_MASTER); every other buffer is f32.
+  int32_t dtype = TRX_F32;
 
-  /// Whether buffer `kind` (trx_state_kind) holds only this rank's chunk.
+  /// Whether the parameter has buffer `kind` (trx_state_kind) at all, on
+  /// the stages that hold it (see allocCount): every kind but
+  /// TRX_STATE_MASTER, which only a bf16 parameter has.
+  bool hasBuffer(int kind) const {
+    return kind != TRX_STATE_MASTER || dtype == TRX_BF16;
+  }
+  /// Whether buffer `kind` holds only this rank's chunk: the moments and
+  /// the master copy from ZeRO stage 1, the gradient from 2, the parameter
+  /// from 3.
   bool sharded(int kind) const;
-  /// Elements to allocate for buffer `kind`.
+  /// Bytes of one element of buffer `kind`: 2 for the parameter and the
+  /// gradient of a bf16 parameter, else 4 (f32).
+  size_t elementSize(int kind) const {
+    return dtype == TRX_BF16 &&
+                   (kind == TRX_STATE_PARAM || kind == TRX_STATE_GRAD)
+               ? 2
+               : 4;
+  }
+  /// Elements to allocate for buffer `kind` (of elementSize(kind) bytes):
+  /// 0 on a stage that does not hold the parameter, and for the master
+  /// copy of an f32 parameter.
   int64_t allocCount(int kind) const;
-  /// Elements the compiled code sees in buffer `kind` (its view).
+  /// Bytes to allocate for buffer `kind`.
+  size_t allocBytes(int kind) const {
+    return size_t(allocCount(kind)) * elementSize(kind);
+  }
+  /// Elements the compiled code sees in buffer `kind` (its view; 0 where
+  /// allocCount is 0).
   int64_t viewCount(int kind) const {
-    return !present ? 0 : sharded(kind) ? chunk : numel;
+    return !present || !hasBuffer(kind) ? 0 : sharded(kind) ? chunk : numel;
   }
 };
 
@@ -99,7 +126,8 @@ void traceRecord(std::string name, const char *cat, int tid, double start,
 bool traceWrite(const char *path, std::string &error);
 
 /// Resolves `p` against the mesh; false with a message ("parameter 'x':
-/// ...") when its placement does not fit the mesh.
+/// ...") when its placement does not fit the mesh or its dtype is neither
+/// TRX_F32 nor TRX_BF16.
 bool computeParamLayout(const trx_param_desc &p, ParamLayout &out,
                         std::string &msg);
 
@@ -107,17 +135,20 @@ bool computeParamLayout(const trx_param_desc &p, ParamLayout &out,
 std::vector<int32_t> axesOfMask(uint64_t mask);
 
 /// Collective over the parameter's groups: assembles the whole tensor of
-/// buffer `kind` (global[0] x global[1], row-major) from every rank's piece
+/// f32 buffer `kind` (global[0] x global[1], row-major; the moments, the
+/// master copy, or any buffer of an f32 parameter) from every rank's piece
 /// into `whole` on every rank. `buf` is the rank's buffer (a trx_alloc
 /// block, device memory on CUDA: read with trx_copy_to_host), `whole` host
 /// memory.
 void gatherWhole(const ParamLayout &l, int kind, const float *buf,
                  float *whole);
-/// The inverse, no communication: this rank's piece of `whole` into buf
-/// (allocCount(kind) elements; padding zeroed), with one
-/// trx_copy_to_device.
-void scatterWhole(const ParamLayout &l, int kind, const float *whole,
-                  float *buf);
+/// The inverse, no communication: this rank's piece of the f32 tensor
+/// `whole` into buf (allocCount(kind) elements of T; padding zeroed), with
+/// one trx_copy_to_device. T is float for an f32 buffer, uint16_t for a
+/// bf16 one (the parameter buffer of a bf16 parameter: each element
+/// rounded to nearest even, f32ToBf16). Defined for those two.
+template <typename T>
+void scatterWhole(const ParamLayout &l, int kind, const float *whole, T *buf);
 
 /// Formats a message into (err, errlen); tolerates err == nullptr and
 /// errlen == 0.

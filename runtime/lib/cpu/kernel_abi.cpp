@@ -47,6 +47,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace triax::rt;
@@ -504,7 +505,7 @@ void runGemm(const char *fn, int32_t type, const RawMemref &A,
 struct StateTable {
   std::vector<trx_param_desc> params;
   std::vector<ParamLayout> layouts;
-  std::vector<float *> bufs[TRX_STATE_NKINDS];
+  std::vector<void *> bufs[TRX_STATE_NKINDS];
 };
 
 StateTable &stateTable() {
@@ -512,27 +513,53 @@ StateTable &stateTable() {
   return table;
 }
 
-/// The bound buffer of (kind, index) after checking both.
-float *stateBuffer(const char *fn, int32_t kind, int64_t index,
-                   const ParamLayout *&layout) {
+/// The dtype of buffer `kind` of parameter `p`: the parameter and its
+/// gradient in the parameter's dtype, the moments and the master copy f32.
+int32_t stateDtype(const trx_param_desc &p, int32_t kind) {
+  return kind == TRX_STATE_PARAM || kind == TRX_STATE_GRAD ? p.dtype : TRX_F32;
+}
+
+/// The bound parameter `index`, after checking that state is bound and
+/// the index.
+const trx_param_desc &boundParam(const char *fn, int64_t index) {
   StateTable &t = stateTable();
   if (t.params.empty())
     abortWith(fn, "no training state is bound (trx_state_bind was not "
                   "called)");
-  if (kind < 0 || kind >= TRX_STATE_NKINDS)
-    abortWith(fn, "invalid state kind %" PRId32 " (expected 0..%d)", kind,
-              TRX_STATE_NKINDS - 1);
   if (index < 0 || index >= int64_t(t.params.size()))
     abortWith(fn,
               "parameter index %" PRId64 " out of range (the model has %zu)",
               index, t.params.size());
+  return t.params[size_t(index)];
+}
+
+/// The bound buffer of (kind, index) after checking both, and that its
+/// elements are `dtype` (the view's element type).
+void *stateBuffer(const char *fn, int32_t kind, int64_t index,
+                  const ParamLayout *&layout, int32_t dtype = TRX_F32) {
+  StateTable &t = stateTable();
+  const trx_param_desc &p = boundParam(fn, index);
+  if (kind < 0 || kind >= TRX_STATE_NKINDS)
+    abortWith(fn, "invalid state kind %" PRId32 " (expected 0..%d)", kind,
+              TRX_STATE_NKINDS - 1);
   layout = &t.layouts[size_t(index)];
   if (!layout->present)
     abortWith(fn,
               "parameter %" PRId64 " '%s' lives on pipeline stage %" PRId64
               ", not on this rank's: the compiled program reads it on the "
               "wrong stage",
-              index, t.params[size_t(index)].name, layout->stageRoot);
+              index, p.name, layout->stageRoot);
+  if (kind == TRX_STATE_MASTER && p.dtype != TRX_BF16)
+    abortWith(fn,
+              "parameter %" PRId64 " '%s' is %s: it has no master copy "
+              "(state %d), only bf16 parameters do",
+              index, p.name, trx_dtype_name(p.dtype), TRX_STATE_MASTER);
+  if (stateDtype(p, kind) != dtype)
+    abortWith(fn,
+              "state %" PRId32 " of parameter %" PRId64 " '%s' holds %s "
+              "elements, not %s",
+              kind, index, p.name, trx_dtype_name(stateDtype(p, kind)),
+              trx_dtype_name(dtype));
   return t.bufs[kind][size_t(index)];
 }
 
@@ -1187,9 +1214,9 @@ extern "C" void trx_blas_select_core(char **argv, int quiet) {
 }
 
 extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,
-                              float *const *param_bufs, float *const *exp_avg,
-                              float *const *exp_avg_sq, float *const *grads,
-                              char *err, size_t errlen) {
+                              void *const *param_bufs, float *const *exp_avg,
+                              float *const *exp_avg_sq, void *const *grads,
+                              float *const *masters, char *err, size_t errlen) {
   StateTable &t = stateTable();
   if (n == 0) {
     t.params.clear();
@@ -1221,13 +1248,15 @@ extern "C" int trx_state_bind(int64_t n, const trx_param_desc *params,
         return fail(TRX_ERR_ARG, err, errlen, "trx_state_bind: %s",
                     msg.c_str());
       // A parameter another pipeline stage holds has no buffers here.
-      if (l.present &&
-          (!param_bufs[i] || !exp_avg[i] || !exp_avg_sq[i] || !grads[i]))
+      const bool bf16 = params[i].dtype == TRX_BF16;
+      if (l.present && (!param_bufs[i] || !exp_avg[i] || !exp_avg_sq[i] ||
+                        !grads[i] || (bf16 && (!masters || !masters[i]))))
         return fail(TRX_ERR_ARG, err, errlen,
                     "trx_state_bind: parameter %" PRId64
                     " '%s' has a NULL buffer",
                     i, params[i].name);
       fresh.layouts.push_back(std::move(l));
+      fresh.bufs[TRX_STATE_MASTER].push_back(bf16 ? masters[i] : nullptr);
     }
     fresh.bufs[TRX_STATE_PARAM].assign(param_bufs, param_bufs + n);
     fresh.bufs[TRX_STATE_EXP_AVG].assign(exp_avg, exp_avg + n);
@@ -1269,45 +1298,40 @@ extern "C" void _mlir_ciface_trx_moe_counters(trx_memref_f32_1d *out) {
   out->strides[0] = 1;
 }
 
-extern "C" void _mlir_ciface_trx_state_1d(trx_memref_f32_1d *out, int32_t kind,
-                                          int64_t index) {
-  const char *fn = "trx_state_1d";
+namespace {
+
+/// The view of state (kind, index) of element type T (float or uint16_t,
+/// bf16) as a 1-D or 2-D memref descriptor (Memref: trx_memref_*_1d/2d).
+template <typename T, int Rank, typename Memref>
+void stateView(const char *fn, Memref *out, int32_t kind, int64_t index) {
   if (!out)
     abortWith(fn, "NULL result descriptor");
   const ParamLayout *l = nullptr;
-  float *buf = stateBuffer(fn, kind, index, l);
-  checkViewRank(fn, kind, index, *l, 1);
+  T *buf = static_cast<T *>(stateBuffer(
+      fn, kind, index, l, std::is_same_v<T, float> ? TRX_F32 : TRX_BF16));
+  checkViewRank(fn, kind, index, *l, Rank);
   out->allocated = buf;
   out->aligned = buf;
   out->offset = 0;
-  out->sizes[0] = l->viewCount(kind);
-  out->strides[0] = 1;
+  if constexpr (Rank == 1) {
+    out->sizes[0] = l->viewCount(kind);
+    out->strides[0] = 1;
+  } else {
+    out->sizes[0] = l->local[0];
+    out->sizes[1] = l->local[1];
+    out->strides[0] = l->local[1];
+    out->strides[1] = 1;
+  }
 }
 
-extern "C" void _mlir_ciface_trx_state_2d(trx_memref_f32_2d *out, int32_t kind,
-                                          int64_t index) {
-  const char *fn = "trx_state_2d";
+/// The view of this rank's ZeRO chunk of state (kind, index).
+template <typename T, typename Memref>
+void stateChunkView(const char *fn, Memref *out, int32_t kind, int64_t index) {
   if (!out)
     abortWith(fn, "NULL result descriptor");
   const ParamLayout *l = nullptr;
-  float *buf = stateBuffer(fn, kind, index, l);
-  checkViewRank(fn, kind, index, *l, 2);
-  out->allocated = buf;
-  out->aligned = buf;
-  out->offset = 0;
-  out->sizes[0] = l->local[0];
-  out->sizes[1] = l->local[1];
-  out->strides[0] = l->local[1];
-  out->strides[1] = 1;
-}
-
-extern "C" void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out,
-                                             int32_t kind, int64_t index) {
-  const char *fn = "trx_state_chunk";
-  if (!out)
-    abortWith(fn, "NULL result descriptor");
-  const ParamLayout *l = nullptr;
-  float *buf = stateBuffer(fn, kind, index, l);
+  T *buf = static_cast<T *>(stateBuffer(
+      fn, kind, index, l, std::is_same_v<T, float> ? TRX_F32 : TRX_BF16));
   if (l->zeroStage == 0)
     abortWith(fn, "parameter %" PRId64 " '%s' is not sharded by ZeRO", index,
               stateTable().params[size_t(index)].name);
@@ -1316,7 +1340,7 @@ extern "C" void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out,
               "state %" PRId32 " of parameter %" PRId64 " '%s' is "
               "replicated and not padded: it has no chunks",
               kind, index, stateTable().params[size_t(index)].name);
-  // memref<?xf32> has a static offset of 0: point `aligned` at the chunk.
+  // memref<?xT> has a static offset of 0: point `aligned` at the chunk.
   out->allocated = buf;
   out->aligned = l->sharded(kind) ? buf : buf + l->zeroPos * l->chunk;
   out->offset = 0;
@@ -1324,19 +1348,60 @@ extern "C" void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out,
   out->strides[0] = 1;
 }
 
+} // namespace
+
+extern "C" void _mlir_ciface_trx_state_1d(trx_memref_f32_1d *out, int32_t kind,
+                                          int64_t index) {
+  stateView<float, 1>("trx_state_1d", out, kind, index);
+}
+
+extern "C" void _mlir_ciface_trx_state_2d(trx_memref_f32_2d *out, int32_t kind,
+                                          int64_t index) {
+  stateView<float, 2>("trx_state_2d", out, kind, index);
+}
+
+extern "C" void _mlir_ciface_trx_state_bf16_1d(trx_memref_bf16_1d *out,
+                                               int32_t kind, int64_t index) {
+  stateView<uint16_t, 1>("trx_state_bf16_1d", out, kind, index);
+}
+
+extern "C" void _mlir_ciface_trx_state_bf16_2d(trx_memref_bf16_2d *out,
+                                               int32_t kind, int64_t index) {
+  stateView<uint16_t, 2>("trx_state_bf16_2d", out, kind, index);
+}
+
+extern "C" void _mlir_ciface_trx_state_chunk(trx_memref_f32_1d *out,
+                                             int32_t kind, int64_t index) {
+  stateChunkView<float>("trx_state_chunk", out, kind, index);
+}
+
+extern "C" void _mlir_ciface_trx_state_chunk_bf16(trx_memref_bf16_1d *out,
+                                                  int32_t kind, int64_t index) {
+  stateChunkView<uint16_t>("trx_state_chunk_bf16", out, kind, index);
+}
+
 extern "C" void trx_zero_all_gather_param(int64_t index, int64_t axis_mask) {
   const char *fn = "trx_zero_all_gather_param";
   StreamOrderedScope streamOrdered; // the compiled code reads it next
   const ParamLayout *l = nullptr;
-  float *buf = stateBuffer(fn, TRX_STATE_PARAM, index, l);
+  const trx_param_desc &p = boundParam(fn, index);
+  void *buf = stateBuffer(fn, TRX_STATE_PARAM, index, l, p.dtype);
   if (l->zeroStage < 1 || l->zeroStage > 2 ||
       axesOfMask(uint64_t(axis_mask)) != l->zeroAxes)
     abortWith(fn,
               "parameter %" PRId64 " '%s' is not replicated under ZeRO 1/2 "
               "over the axes of mask 0x%" PRIx64,
-              index, stateTable().params[size_t(index)].name,
-              uint64_t(axis_mask));
-  trx_all_gather(buf + l->zeroPos * l->chunk, l->chunk, buf, l->zeroAxes.data(),
+              index, p.name, uint64_t(axis_mask));
+  // A bf16 parameter moves its bf16 elements (2 bytes each): the chunks
+  // each member rounded from its updated master chunk.
+  if (p.dtype == TRX_BF16) {
+    auto *bf = static_cast<uint16_t *>(buf);
+    trx_all_gather_bf16(bf + l->zeroPos * l->chunk, l->chunk, bf,
+                        l->zeroAxes.data(), int32_t(l->zeroAxes.size()));
+    return;
+  }
+  auto *f = static_cast<float *>(buf);
+  trx_all_gather(f + l->zeroPos * l->chunk, l->chunk, f, l->zeroAxes.data(),
                  int32_t(l->zeroAxes.size()));
 }
 
@@ -1417,65 +1482,27 @@ extern "C" void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf,
   trx_all_reduce(data, buf->sizes[0], op, axes.data(), int32_t(axes.size()));
 }
 
+// The padding and cutting of the flat collectives is comm.cpp's, shared
+// with their bf16 entries (flatReduceScatter, flatAllGather).
 extern "C" void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
                                                     trx_memref_f32_1d *out,
                                                     int32_t op,
                                                     int64_t axis_mask) {
   const char *fn = "trx_reduce_scatter_f32";
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *src = contiguous(fn, "input", in);
   float *dst = contiguous(fn, "output", out);
-  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
-  int64_t g = groupSize(axes), k = out->sizes[0], n = in->sizes[0];
-  if (k != trx_zero_chunk(n, g)) {
-    char msg[256];
-    snprintf(msg, sizeof(msg),
-             "%s: input of %" PRId64 " elements does not pad to %" PRId64
-             " chunks of %" PRId64,
-             fn, n, g, k);
-    trx_dist_abort(msg);
-  }
-  // Padded on the device: a temporary of g*k elements, the input copied
-  // in and the tail zeroed (stream-ordered; no host access).
-  float *padded = nullptr;
-  if (n != g * k) {
-    padded = static_cast<float *>(
-        checkedAlloc(fn, size_t(g * k) * sizeof(float), 64));
-    trx_copy_on_device(padded, src, size_t(n) * sizeof(float));
-    trx_device_memset(padded + n, 0, size_t(g * k - n) * sizeof(float));
-    src = padded;
-  }
-  trx_reduce_scatter(src, k, dst, op, axes.data(), int32_t(axes.size()));
-  trx_free(padded);
+  flatReduceScatter(src, in->sizes[0], dst, out->sizes[0], CommDType::F32, op,
+                    axis_mask, fn);
 }
 
 extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
                                                 trx_memref_f32_1d *out,
                                                 int64_t axis_mask) {
   const char *fn = "trx_all_gather_f32";
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
   float *src = contiguous(fn, "input", in);
   float *dst = contiguous(fn, "output", out);
-  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
-  int64_t g = groupSize(axes), k = in->sizes[0], n = out->sizes[0];
-  if (k != trx_zero_chunk(n, g)) {
-    char msg[256];
-    snprintf(msg, sizeof(msg),
-             "%s: output of %" PRId64 " elements is not %" PRId64
-             " chunks of %" PRId64 " less their padding",
-             fn, n, g, k);
-    trx_dist_abort(msg);
-  }
-  if (n == g * k) {
-    trx_all_gather(src, k, dst, axes.data(), int32_t(axes.size()));
-    return;
-  }
-  // Gathered into a device temporary, then cut to n on the device.
-  float *whole =
-      static_cast<float *>(checkedAlloc(fn, size_t(g * k) * sizeof(float), 64));
-  trx_all_gather(src, k, whole, axes.data(), int32_t(axes.size()));
-  trx_copy_on_device(dst, whole, size_t(n) * sizeof(float));
-  trx_free(whole);
+  flatAllGather(src, in->sizes[0], dst, out->sizes[0], CommDType::F32,
+                axis_mask, fn);
 }
 
 extern "C" void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf,
@@ -1595,18 +1622,33 @@ extern "C" void _mlir_ciface_trx_all_reduce_grads(trx_memref_i64_1d *params,
   HostView list(params->aligned + params->offset,
                 size_t((count - 1) * stride + 1) * sizeof(int64_t));
   const int64_t *indices = static_cast<const int64_t *>(list.data());
+  // The f32 and the bf16 gradient buffers (parameters of either dtype).
   std::vector<float *> bufs;
-  std::vector<int64_t> counts;
+  std::vector<uint16_t *> bf16Bufs;
+  std::vector<int64_t> counts, bf16Counts;
   for (int64_t i = 0; i < count; ++i) {
     int64_t index = indices[i * stride];
     const ParamLayout *l = nullptr;
-    bufs.push_back(stateBuffer(fn, TRX_STATE_GRAD, index, l));
-    counts.push_back(l->viewCount(TRX_STATE_GRAD));
+    const int32_t dtype = boundParam(fn, index).dtype;
+    void *buf = stateBuffer(fn, TRX_STATE_GRAD, index, l, dtype);
+    if (dtype == TRX_BF16) {
+      bf16Bufs.push_back(static_cast<uint16_t *>(buf));
+      bf16Counts.push_back(l->viewCount(TRX_STATE_GRAD));
+    } else {
+      bufs.push_back(static_cast<float *>(buf));
+      counts.push_back(l->viewCount(TRX_STATE_GRAD));
+    }
   }
-  // One message (comm.cpp); on the GPU queued on the communication stream.
+  // One message per dtype (comm.cpp); on the GPU queued on the
+  // communication stream.
   StreamOrderedScope streamOrdered;
-  trx_all_reduce_bucket(bufs.data(), counts.data(), int32_t(bufs.size()), op,
-                        axes.data(), int32_t(axes.size()));
+  if (!bufs.empty())
+    trx_all_reduce_bucket(bufs.data(), counts.data(), int32_t(bufs.size()), op,
+                          axes.data(), int32_t(axes.size()));
+  if (!bf16Bufs.empty())
+    trx_all_reduce_bucket_bf16(bf16Bufs.data(), bf16Counts.data(),
+                               int32_t(bf16Bufs.size()), op, axes.data(),
+                               int32_t(axes.size()));
 }
 
 extern "C" int64_t trx_group_position(int64_t axis_mask) {

@@ -7,14 +7,17 @@
 // by one mesh resumes on any other). The rank's buffers are trx_alloc blocks
 // (device memory on the CUDA target): they are read with trx_copy_to_host
 // and written with trx_copy_to_device; the whole tensors and everything in
-// between are host memory.
+// between are host memory. The whole tensors are f32; a bf16 parameter's
+// bf16 parameter buffer is written (rounded) from its f32 master copy's.
 //
 //===----------------------------------------------------------------------===//
 
+#include "bf16.h"
 #include "internal.h"
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace triax::rt {
 
@@ -56,6 +59,10 @@ bool computeParamLayout(const trx_param_desc &p, ParamLayout &l,
     return false;
   };
   l = ParamLayout{};
+  if (p.dtype != TRX_F32 && p.dtype != TRX_BF16)
+    return bad("unknown dtype " + std::to_string(p.dtype) +
+               " (parameters are f32 (0) or bf16 (1))");
+  l.dtype = p.dtype;
   l.rank = p.rank;
   for (int32_t d = 0; d < p.rank; ++d)
     l.global[d] = l.local[d] = p.shape[d];
@@ -139,6 +146,7 @@ bool ParamLayout::sharded(int kind) const {
   switch (kind) {
   case TRX_STATE_EXP_AVG:
   case TRX_STATE_EXP_AVG_SQ:
+  case TRX_STATE_MASTER:
     return zeroStage >= 1;
   case TRX_STATE_GRAD:
     return zeroStage >= 2;
@@ -148,7 +156,7 @@ bool ParamLayout::sharded(int kind) const {
 }
 
 int64_t ParamLayout::allocCount(int kind) const {
-  if (!present)
+  if (!present || !hasBuffer(kind))
     return 0;
   if (sharded(kind))
     return chunk;
@@ -230,8 +238,8 @@ static void gatherOnStage(const ParamLayout &l, int kind, const float *buf,
   std::copy(current.begin(), current.end(), whole);
 }
 
-void scatterWhole(const ParamLayout &l, int kind, const float *whole,
-                  float *buf) {
+template <typename T>
+void scatterWhole(const ParamLayout &l, int kind, const float *whole, T *buf) {
   if (!l.present)
     return;
   std::vector<float> block(size_t(l.numel));
@@ -243,15 +251,25 @@ void scatterWhole(const ParamLayout &l, int kind, const float *whole,
                     std::copy(whole + w, whole + w + n, &block[size_t(k)]);
                   });
   // The buffer's contents on the host (padding zeroed), then one copy.
-  std::vector<float> piece(size_t(l.allocCount(kind)), 0.0f);
+  std::vector<T> piece(size_t(l.allocCount(kind)), T(0));
+  int64_t begin = 0, end = l.numel;
   if (l.sharded(kind)) {
-    int64_t begin = std::min(l.numel, l.zeroPos * l.chunk);
-    int64_t end = std::min(l.numel, begin + l.chunk);
-    std::copy(block.begin() + begin, block.begin() + end, piece.begin());
-  } else {
-    std::copy(block.begin(), block.end(), piece.begin());
+    begin = std::min(l.numel, l.zeroPos * l.chunk);
+    end = std::min(l.numel, begin + l.chunk);
   }
-  trx_copy_to_device(buf, piece.data(), piece.size() * sizeof(float));
+  std::transform(block.begin() + begin, block.begin() + end, piece.begin(),
+                 [](float x) {
+                   if constexpr (std::is_same_v<T, uint16_t>)
+                     return f32ToBf16(x);
+                   else
+                     return x;
+                 });
+  trx_copy_to_device(buf, piece.data(), piece.size() * sizeof(T));
 }
+
+template void scatterWhole<float>(const ParamLayout &, int, const float *,
+                                  float *);
+template void scatterWhole<uint16_t>(const ParamLayout &, int, const float *,
+                                     uint16_t *);
 
 } // namespace triax::rt

@@ -33,9 +33,18 @@
 
 namespace triax::rt {
 
-enum class CommDType { F32, I32 };
+/// The element types of the collectives. BF16 is bfloat16 in its uint16_t
+/// storage (the top 16 bits of an f32, bf16.h): the "true bf16" models'
+/// gradients. Its reductions widen each element to f32 (exactly), combine
+/// there and round the result to nearest even; TRX_REDUCE_AVG divides the
+/// bf16 sum by the group size the same way (widened, divided in f32,
+/// rounded). Data movement (gathers, broadcast, all-to-all, send/recv)
+/// moves the 2-byte elements as they are.
+enum class CommDType { F32, I32, BF16 };
 
-inline int64_t commDTypeSize(CommDType) { return 4; }
+inline int64_t commDTypeSize(CommDType t) {
+  return t == CommDType::BF16 ? 2 : 4;
+}
 
 /// Where a collective runs on a device transport.
 enum class CommQueue {
@@ -204,6 +213,28 @@ public:
 void shiftStart(const float *send, float *recv, int64_t n, const int32_t *axes,
                 int32_t naxes, int64_t slot, const char *fn);
 void shiftWait(int64_t slot, const char *fn);
+
+/// The compiled code's flat collectives of ZeRO and sequence parallelism
+/// (the trx_reduce_scatter_<type> / trx_all_gather_<type> entries of
+/// triax_rt.h) on contiguous buffers of `t`, over the group of the mesh axes
+/// in `axisMask` (checked against the mesh), g members: reduceScatter pads
+/// `in` (n elements) with zeros to g*k, k the size of `out`, which must be
+/// ceil(n / g), and leaves block (group position) of the reduction in out;
+/// allGather concatenates the members' `in` blocks (k elements each) in
+/// group order, cut to the n of `out`, k = ceil(n / g). Padding and cutting
+/// go through a device temporary (stream-ordered, no host access), and the
+/// collective is stream-ordered on a device (the compiled code reads the
+/// result next). Misuse ends the job with a message naming `fn`.
+void flatReduceScatter(const void *in, int64_t n, void *out, int64_t k,
+                       CommDType t, int32_t op, int64_t axisMask,
+                       const char *fn);
+void flatAllGather(const void *in, int64_t k, void *out, int64_t n, CommDType t,
+                   int64_t axisMask, const char *fn);
+
+/// The group of an ordered axis list as the transports see it (the one
+/// trx_dist_comm returns), for a direct Transport call (the tests'); nullptr
+/// with trx_last_error set for a bad list, as trx_dist_comm.
+const CommGroup *commGroup(const int32_t *axes, int32_t naxes);
 
 /// Ends the job through trx_dist_abort with a formatted message.
 [[noreturn]] void commAbortf(const char *fmt, ...)

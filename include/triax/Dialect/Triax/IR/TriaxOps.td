@@ -718,6 +718,10 @@ def Triax_AdamWOp : Triax_Op<"adamw", [
     p = p - lr (m / (1 - beta1^step) / (sqrt(v / (1 - beta2^step)) + eps) + weight_decay p)
     ```
     `step` counts from 1. `weight_decay` is 0 for parameters without `decay`.
+    The moments are f32. A bf16 parameter (`triax-model --dtype bf16`: the
+    ZeRO paper's mixed-precision Adam, 2 + 2 + 12 bytes per parameter) has a
+    bf16 gradient and an f32 master copy next to its moments: `p` above is
+    the master copy, and the parameter becomes its rounding to nearest even.
     A `grad_scale` that is not finite (NaN or an infinity) updates nothing:
     `p`, `m` and `v` keep their values. `triax-autodiff`'s optimizer step
     passes a NaN scale when the global gradient norm is not finite, so a
