@@ -32,7 +32,9 @@
 #           row forms; relative 1e-4) and bf16 (--precision bf16, against
 #           the CPU's bf16 binary; relative 5e-3, see run_gpu);
 #           the bf16 run also shows the one-rank NCCL communicator (-v);
-#           and the same for tiny-moe (mixture-of-experts kernels);
+#           and the same for tiny-moe (mixture-of-experts kernels), and
+#           for tiny built with --dtype bf16 (bf16 weights and gradients,
+#           AdamW on f32 masters; against its CPU binary, 5e-3);
 #        3. compute-sanitizer racecheck and memcheck on tiny fp32, 2 steps
 #           (0 errors; "unavailable" when the machine has none);
 #        4. gpt2 (124M) bf16 at batch 8 x 1024, --quick-steps (10): the
@@ -155,6 +157,7 @@ prepare() {
   # shape, 8 x 1024 for the quick check, 16 x 1024 the issue's goal.
   run "$bin/triax-model" tiny -o "$bundle/tiny.mlir"
   run "$bin/triax-model" tiny-moe -o "$bundle/tiny-moe.mlir"
+  run "$bin/triax-model" tiny --dtype bf16 -o "$bundle/tiny-true16.mlir"
   run "$bin/triax-model" gpt2 --batch 8 -o "$bundle/gpt2-b8.mlir"
   run "$bin/triax-model" gpt2 --batch 16 -o "$bundle/gpt2-b16.mlir"
   run "$bin/triax-model" gpt2 --batch 1 -o "$bundle/gpt2-b1.mlir"
@@ -183,6 +186,15 @@ prepare() {
   # combine, batched expert GEMMs: docs/moe.md), never run on a GPU yet.
   say "CPU references: tiny-moe, 10 steps, fp32 and bf16"
   cpu_refs tiny-moe 10
+  # A true bf16 model (triax-model --dtype bf16: bf16 weights and
+  # gradients, AdamW on f32 master weights; docs/cuda.md section 9): its
+  # one precision is the model's own.
+  say "CPU reference: tiny --dtype bf16, 10 steps"
+  run "$bin/triaxc" "$bundle/tiny-true16.mlir" -o "$bundle/ref/train-tiny-true16-cpu"
+  run rm -f "$bundle/ref/tiny-true16-cpu-bf16.jsonl"
+  run "$bundle/ref/train-tiny-true16-cpu" --steps 10 \
+      --log-json "$bundle/ref/tiny-true16-cpu-bf16.jsonl"
+  run rm -f "$bundle/ref/train-tiny-true16-cpu"
   # gpt2's own shapes (vocabulary 50,257, d = 64, 1024 tokens) against the
   # CPU: batch 1, 5 steps, about a minute a precision here.
   say "CPU references: gpt2 at batch 1 x 1024, 5 steps, fp32 and bf16"
@@ -195,6 +207,7 @@ prepare() {
               "tiny-bf16:tiny --precision bf16" \
               "tiny-moe-fp32:tiny-moe --precision fp32" \
               "tiny-moe-bf16:tiny-moe --precision bf16" \
+              "tiny-true16:tiny-true16" \
               "gpt2-b1-fp32:gpt2-b1 --precision fp32" \
               "gpt2-b1-bf16:gpt2-b1 --precision bf16" \
               "gpt2-b8-bf16:gpt2-b8 --precision bf16" \
@@ -281,6 +294,7 @@ check_bundle() {
   local f missing=0
   for f in train-tiny-fp32 train-tiny-fp32-warp \
            train-tiny-bf16 train-tiny-moe-fp32 train-tiny-moe-bf16 \
+           train-tiny-true16 ref/tiny-true16-cpu-bf16.jsonl \
            train-gpt2-b1-fp32 train-gpt2-b1-bf16 \
            train-gpt2-b8-bf16 train-gpt2-bf16 train-gpt2-fp32 \
            train-gpt2-bf16-warp gpt2.params \
@@ -596,6 +610,7 @@ PY
               "tiny-bf16:bf16:$bf16_rtol:tiny:10" \
               "tiny-moe-fp32:fp32:1e-4:tiny-moe:10" \
               "tiny-moe-bf16:bf16:$bf16_rtol:tiny-moe:10" \
+              "tiny-true16:bf16:$bf16_rtol:tiny-true16:10" \
               "gpt2-b1-fp32:fp32:1e-4:gpt2-b1:5" \
               "gpt2-b1-bf16:bf16:$bf16_rtol:gpt2-b1:5"; do
     IFS=: read -r name ref rtol model steps <<< "$spec"

@@ -57,7 +57,11 @@ INT_FLAG(experts, "experts",
 INT_FLAG(topK, "top-k", "Experts each token is routed to (default 2)");
 #undef INT_FLAG
 static cl::opt<std::string> dtype("dtype",
-                                  cl::desc("Compute dtype: f32 or bf16"),
+                                  cl::desc("Parameter and compute dtype: f32, "
+                                           "or bf16 (bf16 weights, gradients "
+                                           "and activations; f32 master "
+                                           "weights and AdamW moments: 2 + 2 "
+                                           "+ 12 bytes per parameter)"),
                                   cl::init(""), cl::cat(category));
 static cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(0),
                           cl::cat(category));
@@ -90,11 +94,10 @@ static std::string configHelp() {
   gpt2-xl      1.5B: 48 layers, hidden 1600, 25 heads
   gpt3-175b    96 layers, hidden 12288, 96 heads, seq 2048, batch 1536
   llama2-7b    32 layers, hidden 4096, 32 heads, ffn 11008, vocab 32000,
-               seq 4096, RMSNorm, SwiGLU, no biases, untied head.
-               Rotary position embedding is not built yet: the llama model
-               has no position information until it is.
-  mixtral-8x7b 46.7B: llama2-7b's shape with 8 kv-heads and a mixture of 8
-               SwiGLU experts of ffn 14336 per block, top-2 (no RoPE either)
+               seq 4096, RMSNorm, SwiGLU, rotary positions (RoPE, theta
+               1e4), no biases, untied head
+  mixtral-8x7b 46.7B: llama2-7b's shape with 8 kv-heads, RoPE theta 1e6 and
+               a mixture of 8 SwiGLU experts of ffn 14336 per block, top-2
 )";
 }
 

@@ -74,7 +74,7 @@ EOF
 chmod +x "$b/fake-program"
 for p in triax-rt-gemm-cuda-test triax-rt-nccl-test train-tiny-fp32 \
          train-tiny-fp32-warp train-tiny-bf16 train-tiny-moe-fp32 \
-         train-tiny-moe-bf16 \
+         train-tiny-moe-bf16 train-tiny-true16 \
          train-gpt2-b1-fp32 \
          train-gpt2-b1-bf16 train-gpt2-b8-bf16 \
          train-gpt2-bf16 train-gpt2-fp32 train-gpt2-bf16-warp; do
@@ -90,6 +90,7 @@ for prec in fp32 bf16; do
     printf '{"step": %d, "loss": %d.5}\n' "$i" "$((100 - i))"
   done > "$b/ref/tiny-cpu-$prec.jsonl"
   cp "$b/ref/tiny-cpu-$prec.jsonl" "$b/ref/tiny-moe-cpu-$prec.jsonl"
+  cp "$b/ref/tiny-cpu-$prec.jsonl" "$b/ref/tiny-true16-cpu-$prec.jsonl"
   head -5 "$b/ref/tiny-cpu-$prec.jsonl" > "$b/ref/gpt2-b1-cpu-$prec.jsonl"
 done
 # The attention check: its built program, and a stand-in for its runner
