@@ -383,7 +383,8 @@ public:
     Evaluator ev;
     module.walk([&](func::CallOp call) {
       llvm::StringRef callee = call.getCallee();
-      if (callee != rt::kState1D && callee != rt::kState2D)
+      if (callee != rt::kState1D && callee != rt::kState2D &&
+          callee != rt::kState1DBf16 && callee != rt::kState2DBf16)
         return;
       std::optional<int64_t> kind = ev.eval(call.getOperand(0));
       std::optional<int64_t> param = ev.eval(call.getOperand(1));
@@ -488,6 +489,12 @@ public:
     if (it == byKind.end())
       return std::nullopt;
     return it->second.getNumElements();
+  }
+  /// Bytes per element of parameter `param` (and of its gradient): 2 for a
+  /// bf16 parameter, 4 for an f32 one (its TRX_STATE_PARAM view's type).
+  int64_t paramElementBytes(int64_t param) const {
+    auto it = byKind.find({TRX_STATE_PARAM, param});
+    return it == byKind.end() ? 4 : elemBytes(it->second);
   }
 
 private:
@@ -1293,18 +1300,22 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
       return std::nullopt;
     };
     std::optional<int64_t> n;
-    if (callee == rt::kAllReduceF32) {
+    // The bytes of an element of the call's buffers (f32 or bf16 entries:
+    // a memref<?xf32> or memref<?xbf16> operand).
+    const int64_t elt = elemBytes(call.getOperand(0).getType());
+    if (callee == rt::kAllReduceF32 || callee == rt::kAllReduceBf16) {
       if ((n = elements(call.getOperand(0))))
-        item.commBytes = allReduceBytes(*n, 4, g, 0);
-    } else if (callee == rt::kReduceScatterF32) {
+        item.commBytes = allReduceBytes(*n, elt, g, 0);
+    } else if (callee == rt::kReduceScatterF32 ||
+               callee == rt::kReduceScatterBf16) {
       if ((n = elements(call.getOperand(1))))
-        item.commBytes = reduceScatterBytes(*n, 4, g);
-    } else if (callee == rt::kAllGatherF32) {
+        item.commBytes = reduceScatterBytes(*n, elt, g);
+    } else if (callee == rt::kAllGatherF32 || callee == rt::kAllGatherBf16) {
       if ((n = elements(call.getOperand(0))))
-        item.commBytes = allGatherBytes(*n, 4, g);
-    } else if (callee == rt::kAllToAllF32) {
+        item.commBytes = allGatherBytes(*n, elt, g);
+    } else if (callee == rt::kAllToAllF32 || callee == rt::kAllToAllBf16) {
       if ((n = elements(call.getOperand(0))))
-        item.commBytes = allToAllBytes(*n, 4, g);
+        item.commBytes = allToAllBytes(*n, elt, g);
     } else if (callee == rt::kZeroAllGatherParam) {
       std::optional<int64_t> param = ev.eval(call.getOperand(0));
       if (param && !(n = shapes.paramElements(*param)))
@@ -1312,7 +1323,8 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
                        ": no view of parameter " + llvm::Twine(*param) +
                        " has a static shape");
       if (n)
-        item.commBytes = allGatherBytes(zeroChunk(*n, g), 4, g);
+        item.commBytes = allGatherBytes(zeroChunk(*n, g),
+                                        shapes.paramElementBytes(*param), g);
     } else if (callee == rt::kAllReduceGrads) {
       // The bucket's parameter indices: a constant global, or stored one
       // by one into the buffer the call reads.
@@ -1332,21 +1344,30 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
           if (auto store = dyn_cast<memref::StoreOp>(user))
             params.push_back(ev.eval(store.getValue()));
       }
-      int64_t total = 0;
+      // The runtime reduces a bucket's f32 and bf16 gradients as one
+      // message each (4 and 2 bytes per element).
+      int64_t total = 0, byWidth[2] = {0, 0}; // f32, bf16 elements
       bool known = !params.empty();
       for (std::optional<int64_t> param : params) {
         std::optional<int64_t> elems =
             param ? shapes.paramElements(*param) : std::nullopt;
         known &= elems.has_value();
         total += elems.value_or(0);
+        if (elems)
+          byWidth[shapes.paramElementBytes(*param) == 2] += *elems;
       }
-      if (known)
-        item.commBytes = allReduceBytes(*(n = total), 4, g, 0);
+      if (known) {
+        n = total;
+        item.commBytes = 0;
+        for (int bf16 : {0, 1})
+          if (byWidth[bf16])
+            item.commBytes += allReduceBytes(byWidth[bf16], bf16 ? 2 : 4, g, 0);
+      }
     } else {
-      // trx_send_f32 / trx_recv_f32: the buffer; trx_shift_start_f32: the
+      // trx_send_* / trx_recv_*: the buffer; trx_shift_start_f32: the
       // block it sends (and receives as much).
       if ((n = elements(call.getOperand(0))))
-        item.commBytes = *n * 4;
+        item.commBytes = *n * elt;
     }
     if (!n)
       return failure("cannot size the message of " + describe(call) +

@@ -413,10 +413,15 @@ static int runKernelReport(const ::triax::CompileOptions &options,
     return 1;
   if (failed(pm.run(module)))
     return 1;
+  // A model built in bf16 (bf16 parameters, f32 master copy) computes in
+  // bf16 whatever --precision says.
+  std::string precision = facts->plan.dtype == cost::DTypeMode::Mixed
+                              ? std::string("bf16")
+                              : options.parallelize.precision;
   llvm::Expected<cost::KernelReport> report = cost::analyzeKernelModule(
       module, *facts, *hw,
       cuda ? cost::KernelTarget::CUDA : cost::KernelTarget::CPU, model,
-      options.parallelize.precision);
+      precision);
   if (!report) {
     errs << "triaxc: --kernel-report: " << llvm::toString(report.takeError())
          << "\n";

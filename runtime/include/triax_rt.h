@@ -828,6 +828,11 @@ void trx_gemm_epilogue_host(const trx_gemm_problem *p);
  * mask or view, or when the mesh is not initialized. */
 void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf, int32_t op,
                                      int64_t axis_mask);
+/* The same on a bf16 buffer (a bf16 model's tensor-parallel partial sums),
+ * through trx_all_reduce_bf16: combined in f32, rounded to bf16 at each
+ * step of the ring (NCCL: ncclBfloat16). */
+void _mlir_ciface_trx_all_reduce_bf16(trx_memref_bf16_1d *buf, int32_t op,
+                                      int64_t axis_mask);
 
 /* Sets the threads of a step: with LLVM's OpenMP runtime linked (the CPU
  * binaries), the OpenMP threads, which run the kernels' parallel loops and
@@ -952,6 +957,12 @@ void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
                                int64_t tag, int64_t axis_mask);
 void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
                                int64_t tag, int64_t axis_mask);
+/* send/recv of bf16 buffers (a bf16 model's activations and their
+ * gradients between pipeline stages): 2 bytes an element. */
+void _mlir_ciface_trx_send_bf16(trx_memref_bf16_1d *buf, int64_t peer,
+                                int64_t tag, int64_t axis_mask);
+void _mlir_ciface_trx_recv_bf16(trx_memref_bf16_1d *buf, int64_t peer,
+                                int64_t tag, int64_t axis_mask);
 
 /* All-to-all (expert parallelism's dispatch and combine): `send` and `recv`
  * are contiguous and of the same size n, which the group's size g divides;
@@ -966,6 +977,11 @@ void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
 void _mlir_ciface_trx_all_to_all_f32(trx_memref_f32_1d *send,
                                      trx_memref_f32_1d *recv,
                                      int64_t axis_mask);
+/* The same on bf16 buffers (trx_all_to_all_bf16), misuse naming
+ * trx_all_to_all_bf16. */
+void _mlir_ciface_trx_all_to_all_bf16(trx_memref_bf16_1d *send,
+                                      trx_memref_bf16_1d *recv,
+                                      int64_t axis_mask);
 
 /* The ring of context parallelism (ring attention): trx_shift_start_f32
  * starts sending `send` to position (p + 1) mod g of the group of the mesh
@@ -1416,6 +1432,15 @@ void trx_all_reduce_bf16(uint16_t *buf, int64_t n, int32_t op,
                          const int32_t *axes, int32_t naxes);
 /* all_gather of bf16 elements: 2 bytes each, moved as they are. */
 void trx_all_gather_bf16(const uint16_t *send, int64_t n_per_rank,
+                         uint16_t *recv, const int32_t *axes, int32_t naxes);
+/* send, recv and all_to_all of bf16 elements (a bf16 model's pipeline
+ * activations and expert tokens): 2 bytes each, moved as they are; the
+ * checks, tags and counters of trx_send / trx_recv / trx_all_to_all. */
+void trx_send_bf16(const uint16_t *buf, int64_t n, int32_t peer,
+                   const int32_t *axes, int32_t naxes, int32_t tag);
+void trx_recv_bf16(uint16_t *buf, int64_t n, int32_t peer, const int32_t *axes,
+                   int32_t naxes, int32_t tag);
+void trx_all_to_all_bf16(const uint16_t *send, int64_t n_per_rank,
                          uint16_t *recv, const int32_t *axes, int32_t naxes);
 
 /* The ring shift of context parallelism (the compiled code's

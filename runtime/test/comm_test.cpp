@@ -1132,10 +1132,11 @@ uint16_t valueB(int rank, int64_t j) {
 /// reduction of exact inputs, rounded to bf16 (AVG: the f32 sum divided in
 /// f32, then rounded), and round to nearest even where a sum is not a bf16
 /// value; the compiled code's trx_reduce_scatter_bf16 / trx_all_gather_bf16
-/// with and without padding; trx_all_gather_bf16 and
-/// trx_all_reduce_bucket_bf16; broadcast and all_to_all on BF16 through the
-/// transport; 2 bytes per element in the counters and in the staging
-/// copies.
+/// with and without padding; the compiled code's trx_all_reduce_bf16,
+/// trx_all_to_all_bf16 and trx_send_bf16 / trx_recv_bf16;
+/// trx_all_gather_bf16 and trx_all_reduce_bucket_bf16; broadcast and
+/// all_to_all on BF16 through the transport; 2 bytes per element in the
+/// counters and in the staging copies.
 void checkBf16(const ListInfo &li) {
   using triax::rt::bf16ToF32;
   using triax::rt::CommDType;
@@ -1275,6 +1276,91 @@ void checkBf16(const ListInfo &li) {
     }
   }
 
+  // The compiled code's bf16 entries of dist.all_reduce, dist.all_to_all
+  // and dist.send / dist.recv (a bf16 model's tensor-parallel sums, expert
+  // tokens and pipeline activations), on the mask's group (lists in mesh
+  // order): views at an offset between sentinels, exact sums (valueB), the
+  // moved elements bit for bit, 2 bytes an element in the counters.
+  if (std::is_sorted(li.axes.begin(), li.axes.end())) {
+    const uint16_t kSentinel = 0xffff; // a NaN
+    const int64_t n = 5 * p;
+    const int64_t mask = int64_t(li.mask);
+    auto word = [](int from, int64_t j) {
+      return uint16_t(0x8000u ^ uint32_t(from * 256 + j));
+    };
+    {
+      std::vector<uint16_t> b(static_cast<size_t>(n + 3), kSentinel);
+      for (int64_t j = 0; j < n; ++j)
+        b[size_t(2 + j)] = valueB(rank, j);
+      trx_memref_bf16_1d mb = {b.data(), b.data(), 2, {n}, {1}};
+      Delta d(TRX_COMM_ALL_REDUCE, li.mask);
+      _mlir_ciface_trx_all_reduce_bf16(&mb, TRX_REDUCE_SUM, mask);
+      CHECK_EQ(d.calls(), 1u);
+      CHECK_EQ(d.bytes(), allReduceBytes(n, p, li.pos, 2));
+      bool ok = b[0] == kSentinel && b[1] == kSentinel &&
+                b[size_t(n + 2)] == kSentinel;
+      for (int64_t j = 0; j < n; ++j) {
+        float e = 0.0f;
+        for (int q = 0; q < p; ++q)
+          e += valueBF(li.members[size_t(q)], j);
+        ok = ok && b[size_t(2 + j)] == f32ToBf16(e);
+      }
+      CHECK(ok);
+    }
+    {
+      // Chunk c (5 elements) of `send` goes to position c.
+      std::vector<uint16_t> send(static_cast<size_t>(n + 3), kSentinel),
+          recv(static_cast<size_t>(n + 4), kSentinel);
+      for (int64_t c = 0; c < p; ++c)
+        for (int64_t j = 0; j < 5; ++j)
+          send[size_t(3 + c * 5 + j)] = word(rank, c * 8 + j);
+      trx_memref_bf16_1d ms = {send.data(), send.data(), 3, {n}, {1}};
+      trx_memref_bf16_1d mr = {recv.data(), recv.data(), 2, {n}, {1}};
+      Delta d(TRX_COMM_ALL_TO_ALL, li.mask);
+      _mlir_ciface_trx_all_to_all_bf16(&ms, &mr, mask);
+      CHECK_EQ(d.calls(), 1u);
+      CHECK_EQ(d.bytes(), triax::rt::allToAllBytes(5, p, 2));
+      bool ok = recv[0] == kSentinel && recv[1] == kSentinel &&
+                recv[size_t(n + 2)] == kSentinel &&
+                recv[size_t(n + 3)] == kSentinel;
+      for (int64_t i = 0; i < p; ++i)
+        for (int64_t j = 0; j < 5; ++j)
+          ok = ok && recv[size_t(2 + i * 5 + j)] ==
+                         word(li.members[size_t(i)], li.pos * 8 + j);
+      CHECK(ok);
+    }
+    if (p > 1) {
+      // A ring: position q sends to q+1 and receives from q-1; even
+      // positions send first, odd ones receive first.
+      const int to = (li.pos + 1) % p, from = (li.pos - 1 + p) % p;
+      std::vector<uint16_t> out(static_cast<size_t>(n + 1)),
+          in(static_cast<size_t>(n + 3), kSentinel);
+      for (int64_t j = 0; j < n; ++j)
+        out[size_t(1 + j)] = word(rank, j);
+      trx_memref_bf16_1d mo = {out.data(), out.data(), 1, {n}, {1}};
+      trx_memref_bf16_1d mi = {in.data(), in.data(), 2, {n}, {1}};
+      Delta ds(TRX_COMM_SEND, li.mask), dr(TRX_COMM_RECV, li.mask);
+      auto sendOut = [&] { _mlir_ciface_trx_send_bf16(&mo, to, 11, mask); };
+      auto recvIn = [&] { _mlir_ciface_trx_recv_bf16(&mi, from, 11, mask); };
+      if (li.pos % 2 == 0) {
+        sendOut();
+        recvIn();
+      } else {
+        recvIn();
+        sendOut();
+      }
+      CHECK_EQ(ds.calls(), 1u);
+      CHECK_EQ(ds.bytes(), uint64_t(n * 2));
+      CHECK_EQ(dr.calls(), 1u);
+      CHECK_EQ(dr.bytes(), uint64_t(n * 2));
+      bool ok = in[0] == kSentinel && in[1] == kSentinel &&
+                in[size_t(n + 2)] == kSentinel;
+      for (int64_t j = 0; j < n; ++j)
+        ok = ok && in[size_t(2 + j)] == word(li.members[size_t(from)], j);
+      CHECK(ok);
+    }
+  }
+
   // trx_all_gather_bf16 in place (the own block already at position pos),
   // and trx_all_reduce_bucket_bf16: bit for bit the all_reduce of the
   // concatenation, one all_reduce call of its ring volume at 2 bytes an
@@ -1324,9 +1410,10 @@ void checkBf16(const ListInfo &li) {
     }
   }
 
-  // Through the transport (no C fronts): broadcast and all_to_all move the
-  // 2-byte elements as they are (bit patterns that are no particular
-  // numbers) and send 2 bytes an element.
+  // Through the transport (broadcast has no bf16 C front; all_to_all's is
+  // checked through its compiled entry above): broadcast and all_to_all
+  // move the 2-byte elements as they are (bit patterns that are no
+  // particular numbers) and send 2 bytes an element.
   triax::rt::Transport *t = triax::rt::activeTransport();
   const triax::rt::CommGroup *g = triax::rt::commGroup(ax, na);
   CHECK(t != nullptr && g != nullptr);

@@ -11,6 +11,11 @@
 // passed as a bit mask of mesh axes, numbered in the order of the module's
 // dist.mesh: the order the model descriptor gives trx_dist_init, so the
 // compiled code and the runtime agree on which communicator is meant.
+// Each has an entry for f32 and one for bf16 tensors (a bf16 model's
+// activations and gradients go over the wire in bf16, 2 bytes an element,
+// as Megatron-LM sends them; the runtime combines bf16 reductions in f32
+// and rounds each ring step's partial sums to bf16), picked by
+// collectiveEntry.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,13 +59,39 @@ trx_reduce_op mlir::triax::kernels::abiReduction(dist::ReductionKind kind) {
   llvm_unreachable("unknown ReductionKind");
 }
 
+FailureOr<StringRef> mlir::triax::kernels::collectiveEntry(Operation *op,
+                                                           Type element,
+                                                           StringRef f32,
+                                                           StringRef bf16) {
+  if (element.isF32())
+    return f32;
+  if (element.isBF16())
+    return bf16;
+  return op->emitOpError("only f32 and bf16 tensors are communicated "
+                         "between ranks, got ")
+         << element;
+}
+
+/// Copies element `from`[i] to `to`[j] as it is (same element type: no
+/// widening and rounding of a bf16 element on the way).
+static void moveElement(KernelBuilder &k, Value from, ValueRange i, Value to,
+                        ValueRange j) {
+  Value x = memref::LoadOp::create(k.builder(), k.getLoc(), from, i);
+  memref::StoreOp::create(k.builder(), k.getLoc(), x, to, j);
+}
+
+/// The runtime's in-place all_reduce `callee` of the contiguous buffer
+/// `buffer` (its element type's entry).
+static void callAllReduce(KernelBuilder &k, StringRef callee, Value buffer,
+                          trx_reduce_op kind, int64_t mask) {
+  func::CallOp::create(
+      k.builder(), k.getLoc(), callee, TypeRange{},
+      ValueRange{k.dynamicFlat(buffer), k.i32(kind), k.i64(mask)});
+}
+
 void mlir::triax::kernels::allReduceInPlace(KernelBuilder &k, Value buffer,
                                             trx_reduce_op kind, int64_t mask) {
-  OpBuilder &b = k.builder();
-  auto dynType = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
-  Value view = memref::CastOp::create(b, k.getLoc(), dynType, k.flat(buffer));
-  func::CallOp::create(b, k.getLoc(), ::triax::rt::kAllReduceF32, TypeRange{},
-                       ValueRange{view, k.i32(kind), k.i64(mask)});
+  callAllReduce(k, ::triax::rt::kAllReduceF32, buffer, kind, mask);
 }
 
 Value mlir::triax::kernels::groupPosition(KernelBuilder &k, int64_t mask) {
@@ -135,9 +166,11 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
   LogicalResult
   matchAndRewrite(dist::AllReduceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError("only f32 all_reduce is lowered to the runtime "
-                            "yet");
+    FailureOr<StringRef> callee = collectiveEntry(
+        op, op.getType().getElementType(), ::triax::rt::kAllReduceF32,
+        ::triax::rt::kAllReduceBf16);
+    if (failed(callee))
+      return failure();
     FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
     if (failed(mask))
       return failure();
@@ -150,11 +183,11 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
       Value src = k.flat(buffer), dst = k.flat(copy);
       int64_t n = cast<MemRefType>(dst.getType()).getNumElements();
       k.parallel({n}, [&](KernelBuilder &k, ValueRange i) {
-        k.store(k.load(src, i), dst, i);
+        moveElement(k, src, i, dst, i);
       });
       buffer = copy;
     }
-    allReduceInPlace(k, buffer, abiReduction(op.getReduction()), *mask);
+    callAllReduce(k, *callee, buffer, abiReduction(op.getReduction()), *mask);
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -192,9 +225,9 @@ static void repack(KernelBuilder &k, Value full, Value packed, int64_t n,
     Value p = k.addi(
         k.muli(k.addi(k.muli(blk, k.index(local)), s), k.index(inner)), b);
     if (pack)
-      k.store(k.load(fullFlat, f), packedFlat, p);
+      moveElement(k, fullFlat, f, packedFlat, p);
     else
-      k.store(k.load(packedFlat, p), fullFlat, f);
+      moveElement(k, packedFlat, p, fullFlat, f);
   });
 }
 
@@ -206,9 +239,12 @@ struct ReduceScatterLowering : OpConversionPattern<dist::ReduceScatterOp> {
   LogicalResult
   matchAndRewrite(dist::ReduceScatterOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError("only f32 reduce_scatter is lowered to the "
-                            "runtime yet");
+    Type element = op.getType().getElementType();
+    FailureOr<StringRef> callee =
+        collectiveEntry(op, element, ::triax::rt::kReduceScatterF32,
+                        ::triax::rt::kReduceScatterBf16);
+    if (failed(callee))
+      return failure();
     FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
     if (failed(mask))
       return failure();
@@ -220,16 +256,16 @@ struct ReduceScatterLowering : OpConversionPattern<dist::ReduceScatterOp> {
     KernelBuilder k(rewriter, op.getLoc());
     Value packed = adaptor.getInput();
     if (split.outer > 1 && n > 1) {
-      packed = k.alloc(MemRefType::get({n * split.outer * local * split.inner},
-                                       rewriter.getF32Type()));
+      packed = k.alloc(
+          MemRefType::get({n * split.outer * local * split.inner}, element));
       repack(k, adaptor.getInput(), packed, n, split.outer, local, split.inner,
              /*pack=*/true);
     }
     Value out = k.alloc(op.getType());
-    func::CallOp::create(
-        rewriter, op.getLoc(), ::triax::rt::kReduceScatterF32, TypeRange{},
-        ValueRange{k.dynamicFlat(packed), k.dynamicFlat(out),
-                   k.i32(abiReduction(op.getReduction())), k.i64(*mask)});
+    func::CallOp::create(rewriter, op.getLoc(), *callee, TypeRange{},
+                         ValueRange{k.dynamicFlat(packed), k.dynamicFlat(out),
+                                    k.i32(abiReduction(op.getReduction())),
+                                    k.i64(*mask)});
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -243,9 +279,11 @@ struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
   LogicalResult
   matchAndRewrite(dist::AllGatherOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError("only f32 all_gather is lowered to the runtime "
-                            "yet");
+    Type element = op.getType().getElementType();
+    FailureOr<StringRef> callee = collectiveEntry(
+        op, element, ::triax::rt::kAllGatherF32, ::triax::rt::kAllGatherBf16);
+    if (failed(callee))
+      return failure();
     FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
     if (failed(mask))
       return failure();
@@ -258,12 +296,10 @@ struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
     Value out = k.alloc(op.getType());
     bool direct = split.outer == 1 || n == 1;
     Value gathered =
-        direct
-            ? out
-            : k.alloc(MemRefType::get({n * split.outer * local * split.inner},
-                                      rewriter.getF32Type()));
-    func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kAllGatherF32,
-                         TypeRange{},
+        direct ? out
+               : k.alloc(MemRefType::get(
+                     {n * split.outer * local * split.inner}, element));
+    func::CallOp::create(rewriter, op.getLoc(), *callee, TypeRange{},
                          ValueRange{k.dynamicFlat(adaptor.getInput()),
                                     k.dynamicFlat(gathered), k.i64(*mask)});
     if (!direct)
@@ -283,9 +319,11 @@ struct AllToAllLowering : OpConversionPattern<dist::AllToAllOp> {
   LogicalResult
   matchAndRewrite(dist::AllToAllOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!op.getType().getElementType().isF32())
-      return op.emitOpError("only f32 all_to_all is lowered to the runtime "
-                            "yet");
+    Type element = op.getType().getElementType();
+    FailureOr<StringRef> callee = collectiveEntry(
+        op, element, ::triax::rt::kAllToAllF32, ::triax::rt::kAllToAllBf16);
+    if (failed(callee))
+      return failure();
     FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
     if (failed(mask))
       return failure();
@@ -300,8 +338,7 @@ struct AllToAllLowering : OpConversionPattern<dist::AllToAllOp> {
     auto chunk = inType.clone(chunkShape);
     DimSplit in(inType, split), out(chunk, concat);
     KernelBuilder k(rewriter, op.getLoc());
-    auto flatType =
-        MemRefType::get({inType.getNumElements()}, rewriter.getF32Type());
+    auto flatType = MemRefType::get({inType.getNumElements()}, element);
     Value packed = adaptor.getInput();
     if (in.outer > 1 && n > 1) {
       packed = k.alloc(flatType);
@@ -311,8 +348,7 @@ struct AllToAllLowering : OpConversionPattern<dist::AllToAllOp> {
     Value result = k.alloc(op.getType());
     bool direct = out.outer == 1 || n == 1;
     Value received = direct ? result : k.alloc(flatType);
-    func::CallOp::create(rewriter, op.getLoc(), ::triax::rt::kAllToAllF32,
-                         TypeRange{},
+    func::CallOp::create(rewriter, op.getLoc(), *callee, TypeRange{},
                          ValueRange{k.dynamicFlat(packed),
                                     k.dynamicFlat(received), k.i64(*mask)});
     if (!direct)
@@ -347,8 +383,7 @@ struct ShardSequenceLowering : OpConversionPattern<dist::ShardSequenceOp> {
       at[dim] = contiguous ? k.addi(k.muli(member, k.index(local)), ivs[dim])
                            : loadBalancedPosition(k, ivs[dim], member, members,
                                                   local / 2);
-      Value x = memref::LoadOp::create(k.builder(), k.getLoc(), in, at);
-      memref::StoreOp::create(k.builder(), k.getLoc(), x, out, ivs);
+      moveElement(k, in, at, out, ivs);
     });
     rewriter.replaceOp(op, out);
     return success();

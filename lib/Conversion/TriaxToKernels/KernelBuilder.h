@@ -282,6 +282,11 @@ FailureOr<int64_t> axisMask(Operation *op, FlatSymbolRefAttr mesh,
                             ArrayAttr axes);
 /// The runtime's reduction (triax_abi.h) for the dist dialect's `kind`.
 trx_reduce_op abiReduction(dist::ReductionKind kind);
+/// The runtime's entry `f32` or `bf16` of a collective or point-to-point
+/// op on tensors of `element` (a bf16 tensor moves 2 bytes per element), or
+/// an error on `op` for another element type.
+FailureOr<StringRef> collectiveEntry(Operation *op, Type element, StringRef f32,
+                                     StringRef bf16);
 /// In-place all_reduce of the contiguous f32 buffer `buffer` over the group
 /// `mask`.
 void allReduceInPlace(KernelBuilder &k, Value buffer, trx_reduce_op kind,

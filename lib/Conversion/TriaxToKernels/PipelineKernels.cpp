@@ -4,9 +4,10 @@
 // - dist.axis_index: the rank's coordinate on the axis (its pipeline stage)
 //   from the runtime (trx_group_position);
 // - dist.send / dist.recv: blocking point-to-point messages of a contiguous
-//   f32 buffer to / from a member of the axis group, with the schedule's
-//   tag (RuntimeABI.h: trx_send_f32 / trx_recv_f32); recv fills a new
-//   buffer;
+//   f32 or bf16 buffer to / from a member of the axis group, with the
+//   schedule's tag (RuntimeABI.h: trx_send_f32 / trx_recv_f32 and their
+//   _bf16 forms: a bf16 model's activations and their gradients cross the
+//   stage boundary in bf16); recv fills a new buffer;
 // - tensor.extract_slice of the stacked micro-batches: a copy of the slice
 //   into a new buffer (the stage functions take identity-layout buffers).
 // The scf.index_switch on the stage and the func.calls of the stage
@@ -40,22 +41,24 @@ struct AxisIndexLowering : OpConversionPattern<dist::AxisIndexOp> {
   }
 };
 
-/// Calls `name`(buffer as memref<?xf32>, peer, tag, mask): the runtime's
-/// point-to-point entry points share this signature.
-static LogicalResult callPointToPoint(Operation *op, StringRef name,
-                                      Value buffer, int64_t peer,
-                                      std::optional<int64_t> tag,
+/// Calls `f32`(buffer as memref<?xf32>, peer, tag, mask), or `bf16` with a
+/// memref<?xbf16> for a bf16 buffer: the runtime's point-to-point entry
+/// points share this signature.
+static LogicalResult callPointToPoint(Operation *op, StringRef f32,
+                                      StringRef bf16, Value buffer,
+                                      int64_t peer, std::optional<int64_t> tag,
                                       FlatSymbolRefAttr mesh, ArrayAttr axes,
                                       ConversionPatternRewriter &rewriter) {
   auto type = cast<MemRefType>(buffer.getType());
-  if (!type.getElementType().isF32())
-    return op->emitOpError("only f32 tensors are sent between ranks, got ")
-           << type.getElementType();
+  FailureOr<StringRef> name =
+      collectiveEntry(op, type.getElementType(), f32, bf16);
+  if (failed(name))
+    return failure();
   FailureOr<int64_t> mask = axisMask(op, mesh, axes);
   if (failed(mask))
     return failure();
   KernelBuilder k(rewriter, op->getLoc());
-  func::CallOp::create(rewriter, op->getLoc(), name, TypeRange{},
+  func::CallOp::create(rewriter, op->getLoc(), *name, TypeRange{},
                        ValueRange{k.dynamicFlat(buffer), k.i64(peer),
                                   k.i64(tag.value_or(0)), k.i64(*mask)});
   return success();
@@ -66,7 +69,8 @@ struct SendLowering : OpConversionPattern<dist::SendOp> {
   LogicalResult
   matchAndRewrite(dist::SendOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(callPointToPoint(op, ::triax::rt::kSendF32, adaptor.getInput(),
+    if (failed(callPointToPoint(op, ::triax::rt::kSendF32,
+                                ::triax::rt::kSendBf16, adaptor.getInput(),
                                 op.getTo(), op.getTag(), op.getMeshAttr(),
                                 op.getAxesAttr(), rewriter)))
       return failure();
@@ -82,7 +86,8 @@ struct RecvLowering : OpConversionPattern<dist::RecvOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     Value buffer = k.alloc(op.getType());
-    if (failed(callPointToPoint(op, ::triax::rt::kRecvF32, buffer, op.getFrom(),
+    if (failed(callPointToPoint(op, ::triax::rt::kRecvF32,
+                                ::triax::rt::kRecvBf16, buffer, op.getFrom(),
                                 op.getTag(), op.getMeshAttr(), op.getAxesAttr(),
                                 rewriter)))
       return failure();

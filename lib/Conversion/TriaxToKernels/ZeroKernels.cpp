@@ -30,18 +30,6 @@ static void callFlatCollective(KernelBuilder &k, OpBuilder &b, Location loc,
   func::CallOp::create(b, loc, callee, TypeRange{}, args);
 }
 
-/// The runtime's entry `f32` or `bf16` for elements of `type`, or an
-/// error on `op` for another element type.
-static FailureOr<StringRef> entryFor(Operation *op, RankedTensorType type,
-                                     StringRef f32, StringRef bf16) {
-  if (type.getElementType().isF32())
-    return f32;
-  if (type.getElementType().isBF16())
-    return bf16;
-  return op->emitOpError("only f32 and bf16 elements are lowered, not ")
-         << type.getElementType();
-}
-
 /// Replaces a flat-chunk collective `op` (one f32 or bf16 result) by a
 /// fresh result buffer and the runtime call `callee(input, result,
 /// [reduction,] axis mask)`, callee the entry of f32 or bf16 elements.
@@ -51,7 +39,8 @@ static LogicalResult lowerFlatCollective(Operation *op, StringRef f32Callee,
                                          std::optional<int32_t> reduction,
                                          ConversionPatternRewriter &rewriter) {
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  FailureOr<StringRef> callee = entryFor(op, type, f32Callee, bf16Callee);
+  FailureOr<StringRef> callee =
+      collectiveEntry(op, type.getElementType(), f32Callee, bf16Callee);
   if (failed(callee))
     return failure();
   FailureOr<int64_t> mask = axisMask(op, mesh, axes);
@@ -135,9 +124,9 @@ struct ReduceScatterAccumulateLowering
     if (!acc || acc->getBlock() != op->getBlock())
       return rewriter.notifyMatchFailure(op, "not accumulated");
     auto type = cast<RankedTensorType>(op.getType());
-    FailureOr<StringRef> callee =
-        entryFor(op, type, ::triax::rt::kReduceScatterF32,
-                 ::triax::rt::kReduceScatterBf16);
+    FailureOr<StringRef> callee = collectiveEntry(
+        op, type.getElementType(), ::triax::rt::kReduceScatterF32,
+        ::triax::rt::kReduceScatterBf16);
     if (failed(callee))
       return failure();
     FailureOr<int64_t> index = paramIndex(acc, acc.getParam());

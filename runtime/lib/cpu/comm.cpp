@@ -1658,6 +1658,19 @@ extern "C" void trx_all_gather_bf16(const uint16_t *send, int64_t n_per_rank,
                                     int32_t naxes) {
   allGather(send, n_per_rank, recv, axes, naxes, "trx_all_gather_bf16");
 }
+extern "C" void trx_send_bf16(const uint16_t *buf, int64_t n, int32_t peer,
+                              const int32_t *axes, int32_t naxes, int32_t tag) {
+  sendTo(buf, n, peer, axes, naxes, tag, "trx_send_bf16");
+}
+extern "C" void trx_recv_bf16(uint16_t *buf, int64_t n, int32_t peer,
+                              const int32_t *axes, int32_t naxes, int32_t tag) {
+  recvFrom(buf, n, peer, axes, naxes, tag, "trx_recv_bf16");
+}
+extern "C" void trx_all_to_all_bf16(const uint16_t *send, int64_t n_per_rank,
+                                    uint16_t *recv, const int32_t *axes,
+                                    int32_t naxes) {
+  allToAll(send, n_per_rank, recv, axes, naxes, "trx_all_to_all_bf16");
+}
 
 //===----------------------------------------------------------------------===//
 // The compiled code's flat reduce-scatter and all-gather

@@ -1551,8 +1551,8 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   for (int64_t i = 0; a.gradcheck > 0 && i < model->num_params; ++i)
     if (model->params[i].dtype == TRX_BF16) {
       printError("--gradcheck: model '%s' holds parameter '%s' in bf16, whose "
-                 "rounding is above the finite differences; check the model "
-                 "compiled with --dtype f32",
+                 "rounding is above the finite differences; check the same "
+                 "model built with triax-model --dtype f32",
                  model->model_name, model->params[i].name);
       return 1;
     }

@@ -1450,8 +1450,9 @@ std::vector<int32_t> groupAxes(const char *fn, int64_t axis_mask) {
   return axesOfMask(uint64_t(axis_mask));
 }
 
-/// The contiguous data of a 1-D memref argument.
-float *contiguous(const char *fn, const char *what, trx_memref_f32_1d *m) {
+/// The contiguous data of a 1-D memref argument (f32 or bf16).
+template <typename Memref>
+auto *contiguous(const char *fn, const char *what, Memref *m) {
   char msg[256];
   if (!m) {
     snprintf(msg, sizeof(msg), "%s: %s is NULL", fn, what);
@@ -1471,15 +1472,69 @@ int32_t groupSize(const std::vector<int32_t> &axes) {
   return g ? trx_dist_group_size(g) : 1;
 }
 
+// The entries below are one template each for f32 and bf16 buffers
+// (trx_memref_f32_1d / trx_memref_bf16_1d), given the C front of their
+// element type (comm.cpp: trx_all_reduce / trx_all_reduce_bf16, ...).
+
+/// all_reduce of `buf` in place through `front`.
+template <typename Memref, typename Front>
+void allReduceEntry(Front front, Memref *buf, int32_t op, int64_t axis_mask,
+                    const char *fn) {
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  auto *data = contiguous(fn, "buffer", buf);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  front(data, buf->sizes[0], op, axes.data(), int32_t(axes.size()));
+}
+
+/// A send or a receive of `buf` (trx_send / trx_recv and their forms).
+template <typename Memref, typename Front>
+void pointToPointEntry(Front front, Memref *buf, int64_t peer, int64_t tag,
+                       int64_t axis_mask, const char *fn) {
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  auto *data = contiguous(fn, "buffer", buf);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  front(data, buf->sizes[0], int32_t(peer), axes.data(), int32_t(axes.size()),
+        int32_t(tag));
+}
+
+/// all_to_all of `send` into `recv` (the same size, g equal chunks).
+template <typename Memref, typename Front>
+void allToAllEntry(Front front, Memref *send, Memref *recv, int64_t axis_mask,
+                   const char *fn) {
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  auto *src = contiguous(fn, "send", send);
+  auto *dst = contiguous(fn, "recv", recv);
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  const int64_t g = groupSize(axes), n = send->sizes[0];
+  char msg[256];
+  if (recv->sizes[0] != n) {
+    snprintf(msg, sizeof(msg),
+             "%s: send has %" PRId64 " elements but recv has %" PRId64, fn, n,
+             recv->sizes[0]);
+    trx_dist_abort(msg);
+  }
+  if (n % g != 0) {
+    snprintf(msg, sizeof(msg),
+             "%s: %" PRId64 " elements do not split into %" PRId64
+             " equal chunks (one per member of the group)",
+             fn, n, g);
+    trx_dist_abort(msg);
+  }
+  front(src, n / g, dst, axes.data(), int32_t(axes.size()));
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_trx_all_reduce_f32(trx_memref_f32_1d *buf,
                                                 int32_t op, int64_t axis_mask) {
-  const char *fn = "trx_all_reduce_f32";
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  float *data = contiguous(fn, "buffer", buf);
-  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
-  trx_all_reduce(data, buf->sizes[0], op, axes.data(), int32_t(axes.size()));
+  allReduceEntry(trx_all_reduce, buf, op, axis_mask, "trx_all_reduce_f32");
+}
+
+extern "C" void _mlir_ciface_trx_all_reduce_bf16(trx_memref_bf16_1d *buf,
+                                                 int32_t op,
+                                                 int64_t axis_mask) {
+  allReduceEntry(trx_all_reduce_bf16, buf, op, axis_mask,
+                 "trx_all_reduce_bf16");
 }
 
 // The padding and cutting of the flat collectives is comm.cpp's, shared
@@ -1518,48 +1573,37 @@ extern "C" void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf,
 
 extern "C" void _mlir_ciface_trx_send_f32(trx_memref_f32_1d *buf, int64_t peer,
                                           int64_t tag, int64_t axis_mask) {
-  const char *fn = "trx_send_f32";
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  float *data = contiguous(fn, "buffer", buf);
-  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
-  trx_send(data, buf->sizes[0], int32_t(peer), axes.data(),
-           int32_t(axes.size()), int32_t(tag));
+  pointToPointEntry(trx_send, buf, peer, tag, axis_mask, "trx_send_f32");
 }
 
 extern "C" void _mlir_ciface_trx_recv_f32(trx_memref_f32_1d *buf, int64_t peer,
                                           int64_t tag, int64_t axis_mask) {
-  const char *fn = "trx_recv_f32";
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  float *data = contiguous(fn, "buffer", buf);
-  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
-  trx_recv(data, buf->sizes[0], int32_t(peer), axes.data(),
-           int32_t(axes.size()), int32_t(tag));
+  pointToPointEntry(trx_recv, buf, peer, tag, axis_mask, "trx_recv_f32");
+}
+
+extern "C" void _mlir_ciface_trx_send_bf16(trx_memref_bf16_1d *buf,
+                                           int64_t peer, int64_t tag,
+                                           int64_t axis_mask) {
+  pointToPointEntry(trx_send_bf16, buf, peer, tag, axis_mask, "trx_send_bf16");
+}
+
+extern "C" void _mlir_ciface_trx_recv_bf16(trx_memref_bf16_1d *buf,
+                                           int64_t peer, int64_t tag,
+                                           int64_t axis_mask) {
+  pointToPointEntry(trx_recv_bf16, buf, peer, tag, axis_mask, "trx_recv_bf16");
 }
 
 extern "C" void _mlir_ciface_trx_all_to_all_f32(trx_memref_f32_1d *send,
                                                 trx_memref_f32_1d *recv,
                                                 int64_t axis_mask) {
-  const char *fn = "trx_all_to_all_f32";
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  float *src = contiguous(fn, "send", send);
-  float *dst = contiguous(fn, "recv", recv);
-  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
-  const int64_t g = groupSize(axes), n = send->sizes[0];
-  char msg[256];
-  if (recv->sizes[0] != n) {
-    snprintf(msg, sizeof(msg),
-             "%s: send has %" PRId64 " elements but recv has %" PRId64, fn, n,
-             recv->sizes[0]);
-    trx_dist_abort(msg);
-  }
-  if (n % g != 0) {
-    snprintf(msg, sizeof(msg),
-             "%s: %" PRId64 " elements do not split into %" PRId64
-             " equal chunks (one per member of the group)",
-             fn, n, g);
-    trx_dist_abort(msg);
-  }
-  trx_all_to_all(src, n / g, dst, axes.data(), int32_t(axes.size()));
+  allToAllEntry(trx_all_to_all, send, recv, axis_mask, "trx_all_to_all_f32");
+}
+
+extern "C" void _mlir_ciface_trx_all_to_all_bf16(trx_memref_bf16_1d *send,
+                                                 trx_memref_bf16_1d *recv,
+                                                 int64_t axis_mask) {
+  allToAllEntry(trx_all_to_all_bf16, send, recv, axis_mask,
+                "trx_all_to_all_bf16");
 }
 
 extern "C" void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,

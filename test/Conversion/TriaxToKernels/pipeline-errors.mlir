@@ -1,6 +1,6 @@
 // The pipeline ops' lowering refuses what it does not lower, with the op's
-// location: point-to-point messages of other than f32 tensors, and slices
-// that are not static, unit-stride and rank-preserving.
+// location: point-to-point messages of other than f32 and bf16 tensors,
+// and slices that are not static, unit-stride and rank-preserving.
 // RUN: triax-opt %s -split-input-file --convert-triax-to-kernels --verify-diagnostics
 
 dist.mesh @mesh <["pp"=2]>
@@ -15,7 +15,7 @@ triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
   }
 }
 func.func @send_tokens(%t: tensor<1x2xi32>) {
-  // expected-error @+2 {{'dist.send' op only f32 tensors are sent between ranks, got 'i32'}}
+  // expected-error @+2 {{'dist.send' op only f32 and bf16 tensors are communicated between ranks, got 'i32'}}
   // expected-error @+1 {{failed to legalize operation 'dist.send'}}
   dist.send %t over @mesh ["pp"] to 1 tag 3 : tensor<1x2xi32>
   return
