@@ -91,12 +91,36 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
     // accumulate-in-gemm: a gradient that only its accumulate_grad reads
     // scatters into the parameter's gradient buffer (no zeroed table, no
     // accumulation pass); each element's additions in the same order.
+    // A bf16 gradient (a bf16 model's) is summed over the tokens in an f32
+    // table instead and rounded once at the end (finish): added into bf16
+    // one token at a time, a frequent token's row would lose every term
+    // below half a bf16 ulp of its running sum.
     AccumulateGradOp into = accumulatedInto(op, params);
+    const bool bf16 = op.getType().getElementType().isBF16();
     Value table =
-        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
-             : k.allocFilled(op.getType(), 0.0);
-    if (into)
-      rewriter.eraseOp(into);
+        into && !bf16
+            ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
+            : k.allocFilled(op.getType().clone(rewriter.getF32Type()), 0.0);
+    auto finish = [&](Value table) {
+      Value out = table;
+      if (bf16) {
+        // One rounding per element: into the gradient buffer (g + sum) or
+        // into the bf16 result.
+        out =
+            into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
+                 : k.alloc(op.getType());
+        Value from = k.flat(table), to = k.flat(out);
+        k.parallel({op.getType().getNumElements()},
+                   [&](KernelBuilder &k, ValueRange i) {
+                     Value sum = k.load(from, i);
+                     k.store(into ? k.add(k.load(to, i), sum) : sum, to, i);
+                   });
+      }
+      if (into)
+        rewriter.eraseOp(into);
+      rewriter.replaceOp(op, out);
+      return success();
+    };
     Value ids = k.flat(adaptor.getIndices());
     Value dy = k.rows(adaptor.getResultGrad());
     auto [tokens, hidden] = KernelBuilder::rowsCols(dy);
@@ -117,8 +141,7 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
           k.store(sum, table, {row, h[0]});
         });
       });
-      rewriter.replaceOp(op, table);
-      return success();
+      return finish(table);
     }
     int64_t width = (vocab + slices - 1) / slices;
     slices = (vocab + width - 1) / width; // no empty slice
@@ -211,8 +234,7 @@ struct EmbeddingGradLowering : OpConversionPattern<EmbeddingGradOp> {
                             std::max<int64_t>(1, chunk / slices)));
       });
     });
-    rewriter.replaceOp(op, table);
-    return success();
+    return finish(table);
   }
 
   /// Tokens per bucketing chunk: 64 chunks of gpt2's 16,384 tokens per

@@ -526,7 +526,9 @@ mlir::triax::AccumulateGradOp
 mlir::triax::kernels::accumulatedInto(Operation *gradient,
                                       const ParamIndex *params) {
   auto type = cast<ShapedType>(gradient->getResult(0).getType());
-  if (!params || !gradient->hasOneUse() || !type.getElementType().isF32())
+  Type element = type.getElementType();
+  if (!params || !gradient->hasOneUse() ||
+      !(element.isF32() || element.isBF16()))
     return {};
   auto into = dyn_cast<AccumulateGradOp>(*gradient->getUsers().begin());
   if (!into || into->getBlock() != gradient->getBlock() ||

@@ -347,12 +347,14 @@ void populateEmbeddingPatterns(TypeConverter &converter,
                                int64_t embeddingGradThreads = 0,
                                const ParamIndex *params = nullptr);
 /// The accumulate_grad that is `gradient`'s only user (in its block), when
-/// the producer can add into the f32 gradient buffer itself (`params` given
-/// and naming the parameter); null otherwise.
+/// the producer can add into the gradient buffer itself (`params` given and
+/// naming the parameter; an f32 buffer, or a bf16 parameter's bf16 one,
+/// into which the producer's f32 sum is rounded once as it is added);
+/// null otherwise.
 triax::AccumulateGradOp accumulatedInto(Operation *gradient,
                                         const ParamIndex *params);
-/// The f32 gradient buffer of `into`'s parameter (found by accumulatedInto)
-/// as `gradient`'s converted type: where the producer adds its result.
+/// The gradient buffer of `into`'s parameter (found by accumulatedInto) as
+/// `gradient`'s converted type: where the producer adds its result.
 Value accumulationBuffer(KernelBuilder &k, const TypeConverter &converter,
                          Operation *gradient, triax::AccumulateGradOp into,
                          const ParamIndex &params);

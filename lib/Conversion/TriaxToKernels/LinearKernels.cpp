@@ -180,7 +180,8 @@ struct BiasAddLowering : OpConversionPattern<BiasAddOp> {
 /// parameter's gradient buffer (triax.accumulate_grad), the GEMM adds into
 /// that buffer itself (beta = 1): no dW buffer, no accumulation kernel, dW
 /// neither written nor read back. cuBLASLt adds C once after the product
-/// (alpha AB + beta C), the sum the separate kernel made. OpenBLAS (the
+/// (alpha AB + beta C), the sum the separate kernel made (a bf16 C, a bf16
+/// model's, is rounded once instead of twice). OpenBLAS (the
 /// CPU pipeline sets the option too) adds C into its partial sums block by
 /// block: for a step's first micro-batch (C = 0) the same bits, for the
 /// later ones a different rounding of the same sum.
@@ -217,10 +218,12 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
 
 /// db[n] = sum over rows of dy[m, n] (KernelBuilder::columnSums). With
 /// accumulateInGemm (the CUDA pipeline), when db's only user is its
-/// accumulate_grad (f32), the column's sum is added into the gradient
-/// buffer by this kernel: g[n] + sum is the same single f32 addition the
+/// accumulate_grad, the column's sum is added into the gradient buffer by
+/// this kernel: g[n] + sum is the same single f32 addition the
 /// accumulation kernel made (bit-identical: checked on CPU ranks), with one
-/// kernel, one buffer and two passes fewer. The CPU (column-sums=rows)
+/// kernel, one buffer and two passes fewer; a bf16 buffer (a bf16 model's)
+/// gets the f32 sum rounded once, where the separate kernel rounded db and
+/// then g + db. The CPU (column-sums=rows)
 /// keeps the separate kernel: walking down each column is slower there
 /// than its vectorized sums by rows, and the cost model's activation
 /// liveness [A9] counts a bias gradient as a buffer.

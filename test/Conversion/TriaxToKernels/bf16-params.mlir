@@ -10,6 +10,11 @@
 // RUN: triax-model tiny --layers 1 --dtype bf16 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z2
 // RUN: triax-model tiny --layers 1 --dtype bf16 | triax-opt --triax-autodiff --dist-zero="stage=3 dp=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z3
 // RUN: triax-model tiny --layers 1 --dtype bf16 | triax-opt --triax-autodiff --dist-data-parallel="dp=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=DP
+// accumulate-in-gemm (both pipelines set it): the embedding's gradient is
+// summed over the tokens in an f32 table and rounded once as it is added
+// to the bf16 gradient buffer (token by token in bf16, a frequent token's
+// row would lose the terms below half an ulp of its running sum).
+// RUN: triax-model tiny --layers 1 --dtype bf16 | triax-opt --triax-autodiff --convert-triax-to-kernels="accumulate-in-gemm=true" | FileCheck %s --check-prefix=ACC
 // The model descriptor marks every parameter bf16 (the runtime allocates
 // its buffers by it).
 // RUN: triax-model tiny --layers 1 --dtype bf16 -o %t.mlir
@@ -80,3 +85,21 @@
 // DESC: {.name = "ln_f.bias", {{.*}}, .dtype = TRX_BF16},
 // DESC32: {.name = "wte.weight", {{.*}}, .stage_axes = 0u},
 // DESC32-NOT: TRX_BF16
+
+// ACC-LABEL: func.func @triax_forward_backward(
+// ACC: %[[TABLE:.*]] = memref.alloc() : memref<256x64xf32>
+// ACC: scf.parallel
+// ACC:   scf.for
+// ACC:     %[[DY:.*]] = memref.load %{{.*}} : memref<512x64xbf16>
+// ACC:     %[[DYF:.*]] = arith.extf %[[DY]] : bf16 to f32
+// ACC:     %[[OLD:.*]] = memref.load %[[TABLE]][{{.*}}] : memref<256x64xf32>
+// ACC:     %[[SUM:.*]] = arith.addf %[[OLD]], %[[DYF]] : f32
+// ACC:     memref.store %[[SUM]], %[[TABLE]][{{.*}}] : memref<256x64xf32>
+// ACC: call @trx_state_bf16_2d(%c3_i32{{.*}}, %c0_i64{{.*}})
+// ACC: scf.parallel
+// ACC:   %[[T:.*]] = memref.load %{{.*}} : memref<16384xf32>
+// ACC:   %[[G:.*]] = memref.load %[[GRAD:.*]][%{{.*}}] : memref<16384xbf16>
+// ACC:   %[[GF:.*]] = arith.extf %[[G]] : bf16 to f32
+// ACC:   %[[NEW:.*]] = arith.addf %[[GF]], %[[T]] : f32
+// ACC:   %[[R:.*]] = arith.truncf %[[NEW]] : f32 to bf16
+// ACC:   memref.store %[[R]], %[[GRAD]][%{{.*}}] : memref<16384xbf16>
