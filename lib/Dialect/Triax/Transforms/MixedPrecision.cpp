@@ -352,15 +352,19 @@ struct TriaxMixedPrecisionPass
       if (!model.getConfig().getComputeType().isF32()) {
         model.emitOpError("already computes in ")
             << model.getConfig().getComputeType()
-            << ": triax-mixed-precision converts an f32 model once";
+            << ": triax-mixed-precision converts an f32 model once (a model "
+               "built with triax-model --dtype bf16 trains in bf16 as it is: "
+               "compile it without --precision bf16)";
         return signalPassFailure();
       }
       for (ParamOp param : model.getParams())
         if (!param.getTensorType().getElementType().isF32()) {
           param.emitOpError("is ")
               << param.getType()
-              << ": mixed precision keeps f32 master weights (build the "
-                 "model in f32)";
+              << ": triax-mixed-precision converts a model of f32 "
+                 "parameters (a bf16 parameter has its f32 master copy in "
+                 "the runtime: compile a bf16 model without --precision "
+                 "bf16)";
           return signalPassFailure();
         }
       PrecisionPlan(model, bf16).run();

@@ -19,7 +19,7 @@ triax.model @before_autodiff config = #triax.train_config<micro_batch = 1, seq =
 
 // -----
 
-// expected-error @+1 {{'triax.model' op already computes in 'bf16': triax-mixed-precision converts an f32 model once}}
+// expected-error @+1 {{'triax.model' op already computes in 'bf16': triax-mixed-precision converts an f32 model once (a model built with triax-model --dtype bf16 trains in bf16 as it is: compile it without --precision bf16)}}
 triax.model @twice config = #triax.train_config<micro_batch = 1, seq = 2, compute = bf16> {
   triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02> decay
   func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
@@ -39,7 +39,7 @@ triax.model @twice config = #triax.train_config<micro_batch = 1, seq = 2, comput
 // -----
 
 triax.model @bf16_params config = #triax.train_config<micro_batch = 1, seq = 2> {
-  // expected-error @+1 {{'triax.param' op is 'tensor<4x2xbf16>': mixed precision keeps f32 master weights (build the model in f32)}}
+  // expected-error @+1 {{'triax.param' op is 'tensor<4x2xbf16>': triax-mixed-precision converts a model of f32 parameters (a bf16 parameter has its f32 master copy in the runtime: compile a bf16 model without --precision bf16)}}
   triax.param @emb : tensor<4x2xbf16> init <normal, std = 0.02> decay
   func.func @forward(%tokens: tensor<1x2xi32>, %targets: tensor<1x2xi32>) -> tensor<f32> {
     %emb = triax.get_param @emb : tensor<4x2xbf16>
