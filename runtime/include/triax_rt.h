@@ -998,6 +998,11 @@ void _mlir_ciface_trx_all_to_all_bf16(trx_memref_bf16_1d *send,
 void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,
                                       trx_memref_f32_1d *recv,
                                       int64_t axis_mask, int64_t slot);
+/* The same on bf16 buffers (a bf16 model's key and value blocks: 2 bytes
+ * an element). */
+void _mlir_ciface_trx_shift_start_bf16(trx_memref_bf16_1d *send,
+                                       trx_memref_bf16_1d *recv,
+                                       int64_t axis_mask, int64_t slot);
 void trx_shift_wait(int64_t slot);
 
 /* Gradient buckets (dist.all_reduce_grads): reduces the gradient buffers of

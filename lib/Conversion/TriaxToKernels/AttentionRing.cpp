@@ -7,9 +7,9 @@
 // the ring instead of being gathered. At step s = 0 .. n-1 member c holds
 // the block of member (c - s) mod n and computes its queries against it
 // while the runtime already moves the block on to member c + 1
-// (trx_shift_start_f32 before the step's kernels, trx_shift_wait after
-// them: the exchange overlaps the compute where the transport runs it
-// apart, NCCL on its own stream). A member holds its own block and two
+// (trx_shift_start_f32 / _bf16 before the step's kernels, trx_shift_wait
+// after them: the exchange overlaps the compute where the transport runs
+// it apart, NCCL on its own stream). A member holds its own block and two
 // arriving ones at most, never the whole sequence's.
 //
 // Forward: the online softmax of each query row (m, l and the f32
@@ -39,9 +39,11 @@ using namespace mlir::triax::kernels;
 
 namespace {
 
-/// The key and value blocks of each step (3-D f32 [B, S, F] buffers): step
-/// 0's are the member's own (f32 copies of bf16 operands), then two
-/// buffers each take turns receiving the next ones.
+/// The key and value blocks of each step (3-D [B, S, F] buffers of the
+/// operands' element type: a bf16 model's blocks travel as bf16, 2 bytes an
+/// element, and the kernels widen each element they read): step 0's are
+/// the member's own, then two buffers each take turns receiving the next
+/// ones.
 class BlockRing {
 public:
   BlockRing(KernelBuilder &k, const RingGroup &ring, ValueRange own,
@@ -49,17 +51,9 @@ public:
       : k(k), ring(ring), firstSlot(firstSlot) {
     for (Value buffer : own) {
       auto type = cast<MemRefType>(buffer.getType());
-      auto f32 = MemRefType::get(type.getShape(), k.builder().getF32Type());
-      if (!type.getElementType().isF32()) {
-        Value copy = k.alloc(f32);
-        Value src = k.flat(buffer), dst = k.flat(copy);
-        k.parallel({f32.getNumElements()}, [&](KernelBuilder &k, ValueRange i) {
-          k.store(k.load(src, i), dst, i);
-        });
-        buffer = copy;
-      }
-      Value second = ring.members > 2 ? k.alloc(f32) : Value();
-      buffers.push_back({buffer, k.alloc(f32), second});
+      auto block = MemRefType::get(type.getShape(), type.getElementType());
+      Value second = ring.members > 2 ? k.alloc(block) : Value();
+      buffers.push_back({buffer, k.alloc(block), second});
     }
   }
 
@@ -83,10 +77,13 @@ public:
   }
 
   /// Sends `send` on to the next member and receives into `recv`, in
-  /// `slot` (trx_shift_start_f32).
+  /// `slot` (trx_shift_start_f32, or _bf16 for bf16 blocks).
   static void startShift(KernelBuilder &k, Value send, Value recv,
                          const RingGroup &ring, int64_t slot) {
-    func::CallOp::create(k.builder(), k.getLoc(), ::triax::rt::kShiftStartF32,
+    bool bf16 = cast<MemRefType>(send.getType()).getElementType().isBF16();
+    func::CallOp::create(k.builder(), k.getLoc(),
+                         bf16 ? ::triax::rt::kShiftStartBf16
+                              : ::triax::rt::kShiftStartF32,
                          TypeRange{},
                          ValueRange{k.dynamicFlat(send), k.dynamicFlat(recv),
                                     k.i64(ring.mask), k.i64(slot)});

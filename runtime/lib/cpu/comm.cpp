@@ -1822,9 +1822,9 @@ ShiftSlot &shiftSlot(int64_t slot, const char *fn) {
 }
 } // namespace
 
-void triax::rt::shiftStart(const float *send, float *recv, int64_t n,
-                           const int32_t *axes, int32_t naxes, int64_t slot,
-                           const char *fn) {
+void triax::rt::shiftStart(const void *send, void *recv, int64_t n,
+                           int64_t elemBytes, const int32_t *axes,
+                           int32_t naxes, int64_t slot, const char *fn) {
   const double traceStart = traceOn() ? traceNow() : -1;
   ShiftSlot &s = shiftSlot(slot, fn);
   checkBuffer(send, n, "send", fn);
@@ -1834,7 +1834,7 @@ void triax::rt::shiftStart(const float *send, float *recv, int64_t n,
     abortf("%s: slot %" PRId64 " is already in flight (%s over %s, not "
            "waited for yet)",
            fn, slot, s.startFn, axisList(s.group->mask).c_str());
-  const int64_t bytes = n * int64_t(sizeof(float));
+  const int64_t bytes = n * elemBytes;
   // Both transfers run at once: recv must not be written while send is
   // being read (a group of one only copies).
   const char *sb = reinterpret_cast<const char *>(send);
@@ -1880,7 +1880,8 @@ void triax::rt::shiftWait(int64_t slot, const char *fn) {
 extern "C" void trx_shift_start(const float *send, float *recv, int64_t n,
                                 const int32_t *axes, int32_t naxes,
                                 int32_t slot) {
-  shiftStart(send, recv, n, axes, naxes, slot, "trx_shift_start");
+  shiftStart(send, recv, n, int64_t(sizeof(float)), axes, naxes, slot,
+             "trx_shift_start");
 }
 
 extern "C" void trx_shift_wait_slot(int32_t slot) {

@@ -1606,14 +1606,15 @@ extern "C" void _mlir_ciface_trx_all_to_all_bf16(trx_memref_bf16_1d *send,
                 "trx_all_to_all_bf16");
 }
 
-extern "C" void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,
-                                                 trx_memref_f32_1d *recv,
-                                                 int64_t axis_mask,
-                                                 int64_t slot) {
-  const char *fn = "trx_shift_start_f32";
+namespace {
+/// The ring shift's entries (f32 and bf16 buffers): both contiguous and of
+/// one size.
+template <typename Memref>
+void shiftStartEntry(const char *fn, Memref *send, Memref *recv,
+                     int64_t axis_mask, int64_t slot) {
   StreamOrderedScope streamOrdered; // trx_shift_wait orders the reads
-  float *src = contiguous(fn, "send", send);
-  float *dst = contiguous(fn, "recv", recv);
+  auto *src = contiguous(fn, "send", send);
+  auto *dst = contiguous(fn, "recv", recv);
   std::vector<int32_t> axes = groupAxes(fn, axis_mask);
   if (send->sizes[0] != recv->sizes[0]) {
     char msg[256];
@@ -1622,8 +1623,23 @@ extern "C" void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,
              send->sizes[0], recv->sizes[0]);
     trx_dist_abort(msg);
   }
-  shiftStart(src, dst, send->sizes[0], axes.data(), int32_t(axes.size()), slot,
-             fn);
+  shiftStart(src, dst, send->sizes[0], int64_t(sizeof(*src)), axes.data(),
+             int32_t(axes.size()), slot, fn);
+}
+} // namespace
+
+extern "C" void _mlir_ciface_trx_shift_start_f32(trx_memref_f32_1d *send,
+                                                 trx_memref_f32_1d *recv,
+                                                 int64_t axis_mask,
+                                                 int64_t slot) {
+  shiftStartEntry("trx_shift_start_f32", send, recv, axis_mask, slot);
+}
+
+extern "C" void _mlir_ciface_trx_shift_start_bf16(trx_memref_bf16_1d *send,
+                                                  trx_memref_bf16_1d *recv,
+                                                  int64_t axis_mask,
+                                                  int64_t slot) {
+  shiftStartEntry("trx_shift_start_bf16", send, recv, axis_mask, slot);
 }
 
 extern "C" void trx_shift_wait(int64_t slot) {

@@ -207,11 +207,13 @@ public:
 };
 
 /// The ring shift's front (comm.cpp) behind trx_shift_start /
-/// trx_shift_wait_slot and the compiled code's trx_shift_start_f32 /
-/// trx_shift_wait (kernel_abi.cpp): the checks, the transport call, the
-/// counters, --trace and the watchdog; its errors name `fn`.
-void shiftStart(const float *send, float *recv, int64_t n, const int32_t *axes,
-                int32_t naxes, int64_t slot, const char *fn);
+/// trx_shift_wait_slot and the compiled code's trx_shift_start_f32 / _bf16
+/// / trx_shift_wait (kernel_abi.cpp): the checks, the transport call, the
+/// counters, --trace and the watchdog; its errors name `fn`. `n` elements
+/// of `elemBytes` bytes each (4: f32, 2: bf16).
+void shiftStart(const void *send, void *recv, int64_t n, int64_t elemBytes,
+                const int32_t *axes, int32_t naxes, int64_t slot,
+                const char *fn);
 void shiftWait(int64_t slot, const char *fn);
 
 /// The compiled code's flat collectives of ZeRO and sequence parallelism

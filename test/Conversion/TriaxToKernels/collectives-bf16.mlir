@@ -14,6 +14,10 @@
 // RUN: triax-model tiny --batch 16 --micro-batch 8 --dtype bf16 | triax-opt --triax-autodiff --dist-pipeline="pp=2 microbatches=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=PP
 // RUN: triax-model tiny-moe --layers 1 --dtype bf16 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{mesh=ep=2},convert-triax-to-kernels)' | FileCheck %s --check-prefix=EP
 // Other element types are refused, naming the op.
+// Context parallelism's ring (cp=2): the bf16 key and value blocks are
+// passed on as they are (trx_shift_start_bf16, slots 0 and 1), the dK/dV
+// accumulators in f32 (slots 2 and 3).
+// RUN: triax-model tiny --layers 1 --dtype bf16 | triax-opt --pass-pipeline='builtin.module(triax-parallelize{mesh=cp=2},convert-triax-to-kernels)' | FileCheck %s --check-prefix=CP
 // RUN: triax-opt %s -split-input-file --convert-triax-to-kernels --verify-diagnostics
 
 // Tensor parallelism: the vocabulary-parallel embedding's rows (the other
@@ -193,3 +197,8 @@ func.func @recv() -> tensor<1x2xf16> {
   %r = dist.recv over @mesh ["pp"] from 0 tag 3 : tensor<1x2xf16>
   return %r : tensor<1x2xf16>
 }
+
+// CP-LABEL: func.func @triax_forward_backward(
+// CP-COUNT-6: call @trx_shift_start_bf16({{.*}}) : (memref<?xbf16>, memref<?xbf16>, i64, i64) -> ()
+// CP-NOT: call @trx_shift_start_bf16
+// CP-COUNT-4: call @trx_shift_start_f32({{.*}}) : (memref<?xf32>, memref<?xf32>, i64, i64) -> ()

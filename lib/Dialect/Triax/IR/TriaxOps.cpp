@@ -836,8 +836,9 @@ void GlobalNormOp::getCollectives(SmallVectorImpl<Collective> &out) {
 }
 
 /// Ring attention (`ring`): what its kernels move and hold
-/// (AttentionRing.cpp). The blocks and the dK/dV accumulators go around
-/// the ring as f32 (bf16 operands are copied to f32 first).
+/// (AttentionRing.cpp). The key and value blocks go around the ring in the
+/// operands' element type (bf16: 2 bytes an element), the dK/dV
+/// accumulators as f32.
 namespace {
 struct RingShape {
   int64_t b = 0, s = 0, heads = 0, kv = 0, d = 0, members = 1;
@@ -847,11 +848,12 @@ struct RingShape {
   int64_t block() const { return b * s * kv * d; }
   /// Bytes of the online softmax's state: m, l, the accumulator.
   int64_t state() const { return 4 * (2 * b * heads * s + b * heads * s * d); }
-  /// Bytes of the key and value blocks in hand or arriving (own f32
-  /// copies of bf16 operands, two receiving buffers each, one with two
-  /// members).
+  /// Bytes of a key or value block's element.
+  int64_t blockBytes() const { return bf16 ? 2 : 4; }
+  /// Bytes of the key and value blocks arriving (two receiving buffers
+  /// each, one with two members; the own ones are the operands).
   int64_t blocks() const {
-    return 4 * block() * 2 * ((members > 2 ? 2 : 1) + (bf16 ? 1 : 0));
+    return blockBytes() * block() * 2 * (members > 2 ? 2 : 1);
   }
 };
 } // namespace
@@ -876,13 +878,15 @@ template <typename OpT> static std::optional<RingShape> ringShape(OpT op) {
   return r;
 }
 
-/// `shifts` ring shifts of `elements` f32 each: a send and a receive each.
+/// `shifts` ring shifts of `elements` elements of `elemBytes` each: a send
+/// and a receive each.
 static void ringShifts(SmallVectorImpl<Collective> &out, int64_t shifts,
-                       int64_t elements) {
+                       int64_t elements, int64_t elemBytes) {
   for (int64_t i = 0; i < shifts; ++i)
     for (auto kind : {Collective::Kind::Send, Collective::Kind::Recv}) {
       Collective c{kind};
       c.elements = elements;
+      c.elemBytes = elemBytes;
       out.push_back(c);
     }
 }
@@ -890,7 +894,7 @@ static void ringShifts(SmallVectorImpl<Collective> &out, int64_t shifts,
 // The forward passes the key and value blocks on n - 1 times.
 void AttentionOp::getCollectives(SmallVectorImpl<Collective> &out) {
   if (std::optional<RingShape> r = ringShape(*this))
-    ringShifts(out, 2 * (r->members - 1), r->block());
+    ringShifts(out, 2 * (r->members - 1), r->block(), r->blockBytes());
 }
 
 int64_t AttentionOp::getScratchBytes() {
@@ -901,8 +905,10 @@ int64_t AttentionOp::getScratchBytes() {
 // The backward: the blocks twice around (n - 1 shifts each), the dK and
 // dV accumulators once all the way (n shifts).
 void AttentionGradOp::getCollectives(SmallVectorImpl<Collective> &out) {
-  if (std::optional<RingShape> r = ringShape(*this))
-    ringShifts(out, 2 * (2 * (r->members - 1) + r->members), r->block());
+  if (std::optional<RingShape> r = ringShape(*this)) {
+    ringShifts(out, 2 * 2 * (r->members - 1), r->block(), r->blockBytes());
+    ringShifts(out, 2 * r->members, r->block(), 4);
+  }
 }
 
 /// Ring attention: see RingShape. Context-parallel (all-gather form): the
