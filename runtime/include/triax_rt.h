@@ -1435,9 +1435,14 @@ void trx_all_to_all_i32(const int32_t *send, int64_t n_per_rank, int32_t *recv,
  * is exact. */
 void trx_all_reduce_bf16(uint16_t *buf, int64_t n, int32_t op,
                          const int32_t *axes, int32_t naxes);
-/* all_gather of bf16 elements: 2 bytes each, moved as they are. */
+/* all_gather of bf16 elements: 2 bytes each, moved as they are; and
+ * reduce_scatter of bf16 elements, combined as trx_all_reduce_bf16
+ * combines them. */
 void trx_all_gather_bf16(const uint16_t *send, int64_t n_per_rank,
                          uint16_t *recv, const int32_t *axes, int32_t naxes);
+void trx_reduce_scatter_bf16(const uint16_t *send, int64_t n_per_rank,
+                             uint16_t *recv, int32_t op, const int32_t *axes,
+                             int32_t naxes);
 /* send, recv and all_to_all of bf16 elements (a bf16 model's pipeline
  * activations and expert tokens): 2 bytes each, moved as they are; the
  * checks, tags and counters of trx_send / trx_recv / trx_all_to_all. */

@@ -1658,6 +1658,13 @@ extern "C" void trx_all_gather_bf16(const uint16_t *send, int64_t n_per_rank,
                                     int32_t naxes) {
   allGather(send, n_per_rank, recv, axes, naxes, "trx_all_gather_bf16");
 }
+extern "C" void trx_reduce_scatter_bf16(const uint16_t *send,
+                                        int64_t n_per_rank, uint16_t *recv,
+                                        int32_t op, const int32_t *axes,
+                                        int32_t naxes) {
+  reduceScatter(send, n_per_rank, recv, op, axes, naxes,
+                "trx_reduce_scatter_bf16");
+}
 extern "C" void trx_send_bf16(const uint16_t *buf, int64_t n, int32_t peer,
                               const int32_t *axes, int32_t naxes, int32_t tag) {
   sendTo(buf, n, peer, axes, naxes, tag, "trx_send_bf16");
@@ -1672,141 +1679,8 @@ extern "C" void trx_all_to_all_bf16(const uint16_t *send, int64_t n_per_rank,
   allToAll(send, n_per_rank, recv, axes, naxes, "trx_all_to_all_bf16");
 }
 
-//===----------------------------------------------------------------------===//
-// The compiled code's flat reduce-scatter and all-gather
-//===----------------------------------------------------------------------===//
-//
-// One template per collective, for any element type of the collectives
-// (flatReduceScatter / flatAllGather in transport.h): the bf16 entries of
-// the "true bf16" models' gradients (ZeRO's reduce-scatter in bf16) and
-// their gathers.
-
-namespace {
-
-/// The axes of a compiled collective's mask, checked against the mesh.
-std::vector<int32_t> maskAxes(int64_t axisMask, const char *fn) {
-  const int32_t naxes = trx_dist_num_axes();
-  if (axisMask <= 0 || axisMask >= (int64_t(1) << kMaxAxes) ||
-      (axisMask >> naxes) != 0)
-    abortf("%s: axis mask 0x%" PRIx64 " does not fit the mesh of %" PRId32
-           " axes (was the binary started with its mesh?)",
-           fn, uint64_t(axisMask), naxes);
-  return axesOfMask(uint32_t(axisMask));
-}
-
-/// The contiguous data of a 1-D memref argument.
-template <typename Memref>
-auto *flatData(Memref *m, const char *what, const char *fn) {
-  if (!m)
-    abortf("%s: %s is NULL", fn, what);
-  if (m->sizes[0] > 1 && m->strides[0] != 1)
-    abortf("%s: %s has stride %" PRId64 " (must be contiguous)", fn, what,
-           m->strides[0]);
-  return m->aligned + m->offset;
-}
-
-/// A temporary of the compiled code's kind (TRX_MEM_ACTIV: device memory
-/// on the CUDA target, reused at once on the CPU), of `elems` T.
-template <typename T> T *flatTemp(int64_t elems, const char *fn) {
-  void *p = trx_alloc_aligned(size_t(elems) * sizeof(T), 64, TRX_MEM_ACTIV);
-  if (!p)
-    abortf("%s: %s", fn, trx_last_error());
-  return static_cast<T *>(p);
-}
-
-template <typename T>
-void flatReduceScatterOf(const T *src, int64_t n, T *dst, int64_t k, int32_t op,
-                         int64_t axisMask, const char *fn) {
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  std::vector<int32_t> axes = maskAxes(axisMask, fn);
-  const int32_t na = int32_t(axes.size());
-  const int64_t g = groupOrAbort(axes.data(), na, fn).size;
-  if (k != trx_zero_chunk(n, g))
-    abortf("%s: input of %" PRId64 " elements does not pad to %" PRId64
-           " chunks of %" PRId64,
-           fn, n, g, k);
-  // Padded on the device: a temporary of g*k elements, the input copied
-  // in and the tail zeroed (stream-ordered; no host access). Zero bytes
-  // are 0 in every element type (+0 in f32 and bf16).
-  T *padded = nullptr;
-  if (n != g * k) {
-    padded = flatTemp<T>(g * k, fn);
-    trx_copy_on_device(padded, src, size_t(n) * sizeof(T));
-    trx_device_memset(padded + n, 0, size_t(g * k - n) * sizeof(T));
-    src = padded;
-  }
-  reduceScatter(src, k, dst, op, axes.data(), na, fn);
-  trx_free(padded);
-}
-
-template <typename T>
-void flatAllGatherOf(const T *src, int64_t k, T *dst, int64_t n,
-                     int64_t axisMask, const char *fn) {
-  StreamOrderedScope streamOrdered; // the compiled code reads it next
-  std::vector<int32_t> axes = maskAxes(axisMask, fn);
-  const int32_t na = int32_t(axes.size());
-  const int64_t g = groupOrAbort(axes.data(), na, fn).size;
-  if (k != trx_zero_chunk(n, g))
-    abortf("%s: output of %" PRId64 " elements is not %" PRId64
-           " chunks of %" PRId64 " less their padding",
-           fn, n, g, k);
-  if (n == g * k) {
-    allGather(src, k, dst, axes.data(), na, fn);
-    return;
-  }
-  // Gathered into a device temporary, then cut to n on the device.
-  T *whole = flatTemp<T>(g * k, fn);
-  allGather(src, k, whole, axes.data(), na, fn);
-  trx_copy_on_device(dst, whole, size_t(n) * sizeof(T));
-  trx_free(whole);
-}
-
-} // namespace
-
-void triax::rt::flatReduceScatter(const void *in, int64_t n, void *out,
-                                  int64_t k, CommDType t, int32_t op,
-                                  int64_t axisMask, const char *fn) {
-  withElemType(t, [&](auto *type) {
-    using T = std::remove_pointer_t<decltype(type)>;
-    flatReduceScatterOf(static_cast<const T *>(in), n, static_cast<T *>(out), k,
-                        op, axisMask, fn);
-    return uint64_t(0);
-  });
-}
-
-void triax::rt::flatAllGather(const void *in, int64_t k, void *out, int64_t n,
-                              CommDType t, int64_t axisMask, const char *fn) {
-  withElemType(t, [&](auto *type) {
-    using T = std::remove_pointer_t<decltype(type)>;
-    flatAllGatherOf(static_cast<const T *>(in), k, static_cast<T *>(out), n,
-                    axisMask, fn);
-    return uint64_t(0);
-  });
-}
-
 const CommGroup *triax::rt::commGroup(const int32_t *axes, int32_t naxes) {
   return trx_dist_comm(axes, naxes);
-}
-
-extern "C" void _mlir_ciface_trx_reduce_scatter_bf16(trx_memref_bf16_1d *in,
-                                                     trx_memref_bf16_1d *out,
-                                                     int32_t op,
-                                                     int64_t axis_mask) {
-  const char *fn = "trx_reduce_scatter_bf16";
-  const uint16_t *src = flatData(in, "input", fn);
-  uint16_t *dst = flatData(out, "output", fn);
-  flatReduceScatter(src, in->sizes[0], dst, out->sizes[0], CommDType::BF16, op,
-                    axis_mask, fn);
-}
-
-extern "C" void _mlir_ciface_trx_all_gather_bf16(trx_memref_bf16_1d *in,
-                                                 trx_memref_bf16_1d *out,
-                                                 int64_t axis_mask) {
-  const char *fn = "trx_all_gather_bf16";
-  const uint16_t *src = flatData(in, "input", fn);
-  uint16_t *dst = flatData(out, "output", fn);
-  flatAllGather(src, in->sizes[0], dst, out->sizes[0], CommDType::BF16,
-                axis_mask, fn);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1537,27 +1537,102 @@ extern "C" void _mlir_ciface_trx_all_reduce_bf16(trx_memref_bf16_1d *buf,
                  "trx_all_reduce_bf16");
 }
 
-// The padding and cutting of the flat collectives is comm.cpp's, shared
-// with their bf16 entries (flatReduceScatter, flatAllGather).
+namespace {
+
+/// The flat reduce-scatter of ZeRO and sequence parallelism through
+/// `front` (trx_reduce_scatter / _bf16): `in` (n elements) is padded with
+/// zeros to g*k, k the size of `out`, which must be ceil(n / g).
+template <typename Memref, typename Front>
+void reduceScatterEntry(Front front, Memref *in, Memref *out, int32_t op,
+                        int64_t axis_mask, const char *fn) {
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  auto *src = contiguous(fn, "input", in);
+  auto *dst = contiguous(fn, "output", out);
+  using T = std::remove_pointer_t<decltype(dst)>;
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  int64_t g = groupSize(axes), k = out->sizes[0], n = in->sizes[0];
+  if (k != trx_zero_chunk(n, g)) {
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "%s: input of %" PRId64 " elements does not pad to %" PRId64
+             " chunks of %" PRId64,
+             fn, n, g, k);
+    trx_dist_abort(msg);
+  }
+  // Padded on the device: a temporary of g*k elements, the input copied
+  // in and the tail zeroed (stream-ordered; no host access). Zero bytes
+  // are 0 in f32 and bf16 alike.
+  T *padded = nullptr;
+  if (n != g * k) {
+    padded = static_cast<T *>(checkedAlloc(fn, size_t(g * k) * sizeof(T), 64));
+    trx_copy_on_device(padded, src, size_t(n) * sizeof(T));
+    trx_device_memset(padded + n, 0, size_t(g * k - n) * sizeof(T));
+    src = padded;
+  }
+  front(src, k, dst, op, axes.data(), int32_t(axes.size()));
+  trx_free(padded);
+}
+
+/// The flat all-gather through `front` (trx_all_gather / _bf16): the
+/// members' `in` blocks (k elements each) in group order, cut to the n of
+/// `out`, k = ceil(n / g).
+template <typename Memref, typename Front>
+void allGatherEntry(Front front, Memref *in, Memref *out, int64_t axis_mask,
+                    const char *fn) {
+  StreamOrderedScope streamOrdered; // the compiled code reads it next
+  auto *src = contiguous(fn, "input", in);
+  auto *dst = contiguous(fn, "output", out);
+  using T = std::remove_pointer_t<decltype(dst)>;
+  std::vector<int32_t> axes = groupAxes(fn, axis_mask);
+  int64_t g = groupSize(axes), k = in->sizes[0], n = out->sizes[0];
+  if (k != trx_zero_chunk(n, g)) {
+    char msg[256];
+    snprintf(msg, sizeof(msg),
+             "%s: output of %" PRId64 " elements is not %" PRId64
+             " chunks of %" PRId64 " less their padding",
+             fn, n, g, k);
+    trx_dist_abort(msg);
+  }
+  if (n == g * k) {
+    front(src, k, dst, axes.data(), int32_t(axes.size()));
+    return;
+  }
+  // Gathered into a device temporary, then cut to n on the device.
+  T *whole = static_cast<T *>(checkedAlloc(fn, size_t(g * k) * sizeof(T), 64));
+  front(src, k, whole, axes.data(), int32_t(axes.size()));
+  trx_copy_on_device(dst, whole, size_t(n) * sizeof(T));
+  trx_free(whole);
+}
+
+} // namespace
+
 extern "C" void _mlir_ciface_trx_reduce_scatter_f32(trx_memref_f32_1d *in,
                                                     trx_memref_f32_1d *out,
                                                     int32_t op,
                                                     int64_t axis_mask) {
-  const char *fn = "trx_reduce_scatter_f32";
-  float *src = contiguous(fn, "input", in);
-  float *dst = contiguous(fn, "output", out);
-  flatReduceScatter(src, in->sizes[0], dst, out->sizes[0], CommDType::F32, op,
-                    axis_mask, fn);
+  reduceScatterEntry(trx_reduce_scatter, in, out, op, axis_mask,
+                     "trx_reduce_scatter_f32");
+}
+
+extern "C" void _mlir_ciface_trx_reduce_scatter_bf16(trx_memref_bf16_1d *in,
+                                                     trx_memref_bf16_1d *out,
+                                                     int32_t op,
+                                                     int64_t axis_mask) {
+  reduceScatterEntry(trx_reduce_scatter_bf16, in, out, op, axis_mask,
+                     "trx_reduce_scatter_bf16");
 }
 
 extern "C" void _mlir_ciface_trx_all_gather_f32(trx_memref_f32_1d *in,
                                                 trx_memref_f32_1d *out,
                                                 int64_t axis_mask) {
-  const char *fn = "trx_all_gather_f32";
-  float *src = contiguous(fn, "input", in);
-  float *dst = contiguous(fn, "output", out);
-  flatAllGather(src, in->sizes[0], dst, out->sizes[0], CommDType::F32,
-                axis_mask, fn);
+  allGatherEntry(trx_all_gather, in, out, axis_mask, "trx_all_gather_f32");
+}
+
+extern "C" void _mlir_ciface_trx_all_gather_bf16(trx_memref_bf16_1d *in,
+                                                 trx_memref_bf16_1d *out,
+                                                 int64_t axis_mask) {
+  allGatherEntry(trx_all_gather_bf16, in, out, axis_mask,
+                 "trx_all_gather_bf16");
 }
 
 extern "C" void _mlir_ciface_trx_broadcast_f32(trx_memref_f32_1d *buf,

@@ -216,23 +216,6 @@ void shiftStart(const void *send, void *recv, int64_t n, int64_t elemBytes,
                 const char *fn);
 void shiftWait(int64_t slot, const char *fn);
 
-/// The compiled code's flat collectives of ZeRO and sequence parallelism
-/// (the trx_reduce_scatter_<type> / trx_all_gather_<type> entries of
-/// triax_rt.h) on contiguous buffers of `t`, over the group of the mesh axes
-/// in `axisMask` (checked against the mesh), g members: reduceScatter pads
-/// `in` (n elements) with zeros to g*k, k the size of `out`, which must be
-/// ceil(n / g), and leaves block (group position) of the reduction in out;
-/// allGather concatenates the members' `in` blocks (k elements each) in
-/// group order, cut to the n of `out`, k = ceil(n / g). Padding and cutting
-/// go through a device temporary (stream-ordered, no host access), and the
-/// collective is stream-ordered on a device (the compiled code reads the
-/// result next). Misuse ends the job with a message naming `fn`.
-void flatReduceScatter(const void *in, int64_t n, void *out, int64_t k,
-                       CommDType t, int32_t op, int64_t axisMask,
-                       const char *fn);
-void flatAllGather(const void *in, int64_t k, void *out, int64_t n, CommDType t,
-                   int64_t axisMask, const char *fn);
-
 /// The group of an ordered axis list as the transports see it (the one
 /// trx_dist_comm returns), for a direct Transport call (the tests'); nullptr
 /// with trx_last_error set for a bad list, as trx_dist_comm.
