@@ -580,6 +580,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
         rc || !applied)
       return rc;
     plan = *applied;
+    plan.padVocab = options.parallelize.padVocab;
     mesh = !plan.mesh.empty();
   } else if (!options.traceFile.empty() || !options.svgFile.empty() ||
              options.apply) {
@@ -588,9 +589,13 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
     return 1;
   }
 
-  // The parallelization (triax-parallelize): the mesh, tensor parallelism
-  // on the forward model, autodiff, then ZeRO or data parallelism on the
-  // training step. Without --mesh and --zero: autodiff alone.
+  // The vocabulary's padding: the target's default unless --pad-vocab.
+  if (plan.padVocab == 0)
+    plan.padVocab = ::triax::defaultPadVocab(options.target);
+  // The parallelization (triax-parallelize): the mesh, vocabulary padding,
+  // tensor parallelism on the forward model, autodiff, then ZeRO or data
+  // parallelism on the training step. Without --mesh and --zero: autodiff
+  // alone.
   std::string problem = ::triax::checkParallelizeOptions(plan);
   if (!problem.empty()) {
     errs << "triaxc: " << problem << "\n";
@@ -615,11 +620,11 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
       return 1;
     timer.done("triax-parallelize");
   } else if (mesh || plan.zero || plan.sequenceParallel ||
-             plan.recompute != "none") {
+             plan.recompute != "none" || options.parallelize.padVocab > 1) {
     emitError(models.front().getLoc())
         << "triaxc: the model is already differentiated (it has "
-           "@forward_backward); --mesh, --zero and --recompute apply to a "
-           "model before triax-autodiff";
+           "@forward_backward); --mesh, --zero, --recompute and --pad-vocab "
+           "apply to a model before triax-autodiff";
     return 1;
   } else if (plan.precision == "bf16") {
     // A differentiated model: mixed precision alone, as triax-parallelize

@@ -31,7 +31,9 @@ namespace rt = ::triax::rt;
 static int64_t findVocab(ModelOp model) {
   int64_t vocab = 0;
   model.walk([&](CrossEntropyOp op) {
-    vocab = op.getLogits().getType().getShape().back();
+    // A padded vocabulary's classes (triax-pad-vocab), not its columns.
+    vocab =
+        op.getClasses().value_or(op.getLogits().getType().getShape().back());
   });
   auto forward = model.getForward();
   if (!forward || forward.getNumArguments() == 0)
@@ -55,8 +57,13 @@ static int64_t findVocab(ModelOp model) {
     auto table = tableValue.getDefiningOp<GetParamOp>();
     if (!table)
       continue;
-    if (auto param = model.lookupSymbol<ParamOp>(table.getNameAttr()))
+    if (auto param = model.lookupSymbol<ParamOp>(table.getNameAttr())) {
+      // A padded table's tokens are its valid rows (triax-pad-vocab).
+      if (auto valid = param->getAttrOfType<DenseI64ArrayAttr>(
+              mlir::triax::TriaxDialect::kValidShapeAttrName))
+        return valid[0];
       return param.getTensorType().getDimSize(0);
+    }
   }
   return vocab;
 }
@@ -354,9 +361,16 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
         mlir::triax::TriaxDialect::kCheckpointNameAttrName);
     std::string ckptName =
         ckpt ? ("\"" + ckpt.getValue() + "\"").str() : std::string("NULL");
+    // A padded parameter (triax-pad-vocab): the block that holds values.
+    std::string valid;
+    if (auto shape = param->getAttrOfType<DenseI64ArrayAttr>(
+            mlir::triax::TriaxDialect::kValidShapeAttrName))
+      valid = llvm::formatv(", .valid_shape = {{{0}, {1}}", shape[0],
+                            shape.size() > 1 ? shape[1] : 0)
+                  .str();
     os << llvm::formatv(
         "  {{.name = \"{0}\", .rank = {1}, .shape = {{{2}, {3}}, .init = {4}, "
-        ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}{9}{10}},\n",
+        ".init_std = {5}f, .decay = {6}, .ckpt_name = {7}, {8}{9}{10}{11}},\n",
         param.getSymName(), rank, d0, d1, int(abiInit(init.getKind())),
         llvm::formatv("{0:e9}", init.getStdValue()).str(),
         param.getDecay() ? 1 : 0, ckptName, placement(param, axisNames),
@@ -368,7 +382,7 @@ std::string emitModelDescriptor(ModuleOp module, llvm::StringRef device,
             : std::string(),
         // A bf16 parameter: bf16 parameter and gradient buffers and an f32
         // master copy (an f32 one is the field's default).
-        type.getElementType().isBF16() ? ", .dtype = TRX_BF16" : "");
+        type.getElementType().isBF16() ? ", .dtype = TRX_BF16" : "", valid);
   }
   os << "};\n\n";
   os << "static const char *const mesh_axis_names[] = {";

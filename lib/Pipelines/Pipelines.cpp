@@ -42,6 +42,9 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
   if (std::string error = mlir::dist::chunksError(*schedule, o.virtualStages);
       !error.empty())
     return error;
+  if (o.padVocab < 0)
+    return "pad-vocab=" + std::to_string(o.padVocab) +
+           " is not a multiple (expected >= 1, or 0: the target's default)";
   if (o.microbatches < 0)
     return "microbatches=" + std::to_string(o.microbatches) +
            " is not a count (expected >= 1, or 0: the model's)";
@@ -75,6 +78,15 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
   return "";
 }
 
+int64_t padVocabMultiple(const ParallelizeConfig &o) {
+  return std::max<int64_t>(o.padVocab, 1) *
+         meshShapeOf(o).size(TRX_AXIS_TENSOR);
+}
+
+int64_t defaultPadVocab(llvm::StringRef target) {
+  return target == "cuda" ? 64 : 1;
+}
+
 mlir::dist::MeshShape meshShapeOf(const ParallelizeConfig &o) {
   std::string error;
   FailureOr<mlir::dist::MeshShape> mesh =
@@ -91,6 +103,13 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   mlir::dist::DistMeshOptions mesh;
   mesh.axes = shape.withoutUnitAxes().str();
   pm.addPass(mlir::dist::createDistMesh(mesh));
+  // The vocabulary padded for the GEMMs and the tp split (pad-vocab=0 is
+  // the CPU's 1 here; triaxc resolves the target's, defaultPadVocab).
+  if (int64_t padMultiple = padVocabMultiple(options); padMultiple > 1) {
+    mlir::triax::TriaxPadVocabOptions pad;
+    pad.multiple = padMultiple;
+    pm.addPass(mlir::triax::createTriaxPadVocab(pad));
+  }
   // Tensor parallelism rewrites the forward model, before autodiff: the
   // backward's conjugate collectives then come from the collectives' VJPs.
   if (shape.size(TRX_AXIS_TENSOR) > 1) {

@@ -1125,6 +1125,15 @@ struct trx_param_desc {
    * checkpoints, --save-init and --init-from; the bf16 buffer is its
    * rounding (to nearest even), written by every AdamW step. */
   int32_t dtype;
+  /* A padded parameter (triaxc's triax-pad-vocab: GPT-2's vocabulary of
+   * 50,257 computed as 50,304): its values are the leading block
+   * valid_shape[0] (x valid_shape[1] for rank 2) of shape, the rest is
+   * zero and stays zero (the compiled loss gives it no gradient).
+   * Initialization draws the block as it would an unpadded parameter of
+   * that shape (the same values), and checkpoints, --save-init and
+   * --init-from hold the block only, so they are the unpadded model's.
+   * All 0: not padded. */
+  int64_t valid_shape[2];
 };
 
 /* What lib/Driver/ModelDescriptor.cpp generates, with designated

@@ -118,6 +118,16 @@ std::string checkParallelizeOptions(const ParallelizeConfig &options);
 /// axes for mesh="".
 mlir::dist::MeshShape meshShapeOf(const ParallelizeConfig &options);
 
+/// The multiple triax-pad-vocab rounds the vocabulary up to: pad-vocab (0
+/// taken as 1) times tp; 1: no padding.
+int64_t padVocabMultiple(const ParallelizeConfig &options);
+
+/// pad-vocab's default on `target` (what 0 stands for): 64 on "cuda" (each
+/// tp rank's share of the LM head a multiple of 64 columns, which the
+/// aligned tensor-core GEMMs need), 1 on the CPU (padding measured no
+/// faster there: docs/performance.md).
+int64_t defaultPadVocab(llvm::StringRef target);
+
 /// Model (before triax-autodiff) -> the per-rank training program for a
 /// dp x pp x tp mesh: dist-mesh, dist-tensor-parallel, triax-autodiff,
 /// dist-pipeline, then dist-zero or dist-data-parallel, and

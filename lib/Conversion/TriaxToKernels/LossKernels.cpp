@@ -26,6 +26,12 @@
 // the ranks that do not hold the target) are one all_reduce (sum) of a
 // [2, rows] buffer; the logits never move.
 //
+// A padded vocabulary (`classes`, triax-pad-vocab): the row statistics run
+// over the first `classes` columns only (a vocab-parallel rank over its
+// columns before `classes`, possibly none: the online state then starts
+// from max -inf, sum 0), and the gradient's padded columns are 0. Over the
+// classes the arithmetic is the unpadded one.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -133,6 +139,25 @@ std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
   return scalarSteps(vectors * kRowLanes, max, sum);
 }
 
+/// The max and sum(exp(logit - max)) (f64) of the first `valid` logits of
+/// row `r` (a dynamic count, possibly 0: then -inf and 0), one online pass
+/// (onlineStep from max -inf, sum 0; a vocab-parallel rank's columns of a
+/// padded vocabulary).
+std::pair<Value, Value> rowMaxSumExpUpTo(KernelBuilder &k, Value logits,
+                                         Value r, Value valid) {
+  Value start = k.f32(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> state =
+      k.reduce(k.index(0), valid, {start, k.f64(0.0)},
+               [&](KernelBuilder &k, Value v, ValueRange acc) {
+                 Value x = k.load(logits, {r, v});
+                 auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
+                 return SmallVector<Value>{next, sum};
+               });
+  state[0].getDefiningOp()->setAttr(kOnlineMaxSumExpAttr,
+                                    k.builder().getUnitAttr());
+  return {state[0], state[1]};
+}
+
 /// The statistics of vocab-parallel logits [rows, V], reduced over the
 /// group: `max[r]` the maximum of row r over the whole vocabulary,
 /// `stats[0, r]` the sum of exp(logit - max) and `stats[1, r]` the target's
@@ -141,11 +166,22 @@ struct VocabStats {
   Value max, stats, offset;
 };
 
+/// How many of a vocab-parallel rank's `vocab` columns starting at global
+/// column `offset` are classes: clamp(classes - offset, 0, vocab).
+Value classesHeld(KernelBuilder &k, Value offset, int64_t vocab,
+                  int64_t classes) {
+  OpBuilder &b = k.builder();
+  Value left = k.subi(k.index(classes), offset);
+  Value atLeast0 = arith::MaxSIOp::create(b, k.getLoc(), left, k.index(0));
+  return arith::MinSIOp::create(b, k.getLoc(), atLeast0, k.index(vocab));
+}
+
 /// For a loss op with `vocab_parallel over mesh axes`, its VocabStats; for
 /// one without (null mesh), nullopt.
 FailureOr<std::optional<VocabStats>>
 vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
-                   ArrayAttr axes, Value logits, Value targets, bool lanes) {
+                   ArrayAttr axes, Value logits, Value targets, bool lanes,
+                   std::optional<int64_t> classes) {
   auto [rows, vocab] = KernelBuilder::rowsCols(logits);
   FailureOr<Value> offset = vocabOffset(k, op, mesh, axes, vocab);
   if (failed(offset))
@@ -160,7 +196,10 @@ vocabParallelStats(KernelBuilder &k, Operation *op, FlatSymbolRefAttr mesh,
   Value stats = k.alloc(MemRefType::get({2, rows}, f32));
   Value localMax = k.alloc(MemRefType::get({rows}, f32));
   k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-    auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab, lanes);
+    auto [max, sum] =
+        classes ? rowMaxSumExpUpTo(k, logits, r[0],
+                                   classesHeld(k, *offset, vocab, *classes))
+                : rowMaxSumExp(k, logits, r[0], vocab, lanes);
     k.store(max, maxBuf, r);
     k.store(max, localMax, r);
     k.store(k.toF32(sum), stats, {k.index(0), r[0]});
@@ -197,8 +236,9 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
     Value perRow = k.alloc(MemRefType::get({rows}, rewriter.getF32Type()));
-    FailureOr<std::optional<VocabStats>> parallel = vocabParallelStats(
-        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets, lanes);
+    FailureOr<std::optional<VocabStats>> parallel =
+        vocabParallelStats(k, op, op.getMeshAttr(), op.getAxesAttr(), logits,
+                           targets, lanes, op.getClasses());
     if (failed(parallel))
       return failure();
     if (std::optional<VocabStats> vp = *parallel) {
@@ -211,8 +251,9 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
         k.store(k.toF32(loss), perRow, r);
       });
     } else {
+      int64_t classes = op.getClasses().value_or(vocab);
       k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
-        auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab, lanes);
+        auto [max, sum] = rowMaxSumExp(k, logits, r[0], classes, lanes);
         Value target = k.toIndex(k.load(targets, r));
         // (max - picked) + log(sum), in f64 before the one rounding to f32.
         Value picked = k.load(logits, {r[0], target});
@@ -277,8 +318,9 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
       Value dloss = k.load(lossGrad, {k.index(0)});
       return k.div(dloss, k.f32(static_cast<double>(rows)));
     };
-    FailureOr<std::optional<VocabStats>> parallel = vocabParallelStats(
-        k, op, op.getMeshAttr(), op.getAxesAttr(), logits, targets, lanes);
+    FailureOr<std::optional<VocabStats>> parallel =
+        vocabParallelStats(k, op, op.getMeshAttr(), op.getAxesAttr(), logits,
+                           targets, lanes, op.getClasses());
     if (failed(parallel))
       return failure();
     if (std::optional<VocabStats> vp = *parallel) {
@@ -292,24 +334,36 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
           Value p = k.div(k.exp(k.sub(l, max)), denom);
           Value global = k.addi(v[0], vp->offset);
           Value isTarget = k.cmpi(arith::CmpIPredicate::eq, global, target);
-          Value grad = k.select(isTarget, k.sub(p, k.f32(1.0)), p);
-          k.store(k.mul(grad, scale), out, {r[0], v[0]});
+          Value grad =
+              k.mul(k.select(isTarget, k.sub(p, k.f32(1.0)), p), scale);
+          if (std::optional<int64_t> classes = op.getClasses()) {
+            Value isClass =
+                k.cmpi(arith::CmpIPredicate::slt, global, k.index(*classes));
+            grad = k.select(isClass, grad, k.f32(0.0));
+          }
+          k.store(grad, out, {r[0], v[0]});
         });
       });
       rewriter.replaceOp(op, outBuf);
       return success();
     }
+    int64_t classes = op.getClasses().value_or(vocab);
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
       Value scale = rowScale(k);
-      auto [max, sum] = rowMaxSumExp(k, logits, r[0], vocab, lanes);
+      auto [max, sum] = rowMaxSumExp(k, logits, r[0], classes, lanes);
       Value denom = k.toF32(sum);
       Value target = k.toIndex(k.load(targets, r));
-      k.loop({vocab}, [&](KernelBuilder &k, ValueRange v) {
+      k.loop({classes}, [&](KernelBuilder &k, ValueRange v) {
         Value p = k.div(k.exp(k.sub(k.load(logits, {r[0], v[0]}), max)), denom);
         Value isTarget = k.cmpi(arith::CmpIPredicate::eq, v[0], target);
         Value grad = k.select(isTarget, k.sub(p, k.f32(1.0)), p);
         k.store(k.mul(grad, scale), out, {r[0], v[0]});
       });
+      // The padding's columns: no class, no gradient.
+      if (classes < vocab)
+        k.loop({vocab - classes}, [&](KernelBuilder &k, ValueRange v) {
+          k.store(k.f32(0.0), out, {r[0], k.addi(v[0], k.index(classes))});
+        });
     });
     rewriter.replaceOp(op, outBuf);
     return success();

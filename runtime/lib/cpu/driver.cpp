@@ -130,6 +130,10 @@ int64_t numel(const trx_param_desc &p) {
   return p.rank == 2 ? p.shape[0] * p.shape[1] : p.shape[0];
 }
 
+bool padded(const trx_param_desc &p) {
+  return p.valid_shape[0] != 0 || p.valid_shape[1] != 0;
+}
+
 bool badModel(std::string &msg, const char *fmt, ...) TRX_PRINTF(2, 3);
 /// Sets msg to "model descriptor: <formatted>" and returns false.
 bool badModel(std::string &msg, const char *fmt, ...) {
@@ -183,6 +187,17 @@ bool validateModel(const trx_model_desc *m, std::string &msg) {
     if (!std::isfinite(p.init_std) || p.init_std < 0)
       return bad("parameter '%s' has invalid init_std %g", p.name,
                  double(p.init_std));
+    if (padded(p)) {
+      for (int32_t d = 0; d < 2; ++d)
+        if (d < p.rank ? p.valid_shape[d] < 1 || p.valid_shape[d] > p.shape[d]
+                       : p.valid_shape[d] != 0)
+          return bad("parameter '%s' has valid shape [%" PRId64 ", %" PRId64
+                     "], not a leading block of its shape",
+                     p.name, p.valid_shape[0], p.valid_shape[1]);
+      if (p.ckpt_name || p.ckpt_slices)
+        return bad("parameter '%s' is padded and shares a checkpoint tensor",
+                   p.name);
+    }
   }
   if (m->micro_batch <= 0 || m->global_batch <= 0 || m->seq <= 0 ||
       m->vocab <= 0)
@@ -223,6 +238,9 @@ struct CheckpointLayout {
     std::vector<float> packed[3]; // parameter, exp_avg, exp_avg_sq
     bool transposed = false;      // held as cols x rows (one member)
     int64_t slice = -1;           // rows [slice*rows, ...) of the member
+    // The member's row length (one member): more than cols for a padded
+    // parameter whose columns are padded (trx_param_desc::valid_shape).
+    int64_t stride = 0;
   };
   std::vector<Group> groups;
   std::vector<trx_tensor> specs; // one per group; data = the parameter data
@@ -261,6 +279,24 @@ struct CheckpointLayout {
         continue;
       }
       auto [it, fresh] = index.emplace(name, groups.size());
+      if (padded(p)) {
+        // The leading block only: its rows (a prefix of the parameter's
+        // array) or, with padded columns, a packed copy.
+        if (!fresh) {
+          msg = "parameter '" + std::string(p.name) +
+                "': a padded parameter is its own checkpoint tensor";
+          return false;
+        }
+        groups.push_back(Group{name,
+                               p.rank,
+                               p.rank == 2 ? p.valid_shape[0] : 1,
+                               p.valid_shape[p.rank - 1],
+                               {i},
+                               {}});
+        groups.back().transposed = p.ckpt_transposed != 0;
+        groups.back().stride = cols;
+        continue;
+      }
       if (p.ckpt_transposed && (p.rank != 2 || !fresh)) {
         msg = "parameter '" + std::string(p.name) +
               "': a transposed checkpoint tensor is a 2-D parameter's own";
@@ -287,7 +323,8 @@ struct CheckpointLayout {
   /// Whether the checkpoint tensor is a packed copy (concatenated or
   /// transposed) rather than the parameter's own array.
   bool packed(const Group &g) const {
-    return g.members.size() > 1 || g.transposed || g.slice >= 0;
+    return g.members.size() > 1 || g.transposed || g.slice >= 0 ||
+           (g.stride != 0 && g.stride != g.cols);
   }
 
   /// Points the specs at the parameters (single members) or at the packed
@@ -316,23 +353,29 @@ struct CheckpointLayout {
       if (!this->packed(g))
         continue;
       float *packed = g.packed[kind].data();
-      if (g.transposed || g.slice >= 0) {
+      if (g.members.size() == 1) {
+        // One member: a slice of its rows, its leading block (padded), or
+        // either transposed; its rows are `stride` apart.
+        int64_t stride = g.stride ? g.stride : g.cols;
         float *own = perParam[size_t(g.members[0])] +
-                     std::max<int64_t>(g.slice, 0) * g.rows * g.cols;
-        if (!g.transposed) {
-          if (pack)
-            std::copy(own, own + g.rows * g.cols, packed);
-          else
-            std::copy(packed, packed + g.rows * g.cols, own);
-          continue;
-        }
-        for (int64_t r = 0; r < g.rows; ++r)
+                     std::max<int64_t>(g.slice, 0) * g.rows * stride;
+        for (int64_t r = 0; r < g.rows; ++r) {
+          float *row = own + r * stride;
+          if (!g.transposed) {
+            float *slot = packed + r * g.cols;
+            if (pack)
+              std::copy(row, row + g.cols, slot);
+            else
+              std::copy(slot, slot + g.cols, row);
+            continue;
+          }
           for (int64_t c = 0; c < g.cols; ++c) {
             if (pack)
-              packed[c * g.rows + r] = own[r * g.cols + c];
+              packed[c * g.rows + r] = row[c];
             else
-              own[r * g.cols + c] = packed[c * g.rows + r];
+              row[c] = packed[c * g.rows + r];
           }
+        }
         continue;
       }
       for (int64_t r = 0; r < g.rows; ++r) {
@@ -891,6 +934,15 @@ void Run::initFromSeed() {
     const trx_param_desc &p = model->params[i];
     float *w = whole[0][size_t(i)];
     int64_t count = numel(p);
+    // A padded parameter: its leading block drawn as the unpadded
+    // parameter would be (the same values), placed row by row; the padding
+    // stays zero (hostWhole's).
+    std::vector<float> block;
+    if (padded(p)) {
+      count = p.valid_shape[0] * (p.rank == 2 ? p.valid_shape[1] : 1);
+      block.resize(size_t(count));
+      w = block.data();
+    }
     switch (p.init) {
     case TRX_INIT_NORMAL:
       trx_init_normal(w, count, p.init_std, args.seed, i);
@@ -902,6 +954,13 @@ void Run::initFromSeed() {
       for (int64_t k = 0; k < count; ++k)
         w[k] = 1.0f;
       break;
+    }
+    if (padded(p)) {
+      int64_t rows = p.rank == 2 ? p.valid_shape[0] : 1;
+      int64_t cols = p.valid_shape[p.rank - 1];
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy(block.data() + r * cols, block.data() + (r + 1) * cols,
+                  whole[0][size_t(i)] + r * p.shape[p.rank - 1]);
     }
   }
   scatter(0);

@@ -967,7 +967,7 @@ func.func @dyn(%q: tensor<2x4x?xf32>, %k: tensor<2x4x8xf32>) -> tensor<2x4x?xf32
 // -----
 
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
-  // expected-error @+1 {{unknown triax attribute 'triax.checkpoint'; expected 'triax.checkpoint_name' or 'triax.checkpoint_transposed'}}
+  // expected-error @+1 {{unknown triax attribute 'triax.checkpoint'; expected 'triax.checkpoint_name', 'triax.checkpoint_transposed' or 'triax.valid_shape'}}
   triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint = "x"}
 }
 

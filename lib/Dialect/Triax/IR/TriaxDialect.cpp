@@ -68,11 +68,36 @@ LogicalResult TriaxDialect::verifyOperationAttribute(Operation *op,
              << "' together: a transposed parameter is its own tensor";
     return success();
   }
+  if (attr.getName() == kValidShapeAttrName) {
+    auto param = dyn_cast<ParamOp>(op);
+    if (!param)
+      return op->emitOpError("'")
+             << kValidShapeAttrName << "' applies to triax.param only";
+    auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    ArrayRef<int64_t> dims = param.getTensorType().getShape();
+    if (!shape || shape.size() != int64_t(dims.size()) || dims.size() > 2 ||
+        llvm::any_of(llvm::zip(shape.asArrayRef(), dims), [](auto pair) {
+          auto [valid, dim] = pair;
+          return valid < 1 || valid > dim;
+        }))
+      return op->emitOpError("'")
+             << kValidShapeAttrName
+             << "' must be a leading block of the parameter's shape "
+             << param.getTensorType()
+             << " (array<i64: ...>, one positive size per dimension, "
+                "rank 1 or 2), got "
+             << attr.getValue();
+    if (op->hasAttr(kCheckpointNameAttrName))
+      return op->emitOpError("'")
+             << kValidShapeAttrName << "' and '" << kCheckpointNameAttrName
+             << "' together: a padded parameter is its own checkpoint tensor";
+    return success();
+  }
   if (attr.getName() != kCheckpointNameAttrName)
     return op->emitError("unknown triax attribute '")
            << attr.getName().getValue() << "'; expected '"
-           << kCheckpointNameAttrName << "' or '"
-           << kCheckpointTransposedAttrName << "'";
+           << kCheckpointNameAttrName << "', '" << kCheckpointTransposedAttrName
+           << "' or '" << kValidShapeAttrName << "'";
   if (!isa<ParamOp>(op))
     return op->emitOpError("'")
            << kCheckpointNameAttrName << "' applies to triax.param only";

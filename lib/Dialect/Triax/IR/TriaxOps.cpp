@@ -298,6 +298,19 @@ static LogicalResult verifyVocabParallel(Operation *op, Attribute mesh,
   return success();
 }
 
+/// A padded vocabulary's `classes` (see triax.cross_entropy): at most the
+/// logits' columns (this rank's block's times the group under
+/// vocab_parallel, which the mesh's verifier checks).
+static LogicalResult verifyClasses(Operation *op,
+                                   std::optional<int64_t> classes,
+                                   RankedTensorType logits, bool parallel) {
+  if (!classes || parallel || logits.isDynamicDim(logits.getRank() - 1) ||
+      *classes <= logits.getShape().back())
+    return success();
+  return op->emitOpError("classes ") << *classes << " exceeds the logits' "
+                                     << logits.getShape().back() << " columns";
+}
+
 LogicalResult EmbeddingOp::verify() {
   if (failed(verifyVocabParallel(*this, getMeshAttr(), getAxesAttr())))
     return failure();
@@ -490,7 +503,7 @@ LogicalResult CrossEntropyOp::verify() {
     return emitOpError("logits ")
            << formatShape(logits.getShape()) << " must be the targets' shape "
            << formatShape(targets.getShape()) << " plus a vocabulary dimension";
-  return success();
+  return verifyClasses(*this, getClasses(), logits, bool(getMeshAttr()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -603,6 +616,8 @@ LogicalResult CrossEntropyGradOp::verify() {
     return emitOpError("logits ")
            << formatShape(logits.getShape()) << " must be the targets' shape "
            << formatShape(targets.getShape()) << " plus a vocabulary dimension";
+  if (failed(verifyClasses(*this, getClasses(), logits, bool(getMeshAttr()))))
+    return failure();
   return verifyGradType(*this, "logits", getType(), logits);
 }
 

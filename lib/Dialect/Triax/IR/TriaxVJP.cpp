@@ -144,7 +144,7 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dlogits = CrossEntropyGradOp::create(
       b, getLoc(), getLogits().getType(), getLogits(), getTargets(),
-      resultGrads[0], getMeshAttr(), getAxesAttr());
+      resultGrads[0], getMeshAttr(), getAxesAttr(), getClassesAttr());
   operandGrads.assign({dlogits, Value()});
   return success();
 }

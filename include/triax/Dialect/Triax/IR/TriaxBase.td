@@ -47,6 +47,12 @@ def Triax_Dialect : Dialect {
     /// `*` (Mixtral's `experts.N.w1.weight`).
     static constexpr ::llvm::StringLiteral kCheckpointTransposedAttrName =
         "triax.checkpoint_transposed";
+    /// On a `triax.param` whose shape is padded (triax-pad-vocab): the
+    /// leading block of its shape that holds its values (`array<i64: V, d>`
+    /// of a [Vp, d] table). The rest is zero and stays zero; checkpoints and
+    /// initialization see this block only.
+    static constexpr ::llvm::StringLiteral kValidShapeAttrName =
+        "triax.valid_shape";
     /// On a backward `triax.block`: "selective" or "full", the
     /// recomputation triax-recompute built into it.
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =

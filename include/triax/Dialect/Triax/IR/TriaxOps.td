@@ -457,10 +457,19 @@ def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMe
     ```mlir
     %loss = triax.cross_entropy %logits, %targets vocab_parallel over @mesh ["tp"] : (tensor<4x8x128xf32>, tensor<4x8xi32>) -> tensor<f32>
     ```
+
+    A padded vocabulary (`classes`, set by `triax-pad-vocab`): only the
+    first `classes` columns of the whole vocabulary are classes; the
+    columns after them pad the GEMMs, are left out of the softmax and get a
+    zero gradient, so the loss is the one of the unpadded logits.
+    ```mlir
+    %loss = triax.cross_entropy %logits, %targets {classes = 250 : i64} : (tensor<4x8x256xf32>, tensor<4x8xi32>) -> tensor<f32>
+    ```
   }];
   let arguments = (ins Triax_FloatTensor:$logits, Triax_IndexTensor:$targets,
                        OptionalAttr<FlatSymbolRefAttr>:$mesh,
-                       OptionalAttr<StrArrayAttr>:$axes);
+                       OptionalAttr<StrArrayAttr>:$axes,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$classes);
   let results = (outs 0DTensorOf<[F32]>:$loss);
   let assemblyFormat = [{
     $logits `,` $targets (`vocab_parallel` `over` $mesh^ $axes)? attr-dict `:`
@@ -469,7 +478,8 @@ def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMe
   let builders = [
     OpBuilder<(ins "::mlir::Type":$loss, "::mlir::Value":$logits,
                    "::mlir::Value":$targets), [{
-      build($_builder, $_state, loss, logits, targets, nullptr, nullptr);
+      build($_builder, $_state, loss, logits, targets, nullptr, nullptr,
+            nullptr);
     }]>
   ];
   let hasVerifier = 1;
@@ -622,12 +632,15 @@ def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure, DeclareOpIn
     With `vocab_parallel over @mesh [axes]` (the gradient of a
     vocab-parallel `triax.cross_entropy`) the logits and the result are
     this rank's block of the vocabulary; the softmax uses the maximum and
-    the sum of exponentials reduced over the group.
+    the sum of exponentials reduced over the group. With `classes` (a
+    padded vocabulary, as on `triax.cross_entropy`) the columns from
+    `classes` on are 0.
   }];
   let arguments = (ins Triax_FloatTensor:$logits, Triax_IndexTensor:$targets,
                        0DTensorOf<[F32]>:$loss_grad,
                        OptionalAttr<FlatSymbolRefAttr>:$mesh,
-                       OptionalAttr<StrArrayAttr>:$axes);
+                       OptionalAttr<StrArrayAttr>:$axes,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$classes);
   let results = (outs Triax_FloatTensor:$logits_grad);
   let assemblyFormat = [{
     $logits `,` $targets `,` $loss_grad (`vocab_parallel` `over` $mesh^ $axes)?

@@ -73,6 +73,59 @@ def TriaxAutodiff : Pass<"triax-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TriaxPadVocab : Pass<"triax-pad-vocab", "::mlir::ModuleOp"> {
+  let summary = "Pad the vocabulary to a multiple of N for the GEMMs and "
+                "tensor parallelism";
+  let description = [{
+    GPT-2's vocabulary of 50,257 makes the LM head's GEMMs odd-sized (no
+    aligned tensor-core kernels) and does not split over tp ranks. This
+    pass computes the model with the vocabulary rounded up to a multiple of
+    `multiple` (50,304 for 64) and keeps the padding invisible:
+
+    - the LM head's weight (the tied embedding table `[V, d]` or an untied
+      head `[d, V]`), its bias, and every table looked up by the token ids
+      of the same vocabulary get the padded shape, with
+      `triax.valid_shape` saying which leading block holds values: the
+      padding starts at zero, checkpoints and initialization see only the
+      block (the runtime's trx_param_desc::valid_shape);
+    - the head's logits get the padded width and the `triax.cross_entropy`
+      reading them `classes = V`: padded columns are left out of the
+      softmax and get a zero gradient, so the padding's weights stay zero
+      (AdamW on a zero gradient and a zero weight moves nothing) and the
+      loss is the unpadded one.
+
+    triax-parallelize runs it before tensor parallelism with multiple = N x
+    tp (`--pad-vocab=N`), so that every tp rank holds a multiple of N
+    columns. A vocabulary that is already a multiple is left as it is.
+
+    Before (`multiple=64`, vocabulary 250):
+    ```mlir
+    triax.param @wte : tensor<250x16xf32> init <normal, std = 0.02>
+    ...
+    %w = triax.get_param @wte : tensor<250x16xf32>
+    %logits = triax.linear %x, %w {transpose_weight} : (tensor<2x4x16xf32>, tensor<250x16xf32>) -> tensor<2x4x250xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<2x4x250xf32>, tensor<2x4xi32>) -> tensor<f32>
+    ```
+    After:
+    ```mlir
+    triax.param @wte : tensor<256x16xf32> init <normal, std = 0.02> {triax.valid_shape = array<i64: 250, 16>}
+    ...
+    %w = triax.get_param @wte : tensor<256x16xf32>
+    %logits = triax.linear %x, %w {transpose_weight} : (tensor<2x4x16xf32>, tensor<256x16xf32>) -> tensor<2x4x256xf32>
+    %loss = triax.cross_entropy %logits, %targets {classes = 250 : i64} : (tensor<2x4x256xf32>, tensor<2x4xi32>) -> tensor<f32>
+    ```
+
+    It runs on a model before triax-autodiff and tensor parallelism, and
+    refuses (with the reason, at the op) logits that are not a linear of a
+    parameter, and a padded parameter read by anything but the head and
+    embedding lookups.
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"64",
+           "Pad the vocabulary to a multiple of this (>= 1; 1: no padding)">
+  ];
+}
+
 def TriaxRecompute : Pass<"triax-recompute", "::mlir::ModuleOp"> {
   let summary = "Recompute activations in the backward blocks instead of "
                 "keeping them from the forward blocks";
