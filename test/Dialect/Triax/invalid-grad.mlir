@@ -325,6 +325,14 @@ func.func @f(%l: tensor<2x4x16xf32>, %t: tensor<2x4xi32>, %d: tensor<f32>) {
 
 // -----
 
+func.func @f(%l: tensor<2x4x16xf32>, %t: tensor<2x4xi32>, %d: tensor<f32>) {
+  // expected-error @+1 {{'triax.cross_entropy_grad' op classes 20 exceeds the logits' 16 columns}}
+  %dl = triax.cross_entropy_grad %l, %t, %d {classes = 20 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
 // ODS: the incoming loss gradient is an f32 scalar.
 func.func @f(%l: tensor<2x4x16xf32>, %t: tensor<2x4xi32>, %d: tensor<1xf32>) {
   // expected-error @+1 {{'triax.cross_entropy_grad' op operand #2 must be 0D tensor of 32-bit float values, but got 'tensor<1xf32>'}}

@@ -948,6 +948,24 @@ func.func @f(%l: tensor<8x16xf32>, %t: tensor<2x4xi32>) {
 
 // -----
 
+// A padded vocabulary's classes are at most the logits' columns.
+func.func @f(%l: tensor<2x4x16xf32>, %t: tensor<2x4xi32>) {
+  // expected-error @+1 {{'triax.cross_entropy' op classes 17 exceeds the logits' 16 columns}}
+  %loss = triax.cross_entropy %l, %t {classes = 17 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+// ODS: classes is a positive count.
+func.func @f(%l: tensor<2x4x16xf32>, %t: tensor<2x4xi32>) {
+  // expected-error @+1 {{'triax.cross_entropy' op attribute 'classes' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %loss = triax.cross_entropy %l, %t {classes = 0 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
 // ODS: the loss is an f32 scalar whatever the logits' dtype.
 func.func @f(%l: tensor<2x4x16xbf16>, %t: tensor<2x4xi32>) {
   // expected-error @+1 {{'triax.cross_entropy' op result #0 must be 0D tensor of 32-bit float values, but got 'tensor<bf16>'}}
@@ -969,6 +987,34 @@ func.func @dyn(%q: tensor<2x4x?xf32>, %k: tensor<2x4x8xf32>) -> tensor<2x4x?xf32
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
   // expected-error @+1 {{unknown triax attribute 'triax.checkpoint'; expected 'triax.checkpoint_name', 'triax.checkpoint_transposed' or 'triax.valid_shape'}}
   triax.param @p : tensor<2xf32> init <zeros> {triax.checkpoint = "x"}
+}
+
+// -----
+
+// triax.valid_shape: a leading block of the parameter's shape.
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.valid_shape' must be a leading block of the parameter's shape 'tensor<8x4xf32>' (array<i64: ...>, one positive size per dimension, rank 1 or 2), got array<i64: 9, 4>}}
+  triax.param @p : tensor<8x4xf32> init <zeros> {triax.valid_shape = array<i64: 9, 4>}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.valid_shape' must be a leading block of the parameter's shape 'tensor<8x4xf32>' (array<i64: ...>, one positive size per dimension, rank 1 or 2), got array<i64: 8>}}
+  triax.param @p : tensor<8x4xf32> init <zeros> {triax.valid_shape = array<i64: 8>}
+}
+
+// -----
+
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> {
+  // expected-error @+1 {{'triax.param' op 'triax.valid_shape' and 'triax.checkpoint_name' together: a padded parameter is its own checkpoint tensor}}
+  triax.param @p : tensor<8x4xf32> init <zeros> {triax.valid_shape = array<i64: 7, 4>, triax.checkpoint_name = "x"}
+}
+
+// -----
+
+// expected-error @+1 {{'triax.model' op 'triax.valid_shape' applies to triax.param only}}
+triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2> attributes {triax.valid_shape = array<i64: 1>} {
 }
 
 // -----

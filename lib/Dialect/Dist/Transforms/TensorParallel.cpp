@@ -90,8 +90,8 @@ private:
     if (vocab % tp != 0)
       return op->emitOpError("dist-tensor-parallel: the vocab size ")
              << vocab << " is not divisible by tp=" << tp
-             << " (pad the vocabulary to a multiple of tp, as GPT-2's 50257 "
-                "to 50304)";
+             << " (pad the vocabulary to a multiple of tp first: "
+                "triax-pad-vocab, which triax-parallelize and triaxc run)";
     return success();
   }
   LogicalResult checkParamUses();

@@ -160,7 +160,8 @@ struct TriaxPadVocabPass
   void runOnOperation() override {
     if (multiple < 1) {
       emitError(getOperation().getLoc())
-          << "triax-pad-vocab: multiple must be >= 1, got " << multiple;
+          << "triax-pad-vocab: multiple must be >= 1, got "
+          << int64_t(multiple);
       return signalPassFailure();
     }
     for (ModelOp model : getOperation().getOps<ModelOp>())
