@@ -117,8 +117,18 @@ func::FuncOp ModelOp::getPipelineStep() {
 
 int64_t ModelOp::getNumParameters() {
   int64_t n = 0;
-  for (ParamOp param : getParams())
+  for (ParamOp param : getParams()) {
+    // A padded parameter (triax-pad-vocab): its values, not its padding.
+    if (auto valid = param->getAttrOfType<DenseI64ArrayAttr>(
+            TriaxDialect::kValidShapeAttrName)) {
+      int64_t elems = 1;
+      for (int64_t d : valid.asArrayRef())
+        elems *= d;
+      n += elems;
+      continue;
+    }
     n += param.getNumElements();
+  }
   return n;
 }
 

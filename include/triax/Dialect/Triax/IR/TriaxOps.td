@@ -70,7 +70,9 @@ def Triax_ModelOp : Triax_Op<"model", [
     ::mlir::func::FuncOp getPipelineStep();
     /// The parameters in declaration order.
     auto getParams() { return getBody().front().getOps<ParamOp>(); }
-    /// The number of trainable scalars (the sum over all parameters).
+    /// The number of trainable scalars (the sum over all parameters; of a
+    /// padded one, its triax.valid_shape block: the padding is not the
+    /// model's, so not in its FLOPs either).
     int64_t getNumParameters();
     /// The parameters one token's forward multiplies by (N in [F1]'s 6N):
     /// every parameter once, but a stacked expert weight [E, in, out] by
