@@ -114,7 +114,7 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   const char *keys = "gpus, gpu, gpus-per-node, global-batch, micro-batch, "
                      "microbatches, dp, tp, pp, zero, schedule, "
                      "virtual-stages, sequence-parallel, recompute, "
-                     "precision, efficiency, "
+                     "precision, pad-vocab, efficiency, "
                      "top";
   for (llvm::StringRef item : items) {
     auto [key, value] = item.trim().split('=');
@@ -208,6 +208,11 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
         req.activationBytes = 2;
       else
         return failure("precision=" + value + ": expected fp32 or bf16");
+    } else if (key == "pad-vocab") {
+      auto v = integer(1);
+      if (!v)
+        return v.takeError();
+      req.padVocab = *v;
     } else if (key == "efficiency") {
       double e = 0;
       if (value.getAsDouble(e) || !(e > 0 && e <= 1))
@@ -299,8 +304,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   } byTp[] = {{"heads", model.heads},
               {"kv-heads", model.kvHeads},
               {"hidden", model.hidden},
-              {"ffn", model.ffn},
-              {"vocab", model.vocab}};
+              {"ffn", model.ffn}};
   for (const Divides &dv : byTp)
     if (dv.size % t != 0) {
       reject(std::string("indivisible: tp does not divide ") + dv.what,
@@ -383,9 +387,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       Ld;
   // Of those, the experts' (averaged over dp alone).
   const double expertsOn = double(model.layerExpert) / double(e) / td / Ld;
-  const double first = double(model.firstSplit) / td + double(model.firstRepl);
+  // The vocabulary as compiled: padded to a multiple of pad-vocab x tp
+  // (triax-pad-vocab), its padding's rows in the token table and in the
+  // head (the tied table's copy on the last stage, or an untied head).
+  const int64_t padMultiple = std::max<int64_t>(req.padVocab, 1) * t;
+  const int64_t vocab =
+      (model.vocab + padMultiple - 1) / padMultiple * padMultiple;
+  const double padRows = double((vocab - model.vocab) * h);
+  const bool tied = model.tiedSplit > 0;
+  const double first =
+      (double(model.firstSplit) + padRows) / td + double(model.firstRepl);
   const double last = double(model.lastSplit) / td + double(model.lastRepl) +
-                      (p > 1 ? double(model.tiedSplit) / td : 0.0);
+                      (p > 1 ? double(model.tiedSplit) / td : 0.0) +
+                      (tied ? (p > 1 ? padRows / td : 0.0) : padRows / td);
   const StateBytes per = bytesPerParam(model.dtype);
   const double act =
       activationBytesPerLayer(s, b, h, model.heads, t, plan.sequenceParallel,
@@ -459,7 +473,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // the gradients of the others in flight.
     if (stage == p - 1)
       mem.logits =
-          logitsBytes(s / cp, b, model.vocab, t, model.activationBytes) *
+          logitsBytes(s / cp, b, vocab, t, model.activationBytes) *
           (plan.schedule == Schedule::ZeroBubbleH1 ? (1 + mem.inFlight) / 2
                                                    : 1);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +

@@ -283,6 +283,12 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
   bool bf16 = options.parallelize.precision == "bf16";
   if (bf16 && !llvm::StringRef(spec).contains("precision="))
     spec += ",precision=bf16";
+  // The vocabulary as this target compiles it (--pad-vocab).
+  if (!llvm::StringRef(spec).contains("pad-vocab="))
+    spec += ",pad-vocab=" +
+            std::to_string(options.parallelize.padVocab
+                               ? options.parallelize.padVocab
+                               : ::triax::defaultPadVocab(options.target));
   llvm::Expected<cost::PlanResult> result =
       cost::runPlan(module, spec, options.report == "json",
                     /*fixMicroBatch=*/options.apply, options.traceFile,

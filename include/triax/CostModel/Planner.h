@@ -93,6 +93,10 @@ struct PlanRequest {
   /// (4 or 2; unset: the model's). The state stays as the model has it
   /// (triaxc --precision bf16 keeps f32 parameters, gradients, moments).
   std::optional<int64_t> activationBytes;
+  /// pad-vocab=N: the compiler pads the vocabulary to a multiple of N x tp
+  /// (triax-pad-vocab), so tp need not divide it; the padding's rows are
+  /// parameters and its columns logits. triaxc passes the target's.
+  int64_t padVocab = 1;
   double efficiency = 0.5;
   int64_t top = 5;
   std::string text; // as given

@@ -304,11 +304,25 @@ int main() {
     expectReason("ffn", eval(ffn, 2, makePlan(1, 2, 1, 0, 4), 4),
                  "indivisible: tp does not divide ffn",
                  "ffn 99 is not divisible by tp=2");
+    // A vocabulary tp does not divide is padded (triaxc's pad-vocab): 257
+    // computes as 258 on tp=2 (one more row of the tied table, 129 a
+    // rank), or as 384 with pad-vocab=64 (a multiple of 64 x tp).
     ModelShape vocab = model;
     vocab.vocab = 257;
-    expectReason("vocab", eval(vocab, 2, makePlan(1, 2, 1, 0, 4), 4),
-                 "indivisible: tp does not divide vocab",
-                 "vocab 257 is not divisible by tp=2");
+    vocab.firstSplit = vocab.tiedSplit = 257 * 64;
+    Candidate padded = eval(vocab, 2, makePlan(1, 2, 1, 0, 4), 4);
+    expectText("vocab 257 on tp=2 fits", padded.reason, "");
+    expectNear("vocab 257 on tp=2 params", padded.memory.params,
+               4.0 * (4 * 49600 / 2 + 4 * 384 + 258 * 64 / 2 + 4096 + 128));
+    expectNear("vocab 257 on tp=2 logits", padded.memory.logits,
+               logitsBytes(64, 4, 258, 2, 4));
+    PlanRequest wide = handRequest(2);
+    wide.padVocab = 64;
+    Candidate wider = evaluatePlan(vocab, wide, makePlan(1, 2, 1, 0, 4), 4);
+    expectNear("vocab 257 pad-vocab=64 params", wider.memory.params,
+               4.0 * (4 * 49600 / 2 + 4 * 384 + 384 * 64 / 2 + 4096 + 128));
+    expectNear("vocab 257 pad-vocab=64 logits", wider.memory.logits,
+               logitsBytes(64, 4, 384, 2, 4));
     expectReason("layers", eval(model, 3, makePlan(1, 1, 3, 0, 4), 4),
                  "indivisible: pp does not divide layers",
                  "layers 4 are not divisible by pp=3");
@@ -506,7 +520,7 @@ int main() {
                "unknown key 'gpu-count' (keys: gpus, gpu, gpus-per-node, "
                "global-batch, micro-batch, microbatches, dp, tp, pp, zero, "
                "schedule, virtual-stages, sequence-parallel, recompute, "
-               "precision, efficiency, top)");
+               "precision, pad-vocab, efficiency, top)");
     expectText("spec interleaved without v",
                err("gpus=8,gpu=h100-80g,schedule=interleaved"),
                "schedule=interleaved and virtual-stages=v (>= 2) go together");
