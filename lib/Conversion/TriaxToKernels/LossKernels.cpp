@@ -73,6 +73,22 @@ std::pair<Value, Value> onlineStep(KernelBuilder &k, Value m, Value s,
   return {high, k.select(grows, rescaled, added)};
 }
 
+/// The online (max, sum) state (onlineStep) from (m, s) over logits
+/// [from, to) of row `r`, marked as such (kOnlineMaxSumExpAttr: its
+/// combine, for a mapping that splits the row over threads).
+std::pair<Value, Value> onlineSteps(KernelBuilder &k, Value logits, Value r,
+                                    Value from, Value to, Value m, Value s) {
+  SmallVector<Value> state = k.reduce(
+      from, to, {m, s}, [&](KernelBuilder &k, Value v, ValueRange acc) {
+        Value x = k.load(logits, {r, v});
+        auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
+        return SmallVector<Value>{next, sum};
+      });
+  state[0].getDefiningOp()->setAttr(kOnlineMaxSumExpAttr,
+                                    k.builder().getUnitAttr());
+  return {state[0], state[1]};
+}
+
 /// Lanes of the vector form (rowLanes).
 constexpr int64_t kRowLanes = 8;
 
@@ -88,17 +104,9 @@ std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
   // (Operands that build ops are built one statement each, so that the IR
   // order does not depend on the compiler's argument evaluation order.)
   auto scalarSteps = [&](int64_t from, Value m, Value s) {
-    SmallVector<Value> state =
-        k.reduce(k.index(from), k.index(vocab), {m, s},
-                 [&](KernelBuilder &k, Value v, ValueRange acc) {
-                   Value x = k.load(logits, {r, v});
-                   auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
-                   return SmallVector<Value>{next, sum};
-                 });
-    // Its combine, for a mapping that splits the row over threads.
-    state[0].getDefiningOp()->setAttr(kOnlineMaxSumExpAttr,
-                                      k.builder().getUnitAttr());
-    return std::pair(state[0], state[1]);
+    Value begin = k.index(from);
+    Value end = k.index(vocab);
+    return onlineSteps(k, logits, r, begin, end, m, s);
   };
   int64_t vectors = vocab / kRowLanes;
   if (!lanes || vectors < 2) {
@@ -146,16 +154,9 @@ std::pair<Value, Value> rowMaxSumExp(KernelBuilder &k, Value logits, Value r,
 std::pair<Value, Value> rowMaxSumExpUpTo(KernelBuilder &k, Value logits,
                                          Value r, Value valid) {
   Value start = k.f32(-std::numeric_limits<double>::infinity());
-  SmallVector<Value> state =
-      k.reduce(k.index(0), valid, {start, k.f64(0.0)},
-               [&](KernelBuilder &k, Value v, ValueRange acc) {
-                 Value x = k.load(logits, {r, v});
-                 auto [next, sum] = onlineStep(k, acc[0], acc[1], x);
-                 return SmallVector<Value>{next, sum};
-               });
-  state[0].getDefiningOp()->setAttr(kOnlineMaxSumExpAttr,
-                                    k.builder().getUnitAttr());
-  return {state[0], state[1]};
+  Value zero = k.f64(0.0);
+  Value begin = k.index(0);
+  return onlineSteps(k, logits, r, begin, valid, start, zero);
 }
 
 /// The statistics of vocab-parallel logits [rows, V], reduced over the
