@@ -282,6 +282,9 @@ def combine(a):
             "ms_per_step_without")
     # One warp per row kernel (--cuda-rows warp) against one block per row.
     speedup("rows_warp", "gpt2-bf16-warp", "gpt2-bf16", "ms_per_step_block")
+    # The vocabulary padded to 50,304 (the cuda default) against unpadded.
+    speedup("pad_vocab", "gpt2-bf16", "gpt2-bf16-nopad",
+            "ms_per_step_unpadded")
     if a.steps:
         out["steps"] = steps
     with open(a.out, "w") as f:
