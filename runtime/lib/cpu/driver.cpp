@@ -134,6 +134,20 @@ bool padded(const trx_param_desc &p) {
   return p.valid_shape[0] != 0 || p.valid_shape[1] != 0;
 }
 
+/// The vocabulary as computed: the padded dimension of a padded parameter
+/// whose valid size is the model's vocabulary (its shape there), or the
+/// vocabulary.
+int64_t paddedVocab(const trx_model_desc *m) {
+  for (int64_t i = 0; i < m->num_params; ++i) {
+    const trx_param_desc &p = m->params[i];
+    if (padded(p))
+      for (int32_t d = 0; d < p.rank; ++d)
+        if (p.valid_shape[d] == m->vocab && p.shape[d] != m->vocab)
+          return p.shape[d];
+  }
+  return m->vocab;
+}
+
 bool badModel(std::string &msg, const char *fmt, ...) TRX_PRINTF(2, 3);
 /// Sets msg to "model descriptor: <formatted>" and returns false.
 bool badModel(std::string &msg, const char *fmt, ...) {
@@ -1803,12 +1817,23 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   if (a.save_init && run.saveInit(source) != 0)
     return 1;
 
-  int64_t total = 0;
-  for (int64_t i = 0; i < run.n(); ++i)
-    total += numel(model->params[i]);
+  // The model's parameters; a padded one's valid block (the padding is
+  // computed, and said, but not the model's).
+  int64_t total = 0, computed = 0;
+  for (int64_t i = 0; i < run.n(); ++i) {
+    const trx_param_desc &p = model->params[i];
+    computed += numel(p);
+    total += padded(p) ? p.valid_shape[0] * (p.rank == 2 ? p.valid_shape[1] : 1)
+                       : numel(p);
+  }
+  std::string padding;
+  if (computed != total)
+    padding = " (" + std::to_string(computed) +
+              " computed: the vocabulary padded to " +
+              std::to_string(paddedVocab(model)) + ")";
   printf("model %s: %" PRId64 " parameter tensors, %" PRId64
-         " parameters; init: %s\n",
-         model->model_name, run.n(), total, source.c_str());
+         " parameters%s; init: %s\n",
+         model->model_name, run.n(), total, padding.c_str(), source.c_str());
   printf("data %s: %" PRId64 " tokens, %" PRId64 " batches of %" PRId64
          "x%" PRId64 "\n",
          run.dataName.c_str(), trx_loader_num_tokens(run.train),
