@@ -309,8 +309,8 @@ static LogicalResult verifyVocabParallel(Operation *op, Attribute mesh,
 }
 
 /// A padded vocabulary's `classes` (see triax.cross_entropy): at most the
-/// logits' columns (this rank's block's times the group under
-/// vocab_parallel, which the mesh's verifier checks).
+/// logits' columns. Under vocab_parallel the logits are this rank's block,
+/// and the bound (the block times the group) is not checked here.
 static LogicalResult verifyClasses(Operation *op,
                                    std::optional<int64_t> classes,
                                    RankedTensorType logits, bool parallel) {
