@@ -70,6 +70,12 @@ struct KernelItem {
   int64_t groupSize = 1, spanRanks = 1;
   /// A GEMM on the tensor cores (bf16 operands), rated at the dense peak.
   bool tensorCoreGemm = false;
+  /// A GEMM the CUDA runtime runs on padded copies of its operands
+  /// (unaligned rows, or M, N or K not whole 16-byte groups): the copies'
+  /// bytes per execution (also in bytesRead / bytesWritten, and timed at
+  /// HBM bandwidth after the product's roofline); its FLOPs are the padded
+  /// product's.
+  int64_t paddedCopyBytes = 0;
   /// Roofline time of one execution (kernels and GEMMs), seconds.
   double seconds = 0;
   double secondsPerStep() const { return seconds * callsPerStep; }
