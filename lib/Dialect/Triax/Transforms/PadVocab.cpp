@@ -56,7 +56,7 @@ LogicalResult VocabPadder::planParam(Value read, int64_t dim, Operation *user,
                                      StringRef what) {
   auto get = read.getDefiningOp<GetParamOp>();
   if (!get)
-    return user->emitOpError("triax-pad-vocab: the LM head's ")
+    return user->emitOpError("triax-pad-vocab: the ")
            << what
            << " is not a parameter read (triax.get_param), so it cannot be "
               "padded";
@@ -115,10 +115,10 @@ LogicalResult VocabPadder::plan(CrossEntropyOp loss, func::FuncOp forward) {
                             "by more than the loss, which would see the "
                             "padding");
   if (failed(planParam(head.getWeight(), head.getTransposeWeight() ? 0 : 1,
-                       head, "weight")))
+                       head, "LM head's weight")))
     return failure();
   if (Value bias = head.getBias())
-    if (failed(planParam(bias, 0, head, "bias")))
+    if (failed(planParam(bias, 0, head, "LM head's bias")))
       return failure();
   // The token embeddings of the same vocabulary (an untied model's table).
   if (forward.getNumArguments() == 0)
@@ -126,7 +126,7 @@ LogicalResult VocabPadder::plan(CrossEntropyOp loss, func::FuncOp forward) {
   for (Operation *user : forward.getArgument(0).getUsers())
     if (auto lookup = dyn_cast<EmbeddingOp>(user))
       if (lookup.getTable().getType().getDimSize(0) == vocab &&
-          failed(planParam(lookup.getTable(), 0, lookup, "table")))
+          failed(planParam(lookup.getTable(), 0, lookup, "token table")))
         return failure();
   return success();
 }
