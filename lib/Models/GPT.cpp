@@ -400,9 +400,11 @@ std::pair<Value, Value> GPTBuilder::block(Value input, Value aux,
   IntegerAttr kvHeads =
       c.kvHeads == c.heads ? IntegerAttr() : b.getI64IntegerAttr(c.kvHeads);
   Value a = AttentionOp::create(
-      b, NameLoc::get(b.getStringAttr(name("attn", "self_attn"))),
-      act(c.hidden), q, k, v, b.getI64IntegerAttr(c.heads), kvHeads,
-      /*mesh=*/nullptr, /*axes=*/nullptr, /*ring=*/nullptr);
+                b, NameLoc::get(b.getStringAttr(name("attn", "self_attn"))),
+                act(c.hidden), /*lse=*/Type(), q, k, v,
+                b.getI64IntegerAttr(c.heads), kvHeads,
+                /*mesh=*/nullptr, /*axes=*/nullptr, /*ring=*/nullptr)
+                .getResult();
   Value o = linear(a, name("attn.c_proj", "self_attn.o_proj"), c.hidden,
                    c.hidden, residualStd);
   x = AddOp::create(b, loc, act(c.hidden), x, o);

@@ -332,11 +332,14 @@ void mlir::triax::kernels::flashBlocks(KernelBuilder &k,
                Value b = iv[0], h = iv[1], i = iv[2];
                Online row = onlineRowBlocks(k, buf, b, h, i, dims);
                storeRow(k, normalized(k, row), buf.out, b, i, h, dims);
+               if (buf.lse)
+                 k.store(k.add(row.m, k.log(row.l)), buf.lse, {b, h, i});
              });
 }
 
-/// The backward's two kernels, as lowerFlashGrad's: (1) per query row, the
-/// forward's online softmax again, L_i = m + log l, D_i = dO_i . O_i, then
+/// The backward's two kernels, as lowerFlashGrad's: (1) per query row,
+/// L_i and O_i saved by the forward (else its online softmax again,
+/// L_i = m + log l), D_i = dO_i . O_i, then
 /// over the key blocks P = exp(S - L_i), dP = dO_i . v_t,
 /// dS = P (dP - D_i) and dQ_i = scale sum_t dS_it k_t; (2) per key row t,
 /// over the query blocks of each query head of its group in order,
@@ -346,23 +349,30 @@ void mlir::triax::kernels::flashBlocksGrad(KernelBuilder &k,
                                            const AttentionDims &dims) {
   Type f32 = k.builder().getF32Type();
   int64_t B = dims.batch, H = dims.heads, S = dims.seq;
-  Value lse = k.alloc(MemRefType::get({B, H, S}, f32));
+  Value lse = buf.lse ? buf.lse : k.alloc(MemRefType::get({B, H, S}, f32));
   Value delta = k.alloc(MemRefType::get({B, H, S}, f32));
   Value scale = k.f32(dims.scale);
 
   k.parallel({B, H, S}, [&](KernelBuilder &k, ValueRange iv) {
     Value b = iv[0], h = iv[1], i = iv[2];
     Value g = kvHeadOf(k, h, dims);
-    Online row = onlineRowBlocks(k, buf, b, h, i, dims);
-    Value L = k.add(row.m, k.log(row.l));
-    Row out = normalized(k, row);
+    Value L;
+    Row out;
+    if (buf.lse) {
+      L = k.load(lse, {b, h, i});
+      out = loadRow(k, buf.savedOut, b, i, h, dims);
+    } else {
+      Online row = onlineRowBlocks(k, buf, b, h, i, dims);
+      L = k.add(row.m, k.log(row.l));
+      out = normalized(k, row);
+      k.store(L, lse, {b, h, i});
+    }
     Row dout = loadRow(k, buf.dout, b, i, h, dims);
     Row q = loadRow(k, buf.q, b, i, h, dims);
     Value products = k.mul(dout[0], out[0]);
     for (int64_t c = 1; c < rowVectors(dims); ++c)
       products = k.add(products, k.mul(dout[c], out[c]));
     Value D = sumLanes(k, foldTo8(k, products));
-    k.store(L, lse, {b, h, i});
     k.store(D, delta, {b, h, i});
     Value blocks = blocksOf(k, k.addi(i, k.index(1)));
     Row zeros = zeroRow(k, dims);

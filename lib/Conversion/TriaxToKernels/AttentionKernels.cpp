@@ -194,10 +194,12 @@ std::pair<Value, Value> headAndRow(KernelBuilder &k, Value r,
 /// The [heads, S, S] f32 scores `p` (overwritten): row i of head h of each
 /// buffer of `probs` ([heads, S, S], f32 or bf16; `p` itself may be one)
 /// becomes softmax(p[h, i, 0..i]) with the row max subtracted (in f32), and
-/// exactly 0 for the masked columns i+1..S-1. One parallel loop over the
-/// heads*S rows.
+/// exactly 0 for the masked columns i+1..S-1. With `lse` ([B, heads, S]
+/// f32), the row's log-sum-exp max + log(sum) goes to lse[b, h, i]. One
+/// parallel loop over the heads*S rows.
 void causalSoftmax(KernelBuilder &k, Value p, ArrayRef<Value> probs,
-                   const AttentionDims &dims) {
+                   const AttentionDims &dims, Value lse = Value(),
+                   Value b = Value()) {
   int64_t seq = dims.seq;
   k.parallel({dims.heads * seq}, [&](KernelBuilder &k, ValueRange iv) {
     auto [h, i] = headAndRow(k, iv[0], dims);
@@ -214,6 +216,8 @@ void causalSoftmax(KernelBuilder &k, Value p, ArrayRef<Value> probs,
                            k.store(e, p, {h, i, t});
                            return SmallVector<Value>{k.add(acc[0], e)};
                          })[0];
+    if (lse)
+      k.store(k.add(max, k.log(sum)), lse, {b, h, i});
     loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
       Value prob = k.div(k.load(p, {h, i, t}), sum);
       for (Value out : probs)
@@ -291,7 +295,7 @@ Value withElementType(KernelBuilder &k, Value rows2d, Type elt) {
 /// each of `probs` (the scores go to the f32 `p`).
 LogicalResult attentionProbs(KernelBuilder &k, const AttentionBuffers &buf,
                              Value b, Value p, ArrayRef<Value> probs,
-                             const AttentionDims &dims) {
+                             const AttentionDims &dims, Value lse = Value()) {
   if (failed(forEachGroup(dims, b, [&](const GroupViews &views) {
         Value q = views.query(k, buf.q), key = views.kv(k, buf.key);
         Value s = views.scores(k, p);
@@ -299,7 +303,7 @@ LogicalResult attentionProbs(KernelBuilder &k, const AttentionBuffers &buf,
                              dims.scale, 0.0);
       })))
     return failure();
-  causalSoftmax(k, p, probs, dims);
+  causalSoftmax(k, p, probs, dims, lse, b);
   return success();
 }
 
@@ -322,7 +326,7 @@ LogicalResult lowerBatchedGemm(KernelBuilder &k, const AttentionBuffers &buf,
   // operands' element type.
   auto [p, pLow] = allocScores(k, elementType(buf.q), dims);
   return batchLoop(k, dims, [&](KernelBuilder &k, Value b) {
-    if (failed(attentionProbs(k, buf, b, p, {pLow}, dims)))
+    if (failed(attentionProbs(k, buf, b, p, {pLow}, dims, buf.lse)))
       return failure();
     return forEachGroup(dims, b, [&](const GroupViews &views) {
       Value s = views.scores(k, pLow);
@@ -333,7 +337,8 @@ LogicalResult lowerBatchedGemm(KernelBuilder &k, const AttentionBuffers &buf,
   });
 }
 
-/// With P recomputed as in the forward and s = scale q k^T (so o = P v):
+/// With P recomputed as in the forward (by its GEMM and softmax: a saved
+/// log-sum-exp is not read) and s = scale q k^T (so o = P v):
 ///   dP = dO v^T,  dV = sum over the group of P^T dO,
 ///   dS = P * (dP - rowsum(dP * P))   (softmax backward; 0 where masked,
 ///                                     since P is 0 there),
@@ -689,20 +694,23 @@ LogicalResult lowerFlash(KernelBuilder &k, const AttentionBuffers &buf,
   k.parallel({dims.batch, dims.heads, dims.seq},
              [&](KernelBuilder &k, ValueRange iv) {
                Value b = iv[0], h = iv[1], i = iv[2];
-               Value l = onlineRow(k, buf, acc, b, h, i, dims).second;
+               auto [m, l] = onlineRow(k, buf, acc, b, h, i, dims);
                forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
                  k.store(k.div(k.load(acc, {b, h, i, c}), l), buf.out,
                          headIndex(k, b, i, h, c, dims));
                });
+               if (buf.lse)
+                 k.store(k.add(m, k.log(l)), buf.lse, {b, h, i});
              });
   return success();
 }
 
 /// Backward in two kernels, nothing T x T (P is recomputed from the saved
 /// row statistics, tile by tile in FlashAttention-2, here key by key):
-///  1. one iteration per query row (b, h, i): the forward's online softmax
-///     again (onlineRow: m, l and the output row O_i = a / l in the dQ
-///     accumulator), the log-sum-exp L_i = m + log l and
+///  1. one iteration per query row (b, h, i): the log-sum-exp L_i and the
+///     output row O_i, saved by the forward (buf.lse, buf.savedOut) or else
+///     from the forward's online softmax again (onlineRow: m, l and
+///     O_i = a / l in the dQ accumulator, L_i = m + log l);
 ///     D_i = dO_i . O_i (the softmax backward's rowsum(dP * P)); then over
 ///     the visible keys t, P_it = exp(s_it - L_i), dP_it = dO_i . v_t and
 ///     dQ_i = scale sum_t P_it (dP_it - D_i) k_t. L and D are kept,
@@ -721,7 +729,7 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
   Type f32 = k.builder().getF32Type();
   int64_t B = dims.batch, H = dims.heads, S = dims.seq, d = dims.headDim;
   Value accQ = k.alloc(MemRefType::get({B, H, S, d}, f32));
-  Value lse = k.alloc(MemRefType::get({B, H, S}, f32));
+  Value lse = buf.lse ? buf.lse : k.alloc(MemRefType::get({B, H, S}, f32));
   Value delta = k.alloc(MemRefType::get({B, H, S}, f32));
   Value scale = k.f32(dims.scale);
   AttentionDims keys = dims.keys();
@@ -735,16 +743,28 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
     Value g = kvHeadOf(k, h, dims);
     Value zero = k.index(0),
           end = k.addi(queryPosition(k, i, dims), k.index(1));
-    auto [m, l] = onlineRow(k, buf, accQ, b, h, i, dims);
-    Value L = k.add(m, k.log(l));
+    // L and the output row: saved by the forward, or its loop again.
+    Value L, l;
+    if (buf.lse) {
+      L = k.load(lse, {b, h, i});
+    } else {
+      auto [m, sum] = onlineRow(k, buf, accQ, b, h, i, dims);
+      L = k.add(m, k.log(sum));
+      l = sum;
+      k.store(L, lse, {b, h, i});
+    }
+    auto output = [&](KernelBuilder &k, Value c) {
+      if (buf.savedOut)
+        return headElement(k, buf.savedOut, b, i, h, c, dims);
+      return k.div(k.load(accQ, {b, h, i, c}), l);
+    };
     Value D =
         k.reduce(dims.headDim, {k.f32(0.0)},
                  [&](KernelBuilder &k, Value c, ValueRange acc) {
-                   Value o = k.div(k.load(accQ, {b, h, i, c}), l);
+                   Value o = output(k, c);
                    Value doc = headElement(k, buf.dout, b, i, h, c, dims);
                    return SmallVector<Value>{k.add(acc[0], k.mul(doc, o))};
                  })[0];
-    k.store(L, lse, {b, h, i});
     k.store(D, delta, {b, h, i});
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
       k.store(k.f32(0.0), accQ, {b, h, i, c});
@@ -912,7 +932,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       if (failed(ring))
         return failure();
       dims.keyBlocks = false;
-      Value outBuf = k.alloc(op.getType());
+      Value outBuf = k.alloc(op.getResult().getType());
       AttentionBuffers buf;
       buf.q = k.rows(adaptor.getQuery());
       buf.out = k.rows(outBuf);
@@ -923,7 +943,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     }
     if (failed(contextParallel(op, k, impl, dims)))
       return failure();
-    Value outBuf = k.alloc(op.getType());
+    Value outBuf = k.alloc(op.getResult().getType());
     // (One statement each: the IR order must not depend on the order the
     // compiler evaluates arguments in.)
     AttentionBuffers buf;
@@ -931,9 +951,14 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     buf.key = k.rows(adaptor.getKey());
     buf.v = k.rows(adaptor.getValue());
     buf.out = k.rows(outBuf);
+    SmallVector<Value, 2> results = {outBuf};
+    if (op.getLse()) {
+      buf.lse = k.alloc(op.getLse().getType());
+      results.push_back(buf.lse);
+    }
     if (failed(lowerAttention(impl, k, buf, dims)))
       return failure();
-    rewriter.replaceOp(op, outBuf);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -985,6 +1010,10 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     buf.dq = k.rows(dqBuf);
     buf.dk = k.rows(dkBuf);
     buf.dv = k.rows(dvBuf);
+    if (!adaptor.getSaved().empty()) {
+      buf.savedOut = k.rows(adaptor.getSaved()[0]);
+      buf.lse = adaptor.getSaved()[1];
+    }
     if (failed(lowerAttentionGrad(impl, k, buf, dims)))
       return failure();
     rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});

@@ -44,11 +44,19 @@ struct AttentionDims {
 /// The operands and results of one attention op as rows views
 /// [B*S, features] of contiguous buffers. Forward: out; backward: dout is
 /// the result's gradient, dq, dk, dv the results.
+///
+/// `lse` ([B, heads, S] f32, not a rows view), where the op has one: the
+/// rows' log-sum-exp, written by the forward (its `lse` result) and read by
+/// the backward (`saved`), with `savedOut` (a rows view of the forward's
+/// output) for the softmax backward's D = rowsum(dO * O). Null otherwise:
+/// the backward then runs the forward's loop again for them.
 struct AttentionBuffers {
   Value q, key, v;
   Value out;        // forward
   Value dout;       // backward
   Value dq, dk, dv; // backward
+  Value lse;        // forward (optional result) or backward (saved)
+  Value savedOut;   // backward (saved)
 };
 
 //===--- the flash kernels' helpers (AttentionKernels.cpp) ---------------===//

@@ -29,11 +29,13 @@
 //   for key tiles kt = 0..qt (causal: later tiles are skipped, the
 //   diagonal tile masked):  S = scale Q K_kt^T  (2 x d/16 MMAs),
 //   m' = max(m, rowmax S), P = exp(S - m'), l = l exp(m - m') + rowsum P,
-//   O = O exp(m - m') + P V_kt  (d/8 MMAs);  then out = O / l.
+//   O = O exp(m - m') + P V_kt  (d/8 MMAs);  then out = O / l, and, where
+//   the op returns it, the row's log-sum-exp L = m + log l.
 // Backward (flashMMAGrad):
-//  1. warp over (b, h, qt): the forward's loop again (m, l, O), the row's
-//     log-sum-exp L = m + log l and D = dO . O (the softmax backward's
-//     rowsum(dP * P)) stored for kernel 2; then for kt = 0..qt:
+//  1. warp over (b, h, qt): L and O as the forward saved them (else the
+//     forward's loop again: m, l, O, L = m + log l), D = dO . O (the
+//     softmax backward's rowsum(dP * P)) stored for kernel 2; then for
+//     kt = 0..qt:
 //     P = exp(S - L), dP = dO V^T, dS = P (dP - D), dQ += dS K.
 //  2. warp over (b, kv head, key tile kt): for the query heads of its
 //     group in order and query tiles qt = kt..S/16-1: S^T = K Q^T,
@@ -514,6 +516,21 @@ void storeRows(Lane &w, ArrayRef<Acc> acc, const HeadMatrix &m, Value r0,
     }
 }
 
+/// Stores the warp's per-row values `rows` (rows[r] for row q0 + g + 8 r)
+/// into `dst` ([B, heads, S] f32) at (b, h, row), from the first lane of
+/// each group (its 4 lanes hold the same values).
+void storeRowValues(Lane &w, Value dst, const std::array<Value, 2> &rows,
+                    Value b, Value h, Value q0) {
+  KernelBuilder &k = w.k;
+  Value first = k.cmpi(arith::CmpIPredicate::eq, w.t, k.index(0));
+  auto ifFirst = scf::IfOp::create(k.builder(), k.getLoc(), first,
+                                   /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(k.builder());
+  k.builder().setInsertionPoint(ifFirst.thenBlock()->getTerminator());
+  for (int64_t r = 0; r < 2; ++r)
+    k.store(rows[r], dst, {b, h, w.row(q0, 2 * r)});
+}
+
 } // namespace
 
 bool mlir::triax::kernels::flashMMAApplies(const AttentionDims &dims,
@@ -546,10 +563,15 @@ void mlir::triax::kernels::flashMMA(KernelBuilder &k,
         Value q0 = k.muli(qt, k.index(kTile));
         SmallVector<FragA> qf = rowFragments(w, {buf.q, b, h}, q0);
         Online st = onlineTiles(w, qf, {buf.key, b, g}, {buf.v, b, g}, q0, qt);
-        std::array<Value, 2> inv;
-        for (int64_t r = 0; r < 2; ++r)
-          inv[r] = k.div(k.f32(1.0), w.groupSum(st.l[r]));
+        std::array<Value, 2> inv, lse;
+        for (int64_t r = 0; r < 2; ++r) {
+          Value l = w.groupSum(st.l[r]);
+          inv[r] = k.div(k.f32(1.0), l);
+          lse[r] = k.add(st.m[r], k.log(l));
+        }
         storeRows(w, st.o, {buf.out, b, h}, q0, inv);
+        if (buf.lse)
+          storeRowValues(w, buf.lse, lse, b, h, q0);
       });
 }
 
@@ -559,8 +581,9 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
   Type f32 = k.builder().getF32Type();
   int64_t B = dims.batch, H = dims.heads, S = dims.seq, d = dims.headDim;
   int64_t tiles = S / kTile;
-  // The rows' log-sum-exp and dO . O, from kernel 1 to kernel 2.
-  Value lse = k.alloc(MemRefType::get({B, H, S}, f32));
+  // The rows' log-sum-exp (the forward's, where it saved it) and dO . O,
+  // from kernel 1 to kernel 2.
+  Value lse = buf.lse ? buf.lse : k.alloc(MemRefType::get({B, H, S}, f32));
   Value delta = k.alloc(MemRefType::get({B, H, S}, f32));
 
   // 1. dQ, L, D: a warp per 16 query rows.
@@ -574,36 +597,38 @@ void mlir::triax::kernels::flashMMAGrad(KernelBuilder &k,
             values{buf.v, b, g};
         HeadMatrix dout{buf.dout, b, h};
         SmallVector<FragA> qf = rowFragments(w, queries, q0);
-        Online st = onlineTiles(w, qf, keys, values, q0, qt);
-        Value L[2], D[2];
+        // L and O: saved by the forward (read from memory), or its loop
+        // again (O in the accumulators, times 1 / l).
+        std::array<Value, 2> L, D;
+        Online st;
+        if (!buf.lse)
+          st = onlineTiles(w, qf, keys, values, q0, qt);
         for (int64_t r = 0; r < 2; ++r) {
-          Value l = w.groupSum(st.l[r]);
-          L[r] = k.add(st.m[r], k.log(l));
-          Value inv = k.div(k.f32(1.0), l);
+          Value inv;
+          if (buf.lse) {
+            L[r] = k.load(lse, {b, h, w.row(q0, 2 * r)});
+          } else {
+            Value l = w.groupSum(st.l[r]);
+            L[r] = k.add(st.m[r], k.log(l));
+            inv = k.div(k.f32(1.0), l);
+          }
           // D = dO . O over the row: this lane's columns, then the group's.
           Value part = k.f32(0.0);
-          for (auto [j, tile] : llvm::enumerate(st.o))
+          for (int64_t j = 0; j < d / 8; ++j)
             for (int64_t e = 2 * r; e < 2 * r + 2; ++e) {
-              Value o = k.mul(tile[e], inv);
-              Value dO =
-                  w.elementF32(dout, w.row(q0, e), w.col(k.index(8 * j), e));
+              Value row = w.row(q0, e), col = w.col(k.index(8 * j), e);
+              Value o = buf.lse ? w.elementF32({buf.savedOut, b, h}, row, col)
+                                : k.mul(st.o[j][e], inv);
+              Value dO = w.elementF32(dout, row, col);
               part = k.add(part, k.mul(dO, o));
             }
           D[r] = w.groupSum(part);
         }
-        // The group's first lane writes its two rows' L and D.
-        Value first = k.cmpi(arith::CmpIPredicate::eq, w.t, k.index(0));
-        auto ifFirst = scf::IfOp::create(k.builder(), k.getLoc(), first,
-                                         /*withElseRegion=*/false);
-        {
-          OpBuilder::InsertionGuard guard(k.builder());
-          k.builder().setInsertionPoint(ifFirst.thenBlock()->getTerminator());
-          for (int64_t r = 0; r < 2; ++r) {
-            Value i = w.row(q0, 2 * r);
-            k.store(L[r], lse, {b, h, i});
-            k.store(D[r], delta, {b, h, i});
-          }
-        }
+        // The group's first lane writes its two rows' L (unless saved) and
+        // D.
+        if (!buf.lse)
+          storeRowValues(w, lse, L, b, h, q0);
+        storeRowValues(w, delta, D, b, h, q0);
         SmallVector<FragA> dof = rowFragments(w, dout, q0);
         SmallVector<Acc> dq(d / 8, w.zero());
         SmallVector<Value> acc = k.reduce(

@@ -480,14 +480,36 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
   return success();
 }
 
+/// The rows' log-sum-exp of an attention with query `q`: [B, heads, S]
+/// f32, not in a ring (see triax.attention).
+static LogicalResult verifyAttentionLse(Operation *op, Type lse,
+                                        RankedTensorType q, int64_t heads,
+                                        bool ring) {
+  if (ring)
+    return op->emitOpError("ring attention keeps no log-sum-exp (its "
+                           "backward passes the blocks around again)");
+  auto type = dyn_cast<RankedTensorType>(lse);
+  SmallVector<int64_t> expected = {q.getDimSize(0), heads, q.getDimSize(1)};
+  if (!type || !type.getElementType().isF32() ||
+      !sameShape(type.getShape(), expected))
+    return op->emitOpError("log-sum-exp must be [batch, heads, seq] = ")
+           << formatShape(expected) << " f32, got " << lse;
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   RankedTensorType q = getQuery().getType();
   if (failed(verifyAttentionShapes(
           *this, q, getKey().getType(), getValue().getType(), getHeads(),
           getNumKVHeads(), getMeshAttr(), getAxesAttr(), getRing())))
     return failure();
-  if (failed(verifyResultLike(*this, "result", getType(), q, "the query type")))
+  if (failed(verifyResultLike(*this, "result", getResult().getType(), q,
+                              "the query type")))
     return failure();
+  if (Value lse = getLse())
+    if (failed(
+            verifyAttentionLse(*this, lse.getType(), q, getHeads(), getRing())))
+      return failure();
   return verifySameFloatElementType(*this, getOperation()->getOperands());
 }
 
@@ -613,7 +635,18 @@ LogicalResult AttentionGradOp::verify() {
   for (auto [what, types] : pairs)
     if (failed(verifyGradType(*this, what, types.first, types.second)))
       return failure();
-  return success();
+  if (getSaved().empty())
+    return success();
+  if (getSaved().size() != 2)
+    return emitOpError("saved takes the forward's result and its "
+                       "log-sum-exp, got ")
+           << getSaved().size() << " values";
+  if (getSavedResult().getType() != getQuery().getType())
+    return emitOpError("saved result ")
+           << getSavedResult().getType() << " must have the query's type "
+           << getQuery().getType();
+  return verifyAttentionLse(*this, getSavedLse().getType(),
+                            getQuery().getType(), getHeads(), getRing());
 }
 
 LogicalResult CrossEntropyGradOp::verify() {

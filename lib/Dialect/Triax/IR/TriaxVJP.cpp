@@ -89,13 +89,40 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
   };
   Value key = regathered(getKey());
   Value value = regathered(getValue());
+  // (The forward's output and rows' log-sum-exp where this is the copy
+  // buildWithResiduals made: the backward then does not run the forward's
+  // loop again.)
+  SmallVector<Value, 2> saved;
+  if (Value lse = getLse())
+    saved = {getResult(), lse};
   auto grad = AttentionGradOp::create(
       b, getLoc(), getQuery().getType(), key.getType(), value.getType(),
-      getQuery(), key, value, resultGrads[0], getHeadsAttr(), getKvHeadsAttr(),
-      getMeshAttr(), getAxesAttr(), getRingAttr());
+      getQuery(), key, value, resultGrads[0], saved, getHeadsAttr(),
+      getKvHeadsAttr(), getMeshAttr(), getAxesAttr(), getRingAttr());
   operandGrads.assign(grad->result_begin(), grad->result_end());
   return success();
 }
+
+/// The rows' log-sum-exp type of an attention with query `q` [B, S, ...]:
+/// [B, heads, S] f32.
+static RankedTensorType lseType(RankedTensorType q, int64_t heads) {
+  return RankedTensorType::get({q.getDimSize(0), heads, q.getDimSize(1)},
+                               Float32Type::get(q.getContext()));
+}
+
+// FlashAttention-2's forward keeps each row's log-sum-exp with the output.
+// (A ring attention's backward passes the blocks around again for them.)
+Operation *AttentionOp::buildWithResiduals(OpBuilder &b) {
+  if (getLse() || getRing())
+    return nullptr;
+  return AttentionOp::create(b, getLoc(), getResult().getType(),
+                             lseType(getQuery().getType(), getHeads()),
+                             getQuery(), getKey(), getValue(), getHeadsAttr(),
+                             getKvHeadsAttr(), getMeshAttr(), getAxesAttr(),
+                             getRingAttr());
+}
+
+unsigned AttentionOp::getNumResiduals() { return getLse() ? 1 : 0; }
 
 // The attention core: its output (like the probabilities, which
 // triax.attention_grad recomputes anyway) is cheap to redo from q, k and v,

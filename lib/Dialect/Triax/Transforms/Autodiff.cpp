@@ -16,7 +16,9 @@
 // backward `triax.block` named "<name>.grad" whose inputs are the gradients
 // of the forward block's results plus the activations it needs; those
 // activations become extra results of the forward block so that they are
-// explicit values between the two.
+// explicit values between the two. An op with residuals (values its VJP
+// would otherwise compute again, DifferentiableOpInterface::
+// buildWithResiduals) is replaced by the copy that returns them first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -141,6 +143,19 @@ LogicalResult Differentiator::differentiate(ArrayRef<Operation *> ops,
       return op->emitOpError("lies on the path to the loss but cannot be "
                              "differentiated (it does not implement "
                              "DifferentiableOpInterface)");
+    // The op becomes the copy that also returns what its VJP reads from
+    // the forward (a flash attention's log-sum-exp), where it has one.
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(op);
+      if (Operation *kept = differentiable.buildWithResiduals(b)) {
+        for (auto [old, now] : llvm::zip(op->getResults(), kept->getResults()))
+          old.replaceAllUsesWith(now);
+        op->erase();
+        op = kept;
+        differentiable = cast<DifferentiableOpInterface>(kept);
+      }
+    }
     SmallVector<Value> operandGrads;
     if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
       return failure();

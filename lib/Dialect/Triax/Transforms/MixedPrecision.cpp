@@ -23,6 +23,10 @@
 // producer in f32 (a GEMM with bf16 inputs and an f32 result) instead of
 // being rounded to bf16 and converted back.
 //
+// Residuals (row statistics an op keeps for its gradient, such as
+// attention's log-sum-exp: DifferentiableOpInterface::getNumResiduals) and
+// the values they are passed on as stay f32.
+//
 // Where a value's type and the type its user needs differ, a triax.convert
 // is inserted (one per value and type, right after the value's
 // definition): parameter reads feeding layer ops (f32 -> bf16), bf16
@@ -137,6 +141,11 @@ private:
   llvm::DenseSet<Operation *> called;
   llvm::StringMap<SmallVector<func::CallOp>> callsOf;
   llvm::DenseSet<Value> bf16Roots;
+  /// Residuals (DifferentiableOpInterface::getNumResiduals: row statistics
+  /// such as attention's log-sum-exp), and the roots of their classes,
+  /// which stay f32 wherever they are passed on and read.
+  SmallVector<Value> residuals;
+  llvm::DenseSet<Value> residualRoots;
 };
 
 bool PrecisionPlan::isClassEdge(OpOperand &use) {
@@ -177,6 +186,9 @@ void PrecisionPlan::collect() {
     if (isLayerOp(op) || isa<BlockOp>(op) || modelCall)
       for (Value result : op->getResults())
         addFlexible(result);
+    if (auto differentiable = dyn_cast<DifferentiableOpInterface>(op))
+      llvm::append_range(residuals, op->getResults().take_back(
+                                        differentiable.getNumResiduals()));
   });
 }
 
@@ -220,13 +232,17 @@ void PrecisionPlan::unite() {
 }
 
 void PrecisionPlan::decide() {
+  for (Value v : residuals)
+    if (parent.count(v))
+      residualRoots.insert(find(v));
   // A class is an activation (bf16) when a layer op reads one of its values
   // other than through an edge; otherwise only the master state and the
-  // collectives read it and it stays f32.
+  // collectives read it and it stays f32. A residual's class stays f32.
   for (auto &entry : parent) {
     Value v = entry.first;
     for (OpOperand &use : v.getUses())
-      if (!isClassEdge(use) && isLayerOp(use.getOwner()))
+      if (!isClassEdge(use) && isLayerOp(use.getOwner()) &&
+          !residualRoots.contains(find(v)))
         bf16Roots.insert(find(v));
   }
 }
@@ -265,6 +281,8 @@ Type PrecisionPlan::requiredType(OpOperand &use) {
     if (called.contains(fn) && user->getParentOp() == fn)
       return fn.getResultTypes()[use.getOperandNumber()];
   }
+  if (parent.count(use.get()) && residualRoots.contains(find(use.get())))
+    return type;
   if (isLayerOp(user)) {
     // An op that infers its result from its operands has its float
     // operands in its result's element type (f32 when the result's class

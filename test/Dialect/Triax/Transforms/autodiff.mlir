@@ -118,12 +118,15 @@ triax.model @llama config = #triax.train_config<micro_batch = 1, seq = 4, grad_c
   }
 }
 // CHECK-LABEL: func.func @forward_backward
+// The differentiated attention also returns its rows' log-sum-exp
+// ([batch, heads, seq] f32); its gradient reads that and the output.
+// CHECK: %[[A:[a-z0-9_]+]], %[[LSE:[a-z0-9_]+]] = triax.attention %{{.*}} heads = 4 kv_heads = 2 : (tensor<1x4x8xf32>, tensor<1x4x4xf32>, tensor<1x4x4xf32>) -> (tensor<1x4x8xf32>, tensor<1x4x4xf32>)
 // CHECK: %[[DM:.*]] = triax.linear %{{.*}}, %{{.*}} {transpose_weight} : (tensor<1x4x16xf32>, tensor<8x16xf32>) -> tensor<1x4x8xf32>
 // d(s * q): ds = dm * q, dq = dm * s.
 // CHECK: %[[DS:.*]] = triax.mul %[[DM]], %[[Q:.*]] : tensor<1x4x8xf32>
 // CHECK: %[[DQ1:.*]] = triax.mul %[[DM]], %{{.*}} : tensor<1x4x8xf32>
 // CHECK: %[[DA:.*]] = triax.silu_grad %{{.*}}, %[[DS]]
-// CHECK: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = triax.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[DA]] heads = 4 kv_heads = 2
+// CHECK: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = triax.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[DA]] saved(%[[A]], %[[LSE]]) heads = 4 kv_heads = 2
 // Key and value are the same value: their gradients add up.
 // CHECK: triax.add %[[DK]], %[[DV]] : tensor<1x4x4xf32>
 // CHECK: triax.rms_norm_grad

@@ -321,7 +321,7 @@ def Triax_RopeOp : Triax_Op<"rope", [Pure, DeclareOpInterfaceMethods<Differentia
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel", "getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit", "applyRingSplit"]>]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively", "buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel", "getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit", "applyRingSplit"]>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values
@@ -357,13 +357,24 @@ def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<D
     ```mlir
     %a = triax.attention %q, %k, %v heads = 4 context_parallel over @mesh ["cp"] ring : (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>) -> tensor<4x8x64xf32>
     ```
+
+    A second result `lse` (`[B, heads, S]`, f32), added by `triax-autodiff`
+    where the op is differentiated, holds each query row's log-sum-exp of
+    its scaled scores, `L = m + log(sum exp(s - m))`: the statistics the
+    flash-attention backward needs (FlashAttention-2), kept with the output
+    instead of recomputed by running the forward's loop again. Not with
+    `ring` (ring attention's backward passes the blocks around again).
+    ```mlir
+    %a, %lse = triax.attention %q, %k, %v heads = 4 : (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>) -> (tensor<4x8x64xf32>, tensor<4x4x8xf32>)
+    ```
   }];
   let arguments = (ins Triax_FloatTensor:$query, Triax_FloatTensor:$key,
                        Triax_FloatTensor:$value,
                        I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<FlatSymbolRefAttr>:$mesh,
                        OptionalAttr<StrArrayAttr>:$axes, UnitAttr:$ring);
-  let results = (outs Triax_FloatTensor:$result);
+  let results = (outs Triax_FloatTensor:$result,
+                      Optional<RankedTensorOf<[F32]>>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value `heads` `=` $heads
     (`kv_heads` `=` $kv_heads^)?
@@ -595,9 +606,19 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterface
     query's softmax statistics, once for the gradients) and each block's
     dK and dV accumulators travel with it, back to their owner after `n`
     steps.
+
+    With `saved(%out, %lse)` (the forward's result and its rows'
+    log-sum-exp, the two results of the `triax.attention` it
+    differentiates) the probabilities are `exp(s - L)` from the saved `L`
+    and the softmax backward's `D = rowsum(dO * out)` reads the saved
+    output: the forward's loop is not run again. Not with `ring`.
+    ```mlir
+    %dq, %dk, %dv = triax.attention_grad %q, %k, %v, %dout saved(%a, %lse) heads = 4 : (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>)
+    ```
   }];
   let arguments = (ins Triax_FloatTensor:$query, Triax_FloatTensor:$key,
                        Triax_FloatTensor:$value, Triax_FloatTensor:$result_grad,
+                       Variadic<Triax_FloatTensor>:$saved,
                        I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<FlatSymbolRefAttr>:$mesh,
                        OptionalAttr<StrArrayAttr>:$axes, UnitAttr:$ring);
@@ -605,12 +626,22 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterface
                       Triax_FloatTensor:$key_grad,
                       Triax_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $result_grad `heads` `=` $heads
+    $query `,` $key `,` $value `,` $result_grad
+    (`saved` `(` $saved^ `)`)? `heads` `=` $heads
     (`kv_heads` `=` $kv_heads^)?
     (`context_parallel` `over` $mesh^ $axes)? (`ring` $ring^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The forward's result and its rows' log-sum-exp (`saved`), or null.
+    Value getSavedResult() {
+      return getSaved().empty() ? Value() : getSaved()[0];
+    }
+    Value getSavedLse() {
+      return getSaved().size() < 2 ? Value() : getSaved()[1];
+    }
+  }];
 }
 
 class Triax_ActivationGradOp<string mnemonic, string desc>

@@ -40,6 +40,26 @@ def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
       }],
       "bool", "isRecomputedSelectively", (ins), "",
       [{ return false; }]>,
+    InterfaceMethod<[{
+        Builds, at the builder's insertion point, a copy of this op that
+        also returns its residuals: values its forward computes anyway and
+        its vector-Jacobian product would otherwise compute again (a flash
+        attention's rows' log-sum-exp). Returns null when the op keeps none.
+        `triax-autodiff` calls it on each op it differentiates, replaces the
+        op by the copy (the first results stand for the op's) and then asks
+        the copy for its VJP, which reads the residuals.
+      }],
+      "::mlir::Operation *", "buildWithResiduals",
+      (ins "::mlir::OpBuilder &":$builder), "",
+      [{ return nullptr; }]>,
+    InterfaceMethod<[{
+        How many of the op's last results are residuals (see
+        buildWithResiduals). They are statistics kept in f32:
+        `triax-mixed-precision` leaves them, and every value they are
+        passed on as, f32.
+      }],
+      "unsigned", "getNumResiduals", (ins), "",
+      [{ return 0; }]>,
   ];
 }
 
