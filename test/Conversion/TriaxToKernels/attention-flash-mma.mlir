@@ -28,6 +28,19 @@
 // BWD-LD: {{^}}8{{$}}
 // RUN: sed -n '/func.func @bwd(/,/^  }$/p' %t | grep -c 'nvvm.bar.warp.sync' | FileCheck %s --check-prefix=BWD-SYNC
 // BWD-SYNC: {{^}}8{{$}}
+// With the forward's log-sum-exp saved (what triax-autodiff builds),
+// kernel 1 reads L and O instead of running the forward's loop: 4 MMAs,
+// 2 ldmatrix, 2 tile loads and 2 warp barriers fewer; the forward that
+// returns it does the same MMAs as without.
+// RUN: sed -n '/func.func @fwd_lse(/,/^  }$/p' %t | grep -c nvvm.mma.sync | FileCheck %s --check-prefix=FWD-MMA
+// RUN: sed -n '/func.func @bwd_saved(/,/^  }$/p' %t | grep -c nvvm.mma.sync | FileCheck %s --check-prefix=SAVED-MMA
+// SAVED-MMA: {{^}}22{{$}}
+// RUN: sed -n '/func.func @bwd_saved(/,/^  }$/p' %t | grep -c nvvm.ldmatrix | FileCheck %s --check-prefix=SAVED-LDM
+// SAVED-LDM: {{^}}11{{$}}
+// RUN: sed -n '/func.func @bwd_saved(/,/^  }$/p' %t | grep -c 'vector.load' | FileCheck %s --check-prefix=SAVED-LD
+// SAVED-LD: {{^}}6{{$}}
+// RUN: sed -n '/func.func @bwd_saved(/,/^  }$/p' %t | grep -c 'nvvm.bar.warp.sync' | FileCheck %s --check-prefix=SAVED-SYNC
+// SAVED-SYNC: {{^}}6{{$}}
 // Outlined, the kernels' shared memory is 16-byte aligned
 // (triax-merge-gpu-modules), as the vector stores and ldmatrix rows need.
 // RUN: triax-opt %s --pass-pipeline='builtin.module(convert-triax-to-kernels{attention=flash-mma}, gpu-kernel-outlining, triax-merge-gpu-modules)' \
@@ -128,4 +141,42 @@ func.func @bwd(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %v: tensor<2x
 func.func @fwd_f32(%q: tensor<2x32x64xf32>, %k: tensor<2x32x32xf32>, %v: tensor<2x32x32xf32>) -> tensor<2x32x64xf32> {
   %o = triax.attention %q, %k, %v heads = 4 kv_heads = 2 : (tensor<2x32x64xf32>, tensor<2x32x32xf32>, tensor<2x32x32xf32>) -> tensor<2x32x64xf32>
   return %o : tensor<2x32x64xf32>
+}
+
+// The forward with its rows' log-sum-exp: L = m + log l, stored by the
+// first lane of each group (t = 0) for the group's two rows.
+// CHECK-LABEL: func.func @fwd_lse(
+// CHECK: %[[L:.*]] = memref.alloc() : memref<2x4x32xf32>
+// CHECK: gpu.launch
+// CHECK: math.log
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[L]]
+// CHECK: memref.store %{{.*}}, %[[L]]
+// CHECK: gpu.terminator
+// CHECK: return %{{.*}}, %[[L]] :
+func.func @fwd_lse(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %v: tensor<2x32x32xbf16>) -> (tensor<2x32x64xbf16>, tensor<2x4x32xf32>) {
+  %o, %lse = triax.attention %q, %k, %v heads = 4 kv_heads = 2 : (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>) -> (tensor<2x32x64xbf16>, tensor<2x4x32xf32>)
+  return %o, %lse : tensor<2x32x64xbf16>, tensor<2x4x32xf32>
+}
+
+// The backward from the saved L and O: kernel 1 loads L and reads the
+// saved output for D (no log), and only D is allocated and stored; kernel
+// 2 reads the saved L.
+// CHECK-LABEL: func.func @bwd_saved(
+// CHECK-SAME: %[[SL:[a-z0-9]+]]: memref<2x4x32xf32>)
+// CHECK-NOT: memref.alloc() : memref<2x4x32xf32>
+// CHECK: %[[DELTA:.*]] = memref.alloc() : memref<2x4x32xf32>
+// CHECK-NOT: memref.alloc() : memref<2x4x32xf32>
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c4,
+// CHECK-NOT: math.log
+// CHECK: memref.load %[[SL]]
+// CHECK-NOT: math.log
+// CHECK: memref.store %{{.*}}, %[[DELTA]]
+// CHECK-NOT: math.log
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2,
+// CHECK: memref.load %[[SL]]
+// CHECK: memref.load %[[DELTA]]
+func.func @bwd_saved(%q: tensor<2x32x64xbf16>, %k: tensor<2x32x32xbf16>, %v: tensor<2x32x32xbf16>, %do: tensor<2x32x64xf32>, %o: tensor<2x32x64xbf16>, %lse: tensor<2x4x32xf32>) -> (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>) {
+  %dq, %dk, %dv = triax.attention_grad %q, %k, %v, %do saved(%o, %lse) heads = 4 kv_heads = 2 : (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>, tensor<2x32x64xf32>, tensor<2x32x64xbf16>, tensor<2x4x32xf32>) -> (tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>)
+  return %dq, %dk, %dv : tensor<2x32x64xbf16>, tensor<2x32x32xbf16>, tensor<2x32x32xbf16>
 }

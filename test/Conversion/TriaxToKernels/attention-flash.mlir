@@ -25,6 +25,14 @@ func.func @bwd(%q: tensor<2x3x8xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf3
   %dq, %dk, %dv = triax.attention_grad %q, %k, %v, %do heads = 4 kv_heads = 2 : (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>)
   return %dq, %dk, %dv : tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
+func.func @fwd_lse(%q: tensor<2x3x8xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> (tensor<2x3x8xf32>, tensor<2x4x3xf32>) {
+  %o, %lse = triax.attention %q, %k, %v heads = 4 kv_heads = 2 : (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x8xf32>, tensor<2x4x3xf32>)
+  return %o, %lse : tensor<2x3x8xf32>, tensor<2x4x3xf32>
+}
+func.func @bwd_saved(%q: tensor<2x3x8xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>, %do: tensor<2x3x8xf32>, %o: tensor<2x3x8xf32>, %lse: tensor<2x4x3xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %dq, %dk, %dv = triax.attention_grad %q, %k, %v, %do saved(%o, %lse) heads = 4 kv_heads = 2 : (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x4x3xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>)
+  return %dq, %dk, %dv : tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
 
 // Forward: an f32 accumulator row per (b, head, query) and one nest over
 // them. Key 0 starts it (a = v_0, m = s_0, l = 1); keys 1..i update it with
@@ -80,4 +88,40 @@ func.func @bwd(%q: tensor<2x3x8xf32>, %k: tensor<2x3x4xf32>, %v: tensor<2x3x4xf3
 // CHECK-NOT: scf.parallel
 // CHECK-NOT: memref.alloc() : memref<{{.*}}3x3xf32>
 // CHECK-NOT: call @trx_
+// CHECK: return
+
+// With the rows' log-sum-exp as a result (what triax-autodiff makes of a
+// differentiated attention): the same nest, and after each row's loop
+// L = m + log l stored at (b, head, query).
+// CHECK-LABEL: func.func @fwd_lse(
+// CHECK: %[[OUT:.*]] = memref.alloc() : memref<2x3x8xf32>
+// CHECK: %[[L:.*]] = memref.alloc() : memref<2x4x3xf32>
+// CHECK: scf.parallel (%[[B:.*]], %[[H:.*]], %[[I:.*]]) = {{.*}} to (%c2{{.*}}, %c4{{.*}}, %c3{{.*}})
+// CHECK: %[[ML:.*]]:2 = scf.for
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: %[[LOG:.*]] = math.log %[[ML]]#1 : f32
+// CHECK: %[[LSE:.*]] = arith.addf %[[ML]]#0, %[[LOG]] : f32
+// CHECK: memref.store %[[LSE]], %[[L]][%[[B]], %[[H]], %[[I]]]
+// CHECK: return %[[OUT]], %[[L]] :
+
+// With saved(out, lse): the query-row nest reads L and the output row
+// instead of running the forward's online softmax again (no rescaling, no
+// log, one exp per key: P); the key-row nest reads the same L.
+// CHECK-LABEL: func.func @bwd_saved(
+// CHECK-SAME: %[[SOUT:[a-z0-9]+]]: memref<2x3x8xf32>, %[[SL:[a-z0-9]+]]: memref<2x4x3xf32>)
+// CHECK: %[[SROWS:.*]] = memref.collapse_shape %[[SOUT]]
+// CHECK-NOT: memref.alloc() : memref<2x4x3xf32>
+// CHECK: %[[D:.*]] = memref.alloc() : memref<2x4x3xf32>
+// CHECK: scf.parallel (%[[B:.*]], %[[H:.*]], %[[I:.*]]) = {{.*}} to (%c2{{.*}}, %c4{{.*}}, %c3{{.*}})
+// CHECK: memref.load %[[SL]][%[[B]], %[[H]], %[[I]]]
+// CHECK-NOT: scf.if
+// CHECK-NOT: math.log
+// CHECK: memref.load %[[SROWS]]
+// CHECK: memref.store %{{.*}}, %[[D]][%[[B]], %[[H]], %[[I]]]
+// CHECK: math.exp
+// CHECK-NOT: math.exp
+// CHECK: scf.reduce
+// CHECK: scf.parallel
+// CHECK: memref.load %[[SL]]
+// CHECK-NOT: math.log
 // CHECK: return

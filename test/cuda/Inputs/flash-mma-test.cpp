@@ -10,9 +10,9 @@
 // the generator), as is ldmatrix.x4 (.trans); f32 arithmetic is rounded to
 // f32 after every op and bf16 conversions round to nearest even. Shared
 // memory is fresh (NaN) for every warp, vector accesses must be aligned as
-// they claim, and an ldmatrix whose rows share a bank is a failure. The results are compared with
-// causal attention and its gradient computed in double precision from the
-// same inputs (test/cuda/flash-mma-sim.test).
+// they claim, and an ldmatrix whose rows share a bank is a failure. The results
+// are compared with causal attention and its gradient computed in double
+// precision from the same inputs (test/cuda/flash-mma-sim.test).
 //
 // This is the check that runs without a GPU: it proves the index math,
 // the fragment layouts, the online softmax and the masking; timing and
@@ -666,6 +666,8 @@ struct Problem {
 /// Causal attention and its gradient in double precision.
 struct Reference {
   std::vector<double> out, dq, dk, dv;
+  /// The rows' log-sum-exp of the scaled scores, [B, heads, S].
+  std::vector<double> lse;
 };
 
 Reference reference(const AttentionDims &d, const Buffer &q, const Buffer &k,
@@ -677,6 +679,7 @@ Reference reference(const AttentionDims &d, const Buffer &q, const Buffer &k,
   r.dq.assign(B * S * qCols, 0);
   r.dk.assign(B * S * kvCols, 0);
   r.dv.assign(B * S * kvCols, 0);
+  r.lse.assign(B * H * S, 0);
   auto Q = [&](int64_t b, int64_t i, int64_t h, int64_t c) {
     return q.data[(b * S + i) * qCols + h * D + c];
   };
@@ -704,6 +707,7 @@ Reference reference(const AttentionDims &d, const Buffer &q, const Buffer &k,
         }
         for (int64_t t = 0; t <= i; ++t)
           sum += (p[t] = std::exp(p[t] - m));
+        r.lse[(b * H + h) * S + i] = m + std::log(sum);
         for (int64_t t = 0; t <= i; ++t) {
           p[t] /= sum;
           double x = 0;
@@ -794,12 +798,25 @@ bool check(MLIRContext &ctx, const Problem &pr) {
     return MemRefType::get(x.shape, x.bf16 ? bf16 : f32);
   };
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  // The forward also returns the rows' log-sum-exp (as a differentiated
+  // attention does).
+  Buffer lse;
+  lse.shape = {d.batch, d.heads, d.seq};
+  lse.data.assign(d.batch * d.heads * d.seq,
+                  std::numeric_limits<double>::quiet_NaN());
   func::FuncOp fwd =
-      build(*module, {type(q), type(k), type(v), type(out)},
+      build(*module, {type(q), type(k), type(v), type(out), type(lse)},
             [&](KernelBuilder &kb, ValueRange a) {
-              flashMMA(kb, {a[0], a[1], a[2], a[3], {}, {}, {}, {}}, d);
+              AttentionBuffers buf{a[0], a[1], a[2], a[3]};
+              buf.lse = a[4];
+              flashMMA(kb, buf, d);
             });
-  Simulator().run(fwd, {&q, &k, &v, &out});
+  Simulator().run(fwd, {&q, &k, &v, &out, &lse});
+  // The backward twice: with the forward's L and O saved, and running the
+  // forward's loop again for them.
+  Buffer dqSaved = empty(rows, qCols, false),
+         dkSaved = empty(rows, kvCols, false),
+         dvSaved = empty(rows, kvCols, true);
   OwningOpRef<ModuleOp> gradModule = ModuleOp::create(b.getUnknownLoc());
   func::FuncOp bwd = build(
       *gradModule,
@@ -808,14 +825,31 @@ bool check(MLIRContext &ctx, const Problem &pr) {
         flashMMAGrad(kb, {a[0], a[1], a[2], {}, a[3], a[4], a[5], a[6]}, d);
       });
   Simulator().run(bwd, {&q, &k, &v, &dout, &dq, &dk, &dv});
+  OwningOpRef<ModuleOp> savedModule = ModuleOp::create(b.getUnknownLoc());
+  func::FuncOp bwdSaved = build(
+      *savedModule,
+      {type(q), type(k), type(v), type(dout), type(dq), type(dk), type(dv),
+       type(out), type(lse)},
+      [&](KernelBuilder &kb, ValueRange a) {
+        AttentionBuffers buf{a[0], a[1], a[2], {}, a[3], a[4], a[5], a[6]};
+        buf.savedOut = a[7];
+        buf.lse = a[8];
+        flashMMAGrad(kb, buf, d);
+      });
+  Simulator().run(
+      bwdSaved, {&q, &k, &v, &dout, &dqSaved, &dkSaved, &dvSaved, &out, &lse});
 
   // bf16 P and dS in the second products, bf16 outputs: errors of a few
   // bf16 ulps (2^-8) of the largest element; a wrong index is O(1).
   const double tol = 2e-2;
   bool ok = true;
   for (auto [what, buf, r] :
-       {std::tuple{"out", &out, &ref.out}, std::tuple{"dq", &dq, &ref.dq},
-        std::tuple{"dk", &dk, &ref.dk}, std::tuple{"dv", &dv, &ref.dv}}) {
+       {std::tuple{"out", &out, &ref.out}, std::tuple{"lse", &lse, &ref.lse},
+        std::tuple{"dq", &dq, &ref.dq}, std::tuple{"dk", &dk, &ref.dk},
+        std::tuple{"dv", &dv, &ref.dv},
+        std::tuple{"dq (saved L, O)", &dqSaved, &ref.dq},
+        std::tuple{"dk (saved L, O)", &dkSaved, &ref.dk},
+        std::tuple{"dv (saved L, O)", &dvSaved, &ref.dv}}) {
     double err = relError(*buf, *r);
     bool good = err <= tol;
     ok &= good;
