@@ -628,11 +628,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // [C7] context parallelism, per micro-batch, as ring attention (the
     // compiler's default): each layer's key and value blocks (b s/cp
     // kv-features / t elements each, sent as f32) go around the ring, cp - 1
-    // shifts each in the forward and 2 (cp - 1) in the backward, and their
-    // dK/dV accumulators cp shifts: 2 (3 cp - 2) blocks sent to the next
-    // member per layer. Every parameter's gradient (and the loss) is
-    // all-reduced over cp. The cp axis sits between pp and tp: its members
-    // are t ranks apart.
+    // shifts each in the forward and again in the backward (which reads
+    // the forward's saved log-sum-exp), and their dK/dV accumulators cp
+    // shifts: 2 (3 cp - 2) blocks sent to the next member per layer. Every
+    // parameter's gradient (and the loss) is all-reduced over cp. The cp axis
+    // sits between pp and tp: its members are t ranks apart.
     const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
     const int64_t span = (cp - 1) * t + 1;
     const int64_t layers = int64_t(layersOn);

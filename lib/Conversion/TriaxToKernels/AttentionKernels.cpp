@@ -936,9 +936,14 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       AttentionBuffers buf;
       buf.q = k.rows(adaptor.getQuery());
       buf.out = k.rows(outBuf);
+      SmallVector<Value, 2> results = {outBuf};
+      if (op.getLse()) {
+        buf.lse = k.alloc(op.getLse().getType());
+        results.push_back(buf.lse);
+      }
       ringAttention(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
                     *ring);
-      rewriter.replaceOp(op, outBuf);
+      rewriter.replaceOp(op, results);
       return success();
     }
     if (failed(contextParallel(op, k, impl, dims)))
@@ -997,6 +1002,10 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
       buf.dq = k.rows(dqBuf);
       buf.dk = k.rows(dkBuf);
       buf.dv = k.rows(dvBuf);
+      if (!adaptor.getSaved().empty()) {
+        buf.savedOut = k.rows(adaptor.getSaved()[0]);
+        buf.lse = adaptor.getSaved()[1];
+      }
       ringAttentionGrad(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
                         *ring);
       rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});

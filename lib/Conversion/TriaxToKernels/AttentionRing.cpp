@@ -14,12 +14,14 @@
 //
 // Forward: the online softmax of each query row (m, l and the f32
 // accumulator) lives in memory from block to block; the output is a / l
-// after the last block. Backward, two trips around the ring: the first
-// recomputes each row's softmax statistics (L = m + log l, D = dO . O), as
-// the one-rank flash backward recomputes them; on the second each member
-// adds its queries' dQ terms for the block in hand, and its dK and dV terms
-// to the block's f32 accumulators, which travel with the block and are
-// back at their owner after n shifts.
+// after the last block, and, where the attention is differentiated (its
+// `lse` result), each row's log-sum-exp L = m + log l. Backward: each
+// row's D = dO . O from the saved output, then one trip around the ring,
+// on which each member adds its queries' dQ terms for the block in hand,
+// and its dK and dV terms to the block's f32 accumulators, which travel
+// with the block and are back at their owner after n shifts. Without the
+// saved L and output (an attention_grad built by hand), a first trip
+// recomputes them: the forward's trip again.
 //
 // The kernels are the flash kernels' per-row forms (AttentionKernels.cpp):
 // one iteration per query row (per key row for dK/dV), the keys a row sees
@@ -232,15 +234,17 @@ void mlir::triax::kernels::ringAttention(KernelBuilder &k,
                                          const AttentionDims &dims,
                                          const RingGroup &ring) {
   OnlineState st = forwardRing(k, buf.q, ownKV, dims, ring);
-  k.parallel({dims.batch, dims.heads, dims.seq},
-             [&](KernelBuilder &k, ValueRange iv) {
-               Value b = iv[0], h = iv[1], i = iv[2];
-               Value l = k.load(st.l, {b, h, i});
-               forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
-                 k.store(k.div(k.load(st.acc, {b, h, i, c}), l), buf.out,
-                         headIndex(k, b, i, h, c, dims));
-               });
-             });
+  k.parallel(
+      {dims.batch, dims.heads, dims.seq}, [&](KernelBuilder &k, ValueRange iv) {
+        Value b = iv[0], h = iv[1], i = iv[2];
+        Value l = k.load(st.l, {b, h, i});
+        forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
+          k.store(k.div(k.load(st.acc, {b, h, i, c}), l), buf.out,
+                  headIndex(k, b, i, h, c, dims));
+        });
+        if (buf.lse)
+          k.store(k.add(k.load(st.m, {b, h, i}), k.log(l)), buf.lse, {b, h, i});
+      });
 }
 
 void mlir::triax::kernels::ringAttentionGrad(KernelBuilder &k,
@@ -253,30 +257,41 @@ void mlir::triax::kernels::ringAttentionGrad(KernelBuilder &k,
   int64_t KV = dims.kvHeads, chunk = S / 2;
   Value scale = k.f32(dims.scale);
 
-  // First trip: each row's log-sum-exp L and D = dO . O; the accumulator
-  // then holds dQ's sum.
-  OnlineState st = forwardRing(k, buf.q, ownKV, dims, ring);
-  Value lse = k.alloc(MemRefType::get({B, H, S}, f32));
+  // Each row's log-sum-exp L and D = dO . O: from the saved L and output,
+  // or else from a first trip (the forward's again); then the
+  // accumulator is dQ's sum.
+  Value lse = buf.lse, accQ;
   Value delta = k.alloc(MemRefType::get({B, H, S}, f32));
-  Value accQ = st.acc;
+  OnlineState st;
+  if (buf.lse) {
+    accQ = k.allocFilled(MemRefType::get({B, H, S, d}, f32), 0.0);
+  } else {
+    st = forwardRing(k, buf.q, ownKV, dims, ring);
+    lse = k.alloc(MemRefType::get({B, H, S}, f32));
+    accQ = st.acc;
+  }
   k.parallel({B, H, S}, [&](KernelBuilder &k, ValueRange iv) {
     Value b = iv[0], h = iv[1], i = iv[2];
-    Value l = k.load(st.l, {b, h, i});
+    Value l = buf.lse ? Value() : k.load(st.l, {b, h, i});
     Value D = k.reduce(
         d, {k.f32(0.0)}, [&](KernelBuilder &k, Value c, ValueRange acc) {
-          Value o = k.div(k.load(accQ, {b, h, i, c}), l);
+          Value o = buf.lse ? headElement(k, buf.savedOut, b, i, h, c, dims)
+                            : k.div(k.load(accQ, {b, h, i, c}), l);
           Value doc = headElement(k, buf.dout, b, i, h, c, dims);
           return SmallVector<Value>{k.add(acc[0], k.mul(doc, o))};
         })[0];
-    k.store(k.add(k.load(st.m, {b, h, i}), k.log(l)), lse, {b, h, i});
     k.store(D, delta, {b, h, i});
+    if (buf.lse)
+      return;
+    k.store(k.add(k.load(st.m, {b, h, i}), k.log(l)), lse, {b, h, i});
     forFeatures(k, dims, [&](KernelBuilder &k, Value c) {
       k.store(k.f32(0.0), accQ, {b, h, i, c});
     });
   });
 
-  // Second trip: the blocks again (slots 0, 1) and, one step behind them,
-  // their dK and dV accumulators (slots 2, 3), [B, kv heads, S, d] f32.
+  // The trip for the gradients: the blocks (slots 0, 1) and, one step
+  // behind them, their dK and dV accumulators (slots 2, 3), [B, kv heads,
+  // S, d] f32.
   BlockRing blocks(k, ring, ownKV, /*firstSlot=*/0);
   auto accType = MemRefType::get({B, KV, S, d}, f32);
   Value dAcc[2][2] = {

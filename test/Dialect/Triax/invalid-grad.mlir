@@ -257,6 +257,30 @@ func.func @f(%q: tensor<2x4x8xf32>) {
 
 // -----
 
+func.func @f(%q: tensor<2x4x8xf32>, %lse: tensor<2x2x4xf32>) {
+  // expected-error @+1 {{'triax.attention_grad' op saved takes the forward's result and its log-sum-exp, got 1 values}}
+  %dq, %dk, %dv = triax.attention_grad %q, %q, %q, %q saved(%q) heads = 2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>, %o: tensor<2x4x8xbf16>, %lse: tensor<2x2x4xf32>) {
+  // expected-error @+1 {{'triax.attention_grad' op saved result 'tensor<2x4x8xbf16>' must have the query's type 'tensor<2x4x8xf32>'}}
+  %dq, %dk, %dv = triax.attention_grad %q, %q, %q, %q saved(%o, %lse) heads = 2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xbf16>, tensor<2x2x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xf32>, %lse: tensor<2x4x2xf32>) {
+  // expected-error @+1 {{'triax.attention_grad' op log-sum-exp must be [batch, heads, seq] = [2, 2, 4] f32, got 'tensor<2x4x2xf32>'}}
+  %dq, %dk, %dv = triax.attention_grad %q, %q, %q, %q saved(%q, %lse) heads = 2 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x2xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @f(%q: tensor<2x4x8xf32>) {
   // expected-error @+1 {{'triax.attention_grad' op heads 2 is not divisible by kv_heads 4}}
   %dq, %dk, %dv = triax.attention_grad %q, %q, %q, %q heads = 2 kv_heads = 4 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>)

@@ -1191,3 +1191,20 @@ func.func @f(%q: tensor<2x4x8xf32>, %k: tensor<3x8x8xf32>) {
   %a = triax.attention %q, %k, %k heads = 2 context_parallel over @mesh ["cp"] : (tensor<2x4x8xf32>, tensor<3x8x8xf32>, tensor<3x8x8xf32>) -> tensor<2x4x8xf32>
   return
 }
+
+// -----
+
+// The rows' log-sum-exp is [batch, heads, seq] f32.
+func.func @f(%q: tensor<2x4x8xbf16>) {
+  // expected-error @+1 {{'triax.attention' op log-sum-exp must be [batch, heads, seq] = [2, 2, 4] f32, got 'tensor<2x4x2xf32>'}}
+  %a, %l = triax.attention %q, %q, %q heads = 2 : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x2xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x4x8xbf16>) {
+  // expected-error @+1 {{'triax.attention' op result #1 must be ranked tensor of 32-bit float values, but got 'tensor<2x2x4xbf16>'}}
+  %a, %l = triax.attention %q, %q, %q heads = 2 : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x2x4xbf16>)
+  return
+}

@@ -85,6 +85,17 @@ triax.model @ops config = #triax.train_config<optimizer = adamw, lr = 1.0e-3, be
     return %a : tensor<2x4x8xbf16>
   }
 
+  // The rows' log-sum-exp as a second result (f32 with bf16 operands,
+  // [batch, heads, seq]) and the gradient that reads it with the output.
+  // CHECK-LABEL: func.func @saved_lse
+  func.func @saved_lse(%q: tensor<2x4x8xbf16>, %kv: tensor<2x4x4xbf16>, %dy: tensor<2x4x8xbf16>) -> tensor<2x4x8xbf16> {
+    // CHECK: %[[A:.*]], %[[L:.*]] = triax.attention %{{.*}}, %{{.*}}, %{{.*}} heads = 4 kv_heads = 2 : (tensor<2x4x8xbf16>, tensor<2x4x4xbf16>, tensor<2x4x4xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x4xf32>)
+    %a, %lse = triax.attention %q, %kv, %kv heads = 4 kv_heads = 2 : (tensor<2x4x8xbf16>, tensor<2x4x4xbf16>, tensor<2x4x4xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x4xf32>)
+    // CHECK: triax.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} saved(%[[A]], %[[L]]) heads = 4 kv_heads = 2 : (tensor<2x4x8xbf16>, tensor<2x4x4xbf16>, tensor<2x4x4xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x4xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4x4xbf16>, tensor<2x4x4xbf16>)
+    %dq, %dk, %dv = triax.attention_grad %q, %kv, %kv, %dy saved(%a, %lse) heads = 4 kv_heads = 2 : (tensor<2x4x8xbf16>, tensor<2x4x4xbf16>, tensor<2x4x4xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x4xf32>) -> (tensor<2x4x8xbf16>, tensor<2x4x4xbf16>, tensor<2x4x4xbf16>)
+    return %dq : tensor<2x4x8xbf16>
+  }
+
   // A block with several inputs and results, and one with none.
   // CHECK-LABEL: func.func @blocks
   func.func @blocks(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {

@@ -481,13 +481,9 @@ static LogicalResult verifyAttentionShapes(Operation *op, RankedTensorType q,
 }
 
 /// The rows' log-sum-exp of an attention with query `q`: [B, heads, S]
-/// f32, not in a ring (see triax.attention).
+/// f32 (see triax.attention).
 static LogicalResult verifyAttentionLse(Operation *op, Type lse,
-                                        RankedTensorType q, int64_t heads,
-                                        bool ring) {
-  if (ring)
-    return op->emitOpError("ring attention keeps no log-sum-exp (its "
-                           "backward passes the blocks around again)");
+                                        RankedTensorType q, int64_t heads) {
   auto type = dyn_cast<RankedTensorType>(lse);
   SmallVector<int64_t> expected = {q.getDimSize(0), heads, q.getDimSize(1)};
   if (!type || !type.getElementType().isF32() ||
@@ -507,8 +503,7 @@ LogicalResult AttentionOp::verify() {
                               "the query type")))
     return failure();
   if (Value lse = getLse())
-    if (failed(
-            verifyAttentionLse(*this, lse.getType(), q, getHeads(), getRing())))
+    if (failed(verifyAttentionLse(*this, lse.getType(), q, getHeads())))
       return failure();
   return verifySameFloatElementType(*this, getOperation()->getOperands());
 }
@@ -646,7 +641,7 @@ LogicalResult AttentionGradOp::verify() {
            << getSavedResult().getType() << " must have the query's type "
            << getQuery().getType();
   return verifyAttentionLse(*this, getSavedLse().getType(),
-                            getQuery().getType(), getHeads(), getRing());
+                            getQuery().getType(), getHeads());
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
@@ -960,11 +955,13 @@ int64_t AttentionOp::getScratchBytes() {
   return r ? r->state() + r->blocks() : 0;
 }
 
-// The backward: the blocks twice around (n - 1 shifts each), the dK and
-// dV accumulators once all the way (n shifts).
+// The backward: the blocks around once (n - 1 shifts; twice without the
+// forward's saved log-sum-exp), the dK and dV accumulators all the way (n
+// shifts).
 void AttentionGradOp::getCollectives(SmallVectorImpl<Collective> &out) {
   if (std::optional<RingShape> r = ringShape(*this)) {
-    ringShifts(out, 2 * 2 * (r->members - 1), r->block(), r->blockBytes());
+    int64_t trips = getSaved().empty() ? 2 : 1;
+    ringShifts(out, trips * 2 * (r->members - 1), r->block(), r->blockBytes());
     ringShifts(out, 2 * r->members, r->block(), 4);
   }
 }
@@ -977,10 +974,13 @@ void AttentionGradOp::getCollectives(SmallVectorImpl<Collective> &out) {
 /// kernel). Otherwise none the cost model counts (the local kernels'
 /// scratch is not modelled).
 int64_t AttentionGradOp::getScratchBytes() {
-  if (std::optional<RingShape> r = ringShape(*this))
-    // The second trip: L and D, dQ's accumulator, the blocks and the
-    // dK/dV accumulators (two of each, in hand and arriving).
-    return r->state() + r->blocks() + 4 * 4 * r->block();
+  if (std::optional<RingShape> r = ringShape(*this)) {
+    // The gradients' trip: L (unless saved) and D, dQ's accumulator, the
+    // blocks and the dK/dV accumulators (two of each, in hand and
+    // arriving).
+    int64_t savedL = getSaved().empty() ? 0 : 4 * r->b * r->heads * r->s;
+    return r->state() - savedL + r->blocks() + 4 * 4 * r->block();
+  }
   if (!getMeshAttr())
     return 0;
   auto q = getQuery().getType(), k = getKey().getType();

@@ -110,10 +110,10 @@ static RankedTensorType lseType(RankedTensorType q, int64_t heads) {
                                Float32Type::get(q.getContext()));
 }
 
-// FlashAttention-2's forward keeps each row's log-sum-exp with the output.
-// (A ring attention's backward passes the blocks around again for them.)
+// FlashAttention-2's forward keeps each row's log-sum-exp with the output
+// (a ring attention's backward then needs no trip around the ring for it).
 Operation *AttentionOp::buildWithResiduals(OpBuilder &b) {
-  if (getLse() || getRing())
+  if (getLse())
     return nullptr;
   return AttentionOp::create(b, getLoc(), getResult().getType(),
                              lseType(getQuery().getType(), getHeads()),
