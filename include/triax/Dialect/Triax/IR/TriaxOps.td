@@ -362,8 +362,8 @@ def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<D
     where the op is differentiated, holds each query row's log-sum-exp of
     its scaled scores, `L = m + log(sum exp(s - m))`: the statistics the
     flash-attention backward needs (FlashAttention-2), kept with the output
-    instead of recomputed by running the forward's loop again. Not with
-    `ring` (ring attention's backward passes the blocks around again).
+    instead of recomputed by running the forward's loop again (for a ring
+    attention, a trip of the blocks around the ring).
     ```mlir
     %a, %lse = triax.attention %q, %k, %v heads = 4 : (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>) -> (tensor<4x8x64xf32>, tensor<4x4x8xf32>)
     ```
@@ -602,16 +602,16 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterface
     `dist.reduce_scatter` that differentiates their `dist.all_gather`).
     With `ring` as well (the gradient of a ring attention) the keys and
     values are the member's own, and so are `dk` and `dv`: the op passes
-    the key and value blocks around the ring twice (once to recompute each
-    query's softmax statistics, once for the gradients) and each block's
-    dK and dV accumulators travel with it, back to their owner after `n`
-    steps.
+    the key and value blocks around the ring (twice without `saved`: once
+    to recompute each query's softmax statistics, once for the gradients)
+    and each block's dK and dV accumulators travel with it, back to their
+    owner after `n` steps.
 
     With `saved(%out, %lse)` (the forward's result and its rows'
     log-sum-exp, the two results of the `triax.attention` it
     differentiates) the probabilities are `exp(s - L)` from the saved `L`
     and the softmax backward's `D = rowsum(dO * out)` reads the saved
-    output: the forward's loop is not run again. Not with `ring`.
+    output: the forward's loop is not run again.
     ```mlir
     %dq, %dk, %dv = triax.attention_grad %q, %k, %v, %dout saved(%a, %lse) heads = 4 : (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x4x8xf32>) -> (tensor<4x8x64xf32>, tensor<4x8x64xf32>, tensor<4x8x64xf32>)
     ```
