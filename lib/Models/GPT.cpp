@@ -267,9 +267,13 @@ Value GPTBuilder::norm(Value x, StringRef prefix) {
   Location l = NameLoc::get(b.getStringAttr(prefix));
   Value w = param((prefix + ".weight").str(), {c.hidden}, Init::Ones);
   if (c.rmsNorm)
-    return RMSNormOp::create(b, l, type, x, w, b.getF64FloatAttr(1e-5));
+    return RMSNormOp::create(b, l, type, /*stats=*/TypeRange{}, x, w,
+                             b.getF64FloatAttr(1e-5))
+        .getResult();
   Value bias = param((prefix + ".bias").str(), {c.hidden}, Init::Zeros);
-  return LayerNormOp::create(b, l, type, x, w, bias, b.getF64FloatAttr(1e-5));
+  return LayerNormOp::create(b, l, type, /*stats=*/TypeRange{}, x, w, bias,
+                             b.getF64FloatAttr(1e-5))
+      .getResult();
 }
 
 Value GPTBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,

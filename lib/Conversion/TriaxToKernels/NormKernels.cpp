@@ -6,8 +6,13 @@
 // - The forward ops are one `scf.parallel` over rows; each row computes its
 //   statistics with sequential reductions and then writes its outputs (one
 //   fused nest per op).
+// - Where a norm is differentiated (its `stats` results, which
+//   triax-autodiff asks for), the forward also writes each row's mean and
+//   rstd (rstd for rms_norm), and its gradient reads them (`saved`) instead
+//   of computing them again from the input.
 // - The gradients compute dx the same way (parallel over rows), keeping the
-//   per-row statistics in small scratch buffers, and then the parameter
+//   per-row statistics in small scratch buffers (or reading the saved
+//   ones), and then the parameter
 //   gradients in a second nest of column sums over the rows
 //   (KernelBuilder::columnSums: parallel over columns, on the CPU over
 //   blocks of columns walking the rows, on CUDA over chunks of rows and
@@ -32,6 +37,27 @@ namespace {
 // (A candidate for KernelBuilder: alloc of a shape and element type.)
 Value allocScratch(KernelBuilder &k, ArrayRef<int64_t> shape) {
   return k.alloc(MemRefType::get(shape, k.builder().getF32Type()));
+}
+
+/// Buffers for a norm's `stats` results (none where it has none), and
+/// their flat [rows] views.
+struct RowStats {
+  SmallVector<Value> buffers, rows;
+};
+RowStats allocStats(KernelBuilder &k, ValueRange stats) {
+  RowStats out;
+  for (Value stat : stats) {
+    out.buffers.push_back(k.alloc(cast<ShapedType>(stat.getType())));
+    out.rows.push_back(k.flat(out.buffers.back()));
+  }
+  return out;
+}
+
+/// Stores row r's statistics `values` (as many as there are buffers).
+void storeStats(KernelBuilder &k, const RowStats &stats, ArrayRef<Value> values,
+                Value r) {
+  for (auto [rowsView, value] : llvm::zip(stats.rows, values))
+    k.store(value, rowsView, r);
 }
 
 /// Sum over c in [0, cols) of fn(c), f32, in order.
@@ -89,19 +115,23 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
-    Value out = k.alloc(op.getType());
+    Value out = k.alloc(op.getResult().getType());
     Value x = k.rows(adaptor.getInput()), y = k.rows(out);
     Value w = adaptor.getWeight(), b = adaptor.getBias();
     auto [rows, cols] = KernelBuilder::rowsCols(x);
+    RowStats stats = allocStats(k, op.getStats());
+    SmallVector<Value> results = {out};
+    llvm::append_range(results, stats.buffers);
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
       auto [mean, rstd] = meanRstd(k, x, r[0], cols, eps);
+      storeStats(k, stats, {mean, rstd}, r[0]);
       k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
         Value xhat = k.mul(k.sub(k.load(x, {r[0], c[0]}), mean), rstd);
         Value scaled = k.mul(xhat, k.load(w, c));
         k.store(k.add(scaled, k.load(b, c)), y, {r[0], c[0]});
       });
     });
-    rewriter.replaceOp(op, out);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -130,15 +160,26 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     Value dx = k.rows(dxBuf), w = adaptor.getWeight();
     auto [rows, cols] = KernelBuilder::rowsCols(x);
-    // The row statistics, kept for the column sums below.
-    Value meanBuf = allocScratch(k, {rows}), rstdBuf = allocScratch(k, {rows});
+    // The row statistics, the forward's or computed here (and kept for the
+    // column sums below).
+    bool saved = !adaptor.getSaved().empty();
+    Value meanBuf =
+        saved ? k.flat(adaptor.getSaved()[0]) : allocScratch(k, {rows});
+    Value rstdBuf =
+        saved ? k.flat(adaptor.getSaved()[1]) : allocScratch(k, {rows});
     Value n = k.f32(static_cast<double>(cols));
 
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange rv) {
       Value r = rv[0];
-      auto [mean, rstd] = meanRstd(k, x, r, cols, eps);
-      k.store(mean, meanBuf, r);
-      k.store(rstd, rstdBuf, r);
+      Value mean, rstd;
+      if (saved) {
+        mean = k.load(meanBuf, r);
+        rstd = k.load(rstdBuf, r);
+      } else {
+        std::tie(mean, rstd) = meanRstd(k, x, r, cols, eps);
+        k.store(mean, meanBuf, r);
+        k.store(rstd, rstdBuf, r);
+      }
       auto xhatAt = [&](KernelBuilder &k, Value c) {
         return k.mul(k.sub(k.load(x, {r, c}), mean), rstd);
       };
@@ -183,18 +224,22 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
-    Value out = k.alloc(op.getType());
+    Value out = k.alloc(op.getResult().getType());
     Value x = k.rows(adaptor.getInput()), y = k.rows(out);
     Value w = adaptor.getWeight();
     auto [rows, cols] = KernelBuilder::rowsCols(x);
+    RowStats stats = allocStats(k, op.getStats());
+    SmallVector<Value> results = {out};
+    llvm::append_range(results, stats.buffers);
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange r) {
       Value rstd = rmsRstd(k, x, r[0], cols, eps);
+      storeStats(k, stats, {rstd}, r[0]);
       k.loop({cols}, [&](KernelBuilder &k, ValueRange c) {
         Value xhat = k.mul(k.load(x, {r[0], c[0]}), rstd);
         k.store(k.mul(xhat, k.load(w, c)), y, {r[0], c[0]});
       });
     });
-    rewriter.replaceOp(op, out);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -220,13 +265,21 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     Value dx = k.rows(dxBuf), w = adaptor.getWeight();
     auto [rows, cols] = KernelBuilder::rowsCols(x);
-    Value rstdBuf = allocScratch(k, {rows});
+    // rstd, the forward's or computed here (and kept for the column sums).
+    bool saved = !adaptor.getSaved().empty();
+    Value rstdBuf =
+        saved ? k.flat(adaptor.getSaved()[0]) : allocScratch(k, {rows});
     Value n = k.f32(static_cast<double>(cols));
 
     k.parallel({rows}, [&](KernelBuilder &k, ValueRange rv) {
       Value r = rv[0];
-      Value rstd = rmsRstd(k, x, r, cols, eps);
-      k.store(rstd, rstdBuf, r);
+      Value rstd;
+      if (saved) {
+        rstd = k.load(rstdBuf, r);
+      } else {
+        rstd = rmsRstd(k, x, r, cols, eps);
+        k.store(rstd, rstdBuf, r);
+      }
       auto xhatAt = [&](KernelBuilder &k, Value c) {
         return k.mul(k.load(x, {r, c}), rstd);
       };

@@ -74,8 +74,10 @@
 // PP: func.func private @trx_recv_bf16(memref<?xbf16>, i64, i64, i64) attributes {llvm.emit_c_interface}
 // PP-LABEL: func.func @triax_forward_backward(
 // PP: case 0 {
-// PP: %[[F0:.*]]:12 = func.call @stage0_forward(%{{.*}}) : (memref<8x64xi32>) -> (memref<8x64x64xbf16>,
-// (Attention's rows' log-sum-exp stays f32 in a bf16 model.)
+// PP: %[[F0:.*]]:16 = func.call @stage0_forward(%{{.*}}) : (memref<8x64xi32>) -> (memref<8x64x64xbf16>,
+// (The norms' rows' mean and rstd and attention's rows' log-sum-exp stay
+// f32 in a bf16 model.)
+// PP-SAME: memref<8x64xf32>, memref<8x64xf32>,
 // PP-SAME: memref<8x4x64xf32>
 // PP: %[[A:.*]] = memref.collapse_shape %[[F0]]#0 {{.*}} : memref<8x64x64xbf16> into memref<32768xbf16>
 // PP: %[[AV:.*]] = memref.cast %[[A]] : memref<32768xbf16> to memref<?xbf16>

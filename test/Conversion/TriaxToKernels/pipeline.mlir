@@ -21,7 +21,7 @@
 // CHECK: memref.load %arg0
 // The stage function call, bracketed for --trace (forward, micro-batch 0).
 // CHECK: func.call @trx_trace_begin(%[[C0:.*]], %[[C0B:.*]], %[[NOCHUNK:.*]]) : (i64, i64, i64) -> ()
-// CHECK: %[[F0:.*]]:12 = func.call @stage0_forward(%[[TOK]]) : (memref<8x64xi32>) -> (memref<8x64x64xf32>,
+// CHECK: %[[F0:.*]]:16 = func.call @stage0_forward(%[[TOK]]) : (memref<8x64xi32>) -> (memref<8x64x64xf32>,
 // CHECK-NEXT: func.call @trx_trace_end() : () -> ()
 // The activation goes to stage 1 with tag 0, and its buffer (the caller's)
 // is freed after the send.
@@ -37,7 +37,7 @@
 // CHECK: func.call @stage0_backward(
 // CHECK: case 1 {
 // CHECK: func.call @trx_recv_f32(
-// CHECK: %[[F1:.*]]:14 = func.call @stage1_forward(
+// CHECK: %[[F1:.*]]:20 = func.call @stage1_forward(
 // CHECK: func.call @stage1_backward(
 // CHECK: func.call @trx_send_f32(
 // The last stage's loss, the mean over the micro-batches in order, by a

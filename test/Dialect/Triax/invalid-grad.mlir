@@ -474,3 +474,19 @@ func.func @narrowed(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>) -> tensor<8x
   %dw = triax.linear_weight_grad %x, %dy : (tensor<2x4x8xf32>, tensor<2x4x16xf32>) -> tensor<8x16xbf16>
   return %dw : tensor<8x16xbf16>
 }
+
+// -----
+
+func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %r: tensor<2x4xf32>) {
+  // expected-error @+1 {{'triax.rms_norm_grad' op the row statistic is rstd (1 value), got 2}}
+  %dx, %dw = triax.rms_norm_grad %x, %w, %x saved(%r, %r) : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %m: tensor<4xf32>) {
+  // expected-error @+1 {{'triax.layer_norm_grad' op a row statistic must be the input's shape without its last dimension, [2, 4], got [4]}}
+  %dx, %dw, %db = triax.layer_norm_grad %x, %w, %x saved(%m, %m) : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}

@@ -1208,3 +1208,21 @@ func.func @f(%q: tensor<2x4x8xbf16>) {
   %a, %l = triax.attention %q, %q, %q heads = 2 : (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x2x4xbf16>)
   return
 }
+
+// -----
+
+// A norm's row statistics: the mean and rstd, each the input's shape
+// without its last dimension.
+func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'triax.layer_norm' op the row statistics are the mean and rstd (2 values), got 1}}
+  %y, %m = triax.layer_norm %x, %w, %w : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'triax.rms_norm' op a row statistic must be the input's shape without its last dimension, [2, 4], got [2, 8]}}
+  %y, %r = triax.rms_norm %x, %w : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x8xf32>)
+  return
+}

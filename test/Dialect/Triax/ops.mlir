@@ -85,6 +85,21 @@ triax.model @ops config = #triax.train_config<optimizer = adamw, lr = 1.0e-3, be
     return %a : tensor<2x4x8xbf16>
   }
 
+  // The norms' rows' statistics (f32 with bf16 inputs, the input's shape
+  // without its last dimension) and the gradients that read them.
+  // CHECK-LABEL: func.func @norm_stats
+  func.func @norm_stats(%x: tensor<2x4x8xbf16>, %w: tensor<8xbf16>, %dy: tensor<2x4x8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4x8xbf16>) {
+    // CHECK: %{{.*}}, %[[S:.*]]:2 = triax.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>)
+    %y, %mean, %rstd = triax.layer_norm %x, %w, %w : (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>)
+    // CHECK: triax.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} saved(%[[S]]#0, %[[S]]#1) : (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+    %dx, %dw, %db = triax.layer_norm_grad %x, %w, %dy saved(%mean, %rstd) : (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>)
+    // CHECK: %{{.*}}, %[[R:.*]] = triax.rms_norm %{{.*}}, %{{.*}} : (tensor<2x4x8xbf16>, tensor<8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>)
+    %r, %rs = triax.rms_norm %x, %w : (tensor<2x4x8xbf16>, tensor<8xbf16>) -> (tensor<2x4x8xbf16>, tensor<2x4xf32>)
+    // CHECK: triax.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} saved(%[[R]]) : (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>) -> (tensor<2x4x8xbf16>, tensor<8xbf16>)
+    %dr, %drw = triax.rms_norm_grad %x, %w, %dy saved(%rs) : (tensor<2x4x8xbf16>, tensor<8xbf16>, tensor<2x4x8xbf16>, tensor<2x4xf32>) -> (tensor<2x4x8xbf16>, tensor<8xbf16>)
+    return %dx, %dr : tensor<2x4x8xbf16>, tensor<2x4x8xbf16>
+  }
+
   // The rows' log-sum-exp as a second result (f32 with bf16 operands,
   // [batch, heads, seq]) and the gradient that reads it with the output.
   // CHECK-LABEL: func.func @saved_lse

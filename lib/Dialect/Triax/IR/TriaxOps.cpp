@@ -370,8 +370,37 @@ LogicalResult LinearOp::verify() {
 }
 
 /// layer_norm and rms_norm: per-feature weight (and bias) of the last dim.
+/// The row statistics a norm keeps for its gradient (`stats` on the norm,
+/// `saved` on its gradient): none, or `count` of them (the mean and rstd,
+/// or rstd), each the input's shape without its last dimension, f32.
+static LogicalResult verifyRowStats(Operation *op, ValueRange stats,
+                                    size_t count, RankedTensorType input) {
+  if (stats.empty())
+    return success();
+  if (stats.size() != count)
+    return op->emitOpError(count == 2 ? "the row statistics are the mean "
+                                        "and rstd (2 values), got "
+                                      : "the row statistic is rstd (1 "
+                                        "value), got ")
+           << stats.size();
+  for (Value stat : stats) {
+    auto type = cast<RankedTensorType>(stat.getType());
+    if (input.getRank() < 2 ||
+        !sameShape(type.getShape(), input.getShape().drop_back()))
+      return op->emitOpError("a row statistic must be the input's shape "
+                             "without its last dimension, ")
+             << formatShape(input.getShape().drop_back()) << ", got "
+             << formatShape(type.getShape());
+  }
+  return success();
+}
+
+/// `stats`: the row statistics (see verifyRowStats), the op's last results
+/// or (`savedStats`) operands; they are f32 whatever the input's element
+/// type.
 static LogicalResult verifyNorm(Operation *op, Value input, ValueRange affine,
-                                Value result, double eps) {
+                                Value result, double eps, ValueRange stats,
+                                size_t count, bool savedStats) {
   RankedTensorType type = tensorType(input);
   if (type.getRank() < 1)
     return op->emitOpError("input must have rank >= 1, got ") << type;
@@ -386,17 +415,23 @@ static LogicalResult verifyNorm(Operation *op, Value input, ValueRange affine,
     return failure();
   if (!(eps > 0.0))
     return op->emitOpError("eps must be > 0, got ") << eps;
-  return verifySameFloatElementType(op, op->getOperands());
+  if (failed(verifyRowStats(op, stats, count, type)))
+    return failure();
+  ValueRange operands = op->getOperands();
+  return verifySameFloatElementType(
+      op, savedStats ? operands.drop_back(stats.size()) : operands);
 }
 
 LogicalResult LayerNormOp::verify() {
   return verifyNorm(*this, getInput(), {getWeight(), getBias()}, getResult(),
-                    getEps().convertToDouble());
+                    getEps().convertToDouble(), getStats(), 2,
+                    /*savedStats=*/false);
 }
 
 LogicalResult RMSNormOp::verify() {
   return verifyNorm(*this, getInput(), {getWeight()}, getResult(),
-                    getEps().convertToDouble());
+                    getEps().convertToDouble(), getStats(), 1,
+                    /*savedStats=*/false);
 }
 
 /// Shapes of attention and its gradient: q [B,S,heads*d], k and v
@@ -596,7 +631,8 @@ LogicalResult EmbeddingGradOp::verify() {
 
 LogicalResult LayerNormGradOp::verify() {
   if (failed(verifyNorm(*this, getInput(), {getWeight()}, getInputGrad(),
-                        getEps().convertToDouble())) ||
+                        getEps().convertToDouble(), getSaved(), 2,
+                        /*savedStats=*/true)) ||
       failed(verifyGradType(*this, "result", getResultGrad().getType(),
                             getInput().getType())) ||
       failed(verifyGradType(*this, "weight", getWeightGrad().getType(),
@@ -608,7 +644,8 @@ LogicalResult LayerNormGradOp::verify() {
 
 LogicalResult RMSNormGradOp::verify() {
   if (failed(verifyNorm(*this, getInput(), {getWeight()}, getInputGrad(),
-                        getEps().convertToDouble())) ||
+                        getEps().convertToDouble(), getSaved(), 1,
+                        /*savedStats=*/true)) ||
       failed(verifyGradType(*this, "result", getResultGrad().getType(),
                             getInput().getType())))
     return failure();

@@ -46,7 +46,7 @@ LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   auto grad = LayerNormGradOp::create(
       b, getLoc(), getInput().getType(), getWeight().getType(),
-      getBias().getType(), getInput(), getWeight(), resultGrads[0],
+      getBias().getType(), getInput(), getWeight(), resultGrads[0], getStats(),
       getEpsAttr());
   operandGrads.assign(grad->result_begin(), grad->result_end());
   return success();
@@ -54,12 +54,44 @@ LogicalResult LayerNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult RMSNormOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                   SmallVectorImpl<Value> &operandGrads) {
-  auto grad = RMSNormGradOp::create(b, getLoc(), getInput().getType(),
-                                    getWeight().getType(), getInput(),
-                                    getWeight(), resultGrads[0], getEpsAttr());
+  auto grad = RMSNormGradOp::create(
+      b, getLoc(), getInput().getType(), getWeight().getType(), getInput(),
+      getWeight(), resultGrads[0], getStats(), getEpsAttr());
   operandGrads.assign(grad->result_begin(), grad->result_end());
   return success();
 }
+
+/// The type of a norm's per-row statistic for input `x` [..., H]: [...]
+/// f32; null for a rank-1 input (one row: nothing worth keeping).
+static RankedTensorType rowStatType(Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() < 2)
+    return {};
+  return RankedTensorType::get(type.getShape().drop_back(),
+                               Float32Type::get(x.getContext()));
+}
+
+// The forward's row statistics, which the gradient would compute again.
+Operation *LayerNormOp::buildWithResiduals(OpBuilder &b) {
+  RankedTensorType stat = rowStatType(getInput());
+  if (!getStats().empty() || !stat)
+    return nullptr;
+  return LayerNormOp::create(b, getLoc(), getResult().getType(),
+                             TypeRange{stat, stat}, getInput(), getWeight(),
+                             getBias(), getEpsAttr());
+}
+
+unsigned LayerNormOp::getNumResiduals() { return getStats().size(); }
+
+Operation *RMSNormOp::buildWithResiduals(OpBuilder &b) {
+  RankedTensorType stat = rowStatType(getInput());
+  if (!getStats().empty() || !stat)
+    return nullptr;
+  return RMSNormOp::create(b, getLoc(), getResult().getType(), TypeRange{stat},
+                           getInput(), getWeight(), getEpsAttr());
+}
+
+unsigned RMSNormOp::getNumResiduals() { return getStats().size(); }
 
 LogicalResult RopeOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {

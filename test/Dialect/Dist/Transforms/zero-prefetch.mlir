@@ -12,10 +12,10 @@
 // CHECK-NEXT: %[[G:.*]] = dist.all_gather_flat %[[C]] over @mesh ["dp"] : tensor<32xf32> -> tensor<64xf32>
 // CHECK: triax.get_param @h.1.mlp.c_proj.bias : tensor<32xf32>
 // CHECK-NEXT: %[[LAST:.*]] = dist.all_gather_flat %{{.*}} over @mesh ["dp"] : tensor<32xf32> -> tensor<64xf32>
-// CHECK-NEXT: %[[H0:.*]]:11 = triax.block "h.0"(%{{.*}}) :
+// CHECK-NEXT: %[[H0:.*]]:15 = triax.block "h.0"(%{{.*}}) :
 // CHECK: triax.get_param @h.0.ln_1.weight : tensor<32xf32>
 // CHECK-NEXT: dist.all_gather_flat
-// CHECK: %[[H1:.*]]:11 = triax.block "h.1"(%[[H0]]#0, %[[G]], {{.*}}, %[[LAST]]) :
+// CHECK: %[[H1:.*]]:15 = triax.block "h.1"(%[[H0]]#0, %[[G]], {{.*}}, %[[LAST]]) :
 // CHECK-NEXT: ^bb0(%{{.*}}: tensor<8x64x64xf32>, %[[ARG:[a-z0-9]+]]: tensor<64xf32>,
 // CHECK-NOT: triax.get_param
 // CHECK: triax.layer_norm %{{.*}}, %[[ARG]],

@@ -34,12 +34,14 @@ triax.model @tied config = #triax.train_config<micro_batch = 2, seq = 4, grad_cl
 // CHECK-SAME: %[[TOK:.*]]: tensor<2x4xi32>, %[[TGT:.*]]: tensor<2x4xi32>) -> tensor<f32>
 // CHECK: %[[WTE:.*]] = triax.get_param @wte
 // CHECK: %[[X:.*]] = triax.embedding %[[TOK]], %[[WTE]]
-// The forward block now also yields the activations the backward reads.
-// CHECK: %[[Y:.*]]:2 = triax.block "blk"(%[[X]]) : (tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
-// CHECK: %[[N:.*]] = triax.layer_norm
+// The forward block now also yields the activations the backward reads,
+// the layer norm's rows' mean and rstd among them (its residuals: the
+// differentiated norm returns them).
+// CHECK: %[[Y:.*]]:4 = triax.block "blk"(%[[X]]) : (tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+// CHECK: %[[N:[a-z0-9_]+]], %[[ST:[a-z0-9_]+]]:2 = triax.layer_norm {{.*}} -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
 // CHECK: %[[A:.*]] = triax.gelu %[[N]]
 // CHECK: %[[R:.*]] = triax.add
-// CHECK: triax.yield %[[R]], %[[N]] :
+// CHECK: triax.yield %[[R]], %[[N]], %[[ST]]#0, %[[ST]]#1 :
 // CHECK: %[[LOGITS:.*]] = triax.linear %[[Y]]#0, %[[WTE]] {transpose_weight}
 // CHECK: %[[LOSS:.*]] = triax.cross_entropy %[[LOGITS]], %[[TGT]]
 // CHECK: %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
@@ -49,11 +51,11 @@ triax.model @tied config = #triax.train_config<micro_batch = 2, seq = 4, grad_cl
 // CHECK: %[[DWHEAD:.*]] = triax.linear_weight_grad %[[Y]]#0, %[[DLOGITS]] {transpose_weight} : (tensor<2x4x8xf32>, tensor<2x4x16xf32>) -> tensor<16x8xf32>
 // The block input is passed in from outside; the bias is not re-read (its
 // gradient does not need it).
-// CHECK: %[[BWD:.*]]:3 = triax.block "blk.grad"(%[[DY]], %[[Y]]#1, %[[X]]) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
-// CHECK-NEXT: ^bb0(%[[D:.*]]: tensor<2x4x8xf32>, %[[SAVEDN:.*]]: tensor<2x4x8xf32>, %[[IN:.*]]: tensor<2x4x8xf32>):
+// CHECK: %[[BWD:.*]]:3 = triax.block "blk.grad"(%[[DY]], %[[Y]]#1, %[[X]], %[[Y]]#2, %[[Y]]#3) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: ^bb0(%[[D:.*]]: tensor<2x4x8xf32>, %[[SAVEDN:.*]]: tensor<2x4x8xf32>, %[[IN:.*]]: tensor<2x4x8xf32>, %[[MEAN:.*]]: tensor<2x4xf32>, %[[RSTD:.*]]: tensor<2x4xf32>):
 // CHECK-NEXT: triax.get_param @g
 // CHECK: %[[DA:.*]] = triax.gelu_grad %[[SAVEDN]], %[[D]]
-// CHECK: %[[DX:.*]], %[[DG:.*]], %[[DB:.*]] = triax.layer_norm_grad %[[IN]], %{{.*}}, %[[DA]]
+// CHECK: %[[DX:.*]], %[[DG:.*]], %[[DB:.*]] = triax.layer_norm_grad %[[IN]], %{{.*}}, %[[DA]] saved(%[[MEAN]], %[[RSTD]])
 // The residual: the block input's gradient is the sum of both paths.
 // CHECK: %[[DIN:.*]] = triax.add %[[D]], %[[DX]]
 // CHECK: triax.yield %[[DIN]], %[[DB]], %[[DG]] :
@@ -129,7 +131,7 @@ triax.model @llama config = #triax.train_config<micro_batch = 1, seq = 4, grad_c
 // CHECK: %{{.*}}, %[[DK:.*]], %[[DV:.*]] = triax.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[DA]] saved(%[[A]], %[[LSE]]) heads = 4 kv_heads = 2
 // Key and value are the same value: their gradients add up.
 // CHECK: triax.add %[[DK]], %[[DV]] : tensor<1x4x4xf32>
-// CHECK: triax.rms_norm_grad
+// CHECK: triax.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} saved(%{{.*}}) : (tensor<1x4x8xf32>, tensor<8xf32>, tensor<1x4x8xf32>, tensor<1x4xf32>)
 // Without clipping the scale is the caller's, guarded the same way.
 // CHECK-LABEL: func.func @optimizer_step
 // CHECK-SAME: %{{.*}}: f32, %{{.*}}: i64, %[[SCALE:.*]]: f32) -> f32

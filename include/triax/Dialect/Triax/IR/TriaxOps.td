@@ -256,16 +256,25 @@ def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<Differe
   let hasVerifier = 1;
 }
 
-def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
+def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + eps) * weight + bias`, statistics over the last
     dimension with the biased variance.
+
+    `stats`, added by `triax-autodiff` where the op is differentiated: each
+    row's `mean` and `rstd = 1 / sqrt(var + eps)` (the input's shape
+    without its last dimension, f32), kept for `triax.layer_norm_grad`
+    instead of recomputed from the input.
+    ```mlir
+    %y, %mean, %rstd = triax.layer_norm %x, %w, %b : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+    ```
   }];
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$weight,
                        Triax_FloatTensor:$bias,
                        DefaultValuedAttr<F64Attr, "1e-5">:$eps);
-  let results = (outs Triax_FloatTensor:$result);
+  let results = (outs Triax_FloatTensor:$result,
+                      Variadic<RankedTensorOf<[F32]>>:$stats);
   let assemblyFormat = [{
     $input `,` $weight `,` $bias attr-dict `:`
     functional-type(operands, results)
@@ -273,14 +282,18 @@ def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<
   let hasVerifier = 1;
 }
 
-def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
+def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
-    `x / sqrt(mean(x^2) + eps) * weight`, as in LLaMA.
+    `x / sqrt(mean(x^2) + eps) * weight`, as in LLaMA. `stats`, added by
+    `triax-autodiff` where the op is differentiated: each row's
+    `rstd = 1 / sqrt(mean(x^2) + eps)` (f32), kept for
+    `triax.rms_norm_grad`.
   }];
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$weight,
                        DefaultValuedAttr<F64Attr, "1e-5">:$eps);
-  let results = (outs Triax_FloatTensor:$result);
+  let results = (outs Triax_FloatTensor:$result,
+                      Variadic<RankedTensorOf<[F32]>>:$stats);
   let assemblyFormat = [{
     $input `,` $weight attr-dict `:` functional-type(operands, results)
   }];
@@ -559,32 +572,39 @@ def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure, DeclareOpInterface
 def Triax_LayerNormGradOp : Triax_Op<"layer_norm_grad", [Pure]> {
   let summary = "Gradients of layer_norm: input, weight and bias";
   let description = [{
-    Recomputes the row statistics from `input` (cheaper to keep than the
-    normalized activations) and returns `(dx, dweight, dbias)`.
+    Returns `(dx, dweight, dbias)` from the input (cheaper to keep than the
+    normalized activations) and the row statistics: `saved(%mean, %rstd)`,
+    the forward's `stats`, or else recomputed from `input`.
   }];
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$weight,
                        Triax_FloatTensor:$result_grad,
+                       Variadic<RankedTensorOf<[F32]>>:$saved,
                        DefaultValuedAttr<F64Attr, "1e-5">:$eps);
   let results = (outs Triax_FloatTensor:$input_grad,
                       Triax_FloatTensor:$weight_grad,
                       Triax_FloatTensor:$bias_grad);
   let assemblyFormat = [{
-    $input `,` $weight `,` $result_grad attr-dict `:`
-    functional-type(operands, results)
+    $input `,` $weight `,` $result_grad (`saved` `(` $saved^ `)`)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
 def Triax_RMSNormGradOp : Triax_Op<"rms_norm_grad", [Pure]> {
   let summary = "Gradients of rms_norm: input and weight";
+  let description = [{
+    With `saved(%rstd)` (the forward's `stats`) the rows' rstd is read, not
+    recomputed from `input`.
+  }];
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$weight,
                        Triax_FloatTensor:$result_grad,
+                       Variadic<RankedTensorOf<[F32]>>:$saved,
                        DefaultValuedAttr<F64Attr, "1e-5">:$eps);
   let results = (outs Triax_FloatTensor:$input_grad,
                       Triax_FloatTensor:$weight_grad);
   let assemblyFormat = [{
-    $input `,` $weight `,` $result_grad attr-dict `:`
-    functional-type(operands, results)
+    $input `,` $weight `,` $result_grad (`saved` `(` $saved^ `)`)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
