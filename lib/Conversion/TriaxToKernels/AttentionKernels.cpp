@@ -926,43 +926,36 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
     dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
-    if (op.getRing()) {
-      FailureOr<RingGroup> ring =
-          ringGroup(op, op.getMeshAttr(), op.getAxesAttr(), k);
-      if (failed(ring))
-        return failure();
-      dims.keyBlocks = false;
-      Value outBuf = k.alloc(op.getResult().getType());
-      AttentionBuffers buf;
-      buf.q = k.rows(adaptor.getQuery());
-      buf.out = k.rows(outBuf);
-      SmallVector<Value, 2> results = {outBuf};
-      if (op.getLse()) {
-        buf.lse = k.alloc(op.getLse().getType());
-        results.push_back(buf.lse);
-      }
-      ringAttention(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
-                    *ring);
-      rewriter.replaceOp(op, results);
-      return success();
-    }
-    if (failed(contextParallel(op, k, impl, dims)))
+    FailureOr<RingGroup> ring = RingGroup();
+    if (op.getRing())
+      ring = ringGroup(op, op.getMeshAttr(), op.getAxesAttr(), k);
+    else if (failed(contextParallel(op, k, impl, dims)))
+      return failure();
+    if (failed(ring))
       return failure();
     Value outBuf = k.alloc(op.getResult().getType());
     // (One statement each: the IR order must not depend on the order the
-    // compiler evaluates arguments in.)
+    // compiler evaluates arguments in.) A ring passes its own keys and
+    // values around itself.
     AttentionBuffers buf;
     buf.q = k.rows(adaptor.getQuery());
-    buf.key = k.rows(adaptor.getKey());
-    buf.v = k.rows(adaptor.getValue());
+    if (!op.getRing()) {
+      buf.key = k.rows(adaptor.getKey());
+      buf.v = k.rows(adaptor.getValue());
+    }
     buf.out = k.rows(outBuf);
     SmallVector<Value, 2> results = {outBuf};
     if (op.getLse()) {
       buf.lse = k.alloc(op.getLse().getType());
       results.push_back(buf.lse);
     }
-    if (failed(lowerAttention(impl, k, buf, dims)))
+    if (op.getRing()) {
+      dims.keyBlocks = false;
+      ringAttention(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
+                    *ring);
+    } else if (failed(lowerAttention(impl, k, buf, dims))) {
       return failure();
+    }
     rewriter.replaceOp(op, results);
     return success();
   }
@@ -994,27 +987,12 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     Value dqBuf = k.alloc(op.getQueryGrad().getType());
     Value dkBuf = k.alloc(op.getKeyGrad().getType());
     Value dvBuf = k.alloc(op.getValueGrad().getType());
-    if (op.getRing()) {
-      dims.keyBlocks = false;
-      AttentionBuffers buf;
-      buf.q = k.rows(adaptor.getQuery());
-      buf.dout = k.rows(adaptor.getResultGrad());
-      buf.dq = k.rows(dqBuf);
-      buf.dk = k.rows(dkBuf);
-      buf.dv = k.rows(dvBuf);
-      if (!adaptor.getSaved().empty()) {
-        buf.savedOut = k.rows(adaptor.getSaved()[0]);
-        buf.lse = adaptor.getSaved()[1];
-      }
-      ringAttentionGrad(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
-                        *ring);
-      rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});
-      return success();
-    }
     AttentionBuffers buf;
     buf.q = k.rows(adaptor.getQuery());
-    buf.key = k.rows(adaptor.getKey());
-    buf.v = k.rows(adaptor.getValue());
+    if (!op.getRing()) {
+      buf.key = k.rows(adaptor.getKey());
+      buf.v = k.rows(adaptor.getValue());
+    }
     buf.dout = k.rows(adaptor.getResultGrad());
     buf.dq = k.rows(dqBuf);
     buf.dk = k.rows(dkBuf);
@@ -1023,8 +1001,13 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
       buf.savedOut = k.rows(adaptor.getSaved()[0]);
       buf.lse = adaptor.getSaved()[1];
     }
-    if (failed(lowerAttentionGrad(impl, k, buf, dims)))
+    if (op.getRing()) {
+      dims.keyBlocks = false;
+      ringAttentionGrad(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
+                        *ring);
+    } else if (failed(lowerAttentionGrad(impl, k, buf, dims))) {
       return failure();
+    }
     rewriter.replaceOp(op, {dqBuf, dkBuf, dvBuf});
     return success();
   }
