@@ -135,7 +135,8 @@ def gpt2(a):
 def runtime(a):
     """The CUDA runtime's own tests: each passes when its log ends with the
     test harness's "<suite>: all N checks passed" (runtime/test/check.h);
-    the abort passes with exit status 1 and the injected message."""
+    the abort passes with exit status 1 and the injected message. With
+    --attention, cuDNN's fused attention against float64 too."""
     def text(path):
         try:
             with open(path, errors="replace") as f:
@@ -151,6 +152,12 @@ def runtime(a):
 
     out = {"gemm_cublaslt": suite(a.gemm, "gemm"),
            "nccl_one_rank": suite(a.nccl, "nccl")}
+    if a.attention:
+        out["attention_cudnn"] = suite(a.attention, "attention-cudnn")
+        # Which cuDNN, and what it took or declined (the runtime's lines).
+        out["attention_cudnn"]["cudnn"] = [
+            l for l in text(a.attention).splitlines()
+            if l.startswith("triax runtime: attention")][:8]
     out["nccl_one_rank"]["comm"] = [l for l in text(a.nccl).splitlines()
                                     if l.startswith(("comm:", "nccl:",
                                                      "device:"))][:5]
@@ -285,6 +292,10 @@ def combine(a):
     # The vocabulary padded to 50,304 (the cuda default) against unpadded.
     speedup("pad_vocab", "gpt2-bf16", "gpt2-bf16-nopad",
             "ms_per_step_unpadded")
+    # cuDNN's fused attention (--attention=cudnn) against flash-mma, the
+    # generated tensor-core kernels (issue 14 item 1's choice).
+    speedup("cudnn_attention", "gpt2-bf16-cudnn", "gpt2-bf16",
+            "ms_per_step_flash_mma")
     if a.steps:
         out["steps"] = steps
     with open(a.out, "w") as f:
@@ -322,6 +333,9 @@ def main():
     r.add_argument("nccl")
     r.add_argument("abort")
     r.add_argument("--abort-status", type=int, required=True)
+    r.add_argument("--attention", metavar="LOG",
+                   help="the cuDNN attention test's log "
+                        "(triax-rt-attention-cudnn-test)")
     z = sub.add_parser("sanitizer")
     z.add_argument("tool")
     z.add_argument("log", nargs="?")

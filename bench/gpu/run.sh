@@ -4,7 +4,9 @@
 #
 #   bench/gpu/run.sh prepare [--build DIR] [--bundle DIR] [--arch sm_90]
 #       On the build machine (MLIR, MPI, CUDA toolkit; no GPU needed):
-#       compiles tiny, and gpt2 at batch 8 (the quick check) and 16 (the
+#       fetches the cudnn-frontend's headers if absent (fetch_cudnn_frontend,
+#       below) and rebuilds the CUDA runtime and its attention test with
+#       them; compiles tiny, and gpt2 at batch 8 (the quick check) and 16 (the
 #       goal shape), with `triaxc --target cuda`, the kernel test
 #       (test/cuda/kernel_check.py) and the CPU references (tiny's first 10
 #       losses from the CPU binary, every kernel's CPU result), and copies
@@ -20,7 +22,10 @@
 #       rank, no launcher, all of it within --deadline seconds (500):
 #        0. the CUDA runtime's tests: the GEMM family on cuBLASLt against a
 #           double-precision reference, the NCCL transport on one-rank
-#           communicators (every collective, exact values), and an abort;
+#           communicators (every collective, exact values), an abort, and
+#           cuDNN's fused attention (forward, backward, its decline under
+#           TRIAX_CUDNN=0) against a double-precision reference, with
+#           PyTorch's libcudnn.so.9 (cudnn_lib_dir, below);
 #        1. the kernel test: every generated kernel on the GPU against the
 #           CPU target's result on the same inputs, for the row-wise kernels
 #           one block per row (the default) and one warp per row
@@ -30,7 +35,8 @@
 #           (--precision bf16; relative 8e-3: one bf16 ulp);
 #        2. tiny, 10 steps, losses against the CPU binary's: fp32 (both
 #           row forms; relative 1e-4) and bf16 (--precision bf16, against
-#           the CPU's bf16 binary; relative 5e-3, see run_gpu);
+#           the CPU's bf16 binary; relative 5e-3, see run_gpu), bf16 again
+#           with the attention on cuDNN (--attention=cudnn);
 #           the bf16 run also shows the one-rank NCCL communicator (-v);
 #           and the same for tiny-moe (mixture-of-experts kernels), and
 #           for tiny built with --dtype bf16 (bf16 weights and gradients,
@@ -39,7 +45,8 @@
 #           (0 errors; "unavailable" when the machine has none);
 #        4. gpt2 (124M) bf16 at batch 8 x 1024, --quick-steps (10): the
 #           quick check;
-#        5. gpt2 at batch 16 x 1024, --gpt2-steps (30): bf16, fp32, and
+#        5. gpt2 at batch 16 x 1024, --gpt2-steps (30): bf16, bf16 with
+#           the attention on cuDNN (--attention=cudnn), fp32, and
 #           bf16 with the vocabulary unpadded (--pad-vocab 1: 50,257
 #           columns, against the cuda default's 50,304): ms/step,
 #           tokens/s, MFU against the bf16 peak;
@@ -132,11 +139,68 @@ run() {
   fi
 }
 
+# The cudnn-frontend's headers (header-only C++; runtime/lib/cuda/
+# attention.cpp), version 1.32.0, from PyPI's nvidia-cudnn-frontend wheel:
+# its include/ extracted into ~/.cache/triax/cudnn-frontend-1.32.0/include,
+# where runtime/CMakeLists.txt looks (TRIAX_RT_CUDNN_FRONTEND_INCLUDE_DIR).
+# Here, on the build machine: the GPU machine has no internet.
+cudnn_frontend_version=1.32.0
+cudnn_frontend_dir="${TRIAX_CACHE:-$HOME/.cache/triax}/cudnn-frontend-$cudnn_frontend_version"
+fetch_cudnn_frontend() {
+  if [[ -e "$cudnn_frontend_dir/include/cudnn_frontend.h" ]]; then
+    return 0
+  fi
+  say "cudnn-frontend $cudnn_frontend_version's headers into $cudnn_frontend_dir"
+  local tmp="$cudnn_frontend_dir.tmp"
+  run rm -rf "$tmp"
+  run mkdir -p "$tmp"
+  run python3 -m pip download --no-deps --only-binary :all: -d "$tmp" \
+      "nvidia-cudnn-frontend==$cudnn_frontend_version"
+  if ((dry)); then
+    echo "+ extract include/ of $tmp/nvidia_cudnn_frontend-*.whl into $cudnn_frontend_dir" >&2
+    return 0
+  fi
+  python3 - "$tmp" <<'PY'
+import glob, os, sys, zipfile
+tmp = sys.argv[1]
+wheels = glob.glob(os.path.join(tmp, "nvidia_cudnn_frontend-*.whl"))
+if len(wheels) != 1:
+    sys.exit("run.sh: expected one nvidia_cudnn_frontend wheel in %s, found %d"
+             % (tmp, len(wheels)))
+with zipfile.ZipFile(wheels[0]) as z:
+    names = [n for n in z.namelist() if n.startswith("include/")]
+    if "include/cudnn_frontend.h" not in names:
+        sys.exit("run.sh: %s has no include/cudnn_frontend.h" % wheels[0])
+    z.extractall(tmp, names)
+PY
+  rm -f "$tmp"/*.whl
+  rm -rf "$cudnn_frontend_dir"
+  mv "$tmp" "$cudnn_frontend_dir"
+}
+
 prepare() {
   local bin="$build/bin" rt="$build/runtime"
+  # The CUDA runtime with cuDNN's attention: the frontend's headers, then a
+  # configure that finds them (find_path retries a NOTFOUND) and the
+  # runtime's CUDA archive and attention test rebuilt (the models below
+  # link the archive).
+  fetch_cudnn_frontend
+  if [[ -e "$build/CMakeCache.txt" ]] &&
+     grep -q '^TRIAX_RT_CUDNN_FRONTEND_INCLUDE_DIR:PATH=.*NOTFOUND' "$build/CMakeCache.txt"; then
+    run cmake "$build" > /dev/null
+  fi
+  if [[ -e "$build/build.ninja" ]]; then
+    run ninja -C "$build" triax_rt_cuda triax_rt_cudnn triax-rt-attention-cudnn-test
+  fi
+  if [[ -e "$build/CMakeCache.txt" ]] &&
+     ! grep -q "^TRIAX_RT_CUDNN_FRONTEND_INCLUDE_DIR:PATH=$cudnn_frontend_dir" "$build/CMakeCache.txt"; then
+    echo "run.sh prepare: warning: the build does not use $cudnn_frontend_dir/include" \
+         "(see TRIAX_RT_CUDNN_FRONTEND_INCLUDE_DIR in $build/CMakeCache.txt)" >&2
+  fi
   for f in "$bin/triaxc" "$bin/triax-model" "$bin/triax-opt" \
            "$bin/triax-rt-gemm-cuda-test" "$bin/triax-rt-nccl-test" \
-           "$rt/libtriax_rt.a" "$rt/libtriax_rt_cuda.a"; do
+           "$bin/triax-rt-attention-cudnn-test" \
+           "$rt/libtriax_rt.a" "$rt/libtriax_rt_cuda.a" "$rt/libtriax_rt_cudnn.a"; do
     if [[ ! -e "$f" ]]; then
       echo "run.sh prepare: $f is missing: build with the CUDA toolkit" \
            "present (docs/cuda.md)" >&2
@@ -150,7 +214,8 @@ prepare() {
       "$bundle/lib" "$bundle/lib-stub" "$bundle/ref"
   run mkdir -p "$bundle/lib" "$bundle/ref"
   say "the CUDA runtime's own tests"
-  run cp "$bin/triax-rt-gemm-cuda-test" "$bin/triax-rt-nccl-test" "$bundle/"
+  run cp "$bin/triax-rt-gemm-cuda-test" "$bin/triax-rt-nccl-test" \
+      "$bin/triax-rt-attention-cudnn-test" "$bundle/"
   say "models"
   # gpt2's batch is fixed when it is compiled (the model's global batch,
   # triax-model --batch; the binary takes no batch flag): one model per
@@ -205,6 +270,7 @@ prepare() {
   for spec in "tiny-fp32:tiny --precision fp32" \
               "tiny-fp32-warp:tiny --precision fp32 --cuda-rows warp" \
               "tiny-bf16:tiny --precision bf16" \
+              "tiny-bf16-cudnn:tiny --precision bf16 --attention cudnn" \
               "tiny-moe-fp32:tiny-moe --precision fp32" \
               "tiny-moe-bf16:tiny-moe --precision bf16" \
               "tiny-true16:tiny-true16" \
@@ -212,6 +278,7 @@ prepare() {
               "gpt2-b1-bf16:gpt2-b1 --precision bf16" \
               "gpt2-b8-bf16:gpt2-b8 --precision bf16" \
               "gpt2-bf16:gpt2-b16 --precision bf16" \
+              "gpt2-bf16-cudnn:gpt2-b16 --precision bf16 --attention cudnn" \
               "gpt2-fp32:gpt2-b16 --precision fp32" \
               "gpt2-bf16-nopad:gpt2-b16 --precision bf16 --pad-vocab 1"; do
     name="${spec%%:*}"
@@ -242,12 +309,18 @@ prepare() {
   # (attention_reference.py), the three CUDA lowerings (flash-mma, the bf16
   # default: its tensor-core kernels on the shapes of multiples of 16, the
   # batched GEMMs on the others): built here, run there.
-  say "attention check: flash, batched-gemm and flash-mma, built for $arch"
-  local impl
-  for impl in flash batched-gemm flash-mma; do
+  # cudnn: cuDNN's fused attention where it takes the configuration (bf16
+  # throughout, head sizes cuDNN has kernels for), flash-mma behind it; its
+  # backwards from the forward's saved output and log-sum-exp (--saved),
+  # which the library's backward needs.
+  say "attention check: flash, batched-gemm, flash-mma and cudnn, built for $arch"
+  local impl saved
+  for impl in flash batched-gemm flash-mma cudnn; do
+    saved=()
+    [[ $impl == cudnn ]] && saved=(--saved)
     run python3 "$attention_reference" \
         "$bundle/attention-$impl" --target cuda --attention "$impl" --build-only \
-        --tools-dir "$bin" --runtime-dir "$rt" \
+        "${saved[@]}" --tools-dir "$bin" --runtime-dir "$rt" \
         --runtime-include "$root/runtime/include"
     run rm -f "$bundle/attention-$impl/"*.ll "$bundle/attention-$impl/"*.o \
         "$bundle/attention-$impl/"*.llvm.mlir
@@ -293,21 +366,24 @@ prepare() {
 check_bundle() {
   local f missing=0
   for f in train-tiny-fp32 train-tiny-fp32-warp \
-           train-tiny-bf16 train-tiny-moe-fp32 train-tiny-moe-bf16 \
+           train-tiny-bf16 train-tiny-bf16-cudnn \
+           train-tiny-moe-fp32 train-tiny-moe-bf16 \
            train-tiny-true16 ref/tiny-true16-cpu-bf16.jsonl \
            train-gpt2-b1-fp32 train-gpt2-b1-bf16 \
            train-gpt2-b8-bf16 train-gpt2-bf16 train-gpt2-fp32 \
-           train-gpt2-bf16-nopad gpt2.params \
+           train-gpt2-bf16-nopad train-gpt2-bf16-cudnn gpt2.params \
            ref/tiny-cpu-fp32.jsonl ref/tiny-cpu-bf16.jsonl \
            ref/tiny-moe-cpu-fp32.jsonl ref/tiny-moe-cpu-bf16.jsonl \
            ref/gpt2-b1-cpu-fp32.jsonl ref/gpt2-b1-cpu-bf16.jsonl \
            attention-flash/attention-check-cuda \
            attention-batched-gemm/attention-check-cuda \
            attention-flash-mma/attention-check-cuda \
+           attention-cudnn/attention-check-cuda \
            kernel-check/kernel-check-cuda kernel-check/kernels.json \
            kernel-check/cpu kernel-check-warp/kernel-check-cuda \
            kernel-check-bf16/kernel-check-cuda kernel-check-bf16/cpu \
-           triax-rt-gemm-cuda-test triax-rt-nccl-test lib-stub/libmpi.so.40; do
+           triax-rt-gemm-cuda-test triax-rt-nccl-test \
+           triax-rt-attention-cudnn-test lib-stub/libmpi.so.40; do
     if [[ ! -e "$bundle/$f" ]]; then
       echo "run.sh run: $bundle/$f is missing (run \`bench/gpu/run.sh prepare\` on the build machine)" >&2
       missing=1
@@ -450,12 +526,13 @@ run_gpu() {
   for p in gpu cuda-libs runtime kernel-check \
            kernel-check-warp kernel-check-bf16 attention-flash \
            attention-batched-gemm \
-           attention-flash-mma \
-           tiny-fp32 tiny-fp32-warp tiny-bf16 tiny-moe-fp32 tiny-moe-bf16 \
+           attention-flash-mma attention-cudnn \
+           tiny-fp32 tiny-fp32-warp tiny-bf16 tiny-bf16-cudnn \
+           tiny-moe-fp32 tiny-moe-bf16 \
            gpt2-b1-fp32 \
            gpt2-b1-bf16 \
            sanitizer-racecheck sanitizer-memcheck gpt2-b8-bf16 gpt2-bf16 \
-           gpt2-fp32 gpt2-bf16-nopad kernels torch; do
+           gpt2-bf16-cudnn gpt2-fp32 gpt2-bf16-nopad kernels torch; do
     [[ $p == torch ]] && ((!torch)) && continue
     parts+=("$out/$p.json")
   done
@@ -502,6 +579,32 @@ run_gpu() {
     echo "run.sh: the bundled Open MPI does not load here; using lib-stub/libmpi.so.40 (one rank)" >&2
   fi
   export LD_LIBRARY_PATH="$mpi${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # cuDNN 9 for the attention (the runtime dlopens libcudnn.so.9, which
+  # loads its engine libraries from its own folder): the first folder that
+  # has it among those find_cuda.py searched (the toolkit's, then the
+  # wheels': PyTorch's site-packages/nvidia/cudnn/lib), appended.
+  local cudnn_lib_dir=""
+  if ((!dry)) && [[ -e "$out/cuda-libs.json" ]]; then
+    cudnn_lib_dir="$(timeout 30 python3 - "$out/cuda-libs.json" <<'PY' || true
+import json, os, sys
+try:
+    dirs = json.load(open(sys.argv[1])).get("searched_lib_dirs", [])
+except (OSError, ValueError):
+    dirs = []
+print(next((d for d in dirs
+            if os.path.exists(os.path.join(d, "libcudnn.so.9"))), ""))
+PY
+)"
+  fi
+  if [[ -n $cudnn_lib_dir ]]; then
+    say "cuDNN: $cudnn_lib_dir"
+    case ":$LD_LIBRARY_PATH:" in
+      *":$cudnn_lib_dir:"*) ;;
+      *) export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_lib_dir" ;;
+    esac
+  elif ((!dry)); then
+    echo "run.sh: no libcudnn.so.9 where find_cuda.py looked: the attention runs the generated kernels, and its test fails" >&2
+  fi
   if ((!dry)) && timeout 30 ldd "$bundle/train-tiny-fp32" 2>&1 | grep "not found" >&2; then
     echo "run.sh: libraries missing (above): CUDA 13's libcuda.so.1, libcublas.so.13, libcublasLt.so.13 and NCCL's libnccl.so.2 must be installed (where find_cuda.py looked: $out/cuda-libs.json)" >&2
     status=1
@@ -540,12 +643,20 @@ PY
     check_failed "$out/nccl-abort.log"
   if [[ $step_status != skipped ]]; then ran=1; fi
   abort_rc=$step_rc
+  # cuDNN's fused attention (runtime/lib/cuda/attention.cpp) through the
+  # entries against a double-precision reference, then its decline under
+  # TRIAX_CUDNN=0; needs libcudnn.so.9 (cudnn_lib_dir, on LD_LIBRARY_PATH).
+  step runtime-attention-cudnn 120 2 "$out/runtime-attention-cudnn.log" \
+    "$bundle/triax-rt-attention-cudnn-test" ||
+    check_failed "$out/runtime-attention-cudnn.log"
+  if [[ $step_status != skipped ]]; then ran=1; fi
   if ((dry)); then
     :
   elif ((ran)); then
     analyse "$out/runtime.json" python3 "$here/report.py" runtime \
       "$out/gemm-cuda.log" "$out/nccl.log" "$out/nccl-abort.log" \
-      --abort-status "$abort_rc" || status=1
+      --abort-status "$abort_rc" \
+      --attention "$out/runtime-attention-cudnn.log" || status=1
   else
     skip_part runtime
   fi
@@ -580,7 +691,7 @@ PY
   # multi-query, f32 and bf16 (attention_reference.py --run-only, on a copy
   # of the built check).
   local impl
-  for impl in flash batched-gemm flash-mma; do
+  for impl in flash batched-gemm flash-mma cudnn; do
     say "1-attention. $impl against numpy (float64)"
     run rm -rf "$out/attention-$impl"
     run cp -r "$bundle/attention-$impl" "$out/attention-$impl"
@@ -604,10 +715,13 @@ PY
   # goes, one bf16 ulp (2^-8 relative) at a time (report.py).
   # gpt2 at batch 1: 5 steps of gpt2's shapes (vocabulary 50,257, d = 64,
   # 1024 tokens) against the CPU binary, same tolerances (on the H200 fp32
-  # came within 2.5e-6 relative, bf16 within 3.5e-4).
+  # came within 2.5e-6 relative, bf16 within 3.5e-4). tiny-bf16-cudnn:
+  # tiny bf16 with the attention on cuDNN (--attention=cudnn; its log says
+  # whether cuDNN took each direction) against the same CPU losses.
   local spec name rtol model steps
   for spec in "tiny-fp32:fp32:1e-4:tiny:10" "tiny-fp32-warp:fp32:1e-4:tiny:10" \
               "tiny-bf16:bf16:$bf16_rtol:tiny:10" \
+              "tiny-bf16-cudnn:bf16:$bf16_rtol:tiny:10" \
               "tiny-moe-fp32:fp32:1e-4:tiny-moe:10" \
               "tiny-moe-bf16:bf16:$bf16_rtol:tiny-moe:10" \
               "tiny-true16:bf16:$bf16_rtol:tiny-true16:10" \
@@ -669,10 +783,13 @@ PY
   # by the cuda default: the padding's speedup). (bf16 without the GELU
   # epilogues, gpt2-bf16-nogelu, ran on 2026-12-04: 176.9 against 173.7 ms;
   # one warp per row kernel, gpt2-bf16-warp, was never run: both dropped to
-  # keep the bundle under 60 MiB.)
+  # keep the bundle under 60 MiB.) gpt2-bf16-cudnn: the goal shape with the
+  # attention on cuDNN, against gpt2-bf16's flash-mma (issue 14 item 1's
+  # choice; cudnn_attention in gpu-bench.json).
   local batch steps cap
   for spec in "gpt2-b8-bf16:8:$quick_steps:90" \
-              "gpt2-bf16:16:$gpt2_steps:150" "gpt2-fp32:16:$gpt2_steps:200" \
+              "gpt2-bf16:16:$gpt2_steps:150" "gpt2-bf16-cudnn:16:$gpt2_steps:150" \
+              "gpt2-fp32:16:$gpt2_steps:200" \
               "gpt2-bf16-nopad:16:$gpt2_steps:150"; do
     IFS=: read -r name batch steps cap <<< "$spec"
     if ((batch == 8)); then

@@ -16,7 +16,9 @@
 //   loop's index, the iterations are enumerated;
 // - scf.if takes the branch its condition selects when the condition is
 //   a constant; a data-dependent condition counts its then-branch (an
-//   upper bound for a guard, which is what the lowering emits);
+//   upper bound for a guard, which is what the lowering emits); a
+//   library's attention call (trx_fused_attention) answers 0, so the
+//   generated kernels behind it, for when it declines, are not counted;
 // - scf.index_switch takes the case of rank 0 (its position on every mesh
 //   axis is 0: trx_group_position folds to 0), as the cost model's
 //   ModuleFacts takes rank 0's pipeline stage;
@@ -110,7 +112,15 @@ int64_t elemBytes(Type type) {
 
 /// The runtime's library calls by what the report does with them (their
 /// classes in runtime/include/triax_entries.def).
-enum class CallClass { Gemm, Collective, PointToPoint, HostSync, Free, Other };
+enum class CallClass {
+  Gemm,
+  Attention,
+  Collective,
+  PointToPoint,
+  HostSync,
+  Free,
+  Other
+};
 
 /// A GEMM entry's argument list (RuntimeABI.h): A, B, C, then an optional
 /// bias and aux buffer, the transposition flags (i32), alpha and, for the
@@ -231,6 +241,8 @@ CallClass classify(llvm::StringRef name) {
   case rt::EntryClass::View:
   case rt::EntryClass::Mark:
     return CallClass::Free;
+  case rt::EntryClass::Attention:
+    return CallClass::Attention;
   // A GEMM entry without a row in gemmSignatures(): its operands are unknown.
   case rt::EntryClass::Gemm:
     break;
@@ -308,10 +320,16 @@ public:
       return attr.getType().isInteger(1)
                  ? int64_t(attr.getValue().getZExtValue())
                  : attr.getValue().getSExtValue();
-    // Rank 0 is at position 0 of every group of mesh axes.
-    if (auto call = dyn_cast<func::CallOp>(def))
-      return call.getCallee() == rt::kGroupPosition ? std::optional<int64_t>(0)
-                                                    : std::nullopt;
+    // Rank 0 is at position 0 of every group of mesh axes; a library's
+    // attention is taken to run (its answer 0: the generated kernels behind
+    // it do not).
+    if (auto call = dyn_cast<func::CallOp>(def)) {
+      std::optional<rt::EntryClass> cls = rt::entryClass(call.getCallee());
+      return call.getCallee() == rt::kGroupPosition ||
+                     cls == rt::EntryClass::Attention
+                 ? std::optional<int64_t>(0)
+                 : std::nullopt;
+    }
     auto operand = [&](unsigned i) {
       return eval(def->getOperand(i), depth + 1);
     };
@@ -1340,6 +1358,43 @@ llvm::Error StepCounter::libraryCall(func::CallOp call, double w) {
                                    item.paddedCopyBytes),
                             item.tensorCoreGemm ? hw.peakFlops : kernelPeak()) +
                    roofline(0, double(item.paddedCopyBytes), 0);
+    return llvm::Error::success();
+  }
+  case CallClass::Attention: {
+    // The library's fused causal attention (cuDNN's flash attention), as
+    // one kernel at the tensor cores' dense peak: forward 4d FLOPs per
+    // (query, key) pair at or below the diagonal (q k^T, P v), backward 10d
+    // (the scores again, dO v^T, P^T dO, dS k, dS^T q); it reads its
+    // operands and writes its results once.
+    bool fresh = !seen(call);
+    KernelItem &item = itemFor(call, ItemKind::Kernel, callee);
+    item.callsPerStep += w * scale;
+    entry->launches += w;
+    if (!fresh)
+      return llvm::Error::success();
+    bool backward = callee == rt::kFusedAttentionGrad;
+    unsigned counts = backward ? 9 : 5; // the buffers before the counts
+    std::optional<int64_t> batch = ev.eval(call.getOperand(counts)),
+                           heads = ev.eval(call.getOperand(counts + 1));
+    MemRefType q = shapes.staticType(call.getOperand(0));
+    if (!batch || !heads || !q || *batch <= 0 || *heads <= 0)
+      return failure("cannot count " + describe(call) +
+                     ": its sizes are not constants");
+    int64_t seq = q.getDimSize(0) / *batch, d = q.getDimSize(1) / *heads;
+    double pairs =
+        double(*batch) * double(*heads) * double(seq) * double(seq + 1) / 2.0;
+    item.flops = item.tensorFlops = (backward ? 10.0 : 4.0) * double(d) * pairs;
+    for (unsigned i = 0; i < counts; ++i) {
+      MemRefType t = shapes.staticType(call.getOperand(i));
+      if (!t)
+        return failure("cannot size an operand of " + describe(call) +
+                       ": its shape is not static");
+      bool written = backward ? i >= 6 : i >= 3;
+      (written ? item.bytesWritten : item.bytesRead) +=
+          t.getNumElements() * elemBytes(t);
+    }
+    item.seconds = roofline(
+        item.flops, double(item.bytesRead + item.bytesWritten), hw.peakFlops);
     return llvm::Error::success();
   }
   case CallClass::Collective:

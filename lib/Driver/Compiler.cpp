@@ -480,14 +480,20 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   StageTimer timer(options.verbose, errs);
   llvm::StringRef attention = options.lowering.attention;
   if (!attention.empty() && attention != "flash" && attention != "flash-mma" &&
-      attention != "batched-gemm") {
+      attention != "batched-gemm" && attention != "cudnn") {
     errs << "triaxc: unknown --attention value '" << attention
-         << "'; expected flash, flash-mma or batched-gemm\n";
+         << "'; expected flash, flash-mma, batched-gemm or cudnn\n";
     return 1;
   }
   if (attention == "flash-mma" && options.target != "cuda") {
     errs << "triaxc: --attention=flash-mma applies to --target cuda (NVIDIA "
             "tensor cores); the CPU has flash and batched-gemm\n";
+    return 1;
+  }
+  if (attention == "cudnn" && options.target != "cuda") {
+    errs << "triaxc: --attention=cudnn applies to --target cuda (cuDNN's "
+            "fused attention, called by the CUDA runtime); the CPU has flash "
+            "and batched-gemm\n";
     return 1;
   }
   llvm::StringRef emitKind = options.emit;
@@ -810,15 +816,24 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   // the CUDA device (allocator, copies, GEMMs; runtime/lib/cpu/device.h)
   // and the NCCL transport from global constructors. The CPU runtime
   // supplies the rest (driver, data, checkpoints, communicators).
-  if (cuda)
+  // `--attention=cudnn` binaries also take cuDNN's attention
+  // (libtriax_rt_cudnn.a, which registers it with the CUDA device from a
+  // constructor; the cudnn-frontend's code, 1 MB, only where it is called).
+  bool cudnn = cuda && options.lowering.attention == "cudnn";
+  if (cuda) {
     link.insert(link.end(), {"-Wl,--whole-archive",
-                             options.runtimeLibDir + "/libtriax_rt_cuda.a",
-                             "-Wl,--no-whole-archive"});
+                             options.runtimeLibDir + "/libtriax_rt_cuda.a"});
+    if (cudnn)
+      link.push_back(options.runtimeLibDir + "/libtriax_rt_cudnn.a");
+    link.push_back("-Wl,--no-whole-archive");
+  }
   link.push_back(options.runtimeLibDir + "/libtriax_rt.a");
   // The CUDA runtime's cblas_sgemm runs on cuBLAS: no OpenBLAS there.
   if (!cuda)
     link.push_back("-lopenblas");
   link.insert(link.end(), {"-lstdc++", "-lm"});
+  if (cudnn)
+    link.push_back("-ldl"); // libcudnn, loaded at run time
   // MPI (the runtime's distributed part): mpicc's link flags, found when
   // triaxc was configured. A one-device binary runs without mpirun.
   llvm::SmallVector<llvm::StringRef> mpiFlags;

@@ -360,12 +360,15 @@ auto ::triax::checkLowerCUDAOptions(const LoweringConfig &o) -> std::string {
     return "rows '" + o.rows + "' is not thread, block or warp";
   std::string attention = cudaAttention(o);
   if (attention != "flash" && attention != "flash-mma" &&
-      attention != "batched-gemm")
+      attention != "batched-gemm" && attention != "cudnn")
     return "attention '" + attention +
-           "' is not flash, flash-mma or batched-gemm";
-  if (attention == "flash-mma" && sm < kFirstBF16MmaSm)
-    return "attention 'flash-mma' needs sm_80 or newer (bf16 mma.sync); " +
-           o.chip + " can use flash";
+           "' is not flash, flash-mma, batched-gemm or cudnn";
+  // (cudnn's kernels behind the call are flash-mma's.)
+  if ((attention == "flash-mma" || attention == "cudnn") &&
+      sm < kFirstBF16MmaSm)
+    return "attention '" + attention +
+           "' needs sm_80 or newer (bf16 mma.sync); " + o.chip +
+           " can use flash";
   return "";
 }
 

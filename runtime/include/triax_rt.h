@@ -821,6 +821,61 @@ void trx_gemm_compute(const trx_gemm_problem *p);
  * trx_copy_to_device). */
 void trx_gemm_epilogue_host(const trx_gemm_problem *p);
 
+/* Causal attention by a library, the calls of `--attention=cudnn`
+ * (docs/cuda.md): cuDNN's fused flash attention on the CUDA runtime. The
+ * rows of batch index b are b*S .. b*S+S-1 (S = rows / batch); head j is
+ * the columns [j*d, (j+1)*d) of q, out, dout, dq (d = cols / heads), query
+ * head j reads kv head j / (heads / kv_heads) of k, v, dk, dv (cols
+ * kv_heads*d); each is bf16 with unit column stride and any row stride.
+ * lse is [batch, heads, S] f32 contiguous: each query row's log-sum-exp of
+ * its scaled scores s = scale q.k over the keys at or before it, L = m +
+ * log(sum exp(s - m)), written by the forward and read by the backward
+ * (the generated kernels' definition: either side may be the library's).
+ * The backward writes dq, dk, dv (dk and dv summed over a kv head's query
+ * heads).
+ * Returns 0 when the library computed the result and non-zero when it
+ * declined, having written nothing: no library in this runtime (the CPU
+ * runtime always declines), none at run time, TRIAX_CUDNN=0 in the
+ * environment, or a shape it does not take. The compiled code then runs its
+ * own kernels. The answer depends on the shapes only, never on the data,
+ * so a call needs no sync with the device. Inconsistent operands (sizes,
+ * strides) abort with a message, as the GEMMs' do. */
+int32_t
+_mlir_ciface_trx_fused_attention(trx_memref_bf16_2d *q, trx_memref_bf16_2d *k,
+                                 trx_memref_bf16_2d *v, trx_memref_bf16_2d *out,
+                                 trx_memref_f32_1d *lse, int64_t batch,
+                                 int64_t heads, int64_t kv_heads, float scale);
+int32_t _mlir_ciface_trx_fused_attention_grad(
+    trx_memref_bf16_2d *q, trx_memref_bf16_2d *k, trx_memref_bf16_2d *v,
+    trx_memref_bf16_2d *out, trx_memref_bf16_2d *dout, trx_memref_f32_1d *lse,
+    trx_memref_bf16_2d *dq, trx_memref_bf16_2d *dk, trx_memref_bf16_2d *dv,
+    int64_t batch, int64_t heads, int64_t kv_heads, float scale);
+
+/* One checked attention as the entries above hand it to the library:
+ * element pointers (bf16 as uint16_t storage) and row strides in elements.
+ * The forward reads q, k, v and writes out, lse; the backward reads q, k,
+ * v, out, dout, lse and writes dq, dk, dv (its out is the forward's). */
+typedef struct {
+  int64_t batch, seq, heads, kv_heads, head_dim;
+  const uint16_t *q, *k, *v;
+  int64_t ldq, ldk, ldv;
+  uint16_t *out; /* the forward's result; the backward reads it */
+  int64_t ldo;
+  float *lse;
+  const uint16_t *dout;
+  int64_t lddo;
+  uint16_t *dq, *dk, *dv;
+  int64_t lddq, lddk, lddv;
+  float scale;
+} trx_attention_problem;
+
+/* Runs a checked attention problem, forward (backward == 0) or backward,
+ * and returns 0, or declines with non-zero having written nothing: the
+ * active device's (lib/cpu/device.h), the CPU's always declining, the CUDA
+ * runtime's calling cuDNN (loaded at run time). Called only by the entries
+ * above. */
+int32_t trx_attention_compute(const trx_attention_problem *p, int32_t backward);
+
 /* In place: buf (contiguous, f32) becomes its reduction (trx_reduce_op)
  * over the group of the mesh axes in axis_mask (bit i = axis i of the mesh
  * given to trx_dist_init), through trx_all_reduce. The collective that

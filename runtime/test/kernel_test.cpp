@@ -1096,6 +1096,46 @@ void testSplitLayout() {
                             "parameter's elements"));
 }
 
+/// The rows operands of a library attention over `data` (bf16 storage):
+/// B = 2, S = 4, 4 query heads of d = 2 sharing 2 kv heads; q, k, v are
+/// the column blocks of one [8, 16] buffer (row stride 16), out, dout,
+/// dq, dk, dv contiguous.
+struct AttentionOperands {
+  std::vector<uint16_t> qkv = std::vector<uint16_t>(8 * 16, 0x3f80),
+                        rest = std::vector<uint16_t>(8 * 8 * 3 + 8 * 4 * 2,
+                                                     0x1234);
+  std::vector<float> lse = std::vector<float>(2 * 4 * 4, -7.0f);
+  trx_memref_bf16_2d q = {qkv.data(), qkv.data(), 0, {8, 8}, {16, 1}},
+                     k = {qkv.data(), qkv.data(), 8, {8, 4}, {16, 1}},
+                     v = {qkv.data(), qkv.data(), 12, {8, 4}, {16, 1}},
+                     out = {rest.data(), rest.data(), 0, {8, 8}, {8, 1}},
+                     dout = {rest.data(), rest.data(), 64, {8, 8}, {8, 1}},
+                     dq = {rest.data(), rest.data(), 128, {8, 8}, {8, 1}},
+                     dk = {rest.data(), rest.data(), 192, {8, 4}, {4, 1}},
+                     dv = {rest.data(), rest.data(), 224, {8, 4}, {4, 1}};
+  trx_memref_f32_1d l = {lse.data(), lse.data(), 0, {32}, {1}};
+  int32_t forward() {
+    return _mlir_ciface_trx_fused_attention(&q, &k, &v, &out, &l, 2, 4, 2,
+                                            0.5f);
+  }
+  int32_t backward() {
+    return _mlir_ciface_trx_fused_attention_grad(&q, &k, &v, &out, &dout, &l,
+                                                 &dq, &dk, &dv, 2, 4, 2, 0.5f);
+  }
+};
+
+/// The CPU has no attention library: both entries decline on valid
+/// operands and write nothing (the compiled code then runs its kernels).
+void testAttentionDeclines() {
+  AttentionOperands o;
+  std::vector<uint16_t> rest = o.rest;
+  std::vector<float> lse = o.lse;
+  CHECK(o.forward() != 0);
+  CHECK(o.backward() != 0);
+  CHECK(o.rest == rest);
+  CHECK(o.lse == lse);
+}
+
 void testState() {
   float w[15], b[5], mw[15], mb[5], vw[15], vb[5], gw[15], gb[5];
   float *m[] = {mw, mb}, *v[] = {vw, vb};
@@ -1269,6 +1309,24 @@ int abortCase(const std::string &what) {
       C.strides[0] = 1;
       C.strides[1] = 2;
       _mlir_ciface_trx_sgemm_bias_gelu(&A, &B, &C, &v, &X, 0, 0, 1.0f);
+    } else {
+      fprintf(stderr, "unknown abort case '%s'\n", what.c_str());
+      return 2;
+    }
+  } else if (what.rfind("attention-", 0) == 0) {
+    AttentionOperands o;
+    if (what == "attention-kv-rows") {
+      o.k.sizes[0] = 4;
+      o.forward();
+    } else if (what == "attention-column-stride") {
+      o.dq.strides[1] = 2;
+      o.backward();
+    } else if (what == "attention-heads") {
+      _mlir_ciface_trx_fused_attention(&o.q, &o.k, &o.v, &o.out, &o.l, 2, 4, 3,
+                                       0.5f);
+    } else if (what == "attention-lse") {
+      o.l.sizes[0] = 16;
+      o.backward();
     } else {
       fprintf(stderr, "unknown abort case '%s'\n", what.c_str());
       return 2;
@@ -1504,6 +1562,7 @@ int main(int argc, char **argv) {
   testGemmGelu();
   testPaddedGemm();
   testState();
+  testAttentionDeclines();
   testSplitLayout();
   testAlloc();
   testBlasCoreChoice();

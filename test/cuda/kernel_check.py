@@ -386,21 +386,26 @@ def sh(cmd, **kw):
 
 
 def link_command(cc, exe, inputs, target, runtime_dir, runtime_include,
-                 cuda_toolkit, mpi):
+                 cuda_toolkit, mpi, cudnn=False):
     """The link of a harness with generated objects for `target` (cpu or
     cuda), as triaxc links a binary (lib/Driver/Compiler.cpp): the CUDA
-    runtime whole ahead of the CPU runtime, OpenBLAS on the CPU, cuBLASLt,
-    cuBLAS, NCCL and the driver on CUDA. `mpi` is mpicc's link flags.
-    attention_reference.py links its harness with this too."""
+    runtime whole ahead of the CPU runtime (and, with `cudnn`, the code of
+    --attention=cudnn, libtriax_rt_cudnn.a, whole after it), OpenBLAS on the
+    CPU, cuBLASLt, cuBLAS, NCCL and the driver on CUDA. `mpi` is mpicc's
+    link flags. attention_reference.py links its harness with this too."""
     link = [cc, "-O2", "-o", exe] + inputs + ["-I" + runtime_include]
     if target == "cuda":
         link += ["-Wl,--whole-archive",
-                 os.path.join(runtime_dir, "libtriax_rt_cuda.a"),
-                 "-Wl,--no-whole-archive"]
+                 os.path.join(runtime_dir, "libtriax_rt_cuda.a")]
+        if cudnn:
+            link += [os.path.join(runtime_dir, "libtriax_rt_cudnn.a")]
+        link += ["-Wl,--no-whole-archive"]
     link += [os.path.join(runtime_dir, "libtriax_rt.a")]
     if target == "cpu":
         link += ["-lopenblas"]  # (cuda: cuBLAS, see runtime/lib/cuda)
     link += ["-lstdc++", "-lm"] + mpi
+    if cudnn:
+        link += ["-ldl"]  # (dlopen of libcudnn)
     if target == "cuda":
         lib64 = os.path.join(cuda_toolkit, "lib64")
         nccl = os.path.join(cuda_toolkit, "lib")

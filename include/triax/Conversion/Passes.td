@@ -124,8 +124,12 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "(the same on NVIDIA tensor cores, warps of mma.sync in "
            "gpu.launch ops, for bf16 operands with the head dimension and "
            "the sequence multiples of 16; flash for other shapes; the CUDA "
-           "pipeline's choice for bf16) or batched-gemm (strided-batched "
-           "GEMMs around a materialized causal softmax)">,
+           "pipeline's choice for bf16), batched-gemm (strided-batched "
+           "GEMMs around a materialized causal softmax) or cudnn (a call of "
+           "the runtime's fused attention, cuDNN on CUDA, for bf16 "
+           "operands without context parallelism, and the flash-mma "
+           "kernels behind it for when it declines at run time; flash-mma "
+           "elsewhere)">,
     Option<"accumulateInGemm", "accumulate-in-gemm", "bool",
            /*default=*/"false",
            "A weight gradient whose only user is its triax.accumulate_grad "

@@ -46,7 +46,8 @@ enum class EntryClass : uint8_t {
   PointToPoint,
   HostSync,
   View,
-  Mark
+  Mark,
+  Attention
 };
 
 /// One entry of triax_entries.def.
@@ -91,6 +92,7 @@ inline llvm::ArrayRef<Entry> entries() {
 #define TRX_HOST_SYNC EntryClass::HostSync
 #define TRX_VIEW EntryClass::View
 #define TRX_MARK EntryClass::Mark
+#define TRX_ATTENTION EntryClass::Attention
 #define TRX_ENTRY_ROW(Id, cif, cls)                                            \
   Entry{k##Id, cif, cls, llvm::ArrayRef(detail::Id##Results).drop_front(),     \
         llvm::ArrayRef(detail::Id##Args).drop_front()},
@@ -108,6 +110,7 @@ inline llvm::ArrayRef<Entry> entries() {
 #undef TRX_HOST_SYNC
 #undef TRX_VIEW
 #undef TRX_MARK
+#undef TRX_ATTENTION
 #undef TRX_I32
 #undef TRX_I64
 #undef TRX_F32

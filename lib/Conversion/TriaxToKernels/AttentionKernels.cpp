@@ -64,6 +64,7 @@
 
 #include "AttentionKernels.h"
 
+#include "triax/Conversion/RuntimeABI.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
@@ -89,6 +90,10 @@ enum class AttentionImpl {
   /// Flash on NVIDIA tensor cores (AttentionMMA.cpp) where flashMMAApplies,
   /// BatchedGemm elsewhere (Flash under context parallelism).
   FlashMMA,
+  /// The runtime's fused attention (trx_fused_attention and its gradient:
+  /// cuDNN on CUDA) where fusedAttentionApplies, and FlashMMA's kernels
+  /// behind it, run when the call declines; FlashMMA alone elsewhere.
+  Cudnn,
 };
 
 /// A 3-D strided view [sizes] with `strides` at element `offset` of the
@@ -826,6 +831,47 @@ LogicalResult lowerFlashGrad(KernelBuilder &k, const AttentionBuffers &buf,
   return success();
 }
 
+/// Whether the runtime's fused attention may take the op, as far as the
+/// compiler can tell (the library may still decline a shape at run time):
+/// bf16 `buffers` (the operands and results the entry takes; the upstream
+/// gradient is converted) and the queries' own keys (no context
+/// parallelism). `why` says why not.
+bool fusedAttentionApplies(const AttentionDims &dims, ArrayRef<Value> buffers,
+                           std::string &why) {
+  why.clear();
+  if (!llvm::all_of(buffers,
+                    [](Value b) { return b && elementType(b).isBF16(); }))
+    why = "the operands and results are not all bf16";
+  else if (dims.cpMembers != 1)
+    why = "context parallelism's keys are not the queries' rows";
+  return why.empty();
+}
+
+/// Calls the runtime's fused-attention entry `entry` on `args` (after which
+/// come the batch, the heads, the kv heads and the scale), then opens an
+/// scf.if on its answer being non-zero (the library declined): the builder
+/// is left in its then-block, where the caller lowers the generated
+/// kernels. The caller keeps an InsertionGuard.
+void callFusedAttention(KernelBuilder &k, StringRef entry, ArrayRef<Value> args,
+                        const AttentionDims &dims) {
+  OpBuilder &b = k.builder();
+  // (One op per statement: the IR order must not depend on the order the
+  // compiler evaluates arguments in.)
+  SmallVector<Value> operands(args);
+  operands.push_back(k.i64(dims.batch));
+  operands.push_back(k.i64(dims.heads));
+  operands.push_back(k.i64(dims.kvHeads));
+  operands.push_back(k.f32(dims.scale));
+  Value answer =
+      func::CallOp::create(b, k.getLoc(), entry, b.getI32Type(), operands)
+          .getResult(0);
+  Value zero = k.i32(0);
+  Value declined = k.cmpi(arith::CmpIPredicate::ne, answer, zero);
+  auto branch =
+      scf::IfOp::create(b, k.getLoc(), declined, /*withElseRegion=*/false);
+  b.setInsertionPoint(branch.thenBlock()->getTerminator());
+}
+
 /// The seam: lowers the forward with `impl` (see AttentionImpl).
 LogicalResult lowerAttention(AttentionImpl impl, KernelBuilder &k,
                              const AttentionBuffers &buf,
@@ -843,6 +889,24 @@ LogicalResult lowerAttention(AttentionImpl impl, KernelBuilder &k,
     if (dims.cpMembers == 1)
       return lowerBatchedGemm(k, buf, dims);
     return lowerFlash(k, buf, dims);
+  case AttentionImpl::Cudnn: {
+    if (std::string why;
+        !fusedAttentionApplies(dims, {buf.q, buf.key, buf.v, buf.out}, why))
+      return lowerAttention(AttentionImpl::FlashMMA, k, buf, dims);
+    // The entry writes the rows' log-sum-exp whether or not the op returns
+    // it: a scratch buffer when it does not.
+    Value lse = buf.lse;
+    if (!lse)
+      lse = k.alloc(RankedTensorType::get({dims.batch, dims.heads, dims.seq},
+                                          k.builder().getF32Type()));
+    SmallVector<Value> args;
+    for (Value rows : {buf.q, buf.key, buf.v, buf.out})
+      args.push_back(k.stridedOperand(rows));
+    args.push_back(k.dynamicFlat(lse));
+    OpBuilder::InsertionGuard guard(k.builder());
+    callFusedAttention(k, ::triax::rt::kFusedAttention, args, dims);
+    return lowerAttention(AttentionImpl::FlashMMA, k, buf, dims);
+  }
   }
   llvm_unreachable("unknown AttentionImpl");
 }
@@ -864,6 +928,29 @@ LogicalResult lowerAttentionGrad(AttentionImpl impl, KernelBuilder &k,
     if (dims.cpMembers == 1)
       return lowerBatchedGemmGrad(k, buf, dims);
     return lowerFlashGrad(k, buf, dims);
+  case AttentionImpl::Cudnn: {
+    // The library's backward reads the forward's output and log-sum-exp:
+    // an op without them (`saved`) gets the generated kernels only.
+    if (std::string why;
+        !buf.savedOut ||
+        !fusedAttentionApplies(
+            dims, {buf.q, buf.key, buf.v, buf.savedOut, buf.dq, buf.dk, buf.dv},
+            why))
+      return lowerAttentionGrad(AttentionImpl::FlashMMA, k, buf, dims);
+    // The library takes a bf16 upstream gradient: an f32 one (a bf16
+    // model's f32 loss path) is rounded into a copy, as flash-mma rounds
+    // it when staging its tiles.
+    Value dout = withElementType(k, buf.dout, elementType(buf.q));
+    SmallVector<Value> args;
+    for (Value rows : {buf.q, buf.key, buf.v, buf.savedOut, dout})
+      args.push_back(k.stridedOperand(rows));
+    args.push_back(k.dynamicFlat(buf.lse));
+    for (Value rows : {buf.dq, buf.dk, buf.dv})
+      args.push_back(k.stridedOperand(rows));
+    OpBuilder::InsertionGuard guard(k.builder());
+    callFusedAttention(k, ::triax::rt::kFusedAttentionGrad, args, dims);
+    return lowerAttentionGrad(AttentionImpl::FlashMMA, k, buf, dims);
+  }
   }
   llvm_unreachable("unknown AttentionImpl");
 }
@@ -1020,6 +1107,7 @@ void mlir::triax::kernels::populateAttentionPatterns(
     bool vectorDots, bool keyBlocks) {
   AttentionImpl impl = attention == "batched-gemm" ? AttentionImpl::BatchedGemm
                        : attention == "flash-mma"  ? AttentionImpl::FlashMMA
+                       : attention == "cudnn"      ? AttentionImpl::Cudnn
                                                    : AttentionImpl::Flash;
   patterns.add<AttentionLowering, AttentionGradLowering>(
       converter, patterns.getContext(), impl, vectorDots, keyBlocks);

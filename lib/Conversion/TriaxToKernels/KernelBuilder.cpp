@@ -324,12 +324,17 @@ LogicalResult KernelBuilder::callGemm(Value a, Value bm, Value c, bool transA,
                              "bf16 f32)";
   SmallVector<Value> args;
   SmallVector<Value> operands = {a, bm, c};
-  for (auto [m, element] : llvm::zip_equal(operands, elements))
-    args.push_back(
-        memref::CastOp::create(b, loc, gemmOperandType(element, rank), m));
+  for (Value m : operands)
+    args.push_back(stridedOperand(m));
   args.append({i32(transA), i32(transB), f32(alpha), f32(beta)});
   func::CallOp::create(b, loc, *entry, TypeRange{}, args);
   return success();
+}
+
+Value KernelBuilder::stridedOperand(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return memref::CastOp::create(
+      b, loc, gemmOperandType(type.getElementType(), type.getRank()), buffer);
 }
 
 LogicalResult KernelBuilder::gemm(Value a, Value bm, Value c, bool transA,

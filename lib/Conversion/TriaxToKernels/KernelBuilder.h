@@ -246,6 +246,10 @@ public:
   /// A contiguous f32 buffer as memref<?xf32>, the runtime's collectives'
   /// operand type.
   Value dynamicFlat(Value buffer);
+  /// A memref as the runtime's strided operand type of its rank and element
+  /// (TRX_STRIDED: every size, stride and the offset dynamic), the GEMMs'
+  /// and the fused attention's.
+  Value stridedOperand(Value buffer);
 
 private:
   func::FuncOp declareRuntime(StringRef name, FunctionType type);

@@ -905,9 +905,9 @@ void mlir::triax::kernels::populateStructuralPatterns(
 void ConvertTriaxToKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (attention != "flash" && attention != "flash-mma" &&
-      attention != "batched-gemm") {
+      attention != "batched-gemm" && attention != "cudnn") {
     module.emitError("convert-triax-to-kernels: unknown attention '")
-        << attention << "'; expected flash, flash-mma or batched-gemm";
+        << attention << "'; expected flash, flash-mma, batched-gemm or cudnn";
     return signalPassFailure();
   }
   std::optional<ColumnSumForm> columnSumForm = parseColumnSumForm(columnSums);

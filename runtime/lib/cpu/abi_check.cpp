@@ -20,15 +20,14 @@ template <typename... T> struct List {};
 
 /// The C type of a TRX_ENTRY under `llvm.emit_c_interface`: memref
 /// arguments by descriptor pointer, a memref result through a descriptor
-/// pointer passed first, no scalar result.
+/// pointer passed first, a scalar result returned.
 template <typename Results, typename Args> struct CInterface;
 template <typename... A> struct CInterface<List<>, List<A...>> {
   using type = void (*)(A...);
 };
 template <typename R, typename... A> struct CInterface<List<R>, List<A...>> {
-  static_assert(std::is_pointer_v<R>,
-                "a TRX_ENTRY's result is a memref (descriptor pointer)");
-  using type = void (*)(R, A...);
+  using type =
+      std::conditional_t<std::is_pointer_v<R>, void (*)(R, A...), R (*)(A...)>;
 };
 
 /// The C type of a TRX_C_ENTRY: the arguments and the result as they are.

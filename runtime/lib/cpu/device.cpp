@@ -23,6 +23,7 @@ const triax::rt::Device cpuDevice = {
     triax::rt::host::fill,
     noSync,
     triax::rt::host::gemm,
+    triax::rt::host::attention,
 };
 
 // Zero-initialized (static storage) before any constructor runs.

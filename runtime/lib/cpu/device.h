@@ -3,15 +3,15 @@
 // The runtime's front is the same on every target: trx_alloc / trx_free and
 // the memory counters (mem.cpp), the copy hooks and their counters
 // (copy.cpp), trx_device_sync (util.cpp) and the GEMM entries' checks
-// (kernel_abi.cpp). What differs is a Device, a table of the functions
-// under them:
+// and the attention entries' (kernel_abi.cpp). What differs is a Device, a
+// table of the functions under them:
 //  - "cpu": host memory with a header per block and a cache of activation
 //    blocks (mem.cpp), memcpy / memset (copy.cpp), OpenBLAS or --blas
-//    (kernel_abi.cpp). The default.
+//    (kernel_abi.cpp), no attention library. The default.
 //  - "cuda": plain device memory with a cache per size class (cuMemAlloc,
-//    never managed memory), the copies on the CUDA driver API, cuBLASLt
-//    (lib/cuda/), registered by the CUDA runtime from a global constructor
-//    (lib/cuda/device.cpp).
+//    never managed memory), the copies on the CUDA driver API, cuBLASLt,
+//    cuDNN's attention (lib/cuda/), registered by the CUDA runtime from a
+//    global constructor (lib/cuda/device.cpp).
 // activeDevice() is the registered device when there is one, the CPU
 // otherwise: the rule trx_dist_init applies to the transports
 // (transport.h). One definition of each trx_* function, none weak, so the
@@ -58,6 +58,9 @@ struct Device {
   void (*sync)();
   /// Runs one checked GEMM (trx_gemm_compute's contract).
   void (*gemm)(const trx_gemm_problem *problem);
+  /// Runs one checked attention or declines (trx_attention_compute's
+  /// contract).
+  int32_t (*attention)(const trx_attention_problem *problem, int32_t backward);
 };
 
 /// The CPU device's functions (mem.cpp, copy.cpp, kernel_abi.cpp), the
@@ -71,6 +74,9 @@ void copyToDevice(void *dst, const void *src, size_t bytes);
 void copyOnDevice(void *dst, const void *src, size_t bytes);
 void fill(void *dst, int byte, size_t bytes);
 void gemm(const trx_gemm_problem *problem);
+/// Declines every attention: the CPU has no attention library (the
+/// compiled code's own kernels run).
+int32_t attention(const trx_attention_problem *problem, int32_t backward);
 } // namespace host
 
 /// The CPU's table (host memory, OpenBLAS).

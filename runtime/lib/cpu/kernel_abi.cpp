@@ -712,6 +712,125 @@ _mlir_ciface_trx_gemm_bf16_dgelu(trx_memref_bf16_2d *A, trx_memref_bf16_2d *B,
           TRX_GEMM_EPI_DGELU, &x);
 }
 
+//===----------------------------------------------------------------------===//
+// Attention by a library
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A checked bf16 rows operand of an attention entry: `rows` x `cols`,
+/// unit column stride (or one column), row stride `ld` >= cols.
+const uint16_t *attentionRows(const char *fn, const char *name,
+                              const trx_memref_bf16_2d *d, int64_t rows,
+                              int64_t cols, int64_t *ld) {
+  RawMemref m = rawMemref(fn, name, d);
+  if (m.sizes[1] != rows || m.sizes[2] != cols)
+    abortWith(fn, "%s is %s, expected [%" PRId64 ", %" PRId64 "]", name,
+              sizesOf(m).c_str(), rows, cols);
+  if (m.offset < 0 || (cols > 1 && m.strides[2] != 1) ||
+      (rows > 1 && m.strides[1] < cols))
+    abortWith(fn,
+              "%s has offset %" PRId64 " and strides [%" PRId64 ", %" PRId64
+              "]: expected rows of unit stride, row stride >= %" PRId64,
+              name, m.offset, m.strides[1], m.strides[2], cols);
+  if (!m.aligned)
+    abortWith(fn, "%s has a NULL data pointer", name);
+  *ld = rows > 1 ? m.strides[1] : cols;
+  return reinterpret_cast<const uint16_t *>(m.aligned) + m.offset;
+}
+
+/// The problem's sizes from q's rows [batch*S, heads*d], checked.
+trx_attention_problem attentionProblem(const char *fn,
+                                       const trx_memref_bf16_2d *q,
+                                       int64_t batch, int64_t heads,
+                                       int64_t kvHeads, float scale) {
+  if (!q)
+    abortWith(fn, "operand q is NULL");
+  int64_t rows = q->sizes[0], cols = q->sizes[1];
+  if (batch <= 0 || heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    abortWith(fn,
+              "batch %" PRId64 ", heads %" PRId64 ", kv_heads %" PRId64
+              ": expected positive counts, heads a multiple of kv_heads",
+              batch, heads, kvHeads);
+  if (rows <= 0 || cols <= 0 || rows % batch != 0 || cols % heads != 0)
+    abortWith(fn,
+              "q is [%" PRId64 ", %" PRId64 "]: expected [batch*S, heads*d] "
+              "with batch %" PRId64 " and heads %" PRId64,
+              rows, cols, batch, heads);
+  trx_attention_problem p = {};
+  p.batch = batch;
+  p.seq = rows / batch;
+  p.heads = heads;
+  p.kv_heads = kvHeads;
+  p.head_dim = cols / heads;
+  p.scale = scale;
+  return p;
+}
+
+float *attentionLse(const char *fn, const trx_memref_f32_1d *lse,
+                    const trx_attention_problem &p) {
+  int64_t n = p.batch * p.heads * p.seq;
+  if (!lse || lse->sizes[0] != n || lse->strides[0] != 1 || !lse->aligned)
+    abortWith(fn, "lse must be %" PRId64 " contiguous floats [batch, heads, S]",
+              n);
+  return lse->aligned + lse->offset;
+}
+
+} // namespace
+
+extern "C" int32_t
+_mlir_ciface_trx_fused_attention(trx_memref_bf16_2d *q, trx_memref_bf16_2d *k,
+                                 trx_memref_bf16_2d *v, trx_memref_bf16_2d *out,
+                                 trx_memref_f32_1d *lse, int64_t batch,
+                                 int64_t heads, int64_t kv_heads, float scale) {
+  const char *fn = "trx_fused_attention";
+  trx_attention_problem p =
+      attentionProblem(fn, q, batch, heads, kv_heads, scale);
+  int64_t rows = p.batch * p.seq, kvCols = p.kv_heads * p.head_dim;
+  p.q = attentionRows(fn, "q", q, rows, p.heads * p.head_dim, &p.ldq);
+  p.k = attentionRows(fn, "k", k, rows, kvCols, &p.ldk);
+  p.v = attentionRows(fn, "v", v, rows, kvCols, &p.ldv);
+  p.out = const_cast<uint16_t *>(
+      attentionRows(fn, "out", out, rows, p.heads * p.head_dim, &p.ldo));
+  p.lse = attentionLse(fn, lse, p);
+  return trx_attention_compute(&p, 0);
+}
+
+extern "C" int32_t _mlir_ciface_trx_fused_attention_grad(
+    trx_memref_bf16_2d *q, trx_memref_bf16_2d *k, trx_memref_bf16_2d *v,
+    trx_memref_bf16_2d *out, trx_memref_bf16_2d *dout, trx_memref_f32_1d *lse,
+    trx_memref_bf16_2d *dq, trx_memref_bf16_2d *dk, trx_memref_bf16_2d *dv,
+    int64_t batch, int64_t heads, int64_t kv_heads, float scale) {
+  const char *fn = "trx_fused_attention_grad";
+  trx_attention_problem p =
+      attentionProblem(fn, q, batch, heads, kv_heads, scale);
+  int64_t rows = p.batch * p.seq, qCols = p.heads * p.head_dim,
+          kvCols = p.kv_heads * p.head_dim;
+  auto writable = [](const uint16_t *ptr) {
+    return const_cast<uint16_t *>(ptr);
+  };
+  p.q = attentionRows(fn, "q", q, rows, qCols, &p.ldq);
+  p.k = attentionRows(fn, "k", k, rows, kvCols, &p.ldk);
+  p.v = attentionRows(fn, "v", v, rows, kvCols, &p.ldv);
+  p.out = writable(attentionRows(fn, "out", out, rows, qCols, &p.ldo));
+  p.dout = attentionRows(fn, "dout", dout, rows, qCols, &p.lddo);
+  p.lse = attentionLse(fn, lse, p);
+  p.dq = writable(attentionRows(fn, "dq", dq, rows, qCols, &p.lddq));
+  p.dk = writable(attentionRows(fn, "dk", dk, rows, kvCols, &p.lddk));
+  p.dv = writable(attentionRows(fn, "dv", dv, rows, kvCols, &p.lddv));
+  return trx_attention_compute(&p, 1);
+}
+
+extern "C" int32_t trx_attention_compute(const trx_attention_problem *problem,
+                                         int32_t backward) {
+  return triax::rt::activeDevice().attention(problem, backward);
+}
+
+int32_t triax::rt::host::attention(const trx_attention_problem *,
+                                   int32_t /*backward*/) {
+  return 1;
+}
+
 namespace {
 
 // The GELU formulas exactly as the compiler generates them for the CPU

@@ -56,6 +56,16 @@ void copyOnDevice(void *dst, const void *src, size_t bytes);
 void fill(void *dst, int byte, size_t bytes);
 void sync();
 void gemm(const trx_gemm_problem *problem);
+/// The CUDA device's attention (trx_attention_compute's contract): the
+/// registered library's, or a decline when none is (device.cpp).
+int32_t attention(const trx_attention_problem *problem, int32_t backward);
+/// An attention library: cuDNN's (attention.cpp, in libtriax_rt_cudnn.a,
+/// which registers it from a global constructor; triaxc links that archive
+/// whole only into `--attention=cudnn` binaries, the only ones that call
+/// it: the cudnn-frontend's code is 1 MB).
+using AttentionFn = int32_t (*)(const trx_attention_problem *problem,
+                                int32_t backward);
+void registerAttention(AttentionFn fn);
 
 /// Whether `p` points into a live trx_alloc block (device memory).
 bool ownsPointer(const void *p);

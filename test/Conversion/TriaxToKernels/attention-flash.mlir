@@ -5,7 +5,7 @@
 // RUN: triax-opt %s --convert-triax-to-kernels=attention=flash | FileCheck %s --implicit-check-not=triax.
 // An unknown implementation is an error.
 // RUN: not triax-opt %s --convert-triax-to-kernels=attention=tiled 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: error: convert-triax-to-kernels: unknown attention 'tiled'; expected flash, flash-mma or batched-gemm
+// BAD: error: convert-triax-to-kernels: unknown attention 'tiled'; expected flash, flash-mma, batched-gemm or cudnn
 
 // B = 2, S = 3, 4 query heads of d = 2 sharing 2 kv heads (groups of 2).
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 3, global_batch = 2> {

@@ -49,6 +49,9 @@ if [[ "${FAKE_HANG:-}" == "$name" ]]; then
 fi
 case "$name" in
   triax-rt-gemm-cuda-test) echo "gemm: all 3 checks passed" ;;
+  triax-rt-attention-cudnn-test)
+    echo "triax runtime: attention forward [B 2, S 128, heads 4, kv 4, d 64] by cuDNN 9.0.0 (stand-in)"
+    echo "attention-cudnn: all 3 checks passed" ;;
   triax-rt-nccl-test)
     if [[ "${1:-}" == abort ]]; then
       echo "triax runtime: rank 0: injected failure after a NCCL all_reduce"
@@ -72,12 +75,15 @@ case "$name" in
 esac
 EOF
 chmod +x "$b/fake-program"
-for p in triax-rt-gemm-cuda-test triax-rt-nccl-test train-tiny-fp32 \
-         train-tiny-fp32-warp train-tiny-bf16 train-tiny-moe-fp32 \
+for p in triax-rt-gemm-cuda-test triax-rt-nccl-test \
+         triax-rt-attention-cudnn-test train-tiny-fp32 \
+         train-tiny-fp32-warp train-tiny-bf16 train-tiny-bf16-cudnn \
+         train-tiny-moe-fp32 \
          train-tiny-moe-bf16 train-tiny-true16 \
          train-gpt2-b1-fp32 \
          train-gpt2-b1-bf16 train-gpt2-b8-bf16 \
-         train-gpt2-bf16 train-gpt2-fp32 train-gpt2-bf16-nopad; do
+         train-gpt2-bf16 train-gpt2-bf16-cudnn train-gpt2-fp32 \
+         train-gpt2-bf16-nopad; do
   ln -sf fake-program "$b/$p"
 done
 for d in kernel-check kernel-check-warp kernel-check-bf16; do
@@ -95,7 +101,7 @@ for prec in fp32 bf16; do
 done
 # The attention check: its built program, and a stand-in for its runner
 # (TRIAX_BENCH_ATTENTION_CHECK) that passes.
-for impl in flash batched-gemm flash-mma; do
+for impl in flash batched-gemm flash-mma cudnn; do
   mkdir -p "$b/attention-$impl"
   ln -sf ../fake-program "$b/attention-$impl/attention-check-cuda"
 done

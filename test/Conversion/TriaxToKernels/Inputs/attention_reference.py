@@ -10,6 +10,10 @@ For each configuration below (multi-head, grouped-query with groups of 2 and
   @fwd_N(q, k, v) -> triax.attention
   @bwd_N(q, k, v, dout) -> triax.attention_grad (dq, dk, dv)
 
+(with --saved, @bwd_N first runs the forward for its output and log-sum-exp
+and the gradient reads them, `saved(o, lse)`, as triax-autodiff builds it,
+where the result has the operands' type)
+
 (plus a one-op model, which convert-triax-to-kernels requires), compiles it
 with triax-opt --triax-lower-cpu (--target cuda: --triax-lower-cuda, whose
 binary only runs on a machine with a GPU) to an object, links it with a
@@ -27,8 +31,9 @@ The reference's backward is itself checked against central finite
 differences of its forward (float64) before anything is compared.
 The same shapes run with f32 operands and, for three of them, with bf16
 operands (scores, softmax and its backward in f32, the GEMMs' operands bf16,
-fp32 accumulation); two more bf16 shapes are multiples of 16 (what
-attention=flash-mma, the tensor-core kernels, takes on CUDA). The reference always gets exactly the values the kernels
+fp32 accumulation); three more bf16 configurations have shapes of multiples
+of 16 (what attention=flash-mma, the tensor-core kernels, takes on CUDA; the
+bf16-throughout ones are also what attention=cudnn hands to cuDNN). The reference always gets exactly the values the kernels
 get (bf16 inputs rounded first) and computes in float64. An output passes
 when |kernel - ref| <= atol + rtol * max|ref|: f32 atol 1e-6, rtol 1e-5;
 bf16 rtol 1e-2 (2.5 bf16 ulps of the largest element: a bf16 result is
@@ -73,7 +78,8 @@ MMA_SHAPES = [
 CONFIGS = ([(shape, "f32", "f32") for shape in SHAPES] +
            [(SHAPES[1], "bf16", "bf16"), (SHAPES[0], "bf16", "bf16"),
             (SHAPES[2], "bf16", "f32"),
-            (MMA_SHAPES[0], "bf16", "bf16"), (MMA_SHAPES[1], "bf16", "f32")])
+            (MMA_SHAPES[0], "bf16", "bf16"), (MMA_SHAPES[1], "bf16", "f32"),
+            (MMA_SHAPES[1], "bf16", "bf16")])
 
 ESIZE = {"f32": 4, "bf16": 2}
 
@@ -168,7 +174,7 @@ def as_type(x, elt):
     return from_bf16_bits(to_bf16_bits(x)) if elt == "bf16" else x
 
 
-def module_text():
+def module_text(saved=False):
     lines = ["module {",
              # The one model the conversion needs; its functions are not
              # used here.
@@ -190,6 +196,7 @@ def module_text():
         # The result, its gradient and dq, dk, dv.
         rq, rkv = tensor((b, s, heads * d), rt), tensor((b, s, kv_heads * d), rt)
         attrs = "heads = %d kv_heads = %d" % (heads, kv_heads)
+        lse = "tensor<%dx%dx%dxf32>" % (b, heads, s)
         lines += [
             "  func.func @fwd_%d(%%q: %s, %%k: %s, %%v: %s) -> %s attributes "
             "{llvm.emit_c_interface} {" % (n, tq, tkv, tkv, rq),
@@ -200,9 +207,21 @@ def module_text():
             "  func.func @bwd_%d(%%q: %s, %%k: %s, %%v: %s, %%do: %s) -> (%s, "
             "%s, %s) attributes {llvm.emit_c_interface} {"
             % (n, tq, tkv, tkv, rq, rq, rkv, rkv),
+        ] + ([
+            # The backward from the forward's output and log-sum-exp, as
+            # triax-autodiff builds it (--saved; the op's verifier wants the
+            # saved output in the operands' type, so not for an f32 result
+            # of bf16 operands).
+            "    %%o, %%lse = triax.attention %%q, %%k, %%v %s : (%s, %s, %s) "
+            "-> (%s, %s)" % (attrs, tq, tkv, tkv, rq, lse),
+            "    %%dq, %%dk, %%dv = triax.attention_grad %%q, %%k, %%v, %%do "
+            "saved(%%o, %%lse) %s : (%s, %s, %s, %s, %s, %s) -> (%s, %s, %s)"
+            % (attrs, tq, tkv, tkv, rq, rq, lse, rq, rkv, rkv),
+        ] if saved and rt == elt else [
             "    %%dq, %%dk, %%dv = triax.attention_grad %%q, %%k, %%v, %%do "
             "%s : (%s, %s, %s, %s) -> (%s, %s, %s)"
             % (attrs, tq, tkv, tkv, rq, rq, rkv, rkv),
+        ]) + [
             "    return %%dq, %%dk, %%dv : %s, %s, %s" % (rq, rkv, rkv),
             "  }"]
     lines.append("}")
@@ -307,7 +326,7 @@ def build(a):
     os.makedirs(a.outdir, exist_ok=True)
     mod = os.path.join(a.outdir, "attention.mlir")
     with open(mod, "w") as f:
-        f.write(module_text())
+        f.write(module_text(a.saved))
     lowered = os.path.join(a.outdir, "attention-%s.llvm.mlir" % a.target)
     pipeline = "--triax-lower-cpu=attention=%s" % a.attention \
         if a.target == "cpu" else \
@@ -327,7 +346,8 @@ def build(a):
     exe = os.path.join(a.outdir, "attention-check-" + a.target)
     link = kernel_check.link_command(a.cc, exe, [harness_c, obj], a.target,
                                      a.runtime_dir, a.runtime_include,
-                                     a.cuda_toolkit, mpi)
+                                     a.cuda_toolkit, mpi,
+                                     cudnn=a.attention == "cudnn")
     sh(link)
     return exe
 
@@ -410,8 +430,13 @@ def main():
     p.add_argument("--rows", default="block", choices=["thread", "block"],
                    help="cuda: triax-lower-cuda's rows option")
     p.add_argument("--attention", default="flash",
-                   choices=["flash", "batched-gemm", "flash-mma"],
+                   choices=["flash", "batched-gemm", "flash-mma", "cudnn"],
                    help="the pipelines' attention option")
+    p.add_argument("--saved", action="store_true",
+                   help="each backward from its forward's output and "
+                        "log-sum-exp (triax.attention_grad saved(...), what "
+                        "triax-autodiff builds), computed in the same "
+                        "function")
     p.add_argument("--build-only", action="store_true",
                    help="build the harness, do not run it (cuda without a "
                         "GPU)")
