@@ -12,8 +12,9 @@
 #       losses from the CPU binary, every kernel's CPU result), and copies
 #       Open MPI's shared libraries into DIR/lib (the GPU machine has none),
 #       and a single-rank stand-in libmpi (mpi_stub.c) into DIR/lib-stub for
-#       a machine whose glibc is too old for them. The bundle is what
-#       travels (the device tool carries 64 MiB; a warning above 60 MiB).
+#       a machine whose glibc is too old for them. The bundle, gzipped
+#       into DIR.tgz, is what travels (the device tool carries 64 MiB; a
+#       warning above 60 MiB).
 #   bench/gpu/run.sh run [--bundle DIR] [--out DIR] [--deadline S]
 #                        [--gpt2-steps N] [--quick-steps N] [--torch-steps N]
 #                        [--no-torch] [--peak-tflops F]
@@ -70,11 +71,13 @@
 #   TRIAX_CUDA_BIN_DIRS  the same for compute-sanitizer, before PATH
 #
 # With the device tool: run `prepare` here, then on the GPU machine
+#   tar xzf bench/gpu/bundle.tgz -C bench/gpu &&
 #   bash bench/gpu/run.sh run --bundle bench/gpu/bundle --out /tmp/r;
 #   tar czf "$OUT/r.tgz" -C /tmp r; cp /tmp/r/gpu-bench.json "$OUT/"
-# carrying bench/gpu/bundle (git-ignored; about 52 MB of the tool's 64 MiB before tiny-moe's two binaries, 2.3 MB each, joined it),
-# with a timeout_s above the deadline (500 s): OUT brings back at most 8
-# files, and run writes about 70, hence the tarball.
+# carrying bench/gpu/bundle.tgz (git-ignored, as is the bundle: 82 MB of
+# files, past the tool's 64 MiB, 21 MB gzipped), with a timeout_s above
+# the deadline (500 s): OUT brings back at most 8 files, and run writes
+# about 70, hence the tarball.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -356,9 +359,14 @@ prepare() {
   if ((!dry)); then
     git -C "$root" rev-parse HEAD > "$bundle/commit" 2>/dev/null || true
     du -sh "$bundle"/train-* "$bundle/lib" "$bundle"/kernel-check* "$bundle" >&2
-    # The device tool carries at most 64 MiB.
-    if (($(du -sm "$bundle" | cut -f1) > 60)); then
-      echo "run.sh prepare: warning: the bundle is over 60 MiB" >&2
+  fi
+  # What travels: the bundle gzipped, next to it (DIR.tgz; 82 MB of files,
+  # 21 MB gzipped on 2026-12-06). The device tool carries at most 64 MiB.
+  run tar czf "$bundle.tgz" -C "$(dirname "$bundle")" "$(basename "$bundle")"
+  if ((!dry)); then
+    du -sh "$bundle.tgz" >&2
+    if (($(du -sm "$bundle.tgz" | cut -f1) > 60)); then
+      echo "run.sh prepare: warning: $bundle.tgz is over 60 MiB" >&2
     fi
   fi
 }

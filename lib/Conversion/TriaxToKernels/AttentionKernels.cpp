@@ -37,7 +37,9 @@
 //   forward   scores = scale q k^T -> P [heads, S, S] (f32 scratch),
 //             P = causal_softmax(scores)   (one kernel over heads*S rows),
 //             out = P v;
-//   backward  P recomputed as above, dP = dO v^T, dV = P^T dO,
+//   backward  P recomputed (its GEMM, then exp(s - L) from the forward's
+//             saved log-sum-exp, or the softmax as above without it),
+//             dP = dO v^T, dV = P^T dO,
 //             dS = P * (dP - rowsum(dP P))  (one kernel over heads*S rows),
 //             dQ = scale dS k, dK = scale dS^T q.
 // The softmax and its backward are one scf.parallel over the heads*S rows
@@ -236,6 +238,33 @@ void causalSoftmax(KernelBuilder &k, Value p, ArrayRef<Value> probs,
   });
 }
 
+/// The [heads, S, S] f32 scores `p` of batch index b as probabilities from
+/// the forward's log-sum-exp (`lse`, [B, heads, S] f32): row i of head h of
+/// each buffer of `probs` becomes exp(p[h, i, t] - lse[b, h, i]) for t <= i
+/// and exactly 0 past the diagonal. One pass over the row, where
+/// causalSoftmax takes three (its max, its sum, the division). One
+/// parallel loop over the heads*S rows.
+void causalProbsFromLse(KernelBuilder &k, Value p, ArrayRef<Value> probs,
+                        const AttentionDims &dims, Value lse, Value b) {
+  int64_t seq = dims.seq;
+  k.parallel({dims.heads * seq}, [&](KernelBuilder &k, ValueRange iv) {
+    auto [h, i] = headAndRow(k, iv[0], dims);
+    Value zero = k.index(0);
+    Value end = k.addi(i, k.index(1)); // columns [0, i] are visible
+    Value rowLse = k.load(lse, {b, h, i});
+    loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
+      Value prob = k.exp(k.sub(k.load(p, {h, i, t}), rowLse));
+      for (Value out : probs)
+        k.store(prob, out, {h, i, t});
+    });
+    loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
+      Value masked = k.f32(0.0);
+      for (Value out : probs)
+        k.store(masked, out, {h, i, t});
+    });
+  });
+}
+
 /// Given P and dP (`ds`, both [heads, S, S] f32): dS = P * (dP - rowsum(dP
 /// * P)), 0 past the diagonal (where P is 0), into `dsOut` ([heads, S, S],
 /// f32 or bf16; `ds` itself for in place). One parallel loop over the
@@ -297,10 +326,13 @@ Value withElementType(KernelBuilder &k, Value rows2d, Type elt) {
 }
 
 /// P = causal_softmax(scale q_b k_b^T) for all heads of batch index b, into
-/// each of `probs` (the scores go to the f32 `p`).
+/// each of `probs` (the scores go to the f32 `p`). With `lse` the rows'
+/// log-sum-exp is also written there; with `savedLse` (the backward's
+/// saved one) P is exp(s - L) instead of the softmax's passes.
 LogicalResult attentionProbs(KernelBuilder &k, const AttentionBuffers &buf,
                              Value b, Value p, ArrayRef<Value> probs,
-                             const AttentionDims &dims, Value lse = Value()) {
+                             const AttentionDims &dims, Value lse = Value(),
+                             Value savedLse = Value()) {
   if (failed(forEachGroup(dims, b, [&](const GroupViews &views) {
         Value q = views.query(k, buf.q), key = views.kv(k, buf.key);
         Value s = views.scores(k, p);
@@ -308,7 +340,10 @@ LogicalResult attentionProbs(KernelBuilder &k, const AttentionBuffers &buf,
                              dims.scale, 0.0);
       })))
     return failure();
-  causalSoftmax(k, p, probs, dims, lse, b);
+  if (savedLse)
+    causalProbsFromLse(k, p, probs, dims, savedLse, b);
+  else
+    causalSoftmax(k, p, probs, dims, lse, b);
   return success();
 }
 
@@ -342,8 +377,9 @@ LogicalResult lowerBatchedGemm(KernelBuilder &k, const AttentionBuffers &buf,
   });
 }
 
-/// With P recomputed as in the forward (by its GEMM and softmax: a saved
-/// log-sum-exp is not read) and s = scale q k^T (so o = P v):
+/// With P recomputed (its GEMM, then the softmax as in the forward, or
+/// exp(s - L) from the forward's saved log-sum-exp) and s = scale q k^T
+/// (so o = P v):
 ///   dP = dO v^T,  dV = sum over the group of P^T dO,
 ///   dS = P * (dP - rowsum(dP * P))   (softmax backward; 0 where masked,
 ///                                     since P is 0 there),
@@ -364,7 +400,8 @@ LogicalResult lowerBatchedGemmGrad(KernelBuilder &k,
   if (pLow != p)
     probs.push_back(pLow);
   return batchLoop(k, dims, [&](KernelBuilder &k, Value b) {
-    if (failed(attentionProbs(k, buf, b, p, probs, dims)))
+    if (failed(attentionProbs(k, buf, b, p, probs, dims, /*lse=*/Value(),
+                              /*savedLse=*/buf.lse)))
       return failure();
     // dP = dO v^T (into ds); dV = P^T dO, summed over g in order.
     if (failed(forEachGroup(dims, b, [&](const GroupViews &views) {
