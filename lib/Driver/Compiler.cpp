@@ -243,6 +243,14 @@ static LogicalResult checkCUDATarget(const ::triax::CompileOptions &options,
             "docs/cuda.md)\n";
     return failure();
   }
+  std::string cudnn = options.runtimeLibDir + "/libtriax_rt_cudnn.a";
+  if (linking && options.lowering.attention == "cudnn" &&
+      !llvm::sys::fs::exists(cudnn)) {
+    errs << "triaxc: --attention=cudnn links with the runtime's cuDNN "
+            "attention, but '"
+         << cudnn << "' does not exist (build the target triax_rt_cudnn)\n";
+    return failure();
+  }
   return success();
 }
 
