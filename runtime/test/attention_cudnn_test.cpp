@@ -19,7 +19,9 @@
 // row strides above their columns (q, k, v column blocks of one [rows,
 // (heads + 2 kv_heads) d] buffer, the outputs in padded rows); every
 // element outside a view must keep its guard value. The backward gets the
-// forward's own out and lse, as compiled code hands them over.
+// forward's own out and lse, as compiled code hands them over. A second
+// forward (the cached plan) and a second backward (deterministic) must give
+// the same bits as the first.
 //
 // Tolerances, |got - want| <= atol + rtol |want| per element:
 //  - out: atol 1e-2, rtol 1e-2. The inputs are bf16 values in [-1, 1];
@@ -386,6 +388,20 @@ bool runCase(const Case &c) {
   }
   for (auto *b : {&dqB, &dkvB, &dkB, &dvB, &qkv, &qB, &kB, &vB, &doutB})
     b->pull();
+  // Deterministic (attention.cpp asks cuDNN for it): a second backward
+  // gives the same bits.
+  {
+    std::vector<uint16_t> dq1 = dqB.host, dkv1 = dkvB.host, dk1 = dkB.host,
+                          dv1 = dvB.host;
+    rc = _mlir_ciface_trx_fused_attention_grad(&mq, &mk, &mv, &mo, &mdo, &ml,
+                                               &mdq, &mdk, &mdv, B, H, KV,
+                                               float(scale));
+    for (auto *b : {&dqB, &dkvB, &dkB, &dvB})
+      b->pull();
+    check(rc == 0 && dqB.host == dq1 && dkvB.host == dkv1 && dkB.host == dk1 &&
+              dvB.host == dv1,
+          std::string(c.name) + ": a second backward gives other bits");
+  }
   expectClose("dq", dq, ref.dq, 2e-2 * maxAbs(ref.dq), 1e-2);
   expectClose("dk", dk, ref.dk, 2e-2 * maxAbs(ref.dk), 1e-2);
   expectClose("dv", dv, ref.dv, 2e-2 * maxAbs(ref.dv), 1e-2);
