@@ -198,6 +198,24 @@ std::pair<Value, Value> headAndRow(KernelBuilder &k, Value r,
   return {h, i};
 }
 
+/// Row i of head h of each [heads, S, S] buffer of `probs`: prob(t) for the
+/// visible columns t in [zero, end) (end = i + 1), exactly 0 for the masked
+/// ones end..S-1.
+void storeCausalRow(KernelBuilder &k, ArrayRef<Value> probs, Value h, Value i,
+                    Value zero, Value end, int64_t seq,
+                    function_ref<Value(KernelBuilder &, Value)> prob) {
+  loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
+    Value value = prob(k, t);
+    for (Value out : probs)
+      k.store(value, out, {h, i, t});
+  });
+  loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
+    Value masked = k.f32(0.0);
+    for (Value out : probs)
+      k.store(masked, out, {h, i, t});
+  });
+}
+
 /// The [heads, S, S] f32 scores `p` (overwritten): row i of head h of each
 /// buffer of `probs` ([heads, S, S], f32 or bf16; `p` itself may be one)
 /// becomes softmax(p[h, i, 0..i]) with the row max subtracted (in f32), and
@@ -225,16 +243,10 @@ void causalSoftmax(KernelBuilder &k, Value p, ArrayRef<Value> probs,
                          })[0];
     if (lse)
       k.store(k.add(max, k.log(sum)), lse, {b, h, i});
-    loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
-      Value prob = k.div(k.load(p, {h, i, t}), sum);
-      for (Value out : probs)
-        k.store(prob, out, {h, i, t});
-    });
-    loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
-      Value masked = k.f32(0.0);
-      for (Value out : probs)
-        k.store(masked, out, {h, i, t});
-    });
+    storeCausalRow(k, probs, h, i, zero, end, seq,
+                   [&](KernelBuilder &k, Value t) {
+                     return k.div(k.load(p, {h, i, t}), sum);
+                   });
   });
 }
 
@@ -252,16 +264,10 @@ void causalProbsFromLse(KernelBuilder &k, Value p, ArrayRef<Value> probs,
     Value zero = k.index(0);
     Value end = k.addi(i, k.index(1)); // columns [0, i] are visible
     Value rowLse = k.load(lse, {b, h, i});
-    loopRange(k, zero, end, [&](KernelBuilder &k, Value t) {
-      Value prob = k.exp(k.sub(k.load(p, {h, i, t}), rowLse));
-      for (Value out : probs)
-        k.store(prob, out, {h, i, t});
-    });
-    loopRange(k, end, k.index(seq), [&](KernelBuilder &k, Value t) {
-      Value masked = k.f32(0.0);
-      for (Value out : probs)
-        k.store(masked, out, {h, i, t});
-    });
+    storeCausalRow(k, probs, h, i, zero, end, seq,
+                   [&](KernelBuilder &k, Value t) {
+                     return k.exp(k.sub(k.load(p, {h, i, t}), rowLse));
+                   });
   });
 }
 
