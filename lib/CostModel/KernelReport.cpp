@@ -1874,8 +1874,12 @@ std::vector<const KernelItem *> byTimePerStep(const KernelReport &r) {
   return items;
 }
 
+/// A generated kernel's name says its function (`<entry>_kernelN`); a
+/// library call's (a GEMM, a collective, a library's attention kernel)
+/// gets it added.
 std::string displayName(const KernelItem &item) {
-  if (item.kind == ItemKind::Kernel)
+  if (item.kind == ItemKind::Kernel &&
+      !llvm::StringRef(item.name).starts_with("trx_"))
     return item.name;
   return item.name + " (" + item.function + ")";
 }
