@@ -25,7 +25,7 @@
 #           double-precision reference, the NCCL transport on one-rank
 #           communicators (every collective, exact values), an abort, and
 #           cuDNN's fused attention (forward, backward, its decline under
-#           TRIAX_CUDNN=0) against a double-precision reference, with
+#           TRX_CUDNN=0) against a double-precision reference, with
 #           PyTorch's libcudnn.so.9 (cudnn_lib_dir, below);
 #        1. the kernel test: every generated kernel on the GPU against the
 #           CPU target's result on the same inputs, for the row-wise kernels
@@ -653,7 +653,7 @@ PY
   abort_rc=$step_rc
   # cuDNN's fused attention (runtime/lib/cuda/attention.cpp) through the
   # entries against a double-precision reference, then its decline under
-  # TRIAX_CUDNN=0; needs libcudnn.so.9 (cudnn_lib_dir, on LD_LIBRARY_PATH).
+  # TRX_CUDNN=0; needs libcudnn.so.9 (cudnn_lib_dir, on LD_LIBRARY_PATH).
   step runtime-attention-cudnn 120 2 "$out/runtime-attention-cudnn.log" \
     "$bundle/triax-rt-attention-cudnn-test" ||
     check_failed "$out/runtime-attention-cudnn.log"

@@ -835,7 +835,7 @@ void trx_gemm_epilogue_host(const trx_gemm_problem *p);
  * heads).
  * Returns 0 when the library computed the result and non-zero when it
  * declined, having written nothing: no library in this runtime (the CPU
- * runtime always declines), none at run time, TRIAX_CUDNN=0 in the
+ * runtime always declines), none at run time, TRX_CUDNN=0 in the
  * environment, or a shape it does not take. The compiled code then runs its
  * own kernels. The answer depends on the shapes only, never on the data,
  * so a call needs no sync with the device. Inconsistent operands (sizes,

@@ -4,9 +4,9 @@
 // GPU and libcudnn.so.9 on LD_LIBRARY_PATH; bench/gpu/run.sh runs it):
 //   triax-rt-attention-cudnn-test           every case, then itself again
 //                                           as `declined` under
-//                                           TRIAX_CUDNN=0
+//                                           TRX_CUDNN=0
 //   triax-rt-attention-cudnn-test declined  only the decline: with
-//                                           TRIAX_CUDNN=0 both entries
+//                                           TRX_CUDNN=0 both entries
 //                                           return non-zero and write
 //                                           nothing
 //
@@ -417,11 +417,11 @@ bool runCase(const Case &c) {
   return true;
 }
 
-/// TRIAX_CUDNN=0: both entries decline and leave their outputs alone.
+/// TRX_CUDNN=0: both entries decline and leave their outputs alone.
 int runDeclined() {
-  setenv("TRIAX_CUDNN", "0", 1);
+  setenv("TRX_CUDNN", "0", 1);
   const int64_t B = 1, S = 64, H = 2, KV = 2, D = 64, rows = B * S;
-  printf("case declined (TRIAX_CUDNN=0): B %lld, S %lld, heads %lld, d %lld\n",
+  printf("case declined (TRX_CUDNN=0): B %lld, S %lld, heads %lld, d %lld\n",
          (long long)B, (long long)S, (long long)H, (long long)D);
   Buffer<uint16_t> q(size_t(rows * H * D), f32ToBf16(0.5f)),
       k(size_t(rows * KV * D), f32ToBf16(0.25f)),
@@ -443,10 +443,10 @@ int runDeclined() {
   trx_memref_f32_1d ml = lseMemref(lse);
   int32_t rc = _mlir_ciface_trx_fused_attention(&mq, &mk, &mv, &mo, &ml, B, H,
                                                 KV, 0.125f);
-  check(rc != 0, "the forward did not decline under TRIAX_CUDNN=0");
+  check(rc != 0, "the forward did not decline under TRX_CUDNN=0");
   rc = _mlir_ciface_trx_fused_attention_grad(
       &mq, &mk, &mv, &mo, &mdo, &ml, &mdq, &mdk, &mdv, B, H, KV, 0.125f);
-  check(rc != 0, "the backward did not decline under TRIAX_CUDNN=0");
+  check(rc != 0, "the backward did not decline under TRX_CUDNN=0");
   for (auto *b : {&out, &dq, &dk, &dv})
     b->pull();
   lse.pull();
@@ -490,13 +490,14 @@ int main(int argc, char **argv) {
     }
   }
 
-  // The decline, in a process of its own (TRIAX_CUDNN is read once).
+  // The decline, in a process of its own (TRX_CUDNN is read once).
   if (present) {
     fflush(stdout);
     fflush(stderr);
-    std::vector<std::string> env = {"TRIAX_CUDNN=0"};
+    const char *off = "TRX_CUDNN=";
+    std::vector<std::string> env = {std::string(off) + "0"};
     for (char **e = environ; *e; ++e)
-      if (std::strncmp(*e, "TRIAX_CUDNN=", 12) != 0)
+      if (std::strncmp(*e, off, std::strlen(off)) != 0)
         env.push_back(*e);
     std::vector<char *> envp;
     for (std::string &s : env)
@@ -510,7 +511,7 @@ int main(int argc, char **argv) {
         posix_spawn(&pid, self, nullptr, nullptr, args, envp.data()) == 0 &&
         waitpid(pid, &status, 0) == pid;
     check(ran && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "the TRIAX_CUDNN=0 process failed");
+          "the TRX_CUDNN=0 process failed");
   }
 
   if (failures)

@@ -43,7 +43,7 @@
 // Declines (non-zero, nothing written), each said once on stderr (rank 0):
 //  - built without cuDNN's or the frontend's headers (TRIAX_RT_HAVE_CUDNN
 //    is 0; runtime/CMakeLists.txt says which was missing);
-//  - TRIAX_CUDNN=0 in the environment (read at the first call);
+//  - TRX_CUDNN=0 in the environment (read at the first call);
 //  - libcudnn.so.9 cannot be loaded, or is older than 9.0;
 //  - the graph of a shape fails validate, build_operation_graph,
 //    create_execution_plans, check_support or build_plans (a head size
@@ -196,9 +196,9 @@ std::string oneLine(std::string s) {
   return s.empty() ? "no reason given" : s;
 }
 
-/// Whether TRIAX_CUDNN=0 turns the library off.
+/// Whether TRX_CUDNN=0 turns the library off.
 bool turnedOff() {
-  const char *v = std::getenv("TRIAX_CUDNN");
+  const char *v = std::getenv("TRX_CUDNN");
   return v && std::strcmp(v, "0") == 0;
 }
 
@@ -211,7 +211,7 @@ const char *loadOnce(Library &lib) {
     return lib.loaded ? nullptr : reason.c_str();
   tried = true;
   if (turnedOff()) {
-    reason = "off (TRIAX_CUDNN=0)";
+    reason = "off (TRX_CUDNN=0)";
     return reason.c_str();
   }
   (void)triax::rt::cuda::stream(); // CUDA initialized, its context current

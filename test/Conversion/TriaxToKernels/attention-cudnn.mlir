@@ -1,7 +1,7 @@
 // attention=cudnn: a call of the runtime's fused attention (cuDNN on
 // CUDA, runtime/lib/cuda/attention.cpp) for bf16 operands, and behind it,
 // in an scf.if on its answer being non-zero (the library declined at run
-// time: no cuDNN, TRIAX_CUDNN=0, a shape it refuses), the flash-mma
+// time: no cuDNN, TRX_CUDNN=0, a shape it refuses), the flash-mma
 // kernels of attention-flash-mma.mlir. Ops the library cannot take get
 // flash-mma's lowering alone. No CUDA needed.
 // RUN: triax-opt %s --convert-triax-to-kernels=attention=cudnn > %t
