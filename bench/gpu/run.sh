@@ -157,7 +157,13 @@ fetch_cudnn_frontend() {
   local tmp="$cudnn_frontend_dir.tmp"
   run rm -rf "$tmp"
   run mkdir -p "$tmp"
-  run python3 -m pip download --no-deps --only-binary :all: -d "$tmp" \
+  # A python with pip: the system's, else the venv utils/setup.sh makes.
+  local py=python3
+  if ! python3 -m pip --version > /dev/null 2>&1 &&
+     [[ -x "${TRIAX_CACHE:-$HOME/.cache/triax}/hf-venv/bin/python" ]]; then
+    py="${TRIAX_CACHE:-$HOME/.cache/triax}/hf-venv/bin/python"
+  fi
+  run "$py" -m pip download --no-deps --only-binary :all: -d "$tmp" \
       "nvidia-cudnn-frontend==$cudnn_frontend_version"
   if ((dry)); then
     echo "+ extract include/ of $tmp/nvidia_cudnn_frontend-*.whl into $cudnn_frontend_dir" >&2
