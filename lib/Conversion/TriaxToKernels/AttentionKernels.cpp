@@ -1041,6 +1041,24 @@ template <typename OpT> AttentionDims getDims(OpT op) {
   return dims;
 }
 
+/// What both lowering patterns settle first: `dims`' kernel forms
+/// (vector dots where d allows, key blocks with them) and, for a ring
+/// attention, its ring group (a default one otherwise), or the context
+/// parallelism of `context_parallel over`; failure when the op's mesh axes
+/// do not fit.
+template <typename OpT>
+FailureOr<RingGroup> setUpLowering(OpT op, KernelBuilder &k, AttentionImpl impl,
+                                   bool vectorDots, bool keyBlocks,
+                                   AttentionDims &dims) {
+  dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
+  dims.keyBlocks = keyBlocks && dims.vectorDots;
+  if (op.getRing())
+    return ringGroup(op, op.getMeshAttr(), op.getAxesAttr(), k);
+  if (failed(contextParallel(op, k, impl, dims)))
+    return failure();
+  return RingGroup();
+}
+
 /// out_bj = causal_softmax(q_bj k_bj^T / sqrt(d)) v_bj.
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
   AttentionLowering(TypeConverter &converter, MLIRContext *ctx,
@@ -1053,14 +1071,9 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     AttentionDims dims = getDims(op);
-    dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
-    dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
-    FailureOr<RingGroup> ring = RingGroup();
-    if (op.getRing())
-      ring = ringGroup(op, op.getMeshAttr(), op.getAxesAttr(), k);
-    else if (failed(contextParallel(op, k, impl, dims)))
-      return failure();
+    FailureOr<RingGroup> ring =
+        setUpLowering(op, k, impl, vectorDots, keyBlocks, dims);
     if (failed(ring))
       return failure();
     Value outBuf = k.alloc(op.getResult().getType());
@@ -1104,14 +1117,9 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
   matchAndRewrite(AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     AttentionDims dims = getDims(op);
-    dims.vectorDots = vectorDots && dims.headDim % kDotLanes == 0;
-    dims.keyBlocks = keyBlocks && dims.vectorDots;
     KernelBuilder k(rewriter, op.getLoc());
-    FailureOr<RingGroup> ring = RingGroup();
-    if (op.getRing())
-      ring = ringGroup(op, op.getMeshAttr(), op.getAxesAttr(), k);
-    else if (failed(contextParallel(op, k, impl, dims)))
-      return failure();
+    FailureOr<RingGroup> ring =
+        setUpLowering(op, k, impl, vectorDots, keyBlocks, dims);
     if (failed(ring))
       return failure();
     Value dqBuf = k.alloc(op.getQueryGrad().getType());

@@ -174,7 +174,8 @@ struct Plan {
 };
 
 struct Library {
-  bool loaded = false;
+  bool tried = false, loaded = false;
+  std::string unusable; // why not, once tried and not loaded
   cudnnHandle_t handle = nullptr;
   std::string version; // "9.19.0"
   void *workspace = nullptr;
@@ -205,11 +206,10 @@ bool turnedOff() {
 /// Loads cuDNN at the first call (with the lock held): the library, its
 /// version, a handle. Null when usable, else why not.
 const char *loadOnce(Library &lib) {
-  static bool tried = false;
-  static std::string reason;
-  if (tried)
-    return lib.loaded ? nullptr : reason.c_str();
-  tried = true;
+  if (lib.tried)
+    return lib.loaded ? nullptr : lib.unusable.c_str();
+  lib.tried = true;
+  std::string &reason = lib.unusable;
   if (turnedOff()) {
     reason = "off (TRX_CUDNN=0)";
     return reason.c_str();
