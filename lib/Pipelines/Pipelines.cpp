@@ -185,6 +185,7 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = options.fuseOptimizer;
   kernels.geluEpilogue = options.geluEpilogue;
+  kernels.fuseProjectionsOption = options.fuseProjections;
   kernels.attention = options.attention.empty() ? "flash" : options.attention;
   kernels.kernelParamBytes = 0; // a CPU loop passes no kernel parameters
   kernels.embeddingGradThreads = options.embeddingGradThreads;
@@ -395,6 +396,7 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   kernels.fuseOptimizer = true;
   kernels.kernelParamBytes = kFusedLaunchParamBytes;
   kernels.geluEpilogue = options.geluEpilogue;
+  kernels.fuseProjectionsOption = options.fuseProjections;
   kernels.attention = cudaAttention(options);
   // The embedding backward has `hidden` race-free iterations (tokens may
   // share a row); 768 threads would leave an H200 idle for milliseconds.

@@ -131,6 +131,11 @@ int main(int argc, char **argv) {
   // OpenMP is on for the CPU unless --openmp=false.
   if (!openmpArg.getNumOccurrences())
     options.lowering.openmp = target == "cpu";
+  // The projections are one GEMM on CUDA unless --fuse-projections=false;
+  // on the CPU the weights' copy costs about what the GEMM saves
+  // (docs/performance.md).
+  if (!fuseProjectionsArg.getNumOccurrences())
+    options.lowering.fuseProjections = target == "cuda";
   options.runtimeLibDir = runtimeDir;
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;

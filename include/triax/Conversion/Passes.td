@@ -181,6 +181,15 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "exp per 8 logits where the scalar form chains a libm exp per "
            "logit. The last bits of the loss change (the CPU pipeline sets "
            "it; LossKernels.cpp)">,
+    Option<"fuseProjectionsOption", "fuse-projections", "bool",
+           /*default=*/"false",
+           "The linears that read one input and whose results only "
+           "attention, attention_grad, linear_weight_grad and bias_grad read "
+           "(the query, key and value projections) become one GEMM over "
+           "their weights side by side, read back as column views; the sum "
+           "of their input gradients one GEMM over dq, dk, dv side by side, "
+           "which the attention gradient writes into one buffer "
+           "(FuseProjections.cpp; the CUDA pipeline sets it)">,
     Option<"lossGradInPlace", "loss-grad-in-place", "bool",
            /*default=*/"false",
            "The cross-entropy's gradient written over its logits' buffer "

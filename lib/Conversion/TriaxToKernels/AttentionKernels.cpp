@@ -1081,10 +1081,10 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     // compiler evaluates arguments in.) A ring passes its own keys and
     // values around itself.
     AttentionBuffers buf;
-    buf.q = k.rows(adaptor.getQuery());
+    buf.q = k.rows(rowView(adaptor.getQuery()));
     if (!op.getRing()) {
-      buf.key = k.rows(adaptor.getKey());
-      buf.v = k.rows(adaptor.getValue());
+      buf.key = k.rows(rowView(adaptor.getKey()));
+      buf.v = k.rows(rowView(adaptor.getValue()));
     }
     buf.out = k.rows(outBuf);
     SmallVector<Value, 2> results = {outBuf};
@@ -1122,21 +1122,33 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
         setUpLowering(op, k, impl, vectorDots, keyBlocks, dims);
     if (failed(ring))
       return failure();
-    Value dqBuf = k.alloc(op.getQueryGrad().getType());
-    Value dkBuf = k.alloc(op.getKeyGrad().getType());
-    Value dvBuf = k.alloc(op.getValueGrad().getType());
-    AttentionBuffers buf;
-    buf.q = k.rows(adaptor.getQuery());
-    if (!op.getRing()) {
-      buf.key = k.rows(adaptor.getKey());
-      buf.v = k.rows(adaptor.getValue());
+    // dq, dk and dv side by side when they are concatenated (fused
+    // projections: one GEMM takes them as one operand), else each its own.
+    Value dqBuf, dkBuf, dvBuf;
+    if (RankedTensorType side = sideBySideResults(op)) {
+      Value whole = k.alloc(side);
+      int64_t q = op.getQueryGrad().getType().getShape().back(),
+              kv = op.getKeyGrad().getType().getShape().back();
+      dqBuf = columnView(k, whole, 0, q);
+      dkBuf = columnView(k, whole, q, kv);
+      dvBuf = columnView(k, whole, q + kv, kv);
+    } else {
+      dqBuf = k.alloc(op.getQueryGrad().getType());
+      dkBuf = k.alloc(op.getKeyGrad().getType());
+      dvBuf = k.alloc(op.getValueGrad().getType());
     }
-    buf.dout = k.rows(adaptor.getResultGrad());
+    AttentionBuffers buf;
+    buf.q = k.rows(rowView(adaptor.getQuery()));
+    if (!op.getRing()) {
+      buf.key = k.rows(rowView(adaptor.getKey()));
+      buf.v = k.rows(rowView(adaptor.getValue()));
+    }
+    buf.dout = k.rows(rowView(adaptor.getResultGrad()));
     buf.dq = k.rows(dqBuf);
     buf.dk = k.rows(dkBuf);
     buf.dv = k.rows(dvBuf);
     if (!adaptor.getSaved().empty()) {
-      buf.savedOut = k.rows(adaptor.getSaved()[0]);
+      buf.savedOut = k.rows(rowView(adaptor.getSaved()[0]));
       buf.lse = adaptor.getSaved()[1];
     }
     if (op.getRing()) {

@@ -402,6 +402,30 @@ void accumulateGrad(KernelBuilder &k, int64_t index, Value g);
 void populatePipelinePatterns(TypeConverter &converter,
                               RewritePatternSet &patterns);
 
+/// fuse-projections (FuseProjections.cpp): the linears of `fn` that read
+/// one input, and whose results only ops with Triax_ReadsRowViews read,
+/// become one linear over their weights side by side and column slices of
+/// its result; the sum of their input gradients one transposed linear over
+/// the gradients side by side.
+void fuseProjections(func::FuncOp fn);
+/// The lowering of those slices (a strided view of the wider buffer) and
+/// concatenations (the buffer whose column views they are, else a copy).
+void populateViewPatterns(TypeConverter &converter,
+                          RewritePatternSet &patterns);
+/// `value` (an operand of a Triax_ReadsRowViews op's lowering) as the view
+/// a column slice became, looking through the materialization the
+/// conversion put between the view and the operand's identity-layout type;
+/// `value` itself otherwise.
+Value rowView(Value value);
+/// When the results of `op` are exactly the operands, in order, of one
+/// concatenation along their last dimension: that concatenation's result
+/// type (their gradients written side by side into one buffer); null
+/// otherwise.
+RankedTensorType sideBySideResults(Operation *op);
+/// Columns [offset, offset + width) of every row of `buffer` (any rank): a
+/// strided view (memref.subview).
+Value columnView(KernelBuilder &k, Value buffer, int64_t offset, int64_t width);
+
 /// Lanes l and l + w/2 of the w-lane vector `v` (w even) combined: a
 /// vector of w/2 lanes.
 Value halveLanes(KernelBuilder &k, Value v,

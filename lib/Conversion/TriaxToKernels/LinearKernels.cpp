@@ -195,7 +195,8 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
   matchAndRewrite(LinearWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
-    Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
+    Value x = k.rows(rowView(adaptor.getInput())),
+          dy = k.rows(rowView(adaptor.getResultGrad()));
     bool transposed = op.getTransposeWeight();
     AccumulateGradOp into =
         accumulateInGemm ? accumulatedInto(op, params) : AccumulateGradOp();
@@ -244,7 +245,7 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
     Value db =
         into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
              : k.alloc(op.getType());
-    Value dy = k.rows(adaptor.getResultGrad());
+    Value dy = k.rows(rowView(adaptor.getResultGrad()));
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
     k.columnSums(
         rows, cols, form, {db},

@@ -118,9 +118,11 @@ static void splitAccumulatedSums(func::FuncOp fn) {
 /// Moves `fn` to the module as `name` and makes it return its 0-d tensor
 /// results as f32 scalars.
 static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name,
-                        bool fuseParamCopies) {
+                        bool fuseParamCopies, bool projections) {
   inlineBlocks(fn);
   hoistParamCopies(fn, fuseParamCopies);
+  if (projections)
+    fuseProjections(fn);
   auto ret = cast<func::ReturnOp>(fn.front().getTerminator());
   OpBuilder b(ret);
   SmallVector<Value> scalars;
@@ -944,7 +946,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   auto pipelineStep = model.getPipelineStep();
   if (!pipelineStep)
     exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry,
-                fuseOptimizer);
+                fuseOptimizer, fuseProjectionsOption);
   std::pair<StringRef, StringRef> entries[] = {
       {pipelineStep ? ModelOp::kPipelineStepName
                     : ModelOp::kForwardBackwardName,
@@ -952,7 +954,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
       {ModelOp::kOptimizerStepName, ::triax::rt::kOptimizerStepEntry}};
   for (auto [name, entry] : entries)
     if (auto fn = model.lookupSymbol<func::FuncOp>(name))
-      exportEntry(fn, module, entry, fuseOptimizer);
+      exportEntry(fn, module, entry, fuseOptimizer, fuseProjectionsOption);
   // The functions the entries call (the pipeline's stage functions) move
   // to the module too, private; the buffers they return belong to the
   // caller.
@@ -964,6 +966,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   for (func::FuncOp fn : callees) {
     inlineBlocks(fn);
     hoistParamCopies(fn, fuseOptimizer);
+    if (fuseProjectionsOption)
+      fuseProjections(fn);
     fn->moveBefore(module.getBody(), module.getBody()->end());
     fn.setPrivate();
   }
@@ -1034,6 +1038,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateMoEPatterns(converter, patterns);
   populateZeroPatterns(converter, patterns, params);
   populatePipelinePatterns(converter, patterns);
+  populateViewPatterns(converter, patterns);
   if (failed(applyPartialConversion(module, target, std::move(patterns))))
     return signalPassFailure();
   model.erase();

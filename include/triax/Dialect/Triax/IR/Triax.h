@@ -39,6 +39,13 @@ template <typename ConcreteType>
 class MasterPrecision
     : public ::mlir::OpTrait::TraitBase<ConcreteType, MasterPrecision> {};
 
+/// Marks the ops whose kernels read their float tensor operands as strided
+/// rows (Triax_ReadsRowViews in TriaxBase.td): a column slice reaches them
+/// as a view of the wider buffer.
+template <typename ConcreteType>
+class ReadsRowViews
+    : public ::mlir::OpTrait::TraitBase<ConcreteType, ReadsRowViews> {};
+
 /// The type the kernels compute an element of type `elementType` in: f32
 /// for bf16 (loads extend, stores round to nearest even), the type itself
 /// otherwise.

@@ -80,6 +80,14 @@ def Triax_MasterPrecision : NativeOpTrait<"MasterPrecision"> {
   let cppNamespace = "::mlir::triax";
 }
 
+// An op whose kernel lowering reads its float tensor operands as strided
+// rows: an operand that is a column slice of a wider tensor (the one GEMM of
+// fused projections, convert-triax-to-kernels{fuse-projections}) reaches it
+// as a view of that tensor's buffer, not as a copy.
+def Triax_ReadsRowViews : NativeOpTrait<"ReadsRowViews"> {
+  let cppNamespace = "::mlir::triax";
+}
+
 def Triax_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"normal", 0>,
     I32EnumAttrCase<"zeros", 1>,

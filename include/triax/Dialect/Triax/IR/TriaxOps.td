@@ -334,7 +334,7 @@ def Triax_RopeOp : Triax_Op<"rope", [Pure, DeclareOpInterfaceMethods<Differentia
   let hasVerifier = 1;
 }
 
-def Triax_AttentionOp : Triax_Op<"attention", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively", "buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel", "getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit", "applyRingSplit"]>]> {
+def Triax_AttentionOp : Triax_Op<"attention", [Pure, Triax_ReadsRowViews, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["isRecomputedSelectively", "buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<CostOpInterface, ["getForwardFlops", "describeModel", "getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit", "applyRingSplit"]>]> {
   let summary = "Causal multi-head (or grouped-query) self-attention core";
   let description = [{
     Takes the projected queries `[B, S, heads*d]` and keys and values
@@ -516,7 +516,7 @@ def Triax_CrossEntropyOp : Triax_Op<"cross_entropy", [Pure, DeclareOpInterfaceMe
 // Backward ops (built by triax-autodiff through DifferentiableOpInterface)
 //===----------------------------------------------------------------------===//
 
-def Triax_LinearWeightGradOp : Triax_Op<"linear_weight_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
+def Triax_LinearWeightGradOp : Triax_Op<"linear_weight_grad", [Pure, Triax_ReadsRowViews, DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = "Gradient of a linear op's weight: x^T dy over all tokens";
   let description = [{
     `dW[k, n] = sum over leading positions of x[..., k] * dy[..., n]`; with
@@ -535,7 +535,7 @@ def Triax_LinearWeightGradOp : Triax_Op<"linear_weight_grad", [Pure, DeclareOpIn
   let hasVerifier = 1;
 }
 
-def Triax_BiasGradOp : Triax_Op<"bias_grad", [Pure]> {
+def Triax_BiasGradOp : Triax_Op<"bias_grad", [Pure, Triax_ReadsRowViews]> {
   let summary = "Sum over all leading dimensions: the gradient of a bias";
   let description = [{
     ```mlir
@@ -609,7 +609,7 @@ def Triax_RMSNormGradOp : Triax_Op<"rms_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getScratchBytes", "getCollectives"]>]> {
+def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, Triax_ReadsRowViews, DeclareOpInterfaceMethods<CostOpInterface, ["getScratchBytes", "getCollectives"]>]> {
   let summary = "Gradients of causal attention: query, key and value";
   let description = [{
     Recomputes the attention probabilities from `query` and `key` (as a
