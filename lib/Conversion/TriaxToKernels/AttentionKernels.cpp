@@ -1094,8 +1094,9 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     }
     if (op.getRing()) {
       dims.keyBlocks = false;
-      ringAttention(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
-                    *ring);
+      ringAttention(k, buf,
+                    {rowView(adaptor.getKey()), rowView(adaptor.getValue())},
+                    dims, *ring);
     } else if (failed(lowerAttention(impl, k, buf, dims))) {
       return failure();
     }
@@ -1123,9 +1124,11 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     if (failed(ring))
       return failure();
     // dq, dk and dv side by side when they are concatenated (fused
-    // projections: one GEMM takes them as one operand), else each its own.
+    // projections: one GEMM takes them as one operand), else each its own
+    // (a ring's, whose dk and dv travel, too).
     Value dqBuf, dkBuf, dvBuf;
-    if (RankedTensorType side = sideBySideResults(op)) {
+    RankedTensorType side = op.getRing() ? nullptr : sideBySideResults(op);
+    if (side) {
       Value whole = k.alloc(side);
       int64_t q = op.getQueryGrad().getType().getShape().back(),
               kv = op.getKeyGrad().getType().getShape().back();
@@ -1153,8 +1156,9 @@ struct AttentionGradLowering : OpConversionPattern<AttentionGradOp> {
     }
     if (op.getRing()) {
       dims.keyBlocks = false;
-      ringAttentionGrad(k, buf, {adaptor.getKey(), adaptor.getValue()}, dims,
-                        *ring);
+      ringAttentionGrad(
+          k, buf, {rowView(adaptor.getKey()), rowView(adaptor.getValue())},
+          dims, *ring);
     } else if (failed(lowerAttentionGrad(impl, k, buf, dims))) {
       return failure();
     }

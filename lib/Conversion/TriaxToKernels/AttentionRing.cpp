@@ -54,6 +54,18 @@ public:
     for (Value buffer : own) {
       auto type = cast<MemRefType>(buffer.getType());
       auto block = MemRefType::get(type.getShape(), type.getElementType());
+      if (!type.getLayout().isIdentity()) {
+        // A column view (fused projections): the block that travels is
+        // contiguous.
+        Value view = buffer;
+        buffer = k.alloc(block);
+        k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
+          memref::StoreOp::create(
+              k.builder(), k.getLoc(),
+              memref::LoadOp::create(k.builder(), k.getLoc(), view, ivs),
+              buffer, ivs);
+        });
+      }
       Value second = ring.members > 2 ? k.alloc(block) : Value();
       buffers.push_back({buffer, k.alloc(block), second});
     }

@@ -352,20 +352,41 @@ struct ConcatLowering : OpConversionPattern<tensor::ConcatOp> {
       rewriter.replaceOp(op, whole);
       return success();
     }
+    // One loop nest over the result's rows and columns (one launch on the
+    // GPU, each element written by its own iteration), each column read
+    // from its part (a binary tree of `scf.if column < offset`).
     KernelBuilder k(rewriter, op.getLoc());
     Value out = k.alloc(type);
-    int64_t column = 0;
+    Value outRows = k.rows(out);
+    SmallVector<Value> partRows;
+    SmallVector<int64_t> offsets = {0};
     for (Value part : parts) {
-      auto partType = cast<MemRefType>(part.getType());
-      int64_t offset = column;
-      k.parallel(partType.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
-        SmallVector<Value> at(ivs);
-        if (offset)
-          at.back() = k.addi(at.back(), k.index(offset));
-        k.store(k.load(part, ivs), out, at);
-      });
-      column += partType.getShape().back();
+      partRows.push_back(k.rows(part));
+      offsets.push_back(offsets.back() +
+                        KernelBuilder::rowsCols(partRows.back()).second);
     }
+    auto [rows, cols] = KernelBuilder::rowsCols(outRows);
+    k.parallel({rows, cols}, [&](KernelBuilder &k, ValueRange ivs) {
+      Value r = ivs[0], c = ivs[1];
+      std::function<void(size_t, size_t)> copyFrom = [&](size_t lo, size_t hi) {
+        if (hi - lo == 1) {
+          Value local = offsets[lo] ? k.subi(c, k.index(offsets[lo])) : c;
+          k.store(k.load(partRows[lo], {r, local}), outRows, {r, c});
+          return;
+        }
+        size_t mid = (lo + hi) / 2;
+        auto branch = scf::IfOp::create(
+            k.builder(), k.getLoc(),
+            k.cmpi(arith::CmpIPredicate::ult, c, k.index(offsets[mid])),
+            /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(k.builder());
+        k.builder().setInsertionPoint(branch.thenBlock()->getTerminator());
+        copyFrom(lo, mid);
+        k.builder().setInsertionPoint(branch.elseBlock()->getTerminator());
+        copyFrom(mid, hi);
+      };
+      copyFrom(0, partRows.size());
+    });
     rewriter.replaceOp(op, out);
     return success();
   }
