@@ -265,7 +265,7 @@ struct RopeLowering : OpConversionPattern<RopeOp> {
     const int64_t d = type.getDimSize(2) / heads, half = d / 2;
     const double theta = op.getTheta().convertToDouble();
     const double sign = op.getInverse() ? 1.0 : -1.0;
-    Value x = adaptor.getInput(), pos = adaptor.getPositions();
+    Value x = rowView(adaptor.getInput()), pos = adaptor.getPositions();
     OpBuilder &b = k.builder();
     Location loc = k.getLoc();
     auto toF32 = [&](Value integer) {

@@ -227,6 +227,14 @@ bool fuseBackward(Operation *root, ArrayRef<SmallVector<WeightKey>> groups,
     grads.push_back(op.getInput());
     weights.push_back(op.getWeight());
   }
+  // Only where the gradients side by side cost no copy: they are an
+  // attention gradient's dq, dk, dv, which it then writes into one buffer
+  // (AttentionGradLowering; not a ring's). Else (RoPE between the
+  // projections and attention) the three GEMMs stay.
+  auto producer = grads.front().getDefiningOp<AttentionGradOp>();
+  if (!producer || producer.getRing() ||
+      ValueRange(grads) != producer->getResults())
+    return false;
   OpBuilder b(root);
   Location loc = root->getLoc();
   int64_t rank = cast<RankedTensorType>(grads.front().getType()).getRank();

@@ -118,11 +118,9 @@ static void splitAccumulatedSums(func::FuncOp fn) {
 /// Moves `fn` to the module as `name` and makes it return its 0-d tensor
 /// results as f32 scalars.
 static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name,
-                        bool fuseParamCopies, bool projections) {
+                        bool fuseParamCopies) {
   inlineBlocks(fn);
   hoistParamCopies(fn, fuseParamCopies);
-  if (projections)
-    fuseProjections(fn);
   auto ret = cast<func::ReturnOp>(fn.front().getTerminator());
   OpBuilder b(ret);
   SmallVector<Value> scalars;
@@ -946,7 +944,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   auto pipelineStep = model.getPipelineStep();
   if (!pipelineStep)
     exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry,
-                fuseOptimizer, fuseProjectionsOption);
+                fuseOptimizer);
   std::pair<StringRef, StringRef> entries[] = {
       {pipelineStep ? ModelOp::kPipelineStepName
                     : ModelOp::kForwardBackwardName,
@@ -954,7 +952,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
       {ModelOp::kOptimizerStepName, ::triax::rt::kOptimizerStepEntry}};
   for (auto [name, entry] : entries)
     if (auto fn = model.lookupSymbol<func::FuncOp>(name))
-      exportEntry(fn, module, entry, fuseOptimizer, fuseProjectionsOption);
+      exportEntry(fn, module, entry, fuseOptimizer);
   // The functions the entries call (the pipeline's stage functions) move
   // to the module too, private; the buffers they return belong to the
   // caller.
@@ -966,8 +964,6 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   for (func::FuncOp fn : callees) {
     inlineBlocks(fn);
     hoistParamCopies(fn, fuseOptimizer);
-    if (fuseProjectionsOption)
-      fuseProjections(fn);
     fn->moveBefore(module.getBody(), module.getBody()->end());
     fn.setPrivate();
   }
@@ -980,6 +976,12 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   if (accumulateInGemm)
     for (func::FuncOp fn : module.getOps<func::FuncOp>())
       splitAccumulatedSums(fn);
+  // (After the blocks are inlined: a layer's forward and backward, and the
+  // saved values between them, are then one function's.)
+  if (fuseProjectionsOption)
+    for (func::FuncOp fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal())
+        fuseProjections(fn);
   // Parameter reads keep referring to the model's symbols until they are
   // rewritten; the model goes once the conversion is done.
   declareRuntimeFunctions(module);

@@ -300,7 +300,7 @@ def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<Diff
   let hasVerifier = 1;
 }
 
-def Triax_RopeOp : Triax_Op<"rope", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit"]>]> {
+def Triax_RopeOp : Triax_Op<"rope", [Triax_ReadsRowViews, Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule", "verifySplit", "applySplit"]>]> {
   let summary = "Rotary position embedding of queries or keys (RoFormer, LLaMA)";
   let description = [{
     Rotates each head's features by its token's position (Su et al., 2021),
