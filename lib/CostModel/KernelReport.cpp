@@ -299,6 +299,22 @@ Value rootOf(Value v) {
   return v;
 }
 
+/// What a kernel (`kernel`) accessing `v` is charged for: the buffer `v`
+/// is a view of, or a static view made outside the kernel (the column
+/// views of fused projections: q, k and v, or dq, dk and dv, each a third
+/// of one buffer), which is then a buffer of its own size.
+Value regionOf(Value v, Operation *kernel) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>()) {
+    auto subview = dyn_cast<memref::SubViewOp>(view.getOperation());
+    if (subview && !kernel->isProperAncestor(subview) &&
+        subview.getType().hasStaticShape() &&
+        llvm::none_of(subview.getStaticOffsets(), ShapedType::isDynamic))
+      return v;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
 //===----------------------------------------------------------------------===//
 // Integer values: constants, enumerated indices, rank 0's positions
 //===----------------------------------------------------------------------===//
@@ -1222,9 +1238,10 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
       return e;
   }
 
-  // Bytes: each distinct buffer (root through views) the kernel loads from
-  // counts once, whole, as read; each it stores to, once as written. A
-  // block's shared memory (a workgroup attribution) is not HBM traffic.
+  // Bytes: each distinct buffer (root through views, regionOf) the kernel
+  // loads from counts once, whole, as read; each it stores to, once as
+  // written. A block's shared memory (a workgroup attribution) is not HBM
+  // traffic.
   llvm::SetVector<Value> read, written;
   op->walk([&](MemoryEffectOpInterface effects) {
     llvm::SmallVector<MemoryEffects::EffectInstance> list;
@@ -1238,10 +1255,10 @@ llvm::Error StepCounter::kernel(Operation *op, double w) {
         continue;
       // A buffer chosen per iteration (`arith.select` of buffers, the
       // fused gradient norm's rows) is each of the buffers it chooses from.
-      llvm::SmallVector<Value> buffers{rootOf(v)};
+      llvm::SmallVector<Value> buffers{regionOf(v, op)};
       while (auto select = buffers.back().getDefiningOp<arith::SelectOp>()) {
-        buffers.back() = rootOf(select.getFalseValue());
-        buffers.insert(buffers.end() - 1, rootOf(select.getTrueValue()));
+        buffers.back() = regionOf(select.getFalseValue(), op);
+        buffers.insert(buffers.end() - 1, regionOf(select.getTrueValue(), op));
       }
       for (Value buffer : buffers) {
         if (isa<MemoryEffects::Read>(e.getEffect()))
