@@ -296,6 +296,10 @@ def combine(a):
     # generated tensor-core kernels (issue 14 item 1's choice).
     speedup("cudnn_attention", "gpt2-bf16-cudnn", "gpt2-bf16",
             "ms_per_step_flash_mma")
+    # The query, key and value projections as one GEMM (fuse-projections,
+    # the cuda default) against three.
+    speedup("fuse_projections", "gpt2-bf16", "gpt2-bf16-unfused",
+            "ms_per_step_unfused")
     if a.steps:
         out["steps"] = steps
     with open(a.out, "w") as f:

@@ -47,7 +47,8 @@
 #        4. gpt2 (124M) bf16 at batch 8 x 1024, --quick-steps (10): the
 #           quick check;
 #        5. gpt2 at batch 16 x 1024, --gpt2-steps (30): bf16, bf16 with
-#           the attention on cuDNN (--attention=cudnn), fp32, and
+#           the attention on cuDNN (--attention=cudnn), bf16 with the
+#           projections as three GEMMs (--fuse-projections=false), fp32, and
 #           bf16 with the vocabulary unpadded (--pad-vocab 1: 50,257
 #           columns, against the cuda default's 50,304): ms/step,
 #           tokens/s, MFU against the bf16 peak;
@@ -288,6 +289,7 @@ prepare() {
               "gpt2-b8-bf16:gpt2-b8 --precision bf16" \
               "gpt2-bf16:gpt2-b16 --precision bf16" \
               "gpt2-bf16-cudnn:gpt2-b16 --precision bf16 --attention cudnn" \
+              "gpt2-bf16-unfused:gpt2-b16 --precision bf16 --fuse-projections=false" \
               "gpt2-fp32:gpt2-b16 --precision fp32" \
               "gpt2-bf16-nopad:gpt2-b16 --precision bf16 --pad-vocab 1"; do
     name="${spec%%:*}"
@@ -385,7 +387,8 @@ check_bundle() {
            train-tiny-true16 ref/tiny-true16-cpu-bf16.jsonl \
            train-gpt2-b1-fp32 train-gpt2-b1-bf16 \
            train-gpt2-b8-bf16 train-gpt2-bf16 train-gpt2-fp32 \
-           train-gpt2-bf16-nopad train-gpt2-bf16-cudnn gpt2.params \
+           train-gpt2-bf16-nopad train-gpt2-bf16-cudnn \
+           train-gpt2-bf16-unfused gpt2.params \
            ref/tiny-cpu-fp32.jsonl ref/tiny-cpu-bf16.jsonl \
            ref/tiny-moe-cpu-fp32.jsonl ref/tiny-moe-cpu-bf16.jsonl \
            ref/gpt2-b1-cpu-fp32.jsonl ref/gpt2-b1-cpu-bf16.jsonl \
@@ -546,7 +549,8 @@ run_gpu() {
            gpt2-b1-fp32 \
            gpt2-b1-bf16 \
            sanitizer-racecheck sanitizer-memcheck gpt2-b8-bf16 gpt2-bf16 \
-           gpt2-bf16-cudnn gpt2-fp32 gpt2-bf16-nopad kernels torch; do
+           gpt2-bf16-cudnn gpt2-bf16-unfused gpt2-fp32 gpt2-bf16-nopad \
+           kernels torch; do
     [[ $p == torch ]] && ((!torch)) && continue
     parts+=("$out/$p.json")
   done
@@ -799,10 +803,13 @@ PY
   # one warp per row kernel, gpt2-bf16-warp, was never run: both dropped to
   # keep the bundle under 60 MiB.) gpt2-bf16-cudnn: the goal shape with the
   # attention on cuDNN, against gpt2-bf16's flash-mma (issue 14 item 1's
-  # choice; cudnn_attention in gpu-bench.json).
+  # choice; cudnn_attention in gpu-bench.json). gpt2-bf16-unfused: the
+  # query, key and value projections as three GEMMs (--fuse-projections=
+  # false), against gpt2-bf16's one (fuse_projections in gpu-bench.json).
   local batch steps cap
   for spec in "gpt2-b8-bf16:8:$quick_steps:90" \
               "gpt2-bf16:16:$gpt2_steps:150" "gpt2-bf16-cudnn:16:$gpt2_steps:150" \
+              "gpt2-bf16-unfused:16:$gpt2_steps:150" \
               "gpt2-fp32:16:$gpt2_steps:200" \
               "gpt2-bf16-nopad:16:$gpt2_steps:150"; do
     IFS=: read -r name batch steps cap <<< "$spec"

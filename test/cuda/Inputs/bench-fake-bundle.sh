@@ -82,7 +82,8 @@ for p in triax-rt-gemm-cuda-test triax-rt-nccl-test \
          train-tiny-moe-bf16 train-tiny-true16 \
          train-gpt2-b1-fp32 \
          train-gpt2-b1-bf16 train-gpt2-b8-bf16 \
-         train-gpt2-bf16 train-gpt2-bf16-cudnn train-gpt2-fp32 \
+         train-gpt2-bf16 train-gpt2-bf16-cudnn train-gpt2-bf16-unfused \
+         train-gpt2-fp32 \
          train-gpt2-bf16-nopad; do
   ln -sf fake-program "$b/$p"
 done
