@@ -2,10 +2,13 @@
 //
 // Mixed-precision training as Megatron-LM does it, decided on types: the
 // parameters, their gradient buffers, the AdamW moments and the optimizer
-// stay f32 (the master state, ops marked Triax_MasterPrecision), the
-// collectives stay f32 (the runtime moves f32), and every activation
-// between layer ops becomes bf16. The kernels compute each element in f32
-// whatever the storage type (KernelBuilder's load/store), so row
+// stay f32 (the master state, ops marked Triax_MasterPrecision), and every
+// activation between layer ops becomes bf16, also on its way through the
+// model-parallel collectives (tp's partial sums, sequence parallelism's
+// gathers and scatters, context parallelism's gathered keys, the experts'
+// all_to_all): 2 bytes an element over the wire, as Megatron-LM moves them
+// and as the cost model counts them ([C5]). The kernels compute each element in
+// f32 whatever the storage type (KernelBuilder's load/store), so row
 // statistics, softmax sums and the loss are f32 accumulators, and GEMMs take
 // bf16 operands with f32 accumulation.
 //
@@ -16,12 +19,18 @@
 // inputs and its arguments, its yield and its results, a call's operands
 // and results and the callee's arguments and returns, and the operands and
 // results of an op that infers its result type from its operands
-// (InferTypeOpInterface: add, gelu, bias_add, ...). A class is bf16 when a
+// (InferTypeOpInterface: add, gelu, bias_add, ...), and the operand and
+// result of a collective that passes an activation on (passesActivation:
+// an all_reduce, all_gather, reduce_scatter, all_to_all, copy_to_group or
+// shard_sequence of a value the layer ops compute). A class is bf16 when a
 // layer op outside the class reads it (an activation), and stays f32 when
-// only master-state ops and collectives read it: weight gradients, and
-// partial sums on their way to an all_reduce, are then written by their
-// producer in f32 (a GEMM with bf16 inputs and an f32 result) instead of
-// being rounded to bf16 and converted back.
+// only master-state ops read it: weight gradients are then written by
+// their producer in f32 (a GEMM with bf16 inputs and an f32 result)
+// instead of being rounded to bf16 and converted back, and so are
+// gradients on their way to a data-parallel reduction. The collectives of
+// parameters (ZeRO's gathers) and the point-to-point activations of
+// pipeline stages (a sender's and its receiver's types are decided in
+// different functions) stay f32.
 //
 // Residuals (row statistics an op keeps for its gradient, such as
 // attention's log-sum-exp: DifferentiableOpInterface::getNumResiduals) and
@@ -30,8 +39,8 @@
 // Where a value's type and the type its user needs differ, a triax.convert
 // is inserted (one per value and type, right after the value's
 // definition): parameter reads feeding layer ops (f32 -> bf16), bf16
-// activations reaching a collective or a gradient buffer (-> f32), results
-// of collectives read by layer ops (-> bf16).
+// activations reaching an f32 collective or a gradient buffer (-> f32),
+// results of f32 collectives read by layer ops (-> bf16).
 //
 // Assumptions: it runs after triax-autodiff and the parallel passes (it
 // refuses a model without a training step, or whose parameters are not
@@ -78,6 +87,15 @@ Type withElementType(Type type, Type element) {
 bool keepsF32(Operation *op) {
   return op->hasTrait<MasterPrecision>() ||
          isa_and_nonnull<dist::DistDialect>(op->getDialect());
+}
+
+/// A collective that passes an activation on: its one tensor result has its
+/// operand's element type, and belongs to its operand's class.
+bool passesActivation(Operation *op) {
+  return isa<dist::AllReduceOp, dist::AllGatherOp, dist::ReduceScatterOp,
+             dist::AllToAllOp, dist::CopyToGroupOp, dist::ShardSequenceOp>(
+             op) &&
+         op->getNumOperands() == 1 && op->getNumResults() == 1;
 }
 
 /// A layer op: a triax op on activations (not the master state, not the
@@ -152,6 +170,8 @@ bool PrecisionPlan::isClassEdge(OpOperand &use) {
   Operation *user = use.getOwner();
   if (isa<BlockOp, YieldOp>(user))
     return true;
+  if (passesActivation(user))
+    return parent.count(user->getResult(0)) != 0;
   if (auto call = dyn_cast<func::CallOp>(user))
     return calleeOf(call) != nullptr;
   if (isa<func::ReturnOp>(user))
@@ -186,9 +206,16 @@ void PrecisionPlan::collect() {
     if (isLayerOp(op) || isa<BlockOp>(op) || modelCall)
       for (Value result : op->getResults())
         addFlexible(result);
+
     if (auto differentiable = dyn_cast<DifferentiableOpInterface>(op))
       llvm::append_range(residuals, op->getResults().take_back(
                                         differentiable.getNumResiduals()));
+  });
+  // Then the collectives of those values (in program order: a gather of a
+  // reduction's result is one too).
+  model.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (passesActivation(op) && parent.count(op->getOperand(0)))
+      addFlexible(op->getResult(0));
   });
 }
 
@@ -221,6 +248,8 @@ void PrecisionPlan::unite() {
                llvm::zip_equal(ret.getOperands(), call.getResults()))
             join(value, result);
       });
+    } else if (passesActivation(op)) {
+      join(op->getOperand(0), op->getResult(0));
     } else if (isLayerOp(op) && isa<InferTypeOpInterface>(op)) {
       for (OpOperand &use : op->getOpOperands())
         if (isClassEdge(use))
@@ -237,7 +266,8 @@ void PrecisionPlan::decide() {
       residualRoots.insert(find(v));
   // A class is an activation (bf16) when a layer op reads one of its values
   // other than through an edge; otherwise only the master state and the
-  // collectives read it and it stays f32. A residual's class stays f32.
+  // collectives of it read it and it stays f32. A residual's class stays
+  // f32.
   for (auto &entry : parent) {
     Value v = entry.first;
     for (OpOperand &use : v.getUses())
@@ -276,6 +306,10 @@ Type PrecisionPlan::requiredType(OpOperand &use) {
   if (auto call = dyn_cast<func::CallOp>(user))
     if (func::FuncOp callee = calleeOf(call))
       return callee.getArgumentTypes()[use.getOperandNumber()];
+  if (passesActivation(user) && parent.count(user->getResult(0)))
+    return withElementType(
+        type,
+        cast<RankedTensorType>(user->getResult(0).getType()).getElementType());
   if (isa<func::ReturnOp>(user)) {
     auto fn = user->getParentOfType<func::FuncOp>();
     if (called.contains(fn) && user->getParentOp() == fn)
@@ -294,7 +328,7 @@ Type PrecisionPlan::requiredType(OpOperand &use) {
             return withElementType(type, tensor.getElementType());
     return withElementType(type, compute);
   }
-  // Master state, collectives and everything else: f32.
+  // Master state, the other collectives and everything else: f32.
   return withElementType(type, Float32Type::get(model.getContext()));
 }
 
