@@ -27,10 +27,11 @@
 // only master-state ops read it: weight gradients are then written by
 // their producer in f32 (a GEMM with bf16 inputs and an f32 result)
 // instead of being rounded to bf16 and converted back, and so are
-// gradients on their way to a data-parallel reduction. The collectives of
-// parameters (ZeRO's gathers) and the point-to-point activations of
-// pipeline stages (a sender's and its receiver's types are decided in
-// different functions) stay f32.
+// gradients on their way to a data-parallel reduction. A pipeline's
+// messages are classes too: the values sent and received with one tag
+// (when every value sent is an activation), so that a stage sends bf16
+// activations exactly where the next one receives them. The collectives of
+// parameters (ZeRO's gathers) stay f32.
 //
 // Residuals (row statistics an op keeps for its gradient, such as
 // attention's log-sum-exp: DifferentiableOpInterface::getNumResiduals) and
@@ -59,6 +60,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::triax {
@@ -116,6 +118,7 @@ public:
 private:
   void collect();
   void unite();
+  void uniteMessages();
   void decide();
   void retype();
   void insertConverts();
@@ -164,6 +167,11 @@ private:
   /// which stay f32 wherever they are passed on and read.
   SmallVector<Value> residuals;
   llvm::DenseSet<Value> residualRoots;
+  /// Point-to-point messages whose sent values are all activations, by
+  /// (mesh, axes, tag): each group's sent values and received results are
+  /// one class, so that a sender and its receiver agree on the type.
+  SmallVector<SmallVector<Operation *>> messages;
+  llvm::DenseSet<Operation *> activationSends;
 };
 
 bool PrecisionPlan::isClassEdge(OpOperand &use) {
@@ -172,6 +180,8 @@ bool PrecisionPlan::isClassEdge(OpOperand &use) {
     return true;
   if (passesActivation(user))
     return parent.count(user->getResult(0)) != 0;
+  if (isa<dist::SendOp>(user))
+    return activationSends.contains(user);
   if (auto call = dyn_cast<func::CallOp>(user))
     return calleeOf(call) != nullptr;
   if (isa<func::ReturnOp>(user))
@@ -217,6 +227,42 @@ void PrecisionPlan::collect() {
     if (passesActivation(op) && parent.count(op->getOperand(0)))
       addFlexible(op->getResult(0));
   });
+  // And the pipeline's messages: a group of sends and recvs with one tag
+  // whose sent values are all activations carries them in their class's
+  // type (bf16 when the layer ops read them: the receiver's or the
+  // sender's); any other group (one whose other side is not in the module
+  // too) stays f32 on both sides.
+  llvm::MapVector<std::tuple<Attribute, Attribute, int64_t>,
+                  SmallVector<Operation *>>
+      byTag;
+  model.walk([&](Operation *op) {
+    if (auto send = dyn_cast<dist::SendOp>(op))
+      byTag[{send.getMeshAttr(), send.getAxesAttr(),
+             send.getTag() ? int64_t(*send.getTag()) : -1}]
+          .push_back(op);
+    else if (auto recv = dyn_cast<dist::RecvOp>(op))
+      byTag[{recv.getMeshAttr(), recv.getAxesAttr(),
+             recv.getTag() ? int64_t(*recv.getTag()) : -1}]
+          .push_back(op);
+  });
+  for (auto &[key, group] : byTag) {
+    bool activations = llvm::all_of(group, [&](Operation *op) {
+      auto send = dyn_cast<dist::SendOp>(op);
+      return send ? parent.count(send.getInput()) != 0
+                  : isCandidateType(op->getResult(0).getType());
+    });
+    bool both = llvm::any_of(group, llvm::IsaPred<dist::SendOp>) &&
+                llvm::any_of(group, llvm::IsaPred<dist::RecvOp>);
+    if (!activations || !both)
+      continue;
+    for (Operation *op : group) {
+      if (isa<dist::SendOp>(op))
+        activationSends.insert(op);
+      else
+        addFlexible(op->getResult(0));
+    }
+    messages.push_back(group);
+  }
 }
 
 void PrecisionPlan::unite() {
@@ -258,6 +304,16 @@ void PrecisionPlan::unite() {
               join(use.get(), result);
     }
   });
+}
+
+void PrecisionPlan::uniteMessages() {
+  for (ArrayRef<Operation *> group : messages) {
+    auto value = [](Operation *op) {
+      return isa<dist::SendOp>(op) ? op->getOperand(0) : op->getResult(0);
+    };
+    for (Operation *op : group.drop_front())
+      join(value(group.front()), value(op));
+  }
 }
 
 void PrecisionPlan::decide() {
@@ -306,6 +362,8 @@ Type PrecisionPlan::requiredType(OpOperand &use) {
   if (auto call = dyn_cast<func::CallOp>(user))
     if (func::FuncOp callee = calleeOf(call))
       return callee.getArgumentTypes()[use.getOperandNumber()];
+  if (activationSends.contains(user))
+    return type;
   if (passesActivation(user) && parent.count(user->getResult(0)))
     return withElementType(
         type,
@@ -369,6 +427,7 @@ void PrecisionPlan::insertConverts() {
 void PrecisionPlan::run() {
   collect();
   unite();
+  uniteMessages();
   decide();
   retype();
   insertConverts();

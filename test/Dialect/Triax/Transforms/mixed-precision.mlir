@@ -146,7 +146,8 @@ triax.model @tp config = #triax.train_config<micro_batch = 2, seq = 4> {
 // A pipeline stage function: its signature follows the values that cross
 // it. Its argument is read by a layer op (bf16: what comes from dist.recv is
 // converted before the call); its result is read only by dist.send (f32:
-// the linear writes it in f32, no conversion at all).
+// the linear writes it in f32, no conversion at all). A message whose
+// other side is not in the module (tags 0 and 1 here) stays f32.
 // CHECK-LABEL: triax.model @stages
 // CHECK-LABEL: func.func private @stage1
 // CHECK-SAME: (%[[X:.*]]: tensor<2x4x8xbf16>) -> tensor<2x4x8xf32>
@@ -178,6 +179,51 @@ triax.model @stages config = #triax.train_config<micro_batch = 2, seq = 4> {
     %r = dist.recv over @mesh ["pp"] from 0 tag 0 : tensor<2x4x8xf32>
     %o = func.call @stage1(%r) : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
     dist.send %o over @mesh ["pp"] to 0 tag 1 : tensor<2x4x8xf32>
+    %z = arith.constant 0.0 : f32
+    return %z : f32
+  }
+}
+
+// -----
+
+// A pipeline's messages: the values sent and received with one tag are one
+// class. Stage 0's output goes to stage 1 (tag 0), whose layer ops read it:
+// bf16 on both sides of the wire, sent as the linear writes it and
+// received as the gelu reads it, no conversion. The gradient coming back
+// (tag 1) is read only by the master state on the other side (its
+// accumulate_grad): f32 on both sides.
+// CHECK-LABEL: triax.model @messages
+// CHECK-LABEL: func.func @pipeline_step
+// CHECK: %[[Y:.*]] = triax.linear %{{.*}}, %{{.*}} : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
+// CHECK-NEXT: dist.send %[[Y]] over @mesh ["pp"] to 1 tag 0 : tensor<2x4x8xbf16>
+// CHECK: %[[R:.*]] = dist.recv over @mesh ["pp"] from 0 tag 0 : tensor<2x4x8xbf16>
+// CHECK-NEXT: triax.gelu %[[R]] : tensor<2x4x8xbf16>
+// CHECK: dist.send %{{.*}} over @mesh ["pp"] to 0 tag 1 : tensor<8x8xf32>
+// CHECK: %[[G:.*]] = dist.recv over @mesh ["pp"] from 1 tag 1 : tensor<8x8xf32>
+// CHECK-NEXT: triax.accumulate_grad @w, %[[G]] : tensor<8x8xf32>
+dist.mesh @mesh <["pp"=2]>
+triax.model @messages config = #triax.train_config<micro_batch = 2, seq = 4> {
+  triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay
+  triax.param @w : tensor<8x8xf32> init <normal, std = 0.02> decay
+  func.func @forward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {
+    %emb = triax.get_param @emb : tensor<16x8xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %logits = triax.linear %x, %emb {transpose_weight} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func @pipeline_step(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> f32 {
+    %emb = triax.get_param @emb : tensor<16x8xf32>
+    %x = triax.embedding %tokens, %emb : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %w = triax.get_param @w : tensor<8x8xf32>
+    %y = triax.linear %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    dist.send %y over @mesh ["pp"] to 1 tag 0 : tensor<2x4x8xf32>
+    %r = dist.recv over @mesh ["pp"] from 0 tag 0 : tensor<2x4x8xf32>
+    %g = triax.gelu %r : tensor<2x4x8xf32>
+    %dw = triax.linear_weight_grad %g, %g : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<8x8xf32>
+    dist.send %dw over @mesh ["pp"] to 0 tag 1 : tensor<8x8xf32>
+    %d = dist.recv over @mesh ["pp"] from 1 tag 1 : tensor<8x8xf32>
+    triax.accumulate_grad @w, %d : tensor<8x8xf32>
     %z = arith.constant 0.0 : f32
     return %z : f32
   }
