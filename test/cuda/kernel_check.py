@@ -7,14 +7,18 @@
   OUTDIR/kernel-check-cuda OUTDIR/cuda      # on a machine with a GPU
   kernel_check.py compare OUTDIR/cpu OUTDIR/cuda [--json FILE]
 
-`build` takes the kernel IR of the model (triaxc --emit=mlir-after=
-triax-outline-kernels: the `<entry>_kernelN` functions both targets start
-from), keeps only the kernels (public, with C interfaces) and lowers that
+`build` takes the kernel IR of the model (triaxc --fuse-projections
+--emit=mlir-after=triax-outline-kernels: the `<entry>_kernelN` functions
+both targets start from, with the query, key and value projections fused
+as on the cuda target, so that kernels read strided column views), keeps
+only the kernels (public, with C interfaces) and lowers that
 module twice: with the CPU target's lowering (the serial tail of
 triax-lower-cpu) and with triax-kernels-to-cuda (the tail of
 triax-lower-cuda). A generated C harness calls every kernel on buffers
 filled from a fixed seed (f32 and f64 in [-1, 1); i32 and i64 in [0,
-smallest dimension) so that gathers stay in bounds; bf16 the f32 value
+smallest dimension) so that gathers stay in bounds; a strided view's
+buffer up to its last element, described with its strides and offset;
+bf16 the f32 value
 rounded to nearest even; float scalars 0.75; an integer argument, a size
 the kernel's loops run to, the constant its entry function passes at the
 call (a kernel whose `index` size is not a constant there is not checked;
@@ -66,8 +70,10 @@ CPU_TAIL = (
 KERNEL_RE = re.compile(
     r"^  func\.func private @(\w+_kernel\d+)\((.*?)\)( -> (?:f64|f32))?"
     r"(?: attributes \{(.*)\})? \{$")
-# A memref of static shape; rank 0 (memref<f32>) too.
-MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|bf16|f64|i32|i64)>$")
+# A memref of static shape; rank 0 (memref<f32>) too; and a static strided
+# view (a column view of fused projections: q, k, v in one buffer).
+MEMREF_RE = re.compile(r"^memref<((?:\d+x)*)(f32|bf16|f64|i32|i64)"
+                       r"(?:, strided<\[([\d, ]+)\](?:, offset: (\d+))?>)?>$")
 # In an entry function: a constant, and a call of a kernel.
 FUNC_RE = re.compile(r"^  func\.func (?:private )?@(\w+)\(.*\{$")
 CONST_RE = re.compile(
@@ -100,7 +106,22 @@ def parse_type(t):
     m = MEMREF_RE.match(t)
     if m:
         dims = [int(d) for d in m.group(1).split("x") if d]
-        return {"kind": "memref", "elem": m.group(2), "shape": dims}
+        strides = ([int(x) for x in m.group(3).split(",")] if m.group(3)
+                   else [])
+        offset = int(m.group(4) or 0)
+        if strides and len(strides) != len(dims):
+            return None
+        if not strides:
+            step = 1
+            for d in reversed(dims):
+                strides.insert(0, step)
+                step *= d
+        # The elements allocated: up to the view's last one.
+        span = offset + 1 + sum((d - 1) * st for d, st in zip(dims, strides))
+        if any(d == 0 for d in dims):
+            span = offset
+        return {"kind": "memref", "elem": m.group(2), "shape": dims,
+                "strides": strides, "offset": offset, "span": span}
     if t in ("f32", "f64", "i32", "i64", "index"):
         return {"kind": "scalar", "elem": t}
     return None
@@ -272,12 +293,14 @@ static void put(const void *p, int64_t i, int elem) {
   else if (elem == 4) { float f = (float)((const double *)p)[i]; fwrite(&f, 4, 1, out); }
   else fwrite((const char *)p + 4 * i, 4, 1, out);
 }
-static void describe(void *d, void *p, int rank, const int64_t *shape) {
+/* A view of `p`: its shape, strides and offset (a contiguous buffer's, or
+ * a strided view's into a buffer of its span). */
+static void describe(void *d, void *p, int rank, const int64_t *shape,
+                     const int64_t *stride, int64_t offset) {
   memref5 *m = (memref5 *)d; /* the same layout up to the rank */
   int64_t *sizes = (int64_t *)((char *)d + 24), *strides = sizes + rank;
-  m->allocated = m->aligned = p; m->offset = 0;
-  int64_t s = 1;
-  for (int r = rank - 1; r >= 0; --r) { sizes[r] = shape[r]; strides[r] = s; s *= shape[r]; }
+  m->allocated = m->aligned = p; m->offset = offset;
+  for (int r = 0; r < rank; ++r) { sizes[r] = shape[r]; strides[r] = stride[r]; }
 }
 /* A buffer's record: the elements at sample_indices(n) (all of them up to
  * 1024; else the first 256, the last 256 and 512 spread in between), then
@@ -336,15 +359,15 @@ def harness(kernels):
         call = []
         for j, t in enumerate(k["args"]):
             if t["kind"] == "memref":
-                n = 1
-                for d in t["shape"]:
-                    n *= d
                 rank = len(t["shape"])
-                # (rank 0: a placeholder, describe() reads no size)
+                # (rank 0: placeholders, describe() reads no size)
                 shape = ", ".join(str(d) for d in t["shape"]) or "0"
-                c.append("    int64_t s%d[] = {%s}; memref%d m%d;" % (j, shape, rank, j))
-                c.append("    void *b%d = buffer(%d, %d, %d); describe(&m%d, b%d, %d, s%d);"
-                         % (j, n, ELEM_CODE[t["elem"]], bound, j, j, rank, j))
+                strides = ", ".join(str(d) for d in t["strides"]) or "0"
+                c.append("    int64_t s%d[] = {%s}, t%d[] = {%s}; memref%d m%d;"
+                         % (j, shape, j, strides, rank, j))
+                c.append("    void *b%d = buffer(%d, %d, %d); describe(&m%d, b%d, %d, s%d, t%d, %d);"
+                         % (j, t["span"], ELEM_CODE[t["elem"]], bound, j, j,
+                            rank, j, j, t["offset"]))
                 call.append("&m%d" % j)
             elif "value" in t:
                 call.append("%d" % t["value"])  # the size at the call
@@ -363,11 +386,8 @@ def harness(kernels):
             c.append("    fwrite(&r, 8, 1, out);")
         for j, t in enumerate(k["args"]):
             if t["kind"] == "memref":
-                n = 1
-                for d in t["shape"]:
-                    n *= d
                 c.append("    dump(b%d, %d, %d); trx_free(b%d);"
-                         % (j, n, ELEM_CODE[t["elem"]], j))
+                         % (j, t["span"], ELEM_CODE[t["elem"]], j))
         c.append("    fclose(out); ++n;")
         c.append("  }")
     c.append("  printf(\"kernel-check: %d kernels run, buffers in %s\\n\", n, dir);")
@@ -421,8 +441,12 @@ def build(a):
     llvm = a.llvm_bin
     kir = os.path.join(a.outdir, "kernels-full.mlir")
     with open(kir, "w") as f:
+        # The projections fused as the cuda target fuses them: attention
+        # and the gradients' kernels read q, k, v (dq, dk, dv) as strided
+        # column views, which the harness describes as such.
         sh([os.path.join(tools, "triaxc"), a.model, "--precision", a.precision,
-            "--emit=mlir-after=triax-outline-kernels"], stdout=f)
+            "--fuse-projections", "--emit=mlir-after=triax-outline-kernels"],
+           stdout=f)
     with open(kir) as f:
         text = f.read()
     # Drop the "IR Dump After" header line.
