@@ -644,14 +644,16 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   }
   if (e > 1 && model.experts > 0) {
     // [C8] per micro-batch and MoE layer, the dispatched buffer (E x b C x
-    // h, exchanged in f32) to the experts' members and back in the forward,
-    // and again in the backward (and the full recomputation's forward).
+    // h activations: 2 bytes an element in bf16, as triax-mixed-precision
+    // sends them) to the experts' members and back in the forward, and
+    // again in the backward (and the full recomputation's forward).
     // The ep axis sits between pp and cp: its members are t cp ranks apart.
     const int64_t n = model.experts * b * model.expertRows * h;
     const int64_t calls =
         m * (plan.recompute == Recompute::Full ? 6 : 4) * int64_t(layersOn);
-    c.comm.push_back({"all_to_all ep", load(calls * allToAllBytes(n, 4, e),
-                                            calls, e, (e - 1) * t * cp + 1)});
+    c.comm.push_back({"all_to_all ep",
+                      load(calls * allToAllBytes(n, model.activationBytes, e),
+                           calls, e, (e - 1) * t * cp + 1)});
   }
   if (p > 1) {
     // [C6] each micro-batch's boundary activation forward and its gradient
