@@ -627,17 +627,22 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (cp > 1) {
     // [C7] context parallelism, per micro-batch, as ring attention (the
     // compiler's default): each layer's key and value blocks (b s/cp
-    // kv-features / t elements each, sent as f32) go around the ring, cp - 1
-    // shifts each in the forward and again in the backward (which reads
-    // the forward's saved log-sum-exp), and their dK/dV accumulators cp
-    // shifts: 2 (3 cp - 2) blocks sent to the next member per layer. Every
-    // parameter's gradient (and the loss) is all-reduced over cp. The cp axis
-    // sits between pp and tp: its members are t ranks apart.
+    // kv-features / t elements each, activations: 2 bytes in bf16) go
+    // around the ring, cp - 1 shifts each in the forward and again in the
+    // backward (which reads the forward's saved log-sum-exp), and their
+    // dK/dV accumulators (f32) cp shifts: 2 (3 cp - 2) blocks sent to the
+    // next member per layer. Every parameter's gradient (and the loss) is
+    // all-reduced over cp. The cp axis sits between pp and tp: its members
+    // are t ranks apart.
     const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
     const int64_t span = (cp - 1) * t + 1;
     const int64_t layers = int64_t(layersOn);
-    const int64_t shifts = m * 2 * (3 * cp - 2) * layers;
-    c.comm.push_back({"send/recv cp", load(shifts * kv * 4, shifts, 2, span)});
+    const int64_t blockShifts = m * 2 * 2 * (cp - 1) * layers;
+    const int64_t accumulatorShifts = m * 2 * cp * layers;
+    c.comm.push_back(
+        {"send/recv cp", load(blockShifts * kv * model.activationBytes +
+                                  accumulatorShifts * kv * 4,
+                              blockShifts + accumulatorShifts, 2, span)});
     c.comm.push_back({"all_reduce cp", load(m * (allReduceBytes(P, gradB, cp) +
                                                  allReduceBytes(1, 4, cp)),
                                             m * (maxTensors + 1), cp, span)});
