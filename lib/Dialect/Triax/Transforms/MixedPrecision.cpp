@@ -216,7 +216,6 @@ void PrecisionPlan::collect() {
     if (isLayerOp(op) || isa<BlockOp>(op) || modelCall)
       for (Value result : op->getResults())
         addFlexible(result);
-
     if (auto differentiable = dyn_cast<DifferentiableOpInterface>(op))
       llvm::append_range(residuals, op->getResults().take_back(
                                         differentiable.getNumResiduals()));
