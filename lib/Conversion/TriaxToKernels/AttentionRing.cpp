@@ -60,10 +60,7 @@ public:
         Value view = buffer;
         buffer = k.alloc(block);
         k.parallel(type.getShape(), [&](KernelBuilder &k, ValueRange ivs) {
-          memref::StoreOp::create(
-              k.builder(), k.getLoc(),
-              memref::LoadOp::create(k.builder(), k.getLoc(), view, ivs),
-              buffer, ivs);
+          k.move(view, ivs, buffer, ivs);
         });
       }
       Value second = ring.members > 2 ? k.alloc(block) : Value();

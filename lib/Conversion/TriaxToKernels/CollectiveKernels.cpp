@@ -72,14 +72,6 @@ FailureOr<StringRef> mlir::triax::kernels::collectiveEntry(Operation *op,
          << element;
 }
 
-/// Copies element `from`[i] to `to`[j] as it is (same element type: no
-/// widening and rounding of a bf16 element on the way).
-static void moveElement(KernelBuilder &k, Value from, ValueRange i, Value to,
-                        ValueRange j) {
-  Value x = memref::LoadOp::create(k.builder(), k.getLoc(), from, i);
-  memref::StoreOp::create(k.builder(), k.getLoc(), x, to, j);
-}
-
 /// The runtime's in-place all_reduce `callee` of the contiguous buffer
 /// `buffer` (its element type's entry).
 static void callAllReduce(KernelBuilder &k, StringRef callee, Value buffer,
@@ -182,9 +174,8 @@ struct AllReduceLowering : OpConversionPattern<dist::AllReduceOp> {
       Value copy = k.alloc(op.getType());
       Value src = k.flat(buffer), dst = k.flat(copy);
       int64_t n = cast<MemRefType>(dst.getType()).getNumElements();
-      k.parallel({n}, [&](KernelBuilder &k, ValueRange i) {
-        moveElement(k, src, i, dst, i);
-      });
+      k.parallel(
+          {n}, [&](KernelBuilder &k, ValueRange i) { k.move(src, i, dst, i); });
       buffer = copy;
     }
     callAllReduce(k, *callee, buffer, abiReduction(op.getReduction()), *mask);
@@ -225,9 +216,9 @@ static void repack(KernelBuilder &k, Value full, Value packed, int64_t n,
     Value p = k.addi(
         k.muli(k.addi(k.muli(blk, k.index(local)), s), k.index(inner)), b);
     if (pack)
-      moveElement(k, fullFlat, f, packedFlat, p);
+      k.move(fullFlat, f, packedFlat, p);
     else
-      moveElement(k, packedFlat, p, fullFlat, f);
+      k.move(packedFlat, p, fullFlat, f);
   });
 }
 
@@ -383,7 +374,7 @@ struct ShardSequenceLowering : OpConversionPattern<dist::ShardSequenceOp> {
       at[dim] = contiguous ? k.addi(k.muli(member, k.index(local)), ivs[dim])
                            : loadBalancedPosition(k, ivs[dim], member, members,
                                                   local / 2);
-      moveElement(k, in, at, out, ivs);
+      k.move(in, at, out, ivs);
     });
     rewriter.replaceOp(op, out);
     return success();

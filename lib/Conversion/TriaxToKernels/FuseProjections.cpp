@@ -361,39 +361,23 @@ struct ConcatLowering : OpConversionPattern<tensor::ConcatOp> {
       return success();
     }
     // One loop nest over the result's rows and columns (one launch on the
-    // GPU, each element written by its own iteration), each column read
-    // from its part (a binary tree of `scf.if column < offset`).
+    // GPU, each element written by its own iteration), each column moved
+    // from its part (KernelBuilder::dispatchRanges on the column).
     KernelBuilder k(rewriter, op.getLoc());
     Value out = k.alloc(type);
     Value outRows = k.rows(out);
     SmallVector<Value> partRows;
-    SmallVector<int64_t> offsets = {0};
+    SmallVector<int64_t> widths;
     for (Value part : parts) {
       partRows.push_back(k.rows(part));
-      offsets.push_back(offsets.back() +
-                        KernelBuilder::rowsCols(partRows.back()).second);
+      widths.push_back(KernelBuilder::rowsCols(partRows.back()).second);
     }
     auto [rows, cols] = KernelBuilder::rowsCols(outRows);
     k.parallel({rows, cols}, [&](KernelBuilder &k, ValueRange ivs) {
-      Value r = ivs[0], c = ivs[1];
-      std::function<void(size_t, size_t)> copyFrom = [&](size_t lo, size_t hi) {
-        if (hi - lo == 1) {
-          Value local = offsets[lo] ? k.subi(c, k.index(offsets[lo])) : c;
-          k.store(k.load(partRows[lo], {r, local}), outRows, {r, c});
-          return;
-        }
-        size_t mid = (lo + hi) / 2;
-        auto branch = scf::IfOp::create(
-            k.builder(), k.getLoc(),
-            k.cmpi(arith::CmpIPredicate::ult, c, k.index(offsets[mid])),
-            /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard guard(k.builder());
-        k.builder().setInsertionPoint(branch.thenBlock()->getTerminator());
-        copyFrom(lo, mid);
-        k.builder().setInsertionPoint(branch.elseBlock()->getTerminator());
-        copyFrom(mid, hi);
-      };
-      copyFrom(0, partRows.size());
+      k.dispatchRanges(ivs[1], widths,
+                       [&](KernelBuilder &k, size_t m, Value column) {
+                         k.move(partRows[m], {ivs[0], column}, outRows, ivs);
+                       });
     });
     rewriter.replaceOp(op, out);
     return success();

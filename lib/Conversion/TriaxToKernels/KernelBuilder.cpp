@@ -84,18 +84,19 @@ void KernelBuilder::parallel(ArrayRef<int64_t> upperBounds, BodyFn body) {
                           });
 }
 
-void KernelBuilder::parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body) {
+void KernelBuilder::dispatchRanges(Value e, ArrayRef<int64_t> sizes,
+                                   RangeBodyFn body) {
   SmallVector<int64_t> offsets{0};
   for (int64_t n : sizes)
     offsets.push_back(offsets.back() + n);
-  // Ranges [lo, hi) hold iteration e (offsets[lo] <= e < offsets[hi]).
-  std::function<void(KernelBuilder &, Value, size_t, size_t)> tree =
-      [&](KernelBuilder &k, Value e, size_t lo, size_t hi) {
+  // Ranges [lo, hi) hold e (offsets[lo] <= e < offsets[hi]).
+  std::function<void(KernelBuilder &, size_t, size_t)> tree =
+      [&](KernelBuilder &k, size_t lo, size_t hi) {
         if (hi - lo == 1) {
           Value local = e;
           if (offsets[lo] != 0)
             local = arith::SubIOp::create(k.b, k.loc, e, k.index(offsets[lo]));
-          body(k, lo, local, e);
+          body(k, lo, local);
           return;
         }
         size_t mid = (lo + hi) / 2;
@@ -104,13 +105,27 @@ void KernelBuilder::parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body) {
         auto branch = scf::IfOp::create(k.b, k.loc, below, /*withElse=*/true);
         OpBuilder::InsertionGuard guard(k.b);
         k.b.setInsertionPoint(branch.thenBlock()->getTerminator());
-        tree(k, e, lo, mid);
+        tree(k, lo, mid);
         k.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-        tree(k, e, mid, hi);
+        tree(k, mid, hi);
       };
-  parallel({offsets.back()}, [&](KernelBuilder &k, ValueRange e) {
-    tree(k, e[0], 0, sizes.size());
+  tree(*this, 0, sizes.size());
+}
+
+void KernelBuilder::parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body) {
+  int64_t total = 0;
+  for (int64_t n : sizes)
+    total += n;
+  parallel({total}, [&](KernelBuilder &k, ValueRange e) {
+    k.dispatchRanges(e[0], sizes, [&](KernelBuilder &k, size_t m, Value local) {
+      body(k, m, local, e[0]);
+    });
   });
+}
+
+void KernelBuilder::move(Value from, ValueRange i, Value to, ValueRange j) {
+  Value x = memref::LoadOp::create(b, loc, from, i);
+  memref::StoreOp::create(b, loc, x, to, j);
 }
 
 std::optional<ColumnSumForm>

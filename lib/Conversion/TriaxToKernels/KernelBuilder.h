@@ -102,6 +102,9 @@ public:
       return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
     return v;
   }
+  /// Copies element `from`[i] to `to`[j] as it is (same element type: no
+  /// widening and rounding of a bf16 element on the way).
+  void move(Value from, ValueRange i, Value to, ValueRange j);
   /// Stores `value` into `buffer`, converted to its element type: an f32
   /// value into a bf16 buffer is rounded to nearest even (arith.truncf), a
   /// bf16 value into an f32 buffer extended.
@@ -129,6 +132,11 @@ public:
   using ConcatBodyFn =
       function_ref<void(KernelBuilder &, size_t, Value local, Value global)>;
   void parallelConcat(ArrayRef<int64_t> sizes, ConcatBodyFn body);
+  /// Runs body(k, m, e - offset_m) for the range m of the concatenation of
+  /// ranges of `sizes` that holds `e` (the binary tree of `scf.if e <
+  /// offset` parallelConcat dispatches by).
+  using RangeBodyFn = function_ref<void(KernelBuilder &, size_t, Value local)>;
+  void dispatchRanges(Value e, ArrayRef<int64_t> sizes, RangeBodyFn body);
   /// A sequential `scf.for` over [0, ub) (nests for several bounds).
   void loop(ArrayRef<int64_t> upperBounds, BodyFn body);
   /// Column sums outs[i][c] = the sum over the rows r of terms(r, c)[i]

@@ -231,18 +231,17 @@ void PrecisionPlan::collect() {
   // type (bf16 when the layer ops read them: the receiver's or the
   // sender's); any other group (one whose other side is not in the module
   // too) stays f32 on both sides.
-  llvm::MapVector<std::tuple<Attribute, Attribute, int64_t>,
-                  SmallVector<Operation *>>
-      byTag;
+  using MessageKey = std::tuple<Attribute, Attribute, int64_t>;
+  auto keyOf = [](auto op) -> MessageKey {
+    return {op.getMeshAttr(), op.getAxesAttr(),
+            op.getTag() ? int64_t(*op.getTag()) : -1};
+  };
+  llvm::MapVector<MessageKey, SmallVector<Operation *>> byTag;
   model.walk([&](Operation *op) {
     if (auto send = dyn_cast<dist::SendOp>(op))
-      byTag[{send.getMeshAttr(), send.getAxesAttr(),
-             send.getTag() ? int64_t(*send.getTag()) : -1}]
-          .push_back(op);
+      byTag[keyOf(send)].push_back(op);
     else if (auto recv = dyn_cast<dist::RecvOp>(op))
-      byTag[{recv.getMeshAttr(), recv.getAxesAttr(),
-             recv.getTag() ? int64_t(*recv.getTag()) : -1}]
-          .push_back(op);
+      byTag[keyOf(recv)].push_back(op);
   });
   for (auto &[key, group] : byTag) {
     bool activations = llvm::all_of(group, [&](Operation *op) {
