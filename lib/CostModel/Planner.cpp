@@ -29,6 +29,9 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // dist-data-parallel's default bucket (bucket-mb = 25).
 constexpr double kBucketBytes = 25.0 * 1024 * 1024;
+/// [C6]'s exchange of a tied embedding's gradient between the first and the
+/// last stage, once per step (not a micro-batch's message).
+constexpr const char *kTiedExchange = "send/recv pp (tied embedding)";
 
 llvm::Error failure(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
@@ -568,9 +571,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // and sums (R and 2R f32, R = b s, forward and backward, last stage).
     // Sequence parallelism turns the activations' all_reduces into
     // reduce_scatter + all_gather of the same bytes and all-reduces the
-    // replicated parameters' gradients every micro-batch. Once per step:
-    // the global norm's partial sum (one f32). The busier of the first and
-    // the last stage counts.
+    // replicated parameters' gradients every micro-batch. (The global
+    // norm's partial sum is below.) The busier of the first and the last
+    // stage counts.
     // (Each cp rank's tensor-parallel collectives carry its s / cp tokens.)
     const int64_t sl = s / cp;
     const int64_t n = b * sl * h, actB = model.activationBytes, R = b * sl;
@@ -587,7 +590,6 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
           isLast ? 2 * (allReduceBytes(R, 4, t) + allReduceBytes(2 * R, 4, t))
                  : 0;
       int64_t ceCalls = isLast ? 4 : 0;
-      int64_t norm = allReduceBytes(1, 4, t);
       std::vector<std::pair<std::string, CommLoad>> loads;
       if (plan.sequenceParallel) {
         int64_t rs = reduceScatterBytes(n / t, actB, t);
@@ -603,16 +605,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
             (isLast ? model.lastReplTensors : 0);
         loads.push_back(
             {"all_reduce tp",
-             load(m * (ceBytes + allReduceBytes(replElems, gradB, t)) + norm,
-                  m * (ceCalls + replTensors) + 1, t, t)});
+             load(m * (ceBytes + allReduceBytes(replElems, gradB, t)),
+                  m * (ceCalls + replTensors), t, t)});
       } else {
         loads.push_back(
             {"all_reduce tp",
              load(m * (acts * allReduceBytes(n, actB, t) +
                        expertActs * allReduceBytes(nExperts, actB, t) +
-                       ceBytes) +
-                      norm,
-                  m * (acts + expertActs + ceCalls) + 1, t, t)});
+                       ceBytes),
+                  m * (acts + expertActs + ceCalls), t, t)});
       }
       int64_t bytes = 0;
       for (const auto &l : loads)
@@ -663,12 +664,62 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (p > 1) {
     // [C6] each micro-batch's boundary activation forward and its gradient
     // backward (a middle stage sends both; interleaved: at each of its v
-    // chunks, but for stage 0's first backward); NVLink when the whole
-    // pipeline is inside a node.
-    int64_t sends = (p > 2 ? 2 * v : 2 * v - 1) * m;
-    int64_t bytes = b * (s / cp) * h * model.activationBytes;
-    c.comm.push_back(
-        {"send/recv pp", load(sends * bytes, sends, 2, p * cp * t)});
+    // chunks, but for the first stage's backward and the last's forward);
+    // NVLink when the whole pipeline is inside a node. A tied embedding's
+    // gradient (the table's rows on this tp rank, padding included, in the
+    // gradients' type) goes once per step between the first and the last
+    // stage, each sending its part to the other. The busier of a middle and
+    // an end stage counts.
+    const int64_t bytes = b * (s / cp) * h * model.activationBytes;
+    const int64_t span = p * cp * t;
+    const int64_t endSends = (2 * v - 1) * m, middleSends = 2 * v * m;
+    const int64_t tiedBytes =
+        int64_t(std::llround((double(model.tiedSplit) + padRows) / td)) * gradB;
+    if (p > 2 && middleSends * bytes > endSends * bytes + tiedBytes) {
+      c.comm.push_back(
+          {"send/recv pp", load(middleSends * bytes, middleSends, 2, span)});
+    } else {
+      c.comm.push_back(
+          {"send/recv pp", load(endSends * bytes, endSends, 2, span)});
+      if (model.tiedSplit > 0)
+        c.comm.push_back(
+            {std::string(kTiedExchange), load(tiedBytes, 1, 2, span)});
+    }
+  }
+  {
+    // The global gradient norm's partial sum (one f32), once per step, over
+    // every axis some gradient is split or sharded over, in mesh order: dp
+    // under ZeRO, pp, ep (the experts'), tp. Counted with the other
+    // all_reduces of that group where there are some.
+    struct Axis {
+      const char *name;
+      int64_t size, stride;
+      bool splits;
+    } axes[] = {{"dp", d, ranksPerDp, plan.zeroStage > 0},
+                {"pp", p, e * cp * t, true},
+                {"ep", e, cp * t, model.experts > 0},
+                {"tp", t, 1, true}};
+    std::string names;
+    int64_t group = 1, span = 1;
+    for (const Axis &a : axes) {
+      if (a.size < 2 || !a.splits)
+        continue;
+      names += (names.empty() ? "" : ",") + std::string(a.name);
+      group *= a.size;
+      span += (a.size - 1) * a.stride;
+    }
+    if (group > 1) {
+      const std::string name = "all_reduce " + names;
+      auto same = llvm::find_if(
+          c.comm, [&](const auto &entry) { return entry.first == name; });
+      if (same == c.comm.end())
+        c.comm.push_back(
+            {name, load(allReduceBytes(1, 4, group), 1, group, span)});
+      else {
+        same->second.bytes += allReduceBytes(1, 4, group);
+        same->second.calls += 1;
+      }
+    }
   }
 
   // Time.

@@ -248,14 +248,38 @@ int main() {
     expectNear("C4 all_gather dp", commBytes(c, "all_gather dp"), 240896);
     expectNear("C4 calls", commCalls(c, "all_gather dp"), 34);
     // [C6] pp = 2: each stage sends one way, m = 4 times b s h f32 =
-    // 2 x 64 x 64 x 4 = 32,768: 131,072 bytes.
+    // 2 x 64 x 64 x 4 = 32,768: 131,072 bytes; and its part of the tied
+    // table's gradient to the other stage once, 256 x 64 f32 = 65,536.
     expectNear("C6 send/recv pp", commBytes(c, "send/recv pp"), 131072);
     expectNear("C6 calls", commCalls(c, "send/recv pp"), 4);
+    expectNear("C6 tied", commBytes(c, "send/recv pp (tied embedding)"), 65536);
+    expectNear("C6 tied calls", commCalls(c, "send/recv pp (tied embedding)"),
+               1);
+    // The global norm's partial sum over the axes the gradients are
+    // sharded over (ZeRO-1: dp, and pp): one f32 over 4 ranks, the ring
+    // sends 2 of its 4 (empty or one-element) chunks: 8 bytes in 1 call.
+    expectNear("C norm all_reduce dp,pp", commBytes(c, "all_reduce dp,pp"), 8);
+    expectNear("C norm calls", commCalls(c, "all_reduce dp,pp"), 1);
     // [F2] full: 2 x (198,400 + 1,536) + 65,536 = 465,408.
     expectNear("C F1 + F2", c.stepFlopsPerToken, 1519872 + 465408);
     // [P1] (2 - 1) / (4 + 2 - 1) = 0.2; [T3] = [T1] x 1/4.
     expectNear("C P1", c.bubbleFraction, 0.2);
     expectNear("C T3", c.step.bubble, c.step.compute / 4);
+  }
+
+  // Case C2: pp = 4, 1F1B, b = 4, m = 4. A middle stage sends both ways,
+  // 2 x 4 x (4 x 64 x 64 x 4 = 65,536) = 524,288 bytes in 8 calls; an end
+  // stage 4 x 65,536 + the tied gradient's 65,536 = 327,680 in 5: the
+  // middle one counts. No ZeRO: the norm over pp alone.
+  {
+    Candidate c = evaluatePlan(model, handRequest(4),
+                               makePlan(1, 1, 4, 0, 4, Schedule::OneFOneB), 4);
+    expectText("C2 fits", c.reason, "");
+    expectNear("C2 send/recv pp", commBytes(c, "send/recv pp"), 524288);
+    expectNear("C2 calls", commCalls(c, "send/recv pp"), 8);
+    expectNear("C2 tied (a middle stage counts)",
+               commBytes(c, "send/recv pp (tied embedding)"), -1);
+    expectNear("C2 norm all_reduce pp", commBytes(c, "all_reduce pp"), 8);
   }
 
   // Case D: ZeRO-3 over dp = 4, b = 1, m = 4.
