@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
+#include "triax/Dialect/Dist/Transforms/StagePartition.h"
 #include "triax/Dialect/Dist/Transforms/TensorParallelSplits.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
@@ -201,6 +202,17 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
         shape.ffn = std::max<int64_t>(shape.ffn, facts.width);
     }
   });
+  // What dist-pipeline balances its stages by, read as it reads it.
+  bool afterBlocks = false;
+  for (mlir::Operation &op : forward.getBody().front()) {
+    if (auto block = llvm::dyn_cast<tx::BlockOp>(op)) {
+      shape.blockFlops.push_back(mlir::dist::forwardFlops(block));
+      afterBlocks = true;
+    } else {
+      (afterBlocks ? shape.afterFlops : shape.beforeFlops) +=
+          mlir::dist::forwardFlops(&op);
+    }
+  }
   if (layersWithExperts > 0)
     shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)

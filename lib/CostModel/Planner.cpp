@@ -12,6 +12,7 @@
 
 #include "triax/CostModel/Planner.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
+#include "triax/Dialect/Dist/Transforms/StagePartition.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
@@ -271,6 +272,46 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
 // One candidate
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// Each pipeline rank's blocks and forward FLOPs, as dist-pipeline cuts the
+/// model into p x v virtual stages (StagePartition.h; virtual stage k on
+/// rank k mod p), the head's FLOPs scaled to the padded vocabulary.
+struct PipelineStages {
+  std::vector<int64_t> layers;
+  std::vector<double> flops;
+};
+PipelineStages pipelineStages(const ModelShape &model, int64_t p, int64_t v,
+                              int64_t vocab) {
+  const int64_t parts = p * v;
+  if (parts > model.layers) // (rejected: a stage without a block)
+    return {};
+  std::vector<double> costs = model.blockFlops;
+  double before = model.beforeFlops, after = model.afterFlops;
+  if (int64_t(costs.size()) != model.layers) {
+    costs.assign(model.layers, 1.0);
+    before = after = 0;
+  }
+  after *= double(vocab) / double(std::max<int64_t>(model.vocab, 1));
+  auto [cached, fresh] = model.stageCounts.try_emplace({parts, vocab});
+  if (fresh) {
+    llvm::SmallVector<int64_t> cut =
+        mlir::dist::balanceStages(costs, parts, before, after);
+    cached->second.assign(cut.begin(), cut.end());
+  }
+  const std::vector<int64_t> &counts = cached->second;
+  PipelineStages st{std::vector<int64_t>(p, 0), std::vector<double>(p, 0)};
+  int64_t block = 0;
+  for (int64_t k = 0; k < parts; ++k)
+    for (int64_t i = 0; i < counts[k]; ++i) {
+      st.layers[k % p] += 1;
+      st.flops[k % p] += costs[block++];
+    }
+  st.flops[0] += before;
+  st.flops[(parts - 1) % p] += after;
+  return st;
+}
+} // namespace
+
 Candidate triax::cost::evaluatePlan(const ModelShape &model,
                                     const PlanRequest &req, const Plan &plan,
                                     int64_t b) {
@@ -314,10 +355,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
              llvm::Twine(dv.what) + " " + llvm::Twine(dv.size) +
                  " is not divisible by tp=" + llvm::Twine(t));
     }
-  if (L % p != 0)
-    reject("indivisible: pp does not divide layers",
-           "layers " + llvm::Twine(L) +
-               " are not divisible by pp=" + llvm::Twine(p));
+  const int64_t v = std::max<int64_t>(plan.virtualStages, 1);
+  if (p * v > L)
+    reject("a pipeline stage without a block",
+           (v > 1 ? "pp x virtual-stages = " + std::to_string(p) + " x " +
+                        std::to_string(v) + " = " + std::to_string(p * v)
+                  : "pp=" + std::to_string(p)) +
+               " stages but " + std::to_string(L) +
+               " blocks: every stage needs at least one (dist-pipeline)");
   if (b < 1 || B % (D * b) != 0)
     reject("indivisible: dp x micro-batch does not divide the global batch",
            "global batch " + llvm::Twine(B) + " is not divisible by dp=" +
@@ -365,24 +410,18 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     reject("1f1b with fewer micro-batches than stages",
            llvm::Twine(scheduleName(plan.schedule)) + " needs m >= pp: m=" +
                llvm::Twine(m) + " < pp=" + llvm::Twine(p));
-  const int64_t v = std::max<int64_t>(plan.virtualStages, 1);
   if (plan.schedule == Schedule::Interleaved && m % p != 0)
     reject("interleaved with micro-batches not a multiple of pp",
            "interleaved runs the micro-batches in groups of pp: m=" +
                llvm::Twine(m) + " is not a multiple of pp=" + llvm::Twine(p));
-  if (v > 1 && L % (p * v) != 0)
-    reject("indivisible: pp x virtual-stages does not divide layers",
-           "layers " + llvm::Twine(L) + " are not divisible by pp x v = " +
-               llvm::Twine(p) + " x " + llvm::Twine(v));
 
-  // Memory per rank, on every stage; the fullest one counts. The stages
-  // between the first and the last hold the same layers and differ only in
-  // the micro-batches in flight, which never grow with the stage ([P2]):
-  // stage 1 stands for all of them (the earliest of equals, as a walk over
-  // every stage would pick), so a plan costs O(1), not O(pp) (1,048,576
-  // GPUs give meshes of pp up to 2^20).
+  // Memory per rank, on every stage; the fullest one counts. Each stage
+  // holds the blocks dist-pipeline gives it (balanced by forward FLOPs, the
+  // head on the last stage: gpt2 on pp=2 is 8 and 4 blocks). A plan with
+  // more stages than blocks (rejected above; 1,048,576 GPUs give meshes of
+  // pp up to 2^20) is costed as one block per stage, its middle stages by
+  // stage 1, so that it costs O(1), not O(pp).
   const double td = double(t), Ld = double(L);
-  const double layersOn = std::ceil(Ld / double(p));
   // (The experts are split over ep, and each expert's MLP over tp.)
   const double perLayer =
       (double(model.layerSplit) / td + double(model.layerRepl) +
@@ -408,14 +447,27 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       activationBytesPerLayer(s, b, h, model.heads, t, plan.sequenceParallel,
                               plan.recompute, cp) *
       double(model.activationBytes) / 2.0; // [A1]-[A5] are for 16 bits
-  double maxElems = 0;
+  const PipelineStages pipe = pipelineStages(model, p, v, vocab);
+  auto layersOf = [&](int64_t stage) -> double {
+    return pipe.layers.empty() ? 1.0 : double(pipe.layers[stage]);
+  };
+  std::vector<int64_t> stages;
+  if (!pipe.layers.empty()) {
+    for (int64_t stage = 0; stage < p; ++stage)
+      stages.push_back(stage);
+  } else {
+    stages = {0, 1};
+    if (p > 2)
+      stages.push_back(p - 1);
+  }
+  // The most blocks a stage holds (the per-layer collectives of cp and ep).
+  double maxLayers = 0;
+  for (int64_t stage : stages)
+    maxLayers = std::max(maxLayers, layersOf(stage));
+  double maxElems = 0, maxElemsLayers = 0;
   int64_t maxTensors = 0;
-  llvm::SmallVector<int64_t, 3> stages = {0};
-  if (p > 1)
-    stages.push_back(1);
-  if (p > 2)
-    stages.push_back(p - 1);
   for (int64_t stage : stages) {
+    const double layersOn = layersOf(stage);
     double elems = perLayer * layersOn;
     int64_t tensors = int64_t(double(model.layerTensors) * layersOn / Ld);
     double biggest = perLayer; // the largest unit ZeRO-3 gathers
@@ -453,6 +505,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (plan.zeroStage == 3)
       mem.zeroGather = double(per.params) * (biggest + perLayer);
     mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage, v);
+    mem.layers = int64_t(layersOn);
     mem.activations = act * layersOn * double(mem.inFlight);
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
     // many, whatever ep) of the dispatched tokens, the experts' output and
@@ -485,6 +538,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       c.memory = mem;
     if (elems > maxElems) {
       maxElems = elems;
+      maxElemsLayers = layersOn;
       maxTensors = tensors;
     }
   }
@@ -495,7 +549,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // dp is the outermost mesh axis, then pp, ep, cp, tp.
   const int64_t ranksPerDp = t * cp * e * p;
   // Of the busiest stage's elements, the experts'.
-  const int64_t Pexp = int64_t(std::llround(expertsOn * layersOn));
+  const int64_t Pexp = int64_t(std::llround(expertsOn * maxElemsLayers));
   // The data ranks' group (dp x ep, named as the report names its axes) and
   // the ranks it spans.
   const std::string dataAxes = d > 1 ? "dp,ep" : "ep";
@@ -522,7 +576,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     llvm::SmallVector<Group, 2> groups;
     if (e > 1) {
       int64_t expertTensors =
-          int64_t(double(model.layerExpertTensors) * layersOn / Ld);
+          int64_t(double(model.layerExpertTensors) * maxElemsLayers / Ld);
       groups.push_back(
           {P - Pexp, maxTensors - expertTensors, D, dataSpan, dataAxes});
       groups.push_back({Pexp, expertTensors, d, span, "dp"});
@@ -580,7 +634,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     const int64_t nExperts = model.experts * b * model.expertRows * h;
     std::vector<std::pair<std::string, CommLoad>> busiest;
     int64_t busiestBytes = -1;
-    for (int64_t stage : {int64_t(0), p - 1}) {
+    for (int64_t stage : stages) {
+      const double layersOn = layersOf(stage);
       bool isFirst = stage == 0, isLast = stage == p - 1;
       const int64_t perPair =
           (plan.recompute == Recompute::Full ? 3 : 2) * int64_t(layersOn);
@@ -637,7 +692,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // are t ranks apart.
     const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
     const int64_t span = (cp - 1) * t + 1;
-    const int64_t layers = int64_t(layersOn);
+    const int64_t layers = int64_t(maxLayers);
     const int64_t blockShifts = m * 2 * 2 * (cp - 1) * layers;
     const int64_t accumulatorShifts = m * 2 * cp * layers;
     c.comm.push_back(
@@ -656,7 +711,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // The ep axis sits between pp and cp: its members are t cp ranks apart.
     const int64_t n = model.experts * b * model.expertRows * h;
     const int64_t calls =
-        m * (plan.recompute == Recompute::Full ? 6 : 4) * int64_t(layersOn);
+        m * (plan.recompute == Recompute::Full ? 6 : 4) * int64_t(maxLayers);
     c.comm.push_back({"all_to_all ep",
                       load(calls * allToAllBytes(n, model.activationBytes, e),
                            calls, e, (e - 1) * t * cp + 1)});
@@ -737,8 +792,26 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     loads.push_back(entry.second);
   const double tokens = double(B) * double(s);
   const int64_t ranks = d * t * p * cp * e;
-  c.step = predictStepTime(hw, plan, c.stepFlopsPerToken, tokens, ranks, loads,
-                           req.efficiency);
+  // [P3] a pipeline runs at its slowest stage's pace: [T1] (and with it
+  // [T3]) of the rank with the most forward FLOPs, the mean's times its
+  // share over the mean.
+  double slowest = 1;
+  c.stageLoad.assign(1, 1.0);
+  if (p > 1 && !pipe.flops.empty()) {
+    double total = 0, most = 0;
+    for (double f : pipe.flops) {
+      total += f;
+      most = std::max(most, f);
+    }
+    if (total > 0) {
+      c.stageLoad.clear();
+      for (double f : pipe.flops)
+        c.stageLoad.push_back(f * double(p) / total);
+      slowest = most * double(p) / total;
+    }
+  }
+  c.step = predictStepTime(hw, plan, c.stepFlopsPerToken * slowest, tokens,
+                           ranks, loads, req.efficiency);
   // MFU counts the model's FLOPs, not the recomputed ones.
   if (c.step.total > 0)
     c.step.mfu = tokens * c.flopsPerToken /
@@ -1073,7 +1146,7 @@ PlanResult triax::cost::planModel(const ModelShape &model,
 
 namespace {
 void printCandidate(llvm::raw_ostream &os, const Candidate &c,
-                    const Hardware &hw, int64_t layersOn) {
+                    const Hardware &hw) {
   const MemoryBreakdown &m = c.memory;
   os << "  step " << ms(c.step.total) << " = compute " << ms(c.step.compute)
      << " [T1] + communication " << ms(c.step.comm) << " [T2] + bubble "
@@ -1086,7 +1159,7 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
      << human(m.optim);
   if (m.zeroGather > 0)
     os << " + gathered " << human(m.zeroGather) << " [M5]";
-  os << " + activations " << human(m.activations) << " (" << layersOn
+  os << " + activations " << human(m.activations) << " (" << m.layers
      << " layers x "
      << activationFormulaLabel(c.plan.tp, c.plan.sequenceParallel,
                                c.plan.recompute, c.plan.cp)
@@ -1138,6 +1211,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {"tokens_per_s", c.step.tokensPerSecond},
       {"mfu", c.step.mfu},
       {"flops_per_token", c.stepFlopsPerToken},
+      {"stage_load", llvm::json::Array(c.stageLoad)},
       {"memory", llvm::json::Object{{"stage", c.memory.stage},
                                     {"params", c.memory.params},
                                     {"grads", c.memory.grads},
@@ -1147,6 +1221,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                     {"logits", c.memory.logits},
                                     {"moe_buffers", c.memory.experts},
                                     {"in_flight", c.memory.inFlight},
+                                    {"layers", c.memory.layers},
                                     {"peak", c.memory.peak},
                                     {"hbm", hw.hbmBytes}}},
       {"communication", std::move(comm)}};
@@ -1184,9 +1259,7 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
   for (size_t i = 0; i < r.top.size(); ++i) {
     const Candidate &c = r.top[i];
     os << "\n#" << i + 1 << " " << describePlan(c) << "\n";
-    printCandidate(os, c, hw,
-                   (m.layers + c.plan.pp - 1) /
-                       std::max<int64_t>(c.plan.pp, 1));
+    printCandidate(os, c, hw);
   }
   if (r.fits == 0)
     os << "\nno plan fits\n";

@@ -38,7 +38,8 @@ static llvm::StringRef dataStream() {
 ScheduleTrace triax::cost::simulateSchedule(
     int64_t stages, int64_t m, Schedule schedule, double fwd, double bwd,
     double p2p, llvm::ArrayRef<std::pair<std::string, double>> collectives,
-    llvm::ArrayRef<int64_t> ranks, int64_t virtualStages) {
+    llvm::ArrayRef<int64_t> ranks, int64_t virtualStages,
+    llvm::ArrayRef<double> stageLoad) {
   ScheduleTrace trace;
   const int64_t p = std::max<int64_t>(stages, 1);
   const int64_t v = schedule == Schedule::Interleaved
@@ -102,7 +103,10 @@ ScheduleTrace triax::cost::simulateSchedule(
         if (received)
           ready += p2p;
         double start = std::max(clock[s], ready);
-        double dur = isWeight ? weight : st.forward() ? fwd : bwd;
+        double dur = (isWeight       ? weight
+                      : st.forward() ? fwd
+                                     : bwd) *
+                     (s < int64_t(stageLoad.size()) ? stageLoad[s] : 1.0);
         std::string what = mlir::dist::stepName(st, v);
         push(what, "compute", s, st.microBatch, st.chunk, start, dur);
         clock[s] = start + dur;
@@ -177,8 +181,9 @@ ScheduleTrace triax::cost::traceOf(const ModelShape &model,
   for (int64_t s = 0; s < plan.pp; ++s)
     ranks.push_back(s * plan.tp); // dp 0, tp 0 of each stage
   Schedule schedule = plan.pp > 1 ? plan.schedule : Schedule::None;
-  ScheduleTrace trace = simulateSchedule(plan.pp, m, schedule, fwd, bwd, p2p,
-                                         after, ranks, plan.virtualStages);
+  ScheduleTrace trace =
+      simulateSchedule(plan.pp, m, schedule, fwd, bwd, p2p, after, ranks,
+                       plan.virtualStages, c.stageLoad);
   trace.title = "@" + model.name + " " + describePlan(c) + " on " +
                 std::to_string(req.gpus) + " x " + hw.name;
   return trace;

@@ -18,6 +18,7 @@
 
 #include "triax/CostModel/CostModel.h"
 
+#include <map>
 #include <optional>
 
 namespace triax::cost {
@@ -56,6 +57,16 @@ struct ModelShape {
   // Of those, the replicated ones (sequence parallelism all-reduces their
   // gradients over tp every micro-batch).
   int64_t layerReplTensors = 0, firstReplTensors = 0, lastReplTensors = 0;
+  // What dist-pipeline weighs its stages by (StagePartition.h): each
+  // block's forward FLOPs, and those of what runs before the blocks (the
+  // embeddings: the first stage) and after them (the head and the loss: the
+  // last). Empty: equal blocks, nothing before or after.
+  std::vector<double> blockFlops;
+  double beforeFlops = 0, afterFlops = 0;
+  // The partitions computed so far, by (stages, padded vocabulary): a
+  // search asks for the same few in thousands of plans.
+  mutable std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>>
+      stageCounts;
   // Why dist-tensor-parallel cannot split the model ("" when it can); the
   // planner then rejects every plan with tp > 1 for this reason, and the
   // counts above treat every parameter as replicated.
@@ -118,6 +129,7 @@ struct MemoryBreakdown {
   double peak = 0;     // the sum, on the fullest stage
   int64_t stage = 0;   // the fullest stage
   double inFlight = 1; // micro-batches it holds (interleaved: fractional)
+  int64_t layers = 0;  // the blocks it holds
 };
 
 struct Candidate {
@@ -128,6 +140,9 @@ struct Candidate {
   double flopsPerToken = 0;     // [F1], the model's
   double stepFlopsPerToken = 0; // [F1] + [F2], what the GPUs compute
   double bubbleFraction = 0;    // [P1]
+  // Each pipeline rank's forward FLOPs over their mean, as dist-pipeline
+  // partitions the blocks ([P3]; {1} without a pipeline).
+  std::vector<double> stageLoad;
   std::vector<std::pair<std::string, CommLoad>> comm; // [C3]-[C6]
   std::string reason;   // "" when it fits; else the rejected region
   std::string detail;   // the reason with this plan's numbers
@@ -202,13 +217,16 @@ struct ScheduleTrace {
 /// an F waits for the previous virtual stage's F of the same micro-batch
 /// plus the send, a B for the next one's B plus the send. Durations per
 /// micro-batch and stage (a chunk takes 1/v of them): forward `fwd`,
-/// backward `bwd`, a send `p2p`; after its last backward each rank runs
-/// `collectives` (name, seconds) on the data axis's stream (dp).
+/// backward `bwd`, a send `p2p`, each pass on rank s `stageLoad[s]` times
+/// those (its FLOPs over the mean: [P3]; 1 where not given); after its last
+/// backward each rank runs `collectives` (name, seconds) on the data axis's
+/// stream (dp).
 ScheduleTrace
 simulateSchedule(int64_t stages, int64_t microBatches, Schedule schedule,
                  double fwd, double bwd, double p2p,
                  llvm::ArrayRef<std::pair<std::string, double>> collectives,
-                 llvm::ArrayRef<int64_t> ranks = {}, int64_t virtualStages = 1);
+                 llvm::ArrayRef<int64_t> ranks = {}, int64_t virtualStages = 1,
+                 llvm::ArrayRef<double> stageLoad = {});
 
 /// The schedule of a candidate, with its predicted durations.
 ScheduleTrace traceOf(const ModelShape &model, const PlanRequest &request,

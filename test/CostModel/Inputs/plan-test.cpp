@@ -282,6 +282,33 @@ int main() {
     expectNear("C2 norm all_reduce pp", commBytes(c, "all_reduce pp"), 8);
   }
 
+  // [P3] dist-pipeline's partition (balanceStages): 4 blocks of forward
+  // FLOPs 1 each, the head's 1 after them. pp = 2: blocks 2 + 2 (stage
+  // FLOPs 2 and 3: max 3) ties with 3 + 1 (3 and 2); the last stage starts
+  // as early as it can, so 2 + 2, loads 2/2.5 = 0.8 and 3/2.5 = 1.2, and
+  // [T1] is the slower stage's, 1.2 times the mean's. pp = 3 of 4 equal
+  // blocks, nothing around them: 1 + 1 + 2, the last stage the fullest.
+  {
+    ModelShape weighed = model;
+    weighed.blockFlops = {1, 1, 1, 1};
+    weighed.afterFlops = 1;
+    Candidate c = evaluatePlan(weighed, handRequest(2),
+                               makePlan(1, 1, 2, 0, 4, Schedule::GPipe), 4);
+    expectText("P3 fits", c.reason, "");
+    expectNear("P3 stage 0 load", c.stageLoad.at(0), 0.8);
+    expectNear("P3 stage 1 load", c.stageLoad.at(1), 1.2);
+    Candidate even = evaluatePlan(model, handRequest(2),
+                                  makePlan(1, 1, 2, 0, 4, Schedule::GPipe), 4);
+    expectNear("P3 T1", c.step.compute, 1.2 * even.step.compute);
+    expectNear("P3 T3", c.step.bubble, 1.2 * even.step.bubble);
+    expectNear("P3 blocks on the fullest stage", double(c.memory.layers), 2);
+    Candidate three = evaluatePlan(model, handRequest(3),
+                                   makePlan(1, 1, 3, 0, 4, Schedule::GPipe), 4);
+    expectText("P3 pp=3 fits", three.reason, "");
+    expectNear("P3 pp=3 fullest stage", double(three.memory.stage), 2);
+    expectNear("P3 pp=3 its blocks", double(three.memory.layers), 2);
+  }
+
   // Case D: ZeRO-3 over dp = 4, b = 1, m = 4.
   {
     Candidate c =
@@ -347,9 +374,10 @@ int main() {
                4.0 * (4 * 49600 / 2 + 4 * 384 + 384 * 64 / 2 + 4096 + 128));
     expectNear("vocab 257 pad-vocab=64 logits", wider.memory.logits,
                logitsBytes(64, 4, 384, 2, 4));
-    expectReason("layers", eval(model, 3, makePlan(1, 1, 3, 0, 4), 4),
-                 "indivisible: pp does not divide layers",
-                 "layers 4 are not divisible by pp=3");
+    expectReason("layers", eval(model, 5, makePlan(1, 1, 5, 0, 5), 4),
+                 "a pipeline stage without a block",
+                 "pp=5 stages but 4 blocks: every stage needs at least one "
+                 "(dist-pipeline)");
     expectReason("batch", eval(model, 2, makePlan(2, 1, 1, 0, 2), 3),
                  "indivisible: dp x micro-batch does not divide the global "
                  "batch",
@@ -385,9 +413,11 @@ int main() {
                  "not a multiple of pp=2");
     interleaved.microBatches = 4;
     interleaved.virtualStages = 4;
+    interleaved.virtualStages = 3;
     expectReason("interleaved layers", eval(model, 2, interleaved, 16),
-                 "indivisible: pp x virtual-stages does not divide layers",
-                 "layers 4 are not divisible by pp x v = 2 x 4");
+                 "a pipeline stage without a block",
+                 "pp x virtual-stages = 2 x 3 = 6 stages but 4 blocks: every "
+                 "stage needs at least one (dist-pipeline)");
     PlanRequest small = handRequest(1);
     small.hardware.hbmBytes = 1e6;
     Candidate oom = evaluatePlan(model, small, makePlan(1, 1, 1, 0, 4), 4);

@@ -14,6 +14,7 @@
 #include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Dist/Transforms/PipelineSchedule.h"
+#include "triax/Dialect/Dist/Transforms/StagePartition.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -213,52 +214,6 @@ struct VerifySchedulePass
   }
 };
 } // namespace
-
-//===----------------------------------------------------------------------===//
-// Partitioning
-//===----------------------------------------------------------------------===//
-
-/// The forward FLOPs of `root` and the ops nested in it, as each op states
-/// them (CostOpInterface: linears and attention; the rest counts as free).
-static double flopCost(Operation *root) {
-  double flops = 0;
-  root->walk([&](tx::CostOpInterface op) { flops += op.getForwardFlops(); });
-  return flops;
-}
-
-/// Contiguous cut of `costs` into `parts` non-empty groups minimising the
-/// most expensive group (`first`/`last` are added to the first/last group).
-static SmallVector<int64_t> balance(ArrayRef<double> costs, int64_t parts,
-                                    double first, double last) {
-  int64_t n = costs.size();
-  SmallVector<double> prefix(n + 1, 0);
-  for (int64_t i = 0; i < n; ++i)
-    prefix[i + 1] = prefix[i] + costs[i];
-  const double inf = std::numeric_limits<double>::infinity();
-  // best[k][j]: blocks [0, j) in k+1 groups; cut[k][j]: start of group k.
-  std::vector<std::vector<double>> best(parts, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<int64_t>> cut(parts, std::vector<int64_t>(n + 1, 0));
-  for (int64_t j = 1; j <= n; ++j)
-    best[0][j] = prefix[j] + first + (parts == 1 ? last : 0);
-  for (int64_t k = 1; k < parts; ++k)
-    for (int64_t j = k + 1; j <= n; ++j)
-      for (int64_t i = k; i < j; ++i) {
-        double group = prefix[j] - prefix[i] + (k == parts - 1 ? last : 0);
-        double cost = std::max(best[k - 1][i], group);
-        if (cost < best[k][j]) {
-          best[k][j] = cost;
-          cut[k][j] = i;
-        }
-      }
-  SmallVector<int64_t> counts(parts);
-  int64_t end = n;
-  for (int64_t k = parts - 1; k > 0; --k) {
-    counts[k] = end - cut[k][end];
-    end = cut[k][end];
-  }
-  counts[0] = end;
-  return counts;
-}
 
 //===----------------------------------------------------------------------===//
 // dist-pipeline
@@ -715,7 +670,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   } else {
     SmallVector<double> costs;
     for (tx::BlockOp block : blocks)
-      costs.push_back(flopCost(block));
+      costs.push_back(forwardFlops(block));
     double before = 0, after = 0;
     bool seen = false;
     for (Operation &op : body) {
@@ -725,9 +680,9 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
         seen = true;
         continue;
       }
-      (seen ? after : before) += flopCost(&op);
+      (seen ? after : before) += forwardFlops(&op);
     }
-    counts = balance(costs, stages, before, after);
+    counts = balanceStages(costs, stages, before, after);
   }
   llvm::StringMap<int64_t> blockStage;
   {
