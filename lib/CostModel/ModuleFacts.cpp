@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
+#include "triax/Dialect/Dist/Transforms/StagePartition.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -568,5 +569,23 @@ llvm::Expected<ModuleFacts> triax::cost::analyzeModule(mlir::ModuleOp module,
   Walker walker(facts);
   if (llvm::Error e = walker.run(module))
     return e;
+  // [P3] the stages' forward FLOPs, as dist-pipeline cut them.
+  const int64_t pp = facts.plan.pp;
+  if (pp > 1) {
+    std::vector<double> flops(pp, 0);
+    module.walk([&](mlir::func::FuncOp fn) {
+      llvm::StringRef name = fn.getSymName();
+      int64_t k;
+      if (name.consume_front("stage") && name.consume_back("_forward") &&
+          !name.getAsInteger(10, k))
+        flops[k % pp] += mlir::dist::forwardFlops(fn);
+    });
+    double total = 0;
+    for (double f : flops)
+      total += f;
+    if (total > 0)
+      for (double f : flops)
+        facts.stageLoad.push_back(f * double(pp) / total);
+  }
   return facts;
 }

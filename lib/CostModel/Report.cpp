@@ -51,9 +51,14 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   int64_t ranks = 1;
   for (int64_t s : facts.axisSizes)
     ranks *= s;
-  r.step = predictStepTime(hw, plan, r.flopsPerToken,
+  // [P3] the pipeline at its slowest stage's pace.
+  r.slowestStage = 1;
+  for (double load : facts.stageLoad)
+    r.slowestStage = std::max(r.slowestStage, load);
+  r.step = predictStepTime(hw, plan, r.flopsPerToken * r.slowestStage,
                            double(facts.globalBatch * facts.seq), ranks, loads,
                            efficiency);
+  r.step.mfu /= r.slowestStage; // (MFU counts the model's FLOPs once)
   r.facts = std::move(facts);
   return r;
 }
@@ -169,8 +174,14 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
   os << "\n";
   os << "  step on " << r.hardware.name << " at "
      << llvm::format("%.0f", r.efficiency * 100) << "% of peak: compute "
-     << llvm::format("%.4g", r.step.compute * 1e3)
-     << " ms [T1] + communication " << llvm::format("%.4g", r.step.comm * 1e3)
+     << llvm::format("%.4g", r.step.compute * 1e3) << " ms [T1]";
+  if (!f.stageLoad.empty()) {
+    os << " (the slowest stage's:";
+    for (double load : f.stageLoad)
+      os << " " << llvm::format("%.3f", load);
+    os << " x the mean [P3])";
+  }
+  os << " + communication " << llvm::format("%.4g", r.step.comm * 1e3)
      << " ms [T2] + bubble " << llvm::format("%.4g", r.step.bubble * 1e3)
      << " ms [T3] = " << llvm::format("%.4g", r.step.total * 1e3)
      << " ms [T4]\n";
@@ -229,6 +240,7 @@ void triax::cost::printReportJSON(llvm::raw_ostream &os, const Report &r) {
       {"communication", std::move(comm)},
       {"unmodelled", std::move(unmodelled)},
       {"bubble", r.bubble},
+      {"stage_load", llvm::json::Array(f.stageLoad)},
       {"flops_per_token", r.flopsPerToken},
       {"recompute_flops_per_token", r.recomputeFlopsPerToken},
       {"step", llvm::json::Object{{"efficiency", r.efficiency},

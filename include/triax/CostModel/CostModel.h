@@ -288,6 +288,10 @@ struct ModuleFacts {
   int64_t activationPeak = 0;
   std::map<CollectiveKey, CollectiveTotal> collectives; // per step
   std::vector<std::string> unmodelled; // ops whose traffic is not counted
+  /// [P3] each pipeline rank's forward FLOPs (its stages' @stage<k>_forward,
+  /// virtual stage k on rank k mod pp) over the mean rank's; empty without a
+  /// pipeline.
+  std::vector<double> stageLoad;
 };
 
 /// Walks a module after triax-parallelize: the per-rank training state of
@@ -311,6 +315,7 @@ struct Report {
   double bubble = 0;                 // [P1]
   double flopsPerToken = 0;          // [F1] + [F2]
   double recomputeFlopsPerToken = 0; // [F2], included in flopsPerToken
+  double slowestStage = 1;           // [P3] the largest stage load
   StepTime step;
 };
 
