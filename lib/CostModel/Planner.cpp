@@ -277,8 +277,9 @@ namespace {
 /// model into p x v virtual stages (StagePartition.h; virtual stage k on
 /// rank k mod p), the head's FLOPs scaled to the padded vocabulary.
 struct PipelineStages {
-  std::vector<int64_t> layers;
-  std::vector<double> flops;
+  std::vector<int64_t> layers; // per rank
+  std::vector<double> flops;   // per rank
+  std::vector<double> chunks;  // per virtual stage
 };
 PipelineStages pipelineStages(const ModelShape &model, int64_t p, int64_t v,
                               int64_t vocab) {
@@ -299,15 +300,18 @@ PipelineStages pipelineStages(const ModelShape &model, int64_t p, int64_t v,
     cached->second.assign(cut.begin(), cut.end());
   }
   const std::vector<int64_t> &counts = cached->second;
-  PipelineStages st{std::vector<int64_t>(p, 0), std::vector<double>(p, 0)};
+  PipelineStages st{std::vector<int64_t>(p, 0), std::vector<double>(p, 0),
+                    std::vector<double>(parts, 0)};
   int64_t block = 0;
   for (int64_t k = 0; k < parts; ++k)
     for (int64_t i = 0; i < counts[k]; ++i) {
       st.layers[k % p] += 1;
-      st.flops[k % p] += costs[block++];
+      st.chunks[k] += costs[block++];
     }
-  st.flops[0] += before;
-  st.flops[(parts - 1) % p] += after;
+  st.chunks[0] += before;
+  st.chunks[parts - 1] += after;
+  for (int64_t k = 0; k < parts; ++k)
+    st.flops[k % p] += st.chunks[k];
   return st;
 }
 } // namespace
@@ -797,6 +801,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // share over the mean.
   double slowest = 1;
   c.stageLoad.assign(1, 1.0);
+  c.chunkLoad.assign(1, 1.0);
   if (p > 1 && !pipe.flops.empty()) {
     double total = 0, most = 0;
     for (double f : pipe.flops) {
@@ -807,6 +812,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       c.stageLoad.clear();
       for (double f : pipe.flops)
         c.stageLoad.push_back(f * double(p) / total);
+      c.chunkLoad.clear();
+      for (double f : pipe.chunks)
+        c.chunkLoad.push_back(f * double(pipe.chunks.size()) / total);
       slowest = most * double(p) / total;
     }
   }

@@ -39,7 +39,7 @@ ScheduleTrace triax::cost::simulateSchedule(
     int64_t stages, int64_t m, Schedule schedule, double fwd, double bwd,
     double p2p, llvm::ArrayRef<std::pair<std::string, double>> collectives,
     llvm::ArrayRef<int64_t> ranks, int64_t virtualStages,
-    llvm::ArrayRef<double> stageLoad) {
+    llvm::ArrayRef<double> load) {
   ScheduleTrace trace;
   const int64_t p = std::max<int64_t>(stages, 1);
   const int64_t v = schedule == Schedule::Interleaved
@@ -106,7 +106,7 @@ ScheduleTrace triax::cost::simulateSchedule(
         double dur = (isWeight       ? weight
                       : st.forward() ? fwd
                                      : bwd) *
-                     (s < int64_t(stageLoad.size()) ? stageLoad[s] : 1.0);
+                     (k < int64_t(load.size()) ? load[k] : 1.0);
         std::string what = mlir::dist::stepName(st, v);
         push(what, "compute", s, st.microBatch, st.chunk, start, dur);
         clock[s] = start + dur;
@@ -183,7 +183,7 @@ ScheduleTrace triax::cost::traceOf(const ModelShape &model,
   Schedule schedule = plan.pp > 1 ? plan.schedule : Schedule::None;
   ScheduleTrace trace =
       simulateSchedule(plan.pp, m, schedule, fwd, bwd, p2p, after, ranks,
-                       plan.virtualStages, c.stageLoad);
+                       plan.virtualStages, c.chunkLoad);
   trace.title = "@" + model.name + " " + describePlan(c) + " on " +
                 std::to_string(req.gpus) + " x " + hw.name;
   return trace;

@@ -143,6 +143,9 @@ struct Candidate {
   // Each pipeline rank's forward FLOPs over their mean, as dist-pipeline
   // partitions the blocks ([P3]; {1} without a pipeline).
   std::vector<double> stageLoad;
+  // Each virtual stage's (k = chunk x pp + rank) over their mean: the
+  // simulated schedule's durations.
+  std::vector<double> chunkLoad;
   std::vector<std::pair<std::string, CommLoad>> comm; // [C3]-[C6]
   std::string reason;   // "" when it fits; else the rejected region
   std::string detail;   // the reason with this plan's numbers
@@ -217,16 +220,16 @@ struct ScheduleTrace {
 /// an F waits for the previous virtual stage's F of the same micro-batch
 /// plus the send, a B for the next one's B plus the send. Durations per
 /// micro-batch and stage (a chunk takes 1/v of them): forward `fwd`,
-/// backward `bwd`, a send `p2p`, each pass on rank s `stageLoad[s]` times
-/// those (its FLOPs over the mean: [P3]; 1 where not given); after its last
-/// backward each rank runs `collectives` (name, seconds) on the data axis's
-/// stream (dp).
+/// backward `bwd`, a send `p2p`, each pass of virtual stage k (chunk c of
+/// rank s: k = c p + s) `load[k]` times those (its FLOPs over the mean
+/// virtual stage's: [P3]; 1 where not given); after its last backward each
+/// rank runs `collectives` (name, seconds) on the data axis's stream (dp).
 ScheduleTrace
 simulateSchedule(int64_t stages, int64_t microBatches, Schedule schedule,
                  double fwd, double bwd, double p2p,
                  llvm::ArrayRef<std::pair<std::string, double>> collectives,
                  llvm::ArrayRef<int64_t> ranks = {}, int64_t virtualStages = 1,
-                 llvm::ArrayRef<double> stageLoad = {});
+                 llvm::ArrayRef<double> load = {});
 
 /// The schedule of a candidate, with its predicted durations.
 ScheduleTrace traceOf(const ModelShape &model, const PlanRequest &request,

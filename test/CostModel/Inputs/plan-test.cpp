@@ -302,6 +302,16 @@ int main() {
     expectNear("P3 T1", c.step.compute, 1.2 * even.step.compute);
     expectNear("P3 T3", c.step.bubble, 1.2 * even.step.bubble);
     expectNear("P3 blocks on the fullest stage", double(c.memory.layers), 2);
+    // Interleaved, v = 2: 4 virtual stages of one block, the head's 1 on
+    // the last: chunk loads 1, 1, 1, 2 over their mean 1.25; rank 0 runs
+    // chunks 0 and 2 (2 of the mean rank's 2.5), rank 1 chunks 1 and 3.
+    Plan chunked = makePlan(1, 1, 2, 0, 4, Schedule::Interleaved);
+    chunked.virtualStages = 2;
+    Candidate v2 = evaluatePlan(weighed, handRequest(2), chunked, 4);
+    expectText("P3 v=2 fits", v2.reason, "");
+    expectNear("P3 v=2 chunk 3 load", v2.chunkLoad.at(3), 1.6);
+    expectNear("P3 v=2 chunk 0 load", v2.chunkLoad.at(0), 0.8);
+    expectNear("P3 v=2 rank 1 load", v2.stageLoad.at(1), 1.2);
     Candidate three = evaluatePlan(model, handRequest(3),
                                    makePlan(1, 1, 3, 0, 4, Schedule::GPipe), 4);
     expectText("P3 pp=3 fits", three.reason, "");
@@ -465,6 +475,14 @@ int main() {
     expectNear("S1 sends step", t.makespan, 14);
     // Stage 0 busy 6 of 10.
     expectNear("S1 sends bubble stage 0", t.bubble[0], 0.4);
+    // [P3] loads 1 and 3, pp = 2, m = 1, GPipe, free sends: stage 0 F0
+    // [0,1]; stage 1 F0 [1,4], B0 [4,10]; stage 0 B0 [10,12]. Flush 12;
+    // stage 0 busy 3 of 12, stage 1 9.
+    ScheduleTrace loaded =
+        simulateSchedule(2, 1, Schedule::GPipe, 1, 2, 0, {}, {}, 1, {1.0, 3.0});
+    expectNear("S1 loads flush", loaded.flush, 12);
+    expectNear("S1 loads bubble stage 0", loaded.bubble[0], 0.75);
+    expectNear("S1 loads bubble stage 1", loaded.bubble[1], 0.25);
     // No pipeline: no bubble.
     ScheduleTrace one = simulateSchedule(1, 4, Schedule::None, 1, 2, 0, {});
     expectNear("S1 no pipeline bubble", one.bubble[0], 0);
