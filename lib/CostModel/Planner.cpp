@@ -280,6 +280,7 @@ struct PipelineStages {
   std::vector<int64_t> layers; // per rank
   std::vector<double> flops;   // per rank
   std::vector<double> chunks;  // per virtual stage
+  std::vector<int64_t> blocks; // per virtual stage
 };
 PipelineStages pipelineStages(const ModelShape &model, int64_t p, int64_t v,
                               int64_t vocab) {
@@ -301,7 +302,7 @@ PipelineStages pipelineStages(const ModelShape &model, int64_t p, int64_t v,
   }
   const std::vector<int64_t> &counts = cached->second;
   PipelineStages st{std::vector<int64_t>(p, 0), std::vector<double>(p, 0),
-                    std::vector<double>(parts, 0)};
+                    std::vector<double>(parts, 0), counts};
   int64_t block = 0;
   for (int64_t k = 0; k < parts; ++k)
     for (int64_t i = 0; i < counts[k]; ++i) {
@@ -815,6 +816,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       c.chunkLoad.clear();
       for (double f : pipe.chunks)
         c.chunkLoad.push_back(f * double(pipe.chunks.size()) / total);
+      c.stageBlocks = pipe.blocks;
       slowest = most * double(p) / total;
     }
   }
@@ -1188,6 +1190,17 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
     }
     os << "\n";
   }
+  if (c.stageBlocks.size() > 1) {
+    // [P3] as dist-pipeline cuts the model.
+    os << "  pipeline:";
+    for (size_t k = 0; k < c.stageBlocks.size(); ++k)
+      os << (k ? " + " : " ") << c.stageBlocks[k];
+    os << " blocks" << (c.plan.virtualStages > 1 ? " (virtual stages)" : "")
+       << ", rank loads";
+    for (double load : c.stageLoad)
+      os << " " << llvm::format("%.3f", load);
+    os << " [P3]\n";
+  }
 }
 
 llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
@@ -1219,6 +1232,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {"tokens_per_s", c.step.tokensPerSecond},
       {"mfu", c.step.mfu},
       {"flops_per_token", c.stepFlopsPerToken},
+      {"stage_blocks", llvm::json::Array(c.stageBlocks)},
       {"stage_load", llvm::json::Array(c.stageLoad)},
       {"memory", llvm::json::Object{{"stage", c.memory.stage},
                                     {"params", c.memory.params},

@@ -146,6 +146,9 @@ struct Candidate {
   // Each virtual stage's (k = chunk x pp + rank) over their mean: the
   // simulated schedule's durations.
   std::vector<double> chunkLoad;
+  // The blocks of each virtual stage, as dist-pipeline cuts them (empty
+  // without a pipeline).
+  std::vector<int64_t> stageBlocks;
   std::vector<std::pair<std::string, CommLoad>> comm; // [C3]-[C6]
   std::string reason;   // "" when it fits; else the rejected region
   std::string detail;   // the reason with this plan's numbers
