@@ -799,16 +799,22 @@ double LinearOp::getForwardFlops() {
 }
 
 /// 4 b s t h: the scores (q k^T) and the weighted sum (p v), each 2 b s t h
-/// over the [b, s, h] queries and t keys (t = s but context-parallel; the
-/// causal mask's half is not subtracted: the balancer compares blocks,
-/// which all have it).
+/// over the [b, s, h] queries and t keys: the key operand's length, times
+/// the ring's members for a ring attention (it attends to each member's key
+/// block in turn), so that a context-parallel rank's attention counts s/cp
+/// of the whole one's in either form. The causal mask's half is not
+/// subtracted: the balancer compares blocks, which all have it.
 double AttentionOp::getForwardFlops() {
   auto q = cast<ShapedType>(getQuery().getType());
   auto k = cast<ShapedType>(getKey().getType());
   if (q.getRank() != 3 || !q.hasStaticShape() || !k.hasStaticShape())
     return 0;
-  return 4.0 * double(q.getDimSize(0)) * double(q.getDimSize(1)) *
-         double(k.getDimSize(1)) * double(q.getDimSize(2));
+  double keys = double(k.getDimSize(1));
+  if (getRing())
+    if (auto mesh = dist::lookupMesh(*this, getMeshAttr()))
+      keys *= double(mesh.getGroupSize(getAxesAttr()));
+  return 4.0 * double(q.getDimSize(0)) * double(q.getDimSize(1)) * keys *
+         double(q.getDimSize(2));
 }
 
 /// 2 E N in out: one GEMM per expert over all its rows (the buffer's empty
