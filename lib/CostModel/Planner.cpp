@@ -461,7 +461,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     for (int64_t stage = 0; stage < p; ++stage)
       stages.push_back(stage);
   } else {
-    stages = {0, 1};
+    stages = {0};
+    if (p > 1)
+      stages.push_back(1);
     if (p > 2)
       stages.push_back(p - 1);
   }
@@ -631,8 +633,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // Sequence parallelism turns the activations' all_reduces into
     // reduce_scatter + all_gather of the same bytes and all-reduces the
     // replicated parameters' gradients every micro-batch. (The global
-    // norm's partial sum is below.) The busier of the first and the last
-    // stage counts.
+    // norm's partial sum is below.) The busiest stage counts (the first
+    // has the embedding's, the last the head's and the loss's, a middle
+    // one may hold more blocks).
     // (Each cp rank's tensor-parallel collectives carry its s / cp tokens.)
     const int64_t sl = s / cp;
     const int64_t n = b * sl * h, actB = model.activationBytes, R = b * sl;
