@@ -594,6 +594,14 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
   // The plan's GPUs per node, which the binary checks the job's nodes
   // against (0: not compiled from a plan).
   int64_t planGpusPerNode = 0;
+  if (options.reportRank != 0 &&
+      (options.report.empty() || !options.plan.empty())) {
+    errs << "triaxc: --report-rank chooses the rank of --report (or "
+            "--report-json) on a mesh; "
+         << (options.plan.empty() ? "add --report" : "--plan reports no rank")
+         << "\n";
+    return 1;
+  }
   if (!options.plan.empty()) {
     std::optional<::triax::ParallelizeConfig> applied;
     if (int rc = runPlanner(options, *module, errs, applied, planGpusPerNode);
@@ -657,8 +665,9 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
       return 1;
     timer.done("triax-mixed-precision");
   }
-  // The cost model's view of rank 0 of the plan just built (with --plan,
-  // --report-json has printed the planner's ranking instead).
+  // The cost model's view of one rank (--report-rank, default 0) of the
+  // plan just built (with --plan, --report-json has printed the planner's
+  // ranking instead).
   if (!options.report.empty() && options.plan.empty()) {
     llvm::Expected<::triax::cost::Hardware> hw =
         ::triax::cost::loadHardware(options.hardware);
@@ -667,7 +676,7 @@ int ::triax::compile(const CompileOptions &options, llvm::raw_ostream &errs) {
       return 1;
     }
     llvm::Expected<::triax::cost::ModuleFacts> facts =
-        ::triax::cost::analyzeModule(*module, /*rank=*/0);
+        ::triax::cost::analyzeModule(*module, options.reportRank);
     if (!facts) {
       errs << "triaxc: --report: " << llvm::toString(facts.takeError()) << "\n";
       return 1;

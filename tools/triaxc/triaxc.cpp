@@ -73,6 +73,11 @@ static cl::opt<bool>
 static cl::opt<bool> reportJson("report-json",
                                 cl::desc("The same report as JSON"),
                                 cl::cat(category));
+static cl::opt<int64_t> reportRank(
+    "report-rank",
+    cl::desc("The rank --report and --report-json describe (default 0; on a "
+             "pipeline each stage's ranks hold their own blocks)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
 static cl::opt<std::string> kernelReport(
     "kernel-report", cl::ValueOptional,
     cl::desc("Print what one training step of the compiled program runs "
@@ -140,6 +145,7 @@ int main(int argc, char **argv) {
   options.runtimeIncludeDir = runtimeInclude;
   options.cc = cc;
   options.report = reportJson ? "json" : report ? "text" : "";
+  options.reportRank = reportRank;
   // --kernel-report alone means text.
   if (kernelReport.getNumOccurrences())
     options.kernelReport =

@@ -38,8 +38,9 @@ struct CompileOptions {
   /// mesh: one device, no parallel pass.
   ParallelizeConfig parallelize;
   /// "" (compile), "text" or "json": print the cost model's report of the
-  /// parallelized model for rank 0 (docs/cost-model.md) and stop.
+  /// parallelized model for rank `reportRank` (docs/cost-model.md) and stop.
   std::string report;
+  int64_t reportRank = 0;
   /// "" (compile), "text" or "json": print the static per-step report of
   /// the compiled program (kernels, GEMMs, collectives, syncs, memory
   /// traffic, roofline time; docs/cuda.md "Kernel report"), counted from
