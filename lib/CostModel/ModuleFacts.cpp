@@ -396,6 +396,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   int64_t ppAxis = axisIndex(TRX_AXIS_PIPELINE);
   myStage =
       ppAxis < 0 ? 0 : (facts.rank / stride(ppAxis)) % facts.axisSizes[ppAxis];
+  facts.stage = myStage;
 
   // Parameters: local shape, ZeRO chunks, state per rank ([M1]-[M4]).
   for (mlir::Operation &op : model.getBody().front()) {
@@ -577,8 +578,11 @@ llvm::Expected<ModuleFacts> triax::cost::analyzeModule(mlir::ModuleOp module,
       llvm::StringRef name = fn.getSymName();
       int64_t k;
       if (name.consume_front("stage") && name.consume_back("_forward") &&
-          !name.getAsInteger(10, k))
+          !name.getAsInteger(10, k)) {
         flops[k % pp] += mlir::dist::forwardFlops(fn);
+        if (k % pp == facts.stage)
+          fn.walk([&](tx::BlockOp) { ++facts.stageLayers; });
+      }
     });
     double total = 0;
     for (double f : flops)

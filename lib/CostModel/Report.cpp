@@ -121,13 +121,20 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
                           plan.schedule == Schedule::ZeroBubbleH1
                       ? plan.schedule
                       : Schedule::OneFOneB;
-  double peak = double(f.state.total()) +
-                double(f.layers) * r.activationsPerLayer /
-                    double(std::max<int64_t>(plan.pp, 1)) *
-                    inFlightMicroBatches(held, plan.pp, plan.microBatches, 0,
-                                         plan.virtualStages);
-  os << "  activation peak of one micro-batch from the IR's liveness: "
-     << f.activationPeak << "  [A9] (the runtime's measured 'activ')\n";
+  // (A pipeline rank: its stage's blocks and micro-batches in flight.)
+  const bool piped = plan.pp > 1 && f.stageLayers > 0;
+  double peak =
+      double(f.state.total()) +
+      (piped ? double(f.stageLayers)
+             : double(f.layers) / double(std::max<int64_t>(plan.pp, 1))) *
+          r.activationsPerLayer *
+          inFlightMicroBatches(held, plan.pp, plan.microBatches,
+                               piped ? f.stage : 0, plan.virtualStages);
+  os << "  activation peak of "
+     << (piped ? "this rank's stage of the pipeline schedule"
+               : "one micro-batch")
+     << " from the IR's liveness: " << f.activationPeak
+     << "  [A9] (the runtime's measured 'activ')\n";
   os << "  peak (state + activations of the micro-batches in flight): "
      << llvm::format("%.0f", peak) << "\n";
 

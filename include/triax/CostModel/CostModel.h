@@ -292,6 +292,9 @@ struct ModuleFacts {
   /// virtual stage k on rank k mod pp) over the mean rank's; empty without a
   /// pipeline.
   std::vector<double> stageLoad;
+  /// The rank's pipeline stage and the blocks its stage functions hold (0
+  /// without a pipeline).
+  int64_t stage = 0, stageLayers = 0;
 };
 
 /// Walks a module after triax-parallelize: the per-rank training state of
