@@ -337,6 +337,17 @@ static double bubbleMicroBatches(int64_t m, int64_t virtualStages,
               : double(std::max<int64_t>(virtualStages, 1)));
 }
 
+std::vector<double> triax::cost::stageLoads(llvm::ArrayRef<double> flops) {
+  double total = 0;
+  for (double f : flops)
+    total += f;
+  std::vector<double> loads;
+  if (total > 0)
+    for (double f : flops)
+      loads.push_back(f * double(flops.size()) / total);
+  return loads;
+}
+
 double triax::cost::bubbleFraction(int64_t pp, int64_t microBatches,
                                    int64_t virtualStages, Schedule schedule) {
   // [P1]

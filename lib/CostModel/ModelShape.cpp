@@ -203,16 +203,11 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     }
   });
   // What dist-pipeline balances its stages by, read as it reads it.
-  bool afterBlocks = false;
-  for (mlir::Operation &op : forward.getBody().front()) {
-    if (auto block = llvm::dyn_cast<tx::BlockOp>(op)) {
-      shape.blockFlops.push_back(mlir::dist::forwardFlops(block));
-      afterBlocks = true;
-    } else {
-      (afterBlocks ? shape.afterFlops : shape.beforeFlops) +=
-          mlir::dist::forwardFlops(&op);
-    }
-  }
+  mlir::dist::BlockCosts costs =
+      mlir::dist::weighBlocks(forward.getBody().front());
+  shape.blockFlops.assign(costs.blocks.begin(), costs.blocks.end());
+  shape.beforeFlops = costs.before;
+  shape.afterFlops = costs.after;
   if (layersWithExperts > 0)
     shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)

@@ -584,12 +584,7 @@ llvm::Expected<ModuleFacts> triax::cost::analyzeModule(mlir::ModuleOp module,
           fn.walk([&](tx::BlockOp) { ++facts.stageLayers; });
       }
     });
-    double total = 0;
-    for (double f : flops)
-      total += f;
-    if (total > 0)
-      for (double f : flops)
-        facts.stageLoad.push_back(f * double(pp) / total);
+    facts.stageLoad = stageLoads(flops);
   }
   return facts;
 }

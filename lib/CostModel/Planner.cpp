@@ -806,22 +806,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   double slowest = 1;
   c.stageLoad.assign(1, 1.0);
   c.chunkLoad.assign(1, 1.0);
-  if (p > 1 && !pipe.flops.empty()) {
-    double total = 0, most = 0;
-    for (double f : pipe.flops) {
-      total += f;
-      most = std::max(most, f);
-    }
-    if (total > 0) {
-      c.stageLoad.clear();
-      for (double f : pipe.flops)
-        c.stageLoad.push_back(f * double(p) / total);
-      c.chunkLoad.clear();
-      for (double f : pipe.chunks)
-        c.chunkLoad.push_back(f * double(pipe.chunks.size()) / total);
-      c.stageBlocks = pipe.blocks;
-      slowest = most * double(p) / total;
-    }
+  if (std::vector<double> loads = stageLoads(pipe.flops);
+      p > 1 && !loads.empty()) {
+    c.stageLoad = std::move(loads);
+    c.chunkLoad = stageLoads(pipe.chunks);
+    c.stageBlocks = pipe.blocks;
+    slowest = *llvm::max_element(c.stageLoad);
   }
   c.step = predictStepTime(hw, plan, c.stepFlopsPerToken * slowest, tokens,
                            ranks, loads, req.efficiency);

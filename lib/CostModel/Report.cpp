@@ -52,13 +52,13 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   for (int64_t s : facts.axisSizes)
     ranks *= s;
   // [P3] the pipeline at its slowest stage's pace.
-  r.slowestStage = 1;
+  double slowest = 1;
   for (double load : facts.stageLoad)
-    r.slowestStage = std::max(r.slowestStage, load);
-  r.step = predictStepTime(hw, plan, r.flopsPerToken * r.slowestStage,
+    slowest = std::max(slowest, load);
+  r.step = predictStepTime(hw, plan, r.flopsPerToken * slowest,
                            double(facts.globalBatch * facts.seq), ranks, loads,
                            efficiency);
-  r.step.mfu /= r.slowestStage; // (MFU counts the model's FLOPs once)
+  r.step.mfu /= slowest; // (MFU counts the model's FLOPs once)
   r.facts = std::move(facts);
   return r;
 }

@@ -216,6 +216,9 @@ double bubbleFraction(int64_t pp, int64_t microBatches,
                       int64_t virtualStages = 1,
                       Schedule schedule = Schedule::OneFOneB);
 
+/// [P3] Each stage's FLOPs over the stages' mean (empty when they sum to 0).
+std::vector<double> stageLoads(llvm::ArrayRef<double> flops);
+
 /// [F1] Training FLOPs per token: 6 N + 12 L h s (Kaplan et al. 2020;
 /// the attention scores and values, forward and backward).
 double flopsPerToken(double params, int64_t layers, int64_t hidden,
@@ -318,7 +321,6 @@ struct Report {
   double bubble = 0;                 // [P1]
   double flopsPerToken = 0;          // [F1] + [F2]
   double recomputeFlopsPerToken = 0; // [F2], included in flopsPerToken
-  double slowestStage = 1;           // [P3] the largest stage load
   StepTime step;
 };
 

@@ -668,21 +668,9 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
                                << " blocks but model @" << model.getSymName()
                                << " has " << numBlocks;
   } else {
-    SmallVector<double> costs;
-    for (tx::BlockOp block : blocks)
-      costs.push_back(forwardFlops(block));
-    double before = 0, after = 0;
-    bool seen = false;
-    for (Operation &op : body) {
-      if (!forward.contains(&op))
-        continue;
-      if (isa<tx::BlockOp>(op)) {
-        seen = true;
-        continue;
-      }
-      (seen ? after : before) += forwardFlops(&op);
-    }
-    counts = balanceStages(costs, stages, before, after);
+    BlockCosts costs =
+        weighBlocks(body, [&](Operation *op) { return forward.contains(op); });
+    counts = balanceStages(costs.blocks, stages, costs.before, costs.after);
   }
   llvm::StringMap<int64_t> blockStage;
   {

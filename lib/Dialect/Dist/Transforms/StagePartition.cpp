@@ -14,6 +14,24 @@ double mlir::dist::forwardFlops(Operation *root) {
   return flops;
 }
 
+mlir::dist::BlockCosts
+mlir::dist::weighBlocks(Block &body,
+                        llvm::function_ref<bool(Operation *)> counts) {
+  BlockCosts costs;
+  bool afterBlocks = false;
+  for (Operation &op : body) {
+    if (counts && !counts(&op))
+      continue;
+    if (isa<triax::BlockOp>(op)) {
+      costs.blocks.push_back(forwardFlops(&op));
+      afterBlocks = true;
+    } else {
+      (afterBlocks ? costs.after : costs.before) += forwardFlops(&op);
+    }
+  }
+  return costs;
+}
+
 llvm::SmallVector<int64_t> mlir::dist::balanceStages(ArrayRef<double> costs,
                                                      int64_t parts,
                                                      double first,

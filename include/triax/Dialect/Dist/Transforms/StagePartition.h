@@ -13,6 +13,7 @@
 #include "mlir/IR/Operation.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace mlir::dist {
@@ -21,6 +22,17 @@ namespace mlir::dist {
 /// them (triax's CostOpInterface: linears and attention; the rest counts as
 /// free).
 double forwardFlops(Operation *root);
+
+/// What the cut weighs: the forward FLOPs of each top-level block of
+/// `body` (a model's forward function), and of the ops before the first
+/// and after the last, counting only the ops `counts` accepts (all when
+/// null).
+struct BlockCosts {
+  llvm::SmallVector<double> blocks;
+  double before = 0, after = 0;
+};
+BlockCosts weighBlocks(Block &body,
+                       llvm::function_ref<bool(Operation *)> counts = nullptr);
 
 /// The contiguous cut of `costs` (one per block, in order) into `parts`
 /// non-empty groups that minimises the most expensive group, `first` added
