@@ -7,8 +7,10 @@
 #include "triax/CostModel/CostModel.h"
 #include "triax_abi.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <cmath>
@@ -241,11 +243,99 @@ std::string triax::cost::activationFormulaLabel(int64_t tp,
          (cp > 1 ? " / cp" : "");
 }
 
-double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
-                                int64_t elemBytes) {
-  // [A6] logits and their gradient: 2 s b V / t elements.
-  return 2.0 * double(s) * double(b) * double(vocab) /
-         double(std::max<int64_t>(t, 1)) * double(elemBytes);
+namespace {
+/// [A8]'s per-token terms, in units of h: `repl` whole on every tp rank,
+/// `split` divided by t; `stats` f32 elements per token (after t).
+struct KeptTerms {
+  double repl = 0, split = 0, stats = 0;
+};
+KeptTerms keptTerms(const LayerShape &l, int64_t t, bool sequenceParallel,
+                    Recompute recompute) {
+  const double h = double(l.hidden), td = double(std::max<int64_t>(t, 1));
+  KeptTerms k;
+  if (recompute == Recompute::Full) {
+    // Only the layer's input, split over tp under sequence parallelism.
+    (sequenceParallel ? k.split : k.repl) = 1;
+    return k;
+  }
+  const double kv = l.heads > 0 ? h * double(l.kvHeads) / double(l.heads) : h;
+  // q, k and v; the attention's output unless recomputed; the MLP's.
+  double attention = h + 2 * kv + (recompute == Recompute::Selective ? 0 : h);
+  k.split = (attention + double(l.mlpTensors * l.ffn)) / h;
+  // Each norm's output whole on every tp rank (under sequence parallelism
+  // the all-gathered copy the column linears' weight gradients read), its
+  // input too unless sequence parallelism splits it.
+  k.repl = double(l.norms) * (sequenceParallel ? 1 : 2);
+  if (sequenceParallel)
+    k.split += double(l.norms);
+  k.stats = double(l.normStats) / (sequenceParallel ? td : 1.0) +
+            (recompute == Recompute::Selective ? 0 : double(l.heads) / td);
+  return k;
+}
+} // namespace
+
+double triax::cost::keptBytesPerLayer(const LayerShape &layer, int64_t s,
+                                      int64_t b, int64_t t,
+                                      bool sequenceParallel,
+                                      Recompute recompute, int64_t cp,
+                                      int64_t elemBytes) {
+  const KeptTerms k = keptTerms(layer, t, sequenceParallel, recompute);
+  const double tokens =
+      double(s) * double(b) / double(std::max<int64_t>(cp, 1));
+  const double perToken = (k.repl + k.split / double(std::max<int64_t>(t, 1))) *
+                              double(layer.hidden) * double(elemBytes) +
+                          k.stats * 4.0;
+  return tokens * perToken;
+}
+
+double triax::cost::recomputedLayerBytes(const LayerShape &layer, int64_t s,
+                                         int64_t b, int64_t t,
+                                         bool sequenceParallel, int64_t cp,
+                                         int64_t elemBytes) {
+  const double tokens =
+      double(s) * double(b) / double(std::max<int64_t>(cp, 1));
+  const double gradient = double(layer.ffn) / double(std::max<int64_t>(t, 1)) +
+                          (sequenceParallel ? double(layer.hidden) : 0.0);
+  return keptBytesPerLayer(layer, s, b, t, sequenceParallel, Recompute::None,
+                           cp, elemBytes) +
+         tokens * gradient * double(elemBytes);
+}
+
+std::string triax::cost::keptFormulaLabel(const LayerShape &layer, int64_t tp,
+                                          bool sequenceParallel,
+                                          Recompute recompute, int64_t cp) {
+  const KeptTerms k = keptTerms(layer, tp, sequenceParallel, recompute);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[A8] sbh";
+  if (k.repl > 0 && k.split > 0)
+    os << "(" << llvm::format("%g", k.repl) << " + "
+       << llvm::format("%g", k.split) << "/t)";
+  else if (k.split == 1)
+    os << "/t";
+  else if (k.split > 0)
+    os << "(" << llvm::format("%g", k.split) << ")/t";
+  else if (k.repl != 1)
+    os << "(" << llvm::format("%g", k.repl) << ")";
+  if (cp > 1)
+    os << " / cp";
+  return text;
+}
+
+double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h,
+                                int64_t t, int64_t elemBytes, bool weightCopy,
+                                bool sequenceParallel) {
+  // [A6] the logits, their gradient written over them: s b V / t elements;
+  // the final norm's input, output and gradient: 3 s b h (the input split
+  // over t with sequence parallelism); the head's weight in the compute
+  // type: V/t h.
+  const double td = double(std::max<int64_t>(t, 1));
+  const double local = double(vocab) / td;
+  const double norm = 2.0 + (sequenceParallel ? 1.0 / td : 1.0);
+  const double tokens = double(s) * double(b);
+  return (tokens * (local + norm * double(h)) +
+          (weightCopy ? local * double(h) : 0.0)) *
+         double(elemBytes);
 }
 
 mlir::dist::PipelineSchedule triax::cost::pipelineScheduleOf(Schedule s) {

@@ -139,6 +139,14 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   // which parameters are read where; the MoE layers and their experts'
   // products (2 per layer for GELU experts, 3 for SwiGLU).
   int64_t products = 0, layersWithExperts = 0;
+  // The first block, whose norms and linears [A8] counts (the blocks of a
+  // transformer are alike); the widths of its linears.
+  tx::BlockOp firstBlock;
+  forward.walk([&](tx::BlockOp block) {
+    if (!firstBlock && !block->getParentOfType<tx::BlockOp>())
+      firstBlock = block;
+  });
+  llvm::SmallVector<int64_t> firstBlockWidths;
   forward.walk([&](mlir::Operation *op) {
     if (auto get = llvm::dyn_cast<tx::GetParamOp>(op)) {
       auto it = params.find(get.getName());
@@ -173,6 +181,14 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       return;
     tx::ModelFacts facts;
     described.describeModel(facts);
+    if (firstBlock && firstBlock->isProperAncestor(op)) {
+      if (facts.normStats) {
+        ++shape.norms;
+        shape.normStats += facts.normStats;
+      }
+      if (facts.weight)
+        firstBlockWidths.push_back(facts.width);
+    }
     if (facts.layer && !op->getParentOfType<tx::BlockOp>()) {
       ++shape.layers;
       if (facts.hidden)
@@ -210,6 +226,14 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   shape.afterFlops = costs.after;
   if (layersWithExperts > 0)
     shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
+  // A dense MLP keeps each ffn-wide product and its activation (GELU: 2;
+  // SwiGLU's two products: 4); a MoE layer's experts are [A7]'s.
+  // (Where ffn is h, the attention's q and output and the MLP's second
+  // linear are as wide: not the MLP's products.)
+  int64_t mlpProducts = llvm::count(firstBlockWidths, shape.ffn);
+  if (shape.ffn == shape.hidden)
+    mlpProducts -= 3 + (shape.kvHeads == shape.heads ? 2 : 0);
+  shape.mlpTensors = 2 * std::max<int64_t>(mlpProducts, 0);
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)
     return failure("@forward of @" + shape.name +
                    " has no triax.block with a triax.attention: dist-plan "

@@ -449,9 +449,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                       (tied ? (p > 1 ? padRows / td : 0.0) : padRows / td);
   const StateBytes per = bytesPerParam(model.dtype);
   const double act =
-      activationBytesPerLayer(s, b, h, model.heads, t, plan.sequenceParallel,
-                              plan.recompute, cp) *
-      double(model.activationBytes) / 2.0; // [A1]-[A5] are for 16 bits
+      keptBytesPerLayer(model.layerShape(), s, b, t, plan.sequenceParallel,
+                        plan.recompute, cp, model.activationBytes); // [A8]
   const PipelineStages pipe = pipelineStages(model, p, v, vocab);
   auto layersOf = [&](int64_t stage) -> double {
     return pipe.layers.empty() ? 1.0 : double(pipe.layers[stage]);
@@ -490,6 +489,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
     MemoryBreakdown mem;
     mem.stage = stage;
+    mem.activationFormula = keptFormulaLabel(
+        model.layerShape(), t, plan.sequenceParallel, plan.recompute, cp);
     StateBytes st = stateBytesPerRank({int64_t(std::llround(elems))}, d,
                                       plan.zeroStage, model.dtype);
     if (e > 1 && plan.zeroStage > 0) {
@@ -532,15 +533,21 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
     // [A6] on the last stage; ZB-H1 defers its W passes there, each
     // holding its micro-batch's logits gradient (the head's weight
-    // gradient reads it): the logits and gradient of one micro-batch plus
-    // the gradients of the others in flight.
+    // gradient reads it): one for each micro-batch in flight.
     if (stage == p - 1)
       mem.logits =
-          logitsBytes(s / cp, b, vocab, t, model.activationBytes) *
-          (plan.schedule == Schedule::ZeroBubbleH1 ? (1 + mem.inFlight) / 2
-                                                   : 1);
+          logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
+                      model.activationBytes < 4, plan.sequenceParallel) *
+          (plan.schedule == Schedule::ZeroBubbleH1 ? mem.inFlight : 1);
+    // Full recomputation rebuilds one layer's activations at a time in the
+    // backward, while the head's are gone.
+    if (plan.recompute == Recompute::Full && layersOn > 0)
+      mem.recomputed = recomputedLayerBytes(model.layerShape(), s, b, t,
+                                            plan.sequenceParallel, cp,
+                                            model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
-               mem.activations + mem.experts + mem.logits;
+               mem.activations + mem.experts +
+               std::max(mem.logits, mem.recomputed);
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
     if (elems > maxElems) {
@@ -1163,13 +1170,16 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
   if (m.zeroGather > 0)
     os << " + gathered " << human(m.zeroGather) << " [M5]";
   os << " + activations " << human(m.activations) << " (" << m.layers
-     << " layers x "
-     << activationFormulaLabel(c.plan.tp, c.plan.sequenceParallel,
-                               c.plan.recompute, c.plan.cp)
-     << " x " << llvm::format("%g", m.inFlight) << " in flight [P2])";
+     << " layers x " << m.activationFormula << " x "
+     << llvm::format("%g", m.inFlight) << " in flight [P2])";
   if (m.experts > 0)
     os << " + MoE buffers " << human(m.experts) << " [A7]";
-  if (m.logits > 0)
+  if (m.logits > 0 && m.recomputed > 0)
+    os << " + max(logits " << human(m.logits) << " [A6], one layer recomputed "
+       << human(m.recomputed) << " [A8])";
+  else if (m.recomputed > 0)
+    os << " + one layer recomputed " << human(m.recomputed) << " [A8]";
+  else if (m.logits > 0)
     os << " + logits " << human(m.logits) << " [A6]";
   os << " = peak " << human(m.peak) << " of " << gib(hw.hbmBytes) << " HBM ("
      << llvm::format("%.0f", 100 * m.peak / hw.hbmBytes) << "%)\n";
@@ -1234,6 +1244,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                     {"zero_gather", c.memory.zeroGather},
                                     {"activations", c.memory.activations},
                                     {"logits", c.memory.logits},
+                                    {"recomputed", c.memory.recomputed},
                                     {"moe_buffers", c.memory.experts},
                                     {"in_flight", c.memory.inFlight},
                                     {"layers", c.memory.layers},

@@ -169,11 +169,60 @@ double activationBytesPerLayer(int64_t s, int64_t b, int64_t h, int64_t a,
 std::string activationFormulaLabel(int64_t tp, bool sequenceParallel,
                                    Recompute recompute, int64_t cp = 1);
 
-/// [A6] The logits of one micro-batch on a rank of the last stage: the
-/// logits and their gradient, 2 s b (V/t) elements of `elemBytes` (4sbv/t
-/// bytes in 16 bits, as Korthikanti et al. count the output layer).
-double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t t,
-                   int64_t elemBytes);
+/// What one transformer layer is made of, as [A8] counts what it keeps
+/// (readModelShape reads it off the model's IR).
+struct LayerShape {
+  int64_t hidden = 0, heads = 0, kvHeads = 0, ffn = 0;
+  /// The MLP's tensors kept per token, in units of ffn: 2 for a GELU MLP
+  /// (the product and its activation), 4 for SwiGLU (two products, the
+  /// SiLU and their product); 0 where the layer's MLP is a MoE's ([A7]).
+  int64_t mlpTensors = 2;
+  /// The norms of a layer (their inputs and outputs are the h-wide tensors
+  /// tensor parallelism does not split), and the f32 statistics they keep
+  /// per token together (LayerNorm 2: mean and rstd; RMSNorm 1).
+  int64_t norms = 2, normStats = 4;
+};
+
+/// [A8] Activation bytes one transformer layer keeps for its backward per
+/// rank, as Triax builds it (its flash attention keeps the output and the
+/// rows' log-sum-exp, never the s x s probabilities; no dropout masks; the
+/// MLP's products and activations; each norm's input and output): per
+/// token, elements of `elemBytes`
+///   none:      2n h + (2q + 2kv + k ffn)/t   (n norms, q = h, kv = h kvHeads /
+///              heads, k the MLP's tensors; with sequence parallelism the
+///              norms' inputs are split too: n h + (n h + 2q + 2kv + k ffn)/t)
+///   selective: the attention's output recomputed: q/t fewer
+///   full:      h (h/t with sequence parallelism), the layer's input
+/// plus f32 statistics: the norms' (split by t with sequence parallelism)
+/// and, unless recomputed, the attention's heads/t log-sum-exps; s b / cp
+/// tokens per rank. Measured against the IR's liveness [A9] per layer in
+/// test/CostModel/plan-activations.test.
+double keptBytesPerLayer(const LayerShape &layer, int64_t s, int64_t b,
+                         int64_t t, bool sequenceParallel, Recompute recompute,
+                         int64_t cp, int64_t elemBytes);
+/// Under full recomputation, what the backward of one layer holds on top
+/// of the layers' inputs: the layer's [A8] without recomputation, rebuilt,
+/// and its widest gradient, the MLP's (ffn/t per token; with sequence
+/// parallelism also an all-gathered h-wide one).
+double recomputedLayerBytes(const LayerShape &layer, int64_t s, int64_t b,
+                            int64_t t, bool sequenceParallel, int64_t cp,
+                            int64_t elemBytes);
+/// [A8]'s label with this layer's coefficients, "[A8] sbh(4 + 12/t)" for a
+/// GPT-2 layer.
+std::string keptFormulaLabel(const LayerShape &layer, int64_t tp,
+                             bool sequenceParallel, Recompute recompute,
+                             int64_t cp = 1);
+
+/// [A6] What the head holds on a rank of the last stage for one
+/// micro-batch: the logits, s b V/t elements of `elemBytes` (Triax's
+/// cross-entropy writes their gradient over them; Korthikanti et al. count
+/// 2 s b V/t, logits and gradient), and the final norm's input, output and
+/// gradient, 3 s b h (one of them split over t with sequence parallelism);
+/// with `weightCopy` (a compute type narrower than the f32 master weights)
+/// also the head's weight in the compute type, V/t h.
+double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
+                   int64_t elemBytes, bool weightCopy = false,
+                   bool sequenceParallel = false);
 
 /// [P2] Micro-batches whose activations stage `stage` of `pp` holds at its
 /// peak, in units of the stage's layers: GPipe all m (every forward before

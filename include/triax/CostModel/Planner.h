@@ -45,6 +45,13 @@ struct ModelShape {
   // The experts' MLP intermediates per buffer row, in units of ffn (2: GELU's
   // product and activation; 4: SwiGLU's two products, SiLU and product).
   int64_t expertMlpTensors = 0;
+  // What [A8] counts of a layer (its first block's): the dense MLP's kept
+  // tensors per token in ffn (2 x its linears as wide as ffn; 0 for a MoE
+  // layer), its norms and their f32 statistics per token.
+  int64_t mlpTensors = 0, norms = 0, normStats = 0;
+  LayerShape layerShape() const {
+    return {hidden, heads, kvHeads, ffn, mlpTensors, norms, normStats};
+  }
   // Parameter elements. "split": cut by tp (linear weights, the biases of
   // column-split linears, the token embedding over the vocabulary);
   // "repl": whole on every tp rank (norms, row-split biases, positions).
@@ -123,13 +130,17 @@ llvm::Expected<PlanRequest> parsePlanRequest(llvm::StringRef text);
 struct MemoryBreakdown {
   double params = 0, grads = 0, optim = 0; // [M1]-[M3] of the stage
   double zeroGather = 0;                   // [M5] ZeRO-3's gathered layers
-  double activations = 0;                  // [A1]-[A5] x layers x in flight
+  double activations = 0;                  // [A8] x layers x in flight
   double logits = 0;                       // [A6] the last stage
+  // Full recomputation: one layer's [A8] rebuilt in the backward (not at
+  // the same time as the logits: the peak takes the larger).
+  double recomputed = 0;
   double experts = 0;  // [A7] the MoE buffers x layers x in flight
   double peak = 0;     // the sum, on the fullest stage
   int64_t stage = 0;   // the fullest stage
   double inFlight = 1; // micro-batches it holds (interleaved: fractional)
   int64_t layers = 0;  // the blocks it holds
+  std::string activationFormula; // [A8]'s, with the layer's coefficients
 };
 
 struct Candidate {

@@ -73,6 +73,9 @@ ModelShape handModel() {
   m.microBatch = 4;
   m.dtype = DTypeMode::FP32;
   m.activationBytes = 4;
+  m.mlpTensors = 2; // GELU: the product and its activation
+  m.norms = 2;      // LayerNorms: mean and rstd each
+  m.normStats = 4;
   m.layerSplit = 4 * 49600;
   m.layerRepl = 4 * 384;
   m.firstSplit = 16384;
@@ -122,9 +125,39 @@ void expectReason(const std::string &what, const Candidate &c,
 } // namespace
 
 int main() {
-  // [A6] logits and their gradient: s = 64, b = 8, V = 256 over t = 2,
-  // 2 bytes: 2 x 64 x 8 x 128 x 2 = 262,144.
-  expectNear("A6 logits", logitsBytes(64, 8, 256, 2, 2), 262144);
+  // [A6] the logits (their gradient written over them) and 3 h-wide
+  // tensors: s = 64, b = 8, V = 256 over t = 2, h = 64, 2 bytes:
+  // 512 x (128 + 192) x 2 = 327,680; with the head's weight in 16 bits,
+  // 128 x 64 x 2 = 16,384 more.
+  expectNear("A6 logits", logitsBytes(64, 8, 256, 64, 2, 2), 327680);
+  expectNear("A6 logits and weight copy",
+             logitsBytes(64, 8, 256, 64, 2, 2, true), 344064);
+
+  // [A8] a LLaMA-shaped layer (h = 64, 4 heads, 2 kv-heads, SwiGLU ffn
+  // 128, 2 RMSNorms), s = 32, b = 4, f32: per token 4h = 256 whole,
+  // q + k + v + output 64 + 32 + 32 + 64 and 4 x 128 split, 2 + 4 f32
+  // statistics: 128 x (256 + 704 + 6) x 4 = 494,592 (the IR's liveness
+  // per layer, plan-activations.test); tp = 2 with sequence parallelism:
+  // 128 + (128 + 704) / 2 = 544, statistics 1 + 2: 128 x 547 x 4 =
+  // 280,064; full recomputation: the input, 128 x 64 x 4 = 32,768.
+  {
+    LayerShape llama{64, 4, 2, 128, 4, 2, 2};
+    expectNear("A8 llama",
+               keptBytesPerLayer(llama, 32, 4, 1, false, Recompute::None, 1, 4),
+               494592);
+    expectNear("A8 llama tp=2 sp",
+               keptBytesPerLayer(llama, 32, 4, 2, true, Recompute::None, 1, 4),
+               280064);
+    expectNear("A8 llama full",
+               keptBytesPerLayer(llama, 32, 4, 1, false, Recompute::Full, 1, 4),
+               32768);
+    expectText("A8 llama label",
+               keptFormulaLabel(llama, 2, true, Recompute::None),
+               "[A8] sbh(2 + 13/t)");
+    expectText("A8 full sp label",
+               keptFormulaLabel(llama, 2, true, Recompute::Full, 2),
+               "[A8] sbh/t / cp");
+  }
 
   // [P2] in flight: GPipe all m; 1F1B min(p - s, m); no pipeline 1.
   expectNear("P2 gpipe p=4 m=8 stage 0",
@@ -161,14 +194,14 @@ int main() {
     expectNear("A params", c.memory.params, 4.0 * 220544);
     expectNear("A grads", c.memory.grads, 4.0 * 220544);
     expectNear("A optim", c.memory.optim, 8.0 * 220544);
-    // [A1] sbh = 64 x 4 x 64 = 16,384, 5as/h = 20: 16,384 x 54 =
-    // 884,736 in 16 bits, x 2 for f32 = 1,769,472 per layer, x 4 layers,
-    // 1 in flight: 7,077,888.
-    expectNear("A activations", c.memory.activations, 7077888);
-    // [A6] 2 x 64 x 4 x 256 x 4 = 524,288.
-    expectNear("A logits", c.memory.logits, 524288);
+    // [A8] 256 tokens x (4h + (2h + 2h + 2 x 256) = 1,024 elements + 8
+    // f32 statistics) x 4 bytes = 1,056,768 per layer, x 4 layers, 1 in
+    // flight: 4,227,072.
+    expectNear("A activations", c.memory.activations, 4227072);
+    // [A6] 256 x (256 + 3 x 64) x 4 = 458,752.
+    expectNear("A logits", c.memory.logits, 458752);
     expectNear("A peak", c.memory.peak,
-               882176 + 882176 + 1764352 + 7077888 + 524288);
+               882176 + 882176 + 1764352 + 4227072 + 458752);
     // [C3] all_reduce of 220,544 f32 over 2: 2 (1/2) S = S = 882,176
     // bytes, in ceil(882,176 / 25 MiB) = 1 bucket.
     expectNear("C3 all_reduce dp bytes", commBytes(c, "all_reduce dp"), 882176);
@@ -196,11 +229,13 @@ int main() {
     // 100,736 + 12,288 + 128 = 113,152 elements, 16 bytes each.
     expectNear("B state", c.memory.params + c.memory.grads + c.memory.optim,
                16.0 * 113152);
-    // [A4] with SP: 34 sbh / t = 34 x 16,384 / 2 = 278,528, x 2 (f32),
-    // x 4 layers = 2,228,224.
-    expectNear("B activations", c.memory.activations, 2228224);
-    // [A6] over t = 2: 2 x 64 x 4 x 128 x 4 = 262,144.
-    expectNear("B logits", c.memory.logits, 262144);
+    // [A8] selective with SP: 2h + (2h + h + 2h + 2 x 256) / 2 = 544
+    // elements and 4/2 f32 statistics per token (the log-sum-exps
+    // recomputed): 256 x 546 x 4 = 559,104, x 4 layers = 2,236,416.
+    expectNear("B activations", c.memory.activations, 2236416);
+    // [A6] over t = 2, the final norm's input split too: 256 x (128 +
+    // 2.5 x 64) x 4 = 294,912.
+    expectNear("B logits", c.memory.logits, 294912);
     // [C5] 4 x 4 layers + 1 (embedding) + 1 (head) = 18 per micro-batch;
     // block of 16,384 / 2 f32: (2 - 1) x 8,192 x 4 = 32,768; x 18 x 4 =
     // 2,359,296 in 72 calls each.
@@ -233,12 +268,14 @@ int main() {
     // Stage 0: 2 x 49,984 + 16,384 + 4,096 = 120,448; stage 1: 99,968 +
     // 128 + the tied head's copy 16,384 = 116,480. ZeRO-1 over 2:
     // params 4 x 116,480, grads 4 x 116,480, optim 8 x 58,240 = 465,920
-    // each; [A5] 2sbh = 2 x 64 x 2 x 64 = 16,384, x 2 (f32) x 2 layers x
-    // 4 in flight (GPipe) = 262,144; [A6] 2 x 64 x 2 x 256 x 4 = 262,144.
-    // Stage 1: 3 x 465,920 + 262,144 + 262,144 = 1,922,048 > stage 0's
-    // 3 x 481,792 + 262,144 = 1,707,520.
-    expectNear("C fullest stage", double(c.memory.stage), 1);
-    expectNear("C peak", c.memory.peak, 3 * 465920.0 + 262144 + 262144);
+    // each; [A8] under full recomputation the layer's input, 128 tokens
+    // x 64 x 4 bytes = 32,768, x 2 layers x 4 in flight (GPipe) = 262,144,
+    // and one layer recomputed in the backward with its MLP's gradient,
+    // 128 x (4,128 + 256 x 4) = 659,456 (larger than [A6]'s 128 x (256 +
+    // 192) x 4 = 229,376 on stage 1). Stage 0: 3 x 481,792 + 262,144 +
+    // 659,456 = 2,366,976 > stage 1's 3 x 465,920 + 262,144 + 659,456.
+    expectNear("C fullest stage", double(c.memory.stage), 0);
+    expectNear("C peak", c.memory.peak, 3 * 481792.0 + 262144 + 659456);
     expectNear("C in flight", double(c.memory.inFlight), 4);
     // [C4] the busiest rank (stage 0, 120,448 elements in 34 tensors):
     // chunk 60,224; reduce_scatter (2 - 1) x 60,224 x 4 = 240,896, the
@@ -376,14 +413,14 @@ int main() {
     expectNear("vocab 257 on tp=2 params", padded.memory.params,
                4.0 * (4 * 49600 / 2 + 4 * 384 + 258 * 64 / 2 + 4096 + 128));
     expectNear("vocab 257 on tp=2 logits", padded.memory.logits,
-               logitsBytes(64, 4, 258, 2, 4));
+               logitsBytes(64, 4, 258, 64, 2, 4));
     PlanRequest wide = handRequest(2);
     wide.padVocab = 64;
     Candidate wider = evaluatePlan(vocab, wide, makePlan(1, 2, 1, 0, 4), 4);
     expectNear("vocab 257 pad-vocab=64 params", wider.memory.params,
                4.0 * (4 * 49600 / 2 + 4 * 384 + 384 * 64 / 2 + 4096 + 128));
     expectNear("vocab 257 pad-vocab=64 logits", wider.memory.logits,
-               logitsBytes(64, 4, 384, 2, 4));
+               logitsBytes(64, 4, 384, 64, 2, 4));
     expectReason("layers", eval(model, 5, makePlan(1, 1, 5, 0, 5), 4),
                  "a pipeline stage without a block",
                  "pp=5 stages but 4 blocks: every stage needs at least one "
@@ -431,11 +468,11 @@ int main() {
     PlanRequest small = handRequest(1);
     small.hardware.hbmBytes = 1e6;
     Candidate oom = evaluatePlan(model, small, makePlan(1, 1, 1, 0, 4), 4);
-    // Peak: 16 x 220,544 + 7,077,888 + 524,288 = 11,130,880 bytes =
-    // 0.0104 GiB; over by 10,130,880 = 0.0094 GiB.
+    // Peak: 16 x 220,544 + 4,227,072 + 458,752 = 8,214,528 bytes =
+    // 0.0077 GiB; over by 7,214,528 = 0.0067 GiB.
     expectReason("out of memory", oom, "out of memory",
                  "peak 0.01 GiB on stage 0 > 0.00 GiB HBM, over by 0.01 GiB");
-    expectNear("out of memory by", oom.overBytes, 11130880 - 1e6);
+    expectNear("out of memory by", oom.overBytes, 8214528 - 1e6);
   }
 
   // [S1] the simulated schedule, forward 1 s, backward 2 s, free sends.

@@ -860,6 +860,11 @@ void LinearOp::describeModel(ModelFacts &facts) {
   facts.width = cast<ShapedType>(getResult().getType()).getShape().back();
 }
 
+/// The statistics triax-autodiff adds as residuals (their number is fixed
+/// by the op, not by whether this op has them yet).
+void LayerNormOp::describeModel(ModelFacts &facts) { facts.normStats = 2; }
+void RMSNormOp::describeModel(ModelFacts &facts) { facts.normStats = 1; }
+
 /// Positions with a mesh are a sequence-parallel slice's.
 void PositionIdsOp::describeModel(ModelFacts &facts) {
   facts.sequenceParallel = bool(getMeshAttr());

@@ -256,7 +256,7 @@ def Triax_LinearOp : Triax_Op<"linear", [Pure, DeclareOpInterfaceMethods<Differe
   let hasVerifier = 1;
 }
 
-def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
+def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<CostOpInterface, ["describeModel"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + eps) * weight + bias`, statistics over the last
@@ -282,7 +282,7 @@ def Triax_LayerNormOp : Triax_Op<"layer_norm", [Pure, DeclareOpInterfaceMethods<
   let hasVerifier = 1;
 }
 
-def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
+def Triax_RMSNormOp : Triax_Op<"rms_norm", [Pure, DeclareOpInterfaceMethods<DifferentiableOpInterface, ["buildWithResiduals", "getNumResiduals"]>, DeclareOpInterfaceMethods<CostOpInterface, ["describeModel"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>]> {
   let summary = "Root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + eps) * weight`, as in LLaMA. `stats`, added by

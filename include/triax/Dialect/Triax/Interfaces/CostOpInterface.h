@@ -59,6 +59,9 @@ struct ModelFacts {
   /// Sequence parallelism: the positions of a tp member's slice of the
   /// sequence.
   bool sequenceParallel = false;
+  /// A normalization: the f32 statistics it keeps per row for its
+  /// gradient once differentiated (LayerNorm 2: mean and rstd; RMSNorm 1).
+  int64_t normStats = 0;
 };
 
 /// Where the kernel lowering puts an op's result

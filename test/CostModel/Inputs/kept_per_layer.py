@@ -1,0 +1,52 @@
+"""Compares the planner's [A8] with the IR's liveness [A9], per layer.
+
+usage: kept_per_layer.py PLAN_JSON REPORT_L REPORT_L1 [--head]
+
+PLAN_JSON is `triaxc --plan ... --report-json` of a model of L blocks on
+one pipeline stage (its top plan's memory: "activations" = L x [A8],
+"logits" = [A6]). REPORT_L and REPORT_L1 are `triaxc --report` of the same
+model compiled with that plan's options, with L and L - 1 blocks: the
+difference of their [A9] lines is what one block keeps. Prints both and
+exits 1 unless they are equal. With --head, also compares what [A9] holds
+beyond the L blocks with [A6] (the logits, their gradient written over
+them, and the final norm's h-wide tensors) or, under full recomputation,
+with the layer the backward rebuilds, the larger of the two: within 5%.
+"""
+import json
+import re
+import sys
+
+LIVENESS = re.compile(r"from the IR's liveness: (\d+)")
+
+
+def liveness(path):
+    for line in open(path):
+        m = LIVENESS.search(line)
+        if m:
+            return int(m[1])
+    sys.exit(f"{path}: no [A9] line")
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    plan, full, fewer = args
+    memory = json.load(open(plan))["plans"][0]["memory"]
+    layers = memory["layers"]
+    planned = memory["activations"] / layers / memory["in_flight"]
+    whole, less = liveness(full), liveness(fewer)
+    measured = whole - less
+    ok = round(planned) == measured
+    print(f"per layer: [A8] {round(planned)}, [A9] {measured}: "
+          f"{'equal' if ok else 'DIFFERENT'}")
+    if "--head" in sys.argv:
+        rest = whole - layers * measured
+        head = max(memory["logits"], memory["recomputed"])
+        within = abs(head / rest - 1) <= 0.05
+        print(f"head: [A6] {round(memory['logits'])}, recomputed "
+              f"{round(memory['recomputed'])}, [A9] beyond the blocks "
+              f"{rest}: {'within 5%' if within else 'NOT within 5%'}")
+        ok = ok and within
+    sys.exit(0 if ok else 1)
+
+
+main()
