@@ -186,63 +186,6 @@ StateBytes triax::cost::stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems,
   return out;
 }
 
-/// [A1]-[A5] on one rank holding all s tokens.
-static double layerActivations(int64_t s, int64_t b, int64_t h, int64_t a,
-                               int64_t t, bool sequenceParallel,
-                               Recompute recompute) {
-  const double sbh = double(s) * double(b) * double(h);
-  const double attn = 5.0 * double(a) * double(s) / double(h); // 5as/h
-  const double td = double(std::max<int64_t>(t, 1));
-  switch (recompute) {
-  case Recompute::Full:
-    // [A5] only each layer's input is kept: 2sbh (split by t under SP).
-    return 2 * sbh / (sequenceParallel ? td : 1.0);
-  case Recompute::Selective:
-    // [A4] the attention's 5as/h term is recomputed.
-    return sequenceParallel ? sbh * 34 / td : sbh * (10 + 24 / td);
-  case Recompute::None:
-    break;
-  }
-  if (t <= 1)
-    return sbh * (34 + attn); // [A1]
-  if (sequenceParallel)
-    return sbh * (34 + attn) / td;         // [A3]
-  return sbh * (10 + 24 / td + attn / td); // [A2]
-}
-
-double triax::cost::activationBytesPerLayer(int64_t s, int64_t b, int64_t h,
-                                            int64_t a, int64_t t,
-                                            bool sequenceParallel,
-                                            Recompute recompute, int64_t cp) {
-  return layerActivations(s, b, h, a, t, sequenceParallel, recompute) /
-         double(std::max<int64_t>(cp, 1));
-}
-
-/// The [A1]-[A5] variant's label on one rank holding all s tokens.
-static const char *layerActivationsLabel(int64_t tp, bool sequenceParallel,
-                                         Recompute recompute) {
-  switch (recompute) {
-  case Recompute::Full:
-    return sequenceParallel ? "[A5] 2sbh/t" : "[A5] 2sbh";
-  case Recompute::Selective:
-    return sequenceParallel ? "[A4] 34sbh/t" : "[A4] sbh(10 + 24/t)";
-  case Recompute::None:
-    break;
-  }
-  if (tp <= 1)
-    return "[A1] sbh(34 + 5as/h)";
-  return sequenceParallel ? "[A3] sbh/t (34 + 5as/h)"
-                          : "[A2] sbh(10 + 24/t + 5as/(ht))";
-}
-
-std::string triax::cost::activationFormulaLabel(int64_t tp,
-                                                bool sequenceParallel,
-                                                Recompute recompute,
-                                                int64_t cp) {
-  return std::string(layerActivationsLabel(tp, sequenceParallel, recompute)) +
-         (cp > 1 ? " / cp" : "");
-}
-
 namespace {
 /// [A8]'s per-token terms, in units of h: `repl` whole on every tp rank,
 /// `split` divided by t; `stats` f32 elements per token (after t).
@@ -273,6 +216,17 @@ KeptTerms keptTerms(const LayerShape &l, int64_t t, bool sequenceParallel,
   return k;
 }
 } // namespace
+
+LayerShape triax::cost::layerShapeOf(int64_t hidden, int64_t heads,
+                                     int64_t kvHeads, int64_t ffn,
+                                     llvm::ArrayRef<int64_t> linearWidths,
+                                     int64_t norms, int64_t normStats) {
+  int64_t products = llvm::count(linearWidths, ffn);
+  if (ffn == hidden)
+    products -= 3 + (kvHeads == heads ? 2 : 0);
+  return {hidden, heads,    kvHeads, ffn, 2 * std::max<int64_t>(products, 0),
+          norms,  normStats};
+}
 
 double triax::cost::keptBytesPerLayer(const LayerShape &layer, int64_t s,
                                       int64_t b, int64_t t,

@@ -226,14 +226,12 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   shape.afterFlops = costs.after;
   if (layersWithExperts > 0)
     shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
-  // A dense MLP keeps each ffn-wide product and its activation (GELU: 2;
-  // SwiGLU's two products: 4); a MoE layer's experts are [A7]'s.
-  // (Where ffn is h, the attention's q and output and the MLP's second
-  // linear are as wide: not the MLP's products.)
-  int64_t mlpProducts = llvm::count(firstBlockWidths, shape.ffn);
-  if (shape.ffn == shape.hidden)
-    mlpProducts -= 3 + (shape.kvHeads == shape.heads ? 2 : 0);
-  shape.mlpTensors = 2 * std::max<int64_t>(mlpProducts, 0);
+  // [A8]: a dense MLP keeps each ffn-wide product and its activation (GELU:
+  // 2; SwiGLU's two products: 4); a MoE layer's experts are [A7]'s.
+  LayerShape layer =
+      layerShapeOf(shape.hidden, shape.heads, shape.kvHeads, shape.ffn,
+                   firstBlockWidths, shape.norms, shape.normStats);
+  shape.mlpTensors = layer.mlpTensors;
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)
     return failure("@forward of @" + shape.name +
                    " has no triax.block with a triax.attention: dist-plan "

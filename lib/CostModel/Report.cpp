@@ -33,9 +33,9 @@ Report triax::cost::makeReport(ModuleFacts facts, const Hardware &hw,
   r.hardware = hw;
   r.efficiency = efficiency;
   const Plan &plan = facts.plan;
-  r.activationsPerLayer = activationBytesPerLayer(
-      facts.seq, facts.microBatch, facts.hidden, facts.heads, plan.tp,
-      plan.sequenceParallel, plan.recompute, plan.cp);
+  r.activationsPerLayer = keptBytesPerLayer(
+      facts.layer, facts.seq, facts.microBatch, plan.tp, plan.sequenceParallel,
+      plan.recompute, plan.cp, facts.activationBytes);
   r.bubble = bubbleFraction(plan.pp, plan.microBatches, plan.virtualStages,
                             plan.schedule);
   r.flopsPerToken =
@@ -109,34 +109,20 @@ void triax::cost::printReport(llvm::raw_ostream &os, const Report &r) {
   os << "    [M3] optim: (stage >= 1 ? ceil(n/g) : n) x 8|12\n";
   os << "  activations per layer: "
      << llvm::format("%.0f", r.activationsPerLayer) << "  "
-     << activationFormulaLabel(plan.tp, plan.sequenceParallel, plan.recompute,
-                               plan.cp)
+     << keptFormulaLabel(f.layer, plan.tp, plan.sequenceParallel,
+                         plan.recompute, plan.cp)
      << " (s=" << f.seq << ", b=" << f.microBatch << ", h=" << f.hidden
-     << ", a=" << f.heads << ", t=" << plan.tp
+     << ", t=" << plan.tp
      << (plan.cp > 1 ? ", cp=" + std::to_string(plan.cp) : std::string())
-     << "; 16-bit activations)\n";
-  // Stage 0's micro-batches in flight ([P2]; a module's GPipe is not told
-  // from 1F1B: 1F1B's).
-  Schedule held = plan.schedule == Schedule::Interleaved ||
-                          plan.schedule == Schedule::ZeroBubbleH1
-                      ? plan.schedule
-                      : Schedule::OneFOneB;
-  // (A pipeline rank: its stage's blocks and micro-batches in flight.)
+     << "; " << f.activationBytes * 8 << "-bit activations)\n";
   const bool piped = plan.pp > 1 && f.stageLayers > 0;
-  double peak =
-      double(f.state.total()) +
-      (piped ? double(f.stageLayers)
-             : double(f.layers) / double(std::max<int64_t>(plan.pp, 1))) *
-          r.activationsPerLayer *
-          inFlightMicroBatches(held, plan.pp, plan.microBatches,
-                               piped ? f.stage : 0, plan.virtualStages);
   os << "  activation peak of "
      << (piped ? "this rank's stage of the pipeline schedule"
                : "one micro-batch")
      << " from the IR's liveness: " << f.activationPeak
      << "  [A9] (the runtime's measured 'activ')\n";
-  os << "  peak (state + activations of the micro-batches in flight): "
-     << llvm::format("%.0f", peak) << "\n";
+  const int64_t peak = f.state.total() + f.activationPeak;
+  os << "  peak (state + [A9]): " << peak << "\n";
 
   os << "\ncommunication per step (ring; bytes rank " << f.rank << " sends):\n";
   if (f.collectives.empty())
@@ -242,8 +228,8 @@ void triax::cost::printReportJSON(llvm::raw_ostream &os, const Report &r) {
            {"activations_per_layer", r.activationsPerLayer},
            {"activation_peak_liveness", f.activationPeak},
            {"activations_formula",
-            activationFormulaLabel(f.plan.tp, f.plan.sequenceParallel,
-                                   f.plan.recompute, f.plan.cp)}}},
+            keptFormulaLabel(f.layer, f.plan.tp, f.plan.sequenceParallel,
+                             f.plan.recompute, f.plan.cp)}}},
       {"communication", std::move(comm)},
       {"unmodelled", std::move(unmodelled)},
       {"bubble", r.bubble},

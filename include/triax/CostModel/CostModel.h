@@ -156,19 +156,6 @@ int64_t zeroChunk(int64_t numel, int64_t g);
 StateBytes stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems, int64_t g,
                              int stage, DTypeMode mode);
 
-/// [A1]-[A5] Activation bytes of one transformer layer per rank (Korthikanti
-/// et al., 2022, table 2; 16-bit activations, 1-byte dropout masks): s
-/// sequence, b micro-batch, h hidden, a heads, t tensor-parallel size; with
-/// context parallelism over cp ranks each holds s/cp tokens attending to
-/// all s, so every term (the attention's 5as/h too) falls by cp.
-double activationBytesPerLayer(int64_t s, int64_t b, int64_t h, int64_t a,
-                               int64_t t, bool sequenceParallel,
-                               Recompute recompute, int64_t cp = 1);
-/// The label and formula of the [A1]-[A5] variant activationBytesPerLayer
-/// uses for these options (reports print it next to the number).
-std::string activationFormulaLabel(int64_t tp, bool sequenceParallel,
-                                   Recompute recompute, int64_t cp = 1);
-
 /// What one transformer layer is made of, as [A8] counts what it keeps
 /// (readModelShape reads it off the model's IR).
 struct LayerShape {
@@ -182,6 +169,16 @@ struct LayerShape {
   /// per token together (LayerNorm 2: mean and rstd; RMSNorm 1).
   int64_t norms = 2, normStats = 4;
 };
+
+/// A layer's shape from what its block holds (the planner reads the model
+/// before parallelization, the report after): the MLP's tensors counted as
+/// 2 per linear as wide as ffn (`linearWidths`: every linear's output width
+/// across the whole model, not one rank's); where ffn is h the attention's
+/// q and output projections and the MLP's second linear are as wide, and
+/// not the MLP's products.
+LayerShape layerShapeOf(int64_t hidden, int64_t heads, int64_t kvHeads,
+                        int64_t ffn, llvm::ArrayRef<int64_t> linearWidths,
+                        int64_t norms, int64_t normStats);
 
 /// [A8] Activation bytes one transformer layer keeps for its backward per
 /// rank, as Triax builds it (its flash attention keeps the output and the
@@ -334,6 +331,10 @@ struct ModuleFacts {
   Plan plan;
   int64_t globalBatch = 0, microBatch = 0, seq = 0;
   int64_t layers = 0, hidden = 0, heads = 0;
+  /// The first block's shape, whole-model sizes ([A8]), and the bytes of
+  /// the compute type.
+  LayerShape layer;
+  int64_t activationBytes = 4;
   double layerParams = 0; // elements of the blocks' parameters (N_L, [F2])
   /// [A9] peak bytes of @forward_backward's tensors, one micro-batch, from
   /// the IR's liveness (what the CPU runtime measures as "activ").
@@ -366,7 +367,7 @@ struct Report {
   ModuleFacts facts;
   Hardware hardware;
   double efficiency = 0.5;
-  double activationsPerLayer = 0;    // bytes, [A1]-[A5]
+  double activationsPerLayer = 0;    // bytes, [A8]
   double bubble = 0;                 // [P1]
   double flopsPerToken = 0;          // [F1] + [F2]
   double recomputeFlopsPerToken = 0; // [F2], included in flopsPerToken

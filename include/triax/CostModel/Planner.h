@@ -46,8 +46,8 @@ struct ModelShape {
   // product and activation; 4: SwiGLU's two products, SiLU and product).
   int64_t expertMlpTensors = 0;
   // What [A8] counts of a layer (its first block's): the dense MLP's kept
-  // tensors per token in ffn (2 x its linears as wide as ffn; 0 for a MoE
-  // layer), its norms and their f32 statistics per token.
+  // tensors per token in ffn (layerShapeOf; 0 for a MoE layer), its norms
+  // and their f32 statistics per token.
   int64_t mlpTensors = 0, norms = 0, normStats = 0;
   LayerShape layerShape() const {
     return {hidden, heads, kvHeads, ffn, mlpTensors, norms, normStats};

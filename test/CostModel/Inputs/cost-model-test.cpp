@@ -92,35 +92,35 @@ int main() {
   expectEq("M1-3 tiny dp=2 zero-1",
            stateBytesPerRank(tiny, 2, 1, DTypeMode::FP32).total(), 1446912);
 
-  // [A1]-[A5] s = 64, b = 8, h = 64, a = 4: sbh = 32768, 5as/h = 20.
-  // A1: 32768 x (34 + 20) = 1,769,472.
-  expectNear("A1 no parallelism",
-             activationBytesPerLayer(64, 8, 64, 4, 1, false, Recompute::None),
-             1769472);
-  // A2, t = 2: 32768 x (10 + 24/2 + 20/2) = 32768 x 32 = 1,048,576.
-  expectNear("A2 tensor parallel",
-             activationBytesPerLayer(64, 8, 64, 4, 2, false, Recompute::None),
-             1048576);
-  // A3, t = 2: 32768 x 54 / 2 = 884,736.
-  expectNear("A3 tensor + sequence parallel",
-             activationBytesPerLayer(64, 8, 64, 4, 2, true, Recompute::None),
-             884736);
-  // A4, t = 2: 32768 x (10 + 12) = 720,896; with SP 32768 x 17 = 557,056.
-  expectNear(
-      "A4 selective recompute",
-      activationBytesPerLayer(64, 8, 64, 4, 2, false, Recompute::Selective),
-      720896);
-  expectNear(
-      "A4 selective recompute + SP",
-      activationBytesPerLayer(64, 8, 64, 4, 2, true, Recompute::Selective),
-      557056);
-  // A5: 2 x 32768 = 65,536; with SP over 2: 32,768.
-  expectNear("A5 full recompute",
-             activationBytesPerLayer(64, 8, 64, 4, 2, false, Recompute::Full),
-             65536);
-  expectNear("A5 full recompute + SP",
-             activationBytesPerLayer(64, 8, 64, 4, 2, true, Recompute::Full),
-             32768);
+  // [A8] a GPT-2 layer of tiny (h = 64, 4 heads, GELU MLP of 256, two
+  // LayerNorms), s = 64, b = 8 (512 tokens), f32, against the IR's
+  // liveness per layer ([A9] of 2 blocks minus 1, plan-activations.test):
+  // 4h + (2h + 2h + 2 x 256)/t elements and 4 + 4/t f32 statistics a token.
+  {
+    LayerShape gpt{64, 4, 4, 256, 2, 2, 4};
+    auto kept = [&](int64_t t, bool sp, Recompute r, int64_t cp = 1,
+                    int64_t bytes = 4) {
+      return keptBytesPerLayer(gpt, 64, 8, t, sp, r, cp, bytes);
+    };
+    // 512 x (256 + 768 + 8) x 4.
+    expectNear("A8 one rank", kept(1, false, Recompute::None), 2113536);
+    // 512 x (256 + 384 + 4 + 2) x 4.
+    expectNear("A8 tp=2", kept(2, false, Recompute::None), 1323008);
+    // 512 x (128 + (128 + 768)/2 + 2 + 2) x 4.
+    expectNear("A8 tp=2 sp", kept(2, true, Recompute::None), 1187840);
+    // The attention's output and log-sum-exps recomputed: 512 x (256 +
+    // 704 + 4) x 4.
+    expectNear("A8 selective", kept(1, false, Recompute::Selective), 1974272);
+    // The layer's input: 512 x 64 x 4; split over tp with SP.
+    expectNear("A8 full", kept(1, false, Recompute::Full), 131072);
+    expectNear("A8 full tp=2 sp", kept(2, true, Recompute::Full), 65536);
+    // bf16: 512 x (1,024 x 2 + 8 x 4).
+    expectNear("A8 bf16", kept(1, false, Recompute::None, 1, 2), 1064960);
+    // cp = 2: half the tokens.
+    expectNear("A8 cp=2", kept(1, false, Recompute::None, 2), 1056768);
+    std::string label = keptFormulaLabel(gpt, 2, false, Recompute::None);
+    expectEq(("A8 label " + label).c_str(), label == "[A8] sbh(4 + 12/t)", 1);
+  }
 
   // [C1] ring all_reduce. n = 8 f32 (S = 32) over 2: 2(1/2) 32 = 32.
   expectEq("C1 all_reduce 8 over 2", allReduceBytes(8, 4, 2), 32);
