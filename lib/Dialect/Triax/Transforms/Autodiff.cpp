@@ -344,6 +344,9 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
     return failure();
 
   SmallVector<ParamGrad> updated;
+  // The last op placed after each gradient's producer (keeps the
+  // parameters' order among gradients one op makes).
+  llvm::DenseMap<Operation *, Operation *> placedAfter;
   for (ParamOp param : model.getParams()) {
     Value grad = grads.params.lookup(param.getSymNameAttr());
     if (!grad) {
@@ -352,13 +355,27 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
       continue;
     }
     // A replicated parameter each rank applied to its slice of the
-    // activations (sequence parallelism): the full gradient is the sum of
-    // the slices' over the group, equal on every member after it.
-    if (auto partial = param->getAttrOfType<dist::PartialGradAttr>(
-            dist::DistDialect::kPartialGradAttrName))
+    // activations (sequence parallelism, context parallelism): the full
+    // gradient is the sum of the slices' over the group, equal on every
+    // member after it. Summed right after the gradient is made and added
+    // into its buffer there, so that each gradient's partial and summed
+    // copies live for a moment, not until the end of the backward (under
+    // context parallelism every gradient is partial).
+    auto partial = param->getAttrOfType<dist::PartialGradAttr>(
+        dist::DistDialect::kPartialGradAttrName);
+    OpBuilder::InsertionGuard early(b);
+    Operation *producer = grad.getDefiningOp();
+    if (partial && producer) {
+      Operation *&last = placedAfter[producer];
+      b.setInsertionPointAfter(last ? last : producer);
       grad = dist::AllReduceOp::create(
           b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
           partial.getMesh().getValue(), partial.getAxes());
+    } else if (partial) {
+      grad = dist::AllReduceOp::create(
+          b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
+          partial.getMesh().getValue(), partial.getAxes());
+    }
     // A parameter whose gradient sums several ranks' losses (an expert
     // split over ep, dist-expert-parallel): scaled to their mean.
     if (auto scale = param->getAttrOfType<FloatAttr>(
@@ -371,9 +388,11 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
                                       scale.getValueAsDouble());
       grad = MulOp::create(b, param.getLoc(), grad.getType(), grad, factor);
     }
-    AccumulateGradOp::create(b, param.getLoc(),
-                             FlatSymbolRefAttr::get(param.getSymNameAttr()),
-                             grad);
+    auto acc = AccumulateGradOp::create(
+        b, param.getLoc(), FlatSymbolRefAttr::get(param.getSymNameAttr()),
+        grad);
+    if (partial && producer)
+      placedAfter[producer] = acc;
     updated.push_back({param, grad.getType()});
   }
   return updated;
