@@ -531,14 +531,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                         ? perLayer
                         : perLayer * layersOn * double(mem.inFlight);
     }
-    // [A6] on the last stage; ZB-H1 defers its W passes there, each
-    // holding its micro-batch's logits gradient (the head's weight
-    // gradient reads it): one for each micro-batch in flight.
+    // [A6] on the last stage, for each micro-batch in flight there (GPipe:
+    // all m; ZB-H1's deferred W passes hold their logits' gradients, which
+    // the head's weight gradient reads).
     if (stage == p - 1)
-      mem.logits =
-          logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
-                      model.activationBytes < 4, plan.sequenceParallel) *
-          (plan.schedule == Schedule::ZeroBubbleH1 ? mem.inFlight : 1);
+      mem.logits = logitsBytes(
+          s / cp, b, vocab, h, t, model.activationBytes,
+          model.activationBytes<4, plan.sequenceParallel, mem.inFlight, p> 1);
     // Full recomputation rebuilds one layer's activations at a time in the
     // backward, while the head's are gone.
     if (plan.recompute == Recompute::Full && layersOn > 0)

@@ -210,16 +210,21 @@ std::string keptFormulaLabel(const LayerShape &layer, int64_t tp,
                              bool sequenceParallel, Recompute recompute,
                              int64_t cp = 1);
 
-/// [A6] What the head holds on a rank of the last stage for one
-/// micro-batch: the logits, s b V/t elements of `elemBytes` (Triax's
-/// cross-entropy writes their gradient over them; Korthikanti et al. count
-/// 2 s b V/t, logits and gradient), and the final norm's input, output and
-/// gradient, 3 s b h (one of them split over t with sequence parallelism);
-/// with `weightCopy` (a compute type narrower than the f32 master weights)
-/// also the head's weight in the compute type, V/t h.
+/// [A6] What the head holds on a rank of the last stage: for each of the
+/// `inFlight` micro-batches whose forward is done and backward is not, the
+/// logits, s b V/t elements of `elemBytes`, and the final norm's input and
+/// output, 2 s b h (the input split over t with sequence parallelism); once,
+/// the head's input gradient, s b h. One rank writes the logits' gradient
+/// over them; a pipeline's last stage keeps the logits as its forward
+/// function's output and its backward writes their gradient into a buffer
+/// of its own (`pipelined`: s b V/t more). With `weightCopy` (a compute
+/// type narrower than the f32 master weights) also the head's weight in
+/// the compute type, V/t h. (Korthikanti et al. count 2 s b V/t, logits and
+/// gradient.)
 double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
                    int64_t elemBytes, bool weightCopy = false,
-                   bool sequenceParallel = false);
+                   bool sequenceParallel = false, double inFlight = 1,
+                   bool pipelined = false);
 
 /// [P2] Micro-batches whose activations stage `stage` of `pp` holds at its
 /// peak, in units of the stage's layers: GPipe all m (every forward before
