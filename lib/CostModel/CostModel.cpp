@@ -278,20 +278,28 @@ std::string triax::cost::keptFormulaLabel(const LayerShape &layer, int64_t tp,
 
 double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h,
                                 int64_t t, int64_t elemBytes, bool weightCopy,
-                                bool sequenceParallel, double inFlight,
-                                bool pipelined) {
-  // [A6] per micro-batch in flight the logits (one rank writes their
-  // gradient over them; a pipeline stage's backward into a buffer of its
-  // own) and the final norm's input (split over t with sequence
+                                bool sequenceParallel, double inFlight) {
+  // [A6] per micro-batch in flight the logits (their gradient written over
+  // them) and the final norm's input (split over t with sequence
   // parallelism) and output; once the head's input gradient; the head's
   // weight in the compute type.
   const double td = double(std::max<int64_t>(t, 1));
   const double local = double(vocab) / td;
   const double norm = (1.0 + (sequenceParallel ? 1.0 / td : 1.0)) * double(h);
   const double tokens = double(s) * double(b);
-  return (tokens * (inFlight * (local + norm) + double(h) +
-                    (pipelined ? local : 0.0)) +
+  return (tokens * (inFlight * (local + norm) + double(h)) +
           (weightCopy ? local * double(h) : 0.0)) *
+         double(elemBytes);
+}
+
+double triax::cost::backwardWorkingBytes(const LayerShape &layer, int64_t s,
+                                         int64_t b, int64_t t, int64_t cp,
+                                         int64_t elemBytes) {
+  const double tokens =
+      double(s) * double(b) / double(std::max<int64_t>(cp, 1));
+  return tokens *
+         (double(layer.hidden) + double(layer.mlpTensors * layer.ffn) /
+                                     double(std::max<int64_t>(t, 1))) *
          double(elemBytes);
 }
 

@@ -535,9 +535,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // all m; ZB-H1's deferred W passes hold their logits' gradients, which
     // the head's weight gradient reads).
     if (stage == p - 1)
-      mem.logits = logitsBytes(
-          s / cp, b, vocab, h, t, model.activationBytes,
-          model.activationBytes<4, plan.sequenceParallel, mem.inFlight, p> 1);
+      mem.logits = logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
+                               model.activationBytes < 4, plan.sequenceParallel,
+                               mem.inFlight);
+    // A pipeline stage's backward function holds its working set on top
+    // of the kept activations (under full recomputation: the rebuilt
+    // layer's, below).
+    if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
+      mem.working = backwardWorkingBytes(model.layerShape(), s, b, t, cp,
+                                         model.activationBytes);
     // Full recomputation rebuilds one layer's activations at a time in the
     // backward, while the head's are gone.
     if (plan.recompute == Recompute::Full && layersOn > 0)
@@ -545,7 +551,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                                             plan.sequenceParallel, cp,
                                             model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
-               mem.activations + mem.experts +
+               mem.activations + mem.experts + mem.working +
                std::max(mem.logits, mem.recomputed);
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
@@ -1173,6 +1179,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
      << llvm::format("%g", m.inFlight) << " in flight [P2])";
   if (m.experts > 0)
     os << " + MoE buffers " << human(m.experts) << " [A7]";
+  if (m.working > 0)
+    os << " + backward working set " << human(m.working);
   if (m.logits > 0 && m.recomputed > 0)
     os << " + max(logits " << human(m.logits) << " [A6], one layer recomputed "
        << human(m.recomputed) << " [A8])";
@@ -1244,6 +1252,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                     {"activations", c.memory.activations},
                                     {"logits", c.memory.logits},
                                     {"recomputed", c.memory.recomputed},
+                                    {"working", c.memory.working},
                                     {"moe_buffers", c.memory.experts},
                                     {"in_flight", c.memory.inFlight},
                                     {"layers", c.memory.layers},

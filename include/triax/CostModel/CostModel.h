@@ -212,19 +212,24 @@ std::string keptFormulaLabel(const LayerShape &layer, int64_t tp,
 
 /// [A6] What the head holds on a rank of the last stage: for each of the
 /// `inFlight` micro-batches whose forward is done and backward is not, the
-/// logits, s b V/t elements of `elemBytes`, and the final norm's input and
-/// output, 2 s b h (the input split over t with sequence parallelism); once,
-/// the head's input gradient, s b h. One rank writes the logits' gradient
-/// over them; a pipeline's last stage keeps the logits as its forward
-/// function's output and its backward writes their gradient into a buffer
-/// of its own (`pipelined`: s b V/t more). With `weightCopy` (a compute
-/// type narrower than the f32 master weights) also the head's weight in
-/// the compute type, V/t h. (Korthikanti et al. count 2 s b V/t, logits and
+/// logits, s b V/t elements of `elemBytes` (the cross-entropy writes their
+/// gradient over them; on a pipeline's last stage dist-pipeline runs it at
+/// the end of the forward function), and the final norm's input and
+/// output, 2 s b h (the input split over t with sequence parallelism);
+/// once, the head's input gradient, s b h. With `weightCopy` (a compute
+/// type narrower than the f32 master weights) also the head's weight in the
+/// compute type, V/t h. (Korthikanti et al. count 2 s b V/t, logits and
 /// gradient.)
 double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
                    int64_t elemBytes, bool weightCopy = false,
-                   bool sequenceParallel = false, double inFlight = 1,
-                   bool pipelined = false);
+                   bool sequenceParallel = false, double inFlight = 1);
+
+/// What a pipeline stage's backward function holds besides the stage's
+/// kept activations while it runs through a layer: the gradient it
+/// received and the MLP's gradients, s b (h + k ffn/t) elements (GPT-2:
+/// 9h a token). Without a pipeline the head's peak hides it.
+double backwardWorkingBytes(const LayerShape &layer, int64_t s, int64_t b,
+                            int64_t t, int64_t cp, int64_t elemBytes);
 
 /// [P2] Micro-batches whose activations stage `stage` of `pp` holds at its
 /// peak, in units of the stage's layers: GPipe all m (every forward before

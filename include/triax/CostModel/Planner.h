@@ -135,6 +135,8 @@ struct MemoryBreakdown {
   // Full recomputation: one layer's [A8] rebuilt in the backward (not at
   // the same time as the logits: the peak takes the larger).
   double recomputed = 0;
+  // A pipeline stage's backward working set (backwardWorkingBytes).
+  double working = 0;
   double experts = 0;  // [A7] the MoE buffers x layers x in flight
   double peak = 0;     // the sum, on the fullest stage
   int64_t stage = 0;   // the fullest stage

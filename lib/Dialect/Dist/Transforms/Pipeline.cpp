@@ -786,6 +786,38 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
            << place[loss.getDefiningOp()].stage << ", not the last ("
            << stages - 1 << ")";
 
+  // A backward op that reads nothing but its stage's forward values (and
+  // constants and arguments), and is the only backward reader of one it
+  // could be written over (of its type), runs at the end of the forward
+  // instead: the last stage's loss gradient is then made where the logits
+  // are, written over them, and the forward keeps it for the backward,
+  // where the backward made it in a second V-wide buffer beside the logits
+  // the forward kept.
+  for (Operation &op : body.without_terminator()) {
+    Place &p = place[&op];
+    if (p.dir != Bwd || p.stage < 0 || op.getNumResults() != 1 ||
+        op.getNumRegions() != 0)
+      continue;
+    bool forwardOnly = true, overwrites = false;
+    for (Value operand : op.getOperands()) {
+      if (isa<BlockArgument>(operand))
+        continue;
+      Place q = place[operand.getDefiningOp()];
+      if (q.stage < 0)
+        continue;
+      if (q.stage != p.stage || q.dir != Fwd) {
+        forwardOnly = false;
+        break;
+      }
+      overwrites |= operand.getType() == op.getResult(0).getType() &&
+                    llvm::all_of(operand.getUsers(), [&](Operation *user) {
+                      return user == &op || place[user].dir == Fwd;
+                    });
+    }
+    if (forwardOnly && overwrites)
+      p.dir = Fwd;
+  }
+
   // What crosses between stages.
   std::vector<StageIO> io(stages);
   for (Operation &op : body.without_terminator()) {
