@@ -788,11 +788,11 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
 
   // A backward op that reads nothing but its stage's forward values (and
   // constants and arguments), and is the only backward reader of one it
-  // could be written over (of its type), runs at the end of the forward
-  // instead: the last stage's loss gradient is then made where the logits
-  // are, written over them, and the forward keeps it for the backward,
-  // where the backward made it in a second V-wide buffer beside the logits
-  // the forward kept.
+  // can be written over (of its type), runs at the end of the forward
+  // instead, and the forward keeps its result in that value's place: the
+  // last stage's loss gradient is made over the logits, one V-wide buffer
+  // per micro-batch in flight where the backward made it in a second one
+  // beside the logits the forward kept.
   for (Operation &op : body.without_terminator()) {
     Place &p = place[&op];
     if (p.dir != Bwd || p.stage < 0 || op.getNumResults() != 1 ||
@@ -802,7 +802,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     for (Value operand : op.getOperands()) {
       if (isa<BlockArgument>(operand))
         continue;
-      Place q = place[operand.getDefiningOp()];
+      Place q = place.lookup(operand.getDefiningOp());
       if (q.stage < 0)
         continue;
       if (q.stage != p.stage || q.dir != Fwd) {
@@ -811,7 +811,7 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
       }
       overwrites |= operand.getType() == op.getResult(0).getType() &&
                     llvm::all_of(operand.getUsers(), [&](Operation *user) {
-                      return user == &op || place[user].dir == Fwd;
+                      return user == &op || place.lookup(user).dir == Fwd;
                     });
     }
     if (forwardOnly && overwrites)

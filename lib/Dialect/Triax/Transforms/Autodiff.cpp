@@ -365,13 +365,11 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
         dist::DistDialect::kPartialGradAttrName);
     OpBuilder::InsertionGuard early(b);
     Operation *producer = grad.getDefiningOp();
-    if (partial && producer) {
-      Operation *&last = placedAfter[producer];
-      b.setInsertionPointAfter(last ? last : producer);
-      grad = dist::AllReduceOp::create(
-          b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
-          partial.getMesh().getValue(), partial.getAxes());
-    } else if (partial) {
+    if (partial) {
+      if (producer) {
+        Operation *last = placedAfter.lookup(producer);
+        b.setInsertionPointAfter(last ? last : producer);
+      }
       grad = dist::AllReduceOp::create(
           b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
           partial.getMesh().getValue(), partial.getAxes());
