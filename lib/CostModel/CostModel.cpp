@@ -187,6 +187,11 @@ StateBytes triax::cost::stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems,
 }
 
 namespace {
+/// The tokens of one micro-batch a rank holds: s b over the cp ranks.
+double tokensPerRank(int64_t s, int64_t b, int64_t cp) {
+  return double(s) * double(b) / double(std::max<int64_t>(cp, 1));
+}
+
 /// [A8]'s per-token terms, in units of h: `repl` whole on every tp rank,
 /// `split` divided by t; `stats` f32 elements per token (after t).
 struct KeptTerms {
@@ -217,25 +222,13 @@ KeptTerms keptTerms(const LayerShape &l, int64_t t, bool sequenceParallel,
 }
 } // namespace
 
-LayerShape triax::cost::layerShapeOf(int64_t hidden, int64_t heads,
-                                     int64_t kvHeads, int64_t ffn,
-                                     llvm::ArrayRef<int64_t> linearWidths,
-                                     int64_t norms, int64_t normStats) {
-  int64_t products = llvm::count(linearWidths, ffn);
-  if (ffn == hidden)
-    products -= 3 + (kvHeads == heads ? 2 : 0);
-  return {hidden, heads,    kvHeads, ffn, 2 * std::max<int64_t>(products, 0),
-          norms,  normStats};
-}
-
 double triax::cost::keptBytesPerLayer(const LayerShape &layer, int64_t s,
                                       int64_t b, int64_t t,
                                       bool sequenceParallel,
                                       Recompute recompute, int64_t cp,
                                       int64_t elemBytes) {
   const KeptTerms k = keptTerms(layer, t, sequenceParallel, recompute);
-  const double tokens =
-      double(s) * double(b) / double(std::max<int64_t>(cp, 1));
+  const double tokens = tokensPerRank(s, b, cp);
   const double perToken = (k.repl + k.split / double(std::max<int64_t>(t, 1))) *
                               double(layer.hidden) * double(elemBytes) +
                           k.stats * 4.0;
@@ -246,8 +239,7 @@ double triax::cost::recomputedLayerBytes(const LayerShape &layer, int64_t s,
                                          int64_t b, int64_t t,
                                          bool sequenceParallel, int64_t cp,
                                          int64_t elemBytes) {
-  const double tokens =
-      double(s) * double(b) / double(std::max<int64_t>(cp, 1));
+  const double tokens = tokensPerRank(s, b, cp);
   const double gradient = double(layer.ffn) / double(std::max<int64_t>(t, 1)) +
                           (sequenceParallel ? double(layer.hidden) : 0.0);
   return keptBytesPerLayer(layer, s, b, t, sequenceParallel, Recompute::None,
@@ -295,8 +287,7 @@ double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h,
 double triax::cost::backwardWorkingBytes(const LayerShape &layer, int64_t s,
                                          int64_t b, int64_t t, int64_t cp,
                                          int64_t elemBytes) {
-  const double tokens =
-      double(s) * double(b) / double(std::max<int64_t>(cp, 1));
+  const double tokens = tokensPerRank(s, b, cp);
   return tokens *
          (double(layer.hidden) + double(layer.mlpTensors * layer.ffn) /
                                      double(std::max<int64_t>(t, 1))) *

@@ -42,6 +42,55 @@ struct ParamUse {
 };
 } // namespace
 
+LayerShape triax::cost::readLayerShape(mlir::Operation *model, int64_t hidden,
+                                       int64_t heads, int64_t kvHeads,
+                                       int64_t ffn) {
+  tx::BlockOp first;
+  model->walk([&](tx::BlockOp block) {
+    if (!first && !block->getParentOfType<tx::BlockOp>() &&
+        !block.getName().ends_with(tx::ModelOp::kGradSuffix))
+      first = block;
+  });
+  LayerShape layer{hidden, heads, kvHeads, ffn, 0, 0, 0};
+  if (!first)
+    return layer;
+  llvm::SmallVector<int64_t> widths;
+  first.walk([&](tx::CostOpInterface op) {
+    tx::ModelFacts told;
+    op.describeModel(told);
+    if (told.normStats) {
+      ++layer.norms;
+      layer.normStats += told.normStats;
+    }
+    if (!told.weight)
+      return;
+    // The parameter behind the weight (a cast, a gather in between): its
+    // type is the whole tensor, whatever a rank holds.
+    mlir::Value w = told.weight;
+    for (int hop = 0;
+         hop < 4 && w.getDefiningOp() && !w.getDefiningOp<tx::GetParamOp>() &&
+         w.getDefiningOp()->getNumOperands() > 0;
+         ++hop)
+      w = w.getDefiningOp()->getOperand(0);
+    auto get = w.getDefiningOp<tx::GetParamOp>();
+    auto owner = get ? get->getParentOfType<tx::ModelOp>() : tx::ModelOp();
+    auto param = owner ? owner.lookupSymbol<tx::ParamOp>(get.getNameAttr())
+                       : tx::ParamOp();
+    auto type = param ? llvm::dyn_cast<mlir::RankedTensorType>(param.getType())
+                      : mlir::RankedTensorType();
+    widths.push_back(type && told.weightOutputDim < type.getRank()
+                         ? type.getDimSize(told.weightOutputDim)
+                         : told.width);
+  });
+  if (layer.ffn <= 0)
+    layer.ffn = widths.empty() ? hidden : *llvm::max_element(widths);
+  int64_t products = llvm::count(widths, layer.ffn);
+  if (layer.ffn == hidden)
+    products -= 3 + (kvHeads == heads ? 2 : 0);
+  layer.mlpTensors = 2 * std::max<int64_t>(products, 0);
+  return layer;
+}
+
 llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   tx::ModelOp model;
   module.walk([&](tx::ModelOp m) {
@@ -139,14 +188,6 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
   // which parameters are read where; the MoE layers and their experts'
   // products (2 per layer for GELU experts, 3 for SwiGLU).
   int64_t products = 0, layersWithExperts = 0;
-  // The first block, whose norms and linears [A8] counts (the blocks of a
-  // transformer are alike); the widths of its linears.
-  tx::BlockOp firstBlock;
-  forward.walk([&](tx::BlockOp block) {
-    if (!firstBlock && !block->getParentOfType<tx::BlockOp>())
-      firstBlock = block;
-  });
-  llvm::SmallVector<int64_t> firstBlockWidths;
   forward.walk([&](mlir::Operation *op) {
     if (auto get = llvm::dyn_cast<tx::GetParamOp>(op)) {
       auto it = params.find(get.getName());
@@ -181,14 +222,6 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       return;
     tx::ModelFacts facts;
     described.describeModel(facts);
-    if (firstBlock && firstBlock->isProperAncestor(op)) {
-      if (facts.normStats) {
-        ++shape.norms;
-        shape.normStats += facts.normStats;
-      }
-      if (facts.weight)
-        firstBlockWidths.push_back(facts.width);
-    }
     if (facts.layer && !op->getParentOfType<tx::BlockOp>()) {
       ++shape.layers;
       if (facts.hidden)
@@ -228,10 +261,11 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
   // [A8]: a dense MLP keeps each ffn-wide product and its activation (GELU:
   // 2; SwiGLU's two products: 4); a MoE layer's experts are [A7]'s.
-  LayerShape layer =
-      layerShapeOf(shape.hidden, shape.heads, shape.kvHeads, shape.ffn,
-                   firstBlockWidths, shape.norms, shape.normStats);
+  LayerShape layer = readLayerShape(model, shape.hidden, shape.heads,
+                                    shape.kvHeads, shape.ffn);
   shape.mlpTensors = layer.mlpTensors;
+  shape.norms = layer.norms;
+  shape.normStats = layer.normStats;
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)
     return failure("@forward of @" + shape.name +
                    " has no triax.block with a triax.attention: dist-plan "

@@ -463,43 +463,7 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
   if (!fb)
     return failure("no @forward_backward: run triax-parallelize (or "
                    "triax-autodiff) first, e.g. triaxc --emit=mlir");
-  // [A8]: the first block's norms and linears (whole-model widths: a
-  // linear's weight is its parameter's, whose type is the whole tensor).
-  tx::BlockOp firstBlock;
-  model.walk([&](tx::BlockOp block) {
-    if (!firstBlock && !block->getParentOfType<tx::BlockOp>() &&
-        !block.getName().ends_with(mlir::triax::ModelOp::kGradSuffix))
-      firstBlock = block;
-  });
-  int64_t kvHeads = 0, norms = 0, normStats = 0;
-  llvm::SmallVector<int64_t> widths;
-  if (firstBlock)
-    firstBlock.walk([&](tx::CostOpInterface op) {
-      tx::ModelFacts told;
-      op.describeModel(told);
-      if (told.normStats) {
-        ++norms;
-        normStats += told.normStats;
-      }
-      if (!told.weight)
-        return;
-      // The parameter behind the weight (a cast, a gather in between).
-      mlir::Value w = told.weight;
-      for (int hop = 0;
-           hop < 4 && w.getDefiningOp() && !w.getDefiningOp<tx::GetParamOp>() &&
-           w.getDefiningOp()->getNumOperands() > 0;
-           ++hop)
-        w = w.getDefiningOp()->getOperand(0);
-      auto get = w.getDefiningOp<tx::GetParamOp>();
-      auto param = get ? model.lookupSymbol<tx::ParamOp>(get.getNameAttr())
-                       : tx::ParamOp();
-      auto type = param
-                      ? llvm::dyn_cast<mlir::RankedTensorType>(param.getType())
-                      : mlir::RankedTensorType();
-      widths.push_back(type && told.weightOutputDim < type.getRank()
-                           ? type.getDimSize(told.weightOutputDim)
-                           : told.width);
-    });
+  int64_t kvHeads = 0;
   std::set<std::string> blocks;
   fb.walk([&](mlir::Operation *op) {
     // What the op tells of the model (CostOpInterface::describeModel).
@@ -526,10 +490,8 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
           mode.getValue() == "full" ? Recompute::Full : Recompute::Selective;
   });
   facts.layers = int64_t(blocks.size());
-  facts.layer =
-      layerShapeOf(facts.hidden, facts.heads, kvHeads,
-                   widths.empty() ? facts.hidden : *llvm::max_element(widths),
-                   widths, norms, normStats);
+  // [A8]'s layer, whole-model sizes.
+  facts.layer = readLayerShape(model, facts.hidden, facts.heads, kvHeads);
   facts.activationPeak = activationPeakFromLiveness(fb.getBody().front());
   // N_L of [F2]: the parameters named after a block ("h.0.attn.q.weight").
   for (mlir::Operation &op : model.getBody().front())

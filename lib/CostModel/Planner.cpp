@@ -448,9 +448,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                       (p > 1 ? double(model.tiedSplit) / td : 0.0) +
                       (tied ? (p > 1 ? padRows / td : 0.0) : padRows / td);
   const StateBytes per = bytesPerParam(model.dtype);
+  const LayerShape layer = model.layerShape();
   const double act =
-      keptBytesPerLayer(model.layerShape(), s, b, t, plan.sequenceParallel,
-                        plan.recompute, cp, model.activationBytes); // [A8]
+      keptBytesPerLayer(layer, s, b, t, plan.sequenceParallel, plan.recompute,
+                        cp, model.activationBytes); // [A8]
   const PipelineStages pipe = pipelineStages(model, p, v, vocab);
   auto layersOf = [&](int64_t stage) -> double {
     return pipe.layers.empty() ? 1.0 : double(pipe.layers[stage]);
@@ -489,8 +490,6 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
     MemoryBreakdown mem;
     mem.stage = stage;
-    mem.activationFormula = keptFormulaLabel(
-        model.layerShape(), t, plan.sequenceParallel, plan.recompute, cp);
     StateBytes st = stateBytesPerRank({int64_t(std::llround(elems))}, d,
                                       plan.zeroStage, model.dtype);
     if (e > 1 && plan.zeroStage > 0) {
@@ -542,14 +541,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // of the kept activations (under full recomputation: the rebuilt
     // layer's, below).
     if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
-      mem.working = backwardWorkingBytes(model.layerShape(), s, b, t, cp,
-                                         model.activationBytes);
+      mem.working =
+          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes);
     // Full recomputation rebuilds one layer's activations at a time in the
     // backward, while the head's are gone.
     if (plan.recompute == Recompute::Full && layersOn > 0)
-      mem.recomputed = recomputedLayerBytes(model.layerShape(), s, b, t,
-                                            plan.sequenceParallel, cp,
-                                            model.activationBytes);
+      mem.recomputed = recomputedLayerBytes(
+          layer, s, b, t, plan.sequenceParallel, cp, model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activations + mem.experts + mem.working +
                std::max(mem.logits, mem.recomputed);
@@ -1161,7 +1159,7 @@ PlanResult triax::cost::planModel(const ModelShape &model,
 
 namespace {
 void printCandidate(llvm::raw_ostream &os, const Candidate &c,
-                    const Hardware &hw) {
+                    const ModelShape &model, const Hardware &hw) {
   const MemoryBreakdown &m = c.memory;
   os << "  step " << ms(c.step.total) << " = compute " << ms(c.step.compute)
      << " [T1] + communication " << ms(c.step.comm) << " [T2] + bubble "
@@ -1175,8 +1173,10 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
   if (m.zeroGather > 0)
     os << " + gathered " << human(m.zeroGather) << " [M5]";
   os << " + activations " << human(m.activations) << " (" << m.layers
-     << " layers x " << m.activationFormula << " x "
-     << llvm::format("%g", m.inFlight) << " in flight [P2])";
+     << " layers x "
+     << keptFormulaLabel(model.layerShape(), c.plan.tp, c.plan.sequenceParallel,
+                         c.plan.recompute, c.plan.cp)
+     << " x " << llvm::format("%g", m.inFlight) << " in flight [P2])";
   if (m.experts > 0)
     os << " + MoE buffers " << human(m.experts) << " [A7]";
   if (m.working > 0)
@@ -1293,7 +1293,7 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
   for (size_t i = 0; i < r.top.size(); ++i) {
     const Candidate &c = r.top[i];
     os << "\n#" << i + 1 << " " << describePlan(c) << "\n";
-    printCandidate(os, c, hw);
+    printCandidate(os, c, m, hw);
   }
   if (r.fits == 0)
     os << "\nno plan fits\n";

@@ -32,6 +32,10 @@ namespace mlir {
 class ModuleOp;
 } // namespace mlir
 
+namespace mlir {
+class Operation;
+} // namespace mlir
+
 namespace triax::cost {
 
 //===----------------------------------------------------------------------===//
@@ -170,15 +174,16 @@ struct LayerShape {
   int64_t norms = 2, normStats = 4;
 };
 
-/// A layer's shape from what its block holds (the planner reads the model
-/// before parallelization, the report after): the MLP's tensors counted as
-/// 2 per linear as wide as ffn (`linearWidths`: every linear's output width
-/// across the whole model, not one rank's); where ffn is h the attention's
-/// q and output projections and the MLP's second linear are as wide, and
-/// not the MLP's products.
-LayerShape layerShapeOf(int64_t hidden, int64_t heads, int64_t kvHeads,
-                        int64_t ffn, llvm::ArrayRef<int64_t> linearWidths,
-                        int64_t norms, int64_t normStats);
+/// A layer's shape, read off the first forward `triax.block` of `model` (a
+/// `triax.model`; the planner reads it before parallelization, the report
+/// after: the blocks of a transformer are alike): its norms and their
+/// statistics (CostOpInterface::describeModel), and the MLP's tensors, 2 per
+/// linear as wide as `ffn` (each linear's whole-model width, its weight
+/// parameter's; `ffn` 0: the block's widest linear). Where ffn is h, the
+/// attention's q and output projections and the MLP's second linear are as
+/// wide, and not the MLP's products.
+LayerShape readLayerShape(mlir::Operation *model, int64_t hidden, int64_t heads,
+                          int64_t kvHeads, int64_t ffn = 0);
 
 /// [A8] Activation bytes one transformer layer keeps for its backward per
 /// rank, as Triax builds it (its flash attention keeps the output and the

@@ -46,7 +46,7 @@ struct ModelShape {
   // product and activation; 4: SwiGLU's two products, SiLU and product).
   int64_t expertMlpTensors = 0;
   // What [A8] counts of a layer (its first block's): the dense MLP's kept
-  // tensors per token in ffn (layerShapeOf; 0 for a MoE layer), its norms
+  // tensors per token in ffn (readLayerShape; 0 for a MoE layer), its norms
   // and their f32 statistics per token.
   int64_t mlpTensors = 0, norms = 0, normStats = 0;
   LayerShape layerShape() const {
@@ -142,7 +142,6 @@ struct MemoryBreakdown {
   int64_t stage = 0;   // the fullest stage
   double inFlight = 1; // micro-batches it holds (interleaved: fractional)
   int64_t layers = 0;  // the blocks it holds
-  std::string activationFormula; // [A8]'s, with the layer's coefficients
 };
 
 struct Candidate {
