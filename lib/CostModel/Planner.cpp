@@ -567,10 +567,23 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const int64_t ranksPerDp = t * cp * e * p;
   // Of the busiest stage's elements, the experts'.
   const int64_t Pexp = int64_t(std::llround(expertsOn * maxElemsLayers));
-  // The data ranks' group (dp x ep, named as the report names its axes) and
-  // the ranks it spans.
-  const std::string dataAxes = d > 1 ? "dp,ep" : "ep";
-  const int64_t dataSpan = (d - 1) * ranksPerDp + (e - 1) * t * cp + 1;
+  // Without ZeRO, context parallelism's gradient sums join the data
+  // ranks' average (dist-data-parallel folds them in): the gradients are
+  // reduced over dp x ep x cp once per step.
+  const int64_t cpData = plan.zeroStage == 0 ? cp : 1;
+  // The data ranks' groups (dp x ep x cp, and the experts' dp x cp, named as
+  // the report names their axes) and the ranks they span.
+  auto groupAxes = [&](bool withEp) {
+    std::string axes;
+    for (auto [name, size] : {std::pair<const char *, int64_t>{"dp", d},
+                              {"ep", withEp ? e : 1},
+                              {"cp", cpData}})
+      if (size > 1)
+        axes += (axes.empty() ? "" : ",") + std::string(name);
+    return axes;
+  };
+  const int64_t dataSpan =
+      (d - 1) * ranksPerDp + (e - 1) * t * cp + (cpData - 1) * t + 1;
   auto load = [](int64_t bytes, int64_t calls, int64_t g, int64_t span) {
     CommLoad l;
     l.bytes = bytes;
@@ -579,8 +592,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     l.spanRanks = span;
     return l;
   };
-  if (D > 1) {
-    int64_t span = (d - 1) * ranksPerDp + 1;
+  if (D * cpData > 1) {
+    const int64_t span = (d - 1) * ranksPerDp + (cpData - 1) * t + 1;
     auto buckets = [&](int64_t elems) {
       return int64_t(std::ceil(double(elems * gradB) / kBucketBytes));
     };
@@ -594,11 +607,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (e > 1) {
       int64_t expertTensors =
           int64_t(double(model.layerExpertTensors) * maxElemsLayers / Ld);
+      groups.push_back({P - Pexp, maxTensors - expertTensors, D * cpData,
+                        dataSpan, groupAxes(true)});
       groups.push_back(
-          {P - Pexp, maxTensors - expertTensors, D, dataSpan, dataAxes});
-      groups.push_back({Pexp, expertTensors, d, span, "dp"});
+          {Pexp, expertTensors, d * cpData, span, groupAxes(false)});
     } else {
-      groups.push_back({P, maxTensors, d, span, "dp"});
+      groups.push_back({P, maxTensors, d * cpData, span, groupAxes(false)});
     }
     for (const Group &g : groups) {
       if (g.size < 2)
@@ -705,9 +719,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // around the ring, cp - 1 shifts each in the forward and again in the
     // backward (which reads the forward's saved log-sum-exp), and their
     // dK/dV accumulators (f32) cp shifts: 2 (3 cp - 2) blocks sent to the
-    // next member per layer. Every parameter's gradient (and the loss) is
-    // all-reduced over cp. The cp axis sits between pp and tp: its members
-    // are t ranks apart.
+    // next member per layer. The loss is all-reduced over cp, and with
+    // ZeRO every parameter's gradient too (without, [C3] reduces them
+    // once per step). The cp axis sits between pp and tp: its members are
+    // t ranks apart.
     const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
     const int64_t span = (cp - 1) * t + 1;
     const int64_t layers = int64_t(maxLayers);
@@ -717,9 +732,20 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         {"send/recv cp", load(blockShifts * kv * model.activationBytes +
                                   accumulatorShifts * kv * 4,
                               blockShifts + accumulatorShifts, 2, span)});
-    c.comm.push_back({"all_reduce cp", load(m * (allReduceBytes(P, gradB, cp) +
-                                                 allReduceBytes(1, 4, cp)),
-                                            m * (maxTensors + 1), cp, span)});
+    const bool gradients = cpData == 1;
+    CommLoad reduce = load(m * ((gradients ? allReduceBytes(P, gradB, cp) : 0) +
+                                allReduceBytes(1, 4, cp)),
+                           m * ((gradients ? maxTensors : 0) + 1), cp, span);
+    // (With dp = 1 the gradients' average is over cp alone: one entry.)
+    auto same = llvm::find_if(c.comm, [](const auto &entry) {
+      return entry.first == "all_reduce cp";
+    });
+    if (same != c.comm.end()) {
+      same->second.bytes += reduce.bytes;
+      same->second.calls += reduce.calls;
+    } else {
+      c.comm.push_back({"all_reduce cp", reduce});
+    }
   }
   if (e > 1 && model.experts > 0) {
     // [C8] per micro-batch and MoE layer, the dispatched buffer (E x b C x

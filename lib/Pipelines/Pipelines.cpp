@@ -157,8 +157,10 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     mlir::dist::DistZeroOptions zero;
     zero.stage = options.zero;
     pm.addPass(mlir::dist::createDistZero(zero));
-  } else if (shape.size(TRX_AXIS_DATA) > 1 || shape.size(TRX_AXIS_EXPERT) > 1) {
-    // (Expert-parallel ranks train on their own sequences too.)
+  } else if (shape.size(TRX_AXIS_DATA) > 1 || shape.size(TRX_AXIS_EXPERT) > 1 ||
+             shape.size(TRX_AXIS_CONTEXT) > 1) {
+    // (Expert-parallel ranks train on their own sequences too; context
+    // parallelism's gradient sums join the once-per-step reduction.)
     pm.addPass(mlir::dist::createDistDataParallel());
   }
   // Mixed precision last: it decides on the final training program which

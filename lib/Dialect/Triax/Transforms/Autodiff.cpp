@@ -365,27 +365,29 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
         dist::DistDialect::kPartialGradAttrName);
     OpBuilder::InsertionGuard early(b);
     Operation *producer = grad.getDefiningOp();
-    if (partial) {
-      if (producer) {
-        Operation *last = placedAfter.lookup(producer);
-        b.setInsertionPointAfter(last ? last : producer);
-      }
-      grad = dist::AllReduceOp::create(
-          b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
-          partial.getMesh().getValue(), partial.getAxes());
+    if (partial && producer) {
+      Operation *last = placedAfter.lookup(producer);
+      b.setInsertionPointAfter(last ? last : producer);
     }
     // A parameter whose gradient sums several ranks' losses (an expert
-    // split over ep, dist-expert-parallel): scaled to their mean.
+    // split over ep, dist-expert-parallel): scaled to their mean, right
+    // after the gradient (where dist-data-parallel's bucket can take it
+    // while the backward goes on) and before any sum over a group, so that
+    // the sum is what its buffer accumulates (dist-data-parallel can then
+    // fold a context-parallel sum into its own reduction).
     if (auto scale = param->getAttrOfType<FloatAttr>(
             dist::DistDialect::kGradScaleAttrName)) {
-      // Right after the gradient, where dist-data-parallel's bucket can
-      // take it while the backward goes on.
       OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointAfterValue(grad);
+      if (!partial || !producer)
+        b.setInsertionPointAfterValue(grad);
       Value factor = createFloatSplat(b, param.getLoc(), grad.getType(),
                                       scale.getValueAsDouble());
       grad = MulOp::create(b, param.getLoc(), grad.getType(), grad, factor);
     }
+    if (partial)
+      grad = dist::AllReduceOp::create(
+          b, param.getLoc(), grad.getType(), dist::ReductionKind::sum, grad,
+          partial.getMesh().getValue(), partial.getAxes());
     auto acc = AccumulateGradOp::create(
         b, param.getLoc(), FlatSymbolRefAttr::get(param.getSymNameAttr()),
         grad);

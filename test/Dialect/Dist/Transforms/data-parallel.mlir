@@ -34,7 +34,20 @@
 // EXISTING-NOT: dist.mesh
 // EXISTING: dist.all_reduce_grads avg [@g, @bias, @emb] over @cluster ["dp"]
 
+// A gradient partial over cp (dist.partial_grad) while the others are not:
+// context parallelism's sums are folded into the buckets only when every
+// gradient is partial over cp (dist-context-parallel's), so autodiff's sum
+// stays and the buckets average over dp alone, with the grad scale as given.
+// RUN: sed -e 's/^\/\/ CPMESH: //' -e 's/\(triax.param @g : tensor<2xf32> init <ones>\)/\1 {dist.partial_grad = #dist.partial_grad<@mesh, ["cp"]>}/' %s | triax-opt --triax-autodiff --dist-data-parallel | FileCheck %s --check-prefix=NOFOLD
+// NOFOLD: %[[S:.*]] = dist.all_reduce sum %{{.*}} over @mesh ["cp"] : tensor<2xf32>
+// NOFOLD-NEXT: triax.accumulate_grad @g, %[[S]] : tensor<2xf32>
+// NOFOLD: dist.all_reduce_grads avg [@bias, @g, @emb] over @mesh ["dp"]
+// NOFOLD-LABEL: func.func @optimizer_step
+// NOFOLD-NOT: arith.constant 2.0
+// NOFOLD: triax.get_grad
+
 // MESH: dist.mesh @cluster <["pp"=1, "dp"=4]>
+// CPMESH: dist.mesh @mesh <["dp"=2, "cp"=2]>
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 2, grad_clip = 1.0> {
   triax.param @emb : tensor<4x2xf32> init <normal, std = 0.02> decay
   triax.param @g : tensor<2xf32> init <ones>

@@ -117,9 +117,14 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
            "Expert parallelism's axis: when the mesh has it, the batch is "
            "split over it too, and a gradient is averaged over dp and ep "
            "except on the axes its parameter is split over "
-           "(dist-expert-parallel's experts: dp only)">
+           "(dist-expert-parallel's experts: dp only)">,
+    Option<"cpAxis", "cp-axis", "std::string", /*default=*/"\"cp\"",
+           "Context parallelism's axis: when every gradient is partial over "
+           "it (dist-context-parallel), its sums are folded into the "
+           "once-per-step average over the data axes and it">
   ];
-  let dependentDialects = ["::mlir::dist::DistDialect"];
+  let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def DistExpertParallel : Pass<"dist-expert-parallel", "::mlir::ModuleOp"> {
