@@ -77,6 +77,20 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     is averaged on each of its stages (before its parts are exchanged). A
     `@pipeline_step` without the per-stage `@optimizer_step` is an error.
 
+    Context parallelism's sums are folded in, as Megatron-LM reduces over
+    dp x cp: when the mesh has `cp-axis`, every parameter's gradient is
+    partial over it (`dist.partial_grad`, from `dist-context-parallel`) and
+    every `triax.accumulate_grad` of the model adds a
+    `dist.all_reduce sum` over it (triax-autodiff's, per micro-batch, out
+    of place), those sums lose the axis (and go where none is left), the
+    buffers accumulate the partial gradients in place, and the buckets
+    average over the data axes and cp at the accumulation boundary. The
+    average over cp of gradients partial over it is their sum divided by
+    cp, so `@optimizer_step`'s `%grad_scale` is multiplied by cp at its
+    entry (the norm and the clipping read the scaled value too). A mesh
+    with cp and no dp is taken as it is. Where the model does not have
+    that shape, autodiff's sums stay, which is right too.
+
     Before (after `triax-autodiff`):
     ```mlir
     func.func @forward_backward(%tokens: ..., %targets: ...) -> tensor<f32> {
@@ -354,8 +368,9 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
       sequence, and its VJP scales the loss gradient by `1/n`.
     - **Gradients.** Every parameter is replicated over cp and applied to
       the member's tokens only, so it gets `dist.partial_grad` over cp:
-      `triax-autodiff` sums its gradient over the group before the
-      data-parallel reduction (or ZeRO's) sees it.
+      `triax-autodiff` sums its gradient over the group before it is
+      accumulated (before ZeRO's reduction sees it); `dist-data-parallel`
+      folds those sums into its once-per-step average over dp x cp.
 
     - **With sequence parallelism** (dist-tensor-parallel's, run first):
       its `dist.reduce_scatter` and `dist.all_gather` along the sequence
