@@ -490,17 +490,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
     MemoryBreakdown mem;
     mem.stage = stage;
-    StateBytes st = stateBytesPerRank({int64_t(std::llround(elems))}, d,
+    // ZeRO shards over the data ranks and cp (dist-zero folds context
+    // parallelism's gradient sums into its reduce-scatters).
+    StateBytes st = stateBytesPerRank({int64_t(std::llround(elems))}, d * cp,
                                       plan.zeroStage, model.dtype);
     if (e > 1 && plan.zeroStage > 0) {
-      // ZeRO with ep: the experts' state sharded over dp, the rest's over
-      // dp x ep (the data axes each is replicated on).
+      // ZeRO with ep: the experts' state sharded over dp (x cp), the rest's
+      // over dp x ep (x cp) (the data axes each is replicated on).
       int64_t experts = int64_t(std::llround(expertsOn * layersOn));
       StateBytes rest =
-          stateBytesPerRank({int64_t(std::llround(elems)) - experts}, D,
+          stateBytesPerRank({int64_t(std::llround(elems)) - experts}, D * cp,
                             plan.zeroStage, model.dtype);
       StateBytes own =
-          stateBytesPerRank({experts}, d, plan.zeroStage, model.dtype);
+          stateBytesPerRank({experts}, d * cp, plan.zeroStage, model.dtype);
       st.params = rest.params + own.params;
       st.grads = rest.grads + own.grads;
       st.optim = rest.optim + own.optim;
@@ -567,23 +569,21 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const int64_t ranksPerDp = t * cp * e * p;
   // Of the busiest stage's elements, the experts'.
   const int64_t Pexp = int64_t(std::llround(expertsOn * maxElemsLayers));
-  // Without ZeRO, context parallelism's gradient sums join the data
-  // ranks' average (dist-data-parallel folds them in): the gradients are
-  // reduced over dp x ep x cp once per step.
-  const int64_t cpData = plan.zeroStage == 0 ? cp : 1;
   // The data ranks' groups (dp x ep x cp, and the experts' dp x cp, named as
-  // the report names their axes) and the ranks they span.
+  // the report names their axes) and the ranks they span: context
+  // parallelism's gradient sums join the data ranks' reduction
+  // (dist-data-parallel and dist-zero fold them in).
   auto groupAxes = [&](bool withEp) {
     std::string axes;
     for (auto [name, size] : {std::pair<const char *, int64_t>{"dp", d},
                               {"ep", withEp ? e : 1},
-                              {"cp", cpData}})
+                              {"cp", cp}})
       if (size > 1)
         axes += (axes.empty() ? "" : ",") + std::string(name);
     return axes;
   };
   const int64_t dataSpan =
-      (d - 1) * ranksPerDp + (e - 1) * t * cp + (cpData - 1) * t + 1;
+      (d - 1) * ranksPerDp + (e - 1) * t * cp + (cp - 1) * t + 1;
   auto load = [](int64_t bytes, int64_t calls, int64_t g, int64_t span) {
     CommLoad l;
     l.bytes = bytes;
@@ -592,8 +592,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     l.spanRanks = span;
     return l;
   };
-  if (D * cpData > 1) {
-    const int64_t span = (d - 1) * ranksPerDp + (cpData - 1) * t + 1;
+  if (D * cp > 1) {
+    const int64_t span = (d - 1) * ranksPerDp + (cp - 1) * t + 1;
     auto buckets = [&](int64_t elems) {
       return int64_t(std::ceil(double(elems * gradB) / kBucketBytes));
     };
@@ -607,12 +607,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (e > 1) {
       int64_t expertTensors =
           int64_t(double(model.layerExpertTensors) * maxElemsLayers / Ld);
-      groups.push_back({P - Pexp, maxTensors - expertTensors, D * cpData,
-                        dataSpan, groupAxes(true)});
-      groups.push_back(
-          {Pexp, expertTensors, d * cpData, span, groupAxes(false)});
+      groups.push_back({P - Pexp, maxTensors - expertTensors, D * cp, dataSpan,
+                        groupAxes(true)});
+      groups.push_back({Pexp, expertTensors, d * cp, span, groupAxes(false)});
     } else {
-      groups.push_back({P, maxTensors, d * cpData, span, groupAxes(false)});
+      groups.push_back({P, maxTensors, d * cp, span, groupAxes(false)});
     }
     for (const Group &g : groups) {
       if (g.size < 2)
@@ -719,10 +718,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // around the ring, cp - 1 shifts each in the forward and again in the
     // backward (which reads the forward's saved log-sum-exp), and their
     // dK/dV accumulators (f32) cp shifts: 2 (3 cp - 2) blocks sent to the
-    // next member per layer. The loss is all-reduced over cp, and with
-    // ZeRO every parameter's gradient too (without, [C3] reduces them
-    // once per step). The cp axis sits between pp and tp: its members are
-    // t ranks apart.
+    // next member per layer. The loss is all-reduced over cp (the
+    // gradients are in [C3]/[C4]'s group). The cp axis sits between pp and
+    // tp: its members are t ranks apart.
     const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
     const int64_t span = (cp - 1) * t + 1;
     const int64_t layers = int64_t(maxLayers);
@@ -732,10 +730,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         {"send/recv cp", load(blockShifts * kv * model.activationBytes +
                                   accumulatorShifts * kv * 4,
                               blockShifts + accumulatorShifts, 2, span)});
-    const bool gradients = cpData == 1;
-    CommLoad reduce = load(m * ((gradients ? allReduceBytes(P, gradB, cp) : 0) +
-                                allReduceBytes(1, 4, cp)),
-                           m * ((gradients ? maxTensors : 0) + 1), cp, span);
+    CommLoad reduce = load(m * allReduceBytes(1, 4, cp), m, cp, span);
     // (With dp = 1 the gradients' average is over cp alone: one entry.)
     auto same = llvm::find_if(c.comm, [](const auto &entry) {
       return entry.first == "all_reduce cp";
@@ -788,8 +783,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   {
     // The global gradient norm's partial sum (one f32), once per step, over
     // every axis some gradient is split or sharded over, in mesh order: dp
-    // under ZeRO, pp, ep (the experts'), tp. Counted with the other
-    // all_reduces of that group where there are some.
+    // under ZeRO, pp, ep (the experts'), cp under ZeRO (its state sharded
+    // over dp x cp), tp. Counted with the other all_reduces of that group
+    // where there are some.
     struct Axis {
       const char *name;
       int64_t size, stride;
@@ -797,6 +793,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     } axes[] = {{"dp", d, ranksPerDp, plan.zeroStage > 0},
                 {"pp", p, e * cp * t, true},
                 {"ep", e, cp * t, model.experts > 0},
+                {"cp", cp, t, plan.zeroStage > 0},
                 {"tp", t, 1, true}};
     std::string names;
     int64_t group = 1, span = 1;

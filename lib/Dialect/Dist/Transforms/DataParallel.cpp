@@ -11,7 +11,6 @@
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -72,69 +71,6 @@ static ArrayAttr averagingAxes(mlir::triax::ModelOp model, Attribute param,
       cast<FlatSymbolRefAttr>(param).getAttr());
   return op ? replicatedDataAxes(op, dataAxes)
             : Builder(model.getContext()).getStrArrayAttr(dataAxes);
-}
-
-/// Context parallelism's sums folded into the data-parallel average, as
-/// Megatron reduces over dp x cp once per step. dist-context-parallel makes
-/// every parameter's gradient partial over the cp axis (its member's tokens'
-/// share of the group's mean loss) and triax-autodiff sums it over cp right
-/// before it is accumulated: per micro-batch, out of place. When every
-/// parameter is partial over `cpAxis` and each of the model's accumulations
-/// adds such a sum, the sums lose cp (and go where no axis is left), the
-/// buffers accumulate the partial gradients, and the caller averages them
-/// over the data axes and cp at the accumulation boundary. That average is
-/// the data-parallel one divided by cp: @optimizer_step's grad scale is
-/// multiplied by cp (one scalar; the norm and the clipping read the scale
-/// too). Returns whether it folded; a model it does not understand keeps
-/// autodiff's sums, which are right as they are.
-static bool foldContextSums(mlir::triax::ModelOp model, MeshOp mesh,
-                            StringRef cpAxis) {
-  std::optional<int64_t> size = mesh.getAxisSize(cpAxis);
-  auto step = model.getOptimizerStep();
-  if (!size || *size < 2 || !step)
-    return false;
-  auto partialOverCp = [&](mlir::triax::ParamOp param) {
-    auto partial = param->getAttrOfType<PartialGradAttr>(
-        DistDialect::kPartialGradAttrName);
-    return partial && partial.getMesh().getValue() == mesh.getSymName() &&
-           llvm::is_contained(partial.getAxes(),
-                              StringAttr::get(model.getContext(), cpAxis));
-  };
-  if (!llvm::all_of(model.getParams(), partialOverCp))
-    return false;
-  SmallVector<AllReduceOp> sums;
-  WalkResult walk = model.walk([&](mlir::triax::AccumulateGradOp acc) {
-    auto sum = acc.getGrad().getDefiningOp<AllReduceOp>();
-    if (!sum || sum.getReduction() != ReductionKind::sum || !sum->hasOneUse() ||
-        sum.getMesh() != mesh.getSymName() ||
-        !llvm::is_contained(sum.getAxes(),
-                            StringAttr::get(model.getContext(), cpAxis)))
-      return WalkResult::interrupt();
-    sums.push_back(sum);
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted() || sums.empty())
-    return false;
-  for (AllReduceOp sum : sums) {
-    SmallVector<Attribute> rest;
-    for (Attribute axis : sum.getAxes())
-      if (cast<StringAttr>(axis).getValue() != cpAxis)
-        rest.push_back(axis);
-    if (!rest.empty()) {
-      sum.setAxesAttr(ArrayAttr::get(model.getContext(), rest));
-      continue;
-    }
-    sum.getResult().replaceAllUsesWith(sum.getInput());
-    sum.erase();
-  }
-  Block &entry = step.getBody().front();
-  Value gradScale = entry.getArgument(2);
-  OpBuilder b = OpBuilder::atBlockBegin(&entry);
-  Value factor = arith::ConstantOp::create(b, step.getLoc(),
-                                           b.getF32FloatAttr(float(*size)));
-  auto scaled = arith::MulFOp::create(b, step.getLoc(), gradScale, factor);
-  gradScale.replaceAllUsesExcept(scaled, scaled);
-  return true;
 }
 
 /// Groups parameters into buckets of about `bucketBytes`, in the order

@@ -2,6 +2,7 @@
 
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -103,4 +104,54 @@ FailureOr<int64_t> mlir::dist::accumulationSteps(triax::ModelOp model,
     return failure();
   }
   return batch / (micro * dp);
+}
+
+bool mlir::dist::foldContextSums(triax::ModelOp model, MeshOp mesh,
+                                 StringRef cpAxis) {
+  std::optional<int64_t> size = mesh.getAxisSize(cpAxis);
+  auto step = model.getOptimizerStep();
+  if (!size || *size < 2 || !step)
+    return false;
+  auto partialOverCp = [&](triax::ParamOp param) {
+    auto partial = param->getAttrOfType<PartialGradAttr>(
+        DistDialect::kPartialGradAttrName);
+    return partial && partial.getMesh().getValue() == mesh.getSymName() &&
+           llvm::is_contained(partial.getAxes(),
+                              StringAttr::get(model.getContext(), cpAxis));
+  };
+  if (!llvm::all_of(model.getParams(), partialOverCp))
+    return false;
+  SmallVector<AllReduceOp> sums;
+  WalkResult walk = model.walk([&](triax::AccumulateGradOp acc) {
+    auto sum = acc.getGrad().getDefiningOp<AllReduceOp>();
+    if (!sum || sum.getReduction() != ReductionKind::sum || !sum->hasOneUse() ||
+        sum.getMesh() != mesh.getSymName() ||
+        !llvm::is_contained(sum.getAxes(),
+                            StringAttr::get(model.getContext(), cpAxis)))
+      return WalkResult::interrupt();
+    sums.push_back(sum);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted() || sums.empty())
+    return false;
+  for (AllReduceOp sum : sums) {
+    SmallVector<Attribute> rest;
+    for (Attribute axis : sum.getAxes())
+      if (cast<StringAttr>(axis).getValue() != cpAxis)
+        rest.push_back(axis);
+    if (!rest.empty()) {
+      sum.setAxesAttr(ArrayAttr::get(model.getContext(), rest));
+      continue;
+    }
+    sum.getResult().replaceAllUsesWith(sum.getInput());
+    sum.erase();
+  }
+  Block &entry = step.getBody().front();
+  Value gradScale = entry.getArgument(2);
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  Value factor = arith::ConstantOp::create(b, step.getLoc(),
+                                           b.getF32FloatAttr(float(*size)));
+  auto scaled = arith::MulFOp::create(b, step.getLoc(), gradScale, factor);
+  gradScale.replaceAllUsesExcept(scaled, scaled);
+  return true;
 }

@@ -46,7 +46,9 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
   /// parameter's group, reduced right after `grad` is produced.
   Value reduceScatterAfter(OpBuilder &b, Value grad, const Group &group);
 
-  SmallVector<StringRef> dataAxes; // dp, and ep when the mesh has it
+  /// dp, ep when the mesh has it, and cp where its sums fold in (per
+  /// model).
+  SmallVector<StringRef> dataAxes;
   MeshOp mesh;
   FlatSymbolRefAttr meshRef;
 };
@@ -319,11 +321,18 @@ void ZeroPass::runOnOperation() {
         << "; it needs data parallelism (" << dpAxis.getValue() << " >= 2)";
     return signalPassFailure();
   }
-  // Expert parallelism's ranks train on their own sequences too: the
-  // state of a parameter replicated on ep is sharded over dp and ep.
-  dataAxes = mlir::dist::dataAxes(
-      mesh, {StringRef(dpAxis), axisName(TRX_AXIS_EXPERT)});
   meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
-  for (tx::ModelOp model : models)
+  for (tx::ModelOp model : models) {
+    // Expert parallelism's ranks train on their own sequences too: the
+    // state of a parameter replicated on ep is sharded over dp and ep.
+    // Context parallelism's gradient sums fold into the reduce-scatters:
+    // the state is sharded over dp and cp (Megatron's distributed
+    // optimizer shards over dp x cp too).
+    SmallVector<StringRef> names = {StringRef(dpAxis),
+                                    axisName(TRX_AXIS_EXPERT)};
+    if (foldContextSums(model, mesh, axisName(TRX_AXIS_CONTEXT)))
+      names.push_back(axisName(TRX_AXIS_CONTEXT));
+    dataAxes = mlir::dist::dataAxes(mesh, names);
     shard(model, mesh);
+  }
 }

@@ -35,6 +35,23 @@ SmallVector<StringRef> dataAxes(MeshOp mesh, ArrayRef<StringRef> names);
 ArrayAttr replicatedDataAxes(triax::ParamOp param,
                              ArrayRef<StringRef> dataAxes);
 
+/// Context parallelism's sums folded into the data-parallel reduction, as
+/// Megatron reduces over dp x cp once per step (dist-data-parallel's
+/// buckets, dist-zero's reduce-scatters). dist-context-parallel makes every
+/// parameter's gradient partial over the cp axis (its member's tokens'
+/// share of the group's mean loss) and triax-autodiff sums it over cp right
+/// before it is accumulated: per micro-batch, out of place. When every
+/// parameter of `model` is partial over `cpAxis` and each of its
+/// accumulations adds such a sum, the sums lose cp (and go where no axis is
+/// left), the buffers accumulate the partial gradients, and the caller
+/// reduces them over its data axes and cp at the accumulation boundary,
+/// averaging. That average is the data-parallel one divided by cp:
+/// @optimizer_step's grad scale is multiplied by cp here (one scalar; the
+/// norm and the clipping read the scale too). Returns whether it folded; a
+/// model of another shape keeps autodiff's sums, which are right as they
+/// are.
+bool foldContextSums(triax::ModelOp model, MeshOp mesh, StringRef cpAxis);
+
 /// The micro-batches one data-parallel rank accumulates per optimizer step,
 /// global_batch / (micro_batch x dp); an error on `model`, prefixed by
 /// `pass`, when the global batch is not a multiple of micro_batch x dp.

@@ -369,8 +369,8 @@ def DistContextParallel : Pass<"dist-context-parallel", "::mlir::ModuleOp"> {
     - **Gradients.** Every parameter is replicated over cp and applied to
       the member's tokens only, so it gets `dist.partial_grad` over cp:
       `triax-autodiff` sums its gradient over the group before it is
-      accumulated (before ZeRO's reduction sees it); `dist-data-parallel`
-      folds those sums into its once-per-step average over dp x cp.
+      accumulated; `dist-data-parallel` and `dist-zero` fold those sums
+      into their reductions over dp x cp.
 
     - **With sequence parallelism** (dist-tensor-parallel's, run first):
       its `dist.reduce_scatter` and `dist.all_gather` along the sequence
@@ -443,7 +443,13 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     on their own sequences too) a parameter's group is the data axes it is
     replicated on: `["dp", "ep"]`, and `["dp"]` for the experts
     `dist-expert-parallel` split over ep; its gradient is reduce-scattered,
-    and its chunks gathered, over that group.
+    and its chunks gathered, over that group. Context parallelism's
+    gradient sums are folded in as `dist-data-parallel` folds them (when
+    the mesh has `cp`, every gradient is partial over it and each
+    accumulation adds triax-autodiff's sum over it): the sums go, the
+    group gains cp (`["dp", "cp"]`: the state is sharded over dp x cp, as
+    Megatron's distributed optimizer does) and `%grad_scale` is multiplied
+    by cp.
     A sharded buffer is a flat chunk: the row-major elements padded with
     zeros to a multiple of dp, rank i holding chunk i of ceil(numel / dp)
     elements, so a size that does not divide is padded, never left
