@@ -210,12 +210,13 @@ KeptTerms keptTerms(const LayerShape &l, int64_t t, bool sequenceParallel,
   // q, k and v; the attention's output unless recomputed; the MLP's.
   double attention = h + 2 * kv + (recompute == Recompute::Selective ? 0 : h);
   k.split = (attention + double(l.mlpTensors * l.ffn)) / h;
-  // Each norm's output whole on every tp rank (under sequence parallelism
-  // the all-gathered copy the column linears' weight gradients read), its
-  // input too unless sequence parallelism splits it.
-  k.repl = double(l.norms) * (sequenceParallel ? 1 : 2);
+  // Each norm's input and output whole on every tp rank; under sequence
+  // parallelism both split (the backward gathers the output again for the
+  // column linears' weight gradients).
   if (sequenceParallel)
-    k.split += double(l.norms);
+    k.split += 2 * double(l.norms);
+  else
+    k.repl = 2 * double(l.norms);
   k.stats = double(l.normStats) / (sequenceParallel ? td : 1.0) +
             (recompute == Recompute::Selective ? 0 : double(l.heads) / td);
   return k;
@@ -240,8 +241,16 @@ double triax::cost::recomputedLayerBytes(const LayerShape &layer, int64_t s,
                                          bool sequenceParallel, int64_t cp,
                                          int64_t elemBytes) {
   const double tokens = tokensPerRank(s, b, cp);
-  const double gradient = double(layer.ffn) / double(std::max<int64_t>(t, 1)) +
-                          (sequenceParallel ? double(layer.hidden) : 0.0);
+  const double td = double(std::max<int64_t>(t, 1));
+  // The MLP's gradient; with sequence parallelism the input gradient's
+  // h-wide tensor and the norms' outputs whole (the recomputed forward
+  // gathers them for the column linears, their weight gradients read them
+  // again) where [A8] keeps their shards.
+  const double gradient =
+      double(layer.ffn) / td +
+      (sequenceParallel ? double(layer.hidden) *
+                              (1.0 + double(layer.norms) * (1.0 - 1.0 / td))
+                        : 0.0);
   return keptBytesPerLayer(layer, s, b, t, sequenceParallel, Recompute::None,
                            cp, elemBytes) +
          tokens * gradient * double(elemBytes);

@@ -654,9 +654,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // gradient (last stage); the vocab-parallel cross-entropy's row maxima
     // and sums (R and 2R f32, R = b s, forward and backward, last stage).
     // Sequence parallelism turns the activations' all_reduces into
-    // reduce_scatter + all_gather of the same bytes and all-reduces the
-    // replicated parameters' gradients every micro-batch. (The global
-    // norm's partial sum is below.) The busiest stage counts (the first
+    // reduce_scatter + all_gather of the same bytes, gathers each layer's
+    // forward gathers again in the backward (the forward keeps the shard;
+    // under full recomputation the recomputed forward's serve) and
+    // all-reduces the replicated parameters' gradients every micro-batch. (The
+    // global norm's partial sum is below.) The busiest stage counts (the first
     // has the embedding's, the last the head's and the loss's, a middle
     // one may hold more blocks).
     // (Each cp rank's tensor-parallel collectives carry its s / cp tokens.)
@@ -679,9 +681,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       std::vector<std::pair<std::string, CommLoad>> loads;
       if (plan.sequenceParallel) {
         int64_t rs = reduceScatterBytes(n / t, actB, t);
+        int64_t regathers = plan.recompute == Recompute::Full
+                                ? 0
+                                : (nExperts > 0 ? 1 : 2) * int64_t(layersOn);
         loads.push_back(
             {"reduce_scatter tp", load(m * acts * rs, m * acts, t, t)});
-        loads.push_back({"all_gather tp", load(m * acts * rs, m * acts, t, t)});
+        loads.push_back({"all_gather tp", load(m * (acts + regathers) * rs,
+                                               m * (acts + regathers), t, t)});
         int64_t replElems = int64_t(double(model.layerRepl) * layersOn / Ld) +
                             (isFirst ? model.firstRepl : 0) +
                             (isLast ? model.lastRepl : 0);

@@ -132,8 +132,10 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   // Recomputation right after autodiff, on the forward/backward block pairs
   // it built: the passes below then see the recomputed parameter reads as
   // backward reads (ZeRO-3 gathers them again) and dist-pipeline finds the
-  // pairs still in one function.
-  if (options.recompute != "none") {
+  // pairs still in one function. With recompute=none too: the backward
+  // gathers again what an all_gather gathered (sequence parallelism's norm
+  // outputs) and keeps only the shard.
+  {
     mlir::triax::TriaxRecomputeOptions recompute;
     recompute.mode = options.recompute;
     pm.addPass(mlir::triax::createTriaxRecompute(recompute));

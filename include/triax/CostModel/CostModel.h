@@ -192,7 +192,8 @@ LayerShape readLayerShape(mlir::Operation *model, int64_t hidden, int64_t heads,
 /// token, elements of `elemBytes`
 ///   none:      2n h + (2q + 2kv + k ffn)/t   (n norms, q = h, kv = h kvHeads /
 ///              heads, k the MLP's tensors; with sequence parallelism the
-///              norms' inputs are split too: n h + (n h + 2q + 2kv + k ffn)/t)
+///              norms' inputs and outputs are split too, the backward
+///              gathering the outputs again: (2n h + 2q + 2kv + k ffn)/t)
 ///   selective: the attention's output recomputed: q/t fewer
 ///   full:      h (h/t with sequence parallelism), the layer's input
 /// plus f32 statistics: the norms' (split by t with sequence parallelism)
@@ -205,7 +206,8 @@ double keptBytesPerLayer(const LayerShape &layer, int64_t s, int64_t b,
 /// Under full recomputation, what the backward of one layer holds on top
 /// of the layers' inputs: the layer's [A8] without recomputation, rebuilt,
 /// and its widest gradient, the MLP's (ffn/t per token; with sequence
-/// parallelism also an all-gathered h-wide one).
+/// parallelism also an all-gathered h-wide one, and the norms' outputs
+/// whole where [A8] keeps their shards: n h (1 - 1/t)).
 double recomputedLayerBytes(const LayerShape &layer, int64_t s, int64_t b,
                             int64_t t, bool sequenceParallel, int64_t cp,
                             int64_t elemBytes);

@@ -82,6 +82,10 @@ bool AllGatherOp::isRecomputedSelectively() {
          });
 }
 
+// The gathered tensor is the group's times the operand: the backward keeps
+// the operand and gathers again.
+bool AllGatherOp::isRecomputedAlways() { return true; }
+
 LogicalResult ReduceScatterOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                         SmallVectorImpl<Value> &operandGrads) {
   if (getReduction() != ReductionKind::sum)

@@ -10,10 +10,12 @@
 // their first use there; the forward block then stops yielding them, and
 // the lowering frees their buffers after their last forward use.
 //
-// Which values are recomputed is the mode's choice, and for `selective` the
-// ops' own: an op whose DifferentiableOpInterface says
-// isRecomputedSelectively (the attention core) is recomputed from its
-// operands, which stay kept. `full` recomputes everything from the forward
+// Which values are recomputed is the mode's choice, and for `selective` and
+// `none` the ops' own: an op whose DifferentiableOpInterface says
+// isRecomputedAlways (an all_gather: sequence parallelism's gathered norm
+// output) is recomputed from its operands in every mode, one that says
+// isRecomputedSelectively (the attention core) under `selective`; their
+// operands stay kept. `full` recomputes everything from the forward
 // block's inputs. The pass never switches on op kind.
 //
 // Assumptions: it runs after triax-autodiff and before dist-pipeline (which
@@ -70,7 +72,9 @@ private:
     if (mode == Mode::Full)
       return true;
     auto differentiable = inner.getDefiningOp<DifferentiableOpInterface>();
-    return differentiable && differentiable.isRecomputedSelectively();
+    return differentiable && (differentiable.isRecomputedAlways() ||
+                              (mode == Mode::Selective &&
+                               differentiable.isRecomputedSelectively()));
   }
   /// The backward block's value for forward-body value `inner`: a clone's
   /// result, an existing or new backward argument.
@@ -274,9 +278,10 @@ LogicalResult BlockRecomputer::run() {
         input.set(newForward.getResult(keptResults.size() + k));
   forward.erase();
   forward = newForward;
-  backward->setAttr(
-      kRecomputeAttr,
-      builder.getStringAttr(mode == Mode::Full ? "full" : "selective"));
+  if (mode != Mode::None)
+    backward->setAttr(
+        kRecomputeAttr,
+        builder.getStringAttr(mode == Mode::Full ? "full" : "selective"));
   return success();
 }
 
@@ -341,8 +346,6 @@ struct TriaxRecomputePass
                           "dist-pipeline");
         return signalPassFailure();
       }
-      if (*parsed == Mode::None)
-        continue;
       if (failed(recomputeFunction(fn, *parsed)))
         return signalPassFailure();
     }

@@ -126,7 +126,7 @@ def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
 
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
     Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface,
-                                    ["isRecomputedSelectively"]>]> {
+                                    ["isRecomputedSelectively", "isRecomputedAlways"]>]> {
   let summary = "Concatenates every member's tensor along a dimension";
   let description = [{
     Member `i` of the group contributes slice `i` of dimension `dim`; the

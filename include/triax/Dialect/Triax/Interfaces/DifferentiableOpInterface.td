@@ -41,6 +41,18 @@ def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
       "bool", "isRecomputedSelectively", (ins), "",
       [{ return false; }]>,
     InterfaceMethod<[{
+        Whether `triax-recompute` redoes this op in the backward block from
+        its operands in every mode, `none` included, instead of keeping its
+        results alive from the forward block: true for a collective whose
+        result is its group's times its operand (`dist.all_gather`: under
+        sequence parallelism each norm's output gathered for the column
+        linears, whose weight gradients read it again; Megatron-LM keeps
+        the shard and gathers again in the backward too). Its operands are
+        kept (or recomputed) instead.
+      }],
+      "bool", "isRecomputedAlways", (ins), "",
+      [{ return false; }]>,
+    InterfaceMethod<[{
         Builds, at the builder's insertion point, a copy of this op that
         also returns its residuals: values its forward computes anyway and
         its vector-Jacobian product would otherwise compute again (a flash
