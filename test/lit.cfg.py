@@ -78,3 +78,17 @@ if os.path.exists(reference_blas):
 if os.path.exists(os.path.join(config.triax_obj_root, "runtime",
                                "libtriax_rt_cuda.a")):
     config.available_features.add("cuda")
+    # cuDNN's fused attention compiled in (runtime/CMakeLists.txt found
+    # cuDNN 9's and the cudnn-frontend's headers; without them
+    # libtriax_rt_cudnn.a declines every attention).
+    cache = os.path.join(config.triax_obj_root, "CMakeCache.txt")
+    found = {}
+    if os.path.exists(cache):
+        for line in open(cache):
+            for key in ("TRIAX_RT_CUDNN_INCLUDE_DIR",
+                        "TRIAX_RT_CUDNN_FRONTEND_INCLUDE_DIR"):
+                if line.startswith(key + ":"):
+                    value = line.strip().split("=", 1)[1]
+                    found[key] = bool(value) and not value.endswith("NOTFOUND")
+    if len(found) == 2 and all(found.values()):
+        config.available_features.add("cudnn")

@@ -148,7 +148,12 @@ def TriaxRecompute : Pass<"triax-recompute", "::mlir::ModuleOp"> {
       as before ([A4]). Triax's attention never keeps its probabilities
       (`triax.attention_grad` recomputes them, as flash attention does), so
       what this drops is the attention output.
-    - `mode=none`: nothing changes.
+    - `mode=none`: only what every mode redoes: the results of ops that
+      say `DifferentiableOpInterface::isRecomputedAlways` (`dist.all_gather`,
+      sequence parallelism's gathered norm outputs: the backward gathers
+      them again from the shard the forward keeps, as Megatron-LM does);
+      nothing else changes, and the backward block gets no mark. In
+      `selective` and `full` these are redone too.
 
     The recomputed ops are cloned into the backward block, each right
     before its first use there (so they are alive no longer than needed).
