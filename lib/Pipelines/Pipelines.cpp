@@ -135,11 +135,9 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   // pairs still in one function. With recompute=none too: the backward
   // gathers again what an all_gather gathered (sequence parallelism's norm
   // outputs) and keeps only the shard.
-  {
-    mlir::triax::TriaxRecomputeOptions recompute;
-    recompute.mode = options.recompute;
-    pm.addPass(mlir::triax::createTriaxRecompute(recompute));
-  }
+  mlir::triax::TriaxRecomputeOptions recompute;
+  recompute.mode = options.recompute;
+  pm.addPass(mlir::triax::createTriaxRecompute(recompute));
   // Pipeline parallelism cuts the training step autodiff built into
   // stages and schedules the micro-batches; it also makes the optimizer
   // step per stage, which the data-parallel passes below then work on.
