@@ -569,21 +569,31 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const int64_t ranksPerDp = t * cp * e * p;
   // Of the busiest stage's elements, the experts'.
   const int64_t Pexp = int64_t(std::llround(expertsOn * maxElemsLayers));
-  // The data ranks' groups (dp x ep x cp, and the experts' dp x cp, named as
-  // the report names their axes) and the ranks they span: context
-  // parallelism's gradient sums join the data ranks' reduction
-  // (dist-data-parallel and dist-zero fold them in).
-  auto groupAxes = [&](bool withEp) {
-    std::string axes;
-    for (auto [name, size] : {std::pair<const char *, int64_t>{"dp", d},
-                              {"ep", withEp ? e : 1},
-                              {"cp", cp}})
-      if (size > 1)
-        axes += (axes.empty() ? "" : ",") + std::string(name);
-    return axes;
+  // The mesh's axes in their order, each with the distance between its
+  // neighbouring members.
+  struct MeshAxis {
+    const char *name;
+    int64_t size, stride;
   };
-  const int64_t dataSpan =
-      (d - 1) * ranksPerDp + (e - 1) * t * cp + (cp - 1) * t + 1;
+  const MeshAxis dpAxis{"dp", d, ranksPerDp}, ppAxis{"pp", p, e * cp * t},
+      epAxis{"ep", e, cp * t}, cpAxis{"cp", cp, t}, tpAxis{"tp", t, 1};
+  // A group of some of them (those of size 1 left out): named as the report
+  // names its axes, its size and the consecutive ranks it spans.
+  struct AxisGroup {
+    std::string names;
+    int64_t size = 1, span = 1;
+  };
+  auto groupOf = [](llvm::ArrayRef<MeshAxis> axes) {
+    AxisGroup g;
+    for (const MeshAxis &a : axes) {
+      if (a.size < 2)
+        continue;
+      g.names += (g.names.empty() ? "" : ",") + std::string(a.name);
+      g.size *= a.size;
+      g.span += (a.size - 1) * a.stride;
+    }
+    return g;
+  };
   auto load = [](int64_t bytes, int64_t calls, int64_t g, int64_t span) {
     CommLoad l;
     l.bytes = bytes;
@@ -592,8 +602,24 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     l.spanRanks = span;
     return l;
   };
-  if (D * cp > 1) {
-    const int64_t span = (d - 1) * ranksPerDp + (cp - 1) * t + 1;
+  // Adds `more` to the entry named `name` (the same collective over the
+  // same group), or makes it.
+  auto addLoad = [&](const std::string &name, const CommLoad &more) {
+    auto same = llvm::find_if(
+        c.comm, [&](const auto &entry) { return entry.first == name; });
+    if (same == c.comm.end()) {
+      c.comm.push_back({name, more});
+      return;
+    }
+    same->second.bytes += more.bytes;
+    same->second.calls += more.calls;
+  };
+  // The data ranks' groups, dp x ep x cp and the experts' dp x cp: context
+  // parallelism's gradient sums join the data ranks' reduction
+  // (dist-data-parallel and dist-zero fold them in).
+  const AxisGroup data = groupOf({dpAxis, epAxis, cpAxis});
+  const AxisGroup expertData = groupOf({dpAxis, cpAxis});
+  if (data.size > 1) {
     auto buckets = [&](int64_t elems) {
       return int64_t(std::ceil(double(elems * gradB) / kBucketBytes));
     };
@@ -607,11 +633,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (e > 1) {
       int64_t expertTensors =
           int64_t(double(model.layerExpertTensors) * maxElemsLayers / Ld);
-      groups.push_back({P - Pexp, maxTensors - expertTensors, D * cp, dataSpan,
-                        groupAxes(true)});
-      groups.push_back({Pexp, expertTensors, d * cp, span, groupAxes(false)});
+      groups.push_back({P - Pexp, maxTensors - expertTensors, data.size,
+                        data.span, data.names});
+      groups.push_back({Pexp, expertTensors, expertData.size, expertData.span,
+                        expertData.names});
     } else {
-      groups.push_back({P, maxTensors, d * cp, span, groupAxes(false)});
+      groups.push_back({P, maxTensors, data.size, data.span, data.names});
     }
     for (const Group &g : groups) {
       if (g.size < 2)
@@ -728,7 +755,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // gradients are in [C3]/[C4]'s group). The cp axis sits between pp and
     // tp: its members are t ranks apart.
     const int64_t kv = b * (s / cp) * (h / model.heads) * model.kvHeads / t;
-    const int64_t span = (cp - 1) * t + 1;
+    const int64_t span = groupOf({cpAxis}).span;
     const int64_t layers = int64_t(maxLayers);
     const int64_t blockShifts = m * 2 * 2 * (cp - 1) * layers;
     const int64_t accumulatorShifts = m * 2 * cp * layers;
@@ -736,17 +763,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         {"send/recv cp", load(blockShifts * kv * model.activationBytes +
                                   accumulatorShifts * kv * 4,
                               blockShifts + accumulatorShifts, 2, span)});
-    CommLoad reduce = load(m * allReduceBytes(1, 4, cp), m, cp, span);
     // (With dp = 1 the gradients' average is over cp alone: one entry.)
-    auto same = llvm::find_if(c.comm, [](const auto &entry) {
-      return entry.first == "all_reduce cp";
-    });
-    if (same != c.comm.end()) {
-      same->second.bytes += reduce.bytes;
-      same->second.calls += reduce.calls;
-    } else {
-      c.comm.push_back({"all_reduce cp", reduce});
-    }
+    addLoad("all_reduce cp", load(m * allReduceBytes(1, 4, cp), m, cp, span));
   }
   if (e > 1 && model.experts > 0) {
     // [C8] per micro-batch and MoE layer, the dispatched buffer (E x b C x
@@ -792,36 +810,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // under ZeRO, pp, ep (the experts'), cp under ZeRO (its state sharded
     // over dp x cp), tp. Counted with the other all_reduces of that group
     // where there are some.
-    struct Axis {
-      const char *name;
-      int64_t size, stride;
-      bool splits;
-    } axes[] = {{"dp", d, ranksPerDp, plan.zeroStage > 0},
-                {"pp", p, e * cp * t, true},
-                {"ep", e, cp * t, model.experts > 0},
-                {"cp", cp, t, plan.zeroStage > 0},
-                {"tp", t, 1, true}};
-    std::string names;
-    int64_t group = 1, span = 1;
-    for (const Axis &a : axes) {
-      if (a.size < 2 || !a.splits)
-        continue;
-      names += (names.empty() ? "" : ",") + std::string(a.name);
-      group *= a.size;
-      span += (a.size - 1) * a.stride;
-    }
-    if (group > 1) {
-      const std::string name = "all_reduce " + names;
-      auto same = llvm::find_if(
-          c.comm, [&](const auto &entry) { return entry.first == name; });
-      if (same == c.comm.end())
-        c.comm.push_back(
-            {name, load(allReduceBytes(1, 4, group), 1, group, span)});
-      else {
-        same->second.bytes += allReduceBytes(1, 4, group);
-        same->second.calls += 1;
-      }
-    }
+    llvm::SmallVector<MeshAxis, 5> splitting;
+    if (plan.zeroStage > 0)
+      splitting.push_back(dpAxis);
+    splitting.push_back(ppAxis);
+    if (model.experts > 0)
+      splitting.push_back(epAxis);
+    if (plan.zeroStage > 0)
+      splitting.push_back(cpAxis);
+    splitting.push_back(tpAxis);
+    const AxisGroup g = groupOf(splitting);
+    if (g.size > 1)
+      addLoad("all_reduce " + g.names,
+              load(allReduceBytes(1, 4, g.size), 1, g.size, g.span));
   }
 
   // Time.

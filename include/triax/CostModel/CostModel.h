@@ -30,9 +30,6 @@ class raw_ostream;
 
 namespace mlir {
 class ModuleOp;
-} // namespace mlir
-
-namespace mlir {
 class Operation;
 } // namespace mlir
 
