@@ -387,9 +387,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                " with pp=" + llvm::Twine(p) +
                ": gradients and parameters sharded across a pipeline's "
                "micro-batches (Triax refuses it, as DeepSpeed does)");
-  if (plan.zeroStage > 0 && d < 2)
+  if (plan.zeroStage > 0 && d * cp < 2)
     reject("zero without data parallelism",
-           "zero=" + llvm::Twine(plan.zeroStage) + " shards over dp, and dp=1");
+           "zero=" + llvm::Twine(plan.zeroStage) +
+               " shards over dp x cp, a group of 1");
   if (plan.sequenceParallel && model.experts > 0)
     reject("sequence parallelism with MoE layers",
            "sequence-parallel splits tokens, and a MoE layer's experts take "

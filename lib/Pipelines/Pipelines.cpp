@@ -71,10 +71,15 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
            " does not exist (expected 0, 1, 2 or 3)";
   if (o.precision != "fp32" && o.precision != "bf16")
     return "unknown precision '" + o.precision + "'; expected fp32 or bf16";
-  if (o.zero > 0 && dp < 2)
-    return "ZeRO shards the training state over data-parallel ranks: zero=" +
-           std::to_string(o.zero) + " needs dp >= 2 (dp=" + std::to_string(dp) +
-           ")";
+  // ZeRO shards over dp x cp (context parallelism's gradient sums fold
+  // into its reduce-scatters).
+  int64_t cp = mesh.size(TRX_AXIS_CONTEXT);
+  if (o.zero > 0 && dp * cp < 2)
+    return "ZeRO shards the training state over data-parallel ranks (dp x "
+           "cp): zero=" +
+           std::to_string(o.zero) +
+           " needs dp >= 2 or cp >= 2 (dp=" + std::to_string(dp) +
+           ", cp=" + std::to_string(cp) + ")";
   return "";
 }
 

@@ -24,7 +24,7 @@
 // DP: dist.all_reduce_grads avg
 
 // PP: triax-parallelize: ZeRO-2 with pipeline parallelism (pp=2) is not supported (DeepSpeed refuses it too); use zero=1
-// ZERO: triax-parallelize: ZeRO shards the training state over data-parallel ranks: zero=2 needs dp >= 2 (dp=1)
+// ZERO: triax-parallelize: ZeRO shards the training state over data-parallel ranks (dp x cp): zero=2 needs dp >= 2 or cp >= 2 (dp=1, cp=1)
 // SIZE: triax-parallelize: mesh=tp=0: expected axis=size items such as dp=2,pp=2,tp=2 (sizes >= 1), got 'tp=0'
 // SP: triax-parallelize: sequence parallelism splits the sequence over tensor-parallel ranks: sequence-parallel needs tp >= 2 (tp=1)
 module {

@@ -448,7 +448,7 @@ int main() {
                  "does)");
     expectReason("zero dp", eval(model, 1, makePlan(1, 1, 1, 1, 4), 4),
                  "zero without data parallelism",
-                 "zero=1 shards over dp, and dp=1");
+                 "zero=1 shards over dp x cp, a group of 1");
     expectReason(
         "sp", eval(model, 1, makePlan(1, 1, 1, 0, 4, Schedule::None, true), 4),
         "sequence parallelism without tp",

@@ -167,13 +167,7 @@ void DataParallelPass::runOnOperation() {
   // a mesh with ep but no dp (every member of ep a data rank) is taken as
   // it is, and so is one with cp but no dp (the context-parallel sums
   // folded into the once-per-step reduction).
-  auto meshes = llvm::to_vector(module.getOps<MeshOp>());
-  MeshOp mesh =
-      meshes.size() == 1 && !meshes.front().getAxisSize(dpAxis) &&
-              (meshes.front().getAxisSize(epAxis) ||
-               meshes.front().getAxisSize(cpAxis))
-          ? meshes.front()
-          : getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
+  MeshOp mesh = getDataMesh(module, getArgument(), dpAxis, dp.getValue());
   if (!mesh)
     return signalPassFailure();
   OpBuilder b(&getContext());

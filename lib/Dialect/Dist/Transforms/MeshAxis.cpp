@@ -2,6 +2,8 @@
 
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
 
+#include "triax/Dialect/Dist/IR/MeshShape.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 
@@ -47,6 +49,16 @@ MeshOp mlir::dist::getOrCreateMeshAxis(ModuleOp module, StringRef pass,
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
   return MeshOp::create(b, module.getLoc(), "mesh", b.getStrArrayAttr({axis}),
                         b.getDenseI64ArrayAttr({size}));
+}
+
+MeshOp mlir::dist::getDataMesh(ModuleOp module, StringRef pass,
+                               StringRef dpAxis, int64_t size) {
+  auto meshes = llvm::to_vector(module.getOps<MeshOp>());
+  if (meshes.size() == 1 && !meshes.front().getAxisSize(dpAxis) &&
+      (meshes.front().getAxisSize(axisName(TRX_AXIS_EXPERT)) ||
+       meshes.front().getAxisSize(axisName(TRX_AXIS_CONTEXT))))
+    return meshes.front();
+  return getOrCreateMeshAxis(module, pass, dpAxis, size);
 }
 
 FailureOr<SmallVector<triax::ModelOp>>

@@ -1,7 +1,8 @@
-//===- Zero.cpp - ZeRO stages 1, 2 and 3 over the dp axis -----------------===//
+//===- Zero.cpp - ZeRO stages 1, 2 and 3 over the data-parallel ranks -----===//
 //
 // dist-zero{stage}: shards the training state of every parameter over the
-// data-parallel axis (see Passes.td for the IR before and after).
+// data-parallel ranks: dp, ep for the parameters replicated on it, cp where
+// its gradient sums fold in (see Passes.td for the IR before and after).
 //
 //===----------------------------------------------------------------------===//
 
@@ -311,28 +312,40 @@ void ZeroPass::runOnOperation() {
   for (tx::ModelOp model : models)
     if (failed(check(model)))
       return signalPassFailure();
-  mesh = getOrCreateMeshAxis(module, getArgument(), dpAxis, dp.getValue());
+  mesh = getDataMesh(module, getArgument(), dpAxis, dp.getValue());
   if (!mesh)
     return signalPassFailure();
-  int64_t group = *mesh.getAxisSize(dpAxis);
-  if (group < 2) {
-    mesh.emitError("dist-zero: ZeRO shards the training state over the \"")
-        << dpAxis.getValue() << "\" axis, which has size " << group
-        << "; it needs data parallelism (" << dpAxis.getValue() << " >= 2)";
-    return signalPassFailure();
-  }
   meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
+  StringRef cpAxis = axisName(TRX_AXIS_CONTEXT);
   for (tx::ModelOp model : models) {
     // Expert parallelism's ranks train on their own sequences too: the
     // state of a parameter replicated on ep is sharded over dp and ep.
     // Context parallelism's gradient sums fold into the reduce-scatters:
     // the state is sharded over dp and cp (Megatron's distributed
-    // optimizer shards over dp x cp too).
+    // optimizer shards over dp x cp too), over cp alone where dp = 1.
     SmallVector<StringRef> names = {StringRef(dpAxis),
                                     axisName(TRX_AXIS_EXPERT)};
-    if (foldContextSums(model, mesh, axisName(TRX_AXIS_CONTEXT)))
-      names.push_back(axisName(TRX_AXIS_CONTEXT));
+    bool folded = foldContextSums(model, mesh, cpAxis);
+    if (folded)
+      names.push_back(cpAxis);
     dataAxes = mlir::dist::dataAxes(mesh, names);
+    // Every parameter's group holds dp and the folded cp (neither splits a
+    // parameter; ep splits the experts): they must hold two ranks.
+    int64_t dpSize = mesh.getAxisSize(dpAxis).value_or(1);
+    int64_t cpSize = mesh.getAxisSize(cpAxis).value_or(1);
+    if (dpSize * (folded ? cpSize : 1) < 2) {
+      InFlightDiagnostic diag = mesh.emitError(
+          "dist-zero: ZeRO shards the training state over the \"");
+      diag << dpAxis.getValue() << "\" axis, which has size " << dpSize;
+      if (cpSize > 1)
+        diag << ", and model @" << model.getSymName()
+             << "'s gradient sums over \"" << cpAxis
+             << "\" do not fold in (every parameter partial over it, each "
+                "accumulation fed by its sum)";
+      diag << "; it needs data parallelism (" << dpAxis.getValue()
+           << " >= 2) or context parallelism (" << cpAxis << " >= 2)";
+      return signalPassFailure();
+    }
     shard(model, mesh);
   }
 }

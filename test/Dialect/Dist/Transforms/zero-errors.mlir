@@ -18,8 +18,35 @@ triax.model @m config = #triax.train_config<optimizer = adamw, lr = 0.001, beta1
 // -----
 
 // ZeRO shards over dp: a dp axis of size 1 has nothing to shard over.
-// expected-error @+1 {{dist-zero: ZeRO shards the training state over the "dp" axis, which has size 1; it needs data parallelism (dp >= 2)}}
+// expected-error @+1 {{dist-zero: ZeRO shards the training state over the "dp" axis, which has size 1; it needs data parallelism (dp >= 2) or context parallelism (cp >= 2)}}
 dist.mesh @mesh <["dp"=1, "tp"=2]>
+triax.model @m config = #triax.train_config<optimizer = adamw, lr = 0.001, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-08, weight_decay = 0.0, grad_clip = 1.0, global_batch = 2, micro_batch = 2, seq = 4, compute = f32, master = f32> {
+  triax.param @w : tensor<16x8xf32> init <zeros>
+  func.func @forward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {
+    %w = triax.get_param @w : tensor<16x8xf32>
+    %x = triax.embedding %tokens, %w : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %logits = triax.linear %x, %w {transpose_weight} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %loss = triax.cross_entropy %logits, %targets : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+  func.func @forward_backward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {
+    %l = call @forward(%tokens, %targets) : (tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<f32>
+    return %l : tensor<f32>
+  }
+  func.func @optimizer_step(%lr: f32, %step: i64, %s: f32) -> f32 {
+    %g = triax.get_grad @w : tensor<16x8xf32>
+    triax.adamw @w, %g, lr %lr, step %step, scale %s {beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.0} : tensor<16x8xf32>
+    return %s : f32
+  }
+}
+
+// -----
+
+// Without dp, ZeRO shards over cp only where context parallelism's
+// gradient sums fold in: here the parameter is not partial over cp (no
+// dist-context-parallel ran), so there is nothing to shard over.
+// expected-error @+1 {{dist-zero: ZeRO shards the training state over the "dp" axis, which has size 1, and model @m's gradient sums over "cp" do not fold in (every parameter partial over it, each accumulation fed by its sum); it needs data parallelism (dp >= 2) or context parallelism (cp >= 2)}}
+dist.mesh @mesh <["cp"=2]>
 triax.model @m config = #triax.train_config<optimizer = adamw, lr = 0.001, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-08, weight_decay = 0.0, grad_clip = 1.0, global_batch = 2, micro_batch = 2, seq = 4, compute = f32, master = f32> {
   triax.param @w : tensor<16x8xf32> init <zeros>
   func.func @forward(%tokens: tensor<2x4xi32>, %targets: tensor<2x4xi32>) -> tensor<f32> {

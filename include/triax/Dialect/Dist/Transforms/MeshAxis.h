@@ -18,6 +18,14 @@ namespace mlir::dist {
 MeshOp getOrCreateMeshAxis(ModuleOp module, StringRef pass, StringRef axis,
                            int64_t size);
 
+/// The mesh the data-parallel passes work on: as getOrCreateMeshAxis for
+/// `dpAxis`, except that one mesh without `dpAxis` but with the expert or
+/// the context axis is taken as it is (every member of ep trains on its
+/// own sequences; cp's gradient sums fold into the data-parallel
+/// reduction).
+MeshOp getDataMesh(ModuleOp module, StringRef pass, StringRef dpAxis,
+                   int64_t size);
+
 /// The models of `module`, for a pass `pass` that rewrites their forward
 /// model before triax-autodiff; an error on the first model that already
 /// has a training step (and failure).

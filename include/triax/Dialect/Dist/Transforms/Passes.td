@@ -449,7 +449,9 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     accumulation adds triax-autodiff's sum over it): the sums go, the
     group gains cp (`["dp", "cp"]`: the state is sharded over dp x cp, as
     Megatron's distributed optimizer does) and `%grad_scale` is multiplied
-    by cp.
+    by cp. A mesh with cp but no dp (or dp = 1) is sharded over cp alone
+    (`["cp"]`); one whose group would hold one rank (no dp >= 2 and no
+    folded cp) is an error.
     A sharded buffer is a flat chunk: the row-major elements padded with
     zeros to a multiple of dp, rank i holding chunk i of ceil(numel / dp)
     elements, so a size that does not divide is padded, never left
