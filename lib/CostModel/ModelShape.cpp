@@ -38,7 +38,10 @@ struct ParamUse {
   bool embedding = false;    // an embedding table (the first stage)
   bool linearWeight = false; // a linear's weight (with `embedding`: tied)
   bool expert = false;       // a stacked expert weight (triax.expert_linear)
+  bool normScale = false;    // a normalization's scale
   bool used = false;
+  /// Whether a gradient reads it (a weight, not a bias or a table).
+  bool readByGradient() const { return linearWeight || expert || normScale; }
 };
 } // namespace
 
@@ -231,6 +234,8 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       shape.heads = facts.heads;
       shape.kvHeads = facts.kvHeads;
     }
+    if (ParamUse *scale = paramOf(facts.scale))
+      scale->normScale = true;
     if (ParamUse *table = paramOf(facts.table)) {
       table->embedding = true;
       if (facts.vocab)
@@ -276,17 +281,22 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     if (!p.used)
       continue;
     int64_t split = p.split ? p.elems : 0, repl = p.split ? 0 : p.elems;
+    int64_t unread = p.readByGradient() ? 0 : 1;
     if (p.expert) {
       shape.layerExpert += p.elems;
       ++shape.layerExpertTensors;
     } else if (p.inBlock) {
       shape.layerSplit += split;
       shape.layerRepl += repl;
+      shape.layerUnreadSplit += unread * split;
+      shape.layerUnreadRepl += unread * repl;
       ++shape.layerTensors;
       shape.layerReplTensors += !p.split;
     } else if (p.embedding) {
       shape.firstSplit += split;
       shape.firstRepl += repl;
+      shape.firstUnreadSplit += unread * split;
+      shape.firstUnreadRepl += unread * repl;
       ++shape.firstTensors;
       shape.firstReplTensors += !p.split;
       // A table the head also reads as its weight: tied.
@@ -295,6 +305,8 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     } else {
       shape.lastSplit += split;
       shape.lastRepl += repl;
+      shape.lastUnreadSplit += unread * split;
+      shape.lastUnreadRepl += unread * repl;
       ++shape.lastTensors;
       shape.lastReplTensors += !p.split;
     }

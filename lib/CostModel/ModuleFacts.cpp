@@ -50,8 +50,10 @@ int64_t elemBytes(mlir::Type type) {
 /// yields). The ops of the
 /// blocks are taken in order, as the kernel conversion inlines them. Kernel
 /// scratch counts as the op states it (CostOpInterface::getScratchBytes:
-/// context-parallel attention's); what the elementwise fusion saves is not
-/// modelled. `callPeak`,
+/// context-parallel attention's, the collectives' group-major copies); a
+/// parameter's converted copy (mixed precision's bf16 weight) is made once
+/// at the start, as the kernel conversion hoists it; what the elementwise
+/// fusion saves is not modelled. `callPeak`,
 /// when given, is the peak of a call's own buffers (0: not a call): while the
 /// callee runs, the caller's live buffers stay (a pipeline stage's schedule
 /// calling its stage functions; their results are then the caller's buffers).
@@ -89,26 +91,50 @@ int64_t activationPeakFromLiveness(
     }
   };
   flatten(entry);
-  for (auto [pos, op] : llvm::enumerate(order))
-    for (mlir::Value operand : op->getOperands())
-      lastUse[bufferOf(operand)] = int64_t(pos);
   auto bytesOf = [](mlir::Value v) -> int64_t {
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
     return type ? type.getNumElements() * elemBytes(type) : 0;
   };
+  // The kernel conversion makes one converted copy of each parameter per
+  // function, at its start (mixed precision's bf16 weights, converted in
+  // every block that reads them: hoistParamCopies): the first conversion
+  // of a parameter to a type is that copy, alive from the start, and the
+  // later ones read it.
+  llvm::DenseMap<std::pair<mlir::Attribute, mlir::Type>, mlir::Value> copies;
+  llvm::DenseSet<mlir::Operation *> hoisted;
   int64_t live = 0, peak = 0;
+  for (mlir::Operation *op : order) {
+    auto convert = llvm::dyn_cast<tx::ConvertOp>(op);
+    auto read = convert ? convert.getInput().getDefiningOp<tx::GetParamOp>()
+                        : tx::GetParamOp();
+    if (!read)
+      continue;
+    auto [it, first] = copies.try_emplace(
+        {read.getNameAttr().getAttr(), convert.getType()}, convert);
+    if (!first) {
+      alias[convert.getResult()] = it->second;
+      continue;
+    }
+    hoisted.insert(op);
+    live += bytesOf(convert.getResult());
+  }
+  for (auto [pos, op] : llvm::enumerate(order))
+    for (mlir::Value operand : op->getOperands())
+      lastUse[bufferOf(operand)] = int64_t(pos);
   std::vector<std::vector<int64_t>> frees(order.size());
   for (auto [pos, op] : llvm::enumerate(order)) {
     if (callPeak)
       peak = std::max(peak, live + callPeak(op));
     for (mlir::OpResult result : op->getResults()) {
       if (tx::getResultStorage(op, result.getResultNumber()).kind !=
-          tx::ResultStorage::Kind::Buffer)
+              tx::ResultStorage::Kind::Buffer ||
+          alias.count(result))
         continue;
       int64_t bytes = bytesOf(result);
       if (!bytes)
         continue;
-      live += bytes;
+      if (!hoisted.contains(op))
+        live += bytes;
       auto last = lastUse.find(result);
       // A result nothing reads is freed right away.
       int64_t at = last == lastUse.end() ? int64_t(pos) : last->second;

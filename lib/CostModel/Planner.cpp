@@ -454,6 +454,20 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       keptBytesPerLayer(layer, s, b, t, plan.sequenceParallel, plan.recompute,
                         cp, model.activationBytes); // [A8]
   const PipelineStages pipe = pipelineStages(model, p, v, vocab);
+  const bool hoistedCopies =
+      model.dtype == DTypeMode::FP32 && model.activationBytes == 2;
+  // Of a stage's parameters, those no gradient reads (biases, position
+  // tables; a block's are read again by its recomputed forward under full
+  // recomputation).
+  const double unreadPerLayer = plan.recompute == Recompute::Full
+                                    ? 0.0
+                                    : (double(model.layerUnreadSplit) / td +
+                                       double(model.layerUnreadRepl)) /
+                                          Ld;
+  const double firstUnread =
+      double(model.firstUnreadSplit) / td + double(model.firstUnreadRepl);
+  const double lastUnread =
+      double(model.lastUnreadSplit) / td + double(model.lastUnreadRepl);
   auto layersOf = [&](int64_t stage) -> double {
     return pipe.layers.empty() ? 1.0 : double(pipe.layers[stage]);
   };
@@ -477,15 +491,18 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   for (int64_t stage : stages) {
     const double layersOn = layersOf(stage);
     double elems = perLayer * layersOn;
+    double unread = unreadPerLayer * layersOn;
     int64_t tensors = int64_t(double(model.layerTensors) * layersOn / Ld);
     double biggest = perLayer; // the largest unit ZeRO-3 gathers
     if (stage == 0) {
       elems += first;
+      unread += firstUnread;
       tensors += model.firstTensors;
       biggest = std::max(biggest, first);
     }
     if (stage == p - 1) {
       elems += last;
+      unread += lastUnread;
       tensors += model.lastTensors;
       biggest = std::max(biggest, last);
     }
@@ -514,6 +531,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // [M5] ZeRO-3 gathers one unit whole while the next is prefetched.
     if (plan.zeroStage == 3)
       mem.zeroGather = double(per.params) * (biggest + perLayer);
+    // [A10] bf16 compute over f32 parameters: the kernel conversion makes
+    // one bf16 copy of each parameter a call reads, at the call's start
+    // (forward_backward, or each stage function), kept until its last
+    // read: at the backward's peak, the stage's parameters a gradient reads
+    // (weights and norm scales), 2 bytes each. (ZeRO-3 converts each
+    // gathered unit where it is used instead.)
+    if (hoistedCopies && plan.zeroStage < 3)
+      mem.weightCopies = 2.0 * (elems - unread);
     mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage, v);
     mem.layers = int64_t(layersOn);
     mem.activations = act * layersOn * double(mem.inFlight);
@@ -537,9 +562,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // all m; ZB-H1's deferred W passes hold their logits' gradients, which
     // the head's weight gradient reads).
     if (stage == p - 1)
-      mem.logits = logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
-                               model.activationBytes < 4, plan.sequenceParallel,
-                               mem.inFlight);
+      mem.logits =
+          logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
+                      model.activationBytes < 4 && mem.weightCopies == 0,
+                      plan.sequenceParallel, mem.inFlight);
     // A pipeline stage's backward function holds its working set on top
     // of the kept activations (under full recomputation: the rebuilt
     // layer's, below).
@@ -552,7 +578,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       mem.recomputed = recomputedLayerBytes(
           layer, s, b, t, plan.sequenceParallel, cp, model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
-               mem.activations + mem.experts + mem.working +
+               mem.weightCopies + mem.activations + mem.experts + mem.working +
                std::max(mem.logits, mem.recomputed);
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
@@ -1203,6 +1229,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
      << human(m.optim);
   if (m.zeroGather > 0)
     os << " + gathered " << human(m.zeroGather) << " [M5]";
+  if (m.weightCopies > 0)
+    os << " + bf16 weights " << human(m.weightCopies) << " [A10]";
   os << " + activations " << human(m.activations) << " (" << m.layers
      << " layers x "
      << keptFormulaLabel(model.layerShape(), c.plan.tp, c.plan.sequenceParallel,
@@ -1280,6 +1308,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                     {"grads", c.memory.grads},
                                     {"optim", c.memory.optim},
                                     {"zero_gather", c.memory.zeroGather},
+                                    {"weight_copies", c.memory.weightCopies},
                                     {"activations", c.memory.activations},
                                     {"logits", c.memory.logits},
                                     {"recomputed", c.memory.recomputed},

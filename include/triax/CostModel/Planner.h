@@ -60,6 +60,11 @@ struct ModelShape {
   int64_t lastSplit = 0, lastRepl = 0;   // final norm, head (the last stage)
   int64_t tiedSplit = 0; // embedding elements the head reuses (tied): the
                          // last stage holds a copy when pp > 1
+  // Of those, the elements no gradient reads (biases, position tables):
+  // [A10] counts no bf16 copy of them in the backward.
+  int64_t layerUnreadSplit = 0, layerUnreadRepl = 0;
+  int64_t firstUnreadSplit = 0, firstUnreadRepl = 0;
+  int64_t lastUnreadSplit = 0, lastUnreadRepl = 0;
   int64_t layerTensors = 0, firstTensors = 0, lastTensors = 0;
   // Of those, the replicated ones (sequence parallelism all-reduces their
   // gradients over tp every micro-batch).
@@ -130,8 +135,10 @@ llvm::Expected<PlanRequest> parsePlanRequest(llvm::StringRef text);
 struct MemoryBreakdown {
   double params = 0, grads = 0, optim = 0; // [M1]-[M3] of the stage
   double zeroGather = 0;                   // [M5] ZeRO-3's gathered layers
-  double activations = 0;                  // [A8] x layers x in flight
-  double logits = 0;                       // [A6] the last stage
+  // [A10] bf16 compute over f32 state: the stage's bf16 parameter copies.
+  double weightCopies = 0;
+  double activations = 0; // [A8] x layers x in flight
+  double logits = 0;      // [A6] the last stage
   // Full recomputation: one layer's [A8] rebuilt in the backward (not at
   // the same time as the logits: the peak takes the larger).
   double recomputed = 0;

@@ -246,7 +246,7 @@ struct ReduceScatterLowering : OpConversionPattern<dist::ReduceScatterOp> {
     DimSplit split(inType, dim);
     KernelBuilder k(rewriter, op.getLoc());
     Value packed = adaptor.getInput();
-    if (split.outer > 1 && n > 1) {
+    if (!dist::isGroupMajor(inType, dim, n)) {
       packed = k.alloc(
           MemRefType::get({n * split.outer * local * split.inner}, element));
       repack(k, adaptor.getInput(), packed, n, split.outer, local, split.inner,
@@ -285,7 +285,7 @@ struct AllGatherLowering : OpConversionPattern<dist::AllGatherOp> {
     DimSplit split(inType, dim);
     KernelBuilder k(rewriter, op.getLoc());
     Value out = k.alloc(op.getType());
-    bool direct = split.outer == 1 || n == 1;
+    bool direct = dist::isGroupMajor(inType, dim, n);
     Value gathered =
         direct ? out
                : k.alloc(MemRefType::get(
@@ -331,13 +331,13 @@ struct AllToAllLowering : OpConversionPattern<dist::AllToAllOp> {
     KernelBuilder k(rewriter, op.getLoc());
     auto flatType = MemRefType::get({inType.getNumElements()}, element);
     Value packed = adaptor.getInput();
-    if (in.outer > 1 && n > 1) {
+    if (!dist::isGroupMajor(inType, split, n)) {
       packed = k.alloc(flatType);
       repack(k, adaptor.getInput(), packed, n, in.outer, chunkShape[split],
              in.inner, /*pack=*/true);
     }
     Value result = k.alloc(op.getType());
-    bool direct = out.outer == 1 || n == 1;
+    bool direct = dist::isGroupMajor(chunk, concat, n);
     Value received = direct ? result : k.alloc(flatType);
     func::CallOp::create(rewriter, op.getLoc(), *callee, TypeRange{},
                          ValueRange{k.dynamicFlat(packed),

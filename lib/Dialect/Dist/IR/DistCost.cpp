@@ -44,6 +44,53 @@ void ReduceScatterOp::getCollectives(SmallVectorImpl<Collective> &out) {
       Collective::on(Collective::Kind::ReduceScatter, getResult().getType()));
 }
 
+// The group-major copies the kernel conversion makes around the runtime's
+// flat collectives (CollectiveKernels.cpp) live while the op runs, beside
+// its operand and result: an all_gather's gathered blocks (the result's
+// size) before they are unpacked; a reduce_scatter's packed input; an
+// all_to_all's packed input and its received slices (the input's size
+// each).
+static int64_t bytesOf(RankedTensorType type) {
+  return type.getNumElements() *
+         int64_t(llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+}
+
+bool mlir::dist::isGroupMajor(RankedTensorType type, int64_t dim, int64_t n) {
+  if (n == 1)
+    return true;
+  for (int64_t d = 0; d < dim; ++d)
+    if (type.getDimSize(d) != 1)
+      return false;
+  return true;
+}
+
+int64_t AllGatherOp::getScratchBytes() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  int64_t n = out.getDimSize(getDim()) / in.getDimSize(getDim());
+  return isGroupMajor(in, getDim(), n) ? 0 : bytesOf(out);
+}
+
+int64_t ReduceScatterOp::getScratchBytes() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  int64_t n = in.getDimSize(getDim()) / out.getDimSize(getDim());
+  return isGroupMajor(in, getDim(), n) ? 0 : bytesOf(in);
+}
+
+int64_t AllToAllOp::getScratchBytes() {
+  RankedTensorType in = getInput().getType();
+  MeshOp mesh = lookupMesh(*this, getMeshAttr());
+  if (!mesh)
+    return 0;
+  int64_t split = getSplitDim(), concat = getConcatDim();
+  int64_t n = mesh.getGroupSize(getAxes());
+  SmallVector<int64_t> chunk(in.getShape());
+  chunk[split] /= n;
+  int64_t bytes = isGroupMajor(in, split, n) ? 0 : bytesOf(in);
+  if (!isGroupMajor(in.clone(chunk), concat, n))
+    bytes += bytesOf(in);
+  return bytes;
+}
+
 void ReduceScatterFlatOp::getCollectives(SmallVectorImpl<Collective> &out) {
   out.push_back(
       Collective::on(Collective::Kind::ReduceScatter, getResult().getType()));

@@ -862,8 +862,14 @@ void LinearOp::describeModel(ModelFacts &facts) {
 
 /// The statistics triax-autodiff adds as residuals (their number is fixed
 /// by the op, not by whether this op has them yet).
-void LayerNormOp::describeModel(ModelFacts &facts) { facts.normStats = 2; }
-void RMSNormOp::describeModel(ModelFacts &facts) { facts.normStats = 1; }
+void LayerNormOp::describeModel(ModelFacts &facts) {
+  facts.normStats = 2;
+  facts.scale = getWeight();
+}
+void RMSNormOp::describeModel(ModelFacts &facts) {
+  facts.normStats = 1;
+  facts.scale = getWeight();
+}
 
 /// Positions with a mesh are a sequence-parallel slice's.
 void PositionIdsOp::describeModel(ModelFacts &facts) {

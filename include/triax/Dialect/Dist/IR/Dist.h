@@ -40,6 +40,14 @@ LogicalResult verifySharding(ShardingAttr sharding, RankedTensorType type,
                              MeshOp mesh,
                              function_ref<InFlightDiagnostic()> emitError);
 
+/// Whether a row-major buffer of `type` cut into `n` slices along `dim` is
+/// already in group-major order (slice c contiguous, before slice c + 1):
+/// n is 1 or every dimension before `dim` has size 1. Otherwise the
+/// collectives that split or concatenate along `dim` pack or unpack it
+/// through a copy of the whole buffer (the kernel conversion), which their
+/// getScratchBytes counts.
+bool isGroupMajor(RankedTensorType type, int64_t dim, int64_t n);
+
 } // namespace mlir::dist
 
 #endif // TRIAX_DIALECT_DIST_IR_DIST_H

@@ -125,7 +125,7 @@ def Dist_CopyToGroupOp : Dist_CollectiveOp<"copy_to_group", [
 }
 
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
-    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface,
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface,
                                     ["isRecomputedSelectively", "isRecomputedAlways"]>]> {
   let summary = "Concatenates every member's tensor along a dimension";
   let description = [{
@@ -151,7 +151,7 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
 }
 
 def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all", [
-    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>,
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives", "getScratchBytes"]>,
     DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Exchanges a slice between every pair of members";
   let description = [{
@@ -182,7 +182,7 @@ def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all", [
 }
 
 def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [
-    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives", "getScratchBytes"]>, DeclareOpInterfaceMethods<ShardingRuleOpInterface, ["getSplitRule"]>, DeclareOpInterfaceMethods<DifferentiableOpInterface>]> {
   let summary = "Reduces over the group and leaves member i with slice i";
   let description = [{
     The input's `dim` must divide by the group size; the result's `dim` is

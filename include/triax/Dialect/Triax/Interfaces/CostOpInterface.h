@@ -60,8 +60,11 @@ struct ModelFacts {
   /// sequence.
   bool sequenceParallel = false;
   /// A normalization: the f32 statistics it keeps per row for its
-  /// gradient once differentiated (LayerNorm 2: mean and rstd; RMSNorm 1).
+  /// gradient once differentiated (LayerNorm 2: mean and rstd; RMSNorm 1),
+  /// and its scale, which its input's gradient reads (as a linear's reads
+  /// its weight; biases and embedding tables no gradient reads).
   int64_t normStats = 0;
+  Value scale;
 };
 
 /// Where the kernel lowering puts an op's result
