@@ -1049,13 +1049,16 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
   // Every mesh, then every choice the request leaves open on it.
   forEachMesh(model, req, N, [&](Plan mesh) {
     mesh.dtype = model.dtype;
+    // Every schedule dist-pipeline builds: interleaved with 2 chunks per
+    // rank unless the request names virtual-stages.
     std::vector<Schedule> schedules;
     if (mesh.pp == 1)
       schedules = {Schedule::None};
     else if (req.schedule)
       schedules = {*req.schedule};
     else
-      schedules = {Schedule::GPipe, Schedule::OneFOneB};
+      schedules = {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved,
+                   Schedule::ZeroBubbleH1};
     // (Expert-parallel ranks train on their own sequences too.)
     for (int64_t b : microBatchSizes(req, B, mesh.dp * mesh.ep))
       for (int64_t z : zeros)
@@ -1070,7 +1073,8 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
                       : std::max<int64_t>(1, B / (mesh.dp * mesh.ep * b));
               plan.schedule = sched;
               if (sched == Schedule::Interleaved)
-                plan.virtualStages = req.virtualStages;
+                plan.virtualStages =
+                    req.virtualStages > 1 ? req.virtualStages : 2;
               plan.sequenceParallel = sp;
               plan.recompute = r;
               record(evaluatePlan(model, req, plan, b));
