@@ -562,10 +562,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // all m; ZB-H1's deferred W passes hold their logits' gradients, which
     // the head's weight gradient reads).
     if (stage == p - 1)
-      mem.logits =
-          logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
-                      model.activationBytes < 4 && mem.weightCopies == 0,
-                      plan.sequenceParallel, mem.inFlight);
+      mem.logits = logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
+                               hoistedCopies && mem.weightCopies == 0,
+                               plan.sequenceParallel, mem.inFlight);
     // A pipeline stage's backward function holds its working set on top
     // of the kept activations (under full recomputation: the rebuilt
     // layer's, below).
@@ -577,9 +576,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (plan.recompute == Recompute::Full && layersOn > 0)
       mem.recomputed = recomputedLayerBytes(
           layer, s, b, t, plan.sequenceParallel, cp, model.activationBytes);
+    // [A11] bf16 parameters: the token table's gradient is summed over
+    // the tokens in an f32 table, rounded once into the bf16 gradient
+    // buffer (a frequent token's row would lose its small terms in bf16);
+    // at the end of the first stage's backward, beside the embeddings'
+    // output gradient, when the blocks' activations are gone.
+    if (model.dtype == DTypeMode::Mixed && stage == 0 && first > 0)
+      mem.tableScratch = 4.0 * (double(model.firstSplit) + padRows) / td +
+                         double(b) * double(s / cp) * double(h) *
+                             double(model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
-               mem.weightCopies + mem.activations + mem.experts + mem.working +
-               std::max(mem.logits, mem.recomputed);
+               std::max(mem.weightCopies + mem.activations + mem.experts +
+                            mem.working + std::max(mem.logits, mem.recomputed),
+                        mem.tableScratch);
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
     if (elems > maxElems) {
@@ -1251,6 +1260,10 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
     os << " + one layer recomputed " << human(m.recomputed) << " [A8]";
   else if (m.logits > 0)
     os << " + logits " << human(m.logits) << " [A6]";
+  if (m.tableScratch > 0)
+    os << " (at the backward's end instead: the token table's f32 gradient "
+          "sum "
+       << human(m.tableScratch) << " [A11])";
   os << " = peak " << human(m.peak) << " of " << gib(hw.hbmBytes) << " HBM ("
      << llvm::format("%.0f", 100 * m.peak / hw.hbmBytes) << "%)\n";
   if (!c.comm.empty()) {
@@ -1313,6 +1326,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                     {"optim", c.memory.optim},
                                     {"zero_gather", c.memory.zeroGather},
                                     {"weight_copies", c.memory.weightCopies},
+                                    {"table_scratch", c.memory.tableScratch},
                                     {"activations", c.memory.activations},
                                     {"logits", c.memory.logits},
                                     {"recomputed", c.memory.recomputed},

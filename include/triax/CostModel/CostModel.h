@@ -221,9 +221,10 @@ std::string keptFormulaLabel(const LayerShape &layer, int64_t tp,
 /// the end of the forward function), and the final norm's input and
 /// output, 2 s b h (the input split over t with sequence parallelism);
 /// once, the head's input gradient, s b h. With `weightCopy` (a compute
-/// type narrower than the f32 master weights) also the head's weight in the
-/// compute type, V/t h. (Korthikanti et al. count 2 s b V/t, logits and
-/// gradient.)
+/// type narrower than the f32 master weights, under ZeRO-3, which converts
+/// the gathered weight where the head reads it; otherwise [A10] counts the
+/// copy) also the head's weight in the compute type, V/t h. (Korthikanti
+/// et al. count 2 s b V/t, logits and gradient.)
 double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
                    int64_t elemBytes, bool weightCopy = false,
                    bool sequenceParallel = false, double inFlight = 1);

@@ -137,6 +137,9 @@ struct MemoryBreakdown {
   double zeroGather = 0;                   // [M5] ZeRO-3's gathered layers
   // [A10] bf16 compute over f32 state: the stage's bf16 parameter copies.
   double weightCopies = 0;
+  // [A11] bf16 parameters: the token table's gradient summed in f32 at the
+  // end of the first stage's backward (not at the same time as the rest).
+  double tableScratch = 0;
   double activations = 0; // [A8] x layers x in flight
   double logits = 0;      // [A6] the last stage
   // Full recomputation: one layer's [A8] rebuilt in the backward (not at

@@ -898,6 +898,13 @@ ResultStorage EmbeddingGradOp::getResultStorage(unsigned) {
                                         : ResultStorage();
 }
 
+/// A bf16 table gradient is summed in an f32 table and rounded once
+/// (EmbeddingKernels.cpp): the f32 table lives while the op runs.
+int64_t EmbeddingGradOp::getScratchBytes() {
+  auto type = cast<ShapedType>(getType());
+  return type.getElementType().isBF16() ? type.getNumElements() * 4 : 0;
+}
+
 /// A sum accumulated term by term has no buffer (isAccumulatedTermByTerm).
 ResultStorage AddOp::getResultStorage(unsigned) {
   return isAccumulatedTermByTerm(*this) ? ResultStorage::none()
@@ -1060,7 +1067,8 @@ bool mlir::triax::isAccumulatedTermByTerm(AddOp sum) {
 
 bool mlir::triax::isOnlyAccumulated(Value v) {
   auto type = dyn_cast<ShapedType>(v.getType());
-  if (!type || !type.getElementType().isF32())
+  if (!type ||
+      !(type.getElementType().isF32() || type.getElementType().isBF16()))
     return false;
   while (v.hasOneUse()) {
     OpOperand &use = *v.use_begin();

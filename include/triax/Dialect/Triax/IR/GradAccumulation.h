@@ -26,7 +26,7 @@ bool isAccumulatedTermByTerm(AddOp sum);
 /// them once overwritten.
 bool mayOverwriteLogits(CrossEntropyGradOp grad);
 
-/// Whether an f32 gradient's only reader is a triax.accumulate_grad,
+/// Whether an f32 or bf16 gradient's only reader is a triax.accumulate_grad,
 /// through the yields of the triax.blocks it leaves (the lowering inlines
 /// them) or a sum accumulated term by term (isAccumulatedTermByTerm):
 /// accumulate-in-gemm then computes it into the gradient buffer (a weight

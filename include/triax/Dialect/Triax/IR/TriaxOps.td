@@ -550,7 +550,7 @@ def Triax_BiasGradOp : Triax_Op<"bias_grad", [Pure, Triax_ReadsRowViews]> {
   let hasVerifier = 1;
 }
 
-def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
+def Triax_EmbeddingGradOp : Triax_Op<"embedding_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage", "getScratchBytes"]>]> {
   let summary = "Gradient of an embedding table: scatter-add of rows";
   let description = [{
     `dtable[v, :] = sum over positions p with indices[p] = v of dy[p, :]`.
