@@ -295,11 +295,18 @@ double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h,
 
 double triax::cost::backwardWorkingBytes(const LayerShape &layer, int64_t s,
                                          int64_t b, int64_t t, int64_t cp,
-                                         int64_t elemBytes) {
+                                         int64_t elemBytes,
+                                         bool deferredWeights) {
   const double tokens = tokensPerRank(s, b, cp);
+  const double td = double(std::max<int64_t>(t, 1));
+  // GELU's (k = 2: its product and activation) gradient comes out of the
+  // GEMM's epilogue (geluGradEpilogueOf): one ffn-wide buffer, beside
+  // which the MLP's input gradient (h) is made.
+  if (layer.mlpTensors == 2 && !deferredWeights)
+    return tokens * (2.0 * double(layer.hidden) + double(layer.ffn) / td) *
+           double(elemBytes);
   return tokens *
-         (double(layer.hidden) + double(layer.mlpTensors * layer.ffn) /
-                                     double(std::max<int64_t>(t, 1))) *
+         (double(layer.hidden) + double(layer.mlpTensors * layer.ffn) / td) *
          double(elemBytes);
 }
 

@@ -570,7 +570,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // layer's, below).
     if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
       mem.working =
-          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes);
+          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes,
+                               plan.schedule == Schedule::ZeroBubbleH1);
     // Full recomputation rebuilds one layer's activations at a time in the
     // backward, while the head's are gone.
     if (plan.recompute == Recompute::Full && layersOn > 0)

@@ -231,10 +231,17 @@ double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
 
 /// What a pipeline stage's backward function holds besides the stage's
 /// kept activations while it runs through a layer: the gradient it
-/// received and the MLP's gradients, s b (h + k ffn/t) elements (GPT-2:
-/// 9h a token). Without a pipeline the head's peak hides it.
+/// received and the MLP's gradients: for a GELU MLP s b (2h + ffn/t)
+/// elements (its product's gradient is the GEMM's epilogue output,
+/// gelu-epilogue: one ffn-wide buffer, and the MLP's input gradient is made
+/// beside it; GPT-2: 6h a token), for SwiGLU's s b (h + k ffn/t). With
+/// `deferredWeights` (ZB-H1's B pass, which hands the weight gradients'
+/// inputs to a later W pass) s b (h + k ffn/t) for GELU too (GPT-2: 9h;
+/// within 1.2% of [A9] on gpt2's and tiny's stages, not derived op by op).
+/// Without a pipeline the head's peak hides it.
 double backwardWorkingBytes(const LayerShape &layer, int64_t s, int64_t b,
-                            int64_t t, int64_t cp, int64_t elemBytes);
+                            int64_t t, int64_t cp, int64_t elemBytes,
+                            bool deferredWeights = false);
 
 /// [P2] Micro-batches whose activations stage `stage` of `pp` holds at its
 /// peak, in units of the stage's layers: GPipe all m (every forward before

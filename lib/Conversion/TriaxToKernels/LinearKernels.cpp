@@ -21,6 +21,7 @@
 
 #include "triax/Conversion/RuntimeABI.h"
 
+#include "triax/Dialect/Triax/IR/GradAccumulation.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 using namespace mlir;
@@ -37,25 +38,6 @@ GeluOp geluOf(LinearOp linear) {
           gelu.getType() == linear.getType())
         return gelu;
   return {};
-}
-
-/// The triax.gelu_grad whose upstream gradient is `linear`'s result, when
-/// that is its only use and the GELU's input is computed before `linear`
-/// (the GEMM reads it; under full recomputation the block recomputes it
-/// after the upstream gradient's GEMM, and the two stay apart).
-GeluGradOp geluGradOf(LinearOp linear) {
-  if (!linear->hasOneUse())
-    return {};
-  auto grad = dyn_cast<GeluGradOp>(*linear->getUsers().begin());
-  if (!grad || grad.getResultGrad() != linear.getResult() ||
-      grad->getBlock() != linear->getBlock() ||
-      grad.getType() != linear.getType())
-    return {};
-  Operation *input = grad.getInput().getDefiningOp();
-  if (input && input->getBlock() == linear->getBlock() &&
-      !input->isBeforeInBlock(linear))
-    return {};
-  return grad;
 }
 
 /// y[m, :] = x[m, :] W (+ b), with the tokens of all leading dims as rows.
@@ -105,9 +87,12 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
       rewriter.replaceOp(op, y);
       return success();
     }
-    // dx = gelu_grad(h, x W) in one GEMM: h is the epilogue's aux.
+    // dx = gelu_grad(h, x W) in one GEMM: h is the epilogue's aux (under
+    // full recomputation the block recomputes h after the upstream
+    // gradient's GEMM, and the two stay apart: geluGradEpilogueOf, which
+    // the cost model asks too).
     GeluGradOp geluGrad = geluEpilogue && element && !adaptor.getBias()
-                              ? geluGradOf(op)
+                              ? geluGradEpilogueOf(op)
                               : GeluGradOp();
     if (geluGrad) {
       Value h = rewriter.getRemappedValue(geluGrad.getInput());

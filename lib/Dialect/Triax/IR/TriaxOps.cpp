@@ -1084,6 +1084,35 @@ bool mlir::triax::isOnlyAccumulated(Value v) {
   return false;
 }
 
+GeluGradOp mlir::triax::geluGradEpilogueOf(LinearOp linear) {
+  if (!linear->hasOneUse() || linear.getBias())
+    return {};
+  auto grad = dyn_cast<GeluGradOp>(*linear->getUsers().begin());
+  if (!grad || grad.getResultGrad() != linear.getResult() ||
+      grad->getBlock() != linear->getBlock() ||
+      grad.getType() != linear.getType())
+    return {};
+  Type element = linear.getType().getElementType();
+  if (!(element.isF32() || element.isBF16()) ||
+      linear.getInput().getType().getElementType() != element ||
+      linear.getWeight().getType().getElementType() != element)
+    return {};
+  Operation *input = grad.getInput().getDefiningOp();
+  if (input && input->getBlock() == linear->getBlock() &&
+      !input->isBeforeInBlock(linear))
+    return {};
+  return grad;
+}
+
+/// gelu-epilogue: the GEMM of its upstream gradient writes it
+/// (geluGradEpilogueOf), in that GEMM's buffer.
+ResultStorage GeluGradOp::getResultStorage(unsigned) {
+  auto linear = getResultGrad().getDefiningOp<LinearOp>();
+  if (linear && geluGradEpilogueOf(linear) == *this)
+    return ResultStorage::over(getResultGradMutable().getOperandNumber());
+  return {};
+}
+
 bool mlir::triax::mayOverwriteLogits(CrossEntropyGradOp grad) {
   Value logits = grad.getLogits();
   if (logits.getType() != grad.getType())

@@ -19,6 +19,15 @@ namespace mlir::triax {
 /// sum has no buffer.
 bool isAccumulatedTermByTerm(AddOp sum);
 
+/// The triax.gelu_grad that convert-triax-to-kernels{gelu-epilogue} (on
+/// by default) computes in `linear`'s GEMM epilogue, dx = gelu'(h) * x W:
+/// the linear (no bias; input, weight and result of one type, f32 or
+/// bf16) is its upstream gradient and has no other use, the two in one
+/// block with one type, and the GELU's input h is computed before the
+/// linear (the GEMM reads it). The epilogue writes dx in the GEMM's
+/// output: one buffer for both results.
+GeluGradOp geluGradEpilogueOf(LinearOp linear);
+
 /// Whether `grad` may be written over its logits
 /// (convert-triax-to-kernels{loss-grad-in-place}, where the logits' buffer
 /// is the kernels' own): the logits have the gradient's type and every

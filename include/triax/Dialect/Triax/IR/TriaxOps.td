@@ -664,10 +664,11 @@ def Triax_AttentionGradOp : Triax_Op<"attention_grad", [Pure, Triax_ReadsRowView
   }];
 }
 
-class Triax_ActivationGradOp<string mnemonic, string desc>
-    : Triax_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType,
+class Triax_ActivationGradOp<string mnemonic, string desc,
+                             list<Trait> traits = []>
+    : Triax_Op<mnemonic, !listconcat([Pure, Elementwise, SameOperandsAndResultType,
                           DeclareOpInterfaceMethods<ScalarElementwiseOpInterface>,
-                          ShardingRuleOpInterface]> {
+                          ShardingRuleOpInterface], traits)> {
   let summary = desc;
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$result_grad);
   let results = (outs Triax_FloatTensor:$input_grad);
@@ -675,7 +676,8 @@ class Triax_ActivationGradOp<string mnemonic, string desc>
 }
 
 def Triax_GeluGradOp : Triax_ActivationGradOp<"gelu_grad",
-    "dy * gelu'(x), tanh approximation">;
+    "dy * gelu'(x), tanh approximation",
+    [DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]>;
 def Triax_SiluGradOp : Triax_ActivationGradOp<"silu_grad", "dy * silu'(x)">;
 
 def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives", "getResultStorage"]>]> {
