@@ -39,6 +39,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <cstdlib>
 
@@ -111,7 +112,12 @@ std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
                          s = getConstantIntValue(step);
   if (!l || !u || !s || *s <= 0)
     return std::nullopt;
-  return std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+  // ceil((u - l) / s), without overflowing int64 (bounds such as
+  // -2^63, which index constants can hold).
+  std::optional<int64_t> span = llvm::checkedSub(*u, *l);
+  if (!span)
+    return std::nullopt;
+  return *span <= 0 ? 0 : (*span - 1) / *s + 1;
 }
 
 /// Index arithmetic of one phase of a kernel (the code that runs between
