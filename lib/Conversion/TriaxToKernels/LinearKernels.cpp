@@ -87,13 +87,12 @@ struct LinearLowering : OpConversionPattern<LinearOp> {
       rewriter.replaceOp(op, y);
       return success();
     }
-    // dx = gelu_grad(h, x W) in one GEMM: h is the epilogue's aux (under
-    // full recomputation the block recomputes h after the upstream
-    // gradient's GEMM, and the two stay apart: geluGradEpilogueOf, which
-    // the cost model asks too).
-    GeluGradOp geluGrad = geluEpilogue && element && !adaptor.getBias()
-                              ? geluGradEpilogueOf(op)
-                              : GeluGradOp();
+    // dx = gelu_grad(h, x W) in one GEMM (a linear without bias): h is the
+    // epilogue's aux (under full recomputation the block recomputes h after
+    // the upstream gradient's GEMM, and the two stay apart:
+    // geluGradEpilogueOf, which the cost model asks too).
+    GeluGradOp geluGrad =
+        geluEpilogue && element ? geluGradEpilogueOf(op) : GeluGradOp();
     if (geluGrad) {
       Value h = rewriter.getRemappedValue(geluGrad.getInput());
       if (h && cast<MemRefType>(h.getType()).getElementType() == element) {
