@@ -293,20 +293,76 @@ double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h,
          double(elemBytes);
 }
 
+WeightPassHandOver triax::cost::weightPassHandOver(
+    const LayerShape &layer, int64_t s, int64_t b, int64_t t,
+    bool sequenceParallel, Recompute recompute, int64_t cp, int64_t elemBytes) {
+  // [A12]
+  const double td = double(std::max<int64_t>(t, 1));
+  const double h = double(layer.hidden);
+  const double q = h, kv = layer.heads > 0
+                               ? h * double(layer.kvHeads) / double(layer.heads)
+                               : h;
+  const double ffn = double(layer.ffn);
+  // (Under full recomputation B gathers the norms' outputs again for the
+  // forward it rebuilds, and hands them over whole.)
+  const double norms =
+      double(layer.norms) *
+      (sequenceParallel && recompute != Recompute::Full ? h / td : h);
+  // (A MoE layer's MLP is its experts', [A7]: here the attention's and
+  // the router's, one row linear.)
+  const double rowLinears = layer.mlpTensors > 0 ? 2 : 1;
+  const double attention = q / td, mlp = layer.mlpTensors > 0 ? ffn / td : 0;
+  const double gradients =
+      (q + 2 * kv + double(layer.mlpTensors / 2) * ffn) / td + rowLinears * h +
+      (sequenceParallel && layer.biases ? rowLinears * h / td : 0.0);
+  const double scale = tokensPerRank(s, b, cp) * double(elemBytes);
+  WeightPassHandOver w;
+  w.carried = gradients * scale;
+  double kept = norms + attention + mlp;
+  if (recompute == Recompute::Full) {
+    // The W pass rebuilds the MLP's last input from what B recomputed
+    // (GELU's product, SwiGLU's SiLU and second product: k/2 of them).
+    kept += (double(layer.mlpTensors / 2) - 1) * mlp;
+    w.carried += kept * scale;
+    kept = 0;
+  } else if (recompute == Recompute::Selective) {
+    w.carried += attention * scale;
+    kept -= attention;
+  }
+  w.kept = kept * scale;
+  return w;
+}
+
+double triax::cost::ringAttentionGradScratch(const LayerShape &layer, int64_t s,
+                                             int64_t b, int64_t t, int64_t cp,
+                                             int64_t elemBytes) {
+  if (cp < 2)
+    return 0;
+  const double td = double(std::max<int64_t>(t, 1));
+  const double h = double(layer.hidden), heads = double(layer.heads) / td;
+  const double kv =
+      (layer.heads > 0 ? h * double(layer.kvHeads) / double(layer.heads) : h) /
+      td;
+  const double perToken = 4.0 * (2.0 * heads + h / td) - 4.0 * heads +
+                          double(elemBytes) * 2.0 * kv * (cp > 2 ? 2.0 : 1.0) +
+                          16.0 * kv;
+  return tokensPerRank(s, b, cp) * perToken;
+}
+
 double triax::cost::backwardWorkingBytes(const LayerShape &layer, int64_t s,
                                          int64_t b, int64_t t, int64_t cp,
-                                         int64_t elemBytes,
-                                         bool deferredWeights) {
+                                         int64_t elemBytes) {
   const double tokens = tokensPerRank(s, b, cp);
   const double td = double(std::max<int64_t>(t, 1));
   // GELU's (k = 2: its product and activation) gradient comes out of the
   // GEMM's epilogue (geluGradEpilogueOf): one ffn-wide buffer, beside
-  // which the MLP's input gradient (h) is made.
-  if (layer.mlpTensors == 2 && !deferredWeights)
+  // which the MLP's input gradient (h) is made. SwiGLU's (k = 4): three
+  // ffn-wide gradients at once.
+  if (layer.mlpTensors == 2)
     return tokens * (2.0 * double(layer.hidden) + double(layer.ffn) / td) *
            double(elemBytes);
-  return tokens *
-         (double(layer.hidden) + double(layer.mlpTensors * layer.ffn) / td) *
+  const double ffnWide = layer.mlpTensors > 2 ? layer.mlpTensors - 1 : 0;
+  return tokens * (double(layer.hidden) + ffnWide * double(layer.ffn) / td) *
          double(elemBytes);
 }
 

@@ -58,6 +58,9 @@ LayerShape triax::cost::readLayerShape(mlir::Operation *model, int64_t hidden,
   if (!first)
     return layer;
   llvm::SmallVector<int64_t> widths;
+  first.walk([&](tx::LinearOp linear) {
+    layer.biases = layer.biases || linear.getBias();
+  });
   first.walk([&](tx::CostOpInterface op) {
     tx::ModelFacts told;
     op.describeModel(told);
@@ -266,11 +269,8 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
     shape.expertMlpTensors = 2 * (products / layersWithExperts - 1);
   // [A8]: a dense MLP keeps each ffn-wide product and its activation (GELU:
   // 2; SwiGLU's two products: 4); a MoE layer's experts are [A7]'s.
-  LayerShape layer = readLayerShape(model, shape.hidden, shape.heads,
-                                    shape.kvHeads, shape.ffn);
-  shape.mlpTensors = layer.mlpTensors;
-  shape.norms = layer.norms;
-  shape.normStats = layer.normStats;
+  shape.layer = readLayerShape(model, shape.hidden, shape.heads, shape.kvHeads,
+                               shape.ffn);
   if (shape.layers == 0 || shape.heads == 0 || shape.hidden == 0)
     return failure("@forward of @" + shape.name +
                    " has no triax.block with a triax.attention: dist-plan "

@@ -540,6 +540,29 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (hoistedCopies && plan.zeroStage < 3)
       mem.weightCopies = 2.0 * (elems - unread);
     mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage, v);
+    // [A12] ZB-H1: of the [P2] micro-batches, those whose B pass has run
+    // and W pass not (1F1B's count fewer: stage s defers s W passes) hold
+    // only what their W pass reads. (Stage 0 returns no input gradient: its
+    // B pass is empty, its W pass the whole backward, 1F1B's.)
+    const bool splitW =
+        plan.schedule == Schedule::ZeroBubbleH1 && p > 1 && stage > 0;
+    WeightPassHandOver handOver;
+    if (splitW) {
+      const double whole =
+          inFlightMicroBatches(Schedule::OneFOneB, p, m, stage, v);
+      mem.deferred = mem.inFlight - whole;
+      mem.inFlight = whole;
+      handOver = weightPassHandOver(layer, s, b, t, plan.sequenceParallel,
+                                    plan.recompute, cp, model.activationBytes);
+      // On the last stage also the head's: the logits' gradient (written
+      // over the logits) and the head's input, whole.
+      const double head = stage == p - 1
+                              ? double(s / cp) * double(b) *
+                                    (double(vocab) / td + double(h)) *
+                                    double(model.activationBytes)
+                              : 0.0;
+      mem.handOver = mem.deferred * (handOver.total() * layersOn + head);
+    }
     mem.layers = int64_t(layersOn);
     mem.activations = act * layersOn * double(mem.inFlight);
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
@@ -547,6 +570,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // its exchange (3 h) and the experts' MLP intermediates (2 or 4 ffn,
     // split over tp); under full recomputation only the block being
     // recomputed holds them.
+    double expertsMade = 0; // ZB-H1's B pass: the experts' gradients
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
@@ -557,6 +581,20 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
                         : perLayer * layersOn * double(mem.inFlight);
+      // [A12] ZB-H1: a deferred W pass reads the experts' dispatched
+      // tokens (h) and last linear's input (ffn/t) and the gradients of
+      // their outputs (h, and k/2 ffn/t), which its B pass made.
+      if (splitW) {
+        const double k2 = double(model.expertMlpTensors / 2);
+        const double expertCarried = rows *
+                                     (double(h) + k2 * double(model.ffn) / td) *
+                                     double(model.activationBytes);
+        mem.experts += mem.deferred * layersOn *
+                       (rows * (double(h) + double(model.ffn) / td) *
+                            double(model.activationBytes) +
+                        expertCarried);
+        expertsMade = expertCarried * layersOn;
+      }
     }
     // [A6] on the last stage, for each micro-batch in flight there (GPipe:
     // all m; ZB-H1's deferred W passes hold their logits' gradients, which
@@ -568,13 +606,54 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // A pipeline stage's backward function holds its working set on top
     // of the kept activations (under full recomputation: the rebuilt
     // layer's, below).
-    if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
+    // ZB-H1's B pass: what it returns for its W pass, every layer's, and
+    // at its end the input gradient summed over the column linears' three
+    // (3h, whole), beside the gradient it received (h, h/t with sequence
+    // parallelism; on the last stage [A6]'s head input gradient instead).
+    // Under full recomputation its peak is in the last layer it rebuilds,
+    // the others' hand-overs made, while the logits it keeps for the W pass
+    // are still there.
+    const double received = stage < p - 1
+                                ? double(s / cp) * double(b) * double(h) *
+                                      (plan.sequenceParallel ? 1.0 / td : 1.0) *
+                                      double(model.activationBytes)
+                                : 0.0;
+    if (splitW && plan.recompute == Recompute::Full)
+      mem.working = handOver.carried * (layersOn - 1) + received +
+                    recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel,
+                                         cp, model.activationBytes);
+    else if (splitW)
+      // (With context parallelism B's peak may come in its last ring
+      // attention backward instead: its output gradient and scratch.)
       mem.working =
-          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes,
-                               plan.schedule == Schedule::ZeroBubbleH1);
+          handOver.carried * layersOn + received +
+          std::max(3.0 * double(s / cp) * double(b) * double(h) *
+                       double(model.activationBytes),
+                   double(s / cp) * double(b) * double(h) / td *
+                           double(model.activationBytes) +
+                       ringAttentionGradScratch(layer, s, b, t, cp,
+                                                model.activationBytes));
+    else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
+      mem.working =
+          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes);
+    mem.working += expertsMade;
+    // [A10]'s copies are made at the B pass's start and each freed after
+    // its last read (the W pass reads none): at B's end, where what B makes
+    // peaks, none are left (under full recomputation that peak is in the
+    // last layer rebuilt, whose copies its forward reads); at its start
+    // they all are, and nothing it makes yet. The larger of the two.
+    if (splitW && mem.weightCopies > 0) {
+      const double left = plan.recompute == Recompute::Full
+                              ? 2.0 * (perLayer - unreadPerLayer)
+                              : 0.0;
+      if (mem.working - received + left >= mem.weightCopies)
+        mem.weightCopies = std::min(mem.weightCopies, left);
+      else
+        mem.working = received;
+    }
     // Full recomputation rebuilds one layer's activations at a time in the
     // backward, while the head's are gone.
-    if (plan.recompute == Recompute::Full && layersOn > 0)
+    if (plan.recompute == Recompute::Full && layersOn > 0 && !splitW)
       mem.recomputed = recomputedLayerBytes(
           layer, s, b, t, plan.sequenceParallel, cp, model.activationBytes);
     // [A11] bf16 parameters: the token table's gradient is summed over
@@ -587,8 +666,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                          double(b) * double(s / cp) * double(h) *
                              double(model.activationBytes);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
-               std::max(mem.weightCopies + mem.activations + mem.experts +
-                            mem.working + std::max(mem.logits, mem.recomputed),
+               std::max(mem.weightCopies + mem.activations + mem.handOver +
+                            mem.experts + mem.working +
+                            std::max(mem.logits, mem.recomputed),
                         mem.tableScratch);
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
@@ -1061,16 +1141,15 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
     mesh.dtype = model.dtype;
     // Every schedule dist-pipeline builds: interleaved with 2 chunks per
     // rank unless the request names virtual-stages; ZB-H1 where its
-    // memory is validated, a dense GELU MLP (stage peaks within 2% of
-    // [A9]; a SwiGLU or expert layer's B pass keeps gradients for its W
-    // pass that [A8] and the working set do not model: -6.4% to +9.4% on
-    // LLaMA-shaped stages), elsewhere when the request names it.
+    // memory is validated, dense layers (GELU and SwiGLU stage peaks within
+    // 2% of [A9] with [A12]; MoE pipelines' [A7] is not validated),
+    // elsewhere when the request names it.
     std::vector<Schedule> schedules;
     if (mesh.pp == 1)
       schedules = {Schedule::None};
     else if (req.schedule)
       schedules = {*req.schedule};
-    else if (model.mlpTensors == 2 && model.experts == 0)
+    else if (model.experts == 0)
       schedules = {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved,
                    Schedule::ZeroBubbleH1};
     else
@@ -1256,6 +1335,9 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
      << keptFormulaLabel(model.layerShape(), c.plan.tp, c.plan.sequenceParallel,
                          c.plan.recompute, c.plan.cp)
      << " x " << llvm::format("%g", m.inFlight) << " in flight [P2])";
+  if (m.handOver > 0)
+    os << " + " << llvm::format("%g", m.deferred)
+       << " deferred W passes' inputs " << human(m.handOver) << " [A12]";
   if (m.experts > 0)
     os << " + MoE buffers " << human(m.experts) << " [A7]";
   if (m.working > 0)
@@ -1338,6 +1420,8 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                     {"logits", c.memory.logits},
                                     {"recomputed", c.memory.recomputed},
                                     {"working", c.memory.working},
+                                    {"hand_over", c.memory.handOver},
+                                    {"deferred", c.memory.deferred},
                                     {"moe_buffers", c.memory.experts},
                                     {"in_flight", c.memory.inFlight},
                                     {"layers", c.memory.layers},

@@ -169,6 +169,8 @@ struct LayerShape {
   /// tensor parallelism does not split), and the f32 statistics they keep
   /// per token together (LayerNorm 2: mean and rstd; RMSNorm 1).
   int64_t norms = 2, normStats = 4;
+  /// Whether the linears add biases (GPT-2's; LLaMA's do not).
+  bool biases = false;
 };
 
 /// A layer's shape, read off the first forward `triax.block` of `model` (a
@@ -234,14 +236,48 @@ double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
 /// received and the MLP's gradients: for a GELU MLP s b (2h + ffn/t)
 /// elements (its product's gradient is the GEMM's epilogue output,
 /// gelu-epilogue: one ffn-wide buffer, and the MLP's input gradient is made
-/// beside it; GPT-2: 6h a token), for SwiGLU's s b (h + k ffn/t). With
-/// `deferredWeights` (ZB-H1's B pass, which hands the weight gradients'
-/// inputs to a later W pass) s b (h + k ffn/t) for GELU too (GPT-2: 9h;
-/// within 1.2% of [A9] on gpt2's and tiny's stages, not derived op by op).
-/// Without a pipeline the head's peak hides it.
+/// beside it; GPT-2: 6h a token), for SwiGLU's s b (h + 3 ffn/t) (the
+/// product's gradient, then the up and SiLU gradients it splits into, then
+/// the gate's over the product's). Without a pipeline the head's peak hides
+/// it. (ZB-H1's B pass holds [A12]'s instead.)
 double backwardWorkingBytes(const LayerShape &layer, int64_t s, int64_t b,
-                            int64_t t, int64_t cp, int64_t elemBytes,
-                            bool deferredWeights = false);
+                            int64_t t, int64_t cp, int64_t elemBytes);
+
+/// [A12] What a micro-batch holds of one layer between its B pass and its W
+/// pass under ZB-H1 (the weight gradients split off, dist-pipeline's
+/// splitWeightPass), per token in elements of `elemBytes`: each linear's
+/// input, which its weight gradient reads, `kept` from the forward (the
+/// norms' n outputs, n h, their shards h/t under sequence parallelism,
+/// which the W pass gathers again; the attention's output q/t; the MLP's
+/// last linear's input ffn/t), and each linear's output gradient, which
+/// the B pass returns, `carried`: (q + 2kv)/t, the MLP's first linears'
+/// (k/2) ffn/t and the two row linears' 2h, whole (with sequence
+/// parallelism and biases also their shards, 2h/t, which the biases'
+/// gradients read). Under recomputation the
+/// inputs B rebuilds are carried too (selective: the attention's output;
+/// full: all, the norms' outputs gathered whole, and for the MLP's last
+/// linear what the W pass rebuilds its input from, (k/2) ffn/t: GELU's
+/// product, SwiGLU's SiLU and product). A MoE layer's experts are the
+/// planner's ([A7]): here its attention's, one row linear. What
+/// the rest of the micro-batch's [A8] held is freed at B.
+struct WeightPassHandOver {
+  double kept = 0, carried = 0;
+  double total() const { return kept + carried; }
+};
+WeightPassHandOver weightPassHandOver(const LayerShape &layer, int64_t s,
+                                      int64_t b, int64_t t,
+                                      bool sequenceParallel,
+                                      Recompute recompute, int64_t cp,
+                                      int64_t elemBytes);
+
+/// Context parallelism's ring attention backward: the f32 scratch its
+/// kernels hold (AttentionGradOp::getScratchBytes), per token of the rank
+/// s b / cp: the online softmax's row statistics and accumulator, 4 (2 heads
+/// + q)/t, less the saved log-sum-exp, 4 heads/t; the key and value blocks
+/// arriving in the compute type, 2 kv/t (twice beyond two members); and the
+/// dK and dV accumulators in hand and arriving, 16 kv/t.
+double ringAttentionGradScratch(const LayerShape &layer, int64_t s, int64_t b,
+                                int64_t t, int64_t cp, int64_t elemBytes);
 
 /// [P2] Micro-batches whose activations stage `stage` of `pp` holds at its
 /// peak, in units of the stage's layers: GPipe all m (every forward before

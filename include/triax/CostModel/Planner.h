@@ -45,12 +45,18 @@ struct ModelShape {
   // The experts' MLP intermediates per buffer row, in units of ffn (2: GELU's
   // product and activation; 4: SwiGLU's two products, SiLU and product).
   int64_t expertMlpTensors = 0;
-  // What [A8] counts of a layer (its first block's): the dense MLP's kept
-  // tensors per token in ffn (readLayerShape; 0 for a MoE layer), its norms
-  // and their f32 statistics per token.
-  int64_t mlpTensors = 0, norms = 0, normStats = 0;
+  // What [A8] and [A12] count of a layer (its first block's,
+  // readLayerShape): the dense MLP's kept tensors per token in ffn (0 for a
+  // MoE layer), its norms and their f32 statistics per token, its biases.
+  // layerShape() gives it the model's dimensions above.
+  LayerShape layer{0, 0, 0, 0, 0, 0, 0};
   LayerShape layerShape() const {
-    return {hidden, heads, kvHeads, ffn, mlpTensors, norms, normStats};
+    LayerShape l = layer;
+    l.hidden = hidden;
+    l.heads = heads;
+    l.kvHeads = kvHeads;
+    l.ffn = ffn;
+    return l;
   }
   // Parameter elements. "split": cut by tp (linear weights, the biases of
   // column-split linears, the token embedding over the vocabulary);
@@ -147,6 +153,10 @@ struct MemoryBreakdown {
   double recomputed = 0;
   // A pipeline stage's backward working set (backwardWorkingBytes).
   double working = 0;
+  // [A12] ZB-H1: what the micro-batches whose W pass is deferred hold
+  // between their B and W passes (`deferred` of them on the stage).
+  double handOver = 0;
+  double deferred = 0;
   double experts = 0;  // [A7] the MoE buffers x layers x in flight
   double peak = 0;     // the sum, on the fullest stage
   int64_t stage = 0;   // the fullest stage

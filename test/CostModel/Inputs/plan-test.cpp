@@ -73,9 +73,10 @@ ModelShape handModel() {
   m.microBatch = 4;
   m.dtype = DTypeMode::FP32;
   m.activationBytes = 4;
-  m.mlpTensors = 2; // GELU: the product and its activation
-  m.norms = 2;      // LayerNorms: mean and rstd each
-  m.normStats = 4;
+  m.layer.mlpTensors = 2; // GELU: the product and its activation
+  m.layer.norms = 2;      // LayerNorms: mean and rstd each
+  m.layer.normStats = 4;
+  m.layer.biases = true;
   m.layerSplit = 4 * 49600;
   m.layerRepl = 4 * 384;
   m.firstSplit = 16384;
@@ -158,6 +159,37 @@ int main() {
     expectText("A8 full sp label",
                keptFormulaLabel(llama, 2, true, Recompute::Full, 2),
                "[A8] sbh/t / cp");
+    // A 1F1B stage's backward working set: the gradient received and
+    // SwiGLU's three ffn-wide gradients, 128 x (64 + 384) x 4 = 229,376.
+    expectNear("working llama", backwardWorkingBytes(llama, 32, 4, 1, 1, 4),
+               229376);
+    // [A12] what a deferred W pass holds of the layer: kept, the inputs of
+    // the weight gradients, 2h + q + ffn = 128 + 64 + 128 = 320 a token
+    // (163,840); carried, the output gradients, q + 2kv + 2 ffn + 2h = 64
+    // + 64 + 256 + 128 = 512 (262,144). tp = 2 with sequence parallelism:
+    // the norms' shards, 64 + 32 + 64 = 160 (81,920); (64 + 64 + 256)/2 +
+    // 128 whole = 320 (163,840). Selective: the attention's output (64)
+    // carried instead of kept (131,072, 294,912). Full: all carried, the
+    // SiLU and up products for the last linear: 512 + 320 + 128 = 960
+    // (491,520).
+    auto handOver = [&](int64_t t, bool sp, Recompute r) {
+      WeightPassHandOver w = weightPassHandOver(llama, 32, 4, t, sp, r, 1, 4);
+      return std::to_string(int64_t(w.kept)) + " " +
+             std::to_string(int64_t(w.carried));
+    };
+    expectText("A12 llama", handOver(1, false, Recompute::None),
+               "163840 262144");
+    expectText("A12 llama tp=2 sp", handOver(2, true, Recompute::None),
+               "81920 163840");
+    expectText("A12 llama selective", handOver(1, false, Recompute::Selective),
+               "131072 294912");
+    expectText("A12 llama full", handOver(1, false, Recompute::Full),
+               "0 491520");
+    // Ring attention's backward scratch, cp = 2, s = 64, b = 2: 64 tokens a
+    // rank, 4 (2 x 4 + 64) - 4 x 4 + 4 x 2 x 32 + 16 x 32 = 1,040 bytes a
+    // token: 66,560.
+    expectNear("ring attention grad scratch",
+               ringAttentionGradScratch(llama, 64, 2, 1, 2, 4), 66560);
   }
 
   // [P2] in flight: GPipe all m; 1F1B min(p - s, m); no pipeline 1.

@@ -792,19 +792,35 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
   // instead, and the forward keeps its result in that value's place: the
   // last stage's loss gradient is made over the logits, one V-wide buffer
   // per micro-batch in flight where the backward made it in a second one
-  // beside the logits the forward kept.
+  // beside the logits the forward kept. What it reads that is computed
+  // from constants alone for it only (context parallelism's seed, 1/cp)
+  // moves with it.
+  auto fromConstants = [&](Operation *def, Operation *user) {
+    return def->getNumRegions() == 0 && isMemoryEffectFree(def) &&
+           def->hasOneUse() && *def->getUsers().begin() == user &&
+           llvm::all_of(def->getOperands(), [&](Value v) {
+             Operation *d = v.getDefiningOp();
+             return d && isLeaf(d);
+           });
+  };
   for (Operation &op : body.without_terminator()) {
     Place &p = place[&op];
     if (p.dir != Bwd || p.stage < 0 || op.getNumResults() != 1 ||
         op.getNumRegions() != 0)
       continue;
     bool forwardOnly = true, overwrites = false;
+    SmallVector<Operation *> seeds;
     for (Value operand : op.getOperands()) {
       if (isa<BlockArgument>(operand))
         continue;
       Place q = place.lookup(operand.getDefiningOp());
       if (q.stage < 0)
         continue;
+      if (q.stage == p.stage && q.dir == Bwd &&
+          fromConstants(operand.getDefiningOp(), &op)) {
+        seeds.push_back(operand.getDefiningOp());
+        continue;
+      }
       if (q.stage != p.stage || q.dir != Fwd) {
         forwardOnly = false;
         break;
@@ -814,8 +830,11 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
                       return user == &op || place.lookup(user).dir == Fwd;
                     });
     }
-    if (forwardOnly && overwrites)
+    if (forwardOnly && overwrites) {
       p.dir = Fwd;
+      for (Operation *seed : seeds)
+        place[seed].dir = Fwd;
+    }
   }
 
   // What crosses between stages.
