@@ -390,8 +390,11 @@ void populateLossPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           bool rowLanes = false, bool gradInPlace = false);
 void populateCollectivePatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
-/// The mixture-of-experts ops (MoEKernels.cpp).
-void populateMoEPatterns(TypeConverter &converter, RewritePatternSet &patterns);
+/// The mixture-of-experts ops (MoEKernels.cpp); with `params`
+/// (accumulate-in-gemm) an expert weight gradient only accumulated is
+/// computed into its gradient buffer.
+void populateMoEPatterns(TypeConverter &converter, RewritePatternSet &patterns,
+                         const ParamIndex *params = nullptr);
 void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           const ParamIndex &params);
 /// fuseOptimizer: a run of consecutive triax.adamw ops of one step becomes

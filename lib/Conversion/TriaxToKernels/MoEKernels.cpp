@@ -431,31 +431,47 @@ struct ExpertLinearLowering : OpConversionPattern<ExpertLinearOp> {
   }
 };
 
-/// dW[e] = x[e]^T dy[e] ([in, out]) or dy[e]^T x[e] ([out, in]).
+/// dW[e] = x[e]^T dy[e] ([in, out]) or dy[e]^T x[e] ([out, in]). With
+/// `params` (accumulate-in-gemm), when dW's only user adds it to the
+/// parameter's gradient buffer, the batched GEMM adds into that buffer
+/// (beta = 1), as LinearWeightGradLowering does.
 struct ExpertLinearWeightGradLowering
     : OpConversionPattern<ExpertLinearWeightGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ExpertLinearWeightGradLowering(TypeConverter &converter, MLIRContext *ctx,
+                                 const ParamIndex *params)
+      : OpConversionPattern(converter, ctx), params(params) {}
+
   LogicalResult
   matchAndRewrite(ExpertLinearWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     Value x = adaptor.getInput(), dy = adaptor.getResultGrad();
     bool transposed = op.getTransposeWeight();
-    Value dw = k.alloc(op.getType());
+    AccumulateGradOp into = accumulatedInto(op, params);
+    Value dw =
+        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
+             : k.alloc(op.getType());
     if (failed(k.gemmBatched(transposed ? dy : x, transposed ? x : dy, dw,
-                             /*transA=*/true, /*transB=*/false)))
+                             /*transA=*/true, /*transB=*/false, /*alpha=*/1.0,
+                             /*beta=*/into ? 1.0 : 0.0)))
       return failure();
+    if (into)
+      rewriter.eraseOp(into);
     rewriter.replaceOp(op, dw);
     return success();
   }
+
+  const ParamIndex *params;
 };
 
 } // namespace
 
 void mlir::triax::kernels::populateMoEPatterns(TypeConverter &converter,
-                                               RewritePatternSet &patterns) {
+                                               RewritePatternSet &patterns,
+                                               const ParamIndex *params) {
   patterns.add<MoERouteLowering, MoERouteGradLowering, MoEDispatchLowering,
-               MoECombineLowering, MoEGatesGradLowering, ExpertLinearLowering,
-               ExpertLinearWeightGradLowering>(converter,
-                                               patterns.getContext());
+               MoECombineLowering, MoEGatesGradLowering, ExpertLinearLowering>(
+      converter, patterns.getContext());
+  patterns.add<ExpertLinearWeightGradLowering>(converter, patterns.getContext(),
+                                               params);
 }

@@ -1037,7 +1037,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);
   populateCollectivePatterns(converter, patterns);
-  populateMoEPatterns(converter, patterns);
+  populateMoEPatterns(converter, patterns,
+                      accumulateInGemm ? &params : nullptr);
   populateZeroPatterns(converter, patterns, params);
   populatePipelinePatterns(converter, patterns);
   populateViewPatterns(converter, patterns);

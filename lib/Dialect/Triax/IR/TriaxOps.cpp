@@ -893,6 +893,10 @@ ResultStorage LinearWeightGradOp::getResultStorage(unsigned) {
   return isOnlyAccumulated(getResult()) ? ResultStorage::none()
                                         : ResultStorage();
 }
+ResultStorage ExpertLinearWeightGradOp::getResultStorage(unsigned) {
+  return isOnlyAccumulated(getResult()) ? ResultStorage::none()
+                                        : ResultStorage();
+}
 ResultStorage EmbeddingGradOp::getResultStorage(unsigned) {
   return isOnlyAccumulated(getResult()) ? ResultStorage::none()
                                         : ResultStorage();

@@ -178,11 +178,15 @@ def Triax_MoEGatesGradOp : Triax_Op<"moe_gates_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Triax_ExpertLinearWeightGradOp : Triax_Op<"expert_linear_weight_grad", [Pure]> {
+def Triax_ExpertLinearWeightGradOp : Triax_Op<"expert_linear_weight_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = "Gradient of an expert_linear's weights: x[e]^T dy[e] per expert";
   let description = [{
     `dW[e] = input[e]^T @ result_grad[e]` (`[E, in, out]`), or its
-    transpose per expert with `transpose_weight` (`[E, out, in]`).
+    transpose per expert with `transpose_weight` (`[E, out, in]`). Where
+    its only reader adds it to the parameter's gradient, the batched GEMM
+    adds into the gradient buffer itself (beta = 1), as
+    `triax.linear_weight_grad`'s does: no `[E, in, out]` buffer per linear
+    until the backward's accumulation.
   }];
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$result_grad,
                        UnitAttr:$transpose_weight);
