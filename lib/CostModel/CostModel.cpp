@@ -351,19 +351,29 @@ double triax::cost::ringAttentionGradScratch(const LayerShape &layer, int64_t s,
 
 double triax::cost::backwardWorkingBytes(const LayerShape &layer, int64_t s,
                                          int64_t b, int64_t t, int64_t cp,
-                                         int64_t elemBytes) {
+                                         int64_t elemBytes,
+                                         bool sequenceParallel) {
   const double tokens = tokensPerRank(s, b, cp);
   const double td = double(std::max<int64_t>(t, 1));
+  const double h = double(layer.hidden), ffn = double(layer.ffn);
   // GELU's (k = 2: its product and activation) gradient comes out of the
   // GEMM's epilogue (geluGradEpilogueOf): one ffn-wide buffer, beside
   // which the MLP's input gradient (h) is made. SwiGLU's (k = 4): three
   // ffn-wide gradients at once.
+  double perToken;
   if (layer.mlpTensors == 2)
-    return tokens * (2.0 * double(layer.hidden) + double(layer.ffn) / td) *
-           double(elemBytes);
-  const double ffnWide = layer.mlpTensors > 2 ? layer.mlpTensors - 1 : 0;
-  return tokens * (double(layer.hidden) + ffnWide * double(layer.ffn) / td) *
-         double(elemBytes);
+    perToken = 2.0 * h + ffn / td;
+  else
+    perToken = h + (layer.mlpTensors > 2 ? layer.mlpTensors - 1 : 0) * ffn / td;
+  // With sequence parallelism, when the first MLP linear's weight gradient
+  // gathers the norm's output again: that (h, and its group-major copy
+  // when b > 1) beside the MLP's input gradient (h, whole until its
+  // reduce-scatter), the residual gradient's shard (h/t) and the k/2
+  // ffn-wide gradients of the MLP's products.
+  if (sequenceParallel && layer.mlpTensors > 0)
+    perToken = std::max(perToken, double(layer.mlpTensors / 2) * ffn / td +
+                                      (b > 1 ? 3.0 : 2.0) * h + h / td);
+  return tokens * perToken * double(elemBytes);
 }
 
 mlir::dist::PipelineSchedule triax::cost::pipelineScheduleOf(Schedule s) {

@@ -634,8 +634,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                        ringAttentionGradScratch(layer, s, b, t, cp,
                                                 model.activationBytes));
     else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
-      mem.working =
-          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes);
+      mem.working = backwardWorkingBytes(
+          layer, s, b, t, cp, model.activationBytes, plan.sequenceParallel);
+    else if (p > 1 && layersOn > 0)
+      // Under full recomputation the rebuilt layer ([A8] below) beside the
+      // gradient received.
+      mem.working = received;
     mem.working += expertsMade;
     // [A10]'s copies are made at the B pass's start and each freed after
     // its last read (the W pass reads none): at B's end, where what B makes
@@ -665,11 +669,25 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       mem.tableScratch = 4.0 * (double(model.firstSplit) + padRows) / td +
                          double(b) * double(s / cp) * double(h) *
                              double(model.activationBytes);
+    // Without a pipeline the rebuilt layer comes after the head's backward
+    // has freed the logits; a pipeline's last stage keeps every micro-batch's
+    // in flight (the backward function reads its gradient, made in the
+    // forward, and frees it when it returns), not the head's input gradient
+    // ([A6]'s once), which the last layer's backward has consumed.
+    const double headInputGrad = mem.logits > 0
+                                     ? double(s / cp) * double(b) * double(h) *
+                                           double(model.activationBytes)
+                                     : 0.0;
+    mem.activationPeak =
+        std::max(mem.weightCopies + mem.activations + mem.handOver +
+                     mem.experts + mem.working +
+                     (p > 1 && mem.recomputed > 0
+                          ? std::max(mem.logits, mem.logits - headInputGrad +
+                                                     mem.recomputed)
+                          : std::max(mem.logits, mem.recomputed)),
+                 mem.tableScratch);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
-               std::max(mem.weightCopies + mem.activations + mem.handOver +
-                            mem.experts + mem.working +
-                            std::max(mem.logits, mem.recomputed),
-                        mem.tableScratch);
+               mem.activationPeak;
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
     if (elems > maxElems) {
@@ -1339,7 +1357,11 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
     os << " + MoE buffers " << human(m.experts) << " [A7]";
   if (m.working > 0)
     os << " + backward working set " << human(m.working);
-  if (m.logits > 0 && m.recomputed > 0)
+  if (m.logits > 0 && m.recomputed > 0 && c.plan.pp > 1)
+    os << " + logits " << human(m.logits)
+       << " [A6], kept beside one layer recomputed " << human(m.recomputed)
+       << " [A8]";
+  else if (m.logits > 0 && m.recomputed > 0)
     os << " + max(logits " << human(m.logits) << " [A6], one layer recomputed "
        << human(m.recomputed) << " [A8])";
   else if (m.recomputed > 0)
@@ -1406,24 +1428,26 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {"flops_per_token", c.stepFlopsPerToken},
       {"stage_blocks", llvm::json::Array(c.stageBlocks)},
       {"stage_load", llvm::json::Array(c.stageLoad)},
-      {"memory", llvm::json::Object{{"stage", c.memory.stage},
-                                    {"params", c.memory.params},
-                                    {"grads", c.memory.grads},
-                                    {"optim", c.memory.optim},
-                                    {"zero_gather", c.memory.zeroGather},
-                                    {"weight_copies", c.memory.weightCopies},
-                                    {"table_scratch", c.memory.tableScratch},
-                                    {"activations", c.memory.activations},
-                                    {"logits", c.memory.logits},
-                                    {"recomputed", c.memory.recomputed},
-                                    {"working", c.memory.working},
-                                    {"hand_over", c.memory.handOver},
-                                    {"deferred", c.memory.deferred},
-                                    {"moe_buffers", c.memory.experts},
-                                    {"in_flight", c.memory.inFlight},
-                                    {"layers", c.memory.layers},
-                                    {"peak", c.memory.peak},
-                                    {"hbm", hw.hbmBytes}}},
+      {"memory",
+       llvm::json::Object{{"stage", c.memory.stage},
+                          {"params", c.memory.params},
+                          {"grads", c.memory.grads},
+                          {"optim", c.memory.optim},
+                          {"zero_gather", c.memory.zeroGather},
+                          {"weight_copies", c.memory.weightCopies},
+                          {"table_scratch", c.memory.tableScratch},
+                          {"activations", c.memory.activations},
+                          {"logits", c.memory.logits},
+                          {"recomputed", c.memory.recomputed},
+                          {"working", c.memory.working},
+                          {"hand_over", c.memory.handOver},
+                          {"deferred", c.memory.deferred},
+                          {"moe_buffers", c.memory.experts},
+                          {"in_flight", c.memory.inFlight},
+                          {"layers", c.memory.layers},
+                          {"activation_peak", c.memory.activationPeak},
+                          {"peak", c.memory.peak},
+                          {"hbm", hw.hbmBytes}}},
       {"communication", std::move(comm)}};
   if (!c.reason.empty()) {
     o["reason"] = c.reason;

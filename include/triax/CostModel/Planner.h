@@ -157,7 +157,10 @@ struct MemoryBreakdown {
   // between their B and W passes (`deferred` of them on the stage).
   double handOver = 0;
   double deferred = 0;
-  double experts = 0;  // [A7] the MoE buffers x layers x in flight
+  double experts = 0; // [A7] the MoE buffers x layers x in flight
+  // What of the peak is not state ([M1]-[M3], [M5]): the activations at
+  // their peak, as the scripts that compare it with [A9] read it.
+  double activationPeak = 0;
   double peak = 0;     // the sum, on the fullest stage
   int64_t stage = 0;   // the fullest stage
   double inFlight = 1; // micro-batches it holds (interleaved: fractional)

@@ -3,11 +3,9 @@
 usage: stage_peak.py PLAN_JSON REPORT TOLERANCE
 
 PLAN_JSON is `triaxc --plan ... --report-json` (its top plan's fullest
-stage: "activations" = the stage's blocks x [A8] x the micro-batches in
-flight [P2], "logits" = [A6] on the last stage, "working" its backward's
-working set, "hand_over" [A12] ZB-H1's deferred W passes' inputs,
-"moe_buffers" [A7], "weight_copies" [A10], "table_scratch" [A11], which comes
-at another time than the rest); REPORT is `triaxc --mesh
+stage: "activation_peak", what of the stage's planned peak is not state:
+[A8] x the micro-batches in flight [P2], [A6], [A7], [A10], [A11], [A12] and
+the backward's working set, as the planner adds them); REPORT is `triaxc --mesh
 ... --report --report-rank R` of the rank holding that stage (its [A9]
 walks the stage's schedule). Prints both and exits 1 unless they agree
 within TOLERANCE (relative).
@@ -18,10 +16,7 @@ import sys
 
 plan, report, tolerance = sys.argv[1], sys.argv[2], float(sys.argv[3])
 memory = json.load(open(plan))["plans"][0]["memory"]
-planned = max(memory["weight_copies"] + memory["activations"] +
-              memory["hand_over"] + memory["moe_buffers"] + memory["working"] +
-              max(memory["logits"], memory["recomputed"]),
-              memory["table_scratch"])
+planned = memory["activation_peak"]
 measured = int(re.search(r"from the IR's liveness: (\d+)", open(report).read())[1])
 off = planned / measured - 1
 ok = abs(off) <= tolerance

@@ -61,11 +61,7 @@ for name, model, schedule, keys, flags, per, tolerance in CONFIGS:
     memory = plan["plans"][0]["memory"]
     mesh = f"pp={pp}" + ("" if per == 1 else
                          (",cp=2" if "cp=2" in keys else ",tp=2"))
-    planned = max(memory["weight_copies"] + memory["activations"] +
-                  memory["hand_over"] + memory["moe_buffers"] +
-                  memory["working"] +
-                  max(memory["logits"], memory["recomputed"]),
-                  memory["table_scratch"])
+    planned = memory["activation_peak"]
     peaks = [a9(model, mesh, schedule, flags, stage * per)
              for stage in range(pp)]
     stage = memory["stage"]
