@@ -599,10 +599,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // [A6] on the last stage, for each micro-batch in flight there (GPipe:
     // all m; ZB-H1's deferred W passes hold their logits' gradients, which
     // the head's weight gradient reads).
+    // (Interleaved: the head is on the last chunk, the last virtual stage,
+    // whose backward follows each forward as 1F1B's last stage's does: one
+    // micro-batch's.)
     if (stage == p - 1)
-      mem.logits = logitsBytes(s / cp, b, vocab, h, t, model.activationBytes,
-                               hoistedCopies && mem.weightCopies == 0,
-                               plan.sequenceParallel, mem.inFlight);
+      mem.logits = logitsBytes(
+          s / cp, b, vocab, h, t, model.activationBytes,
+          hoistedCopies && mem.weightCopies == 0, plan.sequenceParallel,
+          plan.schedule == Schedule::Interleaved ? 1.0 : mem.inFlight);
     // A pipeline stage's backward function holds its working set on top
     // of the kept activations (under full recomputation: the rebuilt
     // layer's, below).
