@@ -118,7 +118,7 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   const char *keys = "gpus, gpu, gpus-per-node, global-batch, micro-batch, "
                      "microbatches, dp, tp, pp, zero, schedule, "
                      "virtual-stages, sequence-parallel, recompute, "
-                     "precision, pad-vocab, efficiency, "
+                     "precision, pad-vocab, efficiency, headroom, "
                      "top";
   for (llvm::StringRef item : items) {
     auto [key, value] = item.trim().split('=');
@@ -222,6 +222,12 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
       if (value.getAsDouble(e) || !(e > 0 && e <= 1))
         return failure("efficiency=" + value + ": expected a number in (0, 1]");
       req.efficiency = e;
+    } else if (key == "headroom") {
+      double g = -1;
+      if (value.getAsDouble(g) || !(g >= 0))
+        return failure("headroom=" + value +
+                       ": expected GiB of HBM to keep free, a number >= 0");
+      req.headroomBytes = g * double(1ull << 30);
     } else if (key == "top") {
       auto v = integer(1);
       if (!v)
@@ -1000,12 +1006,18 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                  (c.step.total * double(ranks) * hw.peakFlops);
   c.bubbleFraction = bubbleFraction(p, m, v, plan.schedule);
 
-  if (c.memory.peak > hw.hbmBytes) {
-    c.overBytes = c.memory.peak - hw.hbmBytes;
-    reject("out of memory", "peak " + gib(c.memory.peak) + " on stage " +
-                                llvm::Twine(c.memory.stage) + " > " +
-                                gib(hw.hbmBytes) + " HBM, over by " +
-                                gib(c.overBytes));
+  // (headroom=: HBM the plan leaves free for what the planner does not
+  // count.)
+  const double usable = hw.hbmBytes - req.headroomBytes;
+  if (c.memory.peak > usable) {
+    c.overBytes = c.memory.peak - usable;
+    reject("out of memory",
+           "peak " + gib(c.memory.peak) + " on stage " +
+               llvm::Twine(c.memory.stage) + " > " + gib(hw.hbmBytes) + " HBM" +
+               (req.headroomBytes > 0
+                    ? " less " + gib(req.headroomBytes) + " of headroom"
+                    : std::string()) +
+               ", over by " + gib(c.overBytes));
   }
   return c;
 }
@@ -1474,7 +1486,10 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
          : m.activationBytes == 2    ? "bf16 compute, fp32 state"
                                      : "fp32")
      << ") on " << q.gpus << " x " << hw.name << " (" << gib(hw.hbmBytes)
-     << " HBM, " << hw.gpusPerNode << " per node); global batch " << B << "\n";
+     << " HBM";
+  if (q.headroomBytes > 0)
+    os << ", " << gib(q.headroomBytes) << " of it kept free";
+  os << ", " << hw.gpusPerNode << " per node); global batch " << B << "\n";
   // (ep is searched for a mixture-of-experts model only.)
   os << "searched " << r.searched << " plans ("
      << (m.experts > 1 ? "dp x ep x cp x tp x pp = " : "dp x cp x tp x pp = ")
@@ -1491,6 +1506,16 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
   }
   if (r.fits == 0)
     os << "\nno plan fits\n";
+  // The planner counts the training state and the activations; not the
+  // CUDA context, NCCL's buffers, cuBLAS workspaces or the allocator's
+  // fragmentation.
+  if (!r.top.empty() && q.headroomBytes == 0 &&
+      r.top.front().memory.peak > 0.95 * hw.hbmBytes)
+    os << "\nnote: #1 uses "
+       << llvm::format("%.0f", 100 * r.top.front().memory.peak / hw.hbmBytes)
+       << "% of the HBM; the planner does not count the CUDA context, "
+          "NCCL's buffers, cuBLAS workspaces or allocator fragmentation: "
+          "headroom=G keeps G GiB free\n";
   os << "\nrejected regions (" << r.searched - r.fits << " plans):\n";
   for (const PlanResult::Region &region : r.rejected) {
     bool oom = region.reason == "out of memory";
@@ -1548,7 +1573,8 @@ void triax::cost::printPlanJSON(llvm::raw_ostream &os, const PlanResult &r) {
            {"gpu", hw.name},
            {"gpus_per_node", hw.gpusPerNode},
            {"global_batch", q.globalBatch ? q.globalBatch : m.globalBatch},
-           {"efficiency", q.efficiency}}},
+           {"efficiency", q.efficiency},
+           {"headroom", q.headroomBytes}}},
       {"searched", r.searched},
       {"fit", r.fits},
       {"plans", std::move(top)},

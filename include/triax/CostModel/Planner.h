@@ -105,8 +105,8 @@ llvm::Expected<ModelShape> readModelShape(mlir::ModuleOp module);
 /// [,micro-batch=b][,microbatches=m][,dp=][,tp=][,pp=][,zero=]
 /// [,schedule=gpipe|1f1b|interleaved|zb-h1][,virtual-stages=v]
 /// [,sequence-parallel=0|1][,recompute=none|
-/// selective|full][,efficiency=e][,top=k]": the keys after gpu= fix that
-/// dimension of the search (the others are enumerated).
+/// selective|full][,efficiency=e][,headroom=G][,top=k]": the keys after
+/// gpu= fix that dimension of the search (the others are enumerated).
 struct PlanRequest {
   int64_t gpus = 0;
   Hardware hardware;
@@ -127,6 +127,10 @@ struct PlanRequest {
   /// parameters and its columns logits. triaxc passes the target's.
   int64_t padVocab = 1;
   double efficiency = 0.5;
+  /// headroom=G: GiB of HBM a plan leaves free, for what the planner does
+  /// not count (CUDA context, NCCL buffers, cuBLAS workspaces, allocator
+  /// fragmentation); the plan's peak must fit the rest.
+  double headroomBytes = 0;
   int64_t top = 5;
   std::string text; // as given
 };

@@ -670,7 +670,7 @@ int main() {
                "unknown key 'gpu-count' (keys: gpus, gpu, gpus-per-node, "
                "global-batch, micro-batch, microbatches, dp, tp, pp, zero, "
                "schedule, virtual-stages, sequence-parallel, recompute, "
-               "precision, pad-vocab, efficiency, top)");
+               "precision, pad-vocab, efficiency, headroom, top)");
     expectText("spec interleaved without v",
                err("gpus=8,gpu=h100-80g,schedule=interleaved"),
                "schedule=interleaved and virtual-stages=v (>= 2) go together");
