@@ -192,6 +192,13 @@ double tokensPerRank(int64_t s, int64_t b, int64_t cp) {
   return double(s) * double(b) / double(std::max<int64_t>(cp, 1));
 }
 
+/// The keys' (and the values') width: h kvHeads / heads (grouped-query
+/// attention), h without heads.
+double kvWidth(const LayerShape &l) {
+  const double h = double(l.hidden);
+  return l.heads > 0 ? h * double(l.kvHeads) / double(l.heads) : h;
+}
+
 /// [A8]'s per-token terms, in units of h: `repl` whole on every tp rank,
 /// `split` divided by t; `stats` f32 elements per token (after t).
 struct KeptTerms {
@@ -206,7 +213,7 @@ KeptTerms keptTerms(const LayerShape &l, int64_t t, bool sequenceParallel,
     (sequenceParallel ? k.split : k.repl) = 1;
     return k;
   }
-  const double kv = l.heads > 0 ? h * double(l.kvHeads) / double(l.heads) : h;
+  const double kv = kvWidth(l);
   // q, k and v; the attention's output unless recomputed; the MLP's.
   double attention = h + 2 * kv + (recompute == Recompute::Selective ? 0 : h);
   k.split = (attention + double(l.mlpTensors * l.ffn)) / h;
@@ -299,9 +306,7 @@ WeightPassHandOver triax::cost::weightPassHandOver(
   // [A12]
   const double td = double(std::max<int64_t>(t, 1));
   const double h = double(layer.hidden);
-  const double q = h, kv = layer.heads > 0
-                               ? h * double(layer.kvHeads) / double(layer.heads)
-                               : h;
+  const double q = h, kv = kvWidth(layer);
   const double ffn = double(layer.ffn);
   // (Under full recomputation B gathers the norms' outputs again for the
   // forward it rebuilds, and hands them over whole.)
@@ -340,9 +345,7 @@ double triax::cost::ringAttentionGradScratch(const LayerShape &layer, int64_t s,
     return 0;
   const double td = double(std::max<int64_t>(t, 1));
   const double h = double(layer.hidden), heads = double(layer.heads) / td;
-  const double kv =
-      (layer.heads > 0 ? h * double(layer.kvHeads) / double(layer.heads) : h) /
-      td;
+  const double kv = kvWidth(layer) / td;
   const double perToken = 4.0 * (2.0 * heads + h / td) - 4.0 * heads +
                           double(elemBytes) * 2.0 * kv * (cp > 2 ? 2.0 : 1.0) +
                           16.0 * kv;

@@ -456,6 +456,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                       (tied ? (p > 1 ? padRows / td : 0.0) : padRows / td);
   const StateBytes per = bytesPerParam(model.dtype);
   const LayerShape layer = model.layerShape();
+  // One h-wide tensor of a micro-batch on this rank (its s / cp tokens), in
+  // the compute type.
+  const double hWide =
+      double(s / cp) * double(b) * double(h) * double(model.activationBytes);
   const double act =
       keptBytesPerLayer(layer, s, b, t, plan.sequenceParallel, plan.recompute,
                         cp, model.activationBytes); // [A8]
@@ -563,9 +567,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // On the last stage also the head's: the logits' gradient (written
       // over the logits) and the head's input, whole.
       const double head = stage == p - 1
-                              ? double(s / cp) * double(b) *
-                                    (double(vocab) / td + double(h)) *
-                                    double(model.activationBytes)
+                              ? double(s / cp) * double(b) * double(vocab) /
+                                        td * double(model.activationBytes) +
+                                    hWide
                               : 0.0;
       mem.handOver = mem.deferred * (handOver.total() * layersOn + head);
     }
@@ -623,11 +627,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // Under full recomputation its peak is in the last layer it rebuilds,
     // the others' hand-overs made, while the logits it keeps for the W pass
     // are still there.
-    const double received = stage < p - 1
-                                ? double(s / cp) * double(b) * double(h) *
-                                      (plan.sequenceParallel ? 1.0 / td : 1.0) *
-                                      double(model.activationBytes)
-                                : 0.0;
+    const double received =
+        stage < p - 1 ? hWide * (plan.sequenceParallel ? 1.0 / td : 1.0) : 0.0;
     if (splitW && plan.recompute == Recompute::Full)
       mem.working = handOver.carried * (layersOn - 1) + received +
                     recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel,
@@ -637,12 +638,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // attention backward instead: its output gradient and scratch.)
       mem.working =
           handOver.carried * layersOn + received +
-          std::max(3.0 * double(s / cp) * double(b) * double(h) *
-                       double(model.activationBytes),
-                   double(s / cp) * double(b) * double(h) / td *
-                           double(model.activationBytes) +
-                       ringAttentionGradScratch(layer, s, b, t, cp,
-                                                model.activationBytes));
+          std::max(3.0 * hWide,
+                   hWide / td + ringAttentionGradScratch(
+                                    layer, s, b, t, cp, model.activationBytes));
     else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
       mem.working = backwardWorkingBytes(
           layer, s, b, t, cp, model.activationBytes, plan.sequenceParallel);
@@ -676,18 +674,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // at the end of the first stage's backward, beside the embeddings'
     // output gradient, when the blocks' activations are gone.
     if (model.dtype == DTypeMode::Mixed && stage == 0 && first > 0)
-      mem.tableScratch = 4.0 * (double(model.firstSplit) + padRows) / td +
-                         double(b) * double(s / cp) * double(h) *
-                             double(model.activationBytes);
+      mem.tableScratch =
+          4.0 * (double(model.firstSplit) + padRows) / td + hWide;
     // Without a pipeline the rebuilt layer comes after the head's backward
     // has freed the logits; a pipeline's last stage keeps every micro-batch's
     // in flight (the backward function reads its gradient, made in the
     // forward, and frees it when it returns), not the head's input gradient
     // ([A6]'s once), which the last layer's backward has consumed.
-    const double headInputGrad = mem.logits > 0
-                                     ? double(s / cp) * double(b) * double(h) *
-                                           double(model.activationBytes)
-                                     : 0.0;
+    const double headInputGrad = mem.logits > 0 ? hWide : 0.0;
     mem.activationPeak =
         std::max(mem.weightCopies + mem.activations + mem.handOver +
                      mem.experts + mem.working +
