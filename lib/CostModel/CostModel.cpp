@@ -14,6 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 using namespace triax::cost;
 
@@ -420,6 +423,29 @@ double triax::cost::inFlightMicroBatches(Schedule schedule, int64_t pp,
     return double(chunks) / double(v);
   }
   return double(m);
+}
+
+int64_t triax::cost::heldReceives(Schedule schedule, int64_t pp, int64_t m,
+                                  int64_t stage, int64_t virtualStages) {
+  // [P4]
+  if (pp <= 1 ||
+      (schedule != Schedule::Interleaved && schedule != Schedule::ZeroBubbleH1))
+    return 0;
+  const mlir::dist::PipelineSchedule kind = pipelineScheduleOf(schedule);
+  const int64_t v = std::max<int64_t>(virtualStages, 1);
+  m = std::min(m, 2 * pp);
+  if (!mlir::dist::scheduleError(kind, pp, v, m).empty())
+    return 0;
+  static std::mutex lock;
+  static std::map<std::tuple<Schedule, int64_t, int64_t, int64_t>,
+                  std::vector<int64_t>>
+      held;
+  std::lock_guard<std::mutex> guard(lock);
+  auto [it, inserted] = held.try_emplace({schedule, pp, v, m});
+  if (inserted)
+    for (const auto &program : mlir::dist::pipelinePrograms(kind, pp, v, m))
+      it->second.push_back(mlir::dist::peakHeldReceives(program));
+  return stage >= 0 && stage < pp ? it->second[stage] : 0;
 }
 
 //===----------------------------------------------------------------------===//

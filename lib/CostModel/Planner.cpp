@@ -575,6 +575,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     }
     mem.layers = int64_t(layersOn);
     mem.activations = act * layersOn * double(mem.inFlight);
+    // [P4] messages received ahead of their pass: a micro-batch's h-wide
+    // activation or gradient each (h/t with sequence parallelism). (Not
+    // simulated for a plan with more stages than blocks, rejected above.)
+    if (!pipe.layers.empty()) {
+      mem.held = heldReceives(plan.schedule, p, m, stage, v);
+      mem.received =
+          double(mem.held) * hWide * (plan.sequenceParallel ? 1.0 / td : 1.0);
+    }
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
     // many, whatever ep) of the dispatched tokens, the experts' output and
     // its exchange (3 h) and the experts' MLP intermediates (2 or 4 ffn,
@@ -680,15 +688,18 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // has freed the logits; a pipeline's last stage keeps every micro-batch's
     // in flight (the backward function reads its gradient, made in the
     // forward, and frees it when it returns), not the head's input gradient
-    // ([A6]'s once), which the last layer's backward has consumed.
+    // ([A6]'s once), which the last layer's backward has consumed before
+    // its working set or rebuilt layer peaks. (ZB-H1's B pass counts it as
+    // the gradient it received.)
     const double headInputGrad = mem.logits > 0 ? hWide : 0.0;
+    double head = std::max(mem.logits, mem.recomputed);
+    if (p > 1 && mem.recomputed > 0)
+      head = std::max(mem.logits, mem.logits - headInputGrad + mem.recomputed);
+    else if (p > 1 && !splitW && mem.working > 0)
+      head = mem.logits - headInputGrad;
     mem.activationPeak =
         std::max(mem.weightCopies + mem.activations + mem.handOver +
-                     mem.experts + mem.working +
-                     (p > 1 && mem.recomputed > 0
-                          ? std::max(mem.logits, mem.logits - headInputGrad +
-                                                     mem.recomputed)
-                          : std::max(mem.logits, mem.recomputed)),
+                     mem.experts + mem.working + mem.received + head,
                  mem.tableScratch);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activationPeak;
@@ -1367,6 +1378,8 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
     os << " + MoE buffers " << human(m.experts) << " [A7]";
   if (m.working > 0)
     os << " + backward working set " << human(m.working);
+  if (m.received > 0)
+    os << " + " << m.held << " received ahead " << human(m.received) << " [P4]";
   if (m.logits > 0 && m.recomputed > 0 && c.plan.pp > 1)
     os << " + logits " << human(m.logits)
        << " [A6], kept beside one layer recomputed " << human(m.recomputed)
@@ -1453,6 +1466,8 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                           {"hand_over", c.memory.handOver},
                           {"deferred", c.memory.deferred},
                           {"moe_buffers", c.memory.experts},
+                          {"received", c.memory.received},
+                          {"held", c.memory.held},
                           {"in_flight", c.memory.inFlight},
                           {"layers", c.memory.layers},
                           {"activation_peak", c.memory.activationPeak},

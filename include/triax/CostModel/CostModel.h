@@ -294,6 +294,16 @@ double ringAttentionGradScratch(const LayerShape &layer, int64_t s, int64_t b,
 double inFlightMicroBatches(Schedule schedule, int64_t pp, int64_t m,
                             int64_t stage, int64_t virtualStages = 1);
 
+/// [P4] Messages (each a micro-batch's activation or gradient at a stage
+/// boundary) stage `stage` of `pp` holds received ahead of their pass at a
+/// backward's start: peakHeldReceives of the program dist-pipeline emits.
+/// GPipe and 1F1B receive right before each pass (0); interleaved and
+/// ZB-H1 run pipelinePrograms, whose holding does not change beyond m = 2
+/// pp (plan-test checks it), so m is capped there and each (schedule, pp,
+/// v) simulated once.
+int64_t heldReceives(Schedule schedule, int64_t pp, int64_t m, int64_t stage,
+                     int64_t virtualStages = 1);
+
 //===----------------------------------------------------------------------===//
 // Communication (ring collectives, bytes one rank sends)
 //===----------------------------------------------------------------------===//

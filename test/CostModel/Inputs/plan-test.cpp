@@ -659,6 +659,48 @@ int main() {
     expectNear("P2 closed forms = the orders' peaks (differ)", double(differ),
                0);
   }
+  {
+    // [P4]: the held receives of the programs dist-pipeline emits, at the
+    // full m, against heldReceives (simulated at min(m, 2 pp)), every
+    // stage; and its figures on interleaved's ranks.
+    int64_t checked = 0, differ = 0, zbHeld = 0;
+    for (Schedule s : {Schedule::Interleaved, Schedule::ZeroBubbleH1})
+      for (int64_t p : {2, 3, 4, 6, 8, 12})
+        for (int64_t m : {p, 2 * p, 3 * p, 5 * p, 5 * p + 1})
+          for (int64_t v : {1, 2, 3}) {
+            mlir::dist::PipelineSchedule kind = pipelineScheduleOf(s);
+            if (!mlir::dist::scheduleError(kind, p, v, m).empty())
+              continue;
+            auto programs = mlir::dist::pipelinePrograms(kind, p, v, m);
+            for (int64_t st = 0; st < p; ++st) {
+              int64_t direct = mlir::dist::peakHeldReceives(programs[st]);
+              ++checked;
+              if (s == Schedule::ZeroBubbleH1)
+                zbHeld += direct;
+              if (direct != heldReceives(s, p, m, st, v))
+                ++differ;
+            }
+          }
+    expectNear("P4 capped at m = 2 pp = the programs' (stages checked)",
+               double(checked), 455);
+    expectNear("P4 capped at m = 2 pp = the programs' (differ)", double(differ),
+               0);
+    auto ranks = [](Schedule s, int64_t p, int64_t m, int64_t v) {
+      std::string text;
+      for (int64_t st = 0; st < p; ++st)
+        text += std::to_string(heldReceives(s, p, m, st, v)) + " ";
+      return text;
+    };
+    expectText("P4 interleaved p=8 v=2 m=16",
+               ranks(Schedule::Interleaved, 8, 16, 2), "1 2 2 2 2 2 2 3 ");
+    // (ZB-H1 receives ahead only before its peak: in its warm-up, a stage
+    // receives its next forward's input before its first B pass.)
+    expectNear("P4 zb-h1 holds none at its peak", double(zbHeld), 0);
+    expectNear("P4 interleaved p=32 last stage",
+               double(heldReceives(Schedule::Interleaved, 32, 64, 31, 2)), 10);
+    expectNear("P4 1f1b", double(heldReceives(Schedule::OneFOneB, 8, 16, 7)),
+               0);
+  }
 
   // The request.
   {

@@ -152,6 +152,33 @@ int64_t mlir::dist::peakInFlight(llvm::ArrayRef<PipelineStep> order) {
   return peak;
 }
 
+int64_t mlir::dist::peakHeldReceives(llvm::ArrayRef<PipelineEvent> program) {
+  // (A message is named by the pass that needs it; in flight as
+  // peakInFlight counts.)
+  const bool split = llvm::any_of(program, [](const PipelineEvent &e) {
+    return e.kind == PipelineEvent::Compute && e.step.pass == Pass::Weight;
+  });
+  std::vector<PipelineStep> held;
+  int64_t live = 0, peakLive = 0, peak = 0;
+  for (const PipelineEvent &e : program) {
+    if (e.kind == PipelineEvent::Recv)
+      held.push_back(e.step);
+    if (e.kind != PipelineEvent::Compute)
+      continue;
+    llvm::erase(held, e.step);
+    if (e.step.pass == Pass::Forward)
+      ++live;
+    if (e.step.pass == Pass::Backward && live >= peakLive) {
+      peak = live > peakLive ? int64_t(held.size())
+                             : std::max(peak, int64_t(held.size()));
+      peakLive = live;
+    }
+    if (e.step.pass == (split ? Pass::Weight : Pass::Backward))
+      --live;
+  }
+  return peak;
+}
+
 std::vector<std::vector<PipelineEvent>>
 mlir::dist::pipelinePrograms(PipelineSchedule schedule, int64_t ranks,
                              int64_t chunks, int64_t m) {

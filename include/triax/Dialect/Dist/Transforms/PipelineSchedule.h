@@ -121,6 +121,17 @@ pipelinePrograms(PipelineSchedule schedule, int64_t ranks, int64_t chunks,
 /// W pass when the schedule splits it off): [P2] of the cost model.
 int64_t peakInFlight(llvm::ArrayRef<PipelineStep> order);
 
+/// The most messages `program` (a rank's, from pipelinePrograms) has
+/// received and not yet used at the start of a backward pass where the
+/// rank's activations peak (the most micro-batches in flight, as
+/// peakInFlight counts them), that pass's own not counted: buffers the rank
+/// holds beside its activations ([P4] of the cost model). pipelinePrograms
+/// receives each message when it is sent, so a rank whose order runs a
+/// pass later than its input arrives holds the input until then
+/// (interleaved: two on most ranks, about pp / 3 on the last, its first
+/// chunk's gradients).
+int64_t peakHeldReceives(llvm::ArrayRef<PipelineEvent> program);
+
 } // namespace mlir::dist
 
 #endif // TRIAX_DIALECT_DIST_TRANSFORMS_PIPELINESCHEDULE_H
