@@ -311,18 +311,20 @@ WeightPassHandOver triax::cost::weightPassHandOver(
   const double h = double(layer.hidden);
   const double q = h, kv = kvWidth(layer);
   const double ffn = double(layer.ffn);
-  // (Under full recomputation B gathers the norms' outputs again for the
-  // forward it rebuilds, and hands them over whole.)
-  const double norms =
-      double(layer.norms) *
-      (sequenceParallel && recompute != Recompute::Full ? h / td : h);
+  // (With sequence parallelism W gathers the column linears' inputs, the
+  // norms' outputs, again from their shards, which the forward keeps or,
+  // under full recomputation, B's rebuilt forward hands over.)
+  const double norms = double(layer.norms) * (sequenceParallel ? h / td : h);
   // (A MoE layer's MLP is its experts', [A7]: here the attention's and
   // the router's, one row linear.)
   const double rowLinears = layer.mlpTensors > 0 ? 2 : 1;
   const double attention = q / td, mlp = layer.mlpTensors > 0 ? ffn / td : 0;
+  // (The row linears' output gradients: with sequence parallelism B
+  // gathers them for the input gradient and W again from the shards it
+  // hands over, which the row biases' gradients read too.)
   const double gradients =
-      (q + 2 * kv + double(layer.mlpTensors / 2) * ffn) / td + rowLinears * h +
-      (sequenceParallel && layer.biases ? rowLinears * h / td : 0.0);
+      (q + 2 * kv + double(layer.mlpTensors / 2) * ffn) / td +
+      rowLinears * (sequenceParallel ? h / td : h);
   const double scale = tokensPerRank(s, b, cp) * double(elemBytes);
   WeightPassHandOver w;
   w.carried = gradients * scale;

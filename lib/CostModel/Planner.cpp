@@ -703,6 +703,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                  mem.tableScratch);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activationPeak;
+    c.stagePeaks.push_back({stage, mem.peak, mem.activationPeak});
     if (stage == 0 || mem.peak > c.memory.peak)
       c.memory = mem;
     if (elems > maxElems) {
@@ -824,9 +825,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (t > 1) {
     // [C5] Megatron, per micro-batch: two all_reduces of the b s h
     // activation per layer in the forward and two in the backward (g and
-    // f's conjugate), two more when the forward is recomputed (in a MoE
-    // layer, the second pair's are of the experts' buffer, E b C h: each
-    // expert's MLP is split over tp too); one for the
+    // f's conjugate), one more when the forward is recomputed (the
+    // attention's; in a MoE layer two, the second pair's of the experts'
+    // buffer, E b C h: each expert's MLP is split over tp too); one for the
     // vocab-parallel embedding (first stage) and one for the head's input
     // gradient (last stage); the vocab-parallel cross-entropy's row maxima
     // and sums (R and 2R f32, R = b s, forward and backward, last stage).
@@ -850,6 +851,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       const int64_t perPair =
           (plan.recompute == Recompute::Full ? 3 : 2) * int64_t(layersOn);
       int64_t acts = (nExperts > 0 ? 1 : 2) * perPair + isFirst + isLast;
+      // (A dense block's recomputed forward redoes its attention's
+      // collective, not its MLP's: the block's output is kept.)
+      if (nExperts == 0 && plan.recompute == Recompute::Full)
+        acts -= int64_t(layersOn);
       int64_t expertActs = nExperts > 0 ? perPair : 0;
       int64_t ceBytes =
           isLast ? 2 * (allReduceBytes(R, 4, t) + allReduceBytes(2 * R, 4, t))
@@ -858,9 +863,17 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       std::vector<std::pair<std::string, CommLoad>> loads;
       if (plan.sequenceParallel) {
         int64_t rs = reduceScatterBytes(n / t, actB, t);
+        // (Under full recomputation the recomputed forward gathers both
+        // norms' outputs, one more than its reduce_scatters.)
         int64_t regathers = plan.recompute == Recompute::Full
-                                ? 0
+                                ? int64_t(layersOn)
                                 : (nExperts > 0 ? 1 : 2) * int64_t(layersOn);
+        // ZB-H1's W pass (past stage 0, whose B pass is empty) gathers the
+        // row linears' output gradients again from their shards, and under
+        // full recomputation the norms' outputs too ([A12]).
+        if (plan.schedule == Schedule::ZeroBubbleH1 && stage > 0)
+          regathers +=
+              (plan.recompute == Recompute::Full ? 4 : 2) * int64_t(layersOn);
         loads.push_back(
             {"reduce_scatter tp", load(m * acts * rs, m * acts, t, t)});
         loads.push_back({"all_gather tp", load(m * (acts + regathers) * rs,
@@ -1428,6 +1441,12 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                                       {"bytes", l.bytes},
                                       {"calls", l.calls},
                                       {"group_size", l.groupSize}});
+  llvm::json::Array stagePeaks;
+  for (const Candidate::StagePeak &st : c.stagePeaks)
+    stagePeaks.push_back(
+        llvm::json::Object{{"stage", st.stage},
+                           {"peak", st.peak},
+                           {"activation_peak", st.activationPeak}});
   llvm::json::Object o{
       {mlir::dist::axisName(TRX_AXIS_DATA), p.dp},
       {mlir::dist::axisName(TRX_AXIS_TENSOR), p.tp},
@@ -1451,6 +1470,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {"flops_per_token", c.stepFlopsPerToken},
       {"stage_blocks", llvm::json::Array(c.stageBlocks)},
       {"stage_load", llvm::json::Array(c.stageLoad)},
+      {"stage_peaks", std::move(stagePeaks)},
       {"memory",
        llvm::json::Object{{"stage", c.memory.stage},
                           {"params", c.memory.params},

@@ -256,11 +256,12 @@ double backwardWorkingBytes(const LayerShape &layer, int64_t s, int64_t b,
 /// which the W pass gathers again; the attention's output q/t; the MLP's
 /// last linear's input ffn/t), and each linear's output gradient, which
 /// the B pass returns, `carried`: (q + 2kv)/t, the MLP's first linears'
-/// (k/2) ffn/t and the two row linears' 2h, whole (with sequence
-/// parallelism and biases also their shards, 2h/t, which the biases'
-/// gradients read). Under recomputation the
-/// inputs B rebuilds are carried too (selective: the attention's output;
-/// full: all, the norms' outputs gathered whole, and for the MLP's last
+/// (k/2) ffn/t and the two row linears' 2h (with sequence parallelism
+/// their shards, 2h/t: B gathers them for the input gradient, W again,
+/// and the row biases' gradients read the shards). Under recomputation
+/// the inputs B rebuilds are carried too (selective: the attention's
+/// output; full: all, the norms' outputs as shards under sequence
+/// parallelism, which W gathers again, and for the MLP's last
 /// linear what the W pass rebuilds its input from, (k/2) ffn/t: GELU's
 /// product, SwiGLU's SiLU and product). A MoE layer's experts are the
 /// planner's ([A7]): here its attention's, one row linear. What

@@ -192,6 +192,14 @@ struct Candidate {
   // The blocks of each virtual stage, as dist-pipeline cuts them (empty
   // without a pipeline).
   std::vector<int64_t> stageBlocks;
+  // Every pipeline stage costed (all of them, or stages 0, 1 and p - 1 of a
+  // plan with more stages than blocks): its peak and the activations' part
+  // of it; `memory` is the fullest's breakdown.
+  struct StagePeak {
+    int64_t stage = 0;
+    double peak = 0, activationPeak = 0;
+  };
+  std::vector<StagePeak> stagePeaks;
   std::vector<std::pair<std::string, CommLoad>> comm; // [C3]-[C6]
   std::string reason;   // "" when it fits; else the rejected region
   std::string detail;   // the reason with this plan's numbers

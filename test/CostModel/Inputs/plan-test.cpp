@@ -168,10 +168,11 @@ int main() {
     // (163,840); carried, the output gradients, q + 2kv + 2 ffn + 2h = 64
     // + 64 + 256 + 128 = 512 (262,144). tp = 2 with sequence parallelism:
     // the norms' shards, 64 + 32 + 64 = 160 (81,920); (64 + 64 + 256)/2 +
-    // 128 whole = 320 (163,840). Selective: the attention's output (64)
-    // carried instead of kept (131,072, 294,912). Full: all carried, the
-    // SiLU and up products for the last linear: 512 + 320 + 128 = 960
-    // (491,520).
+    // the row linears' shards 128/2 = 256 (131,072; W gathers them again).
+    // Selective: the attention's output (64) carried instead of kept
+    // (131,072, 294,912). Full: all carried, the SiLU and up products for
+    // the last linear: 512 + 320 + 128 = 960 (491,520); with tp = 2 and
+    // sequence parallelism 256 + 160 + 64 = 480 (245,760).
     auto handOver = [&](int64_t t, bool sp, Recompute r) {
       WeightPassHandOver w = weightPassHandOver(llama, 32, 4, t, sp, r, 1, 4);
       return std::to_string(int64_t(w.kept)) + " " +
@@ -180,11 +181,13 @@ int main() {
     expectText("A12 llama", handOver(1, false, Recompute::None),
                "163840 262144");
     expectText("A12 llama tp=2 sp", handOver(2, true, Recompute::None),
-               "81920 163840");
+               "81920 131072");
     expectText("A12 llama selective", handOver(1, false, Recompute::Selective),
                "131072 294912");
     expectText("A12 llama full", handOver(1, false, Recompute::Full),
                "0 491520");
+    expectText("A12 llama full tp=2 sp", handOver(2, true, Recompute::Full),
+               "0 245760");
     // Ring attention's backward scratch, cp = 2, s = 64, b = 2: 64 tokens a
     // rank, 4 (2 x 4 + 64) - 4 x 4 + 4 x 2 x 32 + 16 x 32 = 1,040 bytes a
     // token: 66,560.

@@ -326,6 +326,28 @@ static void splitWeightPass(OpBuilder &b, tx::ModelOp model,
         reach(operand);
     });
   }
+  // A gather B makes and W reads too (sequence parallelism's: a row
+  // linear's output gradient, which B's input gradient reads whole; under
+  // full recomputation also the norms' outputs B's rebuilt forward
+  // gathers) W gathers again from its shard, as it does the column
+  // linears' inputs: the hand-over holds 1/t of it, for one all_gather
+  // more in W.
+  for (Operation &op : body.without_terminator()) {
+    auto gather = dyn_cast<AllGatherOp>(&op);
+    if (!gather || !inB.contains(gather))
+      continue;
+    SmallVector<OpOperand *> weightUses;
+    for (OpOperand &use : gather.getResult().getUses())
+      if (!inB.contains(body.findAncestorOpInBlock(*use.getOwner())))
+        weightUses.push_back(&use);
+    if (weightUses.empty())
+      continue;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfter(gather);
+    Value again = b.clone(*gather)->getResult(0);
+    for (OpOperand *use : weightUses)
+      use->set(again);
+  }
   SmallVector<Operation *> weightOps;
   for (Operation &op : body.without_terminator())
     if (!inB.contains(&op))
