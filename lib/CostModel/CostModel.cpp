@@ -252,12 +252,13 @@ double triax::cost::recomputedLayerBytes(const LayerShape &layer, int64_t s,
                                          int64_t elemBytes) {
   const double tokens = tokensPerRank(s, b, cp);
   const double td = double(std::max<int64_t>(t, 1));
-  // The MLP's gradient; with sequence parallelism the input gradient's
+  // The MLP's gradient (a MoE layer's experts' are the planner's, [A7]);
+  // with sequence parallelism the input gradient's
   // h-wide tensor and the norms' outputs whole (the recomputed forward
   // gathers them for the column linears, their weight gradients read them
   // again) where [A8] keeps their shards.
   const double gradient =
-      double(layer.ffn) / td +
+      (layer.mlpTensors > 0 ? double(layer.ffn) / td : 0.0) +
       (sequenceParallel ? double(layer.hidden) *
                               (1.0 + double(layer.norms) * (1.0 - 1.0 / td))
                         : 0.0);

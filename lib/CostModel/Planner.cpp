@@ -584,18 +584,30 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
           double(mem.held) * hWide * (plan.sequenceParallel ? 1.0 / td : 1.0);
     }
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
-    // many, whatever ep) of the dispatched tokens, the experts' output and
-    // its exchange (3 h) and the experts' MLP intermediates (2 or 4 ffn,
-    // split over tp); under full recomputation only the block being
-    // recomputed holds them.
-    double expertsMade = 0; // ZB-H1's B pass: the experts' gradients
+    // many, whatever ep) of the dispatched tokens (the first linear's input)
+    // and the experts' output (the gates' gradient reads it), 2 h, each
+    // after its exchange under ep (the buffer before it is freed), and the
+    // experts' MLP intermediates (2 or 4 ffn, split over tp); under full
+    // recomputation only the block being recomputed holds them.
+    double expertsMade = 0;    // ZB-H1's B pass: the experts' gradients
+    double expertsWorking = 0; // a stage backward's experts' gradients
+    double expertsFirstGradient = 0;
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
       double perLayer =
           rows *
-          (double(model.expertMlpTensors * model.ffn) / td + double(3 * h)) *
+          (double(model.expertMlpTensors * model.ffn) / td + double(2 * h)) *
           double(model.activationBytes);
+      // A layer's backward through its experts holds their MLP's gradients
+      // at once: GELU's two ffn-wide (the activation's and its input's:
+      // no epilogue fuses a batched GEMM's), SwiGLU's three (the product's,
+      // then the up and SiLU gradients it splits into).
+      expertsFirstGradient =
+          rows * double(model.ffn) / td * double(model.activationBytes);
+      expertsWorking =
+          double(model.expertMlpTensors == 2 ? 2 : model.expertMlpTensors - 1) *
+          expertsFirstGradient;
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
                         : perLayer * layersOn * double(mem.inFlight);
@@ -604,14 +616,20 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // their outputs (h, and k/2 ffn/t), which its B pass made.
       if (splitW) {
         const double k2 = double(model.expertMlpTensors / 2);
+        const double expertKept = rows * (double(h) + double(model.ffn) / td) *
+                                  double(model.activationBytes);
         const double expertCarried = rows *
                                      (double(h) + k2 * double(model.ffn) / td) *
                                      double(model.activationBytes);
-        mem.experts += mem.deferred * layersOn *
-                       (rows * (double(h) + double(model.ffn) / td) *
-                            double(model.activationBytes) +
-                        expertCarried);
-        expertsMade = expertCarried * layersOn;
+        mem.experts += mem.deferred * layersOn * (expertKept + expertCarried);
+        // (Under full recomputation B rebuilds what W reads and hands it
+        // over too, and its peak is in its last layer: that layer's
+        // rebuilt buffers, [A7]'s one, and two of its experts' ffn-wide
+        // gradients at once, GELU's or SwiGLU's.)
+        expertsMade = plan.recompute == Recompute::Full
+                          ? (layersOn - 1) * (expertKept + expertCarried) +
+                                2 * expertsFirstGradient
+                          : expertCarried * layersOn;
       }
     }
     // [A6] on the last stage, for each micro-batch in flight there (GPipe:
@@ -637,10 +655,16 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // are still there.
     const double received =
         stage < p - 1 ? hWide * (plan.sequenceParallel ? 1.0 / td : 1.0) : 0.0;
+    // (SwiGLU's rebuilt last layer holds two of its ffn-wide gradients at
+    // once, the product's and one it splits into, where a GELU's holds
+    // one.)
     if (splitW && plan.recompute == Recompute::Full)
-      mem.working = handOver.carried * (layersOn - 1) + received +
-                    recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel,
-                                         cp, model.activationBytes);
+      mem.working =
+          handOver.carried * (layersOn - 1) + received +
+          recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel, cp,
+                               model.activationBytes) +
+          (layer.mlpTensors > 2 ? hWide * double(layer.ffn) / double(h) / td
+                                : 0.0);
     else if (splitW)
       // (With context parallelism B's peak may come in its last ring
       // attention backward instead: its output gradient and scratch.)
@@ -650,12 +674,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                    hWide / td + ringAttentionGradScratch(
                                     layer, s, b, t, cp, model.activationBytes));
     else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
-      mem.working = backwardWorkingBytes(
-          layer, s, b, t, cp, model.activationBytes, plan.sequenceParallel);
+      mem.working =
+          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes,
+                               plan.sequenceParallel) +
+          expertsWorking;
     else if (p > 1 && layersOn > 0)
-      // Under full recomputation the rebuilt layer ([A8] below) beside the
-      // gradient received.
-      mem.working = received;
+      // Under full recomputation the rebuilt layer ([A8] below, [A7]'s one
+      // layer, whose peak is its experts' first gradient, ffn-wide, beside
+      // their rebuilt intermediates) beside the gradient received.
+      mem.working = received + expertsFirstGradient;
     mem.working += expertsMade;
     // [A10]'s copies are made at the B pass's start and each freed after
     // its last read (the W pass reads none): at B's end, where what B makes

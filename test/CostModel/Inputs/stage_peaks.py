@@ -3,10 +3,10 @@
 usage: stage_peaks.py LLAMA_MLIR GELU_MLIR MOE_MLIR MIXTRAL_MLIR
 
 For each configuration, plans the mesh with `triaxc --plan ... --report-json`
-(its fullest stage) and compares it with `triaxc --mesh ... --report
---report-rank R` of that stage's first rank, as stage_peak.py does; then
-checks that no other stage's [A9] is above the planned peak by more than the
-tolerance (the planner's fullest stage is the IR's). Exits 1 on a miss.
+and compares every stage's planned activations (its "stage_peaks") with
+`triaxc --mesh ... --report --report-rank R` of that stage's first rank, as
+stage_peak.py does for one stage. Exits 1 unless every stage is within the
+tolerance.
 """
 import json
 import os
@@ -16,8 +16,9 @@ import sys
 
 llama, gelu, moe, mixtral = sys.argv[1:5]
 # (name, model, schedule, plan keys, triaxc flags, tp x cp ranks a stage,
-# tolerance): ZB-H1's hand-overs ([A12]) within 2%; MoE layers' buffers
-# ([A7], not derived op by op) within 5%.
+# tolerance): every stage within 2%, ZB-H1's hand-overs ([A12]) and MoE
+# layers' buffers ([A7]) too (5% until 2026-12-07, when [A7] counted 3h a
+# row and no expert gradient: MoE stages were -12% to +7%).
 CONFIGS = [
     ("swiglu", llama, "zb-h1", "recompute=none", [], 1, 0.02),
     ("swiglu full", llama, "zb-h1", "recompute=full", ["--recompute", "full"],
@@ -29,14 +30,14 @@ CONFIGS = [
     ("swiglu cp2", llama, "zb-h1", "recompute=none,cp=2", [], 2, 0.02),
     ("gelu full tp2 sp", gelu, "zb-h1", "recompute=full,tp=2,sp=on",
      ["--recompute", "full", "--sequence-parallel"], 2, 0.02),
-    ("moe", moe, "1f1b", "recompute=none", [], 1, 0.05),
-    ("moe", moe, "zb-h1", "recompute=none", [], 1, 0.05),
-    ("mixtral", mixtral, "1f1b", "recompute=none", [], 1, 0.05),
-    ("mixtral", mixtral, "zb-h1", "recompute=none", [], 1, 0.05),
+    ("moe", moe, "1f1b", "recompute=none", [], 1, 0.02),
+    ("moe", moe, "zb-h1", "recompute=none", [], 1, 0.02),
+    ("mixtral", mixtral, "1f1b", "recompute=none", [], 1, 0.02),
+    ("mixtral", mixtral, "zb-h1", "recompute=none", [], 1, 0.02),
     ("mixtral full", mixtral, "1f1b", "recompute=full",
-     ["--recompute", "full"], 1, 0.05),
+     ["--recompute", "full"], 1, 0.02),
     ("mixtral full", mixtral, "zb-h1", "recompute=full",
-     ["--recompute", "full"], 1, 0.05),
+     ["--recompute", "full"], 1, 0.02),
 ]
 
 
@@ -61,15 +62,18 @@ for name, model, schedule, keys, flags, per, tolerance in CONFIGS:
     memory = plan["plans"][0]["memory"]
     mesh = f"pp={pp}" + ("" if per == 1 else
                          (",cp=2" if "cp=2" in keys else ",tp=2"))
-    planned = memory["activation_peak"]
     peaks = [a9(model, mesh, schedule, flags, stage * per)
              for stage in range(pp)]
-    stage = memory["stage"]
-    off = planned / peaks[stage] - 1
-    ok = abs(off) <= tolerance and max(peaks) <= planned * (1 + tolerance)
+    # Every stage's planned activations against its [A9].
+    planned = {st["stage"]: st["activation_peak"]
+               for st in plan["plans"][0]["stage_peaks"]}
+    offs = [planned[stage] / peaks[stage] - 1 for stage in range(pp)]
+    ok = all(abs(off) <= tolerance for off in offs)
     failed |= not ok
-    print(f"{name} {schedule}: stage {stage} ({memory['deferred']:g} "
-          f"deferred): planned {round(planned)}, [A9] {peaks[stage]} "
-          f"({off * 100:+.1f}%), stages' [A9] {' '.join(map(str, peaks))}: "
+    stage = memory["stage"]
+    print(f"{name} {schedule}: fullest stage {stage} ({memory['deferred']:g} "
+          f"deferred) planned {round(planned[stage])}, [A9] {peaks[stage]}; "
+          f"every stage's planned vs [A9] "
+          f"{' '.join(f'{off * 100:+.1f}%' for off in offs)}: "
           f"{'ok' if ok else 'NOT within'} {tolerance * 100:g}%")
 sys.exit(1 if failed else 0)
