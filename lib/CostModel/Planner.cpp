@@ -674,7 +674,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                    hWide / td + ringAttentionGradScratch(
                                     layer, s, b, t, cp, model.activationBytes));
     else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
+      // (Beside the gradient received, an argument of the backward
+      // function, which its caller holds until it returns.)
       mem.working =
+          received +
           backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes,
                                plan.sequenceParallel) +
           expertsWorking;

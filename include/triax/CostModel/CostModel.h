@@ -232,8 +232,9 @@ double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
                    bool sequenceParallel = false, double inFlight = 1);
 
 /// What a pipeline stage's backward function holds besides the stage's
-/// kept activations while it runs through a layer: the gradient it
-/// received and the MLP's gradients: for a GELU MLP s b (2h + ffn/t)
+/// kept activations while it runs through a layer (the planner adds the
+/// gradient it received, an argument its caller holds): the residual
+/// stream's gradient and the MLP's gradients: for a GELU MLP s b (2h + ffn/t)
 /// elements (its product's gradient is the GEMM's epilogue output,
 /// gelu-epilogue: one ffn-wide buffer, and the MLP's input gradient is made
 /// beside it; GPT-2: 6h a token), for SwiGLU's s b (h + 3 ffn/t) (the
