@@ -591,7 +591,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // recomputation only the block being recomputed holds them.
     double expertsMade = 0;    // ZB-H1's B pass: the experts' gradients
     double expertsWorking = 0; // a stage backward's experts' gradients
-    double expertsFirstGradient = 0;
+    double expertsFirstGradient = 0, expertsExchange = 0;
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
@@ -608,6 +608,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       expertsWorking =
           double(model.expertMlpTensors == 2 ? 2 : model.expertMlpTensors - 1) *
           expertsFirstGradient;
+      // Under ep the backward's exchanges hold three h-wide row buffers
+      // more: the experts' output gradient before and after its all_to_all
+      // and their input gradient before its own.
+      if (e > 1)
+        expertsExchange =
+            3.0 * rows * double(h) * double(model.activationBytes);
+      expertsWorking += expertsExchange;
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
                         : perLayer * layersOn * double(mem.inFlight);
@@ -629,7 +636,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         expertsMade = plan.recompute == Recompute::Full
                           ? (layersOn - 1) * (expertKept + expertCarried) +
                                 2 * expertsFirstGradient
-                          : expertCarried * layersOn;
+                          : expertCarried * layersOn + expertsExchange;
       }
     }
     // [A6] on the last stage, for each micro-batch in flight there (GPipe:
@@ -685,7 +692,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // Under full recomputation the rebuilt layer ([A8] below, [A7]'s one
       // layer, whose peak is its experts' first gradient, ffn-wide, beside
       // their rebuilt intermediates) beside the gradient received.
-      mem.working = received + expertsFirstGradient;
+      mem.working = received + expertsFirstGradient + expertsExchange;
     mem.working += expertsMade;
     // [A10]'s copies are made at the B pass's start and each freed after
     // its last read (the W pass reads none): at B's end, where what B makes

@@ -32,6 +32,9 @@ CONFIGS = [
      ["--recompute", "full", "--sequence-parallel"], 2, 0.02),
     ("moe", moe, "1f1b", "recompute=none", [], 1, 0.02),
     ("moe", moe, "zb-h1", "recompute=none", [], 1, 0.02),
+    ("moe ep2", moe, "1f1b", "recompute=none,ep=2", [], 2, 0.02),
+    ("moe ep2 full", moe, "1f1b", "recompute=full,ep=2",
+     ["--recompute", "full"], 2, 0.02),
     ("mixtral", mixtral, "1f1b", "recompute=none", [], 1, 0.02),
     ("mixtral", mixtral, "zb-h1", "recompute=none", [], 1, 0.02),
     ("mixtral full", mixtral, "1f1b", "recompute=full",
@@ -61,7 +64,8 @@ for name, model, schedule, keys, flags, per, tolerance in CONFIGS:
                              "--report-json"))
     memory = plan["plans"][0]["memory"]
     mesh = f"pp={pp}" + ("" if per == 1 else
-                         (",cp=2" if "cp=2" in keys else ",tp=2"))
+                         ",cp=2" if "cp=2" in keys else
+                         ",ep=2" if "ep=2" in keys else ",tp=2")
     peaks = [a9(model, mesh, schedule, flags, stage * per)
              for stage in range(pp)]
     # Every stage's planned activations against its [A9].
