@@ -730,6 +730,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // the gradient it received.)
     const double headInputGrad = mem.logits > 0 ? hWide : 0.0;
     double head = std::max(mem.logits, mem.recomputed);
+    // (Without a pipeline, under full recomputation, a MoE layer rebuilt
+    // after the head's backward has freed the logits also holds its
+    // experts' first gradient and, under ep, the input gradient before its
+    // exchange back: the stage backward's other two exchange buffers are
+    // gone by then in @forward_backward's order.)
+    if (p == 1 && model.experts > 0 && layersOn > 0 &&
+        plan.recompute == Recompute::Full)
+      head = std::max(mem.logits, mem.recomputed + expertsFirstGradient +
+                                      expertsExchange / 3.0);
     if (p > 1 && mem.recomputed > 0)
       head = std::max(mem.logits, mem.logits - headInputGrad + mem.recomputed);
     else if (p > 1 && !splitW && mem.working > 0)
