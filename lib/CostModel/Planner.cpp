@@ -580,7 +580,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // simulated for a plan with more stages than blocks, rejected above.)
     if (!pipe.layers.empty()) {
       mem.held = heldReceives(plan.schedule, p, m, stage, v);
-      mem.received =
+      mem.receivedAhead =
           double(mem.held) * hWide * (plan.sequenceParallel ? 1.0 / td : 1.0);
     }
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
@@ -632,7 +632,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         // (Under full recomputation B rebuilds what W reads and hands it
         // over too, and its peak is in its last layer: that layer's
         // rebuilt buffers, [A7]'s one, and two of its experts' ffn-wide
-        // gradients at once, GELU's or SwiGLU's.)
+        // gradients at once, GELU's or SwiGLU's; without, B's peak holds
+        // what it carries and, under ep, the exchanges' buffers.)
         expertsMade = plan.recompute == Recompute::Full
                           ? (layersOn - 1) * (expertKept + expertCarried) +
                                 2 * expertsFirstGradient
@@ -745,7 +746,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       head = mem.logits - headInputGrad;
     mem.activationPeak =
         std::max(mem.weightCopies + mem.activations + mem.handOver +
-                     mem.experts + mem.working + mem.received + head,
+                     mem.experts + mem.working + mem.receivedAhead + head,
                  mem.tableScratch);
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activationPeak;
@@ -1437,8 +1438,9 @@ void printCandidate(llvm::raw_ostream &os, const Candidate &c,
     os << " + MoE buffers " << human(m.experts) << " [A7]";
   if (m.working > 0)
     os << " + backward working set " << human(m.working);
-  if (m.received > 0)
-    os << " + " << m.held << " received ahead " << human(m.received) << " [P4]";
+  if (m.receivedAhead > 0)
+    os << " + " << m.held << " received ahead " << human(m.receivedAhead)
+       << " [P4]";
   if (m.logits > 0 && m.recomputed > 0 && c.plan.pp > 1)
     os << " + logits " << human(m.logits)
        << " [A6], kept beside one layer recomputed " << human(m.recomputed)
@@ -1532,7 +1534,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
                           {"hand_over", c.memory.handOver},
                           {"deferred", c.memory.deferred},
                           {"moe_buffers", c.memory.experts},
-                          {"received", c.memory.received},
+                          {"received_ahead", c.memory.receivedAhead},
                           {"held", c.memory.held},
                           {"in_flight", c.memory.inFlight},
                           {"layers", c.memory.layers},

@@ -164,7 +164,7 @@ struct MemoryBreakdown {
   double experts = 0; // [A7] the MoE buffers x layers x in flight
   // [P4] the messages the stage received ahead of their pass, at its
   // backward's start (`held` of them).
-  double received = 0;
+  double receivedAhead = 0;
   int64_t held = 0;
   // What of the peak is not state ([M1]-[M3], [M5]): the activations at
   // their peak, as the scripts that compare it with [A9] read it.
