@@ -631,12 +631,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         mem.experts += mem.deferred * layersOn * (expertKept + expertCarried);
         // (Under full recomputation B rebuilds what W reads and hands it
         // over too, and its peak is in its last layer: that layer's
-        // rebuilt buffers, [A7]'s one, and two of its experts' ffn-wide
-        // gradients at once, GELU's or SwiGLU's; without, B's peak holds
-        // what it carries and, under ep, the exchanges' buffers.)
+        // rebuilt buffers, [A7]'s one, two of its experts' ffn-wide
+        // gradients at once, GELU's or SwiGLU's, and under ep their input
+        // gradient before its exchange back; without, B's peak holds what
+        // it carries and, under ep, the three exchange buffers.)
         expertsMade = plan.recompute == Recompute::Full
                           ? (layersOn - 1) * (expertKept + expertCarried) +
-                                2 * expertsFirstGradient
+                                2 * expertsFirstGradient + expertsExchange / 3.0
                           : expertCarried * layersOn + expertsExchange;
       }
     }

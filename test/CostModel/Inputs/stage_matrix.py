@@ -1,0 +1,122 @@
+"""Every pipeline stage the planner costs against the IR's [A9], over a matrix.
+
+usage: stage_matrix.py
+
+For each model shape, parallelism and schedule below, plans the mesh with
+`triaxc --plan ... --report-json` and compares every stage's planned
+activations (its "stage_peaks") with `triaxc --mesh ... --report
+--report-rank R` of that stage's first rank. The planner must never be
+under [A9] by more than 2% (a plan it says fits must fit); it may be over
+by at most 2%, or by the bound a configuration names, which says what the
+planner over-counts (docs/cost-model.md). Prints one line per schedule and
+the worst of all; exits 1 on a miss.
+"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+UNDER = 0.02
+
+LLAMA = ("llama2-7b --hidden 64 --heads 4 --vocab 256 --layers 8 --ffn 256 "
+         "--seq 64 --batch 16 --micro-batch 2")
+GELU = "tiny --layers 8 --seq 32 --batch 16 --micro-batch 2"
+MOE = "tiny-moe --layers 8 --seq 32 --batch 16 --micro-batch 2"
+GPT2 = "gpt2 --layers 4 --seq 128 --batch 8 --micro-batch 2"
+
+# (name, model, plan keys, mesh axes beyond pp, triaxc flags, ranks a stage,
+# {schedule: over-prediction bound where it is not 2%}).
+FULL = ["--recompute", "full"]
+SP = ["--sequence-parallel"]
+CONFIGS = [
+    ("llama", LLAMA, "recompute=none", "", [], 1, {}),
+    ("llama selective", LLAMA, "recompute=selective", "",
+     ["--recompute", "selective"], 1, {}),
+    # Interleaved under full recomputation with one block a chunk: the
+    # rebuilt layer counts an incoming gradient such a chunk does not hold.
+    ("llama full", LLAMA, "recompute=full", "", FULL, 1,
+     {"interleaved": 0.04}),
+    ("gelu", GELU, "recompute=none", "", [], 1, {}),
+    ("gelu full", GELU, "recompute=full", "", FULL, 1, {"interleaved": 0.04}),
+    ("llama tp2", LLAMA, "recompute=none,tp=2,sp=off", ",tp=2", [], 2, {}),
+    ("llama tp2 sp", LLAMA, "recompute=none,tp=2,sp=on", ",tp=2", SP, 2, {}),
+    # ZB-H1: SwiGLU's rebuilt layer under sequence parallelism.
+    ("llama tp2 sp full", LLAMA, "recompute=full,tp=2,sp=on", ",tp=2",
+     SP + FULL, 2, {"interleaved": 0.04, "zb-h1": 0.05}),
+    ("gelu tp2 sp full", GELU, "recompute=full,tp=2,sp=on", ",tp=2",
+     SP + FULL, 2, {"interleaved": 0.04}),
+    ("gpt2", GPT2, "recompute=none", "", [], 1, {}),
+    ("llama cp2", LLAMA, "recompute=none,cp=2", ",cp=2", [], 2, {}),
+    # [A10]: every bf16 weight copy at the backward's peak, where the IR
+    # has freed some.
+    ("llama bf16", LLAMA, "recompute=none,precision=bf16", "",
+     ["--precision", "bf16"], 1, {"1f1b": 0.05, "interleaved": 0.09}),
+    ("llama bf16 params", LLAMA.replace("--seq 64", "--seq 64 --dtype bf16"),
+     "recompute=none", "", [], 1, {}),
+    ("moe", MOE, "recompute=none", "", [], 1, {}),
+    ("moe full", MOE, "recompute=full", "", FULL, 1, {}),
+    # ep's exchanges under interleaved's one-block chunks.
+    ("moe ep2", MOE, "recompute=none,ep=2", ",ep=2", [], 2,
+     {"interleaved": 0.04}),
+    ("moe ep2 full", MOE, "recompute=full,ep=2", ",ep=2", FULL, 2,
+     {"interleaved": 0.18}),
+]
+SCHEDULES = ["gpipe", "1f1b", "interleaved", "zb-h1"]
+
+
+def run(*args):
+    return subprocess.run(args, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def a9(model, mesh, schedule, flags, rank):
+    report = run("triaxc", model, "--mesh", mesh, "--schedule", schedule,
+                 *flags, "--report", "--report-rank", str(rank))
+    return int(re.search(r"from the IR's liveness: (\d+)", report)[1])
+
+
+failed = False
+worst_under = (0.0, "")
+worst_over = (0.0, "")
+stages = 0
+with tempfile.TemporaryDirectory() as tmp:
+    models = {}
+    for name, model, *_ in CONFIGS:
+        if model not in models:
+            path = f"{tmp}/m{len(models)}.mlir"
+            run("triax-model", *model.split(), "-o", path)
+            models[model] = path
+    for schedule in SCHEDULES:
+        misses = []
+        for name, model, keys, axes, flags, per, over in CONFIGS:
+            pp = 4 if "gpt2" not in model else 2
+            extra, flags_v = "", list(flags)
+            if schedule == "interleaved":
+                extra, flags_v = ",virtual-stages=2", flags + [
+                    "--virtual-stages", "2"]
+            plan = json.loads(
+                run("triaxc", models[model], "--plan",
+                    f"gpus={pp * per},gpu=h100-80g,pp={pp},"
+                    f"schedule={schedule},micro-batch=2,top=1,{keys}{extra}",
+                    "--report-json"))
+            bound = over.get(schedule, 0.02)
+            for st in plan["plans"][0]["stage_peaks"]:
+                measured = a9(models[model], f"pp={pp}{axes}", schedule,
+                              flags_v, st["stage"] * per)
+                off = st["activation_peak"] / measured - 1
+                stages += 1
+                where = f"{name} {schedule} stage {st['stage']}"
+                if off < worst_under[0]:
+                    worst_under = (off, where)
+                if off > worst_over[0]:
+                    worst_over = (off, where)
+                if off < -UNDER or off > bound:
+                    misses.append(f"{where}: {off * 100:+.1f}%")
+        failed |= bool(misses)
+        print(f"{schedule}: " + ("; ".join(misses) if misses else
+                                 f"{len(CONFIGS)} configurations ok"))
+print(f"{stages} stages: worst under {worst_under[0] * 100:+.1f}% "
+      f"({worst_under[1]}), worst over {worst_over[0] * 100:+.1f}% "
+      f"({worst_over[1]})")
+sys.exit(1 if failed else 0)
