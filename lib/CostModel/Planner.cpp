@@ -732,15 +732,17 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // the gradient it received.)
     const double headInputGrad = mem.logits > 0 ? hWide : 0.0;
     double head = std::max(mem.logits, mem.recomputed);
-    // (Without a pipeline, under full recomputation, a MoE layer rebuilt
-    // after the head's backward has freed the logits also holds its
-    // experts' first gradient and, under ep, the input gradient before its
-    // exchange back: the stage backward's other two exchange buffers are
-    // gone by then in @forward_backward's order.)
-    if (p == 1 && model.experts > 0 && layersOn > 0 &&
-        plan.recompute == Recompute::Full)
-      head = std::max(mem.logits, mem.recomputed + expertsFirstGradient +
-                                      expertsExchange / 3.0);
+    // (Without a pipeline a MoE layer's backward, after the head's has
+    // freed the logits, holds its experts' first gradient and, under ep,
+    // the input gradient before its exchange back (the stage backward's
+    // other two exchange buffers are gone by then in @forward_backward's
+    // order): beside the layer rebuilt under full recomputation, or else
+    // beside the residual stream's gradient.)
+    if (p == 1 && model.experts > 0 && layersOn > 0)
+      head = std::max(
+          mem.logits,
+          (plan.recompute == Recompute::Full ? mem.recomputed : hWide) +
+              expertsFirstGradient + expertsExchange / 3.0);
     if (p > 1 && mem.recomputed > 0)
       head = std::max(mem.logits, mem.logits - headInputGrad + mem.recomputed);
     else if (p > 1 && !splitW && mem.working > 0)
