@@ -460,6 +460,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // the compute type.
   const double hWide =
       double(s / cp) * double(b) * double(h) * double(model.activationBytes);
+  // What a pipeline stage sends or receives of one micro-batch, an
+  // activation or its gradient (its shard over tp with sequence
+  // parallelism).
+  const double boundary = hWide * (plan.sequenceParallel ? 1.0 / td : 1.0);
   const double act =
       keptBytesPerLayer(layer, s, b, t, plan.sequenceParallel, plan.recompute,
                         cp, model.activationBytes); // [A8]
@@ -580,8 +584,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // simulated for a plan with more stages than blocks, rejected above.)
     if (!pipe.layers.empty()) {
       mem.held = heldReceives(plan.schedule, p, m, stage, v);
-      mem.receivedAhead =
-          double(mem.held) * hWide * (plan.sequenceParallel ? 1.0 / td : 1.0);
+      mem.receivedAhead = double(mem.held) * boundary;
     }
     // [A7] each MoE layer's buffers: E b C rows (every rank computes that
     // many, whatever ep) of the dispatched tokens (the first linear's input)
@@ -591,7 +594,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // recomputation only the block being recomputed holds them.
     double expertsMade = 0;    // ZB-H1's B pass: the experts' gradients
     double expertsWorking = 0; // a stage backward's experts' gradients
-    double expertsFirstGradient = 0, expertsExchange = 0;
+    double expertsFirstGradient = 0, expertsExchangeBack = 0,
+           expertsExchange = 0;
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
@@ -610,10 +614,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
           expertsFirstGradient;
       // Under ep the backward's exchanges hold three h-wide row buffers
       // more: the experts' output gradient before and after its all_to_all
-      // and their input gradient before its own.
+      // and their input gradient before its own (the last one alone where
+      // the others are gone: expertsExchangeBack).
       if (e > 1)
-        expertsExchange =
-            3.0 * rows * double(h) * double(model.activationBytes);
+        expertsExchangeBack = rows * double(h) * double(model.activationBytes);
+      expertsExchange = 3.0 * expertsExchangeBack;
       expertsWorking += expertsExchange;
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
@@ -637,7 +642,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         // it carries and, under ep, the three exchange buffers.)
         expertsMade = plan.recompute == Recompute::Full
                           ? (layersOn - 1) * (expertKept + expertCarried) +
-                                2 * expertsFirstGradient + expertsExchange / 3.0
+                                2 * expertsFirstGradient + expertsExchangeBack
                           : expertCarried * layersOn + expertsExchange;
       }
     }
@@ -662,8 +667,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // Under full recomputation its peak is in the last layer it rebuilds,
     // the others' hand-overs made, while the logits it keeps for the W pass
     // are still there.
-    const double received =
-        stage < p - 1 ? hWide * (plan.sequenceParallel ? 1.0 / td : 1.0) : 0.0;
+    const double received = stage < p - 1 ? boundary : 0.0;
     // (SwiGLU's rebuilt last layer holds two of its ffn-wide gradients at
     // once, the product's and one it splits into, where a GELU's holds
     // one.)
@@ -742,7 +746,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       head = std::max(
           mem.logits,
           (plan.recompute == Recompute::Full ? mem.recomputed : hWide) +
-              expertsFirstGradient + expertsExchange / 3.0);
+              expertsFirstGradient + expertsExchangeBack);
     if (p > 1 && mem.recomputed > 0)
       head = std::max(mem.logits, mem.logits - headInputGrad + mem.recomputed);
     else if (p > 1 && !splitW && mem.working > 0)
