@@ -14,11 +14,12 @@ of the report's [A9] ("... from the IR's liveness: N").
 import re
 import sys
 
+from ir_liveness import LIVENESS
+
 TRAFFIC = re.compile(r"(\w+) over ([\w,]+): (\d+) bytes (?:sent|received) by this rank "
                      r"in (\d+) calls")
 PEAK = re.compile(r"peak bytes: params (\d+) grads (\d+) optim (\d+)")
 ACTIV = re.compile(r"peak bytes: .* activ (\d+)")
-LIVENESS = re.compile(r"from the IR's liveness: (\d+)")
 
 
 def first(path, pattern):

@@ -16,10 +16,10 @@ or, under full recomputation, with the layer the backward rebuilds, the
 larger of the two, plus [A10] of what is not a block's: within 5%.
 """
 import json
-import re
 import sys
 
-LIVENESS = re.compile(r"from the IR's liveness: (\d+)")
+from ir_liveness import LIVENESS
+
 
 
 def liveness(path):

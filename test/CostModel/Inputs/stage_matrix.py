@@ -12,10 +12,11 @@ planner over-counts (docs/cost-model.md). Prints one line per schedule and
 the worst of all; exits 1 on a miss.
 """
 import json
-import re
 import subprocess
 import sys
 import tempfile
+
+from ir_liveness import stage_a9
 
 UNDER = 0.02
 
@@ -70,12 +71,6 @@ def run(*args):
                           text=True).stdout
 
 
-def a9(model, mesh, schedule, flags, rank):
-    report = run("triaxc", model, "--mesh", mesh, "--schedule", schedule,
-                 *flags, "--report", "--report-rank", str(rank))
-    return int(re.search(r"from the IR's liveness: (\d+)", report)[1])
-
-
 failed = False
 worst_under = (0.0, "")
 worst_over = (0.0, "")
@@ -102,7 +97,7 @@ with tempfile.TemporaryDirectory() as tmp:
                     "--report-json"))
             bound = over.get(schedule, 0.02)
             for st in plan["plans"][0]["stage_peaks"]:
-                measured = a9(models[model], f"pp={pp}{axes}", schedule,
+                measured = stage_a9(models[model], f"pp={pp}{axes}", schedule,
                               flags_v, st["stage"] * per)
                 off = st["activation_peak"] / measured - 1
                 stages += 1

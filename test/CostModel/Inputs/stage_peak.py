@@ -11,13 +11,14 @@ walks the stage's schedule). Prints both and exits 1 unless they agree
 within TOLERANCE (relative).
 """
 import json
-import re
 import sys
+
+from ir_liveness import liveness
 
 plan, report, tolerance = sys.argv[1], sys.argv[2], float(sys.argv[3])
 memory = json.load(open(plan))["plans"][0]["memory"]
 planned = memory["activation_peak"]
-measured = int(re.search(r"from the IR's liveness: (\d+)", open(report).read())[1])
+measured = liveness(open(report).read())
 off = planned / measured - 1
 ok = abs(off) <= tolerance
 print(f"stage {memory['stage']}: planned {round(planned)}, [A9] {measured} "

@@ -9,10 +9,10 @@ stage_peak.py does for one stage. Exits 1 unless every stage is within the
 tolerance.
 """
 import json
-import os
-import re
 import subprocess
 import sys
+
+from ir_liveness import stage_a9
 
 llama, gelu, moe, mixtral = sys.argv[1:5]
 # (name, model, schedule, plan keys, triaxc flags, tp x cp ranks a stage,
@@ -49,12 +49,6 @@ def triaxc(*args):
                           text=True).stdout
 
 
-def a9(model, mesh, schedule, flags, rank):
-    report = triaxc(model, "--mesh", mesh, "--schedule", schedule, *flags,
-                    "--report", "--report-rank", str(rank))
-    return int(re.search(r"from the IR's liveness: (\d+)", report)[1])
-
-
 failed = False
 for name, model, schedule, keys, flags, per, tolerance in CONFIGS:
     pp = 4
@@ -66,7 +60,7 @@ for name, model, schedule, keys, flags, per, tolerance in CONFIGS:
     mesh = f"pp={pp}" + ("" if per == 1 else
                          ",cp=2" if "cp=2" in keys else
                          ",ep=2" if "ep=2" in keys else ",tp=2")
-    peaks = [a9(model, mesh, schedule, flags, stage * per)
+    peaks = [stage_a9(model, mesh, schedule, flags, stage * per)
              for stage in range(pp)]
     # Every stage's planned activations against its [A9].
     planned = {st["stage"]: st["activation_peak"]
