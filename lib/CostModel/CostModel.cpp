@@ -304,9 +304,11 @@ double triax::cost::logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h,
          double(elemBytes);
 }
 
-WeightPassHandOver triax::cost::weightPassHandOver(
-    const LayerShape &layer, int64_t s, int64_t b, int64_t t,
-    bool sequenceParallel, Recompute recompute, int64_t cp, int64_t elemBytes) {
+WeightPassHandOver
+triax::cost::weightPassHandOver(const LayerShape &layer, int64_t s, int64_t b,
+                                int64_t t, bool sequenceParallel,
+                                Recompute recompute, int64_t cp,
+                                int64_t elemBytes, bool carryGathered) {
   // [A12]
   const double td = double(std::max<int64_t>(t, 1));
   const double h = double(layer.hidden);
@@ -315,17 +317,27 @@ WeightPassHandOver triax::cost::weightPassHandOver(
   // (With sequence parallelism W gathers the column linears' inputs, the
   // norms' outputs, again from their shards, which the forward keeps or,
   // under full recomputation, B's rebuilt forward hands over.)
-  const double norms = double(layer.norms) * (sequenceParallel ? h / td : h);
+  // (Carried whole under full recomputation with carry-gathered: B's
+  // rebuilt forward gathered them.)
+  const bool carry = sequenceParallel && carryGathered;
+  const double norms =
+      double(layer.norms) *
+      (sequenceParallel && !(carry && recompute == Recompute::Full) ? h / td
+                                                                    : h);
   // (A MoE layer's MLP is its experts', [A7]: here the attention's and
   // the router's, one row linear.)
   const double rowLinears = layer.mlpTensors > 0 ? 2 : 1;
   const double attention = q / td, mlp = layer.mlpTensors > 0 ? ffn / td : 0;
   // (The row linears' output gradients: with sequence parallelism B
   // gathers them for the input gradient and W again from the shards it
-  // hands over, which the row biases' gradients read too.)
+  // hands over, which the row biases' gradients read too; with
+  // carry-gathered B hands over the gathered ones, and the shards where
+  // the biases' gradients read them.)
   const double gradients =
       (q + 2 * kv + double(layer.mlpTensors / 2) * ffn) / td +
-      rowLinears * (sequenceParallel ? h / td : h);
+      rowLinears * (carry              ? h + (layer.biases ? h / td : 0.0)
+                    : sequenceParallel ? h / td
+                                       : h);
   const double scale = tokensPerRank(s, b, cp) * double(elemBytes);
   WeightPassHandOver w;
   w.carried = gradients * scale;

@@ -117,8 +117,8 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
   llvm::StringMap<bool> seen;
   const char *keys = "gpus, gpu, gpus-per-node, global-batch, micro-batch, "
                      "microbatches, dp, tp, pp, zero, schedule, "
-                     "virtual-stages, sequence-parallel, recompute, "
-                     "precision, pad-vocab, efficiency, headroom, "
+                     "virtual-stages, sequence-parallel, carry-gathered, "
+                     "recompute, precision, pad-vocab, efficiency, headroom, "
                      "top";
   for (llvm::StringRef item : items) {
     auto [key, value] = item.trim().split('=');
@@ -188,11 +188,14 @@ triax::cost::parsePlanRequest(llvm::StringRef text) {
       if (!v)
         return v.takeError();
       req.virtualStages = *v;
-    } else if (key == "sequence-parallel" || key == "sp") {
+    } else if (key == "sequence-parallel" || key == "sp" ||
+               key == "carry-gathered") {
+      std::optional<bool> &slot =
+          key == "carry-gathered" ? req.carryGathered : req.sequenceParallel;
       if (value == "1" || value == "true" || value == "on")
-        req.sequenceParallel = true;
+        slot = true;
       else if (value == "0" || value == "false" || value == "off")
-        req.sequenceParallel = false;
+        slot = false;
       else
         return failure(key + "=" + value + ": expected on or off");
     } else if (key == "recompute") {
@@ -404,6 +407,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   if (plan.sequenceParallel && t < 2)
     reject("sequence parallelism without tp",
            "sequence-parallel needs tp >= 2 (tp=1)");
+  if (plan.carryGathered &&
+      (plan.schedule != Schedule::ZeroBubbleH1 || !plan.sequenceParallel))
+    reject("carry-gathered without zb-h1 and sequence parallelism",
+           "carry-gathered hands ZB-H1's W pass the tensors its B pass "
+           "gathered over tp: it needs schedule=zb-h1 and "
+           "sequence-parallel");
   if (cp > 1 && plan.sequenceParallel && t > 1 && s % (cp * t) != 0)
     reject("indivisible: cp x tp does not divide seq (context and sequence "
            "parallelism)",
@@ -567,7 +576,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       mem.deferred = mem.inFlight - whole;
       mem.inFlight = whole;
       handOver = weightPassHandOver(layer, s, b, t, plan.sequenceParallel,
-                                    plan.recompute, cp, model.activationBytes);
+                                    plan.recompute, cp, model.activationBytes,
+                                    plan.carryGathered);
       // On the last stage also the head's: the logits' gradient (written
       // over the logits) and the head's input, whole.
       const double head = stage == p - 1
@@ -664,21 +674,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // at its end the input gradient summed over the column linears' three
     // (3h, whole), beside the gradient it received (h, h/t with sequence
     // parallelism; on the last stage [A6]'s head input gradient instead).
-    // Under full recomputation its peak is in the last layer it rebuilds,
-    // the others' hand-overs made, while the logits it keeps for the W pass
-    // are still there.
+    // Under full recomputation its peak may be in the last layer it
+    // rebuilds instead, the others' hand-overs made, while the logits it
+    // keeps for the W pass are still there (SwiGLU's rebuilt last layer
+    // holds two of its ffn-wide gradients at once, the product's and one
+    // it splits into, where a GELU's holds one).
     const double received = stage < p - 1 ? boundary : 0.0;
-    // (SwiGLU's rebuilt last layer holds two of its ffn-wide gradients at
-    // once, the product's and one it splits into, where a GELU's holds
-    // one.)
-    if (splitW && plan.recompute == Recompute::Full)
-      mem.working =
-          handOver.carried * (layersOn - 1) + received +
-          recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel, cp,
-                               model.activationBytes) +
-          (layer.mlpTensors > 2 ? hWide * double(layer.ffn) / double(h) / td
-                                : 0.0);
-    else if (splitW)
+    if (splitW) {
       // (With context parallelism B's peak may come in its last ring
       // attention backward instead: its output gradient and scratch.)
       mem.working =
@@ -686,7 +688,16 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
           std::max(3.0 * hWide,
                    hWide / td + ringAttentionGradScratch(
                                     layer, s, b, t, cp, model.activationBytes));
-    else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
+      if (plan.recompute == Recompute::Full)
+        mem.working = std::max(
+            mem.working,
+            handOver.carried * (layersOn - 1) + received +
+                recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel, cp,
+                                     model.activationBytes) +
+                (layer.mlpTensors > 2
+                     ? hWide * double(layer.ffn) / double(h) / td
+                     : 0.0));
+    } else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
       // (Beside the gradient received, an argument of the backward
       // function, which its caller holds until it returns.)
       mem.working =
@@ -924,8 +935,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                                 : (nExperts > 0 ? 1 : 2) * int64_t(layersOn);
         // ZB-H1's W pass (past stage 0, whose B pass is empty) gathers the
         // row linears' output gradients again from their shards, and under
-        // full recomputation the norms' outputs too ([A12]).
-        if (plan.schedule == Schedule::ZeroBubbleH1 && stage > 0)
+        // full recomputation the norms' outputs too ([A12]), unless B
+        // hands them over whole (carry-gathered).
+        if (plan.schedule == Schedule::ZeroBubbleH1 && stage > 0 &&
+            !plan.carryGathered)
           regathers +=
               (plan.recompute == Recompute::Full ? 4 : 2) * int64_t(layersOn);
         loads.push_back(
@@ -1103,6 +1116,8 @@ std::string triax::cost::describePlan(const Candidate &c) {
   std::string schedule = scheduleName(p.schedule);
   if (p.schedule == Schedule::Interleaved)
     schedule += " v=" + std::to_string(p.virtualStages);
+  if (p.carryGathered)
+    schedule += " carry-gathered";
   return llvm::formatv("dp={0}{9} tp={1} pp={2} zero={3} m={4} (micro-batch "
                        "{5}) schedule={6} sp={7} recompute={8}",
                        p.dp, p.tp, p.pp, p.zeroStage, p.microBatches,
@@ -1132,9 +1147,10 @@ bool faster(const Candidate &a, const Candidate &b) {
     return a.memory.peak < b.memory.peak;
   auto key = [](const Candidate &c) {
     const Plan &p = c.plan;
-    return std::make_tuple(
-        p.dp, p.tp, p.pp, p.cp, p.ep, p.zeroStage, p.microBatches, c.microBatch,
-        int(p.schedule), p.virtualStages, p.sequenceParallel, int(p.recompute));
+    return std::make_tuple(p.dp, p.tp, p.pp, p.cp, p.ep, p.zeroStage,
+                           p.microBatches, c.microBatch, int(p.schedule),
+                           p.virtualStages, p.sequenceParallel, p.carryGathered,
+                           int(p.recompute));
   };
   return key(a) < key(b);
 }
@@ -1275,7 +1291,16 @@ PlanResult search(const ModelShape &model, const PlanRequest &req) {
                     req.virtualStages > 1 ? req.virtualStages : 2;
               plan.sequenceParallel = sp;
               plan.recompute = r;
-              record(evaluatePlan(model, req, plan, b));
+              // ZB-H1 with sequence parallelism: the W pass gathers
+              // again, or B hands it what it gathered (carry-gathered).
+              bool both = sched == Schedule::ZeroBubbleH1 && sp && mesh.tp > 1;
+              for (int carry = 0; carry <= 1; ++carry) {
+                if (req.carryGathered ? *req.carryGathered != bool(carry)
+                                      : carry && !both)
+                  continue;
+                plan.carryGathered = carry;
+                record(evaluatePlan(model, req, plan, b));
+              }
             }
   });
   result.fits = int64_t(fits.size());
@@ -1398,6 +1423,8 @@ PlanResult triax::cost::planModel(const ModelShape &model,
   if (req.sequenceParallel)
     freed("sequence-parallel/sp",
           [](PlanRequest &o) { o.sequenceParallel.reset(); });
+  if (req.carryGathered)
+    freed("carry-gathered", [](PlanRequest &o) { o.carryGathered.reset(); });
   if (req.schedule)
     freed("schedule", [](PlanRequest &o) {
       o.schedule.reset();
@@ -1514,6 +1541,7 @@ llvm::json::Object candidateJSON(const Candidate &c, const Hardware &hw) {
       {"schedule", scheduleName(p.schedule)},
       {"virtual_stages", p.virtualStages},
       {"sequence_parallel", p.sequenceParallel},
+      {"carry_gathered", p.carryGathered},
       {"recompute", recomputeName(p.recompute)},
       {"step_s", c.step.total},
       {"compute_s", c.step.compute},
@@ -1579,7 +1607,7 @@ void triax::cost::printPlan(llvm::raw_ostream &os, const PlanResult &r) {
      << (m.experts > 1 ? "dp x ep x cp x tp x pp = " : "dp x cp x tp x pp = ")
      << q.gpus
      << ", zero, micro-batches, schedule, sequence parallelism, "
-        "recompute): "
+        "carry-gathered, recompute): "
      << r.fits << " fit, " << r.searched - r.fits
      << " rejected; ranked by predicted step time at "
      << llvm::format("%.0f", q.efficiency * 100) << "% of peak\n";

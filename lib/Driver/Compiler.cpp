@@ -273,6 +273,7 @@ parallelizeConfigOf(const ::triax::cost::Plan &plan, bool bf16) {
     config.schedule =
         mlir::dist::scheduleName(cost::pipelineScheduleOf(plan.schedule)).str();
     config.virtualStages = plan.virtualStages;
+    config.carryGathered = plan.carryGathered;
   }
   return config;
 }
@@ -338,7 +339,8 @@ static int runPlanner(const ::triax::CompileOptions &options, ModuleOp module,
         " --schedule " + config.schedule +
         (config.virtualStages > 1
              ? " --virtual-stages " + std::to_string(config.virtualStages)
-             : "");
+             : "") +
+        (config.carryGathered ? " --carry-gathered" : "");
   errs << "triaxc: --apply: compiling the top plan: --mesh " << config.mesh
        << " --zero " << config.zero
        << (config.sequenceParallel ? " --sequence-parallel" : "") << pipeline

@@ -52,6 +52,10 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
                   !o.schedule.empty() || o.virtualStages != 1))
     return "microbatches, schedule, virtual-stages and stage-layers apply to "
            "pipeline parallelism (pp >= 2; the mesh has none)";
+  if (o.carryGathered &&
+      (!mlir::dist::splitsWeightPass(*schedule) || !o.sequenceParallel))
+    return "carry-gathered applies to the zb-h1 schedule with sequence "
+           "parallelism (its W pass's all_gathers)";
   if (!o.cpComm.empty() && o.cpComm != "ring" && o.cpComm != "all-gather")
     return "unknown cp-comm '" + o.cpComm + "'; expected ring or all-gather";
   if (!o.cpComm.empty() && mesh.size(TRX_AXIS_CONTEXT) < 2)
@@ -152,6 +156,7 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
     pipeline.schedule = options.schedule.empty() ? "1f1b" : options.schedule;
     pipeline.stageLayers = options.stageLayers;
     pipeline.virtualStages = options.virtualStages;
+    pipeline.carryGathered = options.carryGathered;
     pm.addPass(mlir::dist::createDistPipeline(pipeline));
   }
   // Data parallelism works on the training step: ZeRO reduce-scatters the

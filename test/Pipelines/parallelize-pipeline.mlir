@@ -59,3 +59,6 @@
 // RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=dp=2 schedule=gpipe})' 2>&1 | FileCheck %s --check-prefix=NOPP
 // RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=2 microbatches=-1})' 2>&1 | FileCheck %s --check-prefix=NEG
 // NEG: triax-parallelize: microbatches=-1 is not a count (expected >= 1, or 0: the model's)
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=2,tp=2 schedule=zb-h1 carry-gathered=true})' 2>&1 | FileCheck %s --check-prefix=CARRY
+// RUN: not triax-opt %t.mlir --pass-pipeline='builtin.module(triax-parallelize{mesh=pp=2,tp=2 sequence-parallel=true carry-gathered=true})' 2>&1 | FileCheck %s --check-prefix=CARRY
+// CARRY: triax-parallelize: carry-gathered applies to the zb-h1 schedule with sequence parallelism (its W pass's all_gathers)

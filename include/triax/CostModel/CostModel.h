@@ -123,6 +123,10 @@ struct Plan {
   /// stages; 1 otherwise).
   int64_t virtualStages = 1;
   bool sequenceParallel = false;
+  /// ZB-H1 with sequence parallelism: the B pass hands the W pass the
+  /// tensors it gathered whole (dist-pipeline's carry-gathered) instead of
+  /// W gathering them again ([A12]).
+  bool carryGathered = false;
   DTypeMode dtype = DTypeMode::FP32;
   Recompute recompute = Recompute::None;
 
@@ -264,18 +268,22 @@ double backwardWorkingBytes(const LayerShape &layer, int64_t s, int64_t b,
 /// output; full: all, the norms' outputs as shards under sequence
 /// parallelism, which W gathers again, and for the MLP's last
 /// linear what the W pass rebuilds its input from, (k/2) ffn/t: GELU's
-/// product, SwiGLU's SiLU and product). A MoE layer's experts are the
-/// planner's ([A7]): here its attention's, one row linear. What
-/// the rest of the micro-batch's [A8] held is freed at B.
+/// product, SwiGLU's SiLU and product). `carryGathered` (dist-pipeline's
+/// carry-gathered, with sequence parallelism): B hands W the row linears'
+/// output gradients whole, 2h (beside their shards, 2 (h + h/t), where
+/// the row biases' gradients read those), and under full
+/// recomputation the norms' outputs whole, n h, and W gathers none of
+/// them again. A MoE layer's experts are the planner's ([A7]): here its
+/// attention's, one row linear. What the rest of the micro-batch's [A8]
+/// held is freed at B.
 struct WeightPassHandOver {
   double kept = 0, carried = 0;
   double total() const { return kept + carried; }
 };
-WeightPassHandOver weightPassHandOver(const LayerShape &layer, int64_t s,
-                                      int64_t b, int64_t t,
-                                      bool sequenceParallel,
-                                      Recompute recompute, int64_t cp,
-                                      int64_t elemBytes);
+WeightPassHandOver
+weightPassHandOver(const LayerShape &layer, int64_t s, int64_t b, int64_t t,
+                   bool sequenceParallel, Recompute recompute, int64_t cp,
+                   int64_t elemBytes, bool carryGathered = false);
 
 /// Context parallelism's ring attention backward: the f32 scratch its
 /// kernels hold (AttentionGradOp::getScratchBytes), per token of the rank

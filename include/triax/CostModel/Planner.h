@@ -104,7 +104,7 @@ llvm::Expected<ModelShape> readModelShape(mlir::ModuleOp module);
 /// "gpus=N,gpu=NAME|file.json[,gpus-per-node=G][,global-batch=B]
 /// [,micro-batch=b][,microbatches=m][,dp=][,tp=][,pp=][,zero=]
 /// [,schedule=gpipe|1f1b|interleaved|zb-h1][,virtual-stages=v]
-/// [,sequence-parallel=0|1][,recompute=none|
+/// [,sequence-parallel=0|1][,carry-gathered=0|1][,recompute=none|
 /// selective|full][,efficiency=e][,headroom=G][,top=k]": the keys after
 /// gpu= fix that dimension of the search (the others are enumerated).
 struct PlanRequest {
@@ -117,6 +117,9 @@ struct PlanRequest {
   /// The interleaved schedule's chunks per rank (with schedule=interleaved).
   int64_t virtualStages = 1;
   std::optional<bool> sequenceParallel;
+  /// carry-gathered=on|off: ZB-H1's W pass reads what B gathered instead
+  /// of gathering again (unset: both are tried where they differ).
+  std::optional<bool> carryGathered;
   std::optional<Recompute> recompute;
   /// precision=fp32|bf16: the compute type's bytes per activation element
   /// (4 or 2; unset: the model's). The state stays as the model has it

@@ -172,9 +172,14 @@ int main() {
     // Selective: the attention's output (64) carried instead of kept
     // (131,072, 294,912). Full: all carried, the SiLU and up products for
     // the last linear: 512 + 320 + 128 = 960 (491,520); with tp = 2 and
-    // sequence parallelism 256 + 160 + 64 = 480 (245,760).
-    auto handOver = [&](int64_t t, bool sp, Recompute r) {
-      WeightPassHandOver w = weightPassHandOver(llama, 32, 4, t, sp, r, 1, 4);
+    // sequence parallelism 256 + 160 + 64 = 480 (245,760). carry-gathered
+    // (B hands W the gathered row gradients, 2h; LLaMA has no row biases,
+    // whose gradients would read the shards): 192 + 128 = 320 carried
+    // (163,840); under full recomputation also the norms' outputs whole,
+    // 480 + 64 + 64 = 608 (311,296).
+    auto handOver = [&](int64_t t, bool sp, Recompute r, bool carry = false) {
+      WeightPassHandOver w =
+          weightPassHandOver(llama, 32, 4, t, sp, r, 1, 4, carry);
       return std::to_string(int64_t(w.kept)) + " " +
              std::to_string(int64_t(w.carried));
     };
@@ -188,6 +193,22 @@ int main() {
                "0 491520");
     expectText("A12 llama full tp=2 sp", handOver(2, true, Recompute::Full),
                "0 245760");
+    expectText("A12 llama tp=2 sp carry",
+               handOver(2, true, Recompute::None, true), "81920 163840");
+    expectText("A12 llama full tp=2 sp carry",
+               handOver(2, true, Recompute::Full, true), "0 311296");
+    // With row biases (GPT-2's) B hands over the shards too: 2 (h + h/t),
+    // 64 more a token (32,768).
+    LayerShape biased = llama;
+    biased.biases = true;
+    expectNear(
+        "A12 biased tp=2 sp carry",
+        weightPassHandOver(biased, 32, 4, 2, true, Recompute::None, 1, 4, true)
+                .carried -
+            weightPassHandOver(llama, 32, 4, 2, true, Recompute::None, 1, 4,
+                               true)
+                .carried,
+        32768);
     // Ring attention's backward scratch, cp = 2, s = 64, b = 2: 64 tokens a
     // rank, 4 (2 x 4 + 64) - 4 x 4 + 4 x 2 x 32 + 16 x 32 = 1,040 bytes a
     // token: 66,560.
@@ -492,6 +513,13 @@ int main() {
         "sp", eval(model, 1, makePlan(1, 1, 1, 0, 4, Schedule::None, true), 4),
         "sequence parallelism without tp",
         "sequence-parallel needs tp >= 2 (tp=1)");
+    Plan carried = makePlan(1, 2, 2, 0, 4, Schedule::OneFOneB, true);
+    carried.carryGathered = true;
+    expectReason("carry-gathered 1f1b", eval(model, 4, carried, 4),
+                 "carry-gathered without zb-h1 and sequence parallelism",
+                 "carry-gathered hands ZB-H1's W pass the tensors its B pass "
+                 "gathered over tp: it needs schedule=zb-h1 and "
+                 "sequence-parallel");
     expectReason(
         "1f1b", eval(model, 2, makePlan(1, 1, 2, 0, 1, Schedule::OneFOneB), 16),
         "1f1b with fewer micro-batches than stages",
@@ -714,8 +742,8 @@ int main() {
     expectText("spec unknown key", err("gpus=8,gpu=h100-80g,gpu-count=8"),
                "unknown key 'gpu-count' (keys: gpus, gpu, gpus-per-node, "
                "global-batch, micro-batch, microbatches, dp, tp, pp, zero, "
-               "schedule, virtual-stages, sequence-parallel, recompute, "
-               "precision, pad-vocab, efficiency, headroom, top)");
+               "schedule, virtual-stages, sequence-parallel, carry-gathered, "
+               "recompute, precision, pad-vocab, efficiency, headroom, top)");
     expectText("spec interleaved without v",
                err("gpus=8,gpu=h100-80g,schedule=interleaved"),
                "schedule=interleaved and virtual-stages=v (>= 2) go together");
@@ -724,6 +752,9 @@ int main() {
                "schedule=interleaved and virtual-stages=v (>= 2) go together");
     expectText("spec v=1", err("gpus=8,gpu=h100-80g,virtual-stages=1"),
                "virtual-stages=1: expected an integer >= 2");
+    expectText("spec carry-gathered",
+               err("gpus=8,gpu=h100-80g,carry-gathered=yes"),
+               "carry-gathered=yes: expected on or off");
     expectText("spec gpus=0", err("gpus=0,gpu=h100-80g"),
                "gpus=0: expected an integer >= 1");
     expectText("spec tp", err("gpus=8,gpu=h100-80g,tp=3"),

@@ -302,10 +302,12 @@ static func::FuncOp outline(OpBuilder &b, tx::ModelOp model, StringRef name,
 /// gradients and their accumulation, moves to `@<name>_weight` (W), whose
 /// arguments are the ones of `backward` it reads (their indices in
 /// `io.weightArgs`) and then those values. A constant W reads is cloned
-/// into it rather than carried.
+/// into it rather than carried. A `dist.all_gather` B makes whose result W
+/// reads too is cloned into W (gathered again from the shard B hands over)
+/// unless `carryGathered`, when B hands W the gathered tensor itself.
 static void splitWeightPass(OpBuilder &b, tx::ModelOp model,
-                            func::FuncOp backward, StringRef name,
-                            StageIO &io) {
+                            func::FuncOp backward, StringRef name, StageIO &io,
+                            bool carryGathered) {
   tx::inlineBlocks(backward);
   Block &body = backward.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -331,10 +333,11 @@ static void splitWeightPass(OpBuilder &b, tx::ModelOp model,
   // full recomputation also the norms' outputs B's rebuilt forward
   // gathers) W gathers again from its shard, as it does the column
   // linears' inputs: the hand-over holds 1/t of it, for one all_gather
-  // more in W.
+  // more in W. (carry-gathered: B hands over the gathered tensor, t times
+  // the bytes, and W gathers nothing.)
   for (Operation &op : body.without_terminator()) {
     auto gather = dyn_cast<AllGatherOp>(&op);
-    if (!gather || !inB.contains(gather))
+    if (carryGathered || !gather || !inB.contains(gather))
       continue;
     SmallVector<OpOperand *> weightUses;
     for (OpOperand &use : gather.getResult().getUses())
@@ -960,7 +963,8 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     mine.fn[Bwd] = outline(b, model, ("stage" + Twine(s) + "_backward").str(),
                            bin, mine.ops[Bwd], bout, loc);
     if (splitsWeightPass(kind))
-      splitWeightPass(b, model, mine.fn[Bwd], ("stage" + Twine(s)).str(), mine);
+      splitWeightPass(b, model, mine.fn[Bwd], ("stage" + Twine(s)).str(), mine,
+                      carryGathered);
     if (chunks > 1)
       for (func::FuncOp fn : mine.fn)
         fn->setAttr(DistDialect::kChunkAttrName,
@@ -1260,6 +1264,12 @@ void PipelinePass::runOnOperation() {
   if (std::string error = chunksError(*parseSchedule(schedule), virtualStages);
       !error.empty()) {
     module.emitError() << pass << ": " << error;
+    return signalPassFailure();
+  }
+  if (carryGathered && !splitsWeightPass(*parseSchedule(schedule))) {
+    module.emitError() << pass << ": carry-gathered applies to a schedule "
+                       << "with a weight pass (zb-h1), not '" << schedule
+                       << "'";
     return signalPassFailure();
   }
   if (microbatches < 0) {

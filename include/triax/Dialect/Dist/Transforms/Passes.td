@@ -627,7 +627,16 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
       values the rest reads, and `@stage<s>_weight`, W: the rest (weight
       gradients, `triax.accumulate_grad`s), taking the backward's
       arguments it reads and those values. 1F1B's order with W(j-s) after
-      B(j) on stage s and the s deferred W passes at the end.
+      B(j) on stage s and the s deferred W passes at the end. A
+      `dist.all_gather` of B's whose result W reads too (under sequence
+      parallelism: each row linear's output gradient, which B gathers for
+      its input gradient and W reads for the weight gradient; under full
+      recomputation also the norms' outputs B's rebuilt forward gathers) is
+      cloned into W, which gathers again from the shard B hands over: 1/t
+      of the tensor held between B and W for one all_gather more. With
+      `carry-gathered` B hands over the gathered tensor instead (t times
+      the bytes, no second all_gather); the planner chooses per plan
+      (docs/cost-model.md [A12]).
 
     The order of every schedule is `mlir::dist::pipelineOrder`
     (PipelineSchedule.h), the one the cost model simulates. GPipe and 1F1B
@@ -696,7 +705,7 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     blocks; `stage-layers` with a count != pp (x `virtual-stages`), a zero
     entry, or not summing to the number of blocks; an unknown schedule;
     `virtual-stages` other than 1 without `interleaved`, or below 2 with
-    it; `microbatches` < `pp` with `1f1b` or `zb-h1`, not a multiple of
+    it; `carry-gathered` without `zb-h1`; `microbatches` < `pp` with `1f1b` or `zb-h1`, not a multiple of
     `pp` with `interleaved`, other than the training config's, or
     a batch it does not divide; no `@forward_backward` or
     `@optimizer_step`; a model already data-parallel (`dist-data-parallel`
@@ -748,7 +757,12 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
            "Model chunks per rank (interleaved: >= 2; the others: 1)">,
     Option<"stageLayers", "stage-layers", "std::string", /*default=*/"\"\"",
-           "Blocks per stage, comma-separated (empty: balance by FLOPs)">
+           "Blocks per stage, comma-separated (empty: balance by FLOPs)">,
+    Option<"carryGathered", "carry-gathered", "bool", /*default=*/"false",
+           "zb-h1: B hands W the tensors it all-gathered that W reads too "
+           "(sequence parallelism's) instead of W gathering them again from "
+           "their shards: t times the bytes between B and W, fewer "
+           "all_gathers">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect",
                            "::mlir::func::FuncDialect",
