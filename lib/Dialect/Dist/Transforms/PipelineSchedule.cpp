@@ -138,43 +138,56 @@ std::vector<PipelineStep> mlir::dist::pipelineOrder(PipelineSchedule schedule,
   return order;
 }
 
-int64_t mlir::dist::peakInFlight(llvm::ArrayRef<PipelineStep> order) {
-  int64_t live = 0, peak = 0;
-  const bool split = llvm::any_of(
-      order, [](const PipelineStep &s) { return s.pass == Pass::Weight; });
-  for (const PipelineStep &s : order) {
+namespace {
+/// The (micro-batch, chunk) activations a rank holds as its passes run: a
+/// forward saves them, its backward frees them, or its W pass where the
+/// schedule splits one off.
+struct InFlight {
+  bool split;
+  int64_t live = 0;
+  void start(const PipelineStep &s) {
     if (s.pass == Pass::Forward)
-      live += 1;
-    else if (s.pass == (split ? Pass::Weight : Pass::Backward))
-      live -= 1;
-    peak = std::max(peak, live);
+      ++live;
+  }
+  void end(const PipelineStep &s) {
+    if (s.pass == (split ? Pass::Weight : Pass::Backward))
+      --live;
+  }
+};
+} // namespace
+
+int64_t mlir::dist::peakInFlight(llvm::ArrayRef<PipelineStep> order) {
+  InFlight flight{llvm::any_of(
+      order, [](const PipelineStep &s) { return s.pass == Pass::Weight; })};
+  int64_t peak = 0;
+  for (const PipelineStep &s : order) {
+    flight.start(s);
+    peak = std::max(peak, flight.live);
+    flight.end(s);
   }
   return peak;
 }
 
 int64_t mlir::dist::peakHeldReceives(llvm::ArrayRef<PipelineEvent> program) {
-  // (A message is named by the pass that needs it; in flight as
-  // peakInFlight counts.)
-  const bool split = llvm::any_of(program, [](const PipelineEvent &e) {
+  // (A message is named by the pass that needs it.)
+  InFlight flight{llvm::any_of(program, [](const PipelineEvent &e) {
     return e.kind == PipelineEvent::Compute && e.step.pass == Pass::Weight;
-  });
+  })};
   std::vector<PipelineStep> held;
-  int64_t live = 0, peakLive = 0, peak = 0;
+  int64_t peakLive = 0, peak = 0;
   for (const PipelineEvent &e : program) {
     if (e.kind == PipelineEvent::Recv)
       held.push_back(e.step);
     if (e.kind != PipelineEvent::Compute)
       continue;
     llvm::erase(held, e.step);
-    if (e.step.pass == Pass::Forward)
-      ++live;
-    if (e.step.pass == Pass::Backward && live >= peakLive) {
-      peak = live > peakLive ? int64_t(held.size())
-                             : std::max(peak, int64_t(held.size()));
-      peakLive = live;
+    flight.start(e.step);
+    if (e.step.pass == Pass::Backward && flight.live >= peakLive) {
+      peak = flight.live > peakLive ? int64_t(held.size())
+                                    : std::max(peak, int64_t(held.size()));
+      peakLive = flight.live;
     }
-    if (e.step.pass == (split ? Pass::Weight : Pass::Backward))
-      --live;
+    flight.end(e.step);
   }
   return peak;
 }
