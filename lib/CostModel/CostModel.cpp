@@ -440,6 +440,39 @@ double triax::cost::inFlightMicroBatches(Schedule schedule, int64_t pp,
   return double(m);
 }
 
+double triax::cost::blocksInFlight(Schedule schedule, int64_t pp, int64_t m,
+                                   int64_t stage, int64_t virtualStages,
+                                   llvm::ArrayRef<int64_t> chunkBlocks) {
+  // [P2] in blocks.
+  const int64_t v = std::max<int64_t>(virtualStages, 1);
+  int64_t sum = 0;
+  for (int64_t blocks : chunkBlocks)
+    sum += blocks;
+  // (inFlightMicroBatches counts chunks over v: v chunks of sum / v.)
+  const double equalChunks =
+      double(sum) * inFlightMicroBatches(schedule, pp, m, stage, v);
+  if (schedule != Schedule::Interleaved || pp <= 1 ||
+      llvm::all_equal(chunkBlocks) || int64_t(chunkBlocks.size()) != v)
+    return equalChunks;
+  const mlir::dist::PipelineSchedule kind = pipelineScheduleOf(schedule);
+  m = std::min(m, 2 * pp);
+  if (!mlir::dist::scheduleError(kind, pp, v, m).empty())
+    return equalChunks;
+  static std::mutex lock;
+  static std::map<
+      std::tuple<int64_t, int64_t, int64_t, int64_t, std::vector<int64_t>>,
+      int64_t>
+      peaks;
+  std::lock_guard<std::mutex> guard(lock);
+  auto [it, inserted] = peaks.try_emplace(
+      {pp, v, m, stage,
+       std::vector<int64_t>(chunkBlocks.begin(), chunkBlocks.end())});
+  if (inserted)
+    it->second = mlir::dist::peakInFlight(
+        mlir::dist::pipelineOrder(kind, pp, v, m, stage), chunkBlocks);
+  return double(it->second);
+}
+
 int64_t triax::cost::heldReceives(Schedule schedule, int64_t pp, int64_t m,
                                   int64_t stage, int64_t virtualStages) {
   // [P4]

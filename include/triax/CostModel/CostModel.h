@@ -304,6 +304,18 @@ double ringAttentionGradScratch(const LayerShape &layer, int64_t s, int64_t b,
 double inFlightMicroBatches(Schedule schedule, int64_t pp, int64_t m,
                             int64_t stage, int64_t virtualStages = 1);
 
+/// [P2] in blocks: the most blocks whose activations stage `stage` of `pp`
+/// holds at once, its chunks holding `chunkBlocks` blocks each (by chunk;
+/// dist-pipeline cuts the blocks into pp x v virtual stages balanced by
+/// FLOPs, which need not be equal). Equal chunks: their sum times
+/// inFlightMicroBatches. Unequal ones (interleaved): peakInFlight weighted
+/// by them over the schedule's order, which repeats itself beyond m = 2 pp
+/// (plan-test checks it): m is capped there and each (pp, v, m, stage,
+/// chunks) simulated once.
+double blocksInFlight(Schedule schedule, int64_t pp, int64_t m, int64_t stage,
+                      int64_t virtualStages,
+                      llvm::ArrayRef<int64_t> chunkBlocks);
+
 /// [P4] Messages (each a micro-batch's activation or gradient at a stage
 /// boundary) stage `stage` of `pp` holds received ahead of their pass at a
 /// backward's start: peakHeldReceives of the program dist-pipeline emits.

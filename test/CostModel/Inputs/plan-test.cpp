@@ -691,6 +691,38 @@ int main() {
                0);
   }
   {
+    // [P2] in blocks: interleaved's unequal chunks (dist-pipeline balances
+    // them by FLOPs: gpt2's 12 blocks on pp = 4, v = 2 are 1,1,1,2 | 2,2,2,1),
+    // blocksInFlight at m capped to 2 pp against the order's weighted peak
+    // at the full m, every stage; equal chunks give the closed form.
+    int64_t checked = 0, differ = 0;
+    for (int64_t p : {2, 3, 4, 6})
+      for (int64_t v : {2, 3})
+        for (int64_t m : {p, 2 * p, 3 * p, 5 * p})
+          for (int64_t shift = 0; shift < 3; ++shift) {
+            auto kind = pipelineScheduleOf(Schedule::Interleaved);
+            for (int64_t st = 0; st < p; ++st) {
+              llvm::SmallVector<int64_t> chunks;
+              for (int64_t c = 0; c < v; ++c)
+                chunks.push_back(1 + (c * p + st + shift) % 3);
+              int64_t direct = mlir::dist::peakInFlight(
+                  mlir::dist::pipelineOrder(kind, p, v, m, st), chunks);
+              ++checked;
+              if (double(direct) !=
+                  blocksInFlight(Schedule::Interleaved, p, m, st, v, chunks))
+                ++differ;
+            }
+          }
+    expectNear("P2 blocks capped at m = 2 pp = the order's (stages checked)",
+               double(checked), 360);
+    expectNear("P2 blocks capped at m = 2 pp = the order's (differ)",
+               double(differ), 0);
+    expectNear("P2 blocks, equal chunks: 11 chunks of 2 blocks on stage 0",
+               blocksInFlight(Schedule::Interleaved, 4, 8, 0, 2, {2, 2}), 22);
+    expectNear("P2 blocks, 1F1B: 3 blocks x 4 in flight on stage 0",
+               blocksInFlight(Schedule::OneFOneB, 4, 8, 0, 1, {3}), 12);
+  }
+  {
     // [P4]: the held receives of the programs dist-pipeline emits, at the
     // full m, against heldReceives (simulated at min(m, 2 pp)), every
     // stage; and its figures on interleaved's ranks.

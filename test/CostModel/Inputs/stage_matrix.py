@@ -24,6 +24,10 @@ UNDER = 0.02
 
 LLAMA = ("llama2-7b --hidden 64 --heads 4 --vocab 256 --layers 8 --ffn 256 "
          "--seq 64 --batch 16 --micro-batch 2")
+# Unequal stages and chunks: 10 blocks on pp = 4 are 3,3,2,2 (or, as
+# interleaved's 8 chunks, 1,1,1,1,1,2,2,1), 12 are 1,1,1,2,2,2,2,1.
+LLAMA10 = LLAMA.replace("--layers 8", "--layers 10")
+LLAMA12 = LLAMA.replace("--layers 8", "--layers 12")
 GELU = "tiny --layers 8 --seq 32 --batch 16 --micro-batch 2"
 MOE = "tiny-moe --layers 8 --seq 32 --batch 16 --micro-batch 2"
 GPT2 = "gpt2 --layers 4 --seq 128 --batch 8 --micro-batch 2"
@@ -42,6 +46,12 @@ CONFIGS = [
     # rebuilt layer counts an incoming gradient such a chunk does not hold.
     ("llama full", LLAMA, "recompute=full", "", FULL, 1,
      {"interleaved": 0.04}),
+    # (Interleaved's last stage: its peak is in a chunk without the head,
+    # whose logits [A6] counts.)
+    ("llama 12 blocks", LLAMA12, "recompute=none", "", [], 1,
+     {"interleaved": 0.03}),
+    ("llama 10 blocks full", LLAMA10, "recompute=full", "", FULL, 1,
+     {"interleaved": 0.03}),
     ("gelu", GELU, "recompute=none", "", [], 1, {}),
     ("gelu full", GELU, "recompute=full", "", FULL, 1, {"interleaved": 0.04}),
     ("llama tp2", LLAMA, "recompute=none,tp=2,sp=off", ",tp=2", [], 2, {}),

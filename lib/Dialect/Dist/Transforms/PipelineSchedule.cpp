@@ -142,23 +142,31 @@ namespace {
 /// The (micro-batch, chunk) activations a rank holds as its passes run: a
 /// forward saves them, its backward frees them, or its W pass where the
 /// schedule splits one off.
+/// (Each counts `weights[chunk]`, 1 without weights.)
 struct InFlight {
   bool split;
+  llvm::ArrayRef<int64_t> weights = {};
   int64_t live = 0;
+  int64_t weight(const PipelineStep &s) const {
+    return weights.empty() ? 1 : weights[s.chunk];
+  }
   void start(const PipelineStep &s) {
     if (s.pass == Pass::Forward)
-      ++live;
+      live += weight(s);
   }
   void end(const PipelineStep &s) {
     if (s.pass == (split ? Pass::Weight : Pass::Backward))
-      --live;
+      live -= weight(s);
   }
 };
 } // namespace
 
-int64_t mlir::dist::peakInFlight(llvm::ArrayRef<PipelineStep> order) {
-  InFlight flight{llvm::any_of(
-      order, [](const PipelineStep &s) { return s.pass == Pass::Weight; })};
+int64_t mlir::dist::peakInFlight(llvm::ArrayRef<PipelineStep> order,
+                                 llvm::ArrayRef<int64_t> chunkBlocks) {
+  InFlight flight{
+      llvm::any_of(
+          order, [](const PipelineStep &s) { return s.pass == Pass::Weight; }),
+      chunkBlocks};
   int64_t peak = 0;
   for (const PipelineStep &s : order) {
     flight.start(s);

@@ -118,8 +118,12 @@ pipelinePrograms(PipelineSchedule schedule, int64_t ranks, int64_t chunks,
 
 /// The peak number of (micro-batch, chunk) activations a rank holds at once
 /// under its `order` (a forward saves them, its backward frees them, or its
-/// W pass when the schedule splits it off): [P2] of the cost model.
-int64_t peakInFlight(llvm::ArrayRef<PipelineStep> order);
+/// W pass when the schedule splits it off): [P2] of the cost model. With
+/// `chunkBlocks` (the blocks of each of the rank's chunks, by chunk) each
+/// counts its chunk's blocks: the peak of the blocks whose activations the
+/// rank holds, which unequal chunks make differ from the count's.
+int64_t peakInFlight(llvm::ArrayRef<PipelineStep> order,
+                     llvm::ArrayRef<int64_t> chunkBlocks = {});
 
 /// The most messages `program` (a rank's, from pipelinePrograms) has
 /// received and not yet used at the start of a backward pass where the
