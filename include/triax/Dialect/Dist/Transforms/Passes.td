@@ -705,8 +705,9 @@ def DistPipeline : Pass<"dist-pipeline", "::mlir::ModuleOp"> {
     blocks; `stage-layers` with a count != pp (x `virtual-stages`), a zero
     entry, or not summing to the number of blocks; an unknown schedule;
     `virtual-stages` other than 1 without `interleaved`, or below 2 with
-    it; `carry-gathered` without `zb-h1`; `microbatches` < `pp` with `1f1b` or `zb-h1`, not a multiple of
-    `pp` with `interleaved`, other than the training config's, or
+    it; `carry-gathered` without `zb-h1`; `microbatches` < `pp` with
+    `1f1b` or `zb-h1`, not a multiple of `pp` with `interleaved`, other
+    than the training config's, or
     a batch it does not divide; no `@forward_backward` or
     `@optimizer_step`; a model already data-parallel (`dist-data-parallel`
     or `dist-zero` ran: they run after this pass); a mesh
