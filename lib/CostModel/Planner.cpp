@@ -615,7 +615,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     double expertsMade = 0;    // ZB-H1's B pass: the experts' gradients
     double expertsWorking = 0; // a stage backward's experts' gradients
     double expertsFirstGradient = 0, expertsExchangeBack = 0,
-           expertsExchange = 0;
+           expertsExchange = 0, expertsOutputGradient = 0;
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
@@ -629,6 +629,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // then the up and SiLU gradients it splits into).
       expertsFirstGradient =
           rows * double(model.ffn) / td * double(model.activationBytes);
+      // (The experts' output gradient, dispatched into their rows.)
+      expertsOutputGradient = rows * double(h) * double(model.activationBytes);
       expertsWorking =
           double(model.expertMlpTensors == 2 ? 2 : model.expertMlpTensors - 1) *
           expertsFirstGradient;
@@ -725,15 +727,19 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // its last read (the W pass reads none): at B's end, where what B makes
     // peaks, none are left (under full recomputation that peak is in the
     // last layer rebuilt, whose copies its forward reads); at its start
-    // they all are, and nothing it makes yet. The larger of the two.
+    // they all are, and what its first layer's backward makes before it
+    // frees one: little for a dense layer, a MoE layer's experts' output
+    // gradient in their rows and their first ffn-wide gradient. The larger
+    // of the two.
     if (splitW && mem.weightCopies > 0) {
       const double left = plan.recompute == Recompute::Full
                               ? 2.0 * (perLayer - unreadPerLayer)
                               : 0.0;
-      if (mem.working - received + left >= mem.weightCopies)
+      const double start = expertsOutputGradient + expertsFirstGradient;
+      if (mem.working - received + left >= mem.weightCopies + start)
         mem.weightCopies = std::min(mem.weightCopies, left);
       else
-        mem.working = received;
+        mem.working = received + start;
     }
     // Full recomputation rebuilds one layer's activations at a time in the
     // backward, while the head's are gone.

@@ -74,6 +74,10 @@ CONFIGS = [
      "recompute=none", "", [], 1, {}),
     ("moe", MOE, "recompute=none", "", [], 1, {}),
     ("moe full", MOE, "recompute=full", "", FULL, 1, {}),
+    # (ZB-H1's B pass in bf16: every weight copy and the first MoE layer's
+    # expert gradients at once.)
+    ("moe bf16", MOE, "recompute=none,precision=bf16", "",
+     ["--precision", "bf16"], 1, {"1f1b": 0.06, "interleaved": 0.13}),
     # ep's exchanges under interleaved's one-block chunks.
     ("moe ep2", MOE, "recompute=none,ep=2", ",ep=2", [], 2,
      {"interleaved": 0.04}),
