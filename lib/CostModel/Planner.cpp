@@ -558,10 +558,24 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // one bf16 copy of each parameter a call reads, at the call's start
     // (forward_backward, or each stage function), kept until its last
     // read: at the backward's peak, the stage's parameters a gradient reads
-    // (weights and norm scales), 2 bytes each. (ZeRO-3 converts each
+    // (weights and norm scales), 2 bytes each; interleaved's, those of the
+    // chunk whose backward runs, the largest one's. (ZeRO-3 converts each
     // gathered unit where it is used instead.)
     if (hoistedCopies && plan.zeroStage < 3)
       mem.weightCopies = 2.0 * (elems - unread);
+    if (hoistedCopies && plan.zeroStage < 3 && v > 1 && !pipe.blocks.empty()) {
+      double largest = 0;
+      for (int64_t chunk = 0; chunk < v; ++chunk) {
+        double read = (perLayer - unreadPerLayer) *
+                      double(pipe.blocks[chunk * p + stage]);
+        if (stage == 0 && chunk == 0)
+          read += first - firstUnread;
+        if (stage == p - 1 && chunk == v - 1)
+          read += last - lastUnread;
+        largest = std::max(largest, read);
+      }
+      mem.weightCopies = 2.0 * largest;
+    }
     mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage, v);
     // (Interleaved's chunks as dist-pipeline cuts them, which need not be
     // equal: the most blocks in flight, in units of the stage's blocks.)
