@@ -14,9 +14,11 @@ def liveness(report):
 
 
 def stage_a9(model, mesh, schedule, flags, rank):
-    """[A9] of the pipeline stage rank `rank` holds on `mesh`."""
+    """[A9] of the pipeline stage rank `rank` holds on `mesh` (schedule
+    None: a mesh without a pipeline)."""
     report = subprocess.run(
-        ["triaxc", model, "--mesh", mesh, "--schedule", schedule, *flags,
+        ["triaxc", model, "--mesh", mesh,
+         *(["--schedule", schedule] if schedule else []), *flags,
          "--report", "--report-rank", str(rank)],
         check=True, capture_output=True, text=True).stdout
     return liveness(report)

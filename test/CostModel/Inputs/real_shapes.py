@@ -6,8 +6,8 @@ GPT-3 175B (vocabulary padded to 50,304), LLaMA-2 7B and Mixtral 8x7B
 with their presets' layers, widths and sequences, 16 sequences a step in
 micro-batches of one (the shapes are the models'; the step is short so
 that `triaxc --report` unrolls few micro-batches), pipelines of 8 x tp 8
-and 4 x tp 2 or 4 x 1 under every schedule, bf16 compute, recomputation
-and sequence parallelism. For each configuration the planner's
+and 4 x tp 2 or 4 x 1 under every schedule, and meshes without a pipeline
+(tp 8, ep 8), bf16 compute, recomputation and sequence parallelism. For each configuration the planner's
 `stage_peaks` (planned on HARDWARE_JSON, an H100 with unbounded HBM, so
 that plans an H100 would not hold are costed too) against `triaxc
 --report --report-rank` of the first, a middle and the last stage. The
@@ -31,8 +31,14 @@ MODELS = {
 }
 BF16 = ["--precision", "bf16"]
 SP = ["--sequence-parallel"]
-# (model, pp, tp, schedule, plan keys, triaxc flags)
+# (model, pp, tp, schedule, plan keys, triaxc flags); pp 1: no pipeline,
+# tp the mesh's other axis (ep for Mixtral).
 CONFIGS = [
+    ("gpt3", 1, 8, None, "recompute=selective,sp=off,precision=bf16",
+     BF16 + ["--recompute", "selective"]),
+    ("llama", 1, 8, None, "recompute=full,sp=on,precision=bf16",
+     BF16 + SP + ["--recompute", "full"]),
+    ("mixtral", 1, 8, None, "recompute=none,precision=bf16", BF16),
     ("gpt3", 8, 8, "gpipe", "recompute=none,sp=off,precision=bf16", BF16),
     ("gpt3", 8, 8, "1f1b", "recompute=selective,sp=on,precision=bf16",
      BF16 + SP + ["--recompute", "selective"]),
@@ -72,22 +78,22 @@ with tempfile.TemporaryDirectory() as tmp:
         paths[name] = f"{tmp}/{name}.mlir"
         run("triax-model", *spec.split(), "-o", paths[name])
     for name, pp, tp, schedule, keys, flags in CONFIGS:
+        axis = "ep" if name == "mixtral" and pp == 1 else "tp"
+        mesh = f"pp={pp},{axis}={tp}" if pp > 1 else f"{axis}={tp}"
         plan = json.loads(run(
             "triaxc", paths[name], "--plan",
-            f"gpus={pp * tp},gpu={hardware},pp={pp},tp={tp},"
-            f"schedule={schedule},micro-batch=1,top=1,{keys}",
-            "--report-json"))["plans"][0]
+            f"gpus={pp * tp},gpu={hardware},pp={pp},{axis}={tp},"
+            + (f"schedule={schedule}," if schedule else "") +
+            f"micro-batch=1,top=1,{keys}", "--report-json"))["plans"][0]
         peaks = {st["stage"]: st["activation_peak"]
                  for st in plan["stage_peaks"]}
-        offs = []
-        for stage in (0, pp // 2, pp - 1):
-            measured = stage_a9(paths[name], f"pp={pp},tp={tp}", schedule,
-                                flags, stage * tp)
-            offs.append(peaks[stage] / measured - 1)
+        stages = sorted({0, pp // 2, pp - 1})
+        offs = [peaks[stage] / stage_a9(paths[name], mesh, schedule, flags,
+                                        stage * tp) - 1 for stage in stages]
         ok = all(-UNDER <= off <= OVER for off in offs)
         failed |= not ok
-        print(f"{name} pp={pp} tp={tp} {schedule} {keys}: stages 0, "
-              f"{pp // 2}, {pp - 1} " +
+        print(f"{name} {mesh} {schedule or 'no pipeline'} {keys}: stages "
+              + ", ".join(map(str, stages)) + " " +
               " ".join(f"{off * 100:+.1f}%" for off in offs) +
               (": ok" if ok else ": NOT within -2%..+4%"))
 sys.exit(1 if failed else 0)
