@@ -648,13 +648,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       expertsWorking =
           double(model.expertMlpTensors == 2 ? 2 : model.expertMlpTensors - 1) *
           expertsFirstGradient;
-      // Under ep the backward's exchanges hold three h-wide row buffers
-      // more: the experts' output gradient before and after its all_to_all
-      // and their input gradient before its own (the last one alone where
-      // the others are gone: expertsExchangeBack).
+      // Under ep the backward's exchanges hold an h-wide row buffer more
+      // (the experts' output or input gradient on one side of its
+      // all_to_all; until 2026-12-07, when the experts' weight gradients
+      // were scaled by 1/ep in copies the stage backward kept, the IR held
+      // three).
       if (e > 1)
         expertsExchangeBack = rows * double(h) * double(model.activationBytes);
-      expertsExchange = 3.0 * expertsExchangeBack;
+      expertsExchange = expertsExchangeBack;
       expertsWorking += expertsExchange;
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
@@ -778,16 +779,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     const double headInputGrad = mem.logits > 0 ? hWide : 0.0;
     double head = std::max(mem.logits, mem.recomputed);
     // (Without a pipeline a MoE layer's backward, after the head's has
-    // freed the logits, holds its experts' first gradient and, under ep,
-    // the input gradient before its exchange back (the stage backward's
-    // other two exchange buffers are gone by then in @forward_backward's
-    // order): beside the layer rebuilt under full recomputation, or else
-    // beside the residual stream's gradient.)
+    // freed the logits, holds its experts' first gradient: beside the
+    // layer rebuilt under full recomputation and, under ep, the input
+    // gradient before its exchange back, or else beside the residual
+    // stream's gradient.)
     if (p == 1 && model.experts > 0 && layersOn > 0)
-      head = std::max(
-          mem.logits,
-          (plan.recompute == Recompute::Full ? mem.recomputed : hWide) +
-              expertsFirstGradient + expertsExchangeBack);
+      head = std::max(mem.logits, (plan.recompute == Recompute::Full
+                                       ? mem.recomputed + expertsExchangeBack
+                                       : hWide) +
+                                      expertsFirstGradient);
     if (p > 1 && mem.recomputed > 0)
       head = std::max(mem.logits, mem.logits - headInputGrad + mem.recomputed);
     else if (p > 1 && !splitW && mem.working > 0)

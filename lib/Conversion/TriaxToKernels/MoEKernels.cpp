@@ -431,7 +431,8 @@ struct ExpertLinearLowering : OpConversionPattern<ExpertLinearOp> {
   }
 };
 
-/// dW[e] = x[e]^T dy[e] ([in, out]) or dy[e]^T x[e] ([out, in]). With
+/// dW[e] = scale x[e]^T dy[e] ([in, out]) or scale dy[e]^T x[e] ([out,
+/// in]). With
 /// `params` (accumulate-in-gemm), when dW's only user adds it to the
 /// parameter's gradient buffer, the batched GEMM adds into that buffer
 /// (beta = 1), as LinearWeightGradLowering does.
@@ -452,7 +453,10 @@ struct ExpertLinearWeightGradLowering
         into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
              : k.alloc(op.getType());
     if (failed(k.gemmBatched(transposed ? dy : x, transposed ? x : dy, dw,
-                             /*transA=*/true, /*transB=*/false, /*alpha=*/1.0,
+                             /*transA=*/true, /*transB=*/false,
+                             /*alpha=*/op.getScaleAttr()
+                                 ? op.getScaleAttr().getValueAsDouble()
+                                 : 1.0,
                              /*beta=*/into ? 1.0 : 0.0)))
       return failure();
     if (into)

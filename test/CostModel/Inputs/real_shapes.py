@@ -6,8 +6,8 @@ GPT-3 175B (vocabulary padded to 50,304), LLaMA-2 7B and Mixtral 8x7B
 with their presets' layers, widths and sequences, 16 sequences a step in
 micro-batches of one (the shapes are the models'; the step is short so
 that `triaxc --report` unrolls few micro-batches), pipelines of 8 x tp 8
-and 4 x tp 2 or 4 x 1 under every schedule, and meshes without a pipeline
-(tp 8, ep 8), bf16 compute, recomputation and sequence parallelism. For each configuration the planner's
+and 4 x tp 2, 4 x 1 or 4 x ep 2 under every schedule, and meshes without a
+pipeline (tp 8, ep 8), bf16 compute, recomputation and sequence parallelism. For each configuration the planner's
 `stage_peaks` (planned on HARDWARE_JSON, an H100 with unbounded HBM, so
 that plans an H100 would not hold are costed too) against `triaxc
 --report --report-rank` of the first, a middle and the last stage. The
@@ -31,7 +31,7 @@ MODELS = {
 }
 BF16 = ["--precision", "bf16"]
 SP = ["--sequence-parallel"]
-# (model, pp, tp, schedule, plan keys, triaxc flags); pp 1: no pipeline,
+# (model, pp, tp, schedule, plan keys, triaxc flags); pp 1: no pipeline;
 # tp the mesh's other axis (ep for Mixtral).
 CONFIGS = [
     ("gpt3", 1, 8, None, "recompute=selective,sp=off,precision=bf16",
@@ -63,6 +63,7 @@ CONFIGS = [
     ("mixtral", 4, 1, "1f1b", "recompute=full,precision=bf16",
      BF16 + ["--recompute", "full"]),
     ("mixtral", 4, 1, "zb-h1", "recompute=none,precision=bf16", BF16),
+    ("mixtral", 4, 2, "1f1b", "recompute=none,precision=bf16", BF16),
 ]
 
 
@@ -78,7 +79,7 @@ with tempfile.TemporaryDirectory() as tmp:
         paths[name] = f"{tmp}/{name}.mlir"
         run("triax-model", *spec.split(), "-o", paths[name])
     for name, pp, tp, schedule, keys, flags in CONFIGS:
-        axis = "ep" if name == "mixtral" and pp == 1 else "tp"
+        axis = "ep" if name == "mixtral" and tp > 1 else "tp"
         mesh = f"pp={pp},{axis}={tp}" if pp > 1 else f"{axis}={tp}"
         plan = json.loads(run(
             "triaxc", paths[name], "--plan",

@@ -79,11 +79,12 @@ CONFIGS = [
     # expert gradients at once.)
     ("moe bf16", MOE, "recompute=none,precision=bf16", "",
      ["--precision", "bf16"], 1, {"1f1b": 0.06, "interleaved": 0.04}),
-    # ep's exchanges under interleaved's one-block chunks.
-    ("moe ep2", MOE, "recompute=none,ep=2", ",ep=2", [], 2,
-     {"interleaved": 0.04}),
+    # ep's exchange buffer: one h-wide row buffer beside a layer's backward
+    # working set, counted where the IR's peak is elsewhere (1F1B's later
+    # stages; ZB-H1's B under full recomputation).
+    ("moe ep2", MOE, "recompute=none,ep=2", ",ep=2", [], 2, {"1f1b": 0.04}),
     ("moe ep2 full", MOE, "recompute=full,ep=2", ",ep=2", FULL, 2,
-     {"interleaved": 0.18}),
+     {"zb-h1": 0.04}),
     # ZB-H1's B pass hands W what it gathered whole (carry-gathered).
     ("llama tp2 sp carry", LLAMA, "recompute=none,tp=2,sp=on,carry-gathered=on",
      ",tp=2", SP + CARRY, 2, {}, ["zb-h1"]),

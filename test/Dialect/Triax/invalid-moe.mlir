@@ -163,6 +163,14 @@ func.func @weight_grad_rows(%x: tensor<4x10x16xf32>, %dy: tensor<4x8x32xf32>) {
 
 // -----
 
+func.func @weight_grad_scale(%x: tensor<4x10x16xf32>, %dy: tensor<4x10x32xf32>) {
+  // expected-error @+1 {{'triax.expert_linear_weight_grad' op scale must be a finite number > 0, got 0}}
+  %dw = triax.expert_linear_weight_grad %x, %dy {scale = 0.0 : f64} : (tensor<4x10x16xf32>, tensor<4x10x32xf32>) -> tensor<4x16x32xf32>
+  return
+}
+
+// -----
+
 func.func @weight_grad_shape(%x: tensor<4x10x16xf32>, %dy: tensor<4x10x32xf32>) {
   // expected-error @+1 {{'triax.expert_linear_weight_grad' op result shape [4, 16, 32] does not match the expected shape [4, 32, 16]}}
   %dw = triax.expert_linear_weight_grad %x, %dy {transpose_weight} : (tensor<4x10x16xf32>, tensor<4x10x32xf32>) -> tensor<4x16x32xf32>

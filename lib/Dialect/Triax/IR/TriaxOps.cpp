@@ -1285,6 +1285,11 @@ LogicalResult ExpertLinearWeightGradOp::verify() {
                            getInput().getType().getElementType()))
     return emitOpError("result element type ")
            << getType().getElementType() << " must be the input's or f32";
+  if (FloatAttr scale = getScaleAttr();
+      scale && !(scale.getValueAsDouble() > 0 &&
+                 std::isfinite(scale.getValueAsDouble())))
+    return emitOpError("scale must be a finite number > 0, got ")
+           << scale.getValueAsDouble();
   return verifySameFloatElementType(*this, {getInput(), getResultGrad()});
 }
 

@@ -275,7 +275,7 @@ LogicalResult ExpertLinearOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                              transposed ? UnitAttr() : b.getUnitAttr());
   Value dw = ExpertLinearWeightGradOp::create(
       b, getLoc(), getWeight().getType(), getInput(), dy,
-      transposed ? b.getUnitAttr() : UnitAttr());
+      transposed ? b.getUnitAttr() : UnitAttr(), /*scale=*/FloatAttr());
   operandGrads.assign({dx, dw});
   return success();
 }

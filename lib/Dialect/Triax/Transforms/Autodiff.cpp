@@ -319,6 +319,30 @@ LogicalResult Differentiator::differentiateBlock(BlockOp forward,
 /// has split the parameter (tensor parallelism reads it with local shapes).
 using ParamGrad = std::pair<ParamOp, Type>;
 
+/// Multiplies `grad` by `scale` inside the op that makes it, where that is
+/// a `triax.expert_linear_weight_grad` (its `scale`, the GEMM's alpha)
+/// nothing else reads, possibly yielded by the backward block `grad` is a
+/// result of. Returns whether it did (else the caller multiplies).
+static bool foldGradScale(Value grad, double scale) {
+  if (!grad.use_empty())
+    return false;
+  Value made = grad;
+  if (auto block = grad.getDefiningOp<BlockOp>()) {
+    made = block.getBody().front().getTerminator()->getOperand(
+        cast<OpResult>(grad).getResultNumber());
+    if (!made.hasOneUse()) // (the yield's)
+      return false;
+  }
+  auto product = made.getDefiningOp<ExpertLinearWeightGradOp>();
+  if (!product)
+    return false;
+  FloatAttr before = product.getScaleAttr();
+  product.setScaleAttr(
+      FloatAttr::get(Float64Type::get(product.getContext()),
+                     (before ? before.getValueAsDouble() : 1.0) * scale));
+  return true;
+}
+
 /// Builds `@forward_backward` from `@forward`: the loss, and each
 /// parameter's gradient added to its gradient buffer. Returns the params
 /// that received a gradient, in declaration order.
@@ -375,8 +399,12 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
     // while the backward goes on) and before any sum over a group, so that
     // the sum is what its buffer accumulates (dist-data-parallel can then
     // fold a context-parallel sum into its own reduction).
+    // An expert's weight gradient takes the scale as its GEMM's alpha
+    // (foldGradScale): no scaled copy, and the GEMM still adds into the
+    // gradient buffer.
     if (auto scale = param->getAttrOfType<FloatAttr>(
-            dist::DistDialect::kGradScaleAttrName)) {
+            dist::DistDialect::kGradScaleAttrName);
+        scale && !foldGradScale(grad, scale.getValueAsDouble())) {
       OpBuilder::InsertionGuard guard(b);
       if (!partial || !producer)
         b.setInsertionPointAfterValue(grad);

@@ -70,10 +70,8 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // GRAD: dist.all_to_all %{{.*}} over @mesh ["ep"] split 1 concat 0 : tensor<2x8x8xf32> -> tensor<4x4x8xf32>
 // The experts' weight gradients times 1/ep right where they are made,
 // averaged over dp alone (one bucket); the others over dp and ep.
-// GRAD: %[[DW2:.*]] = triax.expert_linear_weight_grad {{.*}} -> tensor<2x12x8xf32>
-// GRAD: %[[HALF2:.*]] = arith.constant dense<5.000000e-01> : tensor<2x12x8xf32>
-// GRAD-NEXT: %[[S2:.*]] = triax.mul %[[DW2]], %[[HALF2]] : tensor<2x12x8xf32>
-// GRAD-NEXT: triax.accumulate_grad @w2, %[[S2]]
+// GRAD: %[[DW2:.*]] = triax.expert_linear_weight_grad {{.*}} {scale = 5.000000e-01 : f64} : {{.*}} -> tensor<2x12x8xf32>
+// GRAD-NEXT: triax.accumulate_grad @w2, %[[DW2]]
 // GRAD: triax.accumulate_grad @w1
 // GRAD-NEXT: dist.all_reduce_grads avg [@w2, @w1] over @mesh ["dp"]
 // GRAD: triax.accumulate_grad @router

@@ -186,10 +186,13 @@ def Triax_ExpertLinearWeightGradOp : Triax_Op<"expert_linear_weight_grad", [Pure
     its only reader adds it to the parameter's gradient, the batched GEMM
     adds into the gradient buffer itself (beta = 1), as
     `triax.linear_weight_grad`'s does: no `[E, in, out]` buffer per linear
-    until the backward's accumulation.
+    until the backward's accumulation. `scale` (> 0, default 1) multiplies
+    the product (the GEMM's alpha): expert parallelism's 1/ep
+    (`dist.grad_scale`, which `triax-autodiff` folds in here rather than
+    multiplying a copy of the gradient).
   }];
   let arguments = (ins Triax_FloatTensor:$input, Triax_FloatTensor:$result_grad,
-                       UnitAttr:$transpose_weight);
+                       UnitAttr:$transpose_weight, OptionalAttr<F64Attr>:$scale);
   let results = (outs Triax_FloatTensor:$weight_grad);
   let assemblyFormat = [{
     $input `,` $result_grad attr-dict `:` functional-type(operands, results)
