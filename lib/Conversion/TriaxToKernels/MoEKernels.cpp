@@ -432,10 +432,9 @@ struct ExpertLinearLowering : OpConversionPattern<ExpertLinearOp> {
 };
 
 /// dW[e] = scale x[e]^T dy[e] ([in, out]) or scale dy[e]^T x[e] ([out,
-/// in]). With
-/// `params` (accumulate-in-gemm), when dW's only user adds it to the
-/// parameter's gradient buffer, the batched GEMM adds into that buffer
-/// (beta = 1), as LinearWeightGradLowering does.
+/// in]), scale the GEMM's alpha. With `params` (accumulate-in-gemm), when
+/// dW's only user adds it to the parameter's gradient buffer, the batched
+/// GEMM adds into that buffer (beta = 1), as LinearWeightGradLowering does.
 struct ExpertLinearWeightGradLowering
     : OpConversionPattern<ExpertLinearWeightGradOp> {
   ExpertLinearWeightGradLowering(TypeConverter &converter, MLIRContext *ctx,
