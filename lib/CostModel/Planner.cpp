@@ -563,14 +563,18 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // gathered unit where it is used instead.)
     if (hoistedCopies && plan.zeroStage < 3)
       mem.weightCopies = 2.0 * (elems - unread);
-    if (hoistedCopies && plan.zeroStage < 3 && v > 1 && !pipe.blocks.empty()) {
+    // (Interleaved's chunks on this stage, as dist-pipeline cuts them.)
+    llvm::SmallVector<int64_t> chunkBlocks;
+    if (v > 1 && !pipe.blocks.empty())
+      for (int64_t chunk = 0; chunk < v; ++chunk)
+        chunkBlocks.push_back(pipe.blocks[chunk * p + stage]);
+    if (hoistedCopies && plan.zeroStage < 3 && !chunkBlocks.empty()) {
       double largest = 0;
-      for (int64_t chunk = 0; chunk < v; ++chunk) {
-        double read = (perLayer - unreadPerLayer) *
-                      double(pipe.blocks[chunk * p + stage]);
+      for (auto [chunk, blocks] : llvm::enumerate(chunkBlocks)) {
+        double read = (perLayer - unreadPerLayer) * double(blocks);
         if (stage == 0 && chunk == 0)
           read += first - firstUnread;
-        if (stage == p - 1 && chunk == v - 1)
+        if (stage == p - 1 && int64_t(chunk) == v - 1)
           read += last - lastUnread;
         largest = std::max(largest, read);
       }
@@ -579,14 +583,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     mem.inFlight = inFlightMicroBatches(plan.schedule, p, m, stage, v);
     // (Interleaved's chunks as dist-pipeline cuts them, which need not be
     // equal: the most blocks in flight, in units of the stage's blocks.)
-    if (plan.schedule == Schedule::Interleaved && !pipe.blocks.empty() &&
-        layersOn > 0) {
-      llvm::SmallVector<int64_t> chunkBlocks;
-      for (int64_t chunk = 0; chunk < v; ++chunk)
-        chunkBlocks.push_back(pipe.blocks[chunk * p + stage]);
+    if (plan.schedule == Schedule::Interleaved && !chunkBlocks.empty() &&
+        layersOn > 0)
       mem.inFlight =
           blocksInFlight(plan.schedule, p, m, stage, v, chunkBlocks) / layersOn;
-    }
     // [A12] ZB-H1: of the [P2] micro-batches, those whose B pass has run
     // and W pass not (1F1B's count fewer: stage s defers s W passes) hold
     // only what their W pass reads. (Stage 0 returns no input gradient: its
@@ -628,8 +628,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // recomputation only the block being recomputed holds them.
     double expertsMade = 0;    // ZB-H1's B pass: the experts' gradients
     double expertsWorking = 0; // a stage backward's experts' gradients
-    double expertsFirstGradient = 0, expertsExchangeBack = 0,
-           expertsExchange = 0, expertsOutputGradient = 0;
+    double expertsFirstGradient = 0, expertsExchange = 0,
+           expertsOutputGradient = 0;
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
@@ -654,8 +654,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       // were scaled by 1/ep in copies the stage backward kept, the IR held
       // three).
       if (e > 1)
-        expertsExchangeBack = rows * double(h) * double(model.activationBytes);
-      expertsExchange = expertsExchangeBack;
+        expertsExchange = rows * double(h) * double(model.activationBytes);
       expertsWorking += expertsExchange;
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
@@ -676,10 +675,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         // rebuilt buffers, [A7]'s one, two of its experts' ffn-wide
         // gradients at once, GELU's or SwiGLU's, and under ep their input
         // gradient before its exchange back; without, B's peak holds what
-        // it carries and, under ep, the three exchange buffers.)
+        // it carries and, under ep, the exchange buffer.)
         expertsMade = plan.recompute == Recompute::Full
                           ? (layersOn - 1) * (expertKept + expertCarried) +
-                                2 * expertsFirstGradient + expertsExchangeBack
+                                2 * expertsFirstGradient + expertsExchange
                           : expertCarried * layersOn + expertsExchange;
       }
     }
@@ -785,7 +784,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // stream's gradient.)
     if (p == 1 && model.experts > 0 && layersOn > 0)
       head = std::max(mem.logits, (plan.recompute == Recompute::Full
-                                       ? mem.recomputed + expertsExchangeBack
+                                       ? mem.recomputed + expertsExchange
                                        : hWide) +
                                       expertsFirstGradient);
     if (p > 1 && mem.recomputed > 0)

@@ -335,22 +335,23 @@ static void splitWeightPass(OpBuilder &b, tx::ModelOp model,
   // linears' inputs: the hand-over holds 1/t of it, for one all_gather
   // more in W. (carry-gathered: B hands over the gathered tensor, t times
   // the bytes, and W gathers nothing.)
-  for (Operation &op : body.without_terminator()) {
-    auto gather = dyn_cast<AllGatherOp>(&op);
-    if (carryGathered || !gather || !inB.contains(gather))
-      continue;
-    SmallVector<OpOperand *> weightUses;
-    for (OpOperand &use : gather.getResult().getUses())
-      if (!inB.contains(body.findAncestorOpInBlock(*use.getOwner())))
-        weightUses.push_back(&use);
-    if (weightUses.empty())
-      continue;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointAfter(gather);
-    Value again = b.clone(*gather)->getResult(0);
-    for (OpOperand *use : weightUses)
-      use->set(again);
-  }
+  if (!carryGathered)
+    for (Operation &op : body.without_terminator()) {
+      auto gather = dyn_cast<AllGatherOp>(&op);
+      if (!gather || !inB.contains(gather))
+        continue;
+      SmallVector<OpOperand *> weightUses;
+      for (OpOperand &use : gather.getResult().getUses())
+        if (!inB.contains(body.findAncestorOpInBlock(*use.getOwner())))
+          weightUses.push_back(&use);
+      if (weightUses.empty())
+        continue;
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfter(gather);
+      Value again = b.clone(*gather)->getResult(0);
+      for (OpOperand *use : weightUses)
+        use->set(again);
+    }
   SmallVector<Operation *> weightOps;
   for (Operation &op : body.without_terminator())
     if (!inB.contains(&op))
