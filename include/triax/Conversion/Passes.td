@@ -77,7 +77,9 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
     Unless `column-sums=rows`, a bias gradient (a column sum) whose
     only user is its `triax.accumulate_grad` also adds its sum into the
     gradient buffer in its own kernel: the same single f32 addition, so
-    the same bits. (By rows, the CPU's form, it keeps its buffer.) An
+    the same bits; so do a LayerNorm's weight and bias gradients (both, or
+    neither) and an RMSNorm's weight gradient. (By rows, the CPU's form,
+    they keep their buffers.) An
     embedding gradient whose only user is its `triax.accumulate_grad`
     scatters its rows into the gradient buffer (no zeroed [V, d] table, no
     accumulation pass). And `accumulate_grad @p, (a + b)`, the sum's only

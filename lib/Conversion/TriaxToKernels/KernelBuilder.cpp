@@ -543,15 +543,16 @@ void declareRuntimeFunctions(ModuleOp module) {
 }
 
 mlir::triax::AccumulateGradOp
-mlir::triax::kernels::accumulatedInto(Operation *gradient,
+mlir::triax::kernels::accumulatedInto(Value gradient,
                                       const ParamIndex *params) {
-  auto type = cast<ShapedType>(gradient->getResult(0).getType());
+  auto type = cast<ShapedType>(gradient.getType());
   Type element = type.getElementType();
-  if (!params || !gradient->hasOneUse() ||
+  Operation *producer = gradient.getDefiningOp();
+  if (!params || !producer || !gradient.hasOneUse() ||
       !(element.isF32() || element.isBF16()))
     return {};
-  auto into = dyn_cast<AccumulateGradOp>(*gradient->getUsers().begin());
-  if (!into || into->getBlock() != gradient->getBlock() ||
+  auto into = dyn_cast<AccumulateGradOp>(*gradient.getUsers().begin());
+  if (!into || into->getBlock() != producer->getBlock() ||
       !params->count(into.getParam()))
     return {};
   return into;
@@ -559,10 +560,9 @@ mlir::triax::kernels::accumulatedInto(Operation *gradient,
 
 Value mlir::triax::kernels::accumulationBuffer(KernelBuilder &k,
                                                const TypeConverter &converter,
-                                               Operation *gradient,
+                                               Value gradient,
                                                AccumulateGradOp into,
                                                const ParamIndex &params) {
-  auto type =
-      cast<MemRefType>(converter.convertType(gradient->getResult(0).getType()));
+  auto type = cast<MemRefType>(converter.convertType(gradient.getType()));
   return k.state(TRX_STATE_GRAD, params.lookup(into.getParam()), type);
 }

@@ -358,21 +358,25 @@ void populateEmbeddingPatterns(TypeConverter &converter,
                                RewritePatternSet &patterns,
                                int64_t embeddingGradThreads = 0,
                                const ParamIndex *params = nullptr);
-/// The accumulate_grad that is `gradient`'s only user (in its block), when
-/// the producer can add into the gradient buffer itself (`params` given and
-/// naming the parameter; an f32 buffer, or a bf16 parameter's bf16 one,
-/// into which the producer's f32 sum is rounded once as it is added);
-/// null otherwise.
-triax::AccumulateGradOp accumulatedInto(Operation *gradient,
+/// The accumulate_grad that is `gradient`'s only user (in its producer's
+/// block), when the producer can add into the gradient buffer itself
+/// (`params` given and naming the parameter; an f32 buffer, or a bf16
+/// parameter's bf16 one, into which the producer's f32 sum is rounded once
+/// as it is added); null otherwise.
+triax::AccumulateGradOp accumulatedInto(Value gradient,
                                         const ParamIndex *params);
 /// The gradient buffer of `into`'s parameter (found by accumulatedInto) as
 /// `gradient`'s converted type: where the producer adds its result.
 Value accumulationBuffer(KernelBuilder &k, const TypeConverter &converter,
-                         Operation *gradient, triax::AccumulateGradOp into,
+                         Value gradient, triax::AccumulateGradOp into,
                          const ParamIndex &params);
 /// columnSums: the form of the weight and bias gradients' column sums.
+/// With `params` (accumulate-in-gemm, a form other than rows), a norm's
+/// weight and bias gradients that only their accumulate_grads read are
+/// added into their gradient buffers by the column sums.
 void populateNormPatterns(TypeConverter &converter, RewritePatternSet &patterns,
-                          ColumnSumForm columnSums = ColumnSumForm::Columns);
+                          ColumnSumForm columnSums = ColumnSumForm::Columns,
+                          const ParamIndex *params = nullptr);
 /// `attention`: flash (fused kernels with an online softmax, no T x T
 /// buffer), flash-mma (the same on NVIDIA tensor cores where the shapes
 /// allow, AttentionMMA.cpp) or batched-gemm (GEMMs around a materialized

@@ -107,6 +107,34 @@ Value rmsRstd(KernelBuilder &k, Value x, Value r, int64_t cols, double eps) {
   return reciprocalSqrt(k, ms, eps);
 }
 
+/// The buffers a norm's parameter gradients are summed into: with `params`,
+/// where every one of them is read only by its accumulate_grad, their
+/// gradient buffers (the column sums add into them: g + sum, the single f32
+/// addition the accumulation kernel made; a bf16 buffer gets the f32 sum
+/// rounded once), else a new buffer each. All or none, since one column
+/// sum makes them all.
+struct ParamGradSums {
+  ParamGradSums(KernelBuilder &k, const TypeConverter &converter,
+                const ParamIndex *params, ArrayRef<Value> grads) {
+    for (Value grad : grads)
+      into.push_back(accumulatedInto(grad, params));
+    if (!llvm::all_of(into, [](AccumulateGradOp acc) { return bool(acc); }))
+      into.clear();
+    for (auto [i, grad] : llvm::enumerate(grads))
+      buffers.push_back(into.empty() ? k.alloc(cast<ShapedType>(grad.getType()))
+                                     : accumulationBuffer(k, converter, grad,
+                                                          into[i], *params));
+  }
+  bool accumulate() const { return !into.empty(); }
+  /// The accumulate_grads the sums replace.
+  void eraseAccumulations(ConversionPatternRewriter &rewriter) {
+    for (AccumulateGradOp acc : into)
+      rewriter.eraseOp(acc);
+  }
+  SmallVector<AccumulateGradOp> into;
+  SmallVector<Value> buffers;
+};
+
 /// y = (x - mean) * rstd * w + b.
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -145,18 +173,21 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
 /// all rows, dw[h] = sum dy xhat and db[h] = sum dy.
 struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
   LayerNormGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                        ColumnSumForm form)
-      : OpConversionPattern(converter, ctx), form(form) {}
+                        ColumnSumForm form, const ParamIndex *params)
+      : OpConversionPattern(converter, ctx), form(form), params(params) {}
   /// The form of the weight (and bias) gradients' column sums.
   ColumnSumForm form;
+  /// Non-null: the parameters whose gradient buffers the sums may add into.
+  const ParamIndex *params;
   LogicalResult
   matchAndRewrite(LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value dxBuf = k.alloc(op.getInputGrad().getType());
-    Value dw = k.alloc(op.getWeightGrad().getType());
-    Value db = k.alloc(op.getBiasGrad().getType());
+    ParamGradSums sums(k, *getTypeConverter(), params,
+                       {op.getWeightGrad(), op.getBiasGrad()});
+    Value dw = sums.buffers[0], db = sums.buffers[1];
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     Value dx = k.rows(dxBuf), w = adaptor.getWeight();
     auto [rows, cols] = KernelBuilder::rowsCols(x);
@@ -203,14 +234,17 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
       });
     });
 
-    k.columnSums(rows, cols, form, {dw, db},
-                 [&](KernelBuilder &k, Value r, Value c) {
-                   Value d = k.load(dy, {r, c});
-                   Value xr = k.load(x, {r, c});
-                   Value xc = k.sub(xr, k.load(meanBuf, r));
-                   Value xhat = k.mul(xc, k.load(rstdBuf, r));
-                   return SmallVector<Value>{k.mul(d, xhat), d};
-                 });
+    k.columnSums(
+        rows, cols, form, {dw, db},
+        [&](KernelBuilder &k, Value r, Value c) {
+          Value d = k.load(dy, {r, c});
+          Value xr = k.load(x, {r, c});
+          Value xc = k.sub(xr, k.load(meanBuf, r));
+          Value xhat = k.mul(xc, k.load(rstdBuf, r));
+          return SmallVector<Value>{k.mul(d, xhat), d};
+        },
+        sums.accumulate());
+    sums.eraseAccumulations(rewriter);
     rewriter.replaceOp(op, {dxBuf, dw, db});
     return success();
   }
@@ -251,17 +285,20 @@ struct RMSNormLowering : OpConversionPattern<RMSNormOp> {
 /// and dw[h] = sum over rows of dy xhat.
 struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
   RMSNormGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                      ColumnSumForm form)
-      : OpConversionPattern(converter, ctx), form(form) {}
-  /// The form of the weight (and bias) gradients' column sums.
+                      ColumnSumForm form, const ParamIndex *params)
+      : OpConversionPattern(converter, ctx), form(form), params(params) {}
+  /// The form of the weight gradient's column sums.
   ColumnSumForm form;
+  /// Non-null: the parameters whose gradient buffers the sums may add into.
+  const ParamIndex *params;
   LogicalResult
   matchAndRewrite(RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value dxBuf = k.alloc(op.getInputGrad().getType());
-    Value dw = k.alloc(op.getWeightGrad().getType());
+    ParamGradSums sums(k, *getTypeConverter(), params, {op.getWeightGrad()});
+    Value dw = sums.buffers[0];
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     Value dx = k.rows(dxBuf), w = adaptor.getWeight();
     auto [rows, cols] = KernelBuilder::rowsCols(x);
@@ -300,13 +337,16 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
       });
     });
 
-    k.columnSums(rows, cols, form, {dw},
-                 [&](KernelBuilder &k, Value r, Value c) {
-                   Value xr = k.load(x, {r, c});
-                   Value xhat = k.mul(xr, k.load(rstdBuf, r));
-                   Value d = k.load(dy, {r, c});
-                   return SmallVector<Value>{k.mul(d, xhat)};
-                 });
+    k.columnSums(
+        rows, cols, form, {dw},
+        [&](KernelBuilder &k, Value r, Value c) {
+          Value xr = k.load(x, {r, c});
+          Value xhat = k.mul(xr, k.load(rstdBuf, r));
+          Value d = k.load(dy, {r, c});
+          return SmallVector<Value>{k.mul(d, xhat)};
+        },
+        sums.accumulate());
+    sums.eraseAccumulations(rewriter);
     rewriter.replaceOp(op, {dxBuf, dw});
     return success();
   }
@@ -316,9 +356,13 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
 
 void mlir::triax::kernels::populateNormPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                ColumnSumForm columnSums) {
+                                                ColumnSumForm columnSums,
+                                                const ParamIndex *params) {
   patterns.add<LayerNormLowering, RMSNormLowering>(converter,
                                                    patterns.getContext());
+  // By rows (the CPU) every column sum starts at 0: the gradients keep their
+  // buffers and the accumulation kernels.
   patterns.add<LayerNormGradLowering, RMSNormGradLowering>(
-      converter, patterns.getContext(), columnSums);
+      converter, patterns.getContext(), columnSums,
+      columnSums == ColumnSumForm::Rows ? nullptr : params);
 }

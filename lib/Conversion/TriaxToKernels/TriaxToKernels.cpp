@@ -1030,7 +1030,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                               kernelParamBytes);
   populateEmbeddingPatterns(converter, patterns, embeddingGradThreads,
                             accumulateInGemm ? &params : nullptr);
-  populateNormPatterns(converter, patterns, *columnSumForm);
+  populateNormPatterns(converter, patterns, *columnSumForm,
+                       accumulateInGemm ? &params : nullptr);
   populateAttentionPatterns(converter, patterns, attention, vectorDots,
                             keyBlocks);
   populateLossPatterns(converter, patterns, rowLanes, lossGradInPlace);

@@ -37,9 +37,9 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // VJP: %[[DG:.*]] = triax.moe_gates_grad %[[DY]], %[[O]], %[[S]]
 // VJP: %[[DX:.*]] = triax.expert_linear %[[DBUF]], %[[W]] {transpose_weight}
 // VJP: %[[DW:.*]] = triax.expert_linear_weight_grad %[[BUF]], %[[DBUF]]
+// VJP-NEXT: triax.accumulate_grad @w, %[[DW]] : tensor<3x8x8xf32>
 // VJP: triax.moe_combine %[[DX]], %[[S]], %[[A]] :
 // VJP: triax.moe_route_grad %{{.*}}, %[[E]], %[[DG]], %{{.*}} {aux_coeff = 1.000000e-02 : f64, renormalize}
-// VJP: triax.accumulate_grad @w, %[[DW]] : tensor<3x8x8xf32>
 
 // The router: per token, the softmax into a scratch, then top-k by
 // repeated arg-max (the second excludes the first), the gates renormalized.

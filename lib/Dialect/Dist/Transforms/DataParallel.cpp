@@ -35,24 +35,6 @@ struct DataParallelPass
 
 } // namespace
 
-/// Moves each `triax.accumulate_grad` of `fn` right after the op that
-/// produces its gradient (autodiff adds them all at the end), so a bucket
-/// can be reduced as soon as its last gradient is in its buffer.
-static void accumulateEarly(func::FuncOp fn) {
-  SmallVector<mlir::triax::AccumulateGradOp> accs;
-  fn.walk([&](mlir::triax::AccumulateGradOp op) { accs.push_back(op); });
-  // The last accumulation moved behind each producer (keeps their order).
-  llvm::DenseMap<Operation *, Operation *> tail;
-  for (mlir::triax::AccumulateGradOp acc : accs) {
-    Operation *def = acc.getGrad().getDefiningOp();
-    if (!def || def->getBlock() != acc->getBlock())
-      continue;
-    Operation *&after = tail[def];
-    acc->moveAfter(after ? after : def);
-    after = acc;
-  }
-}
-
 /// The switch on the pipeline coordinate dist-pipeline made of @optimizer_step
 /// (its cases are the stages), or null.
 static scf::IndexSwitchOp findStageSwitch(func::FuncOp step) {
@@ -187,7 +169,6 @@ void DataParallelPass::runOnOperation() {
       continue;
     }
     auto fn = model.getForwardBackward();
-    accumulateEarly(fn);
     // Buckets in the order the gradients are produced (last layer first),
     // each closed when it holds bucket-mb and reduced right after its last
     // gradient is accumulated.

@@ -766,8 +766,12 @@ LogicalResult PipelinePass::pipeline(tx::ModelOp model, MeshOp mesh,
     }
     if (summands.size() < 2)
       continue;
-    b.setInsertionPoint(acc);
     for (Value v : summands) {
+      // Each part right after the op that makes it (autodiff's placement).
+      if (Operation *def = v.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPoint(acc);
       Operation *part = b.clone(*acc);
       part->setOperand(0, v);
       place[part] = Place{stageOf(v), Bwd};

@@ -378,18 +378,22 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
                         "updated");
       continue;
     }
+    // Each gradient is added into its buffer right after the op that makes
+    // it (a backward block), so that it lives for a moment, not until the
+    // end of the backward (a layer's bias and norm gradients, which no GEMM
+    // adds into their buffer; in a pipeline stage's backward, each of its
+    // layers'), and dist-data-parallel's bucket can reduce it while the
+    // backward goes on.
     // A replicated parameter each rank applied to its slice of the
     // activations (sequence parallelism, context parallelism): the full
     // gradient is the sum of the slices' over the group, equal on every
-    // member after it. Summed right after the gradient is made and added
-    // into its buffer there, so that each gradient's partial and summed
-    // copies live for a moment, not until the end of the backward (under
-    // context parallelism every gradient is partial).
+    // member after it, summed there too (under context parallelism every
+    // gradient is partial).
     auto partial = param->getAttrOfType<dist::PartialGradAttr>(
         dist::DistDialect::kPartialGradAttrName);
     OpBuilder::InsertionGuard early(b);
     Operation *producer = grad.getDefiningOp();
-    if (partial && producer) {
+    if (producer) {
       Operation *last = placedAfter.lookup(producer);
       b.setInsertionPointAfter(last ? last : producer);
     }
@@ -406,7 +410,7 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
             dist::DistDialect::kGradScaleAttrName);
         scale && !foldGradScale(grad, scale.getValueAsDouble())) {
       OpBuilder::InsertionGuard guard(b);
-      if (!partial || !producer)
+      if (!producer)
         b.setInsertionPointAfterValue(grad);
       Value factor = createFloatSplat(b, param.getLoc(), grad.getType(),
                                       scale.getValueAsDouble());
@@ -419,7 +423,7 @@ static FailureOr<SmallVector<ParamGrad>> buildForwardBackward(ModelOp model) {
     auto acc = AccumulateGradOp::create(
         b, param.getLoc(), FlatSymbolRefAttr::get(param.getSymNameAttr()),
         grad);
-    if (partial && producer)
+    if (producer)
       placedAfter[producer] = acc;
     updated.push_back({param, grad.getType()});
   }

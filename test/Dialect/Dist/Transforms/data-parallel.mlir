@@ -41,7 +41,7 @@
 // RUN: sed -e 's/^\/\/ CPMESH: //' -e 's/\(triax.param @g : tensor<2xf32> init <ones>\)/\1 {dist.partial_grad = #dist.partial_grad<@mesh, ["cp"]>}/' %s | triax-opt --triax-autodiff --dist-data-parallel | FileCheck %s --check-prefix=NOFOLD
 // NOFOLD: %[[S:.*]] = dist.all_reduce sum %{{.*}} over @mesh ["cp"] : tensor<2xf32>
 // NOFOLD-NEXT: triax.accumulate_grad @g, %[[S]] : tensor<2xf32>
-// NOFOLD: dist.all_reduce_grads avg [@bias, @g, @emb] over @mesh ["dp"]
+// NOFOLD: dist.all_reduce_grads avg [@g, @bias, @emb] over @mesh ["dp"]
 // NOFOLD-LABEL: func.func @optimizer_step
 // NOFOLD-NOT: arith.constant 2.0
 // NOFOLD: triax.get_grad

@@ -59,12 +59,15 @@ triax.model @tied config = #triax.train_config<micro_batch = 2, seq = 4, grad_cl
 // The residual: the block input's gradient is the sum of both paths.
 // CHECK: %[[DIN:.*]] = triax.add %[[D]], %[[DX]]
 // CHECK: triax.yield %[[DIN]], %[[DB]], %[[DG]] :
-// CHECK: %[[DWEMB:.*]] = triax.embedding_grad %[[TOK]], %[[BWD]]#0
-// CHECK: %[[DWTE:.*]] = triax.add %[[DWHEAD]], %[[DWEMB]] : tensor<16x8xf32>
-// CHECK: triax.accumulate_grad @wte, %[[DWTE]] : tensor<16x8xf32>
-// CHECK: triax.accumulate_grad @g, %[[BWD]]#2 : tensor<8xf32>
-// CHECK: triax.accumulate_grad @b, %[[BWD]]#1 : tensor<8xf32>
-// CHECK: return %[[LOSS]] : tensor<f32>
+// Each gradient goes into its buffer right after the op that makes it (the
+// parameters' order among one op's), not at the end of the backward.
+// CHECK-NEXT: }
+// CHECK-NEXT: triax.accumulate_grad @g, %[[BWD]]#2 : tensor<8xf32>
+// CHECK-NEXT: triax.accumulate_grad @b, %[[BWD]]#1 : tensor<8xf32>
+// CHECK-NEXT: %[[DWEMB:.*]] = triax.embedding_grad %[[TOK]], %[[BWD]]#0
+// CHECK-NEXT: %[[DWTE:.*]] = triax.add %[[DWHEAD]], %[[DWEMB]] : tensor<16x8xf32>
+// CHECK-NEXT: triax.accumulate_grad @wte, %[[DWTE]] : tensor<16x8xf32>
+// CHECK-NEXT: return %[[LOSS]] : tensor<f32>
 
 // CHECK-LABEL: func.func @optimizer_step(
 // CHECK-SAME: %[[LR:.*]]: f32, %[[STEP:.*]]: i64, %[[SCALE:.*]]: f32) -> f32

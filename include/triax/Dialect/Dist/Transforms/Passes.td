@@ -52,9 +52,9 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     axis's size), otherwise it creates `dist.mesh @mesh <["dp"=N]>` with
     N = `dp`.
 
-    In `@forward_backward` each `triax.accumulate_grad` moves right after
-    the op that produces its gradient (autodiff adds them all at the end),
-    and the gradients are grouped, in the order they are produced (last
+    In `@forward_backward` (where `triax-autodiff` put each
+    `triax.accumulate_grad` right after the op that makes its gradient)
+    the gradients are grouped, in the order they are produced (last
     layer first), into buckets of `bucket-mb` MiB. After the last
     accumulation of each bucket comes one
     `dist.all_reduce_grads avg [@p, @q, ...] over @mesh ["dp"]`: the

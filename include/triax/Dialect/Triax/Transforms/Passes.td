@@ -11,9 +11,11 @@ def TriaxAutodiff : Pass<"triax-autodiff", "::mlir::ModuleOp"> {
     For every `triax.model`, adds
 
     - `func.func @forward_backward(%tokens, %targets) -> loss`: the forward
-      graph of `@forward`, then its backward graph, ending with one
+      graph of `@forward`, then its backward graph, with one
       `triax.accumulate_grad` per parameter (gradient buffers sum over the
-      micro-batches of a step);
+      micro-batches of a step) right after the op that makes its gradient
+      (a backward block: its parameters' in declaration order), so that
+      each gradient lives for a moment, not until the end of the backward;
     - `func.func @optimizer_step(%lr: f32, %step: i64, %grad_scale: f32) ->
       f32`: reads the gradient buffers, scales them by `%grad_scale`
       (1 / micro-batches), computes the global norm (returned), the
