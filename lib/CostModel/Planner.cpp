@@ -487,8 +487,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                                     : (double(model.layerUnreadSplit) / td +
                                        double(model.layerUnreadRepl)) /
                                           Ld;
+  // (On a pipeline the tied table is the head's weight on the last stage
+  // only: the first stage's backward, an embedding gradient, reads none.)
   const double firstUnread =
-      double(model.firstUnreadSplit) / td + double(model.firstUnreadRepl);
+      double(model.firstUnreadSplit) / td + double(model.firstUnreadRepl) +
+      (tied && p > 1 ? (double(model.tiedSplit) + padRows) / td : 0.0);
   const double lastUnread =
       double(model.lastUnreadSplit) / td + double(model.lastUnreadRepl);
   auto layersOf = [&](int64_t stage) -> double {
@@ -791,10 +794,39 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       head = std::max(mem.logits, mem.logits - headInputGrad + mem.recomputed);
     else if (p > 1 && !splitW && mem.working > 0)
       head = mem.logits - headInputGrad;
-    mem.activationPeak =
-        std::max(mem.weightCopies + mem.activations + mem.handOver +
-                     mem.experts + mem.working + mem.receivedAhead + head,
-                 mem.tableScratch);
+    // [A10] at a pipeline stage backward's peak, in the first layer it runs
+    // back through (its working set or rebuilt layer, beside the kept
+    // logits' gradient), some copies are gone, each freed after its last
+    // read: on the last stage the head's weight and the final norm's scale
+    // (their backward ran first; there the peak may be the head's, every
+    // copy alive), and in a dense layer its MLP output projection (its
+    // input gradient's GEMM comes before the ffn-wide gradients) and under
+    // full recomputation what only its rebuilt forward reads (the biases).
+    // (One chunk a stage, 1F1B or GPipe.)
+    double freedCopies = 0.0, headPeak = 0.0;
+    if (mem.weightCopies > 0 && p > 1 && !splitW && chunkBlocks.empty() &&
+        layersOn > 0) {
+      if (model.experts == 0)
+        freedCopies = 2.0 * (double(layer.ffn) * double(h) / td +
+                             (plan.recompute == Recompute::Full
+                                  ? (double(model.layerUnreadSplit) / td +
+                                     double(model.layerUnreadRepl)) /
+                                        Ld
+                                  : 0.0));
+      if (stage == p - 1) {
+        freedCopies += 2.0 * (last - lastUnread);
+        headPeak = mem.weightCopies + mem.activations + mem.handOver +
+                   mem.experts + mem.receivedAhead + mem.logits;
+      }
+      freedCopies = std::min(freedCopies, mem.weightCopies);
+    }
+    const double layerPeak = mem.weightCopies - freedCopies + mem.activations +
+                             mem.handOver + mem.experts + mem.working +
+                             mem.receivedAhead + head;
+    // (The breakdown shows the copies alive at the peak.)
+    if (layerPeak >= headPeak)
+      mem.weightCopies -= freedCopies;
+    mem.activationPeak = std::max({layerPeak, headPeak, mem.tableScratch});
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activationPeak;
     c.stagePeaks.push_back({stage, mem.peak, mem.activationPeak});
