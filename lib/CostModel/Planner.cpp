@@ -745,18 +745,53 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // peaks, none are left (under full recomputation that peak is in the
     // last layer rebuilt, whose copies its forward reads); at its start
     // they all are, and what its first layer's backward makes before it
-    // frees one: little for a dense layer, a MoE layer's experts' output
-    // gradient in their rows and their first ffn-wide gradient. The larger
-    // of the two.
+    // frees one: a dense layer's MLP input gradient through its output
+    // projection (ffn-wide, before that projection's copy is freed), a MoE
+    // layer's experts' output gradient in their rows and their first
+    // ffn-wide gradient. The larger of the two; or, in a dense layer without
+    // recomputation, its MLP's backward once the output projection's copy
+    // (and on the last stage the head's) is freed: GELU's two ffn-wide
+    // gradients, SwiGLU's three, beside the gradient received.
+    double splitHeadPeak = 0.0;
     if (splitW && mem.weightCopies > 0) {
       const double left = plan.recompute == Recompute::Full
                               ? 2.0 * (perLayer - unreadPerLayer)
                               : 0.0;
-      const double start = expertsOutputGradient + expertsFirstGradient;
+      const double ffnWide = hWide * double(layer.ffn) / double(h) / td;
+      const double start = model.experts == 0
+                               ? ffnWide
+                               : expertsOutputGradient + expertsFirstGradient;
+      const double all = mem.weightCopies;
       if (mem.working - received + left >= mem.weightCopies + start)
         mem.weightCopies = std::min(mem.weightCopies, left);
       else
         mem.working = received + start;
+      // A dense layer without recomputation: on the last stage the head's
+      // copies are gone before its first layer starts (the head's own
+      // backward, every copy alive beside the logits, is headPeak below);
+      // the larger of B's end, the layer's start and its MLP once its
+      // output projection's copy is freed.
+      if (model.experts == 0 && plan.recompute != Recompute::Full) {
+        const double layerCopies =
+            all - (stage == p - 1 ? 2.0 * (last - lastUnread) : 0.0);
+        const double down = 2.0 * double(layer.ffn) * double(h) / td;
+        const double mlp = (layer.mlpTensors > 2 ? 3.0 : 2.0) * ffnWide;
+        const double end = mem.working + std::min(all, left);
+        const double layerStart = layerCopies + received + ffnWide;
+        const double layerMlp = layerCopies - down + received + mlp;
+        if (end >= std::max(layerStart, layerMlp)) {
+          mem.weightCopies = std::min(all, left);
+        } else if (layerStart >= layerMlp) {
+          mem.weightCopies = layerCopies;
+          mem.working = received + ffnWide;
+        } else {
+          mem.weightCopies = layerCopies - down;
+          mem.working = received + mlp;
+        }
+        if (stage == p - 1)
+          splitHeadPeak = all + mem.activations + mem.handOver +
+                          mem.receivedAhead + mem.logits;
+      }
     }
     // Full recomputation rebuilds one layer's activations at a time in the
     // backward, while the head's are gone.
@@ -802,21 +837,33 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // copy alive), and in a dense layer its MLP output projection (its
     // input gradient's GEMM comes before the ffn-wide gradients) and under
     // full recomputation what only its rebuilt forward reads (the biases).
-    // (One chunk a stage, 1F1B or GPipe.)
+    // Before the projection's copy is freed, at the layer backward's start,
+    // every copy is alive beside the ffn-wide gradient that GEMM makes and
+    // the gradient the layer received (without recomputation the larger
+    // of the two points). (One chunk a stage, 1F1B or GPipe, and ZB-H1's
+    // first stage, whose W pass is its whole backward.)
     double freedCopies = 0.0, headPeak = 0.0;
     if (mem.weightCopies > 0 && p > 1 && !splitW && chunkBlocks.empty() &&
         layersOn > 0) {
-      if (model.experts == 0)
+      if (model.experts == 0) {
         freedCopies = 2.0 * (double(layer.ffn) * double(h) / td +
                              (plan.recompute == Recompute::Full
                                   ? (double(model.layerUnreadSplit) / td +
                                      double(model.layerUnreadRepl)) /
                                         Ld
                                   : 0.0));
+        if (plan.recompute != Recompute::Full)
+          headPeak = mem.weightCopies -
+                     (stage == p - 1 ? 2.0 * (last - lastUnread) : 0.0) +
+                     mem.activations + mem.handOver + mem.receivedAhead +
+                     (stage == p - 1 ? mem.logits : received) +
+                     hWide * double(layer.ffn) / double(h) / td;
+      }
       if (stage == p - 1) {
         freedCopies += 2.0 * (last - lastUnread);
-        headPeak = mem.weightCopies + mem.activations + mem.handOver +
-                   mem.experts + mem.receivedAhead + mem.logits;
+        headPeak = std::max(headPeak, mem.weightCopies + mem.activations +
+                                          mem.handOver + mem.experts +
+                                          mem.receivedAhead + mem.logits);
       }
       freedCopies = std::min(freedCopies, mem.weightCopies);
     }
@@ -826,7 +873,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // (The breakdown shows the copies alive at the peak.)
     if (layerPeak >= headPeak)
       mem.weightCopies -= freedCopies;
-    mem.activationPeak = std::max({layerPeak, headPeak, mem.tableScratch});
+    mem.activationPeak =
+        std::max({layerPeak, headPeak, splitHeadPeak, mem.tableScratch});
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activationPeak;
     c.stagePeaks.push_back({stage, mem.peak, mem.activationPeak});
