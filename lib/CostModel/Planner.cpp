@@ -843,8 +843,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // of the two points). (One chunk a stage, 1F1B or GPipe, and ZB-H1's
     // first stage, whose W pass is its whole backward.)
     double freedCopies = 0.0, headPeak = 0.0;
-    if (mem.weightCopies > 0 && p > 1 && !splitW && chunkBlocks.empty() &&
-        layersOn > 0) {
+    const bool oneChunk = chunkBlocks.empty();
+    if (mem.weightCopies > 0 && p > 1 && !splitW && layersOn > 0) {
       if (model.experts == 0) {
         freedCopies = 2.0 * (double(layer.ffn) * double(h) / td +
                              (plan.recompute == Recompute::Full
@@ -853,13 +853,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                                         Ld
                                   : 0.0));
         if (plan.recompute != Recompute::Full)
-          headPeak = mem.weightCopies -
-                     (stage == p - 1 ? 2.0 * (last - lastUnread) : 0.0) +
-                     mem.activations + mem.handOver + mem.receivedAhead +
-                     (stage == p - 1 ? mem.logits : received) +
-                     hWide * double(layer.ffn) / double(h) / td;
+          headPeak =
+              mem.weightCopies -
+              (stage == p - 1 && oneChunk ? 2.0 * (last - lastUnread) : 0.0) +
+              mem.activations + mem.handOver + mem.receivedAhead +
+              (stage == p - 1 ? mem.logits : received) +
+              hWide * double(layer.ffn) / double(h) / td;
       }
-      if (stage == p - 1) {
+      if (stage == p - 1 && oneChunk) {
         freedCopies += 2.0 * (last - lastUnread);
         headPeak = std::max(headPeak, mem.weightCopies + mem.activations +
                                           mem.handOver + mem.experts +

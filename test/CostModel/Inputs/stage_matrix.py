@@ -68,11 +68,8 @@ CONFIGS = [
      SP + FULL, 2, {"interleaved": 0.04}),
     ("gpt2", GPT2, "recompute=none", "", [], 1, {}),
     ("llama cp2", LLAMA, "recompute=none,cp=2", ",cp=2", [], 2, {}),
-    # [A10]: interleaved counts every bf16 weight copy of the stage's
-    # largest chunk at the backward's peak, where the IR has freed some
-    # (the head's on the last stage).
     ("llama bf16", LLAMA, "recompute=none,precision=bf16", "",
-     ["--precision", "bf16"], 1, {"interleaved": 0.03}),
+     ["--precision", "bf16"], 1, {}),
     ("llama bf16 params", LLAMA.replace("--seq 64", "--seq 64 --dtype bf16"),
      "recompute=none", "", [], 1, {}),
     ("moe", MOE, "recompute=none", "", [], 1, {}),
