@@ -768,7 +768,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         mem.working = received + start;
       // A dense layer without recomputation: on the last stage the head's
       // copies are gone before its first layer starts (the head's own
-      // backward, every copy alive beside the logits, is headPeak below);
+      // backward, every copy alive beside the logits, is splitHeadPeak);
       // the larger of B's end, the layer's start and its MLP once its
       // output projection's copy is freed.
       if (model.experts == 0 && plan.recompute != Recompute::Full) {
@@ -842,7 +842,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // the gradient the layer received (without recomputation the larger
     // of the two points). (One chunk a stage, 1F1B or GPipe, and ZB-H1's
     // first stage, whose W pass is its whole backward.)
-    double freedCopies = 0.0, headPeak = 0.0;
+    double freedCopies = 0.0, beforeFreed = 0.0;
     const bool oneChunk = chunkBlocks.empty();
     if (mem.weightCopies > 0 && p > 1 && !splitW && layersOn > 0) {
       if (model.experts == 0) {
@@ -853,7 +853,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                                         Ld
                                   : 0.0));
         if (plan.recompute != Recompute::Full)
-          headPeak =
+          beforeFreed =
               mem.weightCopies -
               (stage == p - 1 && oneChunk ? 2.0 * (last - lastUnread) : 0.0) +
               mem.activations + mem.handOver + mem.receivedAhead +
@@ -862,20 +862,21 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       }
       if (stage == p - 1 && oneChunk) {
         freedCopies += 2.0 * (last - lastUnread);
-        headPeak = std::max(headPeak, mem.weightCopies + mem.activations +
-                                          mem.handOver + mem.experts +
-                                          mem.receivedAhead + mem.logits);
+        beforeFreed = std::max(beforeFreed, mem.weightCopies + mem.activations +
+                                                mem.handOver + mem.experts +
+                                                mem.receivedAhead + mem.logits);
       }
       freedCopies = std::min(freedCopies, mem.weightCopies);
     }
     const double layerPeak = mem.weightCopies - freedCopies + mem.activations +
                              mem.handOver + mem.experts + mem.working +
                              mem.receivedAhead + head;
-    // (The breakdown shows the copies alive at the peak.)
-    if (layerPeak >= headPeak)
+    // (beforeFreed: the head's backward or the layer's start, before those
+    // copies are freed. The breakdown shows the copies alive at the peak.)
+    if (layerPeak >= beforeFreed)
       mem.weightCopies -= freedCopies;
     mem.activationPeak =
-        std::max({layerPeak, headPeak, splitHeadPeak, mem.tableScratch});
+        std::max({layerPeak, beforeFreed, splitHeadPeak, mem.tableScratch});
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activationPeak;
     c.stagePeaks.push_back({stage, mem.peak, mem.activationPeak});
