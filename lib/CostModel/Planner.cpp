@@ -754,10 +754,23 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // gradients, SwiGLU's three, beside the gradient received.
     double splitHeadPeak = 0.0;
     if (splitW && mem.weightCopies > 0) {
-      const double left = plan.recompute == Recompute::Full
-                              ? 2.0 * (perLayer - unreadPerLayer)
-                              : 0.0;
       const double ffnWide = hWide * double(layer.ffn) / double(h) / td;
+      // (Under full recomputation the last layer rebuilt holds its copies,
+      // less, in a dense layer, what only its rebuilt forward reads (the
+      // biases) and, once its MLP's gradients peak, its output projection's
+      // (where that projection is larger than the gradients made beside
+      // them then, the layer's start is the peak, the projection's copy
+      // alive).)
+      double left = plan.recompute == Recompute::Full
+                        ? 2.0 * (perLayer - unreadPerLayer)
+                        : 0.0;
+      if (plan.recompute == Recompute::Full && model.experts == 0)
+        left -= 2.0 *
+                    (double(model.layerUnreadSplit) / td +
+                     double(model.layerUnreadRepl)) /
+                    Ld +
+                std::min(2.0 * double(layer.ffn) * double(h) / td,
+                         (layer.mlpTensors > 2 ? 2.0 : 1.0) * ffnWide);
       const double start = model.experts == 0
                                ? ffnWide
                                : expertsOutputGradient + expertsFirstGradient;
