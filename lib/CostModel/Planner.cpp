@@ -571,14 +571,21 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     if (v > 1 && !pipe.blocks.empty())
       for (int64_t chunk = 0; chunk < v; ++chunk)
         chunkBlocks.push_back(pipe.blocks[chunk * p + stage]);
+    // (On the last stage: the head's chunk's copies, and the largest of the
+    // other chunks', whose backward holds no logits.)
+    double headChunkCopies = 0.0, otherChunkCopies = 0.0;
     if (hoistedCopies && plan.zeroStage < 3 && !chunkBlocks.empty()) {
       double largest = 0;
       for (auto [chunk, blocks] : llvm::enumerate(chunkBlocks)) {
         double read = (perLayer - unreadPerLayer) * double(blocks);
         if (stage == 0 && chunk == 0)
           read += first - firstUnread;
-        if (stage == p - 1 && int64_t(chunk) == v - 1)
+        if (stage == p - 1 && int64_t(chunk) == v - 1) {
           read += last - lastUnread;
+          headChunkCopies = 2.0 * read;
+        } else {
+          otherChunkCopies = std::max(otherChunkCopies, 2.0 * read);
+        }
         largest = std::max(largest, read);
       }
       mem.weightCopies = 2.0 * largest;
@@ -878,6 +885,22 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         beforeFreed = std::max(beforeFreed, mem.weightCopies + mem.activations +
                                                 mem.handOver + mem.experts +
                                                 mem.receivedAhead + mem.logits);
+      }
+      freedCopies = std::min(freedCopies, mem.weightCopies);
+    }
+    // Interleaved's last stage: the head's chunk's backward holds the
+    // logits beside its copies, another chunk's neither (under full
+    // recomputation its rebuilt layer; else its working set, counted
+    // below): the larger of the two.
+    if (stage == p - 1 && !chunkBlocks.empty() && mem.logits > 0) {
+      const double withHead = headChunkCopies + head;
+      const double other =
+          plan.recompute == Recompute::Full ? mem.recomputed : 0.0;
+      if (otherChunkCopies + other > withHead) {
+        mem.weightCopies = otherChunkCopies;
+        head = other;
+      } else if (mem.weightCopies > 0) {
+        mem.weightCopies = headChunkCopies;
       }
       freedCopies = std::min(freedCopies, mem.weightCopies);
     }
