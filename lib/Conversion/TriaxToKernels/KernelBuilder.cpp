@@ -566,3 +566,22 @@ Value mlir::triax::kernels::accumulationBuffer(KernelBuilder &k,
   auto type = cast<MemRefType>(converter.convertType(gradient.getType()));
   return k.state(TRX_STATE_GRAD, params.lookup(into.getParam()), type);
 }
+
+mlir::triax::kernels::GradientBuffers::GradientBuffers(
+    KernelBuilder &k, const TypeConverter &converter, const ParamIndex *params,
+    ArrayRef<Value> grads) {
+  for (Value grad : grads)
+    into.push_back(accumulatedInto(grad, params));
+  if (!llvm::all_of(into, [](AccumulateGradOp acc) { return bool(acc); }))
+    into.clear();
+  for (auto [i, grad] : llvm::enumerate(grads))
+    buffers.push_back(into.empty() ? k.alloc(cast<ShapedType>(grad.getType()))
+                                   : accumulationBuffer(k, converter, grad,
+                                                        into[i], *params));
+}
+
+void mlir::triax::kernels::GradientBuffers::eraseAccumulations(
+    ConversionPatternRewriter &rewriter) {
+  for (AccumulateGradOp acc : into)
+    rewriter.eraseOp(acc);
+}

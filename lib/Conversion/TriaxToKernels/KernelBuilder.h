@@ -370,6 +370,22 @@ triax::AccumulateGradOp accumulatedInto(Value gradient,
 Value accumulationBuffer(KernelBuilder &k, const TypeConverter &converter,
                          Value gradient, triax::AccumulateGradOp into,
                          const ParamIndex &params);
+/// The buffers one kernel (a GEMM, a column sum) makes `grads` in: with
+/// `params`, where every one of them is read only by its accumulate_grad
+/// (accumulatedInto), their parameters' gradient buffers, which the kernel
+/// adds into (beta = 1, or g + sum: the single f32 addition the
+/// accumulation kernel made; a bf16 buffer gets the f32 result rounded
+/// once), else a new buffer each. All or none, since one kernel makes them
+/// all; eraseAccumulations then drops the accumulate_grads it replaces.
+struct GradientBuffers {
+  GradientBuffers(KernelBuilder &k, const TypeConverter &converter,
+                  const ParamIndex *params, ArrayRef<Value> grads);
+  /// Whether the kernel adds into the gradient buffers.
+  bool accumulate() const { return !into.empty(); }
+  void eraseAccumulations(ConversionPatternRewriter &rewriter);
+  SmallVector<triax::AccumulateGradOp> into;
+  SmallVector<Value> buffers;
+};
 /// columnSums: the form of the weight and bias gradients' column sums.
 /// With `params` (accumulate-in-gemm, a form other than rows), a norm's
 /// weight and bias gradients that only their accumulate_grads read are

@@ -182,17 +182,14 @@ struct LinearWeightGradLowering : OpConversionPattern<LinearWeightGradOp> {
     Value x = k.rows(rowView(adaptor.getInput())),
           dy = k.rows(rowView(adaptor.getResultGrad()));
     bool transposed = op.getTransposeWeight();
-    AccumulateGradOp into =
-        accumulateInGemm ? accumulatedInto(op, params) : AccumulateGradOp();
-    Value dw =
-        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
-             : k.alloc(op.getType());
+    GradientBuffers made(k, *getTypeConverter(),
+                         accumulateInGemm ? params : nullptr, {op});
+    Value dw = made.buffers[0];
     if (failed(k.gemm(transposed ? dy : x, transposed ? x : dy, dw,
                       /*transA=*/true, /*transB=*/false, /*alpha=*/1.0,
-                      /*beta=*/into ? 1.0 : 0.0)))
+                      /*beta=*/made.accumulate() ? 1.0 : 0.0)))
       return failure();
-    if (into)
-      rewriter.eraseOp(into);
+    made.eraseAccumulations(rewriter);
     rewriter.replaceOp(op, dw);
     return success();
   }
@@ -225,10 +222,8 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
   matchAndRewrite(BiasGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
-    AccumulateGradOp into = accumulatedInto(op, params);
-    Value db =
-        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
-             : k.alloc(op.getType());
+    GradientBuffers made(k, *getTypeConverter(), params, {op});
+    Value db = made.buffers[0];
     Value dy = k.rows(rowView(adaptor.getResultGrad()));
     auto [rows, cols] = KernelBuilder::rowsCols(dy);
     k.columnSums(
@@ -236,9 +231,8 @@ struct BiasGradLowering : OpConversionPattern<BiasGradOp> {
         [&](KernelBuilder &k, Value m, Value n) {
           return SmallVector<Value>{k.load(dy, {m, n})};
         },
-        /*accumulate=*/bool(into));
-    if (into)
-      rewriter.eraseOp(into);
+        made.accumulate());
+    made.eraseAccumulations(rewriter);
     rewriter.replaceOp(op, db);
     return success();
   }

@@ -447,19 +447,16 @@ struct ExpertLinearWeightGradLowering
     KernelBuilder k(rewriter, op.getLoc());
     Value x = adaptor.getInput(), dy = adaptor.getResultGrad();
     bool transposed = op.getTransposeWeight();
-    AccumulateGradOp into = accumulatedInto(op, params);
-    Value dw =
-        into ? accumulationBuffer(k, *getTypeConverter(), op, into, *params)
-             : k.alloc(op.getType());
+    GradientBuffers made(k, *getTypeConverter(), params, {op});
+    Value dw = made.buffers[0];
     if (failed(k.gemmBatched(transposed ? dy : x, transposed ? x : dy, dw,
                              /*transA=*/true, /*transB=*/false,
                              /*alpha=*/op.getScaleAttr()
                                  ? op.getScaleAttr().getValueAsDouble()
                                  : 1.0,
-                             /*beta=*/into ? 1.0 : 0.0)))
+                             /*beta=*/made.accumulate() ? 1.0 : 0.0)))
       return failure();
-    if (into)
-      rewriter.eraseOp(into);
+    made.eraseAccumulations(rewriter);
     rewriter.replaceOp(op, dw);
     return success();
   }

@@ -107,34 +107,6 @@ Value rmsRstd(KernelBuilder &k, Value x, Value r, int64_t cols, double eps) {
   return reciprocalSqrt(k, ms, eps);
 }
 
-/// The buffers a norm's parameter gradients are summed into: with `params`,
-/// where every one of them is read only by its accumulate_grad, their
-/// gradient buffers (the column sums add into them: g + sum, the single f32
-/// addition the accumulation kernel made; a bf16 buffer gets the f32 sum
-/// rounded once), else a new buffer each. All or none, since one column
-/// sum makes them all.
-struct ParamGradSums {
-  ParamGradSums(KernelBuilder &k, const TypeConverter &converter,
-                const ParamIndex *params, ArrayRef<Value> grads) {
-    for (Value grad : grads)
-      into.push_back(accumulatedInto(grad, params));
-    if (!llvm::all_of(into, [](AccumulateGradOp acc) { return bool(acc); }))
-      into.clear();
-    for (auto [i, grad] : llvm::enumerate(grads))
-      buffers.push_back(into.empty() ? k.alloc(cast<ShapedType>(grad.getType()))
-                                     : accumulationBuffer(k, converter, grad,
-                                                          into[i], *params));
-  }
-  bool accumulate() const { return !into.empty(); }
-  /// The accumulate_grads the sums replace.
-  void eraseAccumulations(ConversionPatternRewriter &rewriter) {
-    for (AccumulateGradOp acc : into)
-      rewriter.eraseOp(acc);
-  }
-  SmallVector<AccumulateGradOp> into;
-  SmallVector<Value> buffers;
-};
-
 /// y = (x - mean) * rstd * w + b.
 struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -185,8 +157,8 @@ struct LayerNormGradLowering : OpConversionPattern<LayerNormGradOp> {
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value dxBuf = k.alloc(op.getInputGrad().getType());
-    ParamGradSums sums(k, *getTypeConverter(), params,
-                       {op.getWeightGrad(), op.getBiasGrad()});
+    GradientBuffers sums(k, *getTypeConverter(), params,
+                         {op.getWeightGrad(), op.getBiasGrad()});
     Value dw = sums.buffers[0], db = sums.buffers[1];
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     Value dx = k.rows(dxBuf), w = adaptor.getWeight();
@@ -297,7 +269,7 @@ struct RMSNormGradLowering : OpConversionPattern<RMSNormGradOp> {
     KernelBuilder k(rewriter, op.getLoc());
     double eps = op.getEps().convertToDouble();
     Value dxBuf = k.alloc(op.getInputGrad().getType());
-    ParamGradSums sums(k, *getTypeConverter(), params, {op.getWeightGrad()});
+    GradientBuffers sums(k, *getTypeConverter(), params, {op.getWeightGrad()});
     Value dw = sums.buffers[0];
     Value x = k.rows(adaptor.getInput()), dy = k.rows(adaptor.getResultGrad());
     Value dx = k.rows(dxBuf), w = adaptor.getWeight();
