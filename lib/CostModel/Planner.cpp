@@ -482,11 +482,11 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // Of a stage's parameters, those no gradient reads (biases, position
   // tables; a block's are read again by its recomputed forward under full
   // recomputation).
-  const double unreadPerLayer = plan.recompute == Recompute::Full
-                                    ? 0.0
-                                    : (double(model.layerUnreadSplit) / td +
-                                       double(model.layerUnreadRepl)) /
-                                          Ld;
+  const double layerUnread =
+      (double(model.layerUnreadSplit) / td + double(model.layerUnreadRepl)) /
+      Ld;
+  const double unreadPerLayer =
+      plan.recompute == Recompute::Full ? 0.0 : layerUnread;
   // (On a pipeline the tied table is the head's weight on the last stage
   // only: the first stage's backward, an embedding gradient, reads none.)
   const double firstUnread =
@@ -494,6 +494,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       (tied && p > 1 ? (double(model.tiedSplit) + padRows) / td : 0.0);
   const double lastUnread =
       double(model.lastUnreadSplit) / td + double(model.lastUnreadRepl);
+  // [A10]: the bf16 copies of the head's weight and the final norm's scale
+  // and of a layer's MLP output projection (ffn x h / t), which a stage
+  // backward frees before its peak; one ffn-wide tensor of a micro-batch,
+  // and the ffn-wide gradients a dense MLP's backward holds at once (GELU
+  // 2, SwiGLU 3).
+  const double headCopies = 2.0 * (last - lastUnread);
+  const double downCopy = 2.0 * double(layer.ffn) * double(h) / td;
+  const double ffnWide = hWide * double(layer.ffn) / double(h) / td;
+  const double mlpGradients = layer.mlpTensors > 2 ? 3.0 : 2.0;
   auto layersOf = [&](int64_t stage) -> double {
     return pipe.layers.empty() ? 1.0 : double(pipe.layers[stage]);
   };
@@ -730,9 +739,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
             handOver.carried * (layersOn - 1) + received +
                 recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel, cp,
                                      model.activationBytes) +
-                (layer.mlpTensors > 2
-                     ? hWide * double(layer.ffn) / double(h) / td
-                     : 0.0));
+                (layer.mlpTensors > 2 ? ffnWide : 0.0));
     } else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
       // (Beside the gradient received, an argument of the backward
       // function, which its caller holds until it returns.)
@@ -759,9 +766,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // recomputation, its MLP's backward once the output projection's copy
     // (and on the last stage the head's) is freed: GELU's two ffn-wide
     // gradients, SwiGLU's three, beside the gradient received.
-    double splitHeadPeak = 0.0;
+    // (beforeFreed: a peak while the copies taken off below are still
+    // alive: the head's backward, or a layer's start.)
+    double beforeFreed = 0.0;
     if (splitW && mem.weightCopies > 0) {
-      const double ffnWide = hWide * double(layer.ffn) / double(h) / td;
       // (Under full recomputation the last layer rebuilt holds its copies,
       // less, in a dense layer, what only its rebuilt forward reads (the
       // biases) and, once its MLP's gradients peak, its output projection's
@@ -772,12 +780,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                         ? 2.0 * (perLayer - unreadPerLayer)
                         : 0.0;
       if (plan.recompute == Recompute::Full && model.experts == 0)
-        left -= 2.0 *
-                    (double(model.layerUnreadSplit) / td +
-                     double(model.layerUnreadRepl)) /
-                    Ld +
-                std::min(2.0 * double(layer.ffn) * double(h) / td,
-                         (layer.mlpTensors > 2 ? 2.0 : 1.0) * ffnWide);
+        left -= 2.0 * layerUnread +
+                std::min(downCopy, (mlpGradients - 1.0) * ffnWide);
       const double start = model.experts == 0
                                ? ffnWide
                                : expertsOutputGradient + expertsFirstGradient;
@@ -788,29 +792,27 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         mem.working = received + start;
       // A dense layer without recomputation: on the last stage the head's
       // copies are gone before its first layer starts (the head's own
-      // backward, every copy alive beside the logits, is splitHeadPeak);
+      // backward, every copy alive beside the logits, is beforeFreed);
       // the larger of B's end, the layer's start and its MLP once its
       // output projection's copy is freed.
       if (model.experts == 0 && plan.recompute != Recompute::Full) {
-        const double layerCopies =
-            all - (stage == p - 1 ? 2.0 * (last - lastUnread) : 0.0);
-        const double down = 2.0 * double(layer.ffn) * double(h) / td;
-        const double mlp = (layer.mlpTensors > 2 ? 3.0 : 2.0) * ffnWide;
+        const double layerCopies = all - (stage == p - 1 ? headCopies : 0.0);
+        const double mlp = mlpGradients * ffnWide;
         const double end = mem.working + std::min(all, left);
         const double layerStart = layerCopies + received + ffnWide;
-        const double layerMlp = layerCopies - down + received + mlp;
+        const double layerMlp = layerCopies - downCopy + received + mlp;
         if (end >= std::max(layerStart, layerMlp)) {
           mem.weightCopies = std::min(all, left);
         } else if (layerStart >= layerMlp) {
           mem.weightCopies = layerCopies;
           mem.working = received + ffnWide;
         } else {
-          mem.weightCopies = layerCopies - down;
+          mem.weightCopies = layerCopies - downCopy;
           mem.working = received + mlp;
         }
         if (stage == p - 1)
-          splitHeadPeak = all + mem.activations + mem.handOver +
-                          mem.receivedAhead + mem.logits;
+          beforeFreed = all + mem.activations + mem.handOver +
+                        mem.receivedAhead + mem.logits;
       }
     }
     // Full recomputation rebuilds one layer's activations at a time in the
@@ -862,26 +864,21 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // the gradient the layer received (without recomputation the larger
     // of the two points). (One chunk a stage, 1F1B or GPipe, and ZB-H1's
     // first stage, whose W pass is its whole backward.)
-    double freedCopies = 0.0, beforeFreed = 0.0;
+    double freedCopies = 0.0;
     const bool oneChunk = chunkBlocks.empty();
     if (mem.weightCopies > 0 && p > 1 && !splitW && layersOn > 0) {
       if (model.experts == 0) {
-        freedCopies = 2.0 * (double(layer.ffn) * double(h) / td +
-                             (plan.recompute == Recompute::Full
-                                  ? (double(model.layerUnreadSplit) / td +
-                                     double(model.layerUnreadRepl)) /
-                                        Ld
-                                  : 0.0));
+        freedCopies =
+            downCopy +
+            (plan.recompute == Recompute::Full ? 2.0 * layerUnread : 0.0);
         if (plan.recompute != Recompute::Full)
-          beforeFreed =
-              mem.weightCopies -
-              (stage == p - 1 && oneChunk ? 2.0 * (last - lastUnread) : 0.0) +
-              mem.activations + mem.handOver + mem.receivedAhead +
-              (stage == p - 1 ? mem.logits : received) +
-              hWide * double(layer.ffn) / double(h) / td;
+          beforeFreed = mem.weightCopies -
+                        (stage == p - 1 && oneChunk ? headCopies : 0.0) +
+                        mem.activations + mem.handOver + mem.receivedAhead +
+                        (stage == p - 1 ? mem.logits : received) + ffnWide;
       }
       if (stage == p - 1 && oneChunk) {
-        freedCopies += 2.0 * (last - lastUnread);
+        freedCopies += headCopies;
         beforeFreed = std::max(beforeFreed, mem.weightCopies + mem.activations +
                                                 mem.handOver + mem.experts +
                                                 mem.receivedAhead + mem.logits);
@@ -907,12 +904,10 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     const double layerPeak = mem.weightCopies - freedCopies + mem.activations +
                              mem.handOver + mem.experts + mem.working +
                              mem.receivedAhead + head;
-    // (beforeFreed: the head's backward or the layer's start, before those
-    // copies are freed. The breakdown shows the copies alive at the peak.)
+    // (The breakdown shows the copies alive at the peak.)
     if (layerPeak >= beforeFreed)
       mem.weightCopies -= freedCopies;
-    mem.activationPeak =
-        std::max({layerPeak, beforeFreed, splitHeadPeak, mem.tableScratch});
+    mem.activationPeak = std::max({layerPeak, beforeFreed, mem.tableScratch});
     mem.peak = mem.params + mem.grads + mem.optim + mem.zeroGather +
                mem.activationPeak;
     c.stagePeaks.push_back({stage, mem.peak, mem.activationPeak});
