@@ -373,19 +373,24 @@ double triax::cost::ringAttentionGradScratch(const LayerShape &layer, int64_t s,
 double triax::cost::backwardWorkingBytes(const LayerShape &layer, int64_t s,
                                          int64_t b, int64_t t, int64_t cp,
                                          int64_t elemBytes,
-                                         bool sequenceParallel) {
+                                         bool sequenceParallel,
+                                         double experts) {
   const double tokens = tokensPerRank(s, b, cp);
   const double td = double(std::max<int64_t>(t, 1));
   const double h = double(layer.hidden), ffn = double(layer.ffn);
-  // GELU's (k = 2: its product and activation) gradient comes out of the
-  // GEMM's epilogue (geluGradEpilogueOf): one ffn-wide buffer, beside
-  // which the MLP's input gradient (h) is made. SwiGLU's (k = 4): three
-  // ffn-wide gradients at once.
-  double perToken;
+  // Beside the gradient the MLP received (h), GELU's (k = 2: its product
+  // and activation) gradient comes out of the GEMM's epilogue
+  // (geluGradEpilogueOf): one ffn-wide buffer, beside which the MLP's
+  // input gradient (h) is made. SwiGLU's (k = 4): two ffn-wide gradients
+  // at once (the product's makes the SiLU's and the up projection's, each
+  // written over one it no longer needs: elementwise-in-place), beside
+  // which the first input gradient (h) is made; or, once the up
+  // projection's is freed, the SiLU's beside both input gradients.
+  double perToken = h;
   if (layer.mlpTensors == 2)
     perToken = 2.0 * h + ffn / td;
-  else
-    perToken = h + (layer.mlpTensors > 2 ? layer.mlpTensors - 1 : 0) * ffn / td;
+  else if (layer.mlpTensors > 2)
+    perToken = std::max(2.0 * h + 2.0 * ffn / td, 3.0 * h + ffn / td);
   // With sequence parallelism, when the first MLP linear's weight gradient
   // gathers the norm's output again: that (h, and its group-major copy
   // when b > 1) beside the MLP's input gradient (h, whole until its
@@ -394,7 +399,16 @@ double triax::cost::backwardWorkingBytes(const LayerShape &layer, int64_t s,
   if (sequenceParallel && layer.mlpTensors > 0)
     perToken = std::max(perToken, double(layer.mlpTensors / 2) * ffn / td +
                                       (b > 1 ? 3.0 : 2.0) * h + h / td);
-  return tokens * perToken * double(elemBytes);
+  const double mlp = tokens * perToken * double(elemBytes) + experts;
+  // Context parallelism's ring attention backward: its scratch beside the
+  // residual gradient, the attention output's gradient and the query, key
+  // and value gradients it makes.
+  if (cp < 2)
+    return mlp;
+  return std::max(mlp,
+                  tokens * (h + (2.0 * h + 2.0 * kvWidth(layer)) / td) *
+                          double(elemBytes) +
+                      ringAttentionGradScratch(layer, s, b, t, cp, elemBytes));
 }
 
 mlir::dist::PipelineSchedule triax::cost::pipelineScheduleOf(Schedule s) {

@@ -498,11 +498,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   // and of a layer's MLP output projection (ffn x h / t), which a stage
   // backward frees before its peak; one ffn-wide tensor of a micro-batch,
   // and the ffn-wide gradients a dense MLP's backward holds at once (GELU
-  // 2, SwiGLU 3).
+  // 2, SwiGLU 2: each of its products' gradients written over one it no
+  // longer needs, elementwise-in-place).
   const double headCopies = 2.0 * (last - lastUnread);
   const double downCopy = 2.0 * double(layer.ffn) * double(h) / td;
   const double ffnWide = hWide * double(layer.ffn) / double(h) / td;
-  const double mlpGradients = layer.mlpTensors > 2 ? 3.0 : 2.0;
+  const double mlpGradients = 2.0;
   auto layersOf = [&](int64_t stage) -> double {
     return pipe.layers.empty() ? 1.0 : double(pipe.layers[stage]);
   };
@@ -649,6 +650,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     double expertsWorking = 0; // a stage backward's experts' gradients
     double expertsFirstGradient = 0, expertsExchange = 0,
            expertsOutputGradient = 0;
+    const double expertsGradients = double(model.expertMlpTensors / 2);
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
@@ -656,25 +658,27 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
           rows *
           (double(model.expertMlpTensors * model.ffn) / td + double(2 * h)) *
           double(model.activationBytes);
-      // A layer's backward through its experts holds their MLP's gradients
-      // at once: GELU's two ffn-wide (the activation's and its input's:
-      // no epilogue fuses a batched GEMM's), SwiGLU's three (the product's,
-      // then the up and SiLU gradients it splits into).
-      expertsFirstGradient =
-          rows * double(model.ffn) / td * double(model.activationBytes);
-      // (The experts' output gradient, dispatched into their rows.)
-      expertsOutputGradient = rows * double(h) * double(model.activationBytes);
-      expertsWorking =
-          double(model.expertMlpTensors == 2 ? 2 : model.expertMlpTensors - 1) *
-          expertsFirstGradient;
+      // A layer's backward through its experts holds their output gradient,
+      // dispatched into their rows, or their input gradient, beside their
+      // MLP's ffn-wide gradients: GELU's one (the activation's is written
+      // over its input's, elementwise-in-place: no epilogue fuses a batched
+      // GEMM's), SwiGLU's two (the product's, then the up and SiLU
+      // gradients it splits into, each over one it no longer needs).
       // Under ep the backward's exchanges hold an h-wide row buffer more
       // (the experts' output or input gradient on one side of its
       // all_to_all; until 2026-12-07, when the experts' weight gradients
       // were scaled by 1/ep in copies the stage backward kept, the IR held
-      // three).
+      // three), and while one runs its scratch, another: at an exchange the
+      // gradient on both sides and the scratch, or else the MLP's
+      // gradients beside the exchanged one, the larger.
+      expertsFirstGradient =
+          rows * double(model.ffn) / td * double(model.activationBytes);
+      expertsOutputGradient = rows * double(h) * double(model.activationBytes);
       if (e > 1)
         expertsExchange = rows * double(h) * double(model.activationBytes);
-      expertsWorking += expertsExchange;
+      expertsWorking = expertsOutputGradient +
+                       std::max(expertsGradients * expertsFirstGradient,
+                                2.0 * expertsExchange);
       mem.experts = plan.recompute == Recompute::Full
                         ? perLayer
                         : perLayer * layersOn * double(mem.inFlight);
@@ -691,13 +695,15 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         mem.experts += mem.deferred * layersOn * (expertKept + expertCarried);
         // (Under full recomputation B rebuilds what W reads and hands it
         // over too, and its peak is in its last layer: that layer's
-        // rebuilt buffers, [A7]'s one, two of its experts' ffn-wide
-        // gradients at once, GELU's or SwiGLU's, and under ep their input
-        // gradient before its exchange back; without, B's peak holds what
-        // it carries and, under ep, the exchange buffer.)
+        // rebuilt buffers, [A7]'s one, beside its experts' first ffn-wide
+        // gradient, GELU's or SwiGLU's (the gradients it makes then are
+        // written over it or over what they no longer need,
+        // elementwise-in-place), and under ep their input gradient before
+        // its exchange back; without, B's peak holds what it carries and,
+        // under ep, the exchange buffer.)
         expertsMade = plan.recompute == Recompute::Full
                           ? (layersOn - 1) * (expertKept + expertCarried) +
-                                2 * expertsFirstGradient + expertsExchange
+                                expertsFirstGradient + expertsExchange
                           : expertCarried * layersOn + expertsExchange;
       }
     }
@@ -738,16 +744,13 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
             mem.working,
             handOver.carried * (layersOn - 1) + received +
                 recomputedLayerBytes(layer, s, b, t, plan.sequenceParallel, cp,
-                                     model.activationBytes) +
-                (layer.mlpTensors > 2 ? ffnWide : 0.0));
+                                     model.activationBytes));
     } else if (p > 1 && plan.recompute != Recompute::Full && layersOn > 0)
       // (Beside the gradient received, an argument of the backward
       // function, which its caller holds until it returns.)
-      mem.working =
-          received +
-          backwardWorkingBytes(layer, s, b, t, cp, model.activationBytes,
-                               plan.sequenceParallel) +
-          expertsWorking;
+      mem.working = received + backwardWorkingBytes(
+                                   layer, s, b, t, cp, model.activationBytes,
+                                   plan.sequenceParallel, expertsWorking);
     else if (p > 1 && layersOn > 0)
       // Under full recomputation the rebuilt layer ([A8] below, [A7]'s one
       // layer, whose peak is its experts' first gradient, ffn-wide, beside

@@ -214,6 +214,9 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   kernels.rowLanes = true;
   // ... and its gradient over the logits' buffer (bit-identical).
   kernels.lossGradInPlace = true;
+  // ... and elementwise results over an operand nothing reads afterwards
+  // (bit-identical).
+  kernels.elementwiseInPlace = true;
   // The clipping scale read once in front of the AdamW loops (vectorized).
   kernels.scalarsBeforeNests = true;
   // Weight gradients go straight into the gradient buffers (OpenBLAS,

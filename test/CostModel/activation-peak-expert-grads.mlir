@@ -9,12 +9,13 @@
 //   %x = embedding (2 x 2 x 32)             512        528 -> 512 (%ids dead)
 //   %d1 = expert_linear_weight_grad %x, %x  into @e    512
 //   %d2 = expert_linear_weight_grad %x, %x  8192       8704 -> 8192 (%x dead)
-//   %s = mul %d2, %d2                       8192       16384 -> 8192
+//   %s = mul %d2, %d2                       over %d2   8192
 //   accumulate_grad @f, %s                             0
 //   accumulate_grad @e, %d1
-// peak 16384; counting %d1 (2 x 32 x 32 f32, alive to its accumulation)
-// would make it 24576.
-// CHECK: activation peak of one micro-batch from the IR's liveness: 16384  [A9]
+// (the product is written over %d2, which nothing reads after it:
+// elementwise-in-place). Peak 8704; counting %d1 (2 x 32 x 32 f32, alive
+// to its accumulation) would make it 16896.
+// CHECK: activation peak of one micro-batch from the IR's liveness: 8704  [A9]
 
 triax.model @m config = #triax.train_config<micro_batch = 1, seq = 4> {
   triax.param @big : tensor<8x32xf32> init <normal, std = 0.02> decay

@@ -200,6 +200,19 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "gradient reads the logits: no second [tokens, V] buffer (gpt2: "
            "51 MB at 256 tokens). The same arithmetic, bit for bit (the CPU "
            "pipeline sets it; LossKernels.cpp)">,
+    Option<"elementwiseInPlace", "elementwise-in-place", "bool",
+           /*default=*/"false",
+           "An elementwise op's result (triax.add, mul, silu_grad, "
+           "gelu_grad outside a GEMM's epilogue; each result of a "
+           "triax.fused_elementwise) written over an operand of its type "
+           "that nothing reads afterwards and that is the kernels' own "
+           "buffer (overwritableOperand: not a block argument, a view, the "
+           "runtime's state or a dist op's result; no dist op reads it, a "
+           "collective may still be reading): no new buffer beside the "
+           "dying one (a layer backward's residual and q/k/v input gradient "
+           "sums). Each element is loaded before it is stored, at the same "
+           "index: the same arithmetic, bit for bit (the CPU pipeline sets "
+           "it; ElementwiseKernels.cpp)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

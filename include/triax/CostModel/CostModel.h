@@ -241,17 +241,24 @@ double logitsBytes(int64_t s, int64_t b, int64_t vocab, int64_t h, int64_t t,
 /// stream's gradient and the MLP's gradients: for a GELU MLP s b (2h + ffn/t)
 /// elements (its product's gradient is the GEMM's epilogue output,
 /// gelu-epilogue: one ffn-wide buffer, and the MLP's input gradient is made
-/// beside it; GPT-2: 6h a token), for SwiGLU's s b (h + 3 ffn/t) (the
-/// product's gradient, then the up and SiLU gradients it splits into, then
-/// the gate's over the product's). With sequence parallelism at least s b
+/// beside it; GPT-2: 6h a token), for SwiGLU's s b max(2h + 2 ffn/t, 3h +
+/// ffn/t) (the product's gradient, then the up and SiLU gradients it splits
+/// into, each written over one it no longer needs, elementwise-in-place,
+/// beside the first input gradient; then the SiLU's beside both input
+/// gradients). With sequence parallelism at least s b
 /// ((k/2) ffn/t + 3h + h/t) (2h with b = 1): the norm's output gathered
 /// again for the first MLP linear's weight gradient and its group-major
 /// copy, the MLP's input gradient whole and the residual gradient's shard.
-/// Without a pipeline the head's peak hides it. (ZB-H1's B pass holds
-/// [A12]'s instead.)
+/// A MoE layer's experts' gradients (`experts` bytes, the planner's [A7])
+/// are beside the residual gradient in place of a dense MLP's. With context
+/// parallelism at least the ring attention backward's: its scratch beside
+/// the residual gradient and s b (2h + 2kv)/t of the attention output's and
+/// the query, key and value gradients. Without a pipeline the head's peak
+/// hides it. (ZB-H1's B pass holds [A12]'s instead.)
 double backwardWorkingBytes(const LayerShape &layer, int64_t s, int64_t b,
                             int64_t t, int64_t cp, int64_t elemBytes,
-                            bool sequenceParallel = false);
+                            bool sequenceParallel = false,
+                            double experts = 0.0);
 
 /// [A12] What a micro-batch holds of one layer between its B pass and its W
 /// pass under ZB-H1 (the weight gradients split off, dist-pipeline's

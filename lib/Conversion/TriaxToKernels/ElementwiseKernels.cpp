@@ -8,6 +8,9 @@
 // rounds to the buffer's type (a triax.convert is just that). A
 // `triax.fused_elementwise` is one parallel loop for the whole group: each
 // input loaded once, the region's scalar ops cloned, each result stored.
+// With elementwise-in-place a result is stored over an input the
+// conversion marked (nothing reads it afterwards): every input's element is
+// loaded before any result's is stored, at the same index.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +32,18 @@ bool isParamCopy(Operation *op) {
   return isa_and_nonnull<ConvertOp>(op) && op->hasAttr(kParamCopyAttr);
 }
 
+/// Result `index`'s buffer: with elementwise-in-place, the operand
+/// convert-triax-to-kernels marked it to overwrite (kOverwritesAttr), when
+/// that is a buffer of the kernels' own; else a new one. The loops below
+/// load every operand's element before they store the result's.
+Value resultBuffer(KernelBuilder &k, Operation *op, unsigned index,
+                   ValueRange operands) {
+  if (auto over = op->getAttrOfType<DenseI32ArrayAttr>(kOverwritesAttr))
+    if (over[index] >= 0 && KernelBuilder::isOwnBuffer(operands[over[index]]))
+      return operands[over[index]];
+  return k.alloc(cast<RankedTensorType>(op->getResult(index).getType()));
+}
+
 /// One parallel loop over all elements: out[i] = op's formula(in0[i], ...).
 /// (Not the marked parameter copies: FusedParamCopyLowering's.)
 struct ElementwiseLowering
@@ -42,7 +57,7 @@ struct ElementwiseLowering
       return rewriter.notifyMatchFailure(op, "a fused parameter copy");
     KernelBuilder k(rewriter, op->getLoc());
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    Value out = k.alloc(type);
+    Value out = resultBuffer(k, op, 0, operands);
     Value flatOut = k.flat(out);
     SmallVector<Value> inputs;
     for (Value operand : operands)
@@ -68,8 +83,8 @@ struct FusedElementwiseLowering : OpConversionPattern<FusedElementwiseOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
     SmallVector<Value> outs, flatOuts, flatIns;
-    for (Type type : op.getResultTypes()) {
-      outs.push_back(k.alloc(cast<RankedTensorType>(type)));
+    for (unsigned r = 0; r < op->getNumResults(); ++r) {
+      outs.push_back(resultBuffer(k, op, r, adaptor.getInputs()));
       flatOuts.push_back(k.flat(outs.back()));
     }
     for (Value input : adaptor.getInputs())

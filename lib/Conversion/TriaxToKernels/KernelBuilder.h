@@ -83,6 +83,13 @@ public:
     return memref::AllocOp::create(
         b, loc, MemRefType::get(type.getShape(), type.getElementType()));
   }
+  /// Whether `buffer` is one the kernels allocated (not a function's
+  /// argument, a view or the runtime's state), with an identity layout: a
+  /// kernel may write a result over it where nothing reads it afterwards.
+  static bool isOwnBuffer(Value buffer) {
+    return buffer.getDefiningOp<memref::AllocOp>() &&
+           cast<MemRefType>(buffer.getType()).getLayout().isIdentity();
+  }
   /// A new buffer filled with `value`.
   Value allocFilled(ShapedType type, double value);
   /// A view of a contiguous buffer as [rows, last dim] (rank >= 1).
@@ -344,6 +351,10 @@ void populateLinearPatterns(TypeConverter &converter,
 /// Marks the conversions of parameter reads that convert-triax-to-kernels
 /// hoisted to the start of a function (one per parameter and type).
 inline constexpr llvm::StringLiteral kParamCopyAttr = "triax.param_copy";
+/// elementwise-in-place: on an elementwise op or fused group, for each
+/// result the operand it is written over, or -1 (DenseI32ArrayAttr; marked
+/// by convert-triax-to-kernels before it inlines the blocks).
+inline constexpr llvm::StringLiteral kOverwritesAttr = "triax.overwrites";
 /// fuseParamCopies: a run of consecutive conversions of parameter reads
 /// (the bf16 weight copies) is one loop, cut where the launch would pass
 /// more than kernelParamBytes of kernel parameters.

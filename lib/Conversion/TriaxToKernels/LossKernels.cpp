@@ -290,9 +290,7 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
 /// last use (insertDeallocs follows the value).
 Value gradientBuffer(KernelBuilder &k, CrossEntropyGradOp op, Value logits,
                      bool inPlace) {
-  bool owned = logits.getDefiningOp<memref::AllocOp>() != nullptr &&
-               cast<MemRefType>(logits.getType()).getLayout().isIdentity();
-  if (inPlace && owned && mayOverwriteLogits(op))
+  if (inPlace && KernelBuilder::isOwnBuffer(logits) && mayOverwriteLogits(op))
     return logits;
   return k.alloc(op.getType());
 }

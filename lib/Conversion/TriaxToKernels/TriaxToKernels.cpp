@@ -115,6 +115,29 @@ static void splitAccumulatedSums(func::FuncOp fn) {
   }
 }
 
+/// elementwise-in-place: marks each elementwise op and fused group of `fn`
+/// with the operands its results are written over (kOverwritesAttr), as
+/// their result storage says (overwritableOperand). Before the blocks are
+/// inlined, as the cost model's [A9] sees them: the rule never writes over
+/// a block's argument (its caller's value), which inlined would be that
+/// value, so the buffers are those [A9] counts.
+static void markOverwrites(func::FuncOp fn) {
+  fn.walk([&](Operation *op) {
+    if (!isa<ScalarElementwiseOpInterface, FusedElementwiseOp>(op))
+      return;
+    SmallVector<int32_t> over;
+    for (OpResult result : op->getResults()) {
+      ResultStorage storage = getResultStorage(op, result.getResultNumber());
+      over.push_back(storage.kind == ResultStorage::Kind::Operand
+                         ? int32_t(storage.operand)
+                         : -1);
+    }
+    if (llvm::any_of(over, [](int32_t i) { return i >= 0; }))
+      op->setAttr(kOverwritesAttr,
+                  DenseI32ArrayAttr::get(op->getContext(), over));
+  });
+}
+
 /// Moves `fn` to the module as `name` and makes it return its 0-d tensor
 /// results as f32 scalars.
 static void exportEntry(func::FuncOp fn, ModuleOp module, StringRef name,
@@ -942,6 +965,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   // schedule. @forward and @forward_backward read every stage's
   // parameters, which a rank no longer holds: they are not exported.
   auto pipelineStep = model.getPipelineStep();
+  if (elementwiseInPlace)
+    module.walk([](func::FuncOp fn) { markOverwrites(fn); });
   if (!pipelineStep)
     exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry,
                 fuseOptimizer);

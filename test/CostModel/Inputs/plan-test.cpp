@@ -159,10 +159,13 @@ int main() {
     expectText("A8 full sp label",
                keptFormulaLabel(llama, 2, true, Recompute::Full, 2),
                "[A8] sbh/t / cp");
-    // A 1F1B stage's backward working set: the gradient received and
-    // SwiGLU's three ffn-wide gradients, 128 x (64 + 384) x 4 = 229,376.
+    // A 1F1B stage's backward working set: the gradient received, SwiGLU's
+    // two ffn-wide gradients (each of the products' written over one it no
+    // longer needs) and the first input gradient, 128 x (2 x 64 + 2 x 128)
+    // x 4 = 196,608 (more than 3h + ffn, the SiLU's gradient beside both
+    // input gradients).
     expectNear("working llama", backwardWorkingBytes(llama, 32, 4, 1, 1, 4),
-               229376);
+               196608);
     // [A12] what a deferred W pass holds of the layer: kept, the inputs of
     // the weight gradients, 2h + q + ffn = 128 + 64 + 128 = 320 a token
     // (163,840); carried, the output gradients, q + 2kv + 2 ffn + 2h = 64

@@ -59,10 +59,9 @@ CONFIGS = [
     ("llama tp2", LLAMA, "recompute=none,tp=2,sp=off", ",tp=2", [], 2, {}),
     ("llama tp2 sp", LLAMA, "recompute=none,tp=2,sp=on,carry-gathered=off", ",tp=2", SP, 2,
      {}),
-    # ZB-H1: SwiGLU's rebuilt layer under sequence parallelism.
     ("llama tp2 sp full", LLAMA,
      "recompute=full,tp=2,sp=on,carry-gathered=off", ",tp=2",
-     SP + FULL, 2, {"interleaved": 0.04, "zb-h1": 0.05}),
+     SP + FULL, 2, {"interleaved": 0.04}),
     ("gelu tp2 sp full", GELU,
      "recompute=full,tp=2,sp=on,carry-gathered=off", ",tp=2",
      SP + FULL, 2, {"interleaved": 0.04}),
@@ -75,16 +74,13 @@ CONFIGS = [
     ("moe", MOE, "recompute=none", "", [], 1, {}),
     ("moe full", MOE, "recompute=full", "", FULL, 1, {}),
     # (ZB-H1's B pass in bf16: every weight copy and the first MoE layer's
-    # expert gradients at once. 1F1B's last stage: the expert weights'
-    # copies the first layer's backward has freed.)
+    # expert gradients at once.)
     ("moe bf16", MOE, "recompute=none,precision=bf16", "",
-     ["--precision", "bf16"], 1, {"1f1b": 0.03, "interleaved": 0.04}),
-    # ep's exchange buffer: one h-wide row buffer beside a layer's backward
-    # working set, counted where the IR's peak is elsewhere (1F1B's later
-    # stages; ZB-H1's B under full recomputation).
-    ("moe ep2", MOE, "recompute=none,ep=2", ",ep=2", [], 2, {"1f1b": 0.04}),
-    ("moe ep2 full", MOE, "recompute=full,ep=2", ",ep=2", FULL, 2,
-     {"zb-h1": 0.04}),
+     ["--precision", "bf16"], 1, {}),
+    # ep's exchange: the gradient on both sides and the all_to_all's
+    # scratch, or the experts' MLP gradients beside the exchanged one.
+    ("moe ep2", MOE, "recompute=none,ep=2", ",ep=2", [], 2, {}),
+    ("moe ep2 full", MOE, "recompute=full,ep=2", ",ep=2", FULL, 2, {}),
     # [A10] under ZB-H1 with one block on a stage (5 blocks on pp = 4 are
     # 1,1,2,1): B's first layer holds every copy beside the ffn-wide
     # gradient its first GEMM makes, then (once the output projection's

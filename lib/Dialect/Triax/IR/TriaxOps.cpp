@@ -909,12 +909,39 @@ int64_t EmbeddingGradOp::getScratchBytes() {
   return type.getElementType().isBF16() ? type.getNumElements() * 4 : 0;
 }
 
+/// elementwise-in-place: the result over an operand nothing reads after
+/// the op (overwritableOperand), else a buffer of its own.
+static ResultStorage elementwiseStorage(Operation *op) {
+  std::optional<unsigned> over =
+      overwritableOperand(op, op->getResult(0).getType());
+  return over ? ResultStorage::over(*over) : ResultStorage();
+}
+
 /// A sum accumulated term by term has no buffer (isAccumulatedTermByTerm).
 ResultStorage AddOp::getResultStorage(unsigned) {
   return isAccumulatedTermByTerm(*this) ? ResultStorage::none()
-                                        : ResultStorage();
+                                        : elementwiseStorage(*this);
 }
-ResultStorage MulOp::getResultStorage(unsigned) { return {}; }
+ResultStorage MulOp::getResultStorage(unsigned) {
+  return elementwiseStorage(*this);
+}
+ResultStorage SiluGradOp::getResultStorage(unsigned) {
+  return elementwiseStorage(*this);
+}
+
+/// elementwise-in-place: each result over a distinct input it may overwrite.
+ResultStorage FusedElementwiseOp::getResultStorage(unsigned index) {
+  SmallVector<unsigned> taken;
+  for (unsigned r = 0; r <= index; ++r) {
+    std::optional<unsigned> over =
+        overwritableOperand(*this, getResult(r).getType(), taken);
+    if (r == index)
+      return over ? ResultStorage::over(*over) : ResultStorage();
+    if (over)
+      taken.push_back(*over);
+  }
+  return {};
+}
 
 /// loss-grad-in-place: the gradient is written over logits that are an
 /// op's own result (not a parameter or gradient view) no later op reads.
@@ -1114,7 +1141,49 @@ ResultStorage GeluGradOp::getResultStorage(unsigned) {
   auto linear = getResultGrad().getDefiningOp<LinearOp>();
   if (linear && geluGradEpilogueOf(linear) == *this)
     return ResultStorage::over(getResultGradMutable().getOperandNumber());
-  return {};
+  return elementwiseStorage(*this);
+}
+
+bool mlir::triax::isKernelBuffer(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return false;
+  Operation *def = result.getOwner();
+  if (auto block = dyn_cast<BlockOp>(def))
+    return isKernelBuffer(block.getBody().front().getTerminator()->getOperand(
+        result.getResultNumber()));
+  if (!isa_and_nonnull<TriaxDialect>(def->getDialect()))
+    return false;
+  // (An operand's buffer written over is one of the kernels': the rules
+  // that write over one require it, so the chain is not walked again.)
+  return getResultStorage(def, result.getResultNumber()).kind !=
+         ResultStorage::Kind::None;
+}
+
+std::optional<unsigned>
+mlir::triax::overwritableOperand(Operation *op, Type type,
+                                 ArrayRef<unsigned> taken) {
+  auto readsAfter = [&](Value v) {
+    return llvm::any_of(v.getUsers(), [&](Operation *user) {
+      if (user == op)
+        return false;
+      Dialect *dialect = user->getDialect();
+      return !dialect || isa<dist::DistDialect>(dialect) ||
+             user->getBlock() != op->getBlock() || !user->isBeforeInBlock(op);
+    });
+  };
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value v = operand.get();
+    if (v.getType() != type ||
+        llvm::is_contained(taken, operand.getOperandNumber()))
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != op->getBlock() || readsAfter(v) ||
+        !isKernelBuffer(v))
+      continue;
+    return operand.getOperandNumber();
+  }
+  return std::nullopt;
 }
 
 bool mlir::triax::mayOverwriteLogits(CrossEntropyGradOp grad) {

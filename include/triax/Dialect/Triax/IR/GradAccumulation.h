@@ -35,6 +35,26 @@ GeluGradOp geluGradEpilogueOf(LinearOp linear);
 /// them once overwritten.
 bool mayOverwriteLogits(CrossEntropyGradOp grad);
 
+/// The operand of the elementwise op `op` (triax.add, mul, an activation
+/// gradient, a triax.fused_elementwise) that its result of type `type` may
+/// be written over (convert-triax-to-kernels{elementwise-in-place}, the
+/// CPU pipeline), skipping the operands in `taken` (another result's): the
+/// first operand of that type that is a buffer of the kernels' own
+/// (isKernelBuffer) and that nothing reads after `op`: every other reader
+/// is in `op`'s block before it, and none is a dist op (a collective or a
+/// send may still be reading it). The kernel loads every operand's element
+/// before it stores the result's, at the same index, so it reads nothing
+/// it has overwritten.
+std::optional<unsigned> overwritableOperand(Operation *op, Type type,
+                                            ArrayRef<unsigned> taken = {});
+
+/// Whether `value` is a buffer the kernels allocate and free: a result of a
+/// triax op (through the triax.blocks it leaves) that has a buffer of its
+/// own or one it wrote over (CostOpInterface::getResultStorage), not a
+/// block argument (a function's, or a block's, which is its caller's
+/// value), a parameter or gradient view, or a dist op's result.
+bool isKernelBuffer(Value value);
+
 /// Whether an f32 or bf16 gradient's only reader is a triax.accumulate_grad,
 /// through the yields of the triax.blocks it leaves (the lowering inlines
 /// them) or a sum accumulated term by term (isAccumulatedTermByTerm):

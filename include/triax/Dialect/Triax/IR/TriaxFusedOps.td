@@ -13,9 +13,11 @@
 include "triax/Dialect/Triax/IR/TriaxBase.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "triax/Dialect/Triax/Interfaces/CostOpInterface.td"
 
 def Triax_FusedElementwiseOp : Triax_Op<"fused_elementwise", [
-    Pure, IsolatedFromAbove]> {
+    Pure, IsolatedFromAbove,
+    DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]> {
   let summary = "Elementwise ops computed in one pass over the elements";
   let description = [{
     Applies its region to every element position: the region's arguments

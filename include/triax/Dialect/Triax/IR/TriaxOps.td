@@ -678,7 +678,8 @@ class Triax_ActivationGradOp<string mnemonic, string desc,
 def Triax_GeluGradOp : Triax_ActivationGradOp<"gelu_grad",
     "dy * gelu'(x), tanh approximation",
     [DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]>;
-def Triax_SiluGradOp : Triax_ActivationGradOp<"silu_grad", "dy * silu'(x)">;
+def Triax_SiluGradOp : Triax_ActivationGradOp<"silu_grad", "dy * silu'(x)",
+    [DeclareOpInterfaceMethods<CostOpInterface, ["getResultStorage"]>]>;
 
 def Triax_CrossEntropyGradOp : Triax_Op<"cross_entropy_grad", [Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives", "getResultStorage"]>]> {
   let summary = "Gradient of the mean cross-entropy with respect to logits";
