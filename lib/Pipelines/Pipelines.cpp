@@ -427,6 +427,11 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   // Weight gradients go straight into the gradient buffers (cuBLASLt,
   // beta = 1): ~150 launches and allocations fewer per gpt2 step.
   kernels.accumulateInGemm = true;
+  // Elementwise results over an operand nothing reads afterwards, as on
+  // the CPU (one thread loads an element, then stores the result's, at
+  // the same index; no dist op reads the operand, so no collective on the
+  // second stream is still reading it): the buffers the planner counts.
+  kernels.elementwiseInPlace = true;
   pm.addPass(mlir::triax::createConvertTriaxToKernels(kernels));
   pm.addPass(mlir::triax::createTriaxOutlineKernels());
   pm.addPass(createCanonicalizerPass());

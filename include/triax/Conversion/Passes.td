@@ -211,8 +211,8 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "collective may still be reading): no new buffer beside the "
            "dying one (a layer backward's residual and q/k/v input gradient "
            "sums). Each element is loaded before it is stored, at the same "
-           "index: the same arithmetic, bit for bit (the CPU pipeline sets "
-           "it; ElementwiseKernels.cpp)">,
+           "index: the same arithmetic, bit for bit (the CPU and CUDA "
+           "pipelines set it; ElementwiseKernels.cpp)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

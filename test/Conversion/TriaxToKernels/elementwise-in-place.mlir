@@ -1,5 +1,5 @@
-// convert-triax-to-kernels{elementwise-in-place} (the CPU pipeline sets
-// it): an elementwise op's result (triax.add, mul, silu_grad, gelu_grad,
+// convert-triax-to-kernels{elementwise-in-place} (the CPU and CUDA
+// pipelines set it): an elementwise op's result (triax.add, mul, silu_grad, gelu_grad,
 // each result of a triax.fused_elementwise) is written over an operand of
 // its type that nothing reads afterwards and that is a buffer of the
 // kernels' own (GradAccumulation.h's overwritableOperand, the rule the

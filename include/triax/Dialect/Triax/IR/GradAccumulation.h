@@ -37,8 +37,8 @@ bool mayOverwriteLogits(CrossEntropyGradOp grad);
 
 /// The operand of the elementwise op `op` (triax.add, mul, an activation
 /// gradient, a triax.fused_elementwise) that its result of type `type` may
-/// be written over (convert-triax-to-kernels{elementwise-in-place}, the
-/// CPU pipeline), skipping the operands in `taken` (another result's): the
+/// be written over (convert-triax-to-kernels{elementwise-in-place}, both
+/// pipelines), skipping the operands in `taken` (another result's): the
 /// first operand of that type that is a buffer of the kernels' own
 /// (isKernelBuffer) and that nothing reads after `op`: every other reader
 /// is in `op`'s block before it, and none is a dist op (a collective or a
