@@ -44,19 +44,20 @@ int64_t elemBytes(mlir::Type type) {
 /// (CostOpInterface::getResultStorage: a buffer of their own by default;
 /// none for parameter and gradient views and for the gradients the GEMM or
 /// the scatter adds into a gradient buffer; an operand's buffer for a
-/// cross-entropy gradient written over its logits), and a buffer is freed
-/// after the last use of it or of what aliases it (a triax.block's region
-/// arguments alias its operands and its results the values its body
-/// yields). The ops of the
-/// blocks are taken in order, as the kernel conversion inlines them. Kernel
-/// scratch counts as the op states it (CostOpInterface::getScratchBytes:
-/// context-parallel attention's, the collectives' group-major copies); a
-/// parameter's converted copy (mixed precision's bf16 weight) is made once
-/// at the start, as the kernel conversion hoists it; what the elementwise
-/// fusion saves is not modelled. `callPeak`,
-/// when given, is the peak of a call's own buffers (0: not a call): while the
-/// callee runs, the caller's live buffers stay (a pipeline stage's schedule
-/// calling its stage functions; their results are then the caller's buffers).
+/// cross-entropy gradient written over its logits and for an elementwise
+/// result written over an operand nothing reads afterwards), and a buffer
+/// is freed after the last use of it or of what aliases it (a triax.block's
+/// region arguments alias its operands and its results the values its body
+/// yields). The ops of the blocks are taken in order, as the kernel
+/// conversion inlines them. Kernel scratch counts as the op states it
+/// (CostOpInterface::getScratchBytes: context-parallel attention's, the
+/// collectives' group-major copies); a parameter's converted copy (mixed
+/// precision's bf16 weight) is made once at the start, as the kernel
+/// conversion hoists it; what the elementwise fusion saves besides is not
+/// modelled. `callPeak`, when given, is the peak of a call's own buffers (0:
+/// not a call): while the callee runs, the caller's live buffers stay (a
+/// pipeline stage's schedule calling its stage functions; their results are
+/// then the caller's buffers).
 int64_t activationPeakFromLiveness(
     mlir::Block &entry,
     llvm::function_ref<int64_t(mlir::Operation *)> callPeak = nullptr) {

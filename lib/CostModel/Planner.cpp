@@ -650,7 +650,6 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     double expertsWorking = 0; // a stage backward's experts' gradients
     double expertsFirstGradient = 0, expertsExchange = 0,
            expertsOutputGradient = 0;
-    const double expertsGradients = double(model.expertMlpTensors / 2);
     if (model.experts > 0) {
       double rows =
           double(model.experts) * double(b) * double(model.expertRows);
@@ -674,6 +673,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       expertsFirstGradient =
           rows * double(model.ffn) / td * double(model.activationBytes);
       expertsOutputGradient = rows * double(h) * double(model.activationBytes);
+      const double expertsGradients = double(model.expertMlpTensors / 2);
       if (e > 1)
         expertsExchange = rows * double(h) * double(model.activationBytes);
       expertsWorking = expertsOutputGradient +

@@ -160,3 +160,26 @@ func.func @fused(%a: tensor<2x4xf32>) -> tensor<2x4xf32> {
   }
   return %r : tensor<2x4xf32>
 }
+
+// -----
+
+// A parameter's converted copy is made once per function and read by every
+// block that converts the parameter: never written over, though here the
+// product is its only reader.
+// CHECK-LABEL: func.func @triax_forward(
+// CHECK:         %[[COPY:.*]] = memref.alloc() : memref<8x8xbf16>
+// CHECK:         %[[P:.*]] = memref.alloc() : memref<8x8xbf16>
+// CHECK-NOT:     memref.alloc() : memref<8x8xbf16>
+// CHECK:         return
+triax.model @m config = #triax.train_config<micro_batch = 2, seq = 3, global_batch = 2> {
+  triax.param @w : tensor<8x8xf32> init <normal, std = 0.02>
+  func.func @forward(%tokens: tensor<2x3xi32>, %targets: tensor<2x3xi32>) -> tensor<f32> {
+    %w = triax.get_param @w : tensor<8x8xf32>
+    %c = triax.convert %w : tensor<8x8xf32> to tensor<8x8xbf16>
+    %p = triax.mul %c, %c : tensor<8x8xbf16>
+    %x = triax.embedding %tokens, %p : (tensor<2x3xi32>, tensor<8x8xbf16>) -> tensor<2x3x8xbf16>
+    %f = triax.convert %x : tensor<2x3x8xbf16> to tensor<2x3x8xf32>
+    %loss = triax.cross_entropy %f, %targets : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

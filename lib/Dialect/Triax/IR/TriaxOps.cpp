@@ -1154,8 +1154,19 @@ bool mlir::triax::isKernelBuffer(Value value) {
         result.getResultNumber()));
   if (!isa_and_nonnull<TriaxDialect>(def->getDialect()))
     return false;
+  // A parameter's converted copy is made once per function and read by
+  // every block that converts it (convert-triax-to-kernels hoists them).
+  if (auto convert = dyn_cast<ConvertOp>(def))
+    return !convert.getInput().getDefiningOp<GetParamOp>();
+  // An elementwise result is a buffer of its own or one it wrote over
+  // (asked directly: its storage would walk the chain of sums again), but a
+  // sum accumulated term by term.
+  if (auto sum = dyn_cast<AddOp>(def))
+    return !isAccumulatedTermByTerm(sum);
+  if (isa<ScalarElementwiseOpInterface, FusedElementwiseOp>(def))
+    return true;
   // (An operand's buffer written over is one of the kernels': the rules
-  // that write over one require it, so the chain is not walked again.)
+  // that write over one require it.)
   return getResultStorage(def, result.getResultNumber()).kind !=
          ResultStorage::Kind::None;
 }

@@ -52,7 +52,9 @@ std::optional<unsigned> overwritableOperand(Operation *op, Type type,
 /// triax op (through the triax.blocks it leaves) that has a buffer of its
 /// own or one it wrote over (CostOpInterface::getResultStorage), not a
 /// block argument (a function's, or a block's, which is its caller's
-/// value), a parameter or gradient view, or a dist op's result.
+/// value), a parameter or gradient view, a parameter's converted copy (one
+/// per function, which every block that converts the parameter reads:
+/// hoistParamCopies), or a dist op's result.
 bool isKernelBuffer(Value value);
 
 /// Whether an f32 or bf16 gradient's only reader is a triax.accumulate_grad,
