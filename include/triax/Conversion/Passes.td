@@ -199,7 +199,7 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "when that buffer is the kernels' own and nothing after the "
            "gradient reads the logits: no second [tokens, V] buffer (gpt2: "
            "51 MB at 256 tokens). The same arithmetic, bit for bit (the CPU "
-           "pipeline sets it; LossKernels.cpp)">,
+           "and CUDA pipelines set it; LossKernels.cpp)">,
     Option<"elementwiseInPlace", "elementwise-in-place", "bool",
            /*default=*/"false",
            "An elementwise op's result (triax.add, mul, silu_grad, "

@@ -13,10 +13,11 @@
 // pipeline) the row's pass runs 8 online states in vector lanes, one vector
 // load and one vector exp per 8 logits, combined in a fixed tree after the
 // row (rowMaxSumExp): the same on every run, the last bits differ from the
-// scalar pass. With loss-grad-in-place (the CPU pipeline) the gradient
+// scalar pass. With loss-grad-in-place (both pipelines) the gradient
 // overwrites the logits' buffer where that is safe (gradientBuffer): each
 // element is read and then written by the same iteration, after the row's
-// statistics, so no second [rows, V] buffer exists.
+// statistics (on the GPU after their block or warp reductions, which every
+// thread of the row joins), so no second [rows, V] buffer exists.
 //
 // Vocab-parallel (`vocab_parallel over @mesh [axes]`): each rank holds V
 // columns of the vocabulary starting at its position in the group times V.
@@ -301,7 +302,7 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
                            bool lanes, bool inPlace)
       : OpConversionPattern(converter, ctx), lanes(lanes), inPlace(inPlace) {}
   bool lanes;   // rowMaxSumExp in vector lanes (the CPU)
-  bool inPlace; // the gradient over the logits where safe (the CPU)
+  bool inPlace; // the gradient over the logits where safe
   LogicalResult
   matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
