@@ -210,6 +210,10 @@ llvm::Expected<ModelShape> triax::cost::readModelShape(mlir::ModuleOp module) {
       ++layersWithExperts;
       return;
     }
+    if (auto route = llvm::dyn_cast<tx::MoERouteOp>(op)) {
+      shape.expertTopK = int64_t(route.getTopK());
+      return;
+    }
     if (auto experts = llvm::dyn_cast<tx::ExpertLinearOp>(op)) {
       ++products;
       auto rows = experts.getInput().getType();

@@ -1036,11 +1036,14 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // [C5] Megatron, per micro-batch: two all_reduces of the b s h
     // activation per layer in the forward and two in the backward (g and
     // f's conjugate), one more when the forward is recomputed (the
-    // attention's; in a MoE layer two, the second pair's of the experts'
-    // buffer, E b C h: each expert's MLP is split over tp too); one for the
-    // vocab-parallel embedding (first stage) and one for the head's input
-    // gradient (last stage); the vocab-parallel cross-entropy's row maxima
-    // and sums (R and 2R f32, R = b s, forward and backward, last stage).
+    // attention's); one for the vocab-parallel embedding (first stage) and
+    // one for the head's input gradient (last stage); the vocab-parallel
+    // cross-entropy's row maxima and sums (R and 2R f32, R = b s, forward
+    // and backward, last stage). A MoE layer's experts (each expert's MLP
+    // split over tp) are summed on the tokens' side, after the combine and
+    // before the dispatch, like a dense MLP, and the backward sums the
+    // gates' gradient too (R k activations: the combine's gate products
+    // read the experts' partial rows).
     // Sequence parallelism turns the activations' all_reduces into
     // reduce_scatter + all_gather of the same bytes, gathers each layer's
     // forward gathers again in the backward (the forward keeps the shard;
@@ -1052,7 +1055,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     // (Each cp rank's tensor-parallel collectives carry its s / cp tokens.)
     const int64_t sl = s / cp;
     const int64_t n = b * sl * h, actB = model.activationBytes, R = b * sl;
-    const int64_t nExperts = model.experts * b * model.expertRows * h;
+    const int64_t gates = model.experts > 0 ? R * model.expertTopK : 0;
     std::vector<std::pair<std::string, CommLoad>> busiest;
     int64_t busiestBytes = -1;
     for (int64_t stage : stages) {
@@ -1060,12 +1063,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       bool isFirst = stage == 0, isLast = stage == p - 1;
       const int64_t perPair =
           (plan.recompute == Recompute::Full ? 3 : 2) * int64_t(layersOn);
-      int64_t acts = (nExperts > 0 ? 1 : 2) * perPair + isFirst + isLast;
-      // (A dense block's recomputed forward redoes its attention's
-      // collective, not its MLP's: the block's output is kept.)
-      if (nExperts == 0 && plan.recompute == Recompute::Full)
+      int64_t acts = 2 * perPair + isFirst + isLast;
+      // (A block's recomputed forward redoes its attention's collective,
+      // not its MLP's or its experts': the block's output is kept.)
+      if (plan.recompute == Recompute::Full)
         acts -= int64_t(layersOn);
-      int64_t expertActs = nExperts > 0 ? perPair : 0;
+      int64_t gateCalls = gates > 0 ? int64_t(layersOn) : 0;
       int64_t ceBytes =
           isLast ? 2 * (allReduceBytes(R, 4, t) + allReduceBytes(2 * R, 4, t))
                  : 0;
@@ -1077,7 +1080,7 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         // norms' outputs, one more than its reduce_scatters.)
         int64_t regathers = plan.recompute == Recompute::Full
                                 ? int64_t(layersOn)
-                                : (nExperts > 0 ? 1 : 2) * int64_t(layersOn);
+                                : 2 * int64_t(layersOn);
         // ZB-H1's W pass (past stage 0, whose B pass is empty) gathers the
         // row linears' output gradients again from their shards, and under
         // full recomputation the norms' outputs too ([A12]), unless B
@@ -1105,9 +1108,8 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         loads.push_back(
             {"all_reduce tp",
              load(m * (acts * allReduceBytes(n, actB, t) +
-                       expertActs * allReduceBytes(nExperts, actB, t) +
-                       ceBytes),
-                  m * (acts + expertActs + ceCalls), t, t)});
+                       gateCalls * allReduceBytes(gates, actB, t) + ceBytes),
+                  m * (acts + gateCalls + ceCalls), t, t)});
       }
       int64_t bytes = 0;
       for (const auto &l : loads)

@@ -41,6 +41,7 @@ struct ModelShape {
   // and sequence (the capacity C), and the stacked expert weights of all
   // blocks (split over ep, whole on every tp rank; not in layerRepl).
   int64_t experts = 0, expertRows = 0;
+  int64_t expertTopK = 0; // the router's k: choices per token
   int64_t layerExpert = 0, layerExpertTensors = 0;
   // The experts' MLP intermediates per buffer row, in units of ffn (2: GELU's
   // product and activation; 4: SwiGLU's two products, SiLU and product).

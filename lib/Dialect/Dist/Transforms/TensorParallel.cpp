@@ -61,6 +61,43 @@ int64_t weightDim(Operation *op, bool out) {
 }
 OpOperand &inputOperand(Operation *op) { return op->getOpOperand(0); }
 
+/// The tokens' side of a MoE layer's experts pair: the moe_dispatch whose
+/// buffer only the pair's columns read, and the moe_combine that alone reads
+/// the pair's row products. Dispatch and combine are linear in the rows
+/// (a gather, and a gate-weighted sum), so the group can sum the experts'
+/// partial products after the combine, `[B, S, H]`, instead of the buffer,
+/// `[E, B*C, H]` (C*E = capacity_factor * k * S rows a sequence), and the
+/// gradient of the dispatch's input instead of the buffer's.
+struct MoESides {
+  tx::MoEDispatchOp dispatch;
+  tx::MoECombineOp combine;
+};
+std::optional<MoESides> moeSides(const LinearPair &pair) {
+  MoESides sides;
+  for (Operation *column : pair.columns) {
+    auto dispatch = inputOf(column).getDefiningOp<tx::MoEDispatchOp>();
+    if (!dispatch || (sides.dispatch && dispatch != sides.dispatch))
+      return std::nullopt;
+    sides.dispatch = dispatch;
+  }
+  if (llvm::any_of(sides.dispatch->getUsers(), [&](Operation *user) {
+        return !llvm::is_contained(pair.columns, user);
+      }))
+    return std::nullopt;
+  for (Operation *row : pair.rows) {
+    Value product = row->getResult(0);
+    if (!isa<tx::ExpertLinearOp>(row) || !product.hasOneUse())
+      return std::nullopt;
+    OpOperand &use = *product.use_begin();
+    auto combine = dyn_cast<tx::MoECombineOp>(use.getOwner());
+    if (!combine || use.getOperandNumber() != 0 ||
+        (sides.combine && combine != sides.combine))
+      return std::nullopt;
+    sides.combine = combine;
+  }
+  return sides;
+}
+
 /// The splits planned for one model.
 class Planner {
 public:
@@ -543,9 +580,36 @@ void Planner::apply(MeshOp mesh) {
   });
 
   for (LinearPair &pair : pairs) {
+    // A MoE layer's experts: the collectives on the tokens' side (moeSides).
+    // The dispatch reads the tokens through copy_to_group (the gradient of
+    // its input, partial on each member, is summed), the combine's partial
+    // sum is summed over the group, and the combine reads the gates through
+    // copy_to_group: their gradient (the dot products of the output
+    // gradient with the experts' partial rows) is partial too.
+    std::optional<MoESides> moe = moeSides(pair);
+    if (moe) {
+      tx::MoEDispatchOp dispatch = moe->dispatch;
+      tx::MoECombineOp combine = moe->combine;
+      dispatch.getInputMutable().assign(
+          copyToGroup(b, dispatch.getInput(), dispatch));
+      if (Value gates = dispatch.getGates())
+        dispatch.getGatesMutable().assign(copyToGroup(b, gates, dispatch));
+      if (Value gates = combine.getGates())
+        combine.getGatesMutable().assign(copyToGroup(b, gates, combine));
+      b.setInsertionPointAfter(combine);
+      Value result = combine.getResult();
+      auto sum = AllReduceOp::create(b, combine.getLoc(), result.getType(),
+                                     ReductionKind::sum, result,
+                                     meshRef.getValue(), axes);
+      result.replaceAllUsesExcept(sum, sum);
+    }
     // Columns: the replicated input through copy_to_group, local outputs.
     DenseMap<Value, Value> copies;
     for (Operation *column : pair.columns) {
+      if (moe) {
+        lastDimLocal(column->getResult(0));
+        continue;
+      }
       Value &copy = copies[inputOf(column)];
       if (!copy)
         copy = sequence ? gatherSequence(b, inputOf(column), column)
@@ -562,7 +626,10 @@ void Planner::apply(MeshOp mesh) {
     // Rows: partial products summed over the group (sequence-parallel:
     // each rank keeps the sum of its tokens), then the bias.
     for (Operation *op : pair.rows) {
-      // An expert product has no bias: its result is the partial product.
+      // An expert product has no bias: its result is the partial product,
+      // summed after the combine (above) or here.
+      if (moe)
+        continue;
       if (isa<tx::ExpertLinearOp>(op)) {
         b.setInsertionPointAfter(op);
         Value result = op->getResult(0);

@@ -16,10 +16,12 @@
 // RUN: triax-opt %s --dist-mesh="axes=dp=2,ep=2" --dist-expert-parallel --triax-autodiff --dist-zero=stage=1 | FileCheck %s --check-prefix=ZERO
 // Tensor parallelism inside the experts (dist-tensor-parallel first, as
 // triax-parallelize runs them): each expert's MLP is a column/row pair, w1
-// split along its outputs and w2 along its inputs over tp, the experts'
-// buffer through copy_to_group and the partial products summed over tp
-// before they go back; dist-expert-parallel then splits dimension 0 of the
-// same weights over ep and takes the tp collectives with the experts' rows.
+// split along its outputs and w2 along its inputs over tp, and the tp
+// collectives on the tokens' side: the dispatch reads the tokens and the
+// combine the gates through copy_to_group, the combine's partial sum is
+// summed over tp; dist-expert-parallel then splits dimension 0 of the same
+// weights over ep, the rows between the all_to_alls free of tp collectives
+// (tensor-parallel-moe.mlir has the rule and its backward).
 // RUN: triax-opt %s --dist-mesh="axes=ep=2,tp=2" --dist-tensor-parallel --dist-expert-parallel | FileCheck %s --check-prefix=TP
 // Sequence parallelism cuts tokens, not an expert's rows: with a MoE layer
 // it is an error at the dispatch.
@@ -94,14 +96,20 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // TP: dist.mesh @mesh <["ep"=2, "tp"=2]>
 // TP: triax.param @w1 : tensor<4x8x12xf32> {{.*}} dist.sharding = #dist.sharding<@mesh, [{"ep"}, {}, {"tp"}]>}
 // TP: triax.param @w2 : tensor<4x12x8xf32> {{.*}} dist.sharding = #dist.sharding<@mesh, [{"ep"}, {"tp"}, {}]>}
-// TP: %[[MINE:.*]] = dist.all_to_all %{{.*}} over @mesh ["ep"] split 0 concat 1 : tensor<4x4x8xf32> -> tensor<2x8x8xf32>
+// TP: %[[X:.*]] = dist.all_reduce sum %{{.*}} over @mesh ["tp"] : tensor<2x4x8xf32>
+// TP: triax.linear %[[X]], %{{.*}} : (tensor<2x4x8xf32>, tensor<8x4xf32>) -> tensor<2x4x4xf32>
+// TP-NEXT: %[[G:.*]], %{{.*}}, %[[S:.*]], %[[A:.*]], %{{.*}} = triax.moe_route
+// TP-NEXT: %[[XC:.*]] = dist.copy_to_group %[[X]] over @mesh ["tp"] : tensor<2x4x8xf32>
+// TP-NEXT: %[[BUF:.*]] = triax.moe_dispatch %[[XC]], %[[S]], %[[A]]
+// TP-NEXT: %[[MINE:.*]] = dist.all_to_all %[[BUF]] over @mesh ["ep"] split 0 concat 1 : tensor<4x4x8xf32> -> tensor<2x8x8xf32>
 // TP-NEXT: %[[W1:.*]] = triax.get_param @w1 : tensor<2x8x6xf32>
-// TP-NEXT: %[[COPY:.*]] = dist.copy_to_group %[[MINE]] over @mesh ["tp"] : tensor<2x8x8xf32>
-// TP-NEXT: %[[H:.*]] = triax.expert_linear %[[COPY]], %[[W1]] : (tensor<2x8x8xf32>, tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
+// TP-NEXT: %[[H:.*]] = triax.expert_linear %[[MINE]], %[[W1]] : (tensor<2x8x8xf32>, tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
 // TP-NEXT: %[[ACT:.*]] = triax.gelu %[[H]] : tensor<2x8x6xf32>
 // TP-NEXT: %[[W2:.*]] = triax.get_param @w2 : tensor<2x6x8xf32>
 // TP-NEXT: %[[O:.*]] = triax.expert_linear %[[ACT]], %[[W2]] : (tensor<2x8x6xf32>, tensor<2x6x8xf32>) -> tensor<2x8x8xf32>
-// TP-NEXT: %[[SUM:.*]] = dist.all_reduce sum %[[O]] over @mesh ["tp"] : tensor<2x8x8xf32>
-// TP-NEXT: dist.all_to_all %[[SUM]] over @mesh ["ep"] split 1 concat 0 : tensor<2x8x8xf32> -> tensor<4x4x8xf32>
+// TP-NEXT: %[[GC:.*]] = dist.copy_to_group %[[G]] over @mesh ["tp"] : tensor<2x4x2xf32>
+// TP-NEXT: %[[BACK:.*]] = dist.all_to_all %[[O]] over @mesh ["ep"] split 1 concat 0 : tensor<2x8x8xf32> -> tensor<4x4x8xf32>
+// TP-NEXT: %[[Y:.*]] = triax.moe_combine %[[BACK]], %[[S]], %[[A]] gates %[[GC]]
+// TP-NEXT: dist.all_reduce sum %[[Y]] over @mesh ["tp"] : tensor<2x4x8xf32>
 
 // SP: error: 'triax.moe_dispatch' op dist-tensor-parallel: sequence-parallel splits operand #0 along the sequence, but this op cannot run on a slice of the sequence

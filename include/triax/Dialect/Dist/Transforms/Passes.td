@@ -229,11 +229,19 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
       pairs. So are the experts' MLPs of a MoE layer: `triax.expert_linear`
       (one product per expert, weights `[E, in, out]`, no bias) pairs as
       `triax.linear` does, its weights split along out (columns) or in
-      (rows), the dispatch buffer through `dist.copy_to_group` and the
-      partial products through `dist.all_reduce sum` (Megatron's
-      expert-tensor parallelism; `dist-expert-parallel` then splits the
-      experts' dimension of the same weights over ep). Not with sequence
-      parallelism, which refuses the MoE layer.
+      (rows) (Megatron's expert-tensor parallelism; `dist-expert-parallel`
+      then splits the experts' dimension of the same weights over ep).
+      When the pair's columns read a `triax.moe_dispatch`'s buffer (and
+      nothing else does) and its row products only feed a
+      `triax.moe_combine`, the collectives go on the tokens' side, since
+      dispatch and combine are linear in the rows: the dispatch's tokens
+      and the combine's gates go through `dist.copy_to_group` (the gates'
+      gradient reads the experts' partial rows) and the combine's result,
+      `[B, S, H]`, through `dist.all_reduce sum`, instead of the buffer
+      `[E, B*C, H]`, capacity factor x k times larger. Otherwise the buffer
+      goes through `dist.copy_to_group` and the partial products through
+      `dist.all_reduce sum`. Not with sequence parallelism, which refuses
+      the MoE layer.
     - **Vocab-parallel head and loss.** A `triax.cross_entropy` whose
       logits come from a `triax.linear` (the LM head) gets
       `vocab_parallel over @mesh ["tp"]`: the head is a column linear
