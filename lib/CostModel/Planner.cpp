@@ -400,10 +400,6 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     reject("zero without data parallelism",
            "zero=" + llvm::Twine(plan.zeroStage) +
                " shards over dp x cp, a group of 1");
-  if (plan.sequenceParallel && model.experts > 0)
-    reject("sequence parallelism with MoE layers",
-           "sequence-parallel splits tokens, and a MoE layer's experts take "
-           "a dispatch buffer's slots: dist-tensor-parallel refuses it");
   if (plan.sequenceParallel && t < 2)
     reject("sequence parallelism without tp",
            "sequence-parallel needs tp >= 2 (tp=1)");
@@ -1078,21 +1074,31 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
         int64_t rs = reduceScatterBytes(n / t, actB, t);
         // (Under full recomputation the recomputed forward gathers both
         // norms' outputs, one more than its reduce_scatters.)
+        // (A MoE layer's dispatch gathers the tokens for its buffer, which
+        // the backward keeps: only the attention's input is gathered again.)
         int64_t regathers = plan.recompute == Recompute::Full
                                 ? int64_t(layersOn)
-                                : 2 * int64_t(layersOn);
+                                : (gates > 0 ? 1 : 2) * int64_t(layersOn);
         // ZB-H1's W pass (past stage 0, whose B pass is empty) gathers the
         // row linears' output gradients again from their shards, and under
         // full recomputation the norms' outputs too ([A12]), unless B
-        // hands them over whole (carry-gathered).
+        // hands them over whole (carry-gathered); in a MoE layer the
+        // attention's alone (the experts' weight gradients read buffers).
         if (plan.schedule == Schedule::ZeroBubbleH1 && stage > 0 &&
             !plan.carryGathered)
-          regathers +=
-              (plan.recompute == Recompute::Full ? 4 : 2) * int64_t(layersOn);
+          regathers += (plan.recompute == Recompute::Full ? 4 : 2) /
+                       (gates > 0 ? 2 : 1) * int64_t(layersOn);
+        // A MoE layer's router logits (b s E, computed on the slice) are
+        // gathered for its capacity scan, and again for its backward.
+        int64_t logitsGathers = gates > 0 ? 2 * int64_t(layersOn) : 0;
+        int64_t logitsBytes =
+            reduceScatterBytes(R * model.experts / t, actB, t);
         loads.push_back(
             {"reduce_scatter tp", load(m * acts * rs, m * acts, t, t)});
-        loads.push_back({"all_gather tp", load(m * (acts + regathers) * rs,
-                                               m * (acts + regathers), t, t)});
+        loads.push_back(
+            {"all_gather tp",
+             load(m * ((acts + regathers) * rs + logitsGathers * logitsBytes),
+                  m * (acts + regathers + logitsGathers), t, t)});
         int64_t replElems = int64_t(double(model.layerRepl) * layersOn / Ld) +
                             (isFirst ? model.firstRepl : 0) +
                             (isLast ? model.lastRepl : 0);
@@ -1102,8 +1108,9 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
             (isLast ? model.lastReplTensors : 0);
         loads.push_back(
             {"all_reduce tp",
-             load(m * (ceBytes + allReduceBytes(replElems, gradB, t)),
-                  m * (ceCalls + replTensors), t, t)});
+             load(m * (ceBytes + allReduceBytes(replElems, gradB, t) +
+                       gateCalls * allReduceBytes(gates, actB, t)),
+                  m * (ceCalls + replTensors + gateCalls), t, t)});
       } else {
         loads.push_back(
             {"all_reduce tp",

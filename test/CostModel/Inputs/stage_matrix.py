@@ -81,6 +81,12 @@ CONFIGS = [
     # scratch, or the experts' MLP gradients beside the exchanged one.
     ("moe ep2", MOE, "recompute=none,ep=2", ",ep=2", [], 2, {}),
     ("moe ep2 full", MOE, "recompute=full,ep=2", ",ep=2", FULL, 2, {}),
+    # Sequence parallelism around the experts: the dispatch gathers the
+    # tokens, the combine's sum is reduce-scattered.
+    ("moe tp2 sp", MOE, "recompute=none,tp=2,sp=on,carry-gathered=off",
+     ",tp=2", SP, 2, {}),
+    ("moe tp2 sp full", MOE, "recompute=full,tp=2,sp=on,carry-gathered=off",
+     ",tp=2", SP + FULL, 2, {"interleaved": 0.04}),
     # [A10] under ZB-H1 with one block on a stage (5 blocks on pp = 4 are
     # 1,1,2,1): B's first layer holds every copy beside the ffn-wide
     # gradient its first GEMM makes, then (once the output projection's

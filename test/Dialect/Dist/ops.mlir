@@ -21,6 +21,8 @@ func.func @collectives(%x: tensor<8x16xf32> {dist.sharding = #dist.sharding<@clu
   // all_gather multiplies the gathered dim by the group size (2 * 2 = 4).
   // CHECK: dist.all_gather %{{.*}} over @cluster ["dp", "tp"] dim 1 : tensor<8x16xf32> -> tensor<8x64xf32>
   %g = dist.all_gather %mn over @cluster ["dp", "tp"] dim 1 : tensor<8x16xf32> -> tensor<8x64xf32>
+  // CHECK: dist.all_gather %{{.*}} over @cluster ["tp"] dim 1 replicated_grad : tensor<8x16xf32> -> tensor<8x32xf32>
+  %gr = dist.all_gather %mn over @cluster ["tp"] dim 1 replicated_grad : tensor<8x16xf32> -> tensor<8x32xf32>
   // reduce_scatter divides it.
   // CHECK: dist.reduce_scatter sum %{{.*}} over @cluster ["dp", "tp"] dim 1 : tensor<8x64xf32> -> tensor<8x16xf32>
   %rs = dist.reduce_scatter sum %g over @cluster ["dp", "tp"] dim 1 : tensor<8x64xf32> -> tensor<8x16xf32>

@@ -9,6 +9,7 @@
 //   dist.copy_to_group     (f)   dist.all_reduce sum
 //   dist.all_reduce sum    (g)   identity
 //   dist.all_gather dim d        dist.reduce_scatter sum dim d
+//     ... replicated_grad        dist.shard_sequence dim d contiguous
 //   dist.reduce_scatter sum      dist.all_gather
 //
 // The identity for all_reduce relies on the cotangent of its result being
@@ -52,6 +53,15 @@ LogicalResult CopyToGroupOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
 
 LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
+  // The same cotangent on every member: this member's slice of it.
+  if (getReplicatedGrad()) {
+    operandGrads.assign(
+        {ShardSequenceOp::create(b, getLoc(), getInput().getType(),
+                                 resultGrads[0], getMesh(), getAxes(), getDim(),
+                                 /*contiguous=*/true)
+             .getResult()});
+    return success();
+  }
   operandGrads.assign(
       {ReduceScatterOp::create(b, getLoc(), getInput().getType(),
                                ReductionKind::sum, resultGrads[0], getMesh(),

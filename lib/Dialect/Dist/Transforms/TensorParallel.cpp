@@ -33,6 +33,18 @@ namespace tx = mlir::triax;
 
 namespace {
 
+/// The tokens' side of a MoE layer's experts pair: the moe_dispatch whose
+/// buffer only the pair's columns read, and the moe_combine that alone reads
+/// the pair's row products. Dispatch and combine are linear in the rows
+/// (a gather, and a gate-weighted sum), so the group can sum the experts'
+/// partial products after the combine, `[B, S, H]`, instead of the buffer,
+/// `[E, B*C, H]` (C*E = capacity_factor * k * S rows a sequence), and the
+/// gradient of the dispatch's input instead of the buffer's.
+struct MoESides {
+  tx::MoEDispatchOp dispatch;
+  tx::MoECombineOp combine;
+};
+
 /// A column/row-split group: the column products, the ops between them and
 /// the row products (in program order), all in one block. A product is a
 /// triax.linear, or a triax.expert_linear (one per expert: Megatron's split
@@ -41,6 +53,8 @@ struct LinearPair {
   SmallVector<Operation *> columns;
   SmallVector<Operation *> locals;
   SmallVector<Operation *> rows;
+  /// A MoE layer's experts summed on the tokens' side (moeSides).
+  std::optional<MoESides> moe;
 };
 
 /// The accessors of a product (triax.linear or triax.expert_linear).
@@ -61,17 +75,7 @@ int64_t weightDim(Operation *op, bool out) {
 }
 OpOperand &inputOperand(Operation *op) { return op->getOpOperand(0); }
 
-/// The tokens' side of a MoE layer's experts pair: the moe_dispatch whose
-/// buffer only the pair's columns read, and the moe_combine that alone reads
-/// the pair's row products. Dispatch and combine are linear in the rows
-/// (a gather, and a gate-weighted sum), so the group can sum the experts'
-/// partial products after the combine, `[B, S, H]`, instead of the buffer,
-/// `[E, B*C, H]` (C*E = capacity_factor * k * S rows a sequence), and the
-/// gradient of the dispatch's input instead of the buffer's.
-struct MoESides {
-  tx::MoEDispatchOp dispatch;
-  tx::MoECombineOp combine;
-};
+/// The tokens' side of `pair` (MoESides), when its products are experts'.
 std::optional<MoESides> moeSides(const LinearPair &pair) {
   MoESides sides;
   for (Operation *column : pair.columns) {
@@ -169,6 +173,8 @@ private:
   llvm::SetVector<Value> sequenceValues;
   SmallVector<tx::PositionIdsOp> positions;
   llvm::SetVector<StringAttr> partialGrads;
+  /// The MoE routers whose logits are computed on the slice.
+  llvm::SetVector<Operation *> routes;
 };
 
 } // namespace
@@ -304,12 +310,9 @@ LogicalResult Planner::plan() {
   if (failed(planHeads()))
     return failure();
   // Column/row pairs, found from their row products in program order.
-  // Sequence parallelism cuts the tokens between the pairs, and an
-  // expert's rows are slots of a dispatch buffer, not a sequence: it does
-  // not split them (planSequence rejects the MoE layer's dispatch).
   SmallVector<Operation *> products;
   forward.walk([&](Operation *op) {
-    if (isa<tx::LinearOp>(op) || (!sequence && isa<tx::ExpertLinearOp>(op)))
+    if (isProduct(op))
       products.push_back(op);
   });
   for (Operation *row : products) {
@@ -322,6 +325,15 @@ LogicalResult Planner::plan() {
       continue;
     if (failed(checkPair(pair)))
       return failure();
+    pair.moe = moeSides(pair);
+    // Sequence parallelism cuts the tokens between the pairs; an expert's
+    // rows are slots of a dispatch buffer, not a sequence, so the experts
+    // are summed on the tokens' side or not at all.
+    if (sequence && !pair.moe && isa<tx::ExpertLinearOp>(pair.rows.front()))
+      return pair.rows.front()->emitOpError(
+          "dist-tensor-parallel: sequence-parallel sums the experts' partial "
+          "products after their triax.moe_combine, but something else reads "
+          "them (or their buffer is not a triax.moe_dispatch's)");
     for (Operation *column : pair.columns) {
       if (failed(requestSplit(weightOf(column), weightDim(column, true), column,
                               "weight")))
@@ -369,9 +381,14 @@ LogicalResult Planner::checkSequence(Operation *op, Value v) const {
 /// gathered).
 LogicalResult Planner::planSequence() {
   llvm::SmallPtrSet<Operation *, 16> gathers;
-  for (LinearPair &pair : pairs)
+  for (LinearPair &pair : pairs) {
+    if (pair.moe) {
+      gathers.insert(pair.moe->dispatch);
+      continue;
+    }
     for (Operation *column : pair.columns)
       gathers.insert(column);
+  }
   for (auto [head, loss] : heads)
     gathers.insert(head);
 
@@ -379,7 +396,15 @@ LogicalResult Planner::planSequence() {
   // only walked from; the position ids are retyped.
   SmallVector<Value> worklist;
   llvm::DenseSet<Value> seeds;
-  for (LinearPair &pair : pairs)
+  for (LinearPair &pair : pairs) {
+    if (pair.moe) {
+      Value sum = pair.moe->combine.getResult();
+      if (failed(checkSequence(pair.moe->combine, sum)))
+        return failure();
+      seeds.insert(sum);
+      worklist.push_back(sum);
+      continue;
+    }
     for (Operation *row : pair.rows) {
       if (failed(checkSequence(row, row->getResult(0))))
         return failure();
@@ -389,6 +414,7 @@ LogicalResult Planner::planSequence() {
         if (auto read = bias.getDefiningOp<tx::GetParamOp>())
           partialGrads.insert(read.getNameAttr().getAttr());
     }
+  }
   for (tx::EmbeddingOp lookup : embeddings) {
     if (failed(checkSequence(lookup, lookup.getResult())))
       return failure();
@@ -424,6 +450,12 @@ LogicalResult Planner::planSequence() {
       unsigned index = use.getOperandNumber();
       if (gathers.contains(user) && index == 0)
         continue;
+      // A MoE router's logits: its capacity scan takes the whole sequence,
+      // which every member then routes alike (gathered in apply()).
+      if (auto route = dyn_cast<tx::MoERouteOp>(user)) {
+        routes.insert(route);
+        continue;
+      }
       if (auto block = dyn_cast<tx::BlockOp>(user)) {
         add(block.getBody().front().getArgument(index));
         continue;
@@ -579,6 +611,18 @@ void Planner::apply(MeshOp mesh) {
       read.getResult().setType(localType(read.getType(), it->second));
   });
 
+  // The head computes the local logits from the replicated hidden states;
+  // the loss reduces over the group. (First: under sequence parallelism
+  // its input may be a sum the loops below reduce-scatter, which then
+  // becomes the gather's operand, the gather keeping the whole sequence.)
+  for (auto [head, loss] : heads) {
+    head.getInputMutable().assign(sequence
+                                      ? gatherSequence(b, head.getInput(), head)
+                                      : copyToGroup(b, head.getInput(), head));
+    lastDimLocal(head.getResult());
+    loss.setMeshAttr(meshRef);
+    loss.setAxesAttr(axes);
+  }
   for (LinearPair &pair : pairs) {
     // A MoE layer's experts: the collectives on the tokens' side (moeSides).
     // The dispatch reads the tokens through copy_to_group (the gradient of
@@ -586,22 +630,32 @@ void Planner::apply(MeshOp mesh) {
     // sum is summed over the group, and the combine reads the gates through
     // copy_to_group: their gradient (the dot products of the output
     // gradient with the experts' partial rows) is partial too.
-    std::optional<MoESides> moe = moeSides(pair);
+    // Under sequence parallelism the dispatch gathers the tokens and the
+    // combine's sum is reduce-scattered, as a dense MLP's.
+    std::optional<MoESides> &moe = pair.moe;
     if (moe) {
       tx::MoEDispatchOp dispatch = moe->dispatch;
       tx::MoECombineOp combine = moe->combine;
+      Value tokens = dispatch.getInput();
       dispatch.getInputMutable().assign(
-          copyToGroup(b, dispatch.getInput(), dispatch));
+          sequence ? gatherSequence(b, tokens, dispatch)
+                   : copyToGroup(b, tokens, dispatch));
       if (Value gates = dispatch.getGates())
         dispatch.getGatesMutable().assign(copyToGroup(b, gates, dispatch));
       if (Value gates = combine.getGates())
         combine.getGatesMutable().assign(copyToGroup(b, gates, combine));
       b.setInsertionPointAfter(combine);
       Value result = combine.getResult();
-      auto sum = AllReduceOp::create(b, combine.getLoc(), result.getType(),
-                                     ReductionKind::sum, result,
-                                     meshRef.getValue(), axes);
-      result.replaceAllUsesExcept(sum, sum);
+      Value sum;
+      if (sequence)
+        sum = ReduceScatterOp::create(
+            b, combine.getLoc(), localType(result.getType(), 1),
+            ReductionKind::sum, result, meshRef.getValue(), axes, /*dim=*/1);
+      else
+        sum = AllReduceOp::create(b, combine.getLoc(), result.getType(),
+                                  ReductionKind::sum, result,
+                                  meshRef.getValue(), axes);
+      result.replaceAllUsesExcept(sum, sum.getDefiningOp());
     }
     // Columns: the replicated input through copy_to_group, local outputs.
     DenseMap<Value, Value> copies;
@@ -660,16 +714,6 @@ void Planner::apply(MeshOp mesh) {
     }
   }
 
-  // The head computes the local logits from the replicated hidden states;
-  // the loss reduces over the group.
-  for (auto [head, loss] : heads) {
-    head.getInputMutable().assign(sequence
-                                      ? gatherSequence(b, head.getInput(), head)
-                                      : copyToGroup(b, head.getInput(), head));
-    lastDimLocal(head.getResult());
-    loss.setMeshAttr(meshRef);
-    loss.setAxesAttr(axes);
-  }
   // Each rank looks up the rows it holds; the sum over the group is the
   // full lookup.
   for (tx::EmbeddingOp lookup : embeddings) {
@@ -695,6 +739,19 @@ void Planner::apply(MeshOp mesh) {
   for (tx::PositionIdsOp op : positions) {
     op.setMeshAttr(meshRef);
     op.setAxesAttr(axes);
+  }
+  // A router's logits, computed on the slice: gathered, every member then
+  // routes the whole sequence alike, and the gradient it hands back is the
+  // same on every member, so each keeps its slice (replicated_grad).
+  for (Operation *op : routes) {
+    auto route = cast<tx::MoERouteOp>(op);
+    b.setInsertionPoint(route);
+    Value logits = route.getLogits();
+    route.getLogitsMutable().assign(
+        AllGatherOp::create(b, route.getLoc(), logits.getType(), logits,
+                            meshRef.getValue(), axes, /*dim=*/1,
+                            /*replicated_grad=*/true)
+            .getResult());
   }
   for (Value v : sequenceValues)
     v.setType(localType(v.getType(), 1));

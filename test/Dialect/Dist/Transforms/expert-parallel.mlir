@@ -23,9 +23,12 @@
 // weights over ep, the rows between the all_to_alls free of tp collectives
 // (tensor-parallel-moe.mlir has the rule and its backward).
 // RUN: triax-opt %s --dist-mesh="axes=ep=2,tp=2" --dist-tensor-parallel --dist-expert-parallel | FileCheck %s --check-prefix=TP
-// Sequence parallelism cuts tokens, not an expert's rows: with a MoE layer
-// it is an error at the dispatch.
-// RUN: not triax-opt %s --dist-mesh="axes=ep=2,tp=2" --dist-tensor-parallel=sequence-parallel 2>&1 | FileCheck %s --check-prefix=SP
+// With sequence parallelism the tokens' side is the slice of the sequence:
+// the dispatch gathers it, the combine's sum is reduce-scattered, and the
+// router's logits, computed on the slice, are gathered (replicated_grad:
+// every member routes the whole sequence alike); the rows between the
+// all_to_alls stay free of tp collectives.
+// RUN: triax-opt %s --dist-mesh="axes=ep=2,tp=2" --dist-tensor-parallel=sequence-parallel --dist-expert-parallel | FileCheck %s --check-prefix=SP
 
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
   triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay
@@ -112,4 +115,16 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // TP-NEXT: %[[Y:.*]] = triax.moe_combine %[[BACK]], %[[S]], %[[A]] gates %[[GC]]
 // TP-NEXT: dist.all_reduce sum %[[Y]] over @mesh ["tp"] : tensor<2x4x8xf32>
 
-// SP: error: 'triax.moe_dispatch' op dist-tensor-parallel: sequence-parallel splits operand #0 along the sequence, but this op cannot run on a slice of the sequence
+// SP: %[[X:.*]] = dist.reduce_scatter sum %{{.*}} over @mesh ["tp"] dim 1 : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// SP: %[[L:.*]] = triax.linear %[[X]], %{{.*}} : (tensor<2x2x8xf32>, tensor<8x4xf32>) -> tensor<2x2x4xf32>
+// SP-NEXT: %[[LG:.*]] = dist.all_gather %[[L]] over @mesh ["tp"] dim 1 replicated_grad : tensor<2x2x4xf32> -> tensor<2x4x4xf32>
+// SP-NEXT: %[[G:.*]], %{{.*}}, %[[S:.*]], %[[A:.*]], %{{.*}} = triax.moe_route %[[LG]]
+// SP-NEXT: %[[XG:.*]] = dist.all_gather %[[X]] over @mesh ["tp"] dim 1 : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
+// SP-NEXT: %[[BUF:.*]] = triax.moe_dispatch %[[XG]], %[[S]], %[[A]]
+// SP-NEXT: dist.all_to_all %[[BUF]] over @mesh ["ep"] split 0 concat 1
+// SP-NOT: over @mesh ["tp"]
+// SP: %[[GC:.*]] = dist.copy_to_group %[[G]] over @mesh ["tp"] : tensor<2x4x2xf32>
+// SP-NEXT: %[[BACK:.*]] = dist.all_to_all %{{.*}} over @mesh ["ep"] split 1 concat 0
+// SP-NEXT: %[[Y:.*]] = triax.moe_combine %[[BACK]], %[[S]], %[[A]] gates %[[GC]]
+// SP-NEXT: %[[YS:.*]] = dist.reduce_scatter sum %[[Y]] over @mesh ["tp"] dim 1 : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// SP-NEXT: dist.all_gather %[[YS]] over @mesh ["tp"] dim 1 : tensor<2x2x8xf32> -> tensor<2x4x8xf32>

@@ -15,6 +15,15 @@
 // (copy_to_group's VJP) and then added to the router's path, which is the
 // same on every member and so is not summed.
 // RUN: triax-opt %s -split-input-file --dist-tensor-parallel=tp=2 --triax-autodiff | FileCheck %s --check-prefix=GRAD
+// Sequence parallelism: the dispatch gathers the sequence, the combine's
+// sum is reduce-scattered (a dense MLP's pair of collectives), and the
+// router's logits, computed on the slice (its weight's gradient partial),
+// are gathered with replicated_grad: every member routes the whole
+// sequence alike, so the logits' gradient is the same on every member and
+// each keeps its slice (dist.shard_sequence) instead of summing t copies.
+// (The second model, whose sums must stay on the buffer, is an error here:
+// sequence-parallel-errors.mlir.)
+// RUN: not triax-opt %s -split-input-file --dist-tensor-parallel="tp=2 sequence-parallel" --triax-autodiff 2>&1 | FileCheck %s --check-prefix=SP
 
 triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
   triax.param @emb : tensor<16x8xf32> init <normal, std = 0.02> decay
@@ -76,6 +85,30 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // GRAD-NOT: dist.all_reduce
 // GRAD: triax.add %{{.*}}, %[[DXR]]
 
+// SP-LABEL: triax.model @m
+// SP: triax.param @router : tensor<8x4xf32> {{.*}}dist.partial_grad
+// SP: func.func @forward_backward
+// SP: %[[X:.*]] = dist.reduce_scatter sum %{{.*}} over @mesh ["tp"] dim 1 : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// SP-NEXT: %[[WR:.*]] = triax.get_param @router
+// SP-NEXT: %[[L:.*]] = triax.linear %[[X]], %[[WR]] : (tensor<2x2x8xf32>, tensor<8x4xf32>) -> tensor<2x2x4xf32>
+// SP-NEXT: %[[LG:.*]] = dist.all_gather %[[L]] over @mesh ["tp"] dim 1 replicated_grad : tensor<2x2x4xf32> -> tensor<2x4x4xf32>
+// SP-NEXT: %[[G:.*]], %[[E:.*]], %[[S:.*]], %[[A:.*]], %{{.*}} = triax.moe_route %[[LG]]
+// SP-NEXT: %[[XG:.*]] = dist.all_gather %[[X]] over @mesh ["tp"] dim 1 : tensor<2x2x8xf32> -> tensor<2x4x8xf32>
+// SP-NEXT: triax.moe_dispatch %[[XG]], %[[S]], %[[A]]
+// SP: %[[Y:.*]] = triax.moe_combine %{{.*}}, %[[S]], %[[A]] gates %{{.*}} :
+// SP-NEXT: %[[YS:.*]] = dist.reduce_scatter sum %[[Y]] over @mesh ["tp"] dim 1 : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// SP-NEXT: triax.add %[[X]], %[[YS]] : tensor<2x2x8xf32>
+// SP: triax.moe_gates_grad
+// SP-NEXT: dist.all_reduce sum %{{.*}} over @mesh ["tp"] : tensor<2x4x2xf32>
+// SP: %[[DXP:.*]] = triax.moe_combine %{{.*}}, %[[S]], %[[A]] : (tensor<4x4x8xf32>, {{.*}}) -> tensor<2x4x8xf32>
+// SP-NEXT: dist.reduce_scatter sum %[[DXP]] over @mesh ["tp"] dim 1 : tensor<2x4x8xf32> -> tensor<2x2x8xf32>
+// SP: %[[DL:.*]] = triax.moe_route_grad %[[LG]], %[[E]]
+// SP-NEXT: %[[DLS:.*]] = dist.shard_sequence %[[DL]] over @mesh ["tp"] dim 1 contiguous : tensor<2x4x4xf32> -> tensor<2x2x4xf32>
+// SP-NEXT: triax.linear %[[DLS]], %[[WR]] {transpose_weight} : (tensor<2x2x4xf32>, tensor<8x4xf32>) -> tensor<2x2x8xf32>
+// SP-NEXT: %[[DW:.*]] = triax.linear_weight_grad %[[X]], %[[DLS]]
+// SP-NEXT: %[[DWS:.*]] = dist.all_reduce sum %[[DW]] over @mesh ["tp"] : tensor<8x4xf32>
+// SP-NEXT: triax.accumulate_grad @router, %[[DWS]]
+
 // -----
 
 // Anything else between the experts' products and the combine: the sums
@@ -119,3 +152,5 @@ triax.model @scaled config = #triax.train_config<micro_batch = 2, seq = 4> {
 // CHECK-NEXT: triax.moe_combine %[[O2]], %{{.*}} gates %{{.*}} :
 // CHECK-NOT: dist.all_reduce
 // CHECK: triax.add
+
+// SP: error: 'triax.expert_linear' op dist-tensor-parallel: sequence-parallel sums the experts' partial products after their triax.moe_combine

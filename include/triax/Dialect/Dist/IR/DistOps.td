@@ -140,13 +140,25 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather", [
     again in the backward when every op that reads it is recomputed there
     (context parallelism's keys and values, read by the attention core):
     only the member's slice is kept.
+
+    `replicated_grad`: every member uses the gathered tensor for the same
+    computation (a MoE router's capacity scan over the whole sequence,
+    under sequence parallelism), so the cotangent of the result is the same
+    on every member and is the gradient itself: the VJP is the member's
+    slice of it (`dist.shard_sequence ... contiguous`, no communication),
+    not a sum of every member's copy (Megatron-LM's
+    `gather_from_sequence_parallel_region(tensor_parallel_output_grad=False)`).
+    ```mlir
+    %l = dist.all_gather %ls over @mesh ["tp"] dim 1 replicated_grad : tensor<8x32x4xf32> -> tensor<8x64x4xf32>
+    ```
   }];
   let arguments = (ins AnyRankedTensor:$input, FlatSymbolRefAttr:$mesh,
-                       StrArrayAttr:$axes, I64Attr:$dim);
+                       StrArrayAttr:$axes, I64Attr:$dim,
+                       UnitAttr:$replicated_grad);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `over` $mesh $axes `dim` $dim attr-dict `:` type($input) `->`
-    type($result)
+    $input `over` $mesh $axes `dim` $dim (`replicated_grad` $replicated_grad^)?
+    attr-dict `:` type($input) `->` type($result)
   }];
 }
 

@@ -240,8 +240,7 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
       `[B, S, H]`, through `dist.all_reduce sum`, instead of the buffer
       `[E, B*C, H]`, capacity factor x k times larger. Otherwise the buffer
       goes through `dist.copy_to_group` and the partial products through
-      `dist.all_reduce sum`. Not with sequence parallelism, which refuses
-      the MoE layer.
+      `dist.all_reduce sum` (an error under sequence parallelism).
     - **Vocab-parallel head and loss.** A `triax.cross_entropy` whose
       logits come from a `triax.linear` (the LM head) gets
       `vocab_parallel over @mesh ["tp"]`: the head is a column linear
@@ -271,6 +270,15 @@ def DistTensorParallel : Pass<"dist-tensor-parallel", "::mlir::ModuleOp"> {
       biases, row biases, the position embedding) get
       `dist.partial_grad`: `triax-autodiff` sums their gradients over tp.
       The loss still sees every token (the head gathers the sequence).
+      A MoE layer's experts, summed on the tokens' side, take the
+      sequence like a dense MLP: the dispatch's tokens through
+      `dist.all_gather ... dim 1`, the combine's sum through
+      `dist.reduce_scatter sum ... dim 1`; the router's linear runs on the
+      slice (its weight's gradient partial) and its logits are gathered
+      with `replicated_grad` before `triax.moe_route`, whose capacity scan
+      takes the whole sequence: every member routes it alike, so the
+      logits' gradient is the same on every member and each keeps its
+      slice of it.
       The ops kept on the slice are those whose rule along the sequence
       (`ShardingRuleOpInterface`) is `Local`; a linear outside any pair
       runs on the slice too, its weight's gradient partial.
