@@ -147,6 +147,7 @@ private:
   }
   Value copyToGroup(OpBuilder &b, Value x, Operation *before);
   Value gatherSequence(OpBuilder &b, Value x, Operation *before);
+  Value sumPartial(OpBuilder &b, Value partial);
 
   tx::ModelOp model;
   int64_t tp;
@@ -586,6 +587,22 @@ Value Planner::gatherSequence(OpBuilder &b, Value x, Operation *before) {
       .getResult();
 }
 
+/// The sum over the group of each member's `partial` [batch, seq, ...], at
+/// the builder's point: `dist.all_reduce sum`, or under sequence
+/// parallelism `dist.reduce_scatter sum ... dim 1` (each member keeps the
+/// sum of its tokens).
+Value Planner::sumPartial(OpBuilder &b, Value partial) {
+  auto type = cast<RankedTensorType>(partial.getType());
+  if (sequence)
+    return ReduceScatterOp::create(b, partial.getLoc(), localType(type, 1),
+                                   ReductionKind::sum, partial,
+                                   meshRef.getValue(), axes, /*dim=*/1)
+        .getResult();
+  return AllReduceOp::create(b, partial.getLoc(), type, ReductionKind::sum,
+                             partial, meshRef.getValue(), axes)
+      .getResult();
+}
+
 void Planner::apply(MeshOp mesh) {
   MLIRContext *ctx = model.getContext();
   OpBuilder b(ctx);
@@ -646,15 +663,7 @@ void Planner::apply(MeshOp mesh) {
         combine.getGatesMutable().assign(copyToGroup(b, gates, combine));
       b.setInsertionPointAfter(combine);
       Value result = combine.getResult();
-      Value sum;
-      if (sequence)
-        sum = ReduceScatterOp::create(
-            b, combine.getLoc(), localType(result.getType(), 1),
-            ReductionKind::sum, result, meshRef.getValue(), axes, /*dim=*/1);
-      else
-        sum = AllReduceOp::create(b, combine.getLoc(), result.getType(),
-                                  ReductionKind::sum, result,
-                                  meshRef.getValue(), axes);
+      Value sum = sumPartial(b, result);
       result.replaceAllUsesExcept(sum, sum.getDefiningOp());
     }
     // Columns: the replicated input through copy_to_group, local outputs.
@@ -698,15 +707,7 @@ void Planner::apply(MeshOp mesh) {
       auto partial = tx::LinearOp::create(
           b, row.getLoc(), row.getType(), row.getInput(), row.getWeight(),
           Value(), row.getTransposeWeightAttr());
-      Value sum;
-      if (sequence)
-        sum = ReduceScatterOp::create(
-            b, row.getLoc(), localType(row.getType(), 1), ReductionKind::sum,
-            partial, meshRef.getValue(), axes, /*dim=*/1);
-      else
-        sum = AllReduceOp::create(b, row.getLoc(), row.getType(),
-                                  ReductionKind::sum, partial,
-                                  meshRef.getValue(), axes);
+      Value sum = sumPartial(b, partial);
       if (Value bias = row.getBias())
         sum = tx::BiasAddOp::create(b, row.getLoc(), sum.getType(), sum, bias);
       row.getResult().replaceAllUsesWith(sum);
@@ -720,15 +721,7 @@ void Planner::apply(MeshOp mesh) {
     lookup.setMeshAttr(meshRef);
     lookup.setAxesAttr(axes);
     b.setInsertionPointAfter(lookup);
-    Value sum;
-    if (sequence)
-      sum = ReduceScatterOp::create(
-          b, lookup.getLoc(), localType(lookup.getType(), 1),
-          ReductionKind::sum, lookup, meshRef.getValue(), axes, /*dim=*/1);
-    else
-      sum = AllReduceOp::create(b, lookup.getLoc(), lookup.getType(),
-                                ReductionKind::sum, lookup, meshRef.getValue(),
-                                axes);
+    Value sum = sumPartial(b, lookup.getResult());
     lookup.getResult().replaceAllUsesExcept(sum, sum.getDefiningOp());
   }
 
