@@ -197,7 +197,8 @@ def ConvertTriaxToKernels : Pass<"convert-triax-to-kernels", "::mlir::ModuleOp">
            "The cross-entropy's gradient written over its logits' buffer "
            "(each element read, then overwritten, by the same iteration) "
            "when that buffer is the kernels' own and nothing after the "
-           "gradient reads the logits: no second [tokens, V] buffer (gpt2: "
+           "gradient reads the logits (mayWriteOver, the elementwise "
+           "rule): no second [tokens, V] buffer (gpt2: "
            "51 MB at 256 tokens). The same arithmetic, bit for bit (the CPU "
            "and CUDA pipelines set it; LossKernels.cpp)">,
     Option<"elementwiseInPlace", "elementwise-in-place", "bool",

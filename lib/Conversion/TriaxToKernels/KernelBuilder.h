@@ -351,9 +351,10 @@ void populateLinearPatterns(TypeConverter &converter,
 /// Marks the conversions of parameter reads that convert-triax-to-kernels
 /// hoisted to the start of a function (one per parameter and type).
 inline constexpr llvm::StringLiteral kParamCopyAttr = "triax.param_copy";
-/// elementwise-in-place: on an elementwise op or fused group, for each
-/// result the operand it is written over, or -1 (DenseI32ArrayAttr; marked
-/// by convert-triax-to-kernels before it inlines the blocks).
+/// elementwise-in-place and loss-grad-in-place: on an elementwise op, a
+/// fused group or a loss gradient, for each result the operand it is
+/// written over, or -1 (DenseI32ArrayAttr; marked by
+/// convert-triax-to-kernels before it inlines the blocks).
 inline constexpr llvm::StringLiteral kOverwritesAttr = "triax.overwrites";
 /// fuseParamCopies: a run of consecutive conversions of parameter reads
 /// (the bf16 weight copies) is one loop, cut where the launch would pass
@@ -418,7 +419,7 @@ void populateAttentionPatterns(TypeConverter &converter,
 /// CPU; LossKernels.cpp, rowMaxSumExp). gradInPlace: its gradient over the
 /// logits' buffer where nothing reads them afterwards.
 void populateLossPatterns(TypeConverter &converter, RewritePatternSet &patterns,
-                          bool rowLanes = false, bool gradInPlace = false);
+                          bool rowLanes = false);
 void populateCollectivePatterns(TypeConverter &converter,
                                 RewritePatternSet &patterns);
 /// The mixture-of-experts ops (MoEKernels.cpp); with `params`

@@ -282,16 +282,15 @@ struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   }
 };
 
-/// The buffer `op`'s gradient goes to: with `inPlace`, the logits' own
-/// buffer when the kernels allocated it (not a function argument, a view or
-/// a parameter) with an identity layout and the op may overwrite its logits
-/// (mayOverwriteLogits: the gradient's type, every other reader before
-/// `op`, so none reads them once overwritten and the buffer is not yielded
-/// or returned); else a new one. The buffer is freed after the gradient's
-/// last use (insertDeallocs follows the value).
-Value gradientBuffer(KernelBuilder &k, CrossEntropyGradOp op, Value logits,
-                     bool inPlace) {
-  if (inPlace && KernelBuilder::isOwnBuffer(logits) && mayOverwriteLogits(op))
+/// The buffer `op`'s gradient goes to: with loss-grad-in-place, the
+/// logits' own buffer when convert-triax-to-kernels marked the op to write
+/// over them (kOverwritesAttr, from mayWriteOver: the gradient's type, no
+/// reader after `op`, so none reads them once overwritten and the buffer is
+/// not yielded or returned) and the kernels allocated it with an identity
+/// layout; else a new one. The buffer is freed after the gradient's last
+/// use (insertDeallocs follows the value).
+Value gradientBuffer(KernelBuilder &k, CrossEntropyGradOp op, Value logits) {
+  if (op->hasAttr(kOverwritesAttr) && KernelBuilder::isOwnBuffer(logits))
     return logits;
   return k.alloc(op.getType());
 }
@@ -299,15 +298,14 @@ Value gradientBuffer(KernelBuilder &k, CrossEntropyGradOp op, Value logits,
 /// dlogits[r, v] = (softmax(row)[v] - [v == target]) * dloss / rows.
 struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
   CrossEntropyGradLowering(TypeConverter &converter, MLIRContext *ctx,
-                           bool lanes, bool inPlace)
-      : OpConversionPattern(converter, ctx), lanes(lanes), inPlace(inPlace) {}
-  bool lanes;   // rowMaxSumExp in vector lanes (the CPU)
-  bool inPlace; // the gradient over the logits where safe
+                           bool lanes)
+      : OpConversionPattern(converter, ctx), lanes(lanes) {}
+  bool lanes; // rowMaxSumExp in vector lanes (the CPU)
   LogicalResult
   matchAndRewrite(CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelBuilder k(rewriter, op.getLoc());
-    Value outBuf = gradientBuffer(k, op, adaptor.getLogits(), inPlace);
+    Value outBuf = gradientBuffer(k, op, adaptor.getLogits());
     Value logits = k.rows(adaptor.getLogits()), out = k.rows(outBuf);
     Value targets = k.flat(adaptor.getTargets());
     auto [rows, vocab] = KernelBuilder::rowsCols(logits);
@@ -374,10 +372,9 @@ struct CrossEntropyGradLowering : OpConversionPattern<CrossEntropyGradOp> {
 
 void mlir::triax::kernels::populateLossPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                bool rowLanes,
-                                                bool gradInPlace) {
+                                                bool rowLanes) {
   patterns.add<CrossEntropyLowering>(converter, patterns.getContext(),
                                      rowLanes);
   patterns.add<CrossEntropyGradLowering>(converter, patterns.getContext(),
-                                         rowLanes, gradInPlace);
+                                         rowLanes);
 }

@@ -115,15 +115,18 @@ static void splitAccumulatedSums(func::FuncOp fn) {
   }
 }
 
-/// elementwise-in-place: marks each elementwise op and fused group of `fn`
+/// elementwise-in-place and loss-grad-in-place: marks each elementwise op
+/// and fused group of `fn` (`elementwise`) and each loss gradient (`loss`)
 /// with the operands its results are written over (kOverwritesAttr), as
-/// their result storage says (overwritableOperand). Before the blocks are
-/// inlined, as the cost model's [A9] sees them: the rule never writes over
-/// a block's argument (its caller's value), which inlined would be that
-/// value, so the buffers are those [A9] counts.
-static void markOverwrites(func::FuncOp fn) {
+/// their result storage says (mayWriteOver). Before the blocks are inlined,
+/// as the cost model's [A9] sees them: the rule never writes over a block's
+/// argument (its caller's value), which inlined would be that value, so the
+/// buffers are those [A9] counts.
+static void markOverwrites(func::FuncOp fn, bool elementwise, bool loss) {
   fn.walk([&](Operation *op) {
-    if (!isa<ScalarElementwiseOpInterface, FusedElementwiseOp>(op))
+    if (!(elementwise &&
+          isa<ScalarElementwiseOpInterface, FusedElementwiseOp>(op)) &&
+        !(loss && isa<CrossEntropyGradOp>(op)))
       return;
     SmallVector<int32_t> over;
     for (OpResult result : op->getResults()) {
@@ -965,8 +968,10 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   // schedule. @forward and @forward_backward read every stage's
   // parameters, which a rank no longer holds: they are not exported.
   auto pipelineStep = model.getPipelineStep();
-  if (elementwiseInPlace)
-    module.walk([](func::FuncOp fn) { markOverwrites(fn); });
+  if (elementwiseInPlace || lossGradInPlace)
+    module.walk([&](func::FuncOp fn) {
+      markOverwrites(fn, elementwiseInPlace, lossGradInPlace);
+    });
   if (!pipelineStep)
     exportEntry(model.getForward(), module, ::triax::rt::kForwardEntry,
                 fuseOptimizer);
@@ -1059,7 +1064,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
                        accumulateInGemm ? &params : nullptr);
   populateAttentionPatterns(converter, patterns, attention, vectorDots,
                             keyBlocks);
-  populateLossPatterns(converter, patterns, rowLanes, lossGradInPlace);
+  populateLossPatterns(converter, patterns, rowLanes);
   populateOptimizerPatterns(converter, patterns, params, fuseOptimizer,
                             kernelParamBytes);
   populateCollectivePatterns(converter, patterns);

@@ -943,11 +943,12 @@ ResultStorage FusedElementwiseOp::getResultStorage(unsigned index) {
   return {};
 }
 
-/// loss-grad-in-place: the gradient is written over logits that are an
-/// op's own result (not a parameter or gradient view) no later op reads.
+/// loss-grad-in-place: the gradient is written over its logits when they
+/// have its type and mayWriteOver allows (each row's threads write after
+/// the row's reductions, which all of them join).
 ResultStorage CrossEntropyGradOp::getResultStorage(unsigned) {
-  Operation *def = getLogits().getDefiningOp();
-  if (def && !isa<GetParamOp, GetGradOp>(def) && mayOverwriteLogits(*this))
+  Value logits = getLogits();
+  if (logits.getType() == getType() && mayWriteOver(*this, logits))
     return ResultStorage::over(getLogitsMutable().getOperandNumber());
   return {};
 }
@@ -1171,41 +1172,29 @@ bool mlir::triax::isKernelBuffer(Value value) {
          ResultStorage::Kind::None;
 }
 
+bool mlir::triax::mayWriteOver(Operation *op, Value operand) {
+  Operation *def = operand.getDefiningOp();
+  if (!def || def->getBlock() != op->getBlock())
+    return false;
+  bool readAfter = llvm::any_of(operand.getUsers(), [&](Operation *user) {
+    if (user == op)
+      return false;
+    Dialect *dialect = user->getDialect();
+    return !dialect || isa<dist::DistDialect>(dialect) ||
+           user->getBlock() != op->getBlock() || !user->isBeforeInBlock(op);
+  });
+  return !readAfter && isKernelBuffer(operand);
+}
+
 std::optional<unsigned>
 mlir::triax::overwritableOperand(Operation *op, Type type,
                                  ArrayRef<unsigned> taken) {
-  auto readsAfter = [&](Value v) {
-    return llvm::any_of(v.getUsers(), [&](Operation *user) {
-      if (user == op)
-        return false;
-      Dialect *dialect = user->getDialect();
-      return !dialect || isa<dist::DistDialect>(dialect) ||
-             user->getBlock() != op->getBlock() || !user->isBeforeInBlock(op);
-    });
-  };
-  for (OpOperand &operand : op->getOpOperands()) {
-    Value v = operand.get();
-    if (v.getType() != type ||
-        llvm::is_contained(taken, operand.getOperandNumber()))
-      continue;
-    Operation *def = v.getDefiningOp();
-    if (!def || def->getBlock() != op->getBlock() || readsAfter(v) ||
-        !isKernelBuffer(v))
-      continue;
-    return operand.getOperandNumber();
-  }
+  for (OpOperand &operand : op->getOpOperands())
+    if (operand.get().getType() == type &&
+        !llvm::is_contained(taken, operand.getOperandNumber()) &&
+        mayWriteOver(op, operand.get()))
+      return operand.getOperandNumber();
   return std::nullopt;
-}
-
-bool mlir::triax::mayOverwriteLogits(CrossEntropyGradOp grad) {
-  Value logits = grad.getLogits();
-  if (logits.getType() != grad.getType())
-    return false;
-  return llvm::all_of(logits.getUsers(), [&](Operation *user) {
-    return user == grad.getOperation() ||
-           (user->getBlock() == grad->getBlock() &&
-            user->isBeforeInBlock(grad));
-  });
 }
 
 //===----------------------------------------------------------------------===//

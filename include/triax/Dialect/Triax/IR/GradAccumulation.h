@@ -28,23 +28,24 @@ bool isAccumulatedTermByTerm(AddOp sum);
 /// output: one buffer for both results.
 GeluGradOp geluGradEpilogueOf(LinearOp linear);
 
-/// Whether `grad` may be written over its logits
-/// (convert-triax-to-kernels{loss-grad-in-place}, where the logits' buffer
-/// is the kernels' own): the logits have the gradient's type and every
-/// other reader of them comes before `grad` in its block, so none reads
-/// them once overwritten.
-bool mayOverwriteLogits(CrossEntropyGradOp grad);
+/// Whether a result of `op` may be written over `operand`'s buffer: a
+/// buffer of the kernels' own (isKernelBuffer) made in `op`'s block that
+/// nothing reads after `op`: every other reader is in the block before it,
+/// and none is a dist op (a collective or a send may still be reading it).
+/// The kernels that write over an operand read each of its elements before
+/// they store the result's there. The rule of
+/// convert-triax-to-kernels{elementwise-in-place} (overwritableOperand) and
+/// {loss-grad-in-place} (the loss gradient over its logits), and of their
+/// ops' result storage ([A9]).
+bool mayWriteOver(Operation *op, Value operand);
 
 /// The operand of the elementwise op `op` (triax.add, mul, an activation
 /// gradient, a triax.fused_elementwise) that its result of type `type` may
 /// be written over (convert-triax-to-kernels{elementwise-in-place}, both
 /// pipelines), skipping the operands in `taken` (another result's): the
-/// first operand of that type that is a buffer of the kernels' own
-/// (isKernelBuffer) and that nothing reads after `op`: every other reader
-/// is in `op`'s block before it, and none is a dist op (a collective or a
-/// send may still be reading it). The kernel loads every operand's element
-/// before it stores the result's, at the same index, so it reads nothing
-/// it has overwritten.
+/// first operand of that type that mayWriteOver allows. The kernel loads
+/// every operand's element before it stores the result's, at the same
+/// index, so it reads nothing it has overwritten.
 std::optional<unsigned> overwritableOperand(Operation *op, Type type,
                                             ArrayRef<unsigned> taken = {});
 
