@@ -5,8 +5,8 @@ usage: utils/plan-sample.py [SEED [N]]   (with build/bin on PATH)
 
 Samples N (default 30) configurations from SEED (default 1): a GELU,
 LLaMA-shaped or MoE model of 5 to 12 blocks, pp 2 to 4, every schedule
-(interleaved with 2 or 3 chunks), tp 1 or 2 with or without sequence
-parallelism, every recomputation, fp32 or bf16 compute; plans each with
+(interleaved with 2 or 3 chunks), tp 1 or 2 (MoE's too since
+2026-12-07) with or without sequence parallelism, every recomputation, fp32 or bf16 compute; plans each with
 `triaxc --plan ... --report-json` and compares every stage's planned
 activations with `triaxc --report --report-rank` of that stage (the
 planner's carry-gathered choice compiled too). One line per
@@ -46,7 +46,7 @@ for i in range(N):
     v=random.choice([2,3]) if sched=="interleaved" else 1
     if pp*v > L: continue
     if sched=="interleaved" and 8 % pp: continue
-    tp=random.choice([1,2]) if kind!="moe" else 1
+    tp=random.choice([1,2])
     sp = tp==2 and random.random()<0.5
     rc=random.choice(["none","selective","full"])
     prec=random.choice(["fp32","fp32","bf16"])
