@@ -319,11 +319,16 @@ triax::cost::weightPassHandOver(const LayerShape &layer, int64_t s, int64_t b,
   // under full recomputation, B's rebuilt forward hands over.)
   // (Carried whole under full recomputation with carry-gathered: B's
   // rebuilt forward gathered them.)
+  // (A MoE layer's second norm feeds its router, which runs on the shard,
+  // and its dispatch, whose buffer [A7] counts: carried as the shard.)
   const bool carry = sequenceParallel && carryGathered;
+  const double normsWhole =
+      layer.mlpTensors > 0 ? double(layer.norms) : double(layer.norms - 1);
   const double norms =
-      double(layer.norms) *
-      (sequenceParallel && !(carry && recompute == Recompute::Full) ? h / td
-                                                                    : h);
+      sequenceParallel && carry && recompute == Recompute::Full
+          ? normsWhole * h + (double(layer.norms) - normsWhole) * h / td
+      : sequenceParallel ? double(layer.norms) * h / td
+                         : double(layer.norms) * h;
   // (A MoE layer's MLP is its experts', [A7]: here the attention's and
   // the router's, one row linear.)
   const double rowLinears = layer.mlpTensors > 0 ? 2 : 1;
