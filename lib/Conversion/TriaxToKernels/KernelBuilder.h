@@ -416,8 +416,8 @@ void populateAttentionPatterns(TypeConverter &converter,
                                StringRef attention = "flash",
                                bool vectorDots = false, bool keyBlocks = false);
 /// rowLanes: the cross-entropy's row statistics in 8 vector lanes (the
-/// CPU; LossKernels.cpp, rowMaxSumExp). gradInPlace: its gradient over the
-/// logits' buffer where nothing reads them afterwards.
+/// CPU; LossKernels.cpp, rowMaxSumExp). The gradient goes over the logits'
+/// buffer where convert-triax-to-kernels marked it to (kOverwritesAttr).
 void populateLossPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                           bool rowLanes = false);
 void populateCollectivePatterns(TypeConverter &converter,
