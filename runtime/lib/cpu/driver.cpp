@@ -1451,6 +1451,10 @@ std::string listWithAnd(const std::vector<int64_t> &v) {
   return s;
 }
 
+/// trainMain's status when every rank found the same reason to stop (after
+/// a barrier, rank 0's error printed): the job ends without an abort.
+constexpr int kEveryRankStops = -1;
+
 /// A placement problem found on every rank (`msg`, printed by rank 0 only:
 /// the others pass ""): a warning, or under --strict-topology an error.
 /// Returns false on every rank when the run must stop, after a barrier so
@@ -1678,7 +1682,7 @@ int trainMain(int argc, char **argv, const trx_model_desc *model) {
   if (trx_dist_initialized() && trx_dist_world_size() > 1)
     trx_comm_set_timeout(a.comm_timeout);
   if (!checkTopology(model, a) || !checkPlanNodes(model, a))
-    return 1;
+    return kEveryRankStops;
   // The data rank: dp major, ep minor.
   for (trx_axis_role role : {TRX_AXIS_DATA, TRX_AXIS_EXPERT}) {
     const int32_t axis = meshAxisWithRole(model, role);
@@ -2147,9 +2151,14 @@ extern "C" int trx_train_main(int argc, char **argv,
     printError("out of memory");
     rc = 1;
   }
-  // A rank that fails ends the whole job (the others would wait forever in
-  // the next collective); the message names the rank.
-  if (rc != 0 && trx_dist_initialized() && trx_dist_world_size() > 1)
+  // A rank that fails alone ends the whole job (the others would wait
+  // forever in the next collective); the message names the rank. When every
+  // rank decided to stop together, each ends normally instead: an abort
+  // from one rank could make mpirun kill the others before it has
+  // forwarded what rank 0 printed (the error itself).
+  if (rc == kEveryRankStops)
+    rc = 1;
+  else if (rc != 0 && trx_dist_initialized() && trx_dist_world_size() > 1)
     trx_dist_abort("training failed (the error is above)");
   fflush(stdout);
   trx_dist_finalize();
