@@ -175,7 +175,7 @@ StateBytes triax::cost::stateBytesPerRank(llvm::ArrayRef<int64_t> tensorElems,
                                           int64_t g, int stage,
                                           DTypeMode mode) {
   // [M1] params: stage 3 ? chunk : stage 1, 2 ? g x chunk (the padded
-  // buffer all_gather_param fills in place) : numel; [M2] grads: stage >= 2
+  // buffer all_gather_params fills in place) : numel; [M2] grads: stage >= 2
   // ? chunk : numel; [M3] optimizer: stage >= 1 ? chunk : numel; each
   // times [M0].
   StateBytes per = bytesPerParam(mode), out;

@@ -977,8 +977,12 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
   const AxisGroup data = groupOf({dpAxis, epAxis, cpAxis});
   const AxisGroup expertData = groupOf({dpAxis, cpAxis});
   if (data.size > 1) {
-    auto buckets = [&](int64_t elems) {
-      return int64_t(std::ceil(double(elems * gradB) / kBucketBytes));
+    // dist-data-parallel's and dist-zero's buckets of whole tensors: a
+    // bucket closes at the tensor that fills it, so there are at most
+    // ceil(S / 25 MiB) of them, and at most one per tensor.
+    auto buckets = [&](int64_t elems, double bytesPerElem, int64_t tensors) {
+      return std::min(tensors, int64_t(std::ceil(double(elems) * bytesPerElem /
+                                                 kBucketBytes)));
     };
     // The groups the gradients are averaged over: with ep, the experts'
     // over dp, the others' over dp x ep.
@@ -1003,28 +1007,35 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
       int64_t ch = zeroChunk(g.elems, g.size);
       if (plan.zeroStage == 0) {
         // [C3] the gradients all-reduced in 25 MiB buckets, once per step.
-        c.comm.push_back({"all_reduce " + g.axes,
-                          load(allReduceBytes(g.elems, gradB, g.size),
-                               buckets(g.elems), g.size, g.span)});
+        c.comm.push_back(
+            {"all_reduce " + g.axes,
+             load(allReduceBytes(g.elems, gradB, g.size),
+                  buckets(g.elems, gradB, g.tensors), g.size, g.span)});
       } else if (plan.zeroStage <= 2) {
-        // [C4] the gradients reduce-scattered and the updated parameters
-        // all-gathered, once per step, per tensor.
+        // [C4] the gradients reduce-scattered (ZeRO-1 once per step in the
+        // optimizer step, ZeRO-2 each micro-batch's in the backward) and
+        // the updated parameters all-gathered once per step, in 25 MiB
+        // buckets.
+        const int64_t scatters = plan.zeroStage == 2 ? m : 1;
         c.comm.push_back({"reduce_scatter " + g.axes,
-                          load(reduceScatterBytes(ch, gradB, g.size), g.tensors,
+                          load(scatters * reduceScatterBytes(ch, gradB, g.size),
+                               scatters * buckets(g.elems, gradB, g.tensors),
                                g.size, g.span)});
         c.comm.push_back(
-            {"all_gather " + g.axes, load(allGatherBytes(ch, paramB, g.size),
-                                          g.tensors, g.size, g.span)});
+            {"all_gather " + g.axes,
+             load(allGatherBytes(ch, paramB, g.size),
+                  buckets(g.elems, paramB, g.tensors), g.size, g.span)});
       } else {
         // [C4] ZeRO-3: every micro-batch gathers the parameters for the
-        // forward and again for the backward, and reduce-scatters
-        // gradients.
+        // forward and again for the backward, one per tensor, and
+        // reduce-scatters the gradients in 25 MiB buckets.
         c.comm.push_back({"all_gather " + g.axes,
                           load(2 * m * allGatherBytes(ch, paramB, g.size),
                                2 * m * g.tensors, g.size, g.span)});
-        c.comm.push_back({"reduce_scatter " + g.axes,
-                          load(m * reduceScatterBytes(ch, gradB, g.size),
-                               m * g.tensors, g.size, g.span)});
+        c.comm.push_back(
+            {"reduce_scatter " + g.axes,
+             load(m * reduceScatterBytes(ch, gradB, g.size),
+                  m * buckets(g.elems, gradB, g.tensors), g.size, g.span)});
       }
     }
   }

@@ -16,6 +16,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cstdio>
+
 using namespace mlir;
 
 namespace triax {
@@ -42,6 +44,13 @@ std::string checkParallelizeOptions(const ParallelizeConfig &o) {
   if (std::string error = mlir::dist::chunksError(*schedule, o.virtualStages);
       !error.empty())
     return error;
+  if (!(o.bucketMb > 0) && !(o.bucketMb == 0 && o.zero > 0)) {
+    char size[32];
+    snprintf(size, sizeof(size), "%g", o.bucketMb);
+    return "bucket-mb=" + std::string(size) +
+           " is not a bucket size (expected MiB > 0; 0, one collective per "
+           "tensor, only with zero)";
+  }
   if (o.padVocab < 0)
     return "pad-vocab=" + std::to_string(o.padVocab) +
            " is not a multiple (expected >= 1, or 0: the target's default)";
@@ -166,12 +175,15 @@ void ::triax::buildParallelizePipeline(OpPassManager &pm,
   if (options.zero > 0) {
     mlir::dist::DistZeroOptions zero;
     zero.stage = options.zero;
+    zero.bucketMb = options.bucketMb;
     pm.addPass(mlir::dist::createDistZero(zero));
   } else if (shape.size(TRX_AXIS_DATA) > 1 || shape.size(TRX_AXIS_EXPERT) > 1 ||
              shape.size(TRX_AXIS_CONTEXT) > 1) {
     // (Expert-parallel ranks train on their own sequences too; context
     // parallelism's gradient sums join the once-per-step reduction.)
-    pm.addPass(mlir::dist::createDistDataParallel());
+    mlir::dist::DistDataParallelOptions dataParallel;
+    dataParallel.bucketMb = options.bucketMb;
+    pm.addPass(mlir::dist::createDistDataParallel(dataParallel));
   }
   // Mixed precision last: it decides on the final training program which
   // values are activations (bf16) and which reach the fp32 master state or

@@ -35,9 +35,9 @@
 // ZERO1-LABEL: func.func @optimizer_step
 // ZERO1: case 0 {
 // ZERO1: %[[SUM:.*]] = triax.add
-// ZERO1-NEXT: dist.reduce_scatter_flat avg %[[SUM]] over @mesh ["dp"] : tensor<256x64xf32> -> tensor<8192xf32>
+// ZERO1: dist.reduce_scatter_bucket avg %[[SUM]], {{.*}} over @mesh ["dp"] : tensor<256x64xf32>, {{.*}} -> tensor<8192xf32>,
 // ZERO1: triax.global_norm {{.*}} partial over @mesh ["pp", "dp"] replicas [2,
-// ZERO1: dist.all_gather_param @wte.weight over @mesh ["dp"]
+// ZERO1: dist.all_gather_params [@wte.weight, {{.*}}] over @mesh ["dp"]
 // ZERO1-LABEL: func.func @pipeline_step(%arg0: tensor<16x64xi32>, %arg1: tensor<16x64xi32>) -> f32
 
 // What the model decides is checked by the passes, what the options alone

@@ -15,9 +15,10 @@
 // CHECK: dist.copy_to_group
 // CHECK-LABEL: func.func @optimizer_step
 // CHECK: %[[G:.*]] = triax.get_grad @h.0.mlp.c_fc.weight : tensor<64x128xf32>
-// CHECK-NEXT: dist.reduce_scatter_flat avg %[[G]] over @mesh ["dp"] : tensor<64x128xf32> -> tensor<4096xf32>
+// ZeRO's collectives in buckets of 25 MiB (this model's are one):
+// CHECK: dist.reduce_scatter_bucket avg {{.*}}, %[[G]], {{.*}} over @mesh ["dp"] : {{.*}}, tensor<64x128xf32>, {{.*}} -> {{.*}}, tensor<4096xf32>,
 // CHECK: triax.global_norm {{.*}} partial over @mesh ["tp", "dp"] replicas [
-// CHECK: dist.all_gather_param @h.0.mlp.c_fc.weight over @mesh ["dp"]
+// CHECK: dist.all_gather_params [{{.*}}, @h.0.mlp.c_fc.weight, {{.*}}] over @mesh ["dp"]
 
 // DP: dist.mesh @mesh <["dp"=2]>
 // DP-LABEL: func.func @forward_backward

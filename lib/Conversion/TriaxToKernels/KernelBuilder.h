@@ -29,9 +29,11 @@ namespace mlir::triax::kernels {
 
 /// Maps parameter symbols to their index in the model (the runtime's key),
 /// and names those whose state ZeRO shards (`dist.zero`): the kernels of
-/// those work on chunks.
+/// those work on chunks. `localTypes`: each parameter's type on one rank
+/// (its shape divided by the mesh axes `dist.sharding` splits it over).
 struct ParamIndex : llvm::StringMap<int64_t> {
   llvm::StringSet<> zeroSharded;
+  llvm::StringMap<RankedTensorType> localTypes;
 };
 
 /// How KernelBuilder::columnSums walks a [rows, cols] matrix

@@ -928,6 +928,21 @@ void mlir::triax::kernels::populateStructuralPatterns(
       converter, ctx);
 }
 
+/// The type of parameter `param` on one rank: each dimension divided by
+/// the sizes of the mesh axes its dist.sharding splits it over.
+static RankedTensorType localType(ParamOp param) {
+  RankedTensorType type = param.getTensorType();
+  auto sharding = param->getAttrOfType<dist::ShardingAttr>(
+      dist::DistDialect::kShardingAttrName);
+  dist::MeshOp mesh =
+      sharding ? dist::lookupMesh(param, sharding.getMesh()) : nullptr;
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t d = 0; mesh && d < int64_t(sharding.getRank()); ++d)
+    for (StringRef axis : sharding.getDimAxes(d))
+      shape[d] /= mesh.getAxisSize(axis).value_or(1);
+  return type.clone(shape);
+}
+
 void ConvertTriaxToKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (attention != "flash" && attention != "flash-mma" &&
@@ -962,6 +977,7 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
     params[param.getSymName()] = i;
     if (param->hasAttr(dist::DistDialect::kZeroAttrName))
       params.zeroSharded.insert(param.getSymName());
+    params.localTypes[param.getSymName()] = localType(param);
   }
   // With pipeline parallelism (dist-pipeline ran), @pipeline_step is the
   // training step: each rank runs its stage's part of the micro-batch

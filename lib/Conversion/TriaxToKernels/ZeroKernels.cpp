@@ -2,10 +2,12 @@
 //
 // dist.reduce_scatter_flat / all_gather_flat become calls of the runtime's
 // padded reduce-scatter and all-gather on contiguous buffers (RuntimeABI.h);
-// dist.all_gather_param gathers a ZeRO-1/2 parameter's updated chunks in
-// place in the runtime's parameter buffer; dist.all_reduce_grads reduces a
-// bucket of gradient buffers in one message; a ZeRO-2 gradient's
-// reduce-scatter and the accumulation of its chunk form a gradient region.
+// dist.all_gather_params gathers ZeRO-1/2 parameters' updated chunks in
+// place in the runtime's parameter buffers (a bucket of several in one
+// message); dist.reduce_scatter_bucket packs its tensors' chunks for one
+// reduce-scatter; dist.all_reduce_grads reduces a bucket of gradient
+// buffers in one message; a ZeRO-2 gradient's (or bucket's) reduce-scatter
+// and the accumulation of its chunks form a gradient region.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,22 +83,270 @@ struct AllGatherFlatLowering : OpConversionPattern<dist::AllGatherFlatOp> {
   }
 };
 
-struct AllGatherParamLowering : ParamPattern<dist::AllGatherParamOp> {
+/// A bucket's layout in one message over a group of g: tensor j's chunk
+/// has chunks[j] elements at offsets[j] of a member's part, which holds
+/// `part` elements (the sum of the chunks).
+struct BucketLayout {
+  SmallVector<int64_t> chunks, offsets;
+  int64_t part = 0;
+  BucketLayout() = default;
+  explicit BucketLayout(ArrayRef<int64_t> chunkSizes) {
+    for (int64_t k : chunkSizes) {
+      chunks.push_back(k);
+      offsets.push_back(part);
+      part += k;
+    }
+  }
+};
+
+/// One parallel loop per range of `sizes` (the bucket's tensors), running
+/// body(k, j, e - offset_j, e) for element e of the concatenation: each
+/// loop a plain copy the vectorizer takes (one loop over the concatenation
+/// would find each element's tensor by a tree of compares first).
+static void eachRange(KernelBuilder &k, ArrayRef<int64_t> sizes,
+                      KernelBuilder::ConcatBodyFn body) {
+  int64_t offset = 0;
+  for (auto [j, n] : llvm::enumerate(sizes)) {
+    k.parallel({n}, [&](KernelBuilder &k, ValueRange iv) {
+      body(k, j, iv[0], k.addi(iv[0], k.index(offset)));
+    });
+    offset += n;
+  }
+}
+
+/// One parameter's updated chunks gathered in place by the runtime; a
+/// bucket of several in one message: this member's chunks packed one after
+/// the other (`part` elements), the parts gathered, and each parameter's
+/// elements copied out of the members' parts into its buffer.
+struct AllGatherParamsLowering : ParamPattern<dist::AllGatherParamsOp> {
   using ParamPattern::ParamPattern;
   LogicalResult
-  matchAndRewrite(dist::AllGatherParamOp op, OpAdaptor adaptor,
+  matchAndRewrite(dist::AllGatherParamsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<int64_t> index = paramIndex(op, op.getParam());
     FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
-    if (failed(index) || failed(mask))
+    if (failed(mask))
       return failure();
-    auto i64 = [&](int64_t v) {
-      return arith::ConstantOp::create(rewriter, op.getLoc(),
-                                       rewriter.getI64IntegerAttr(v));
-    };
-    func::CallOp::create(rewriter, op.getLoc(),
-                         ::triax::rt::kZeroAllGatherParam, TypeRange{},
-                         ValueRange{i64(*index), i64(*mask)});
+    Location loc = op.getLoc();
+    SmallVector<int64_t> indices, numels;
+    SmallVector<RankedTensorType> locals;
+    Type element;
+    for (Attribute ref : op.getParams()) {
+      auto name = cast<SymbolRefAttr>(ref);
+      StringRef param = name.getLeafReference().getValue();
+      FailureOr<int64_t> index = paramIndex(op, param);
+      if (failed(index))
+        return failure();
+      RankedTensorType local = params.localTypes.lookup(param);
+      indices.push_back(*index);
+      locals.push_back(local);
+      numels.push_back(local.getNumElements());
+      element = local.getElementType();
+    }
+    KernelBuilder k(rewriter, loc);
+    if (indices.size() == 1) {
+      func::CallOp::create(rewriter, loc, ::triax::rt::kZeroAllGatherParam,
+                           TypeRange{},
+                           ValueRange{k.i64(indices[0]), k.i64(*mask)});
+      rewriter.eraseOp(op);
+      return success();
+    }
+    FailureOr<StringRef> callee = collectiveEntry(
+        op, element, ::triax::rt::kAllGatherF32, ::triax::rt::kAllGatherBf16);
+    if (failed(callee))
+      return failure();
+    const int64_t g =
+        dist::lookupMesh(op, op.getMeshAttr()).getGroupSize(op.getAxes());
+    SmallVector<int64_t> chunkSizes;
+    for (int64_t n : numels)
+      chunkSizes.push_back(trx_zero_chunk(n, g));
+    BucketLayout layout(chunkSizes);
+    SmallVector<Value> chunks, wholes;
+    for (auto [index, local, c] : llvm::zip(indices, locals, chunkSizes)) {
+      chunks.push_back(
+          k.stateChunk(TRX_STATE_PARAM, index, MemRefType::get({c}, element)));
+      wholes.push_back(k.flat(
+          k.state(TRX_STATE_PARAM, index,
+                  MemRefType::get(local.getShape(), local.getElementType()))));
+    }
+    Value part = k.alloc(MemRefType::get({layout.part}, element));
+    eachRange(k, layout.chunks,
+              [&](KernelBuilder &k, size_t j, Value t, Value e) {
+                k.store(k.load(chunks[j], {t}), part, {e});
+              });
+    Value parts = k.alloc(MemRefType::get({g * layout.part}, element));
+    callFlatCollective(k, rewriter, loc, *callee, part, parts, std::nullopt,
+                       *mask);
+    // Element e of parameter j: member e / k_j's part, at the parameter's
+    // offset in it plus e mod k_j.
+    eachRange(k, numels, [&](KernelBuilder &k, size_t j, Value e, Value) {
+      Value kj = k.index(layout.chunks[j]);
+      Value member = arith::DivUIOp::create(rewriter, loc, e, kj);
+      Value at = k.addi(
+          k.muli(member, k.index(layout.part)),
+          k.addi(k.index(layout.offsets[j]),
+                 arith::RemUIOp::create(rewriter, loc, e, kj).getResult()));
+      k.store(k.load(parts, {at}), wholes[j], {e});
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// A reduce_scatter_bucket's runtime entry, group, element type and
+/// layout.
+struct ScatterBucket {
+  StringRef callee;
+  int64_t mask = 0, g = 0;
+  Type element;
+  BucketLayout layout;
+
+  static FailureOr<ScatterBucket> of(dist::ReduceScatterBucketOp op) {
+    ScatterBucket sb;
+    SmallVector<int64_t> chunks;
+    for (Value r : op.getResults())
+      chunks.push_back(cast<RankedTensorType>(r.getType()).getNumElements());
+    sb.layout = BucketLayout(chunks);
+    sb.element = cast<RankedTensorType>(op.getResults().front().getType())
+                     .getElementType();
+    FailureOr<StringRef> callee =
+        collectiveEntry(op, sb.element, ::triax::rt::kReduceScatterF32,
+                        ::triax::rt::kReduceScatterBf16);
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(callee) || failed(mask))
+      return failure();
+    sb.callee = *callee;
+    sb.mask = *mask;
+    sb.g = dist::lookupMesh(op, op.getMeshAttr()).getGroupSize(op.getAxes());
+    return sb;
+  }
+
+  /// The packed [g, part] buffer of one message.
+  Value allocPacked(KernelBuilder &k) const {
+    return k.alloc(MemRefType::get({g, layout.part}, element));
+  }
+  /// This member's part of the reduction.
+  Value allocPart(KernelBuilder &k) const {
+    return k.alloc(MemRefType::get({layout.part}, element));
+  }
+};
+
+/// A bucket's gradients packed into `packed` [g, part] for one
+/// reduce-scatter: member i's part holds chunk i of every input (padded
+/// with zeros), one after the other. One parallel nest per input over
+/// (member, element of its chunk), each iteration writing its own element
+/// (the GPU mapping's race analysis proves that), reading input j's
+/// element member * k_j + t.
+static void packChunks(KernelBuilder &k, OpBuilder &b, Location loc,
+                       ValueRange inputs, const BucketLayout &layout, int64_t g,
+                       Value packed) {
+  SmallVector<Value> flats;
+  SmallVector<int64_t> numels;
+  for (Value input : inputs) {
+    flats.push_back(k.flat(input));
+    numels.push_back(cast<MemRefType>(input.getType()).getNumElements());
+  }
+  for (auto [j, kj] : llvm::enumerate(layout.chunks)) {
+    k.parallel({g, kj}, [&](KernelBuilder &k, ValueRange iv) {
+      Value member = iv[0], t = iv[1];
+      Value src = k.addi(k.muli(member, k.index(kj)), t);
+      Value last = k.index(numels[j] - 1);
+      Value inside = k.cmpi(arith::CmpIPredicate::ule, src, last);
+      Value v = k.load(flats[j], {arith::MinUIOp::create(b, loc, src, last)});
+      Value zero =
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType()));
+      k.store(k.select(inside, v, zero), packed,
+              {member, k.addi(t, k.index(layout.offsets[j]))});
+    });
+  }
+}
+
+/// A bucket's reduce-scatter: the inputs packed, one collective, and each
+/// result's chunk copied out of this member's part.
+struct ReduceScatterBucketLowering
+    : OpConversionPattern<dist::ReduceScatterBucketOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::ReduceScatterBucketOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<ScatterBucket> sb = ScatterBucket::of(op);
+    if (failed(sb))
+      return failure();
+    Location loc = op.getLoc();
+    KernelBuilder k(rewriter, loc);
+    Value packed = sb->allocPacked(k);
+    packChunks(k, rewriter, loc, adaptor.getInputs(), sb->layout, sb->g,
+               packed);
+    Value part = sb->allocPart(k);
+    callFlatCollective(k, rewriter, loc, sb->callee, packed, part,
+                       abiReduction(op.getReduction()), sb->mask);
+    SmallVector<Value> results;
+    for (int64_t c : sb->layout.chunks)
+      results.push_back(k.alloc(MemRefType::get({c}, sb->element)));
+    eachRange(k, sb->layout.chunks,
+              [&](KernelBuilder &k, size_t j, Value t, Value e) {
+                k.store(k.load(part, {e}), results[j], {t});
+              });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// ZeRO-2's bucket: a reduce_scatter_bucket whose results each only feed
+/// the accumulation of their parameter's gradient chunk. The packing, the
+/// collective and the accumulations go in one gradient region (the
+/// buffers allocated before it), as ReduceScatterAccumulateLowering's
+/// single gradient.
+struct ReduceScatterBucketAccumulateLowering
+    : ParamPattern<dist::ReduceScatterBucketOp> {
+  ReduceScatterBucketAccumulateLowering(TypeConverter &converter,
+                                        MLIRContext *ctx,
+                                        const ParamIndex &params)
+      : ParamPattern(converter, ctx, params, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(dist::ReduceScatterBucketOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<mlir::triax::AccumulateGradOp> accs;
+    for (Value r : op.getResults()) {
+      if (!r.hasOneUse())
+        return rewriter.notifyMatchFailure(op, "not a gradient's only use");
+      auto acc = dyn_cast<mlir::triax::AccumulateGradOp>(*r.getUsers().begin());
+      if (!acc || acc->getBlock() != op->getBlock())
+        return rewriter.notifyMatchFailure(op, "not accumulated");
+      accs.push_back(acc);
+    }
+    FailureOr<ScatterBucket> sb = ScatterBucket::of(op);
+    if (failed(sb))
+      return failure();
+    SmallVector<int64_t> indices;
+    for (mlir::triax::AccumulateGradOp acc : accs) {
+      FailureOr<int64_t> index = paramIndex(acc, acc.getParam());
+      if (failed(index))
+        return failure();
+      indices.push_back(*index);
+    }
+    Location loc = op.getLoc();
+    KernelBuilder k(rewriter, loc);
+    Value packed = sb->allocPacked(k);
+    Value part = sb->allocPart(k);
+    func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsBegin,
+                         TypeRange{}, ValueRange{});
+    packChunks(k, rewriter, loc, adaptor.getInputs(), sb->layout, sb->g,
+               packed);
+    callFlatCollective(k, rewriter, loc, sb->callee, packed, part,
+                       abiReduction(op.getReduction()), sb->mask);
+    SmallVector<Value> buffers;
+    for (auto [index, c] : llvm::zip(indices, sb->layout.chunks))
+      buffers.push_back(
+          k.state(TRX_STATE_GRAD, index, MemRefType::get({c}, sb->element)));
+    eachRange(k, sb->layout.chunks,
+              [&](KernelBuilder &k, size_t j, Value t, Value e) {
+                k.store(k.add(k.load(buffers[j], {t}), k.load(part, {e})),
+                        buffers[j], {t});
+              });
+    func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsEnd, TypeRange{},
+                         ValueRange{});
+    for (mlir::triax::AccumulateGradOp acc : accs)
+      rewriter.eraseOp(acc);
     rewriter.eraseOp(op);
     return success();
   }
@@ -192,9 +442,10 @@ struct AllReduceGradsLowering : ParamPattern<dist::AllReduceGradsOp> {
 void mlir::triax::kernels::populateZeroPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,
                                                 const ParamIndex &params) {
-  patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering>(
-      converter, patterns.getContext());
-  patterns.add<AllGatherParamLowering, AllReduceGradsLowering,
-               ReduceScatterAccumulateLowering>(converter,
-                                                patterns.getContext(), params);
+  patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering,
+               ReduceScatterBucketLowering>(converter, patterns.getContext());
+  patterns.add<AllGatherParamsLowering, AllReduceGradsLowering,
+               ReduceScatterAccumulateLowering,
+               ReduceScatterBucketAccumulateLowering>(
+      converter, patterns.getContext(), params);
 }

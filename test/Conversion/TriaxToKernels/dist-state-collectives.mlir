@@ -3,9 +3,9 @@
 // buffers, AdamW on this rank's chunks (trx_state_chunk), the in-place
 // parameter gather, and the gradient buckets. Axis mask 1 = the mesh's
 // first axis ("dp").
-// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=1 dp=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z1
-// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z2
-// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=3 dp=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z3
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=1 dp=2 bucket-mb=0" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z1
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2 bucket-mb=0" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z2
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=3 dp=2 bucket-mb=0" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z3
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-data-parallel="dp=2" --convert-triax-to-kernels | FileCheck %s --check-prefix=DP
 
 // Stage 1, the step: wte's 256x64 gradient buffer (state 3) reduce-scattered
@@ -35,17 +35,17 @@
 // Z2-NEXT: %[[OUT:.*]] = memref.cast %[[CH]] : memref<32xf32> to memref<?xf32>
 // Z2: call @trx_reduce_scatter_f32(%[[IN]], %[[OUT]], %c1_i32{{.*}}, %c1_i64{{.*}})
 // Z2-NEXT: memref.dealloc %[[G]] : memref<64xf32>
-// Z2: %[[ST:.*]] = call @trx_state_1d(%c3_i32{{.*}}, %c19_i64{{.*}})
+// Z2: %[[ST:.*]] = call @trx_state_1d(%c3_i32{{.*}}, %c18_i64{{.*}})
 // Z2: scf.parallel
 // Z2: memref.load %[[CH]]
 // Z2: arith.addf
 // Z2: memref.dealloc %[[CH]] : memref<32xf32>
 // Z2-NEXT: call @trx_comm_grads_end() : () -> ()
 // Every gradient gets one (20 parameters, one accumulation each).
-// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2" --convert-triax-to-kernels | grep -c 'call @trx_comm_grads_begin' | FileCheck %s --check-prefix=REGIONS
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2 bucket-mb=0" --convert-triax-to-kernels | grep -c 'call @trx_comm_grads_begin' | FileCheck %s --check-prefix=REGIONS
 // REGIONS: {{^}}20{{$}}
 // Stage 1 reduces in the optimizer step, outside any region.
-// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=1 dp=2" --convert-triax-to-kernels | not grep 'call @trx_comm_grads'
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=1 dp=2 bucket-mb=0" --convert-triax-to-kernels | not grep 'call @trx_comm_grads'
 
 // Stage 3: wte is read as its 8192-element chunk (a 1-D state view) and
 // gathered into a 256x64 buffer before the embedding.

@@ -46,7 +46,7 @@
 // Under ZeRO-1 the updates (of this rank's chunks: 35296 elements over
 // dp=2) stay consecutive, so they are one loop too, and the parameter
 // gathers follow it.
-// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero='stage=1 dp=2' --convert-triax-to-kernels=fuse-optimizer | FileCheck %s --check-prefix=ZERO
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero='stage=1 dp=2 bucket-mb=0' --convert-triax-to-kernels=fuse-optimizer | FileCheck %s --check-prefix=ZERO
 // ZERO-LABEL: func.func @triax_optimizer_step(
 // ZERO: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c35296)
 // ZERO-NOT: scf.parallel

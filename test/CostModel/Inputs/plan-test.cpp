@@ -347,11 +347,13 @@ int main() {
     expectNear("C in flight", double(c.memory.inFlight), 4);
     // [C4] the busiest rank (stage 0, 120,448 elements in 34 tensors):
     // chunk 60,224; reduce_scatter (2 - 1) x 60,224 x 4 = 240,896, the
-    // all_gather the same.
+    // all_gather the same; 481,792 bytes of tensors are one 25 MiB bucket
+    // each way (min(34 tensors, ceil(481,792 / 26,214,400))).
     expectNear("C4 reduce_scatter dp", commBytes(c, "reduce_scatter dp"),
                240896);
     expectNear("C4 all_gather dp", commBytes(c, "all_gather dp"), 240896);
-    expectNear("C4 calls", commCalls(c, "all_gather dp"), 34);
+    expectNear("C4 calls", commCalls(c, "all_gather dp"), 1);
+    expectNear("C4 reduce_scatter calls", commCalls(c, "reduce_scatter dp"), 1);
     // [C6] pp = 2: each stage sends one way, m = 4 times b s h f32 =
     // 2 x 64 x 64 x 4 = 32,768: 131,072 bytes; and its part of the tied
     // table's gradient to the other stage once, 256 x 64 f32 = 65,536.
@@ -442,6 +444,24 @@ int main() {
                544);
     expectNear("C4 zero-3 reduce_scatter", commBytes(c, "reduce_scatter dp"),
                2646528);
+    // Each micro-batch's gradients (882,176 bytes) are one bucket.
+    expectNear("C4 zero-3 reduce_scatter calls",
+               commCalls(c, "reduce_scatter dp"), 4);
+  }
+
+  // Case D2: ZeRO-2 over dp = 4, m = 4: each micro-batch's gradients
+  // reduce-scattered in the backward (m x 661,632 = 2,646,528 in 4 calls),
+  // the updated parameters gathered once (661,632 in 1).
+  {
+    Candidate c =
+        evaluatePlan(model, handRequest(4), makePlan(4, 1, 1, 2, 4), 1);
+    expectText("D2 fits", c.reason, "");
+    expectNear("C4 zero-2 reduce_scatter", commBytes(c, "reduce_scatter dp"),
+               2646528);
+    expectNear("C4 zero-2 reduce_scatter calls",
+               commCalls(c, "reduce_scatter dp"), 4);
+    expectNear("C4 zero-2 all_gather", commBytes(c, "all_gather dp"), 661632);
+    expectNear("C4 zero-2 all_gather calls", commCalls(c, "all_gather dp"), 1);
   }
 
   // Every rejection rule, in the order they are checked.

@@ -96,12 +96,25 @@ void ReduceScatterFlatOp::getCollectives(SmallVectorImpl<Collective> &out) {
       Collective::on(Collective::Kind::ReduceScatter, getResult().getType()));
 }
 
-/// The parameter's chunks: each member contributes its ZeRO chunk.
-void AllGatherParamOp::getCollectives(SmallVectorImpl<Collective> &out) {
+/// The bucket's chunks: each member contributes its ZeRO chunk of every
+/// parameter, in one message.
+void AllGatherParamsOp::getCollectives(SmallVectorImpl<Collective> &out) {
   Collective c{Collective::Kind::AllGather};
-  c.params.push_back(getParamAttr());
+  for (Attribute param : getParams())
+    c.params.push_back(cast<SymbolRefAttr>(param));
   c.zeroChunk = true;
   out.push_back(c);
+}
+
+/// One reduce-scatter whose chunk is the concatenation of the results.
+void ReduceScatterBucketOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  int64_t elements = 0;
+  for (Value chunk : getResults())
+    elements += cast<RankedTensorType>(chunk.getType()).getNumElements();
+  auto element =
+      cast<RankedTensorType>(getResults().front().getType()).getElementType();
+  out.push_back(Collective::on(Collective::Kind::ReduceScatter,
+                               RankedTensorType::get({elements}, element)));
 }
 
 /// One packed all_reduce of the bucket, at the accumulation boundary only:

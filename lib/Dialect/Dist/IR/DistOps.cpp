@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -365,7 +366,8 @@ static LogicalResult verifyChunk(Operation *op, RankedTensorType whole,
   }
 DEFINE_VERIFY_GROUP(ReduceScatterFlatOp)
 DEFINE_VERIFY_GROUP(AllGatherFlatOp)
-DEFINE_VERIFY_GROUP(AllGatherParamOp)
+DEFINE_VERIFY_GROUP(AllGatherParamsOp)
+DEFINE_VERIFY_GROUP(ReduceScatterBucketOp)
 #undef DEFINE_VERIFY_GROUP
 
 LogicalResult
@@ -383,23 +385,67 @@ LogicalResult AllGatherFlatOp::verifySymbolUses(SymbolTableCollection &table) {
   return verifyChunk(*this, getType(), getInput().getType(), *group);
 }
 
-LogicalResult AllGatherParamOp::verifySymbolUses(SymbolTableCollection &table) {
+LogicalResult
+AllGatherParamsOp::verifySymbolUses(SymbolTableCollection &table) {
   if (failed(verifyGroup(table)))
     return failure();
-  Operation *param = table.lookupNearestSymbolFrom(*this, getParamAttr());
-  if (!param)
-    return emitOpError("unknown parameter ") << getParamAttr();
-  auto zero = param->getAttrOfType<ZeroAttr>(DistDialect::kZeroAttrName);
-  if (!zero || zero.getStage() > 2)
-    return emitOpError("parameter ")
-           << getParamAttr()
-           << " must carry dist.zero with stage 1 or 2 (its whole copy is "
-              "gathered in place)";
-  if (zero.getMesh() != getMeshAttr() || zero.getAxes() != getAxes())
-    return emitOpError("gathers over ")
-           << getMeshAttr() << " " << getAxes() << " but parameter "
-           << getParamAttr() << " is sharded over " << zero.getMesh() << " "
-           << zero.getAxes();
+  if (getParams().empty())
+    return emitOpError("needs at least one parameter");
+  Type element;
+  for (Attribute ref : getParams()) {
+    auto name = cast<SymbolRefAttr>(ref);
+    Operation *param = table.lookupNearestSymbolFrom(*this, name);
+    if (!param)
+      return emitOpError("unknown parameter ") << name;
+    auto zero = param->getAttrOfType<ZeroAttr>(DistDialect::kZeroAttrName);
+    if (!zero || zero.getStage() > 2)
+      return emitOpError("parameter ")
+             << name
+             << " must carry dist.zero with stage 1 or 2 (its whole copy is "
+                "gathered in place)";
+    if (zero.getMesh() != getMeshAttr() || zero.getAxes() != getAxes())
+      return emitOpError("gathers over ")
+             << getMeshAttr() << " " << getAxes() << " but parameter " << name
+             << " is sharded over " << zero.getMesh() << " " << zero.getAxes();
+    auto typeAttr = param->getAttrOfType<TypeAttr>("type");
+    Type t = typeAttr ? getElementTypeOrSelf(typeAttr.getValue()) : Type();
+    if (element && t && t != element)
+      return emitOpError("parameters of element types ")
+             << element << " and " << t
+             << " in one bucket (one message has one element type)";
+    if (t)
+      element = t;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceScatterBucketOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ReduceScatterBucketOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (getInputs().size() != getResults().size())
+    return emitOpError("has ")
+           << getInputs().size() << " inputs but " << getResults().size()
+           << " results (one chunk per input)";
+  Type element =
+      cast<RankedTensorType>(getInputs()[0].getType()).getElementType();
+  for (auto [in, out] : llvm::zip(getInputs(), getResults())) {
+    auto whole = cast<RankedTensorType>(in.getType());
+    if (whole.getElementType() != element)
+      return emitOpError("inputs of element types ")
+             << element << " and " << whole.getElementType()
+             << " in one bucket (one message has one element type)";
+    if (failed(verifyChunk(*this, whole, cast<RankedTensorType>(out.getType()),
+                           *group)))
+      return failure();
+  }
   return success();
 }
 

@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::dist {
@@ -43,9 +44,27 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
     int64_t size = 1;
   };
   Group groupOf(tx::ModelOp model, StringRef param);
-  /// This rank's chunk of the average of gradient `grad` over its
-  /// parameter's group, reduced right after `grad` is produced.
-  Value reduceScatterAfter(OpBuilder &b, Value grad, const Group &group);
+  /// This rank's chunks of the averages of `grads` (one group), in one
+  /// collective at b's insertion point: a reduce_scatter_flat for one
+  /// gradient, a reduce_scatter_bucket for more.
+  SmallVector<Value> reduceScatter(OpBuilder &b, Location loc, ValueRange grads,
+                                   const Group &group);
+  /// Stage 1: the optimizer step's gradients `grads` reduce-scattered in
+  /// buckets; returns each gradient's chunk.
+  DenseMap<Value, Value>
+  reduceScatterStep(tx::ModelOp model, ArrayRef<Value> grads,
+                    const DenseMap<Value, StringRef> &paramOfGrad);
+  /// Stage >= 2: each micro-batch's gradients reduce-scattered in buckets,
+  /// each right after the last of its gradients is produced, its
+  /// accumulations after it.
+  void reduceScatterBackward(tx::ModelOp model);
+  /// Stages 1 and 2: the updated chunks gathered in buckets after the last
+  /// update of their block.
+  void gatherUpdated(tx::ModelOp model, func::FuncOp step);
+  /// Whether a bucket holding `bytes` is full.
+  bool full(double bytes) const {
+    return bucketMb > 0 && bytes >= bucketMb * 1024.0 * 1024.0;
+  }
 
   /// dp, ep when the mesh has it, and cp where its sums fold in (per
   /// model).
@@ -161,16 +180,221 @@ ZeroPass::Group ZeroPass::groupOf(tx::ModelOp model, StringRef name) {
   return g;
 }
 
-Value ZeroPass::reduceScatterAfter(OpBuilder &b, Value grad,
-                                   const Group &group) {
-  auto type = cast<RankedTensorType>(grad.getType());
-  if (Operation *def = grad.getDefiningOp())
-    b.setInsertionPointAfter(def);
-  else
-    b.setInsertionPointToStart(grad.getParentBlock());
-  return ReduceScatterFlatOp::create(
-      b, grad.getLoc(), chunkType(type, group.size), ReductionKind::avg, grad,
-      meshRef.getValue(), group.axes);
+SmallVector<Value> ZeroPass::reduceScatter(OpBuilder &b, Location loc,
+                                           ValueRange grads,
+                                           const Group &group) {
+  SmallVector<Type> chunks;
+  for (Value grad : grads)
+    chunks.push_back(
+        chunkType(cast<RankedTensorType>(grad.getType()), group.size));
+  if (grads.size() == 1)
+    return {ReduceScatterFlatOp::create(b, loc, chunks[0], ReductionKind::avg,
+                                        grads[0], meshRef.getValue(),
+                                        group.axes)};
+  auto bucket =
+      ReduceScatterBucketOp::create(b, loc, chunks, ReductionKind::avg, grads,
+                                    meshRef.getValue(), group.axes);
+  return SmallVector<Value>(bucket.getResults());
+}
+
+/// The bytes of a whole tensor of `type`.
+static double tensorBytes(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return double(t.getNumElements()) * double(t.getElementTypeBitWidth() / 8);
+}
+
+/// The op of `block` that is or holds `op`.
+static Operation *inBlock(Block *block, Operation *op) {
+  return block->findAncestorOpInBlock(*op);
+}
+
+namespace {
+/// ZeRO's open buckets, one per key: the block of ops the members are in,
+/// their group's axes and their element type (one message has one
+/// group and one type). A member joins its key's bucket whatever was added
+/// in between (a MoE layer's experts and the rest of the layer fill two
+/// buckets side by side); a bucket is closed when it holds the cap, the
+/// others at the end, in the order they were opened.
+template <typename Member> struct OpenBuckets {
+  struct Bucket {
+    Block *block;
+    ArrayAttr axes;
+    Type element;
+    SmallVector<Member> members;
+    double bytes = 0;
+    /// The last op the previous bucket of this key placed (its last
+    /// accumulation): the next one goes after it.
+    Operation *previous = nullptr;
+  };
+  SmallVector<Bucket> open;
+
+  Bucket &of(Block *block, ArrayAttr axes, Type element) {
+    for (Bucket &b : open)
+      if (b.block == block && b.axes == axes && b.element == element)
+        return b;
+    open.push_back(Bucket{block, axes, element, {}, 0, nullptr});
+    return open.back();
+  }
+};
+} // namespace
+
+DenseMap<Value, Value>
+ZeroPass::reduceScatterStep(tx::ModelOp model, ArrayRef<Value> grads,
+                            const DenseMap<Value, StringRef> &paramOfGrad) {
+  OpBuilder b(&getContext());
+  DenseMap<Value, Value> chunkOf;
+  // A bucket's gradients must all be defined before any of them is used:
+  // the collective goes after the last definition.
+  using Buckets = OpenBuckets<Value>;
+  Buckets buckets;
+  auto lastDef = [](ArrayRef<Value> members) {
+    Operation *last = nullptr;
+    for (Value v : members)
+      if (Operation *def = v.getDefiningOp();
+          def && (!last || last->isBeforeInBlock(def)))
+        last = def;
+    return last;
+  };
+  auto firstUse = [](ArrayRef<Value> members) {
+    Operation *first = nullptr;
+    for (Value v : members)
+      for (Operation *user : v.getUsers())
+        if (Operation *op = inBlock(v.getParentBlock(), user);
+            op && (!first || op->isBeforeInBlock(first)))
+          first = op;
+    return first;
+  };
+  auto flush = [&](Buckets::Bucket &bucket) {
+    if (bucket.members.empty())
+      return;
+    if (Operation *def = lastDef(bucket.members))
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(bucket.block);
+    Group group = groupOf(model, paramOfGrad.lookup(bucket.members.front()));
+    SmallVector<Value> chunks = reduceScatter(
+        b, bucket.members.front().getLoc(), bucket.members, group);
+    for (auto [grad, chunk] : llvm::zip(bucket.members, chunks))
+      chunkOf[grad] = chunk;
+    bucket.members.clear();
+    bucket.bytes = 0;
+  };
+  for (Value grad : grads) {
+    Group g = groupOf(model, paramOfGrad.lookup(grad));
+    Buckets::Bucket &bucket = buckets.of(grad.getParentBlock(), g.axes,
+                                         getElementTypeOrSelf(grad.getType()));
+    SmallVector<Value> with = bucket.members;
+    with.push_back(grad);
+    Operation *def = lastDef(with), *use = firstUse(with);
+    if (def && use && !def->isBeforeInBlock(use))
+      flush(bucket);
+    bucket.members.push_back(grad);
+    bucket.bytes += tensorBytes(grad.getType());
+    if (full(bucket.bytes) || bucketMb <= 0)
+      flush(bucket);
+  }
+  for (Buckets::Bucket &bucket : buckets.open)
+    flush(bucket);
+  return chunkOf;
+}
+
+void ZeroPass::reduceScatterBackward(tx::ModelOp model) {
+  OpBuilder b(&getContext());
+  auto fb = model.getForwardBackward();
+  SmallVector<tx::AccumulateGradOp> accs;
+  fb.walk([&](tx::AccumulateGradOp op) { accs.push_back(op); });
+  // A bucket's collective goes right after the last of its gradients is
+  // produced (and after the previous bucket of its key, which keeps two
+  // accumulations of one parameter in their order), its accumulations
+  // right after it, in their order.
+  using Buckets = OpenBuckets<tx::AccumulateGradOp>;
+  Buckets buckets;
+  auto flush = [&](Buckets::Bucket &bucket) {
+    if (bucket.members.empty())
+      return;
+    Operation *after = bucket.previous;
+    SmallVector<Value> grads;
+    for (tx::AccumulateGradOp acc : bucket.members) {
+      grads.push_back(acc.getGrad());
+      Operation *def = acc.getGrad().getDefiningOp();
+      if (def && def->getBlock() == bucket.block &&
+          (!after || after->isBeforeInBlock(def)))
+        after = def;
+    }
+    if (after)
+      b.setInsertionPointAfter(after);
+    else
+      b.setInsertionPointToStart(bucket.block);
+    Group group = groupOf(model, bucket.members.front().getParam());
+    SmallVector<Value> chunks =
+        reduceScatter(b, bucket.members.back().getLoc(), grads, group);
+    after = chunks.back().getDefiningOp();
+    for (auto [acc, chunk] : llvm::zip(bucket.members, chunks)) {
+      acc.getGradMutable().assign(chunk);
+      acc->moveAfter(after);
+      after = acc;
+    }
+    bucket.previous = after;
+    bucket.members.clear();
+    bucket.bytes = 0;
+  };
+  for (tx::AccumulateGradOp acc : accs) {
+    Buckets::Bucket &bucket =
+        buckets.of(acc->getBlock(), groupOf(model, acc.getParam()).axes,
+                   getElementTypeOrSelf(acc.getGrad().getType()));
+    bucket.members.push_back(acc);
+    bucket.bytes += tensorBytes(acc.getGrad().getType());
+    if (full(bucket.bytes) || bucketMb <= 0)
+      flush(bucket);
+  }
+  for (Buckets::Bucket &bucket : buckets.open)
+    flush(bucket);
+}
+
+void ZeroPass::gatherUpdated(tx::ModelOp model, func::FuncOp step) {
+  OpBuilder b(&getContext());
+  SmallVector<tx::AdamWOp> updates;
+  step.walk([&](tx::AdamWOp op) { updates.push_back(op); });
+  // The gathers follow the last update of their block, in the order the
+  // buckets close, so that the updates stay consecutive (one fused launch
+  // on the GPU: convert-triax-to-kernels{fuse-optimizer}).
+  DenseMap<Block *, Operation *> insertAfter; // first: the last update
+  for (tx::AdamWOp update : updates)
+    insertAfter[update->getBlock()] = update;
+  using Buckets = OpenBuckets<tx::AdamWOp>;
+  Buckets buckets;
+  auto flush = [&](Buckets::Bucket &bucket) {
+    if (bucket.members.empty())
+      return;
+    SmallVector<Attribute> params;
+    for (tx::AdamWOp update : bucket.members)
+      params.push_back(update.getParamAttr());
+    Operation *&after = insertAfter[bucket.block];
+    b.setInsertionPointAfter(after);
+    after =
+        AllGatherParamsOp::create(b, bucket.members.front().getLoc(),
+                                  b.getArrayAttr(params), meshRef, bucket.axes);
+    bucket.members.clear();
+    bucket.bytes = 0;
+  };
+  for (tx::AdamWOp update : updates) {
+    // The parameter's element type, and its bytes on this rank: the
+    // update's chunk times the group.
+    auto param = model.lookupSymbol<tx::ParamOp>(update.getParam());
+    auto chunk = cast<RankedTensorType>(update.getGrad().getType());
+    Type element =
+        param ? getElementTypeOrSelf(param.getType()) : chunk.getElementType();
+    Group group = groupOf(model, update.getParam());
+    Buckets::Bucket &bucket =
+        buckets.of(update->getBlock(), group.axes, element);
+    bucket.members.push_back(update);
+    bucket.bytes += double(chunk.getNumElements() * group.size) *
+                    double(element.getIntOrFloatBitWidth() / 8);
+    if (full(bucket.bytes) || bucketMb <= 0)
+      flush(bucket);
+  }
+  for (Buckets::Bucket &bucket : buckets.open)
+    flush(bucket);
 }
 
 void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
@@ -203,14 +427,8 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
 
   // Stage 2: each micro-batch's gradient is reduce-scattered as soon as it
   // is produced, and the gradient buffer keeps only this rank's chunk.
-  if (stage >= 2) {
-    auto fb = model.getForwardBackward();
-    SmallVector<tx::AccumulateGradOp> accs;
-    fb.walk([&](tx::AccumulateGradOp op) { accs.push_back(op); });
-    for (tx::AccumulateGradOp acc : accs)
-      acc.getGradMutable().assign(
-          reduceScatterAfter(b, acc.getGrad(), groupOf(model, acc.getParam())));
-  }
+  if (stage >= 2)
+    reduceScatterBackward(model);
 
   // The optimizer step works on chunks: the gradient's (reduce-scattered
   // here at stage 1, already at stage 2), the moments', and the
@@ -239,11 +457,12 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
       else if (auto update = dyn_cast<tx::AdamWOp>(op))
         grads.insert(update.getGrad());
     });
+    DenseMap<Value, Value> chunkOf =
+        reduceScatterStep(model, grads.getArrayRef(), paramOfGrad);
     for (Value grad : grads) {
-      StringRef param = paramOfGrad.lookup(grad);
-      Value chunk = reduceScatterAfter(b, grad, groupOf(model, param));
+      Value chunk = chunkOf.lookup(grad);
       // (The norm reads the chunk: it keeps its parameter.)
-      paramOfGrad[chunk] = param;
+      paramOfGrad[chunk] = paramOfGrad.lookup(grad);
       grad.replaceUsesWithIf(chunk, [&](OpOperand &use) {
         return isa<tx::GlobalNormOp, tx::AdamWOp>(use.getOwner());
       });
@@ -281,23 +500,8 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
     else
       norm.removeReplicasAttr();
   });
-  // The gathers follow the last update of their block, in the updates'
-  // order, so that the updates stay consecutive (one fused launch on the
-  // GPU: convert-triax-to-kernels{fuse-optimizer}).
-  if (stage <= 2) {
-    SmallVector<tx::AdamWOp> updates;
-    step.walk([&](tx::AdamWOp op) { updates.push_back(op); });
-    DenseMap<Block *, Operation *> insertAfter; // first: the last update
-    for (tx::AdamWOp update : updates)
-      insertAfter[update->getBlock()] = update;
-    for (tx::AdamWOp update : updates) {
-      Operation *&after = insertAfter[update->getBlock()];
-      b.setInsertionPointAfter(after);
-      after = AllGatherParamOp::create(b, update.getLoc(),
-                                       update.getParamAttr(), meshRef,
-                                       groupOf(model, update.getParam()).axes);
-    }
-  }
+  if (stage <= 2)
+    gatherUpdated(model, step);
 }
 
 void ZeroPass::runOnOperation() {

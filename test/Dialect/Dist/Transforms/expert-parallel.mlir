@@ -12,7 +12,8 @@
 // RUN: triax-opt %s --dist-mesh="axes=dp=2,ep=2" --dist-expert-parallel --triax-autodiff --dist-data-parallel | FileCheck %s --check-prefix=GRAD
 // With ZeRO instead, each state is sharded over the data axes its parameter
 // is replicated on: the experts' over dp, the others' over dp and ep; the
-// norm sums the chunks over ep and dp, each once (no replicas).
+// norm sums the chunks over ep and dp, each once (no replicas). A bucket
+// holds one group: the experts' collectives apart from the others'.
 // RUN: triax-opt %s --dist-mesh="axes=dp=2,ep=2" --dist-expert-parallel --triax-autodiff --dist-zero=stage=1 | FileCheck %s --check-prefix=ZERO
 // Tensor parallelism inside the experts (dist-tensor-parallel first, as
 // triax-parallelize runs them): each expert's MLP is a column/row pair, w1
@@ -88,13 +89,11 @@ triax.model @m config = #triax.train_config<micro_batch = 2, seq = 4> {
 // ZERO: triax.param @w1 : {{.*}} dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>}
 // ZERO: triax.param @w2 : {{.*}} dist.zero = #dist.zero<@mesh, ["dp"], stage = 1>}
 // ZERO-LABEL: func.func @optimizer_step
-// ZERO: %[[E:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp", "ep"] : tensor<16x8xf32> -> tensor<32xf32>
-// ZERO: %[[R:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp", "ep"] : tensor<8x4xf32> -> tensor<8xf32>
-// ZERO: %[[W1:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp"] : tensor<2x8x12xf32> -> tensor<96xf32>
-// ZERO: %[[W2:.*]] = dist.reduce_scatter_flat avg %{{.*}} over @mesh ["dp"] : tensor<2x12x8xf32> -> tensor<96xf32>
-// ZERO: triax.global_norm %[[E]], %[[R]], %[[W1]], %[[W2]] partial over @mesh ["ep", "dp"] :
-// ZERO: dist.all_gather_param @emb over @mesh ["dp", "ep"]
-// ZERO: dist.all_gather_param @w1 over @mesh ["dp"]
+// ZERO: %[[ER:.*]]:2 = dist.reduce_scatter_bucket avg %{{.*}}, %{{.*}} over @mesh ["dp", "ep"] : tensor<16x8xf32>, tensor<8x4xf32> -> tensor<32xf32>, tensor<8xf32>
+// ZERO: %[[W:.*]]:2 = dist.reduce_scatter_bucket avg %{{.*}}, %{{.*}} over @mesh ["dp"] : tensor<2x8x12xf32>, tensor<2x12x8xf32> -> tensor<96xf32>, tensor<96xf32>
+// ZERO: triax.global_norm %[[ER]]#0, %[[ER]]#1, %[[W]]#0, %[[W]]#1 partial over @mesh ["ep", "dp"] :
+// ZERO: dist.all_gather_params [@emb, @router] over @mesh ["dp", "ep"]
+// ZERO-NEXT: dist.all_gather_params [@w1, @w2] over @mesh ["dp"]
 
 // TP: dist.mesh @mesh <["ep"=2, "tp"=2]>
 // TP: triax.param @w1 : tensor<4x8x12xf32> {{.*}} dist.sharding = #dist.sharding<@mesh, [{"ep"}, {}, {"tp"}]>}

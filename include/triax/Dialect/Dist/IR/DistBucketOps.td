@@ -27,4 +27,32 @@ def Dist_AllReduceGradsOp : Dist_CollectiveOp<"all_reduce_grads", [DeclareOpInte
   }];
 }
 
+def Dist_ReduceScatterBucketOp : Dist_CollectiveOp<"reduce_scatter_bucket", [
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
+  let summary = "Reduce-scatters a bucket of tensors into flat chunks in one "
+                "collective";
+  let description = [{
+    Result j is what `dist.reduce_scatter_flat` of input j would give (this
+    member's flat chunk of the reduction of input j over the group: the
+    row-major elements padded to g * k_j, k_j = ceil(numel_j / g)), but
+    the bucket is one message: each input's g chunks are packed member by
+    member (member i's part holds chunk i of every input, one after the
+    other: k = k_1 + ... + k_n elements), the packed g * k elements are
+    reduce-scattered, and member i's k elements are its chunks of every
+    input. ZeRO 1 and 2 reduce their gradients in such buckets
+    (`dist-zero{bucket-mb}`). The inputs have one element type.
+    ```mlir
+    %cw, %cb = dist.reduce_scatter_bucket avg %gw, %gb over @mesh ["dp"] : tensor<64x25xf32>, tensor<25xf32> -> tensor<800xf32>, tensor<13xf32>
+    ```
+  }];
+  let arguments = (ins Dist_ReductionKind:$reduction,
+                       Variadic<AnyRankedTensor>:$inputs,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs Variadic<1DTensorOf<[AnyFloat]>>:$results);
+  let assemblyFormat = [{
+    $reduction $inputs `over` $mesh $axes attr-dict `:` type($inputs) `->`
+    type($results)
+  }];
+}
+
 #endif // TRIAX_DIALECT_DIST_IR_DISTBUCKETOPS_TD

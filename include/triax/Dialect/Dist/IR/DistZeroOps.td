@@ -52,21 +52,25 @@ def Dist_AllGatherFlatOp : Dist_CollectiveOp<"all_gather_flat", [Pure, DeclareOp
   }];
 }
 
-def Dist_AllGatherParamOp : Dist_CollectiveOp<"all_gather_param", [DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
-  let summary = "Gathers a parameter's updated chunks into every member's copy";
+def Dist_AllGatherParamsOp : Dist_CollectiveOp<"all_gather_params", [DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives"]>]> {
+  let summary = "Gathers parameters' updated chunks into every member's copy";
   let description = [{
     ZeRO stages 1 and 2 keep every parameter whole on every rank but let
     each rank update only its chunk (`triax.adamw` on a chunk). This op
-    then gathers the chunks of parameter `@name`, in place, so that every
-    member holds the whole updated parameter again. The parameter must
-    carry `dist.zero` with stage 1 or 2 over the same axes.
+    then gathers the chunks of the parameters `params` (a bucket), in
+    place, so that every member holds the whole updated parameters again.
+    Every parameter must carry `dist.zero` with stage 1 or 2 over the same
+    axes, and all have one element type. A bucket of several parameters is
+    one message: each member's chunks are packed one after the other, the
+    packs gathered, and every parameter's chunks copied out of the members'
+    packs (the same values as one gather per parameter).
     ```mlir
-    dist.all_gather_param @w over @mesh ["dp"]
+    dist.all_gather_params [@w, @b] over @mesh ["dp"]
     ```
   }];
-  let arguments = (ins FlatSymbolRefAttr:$param, FlatSymbolRefAttr:$mesh,
+  let arguments = (ins SymbolRefArrayAttr:$params, FlatSymbolRefAttr:$mesh,
                        StrArrayAttr:$axes);
-  let assemblyFormat = "$param `over` $mesh $axes attr-dict";
+  let assemblyFormat = "$params `over` $mesh $axes attr-dict";
 }
 
 #endif // TRIAX_DIALECT_DIST_IR_DISTZEROOPS_TD

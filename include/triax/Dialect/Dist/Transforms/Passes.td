@@ -477,7 +477,7 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
       `dist.reduce_scatter_flat avg`-ed to this rank's chunk, the global
       norm becomes `partial over @mesh ["dp"]` (the square sums of the
       chunks are summed over dp), `triax.adamw` updates only the chunk (and
-      the moments are chunk-sized), then `dist.all_gather_param` gathers the
+      the moments are chunk-sized), then `dist.all_gather_params` gathers the
       updated chunks into every rank's whole parameter. The gathers follow
       the last update, in the updates' order, so that the updates stay
       consecutive (one fused launch on the GPU).
@@ -512,7 +512,23 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     gradient chunks would be reduced per micro-batch inside the stage
     functions.
 
-    Not yet: bucketing several parameters' collectives into one message.
+    Buckets (`bucket-mb`, default 25 MiB of whole tensors, as
+    `dist-data-parallel`): the gradients' reduce-scatters and the
+    parameter gathers of stages 1 and 2 go in buckets, each one message
+    (`dist.reduce_scatter_bucket`, `dist.all_gather_params`), so a step
+    makes a few large collectives instead of two per parameter. A bucket
+    holds consecutive tensors of one group and one element type, closed
+    when it holds `bucket-mb`: stage 1's gradients in the order the
+    optimizer step reads them, each bucket reduced after its last gradient
+    is read and before any of them is used; stage 2's in the order the
+    backward pass produces them (stages 2 and 3), within one block of
+    ops, each reduced right after its last gradient is produced and
+    followed by the bucket's accumulations; the gathers in the updates'
+    order. The chunks are the same as one collective per tensor (each
+    member's part of the message packs its chunk of every tensor), so the
+    state's layout and checkpoints do not change. `bucket-mb=0`: one
+    collective per tensor. Stage 3's gathers stay one per parameter
+    (issued a block early: `prefetch`).
 
     Before (after `triax-autodiff`):
     ```mlir
@@ -534,7 +550,7 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
       ...
       triax.adamw @w, %c, lr %lr, step %step, scale %s {...} : tensor<13xf32>
       // ... the other updates, then the gathers in the same order:
-      dist.all_gather_param @w over @mesh ["dp"]
+      dist.all_gather_params [@w] over @mesh ["dp"]
     }
     ```
   }];
@@ -548,7 +564,11 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
            "Size of the dp axis when the pass creates the mesh (0: the "
            "module must have a mesh already)">,
     Option<"prefetch", "prefetch", "bool", /*default=*/"true",
-           "Stage 3: issue each block's parameter gathers one block early">
+           "Stage 3: issue each block's parameter gathers one block early">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "The gradient reduce-scatters, and the parameter gathers of "
+           "stages 1 and 2, in buckets of this many MiB of whole tensors "
+           "(0: one collective per tensor)">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

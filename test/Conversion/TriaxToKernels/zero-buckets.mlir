@@ -1,0 +1,71 @@
+// ZeRO's buckets lowered (dist-zero{bucket-mb}): tiny on dp=2 at 0.02 MiB,
+// whose second bucket is wpe (64x64), ln_1's weight and bias (64 each) and
+// q.weight (64x64): chunks of 2048, 32, 32 and 2048 elements, a member's
+// part 4160, the message 2 x 4160.
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=1 dp=2 bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z1
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2 bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z2
+
+// Stage 1, the reduce-scatter: one nest per gradient over (member, element
+// of its chunk) writes its elements of the packed [2, 4160] once (member
+// i's row: chunk i of every gradient, zero past a gradient's end; wpe's at
+// column 0, ln_1's weight at 2048); one reduce-scatter of the 8320
+// elements; this member's 4160 copied out into the four chunks, one loop
+// each.
+// Z1-LABEL: func.func @triax_optimizer_step(
+// Z1: %[[PACK:.*]] = memref.alloc() : memref<2x4160xf32>
+// Z1: scf.parallel (%[[M:.*]], %[[T:.*]]) = ({{.*}}) to (%c2{{.*}}, %c2048{{.*}})
+// Z1: arith.muli %[[M]], %c2048
+// Z1: arith.cmpi ule
+// Z1: %[[COL:.*]] = arith.addi %[[T]], %c0
+// Z1: arith.select
+// Z1: memref.store %{{.*}}, %[[PACK]][%[[M]], %[[COL]]] : memref<2x4160xf32>
+// Z1: scf.parallel (%[[M2:.*]], %[[T2:.*]]) = ({{.*}}) to (%c2{{.*}}, %c32{{.*}})
+// Z1: %[[COL2:.*]] = arith.addi %[[T2]], %c2048
+// Z1: memref.store %{{.*}}, %[[PACK]][%[[M2]], %[[COL2]]] : memref<2x4160xf32>
+// Z1: %[[PART:.*]] = memref.alloc() : memref<4160xf32>
+// Z1: %[[FLAT:.*]] = memref.collapse_shape %[[PACK]] {{\[\[}}0, 1]] : memref<2x4160xf32> into memref<8320xf32>
+// Z1: %[[IN:.*]] = memref.cast %[[FLAT]] : memref<8320xf32> to memref<?xf32>
+// Z1: %[[OUT:.*]] = memref.cast %[[PART]] : memref<4160xf32> to memref<?xf32>
+// Z1: call @trx_reduce_scatter_f32(%[[IN]], %[[OUT]], %c1_i32{{.*}}, %c1_i64{{.*}})
+// Z1: memref.alloc() : memref<2048xf32>
+// Z1-NEXT: memref.alloc() : memref<32xf32>
+// Z1-NEXT: memref.alloc() : memref<32xf32>
+// Z1-NEXT: memref.alloc() : memref<2048xf32>
+// Z1: scf.parallel (%{{.*}}) = ({{.*}}) to (%c2048{{.*}})
+// Z1: memref.load %[[PART]]
+
+// Stage 1, the gathers: a one-parameter bucket (wte's 65,536 bytes fill
+// one) is the runtime's in-place gather; the four of the next bucket pack
+// this member's chunks (the runtime's chunk views) into 4160 elements, one
+// all-gather into 8320, and each parameter's elements are copied out of
+// the members' parts into its buffer (one loop per parameter, each over
+// its elements: wpe's 4096 at member e / 2048's part, offset e mod 2048).
+// Z1: call @trx_zero_all_gather_param(%c0_i64{{.*}}, %c1_i64{{.*}})
+// Z1: %[[WPE:.*]] = call @trx_state_chunk(%c0_i32{{.*}}, %c1_i64{{.*}}) : (i32, i64) -> memref<?xf32>
+// Z1: call @trx_state_2d(%c0_i32{{.*}}, %c1_i64{{.*}}) : (i32, i64) -> memref<?x?xf32>
+// Z1: call @trx_state_chunk(%c0_i32{{.*}}, %c4_i64{{.*}}) : (i32, i64) -> memref<?xf32>
+// Z1: %[[SEND:.*]] = memref.alloc() : memref<4160xf32>
+// Z1: scf.parallel (%{{.*}}) = ({{.*}}) to (%c2048
+// Z1: memref.store %{{.*}}, %[[SEND]]
+// Z1: %[[RECV:.*]] = memref.alloc() : memref<8320xf32>
+// Z1: %[[S:.*]] = memref.cast %[[SEND]] : memref<4160xf32> to memref<?xf32>
+// Z1: %[[R:.*]] = memref.cast %[[RECV]] : memref<8320xf32> to memref<?xf32>
+// Z1: call @trx_all_gather_f32(%[[S]], %[[R]], %c1_i64{{.*}})
+// Z1: scf.parallel (%[[E:.*]]) = ({{.*}}) to (%c4096
+// Z1: arith.divui %[[E]], %c2048
+// Z1: arith.remui %[[E]], %c2048
+// Z1: memref.load %[[RECV]]
+
+// Stage 2: the backward's first bucket (4256 elements a member; its
+// buffers allocated before) in one gradient region: the packing, the reduce-scatter and the loops adding
+// each chunk of this member's part into its (chunk-sized) gradient buffer.
+// Z2-LABEL: func.func @triax_forward_backward(
+// Z2: %[[PACK:.*]] = memref.alloc() : memref<2x4256xf32>
+// Z2-NEXT: %[[PART:.*]] = memref.alloc() : memref<4256xf32>
+// Z2-NEXT: call @trx_comm_grads_begin() : () -> ()
+// Z2: call @trx_reduce_scatter_f32
+// Z2: call @trx_state_1d(%c3_i32
+// Z2: scf.parallel
+// Z2: memref.load %[[PART]]
+// Z2: arith.addf
+// Z2: call @trx_comm_grads_end() : () -> ()
