@@ -517,14 +517,14 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     parameter gathers of stages 1 and 2 go in buckets, each one message
     (`dist.reduce_scatter_bucket`, `dist.all_gather_params`), so a step
     makes a few large collectives instead of two per parameter. A bucket
-    holds consecutive tensors of one group and one element type, closed
-    when it holds `bucket-mb`: stage 1's gradients in the order the
-    optimizer step reads them, each bucket reduced after its last gradient
-    is read and before any of them is used; stage 2's in the order the
-    backward pass produces them (stages 2 and 3), within one block of
-    ops, each reduced right after its last gradient is produced and
-    followed by the bucket's accumulations; the gathers in the updates'
-    order. The chunks are the same as one collective per tensor (each
+    holds tensors of one block of ops, one group and one element type (a
+    MoE layer's experts and the rest of the layer fill two buckets side by
+    side), closed at the tensor that fills `bucket-mb`: stage 1's
+    gradients in the order the optimizer step reads them, each bucket
+    reduced after its last gradient is read and before any of them is
+    used; the backward's (stages 2 and 3) in the order it produces them,
+    each bucket reduced right after its last gradient is produced and
+    followed by its accumulations; the gathers in the updates' order. The chunks are the same as one collective per tensor (each
     member's part of the message packs its chunk of every tensor), so the
     state's layout and checkpoints do not change. `bucket-mb=0`: one
     collective per tensor. Stage 3's gathers stay one per parameter
