@@ -448,15 +448,15 @@ llvm::Error Walker::run(mlir::ModuleOp module) {
       if (stage.getInt() != myStage)
         continue;
     }
-    info.localElems = 1;
-    auto sharding = op.getAttrOfType<mlir::dist::ShardingAttr>(
-        mlir::dist::DistDialect::kShardingAttrName);
-    for (unsigned d = 0; d < unsigned(type.getRank()); ++d) {
-      int64_t split = 1;
-      if (sharding && d < sharding.getRank())
-        for (llvm::StringRef axis : sharding.getDimAxes(d))
-          split *= axisSize(axis);
-      info.localElems *= type.getDimSize(d) / split;
+    info.localElems = type.getNumElements();
+    if (auto sharding = op.getAttrOfType<mlir::dist::ShardingAttr>(
+            mlir::dist::DistDialect::kShardingAttrName)) {
+      info.localElems = 1;
+      for (int64_t n :
+           sharding.getLocalShape(type.getShape(), [&](llvm::StringRef axis) {
+             return axisSize(axis);
+           }))
+        info.localElems *= n;
     }
     if (auto zero = op.getAttrOfType<mlir::dist::ZeroAttr>(
             mlir::dist::DistDialect::kZeroAttrName)) {

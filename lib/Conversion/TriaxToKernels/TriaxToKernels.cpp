@@ -936,11 +936,12 @@ static RankedTensorType localType(ParamOp param) {
       dist::DistDialect::kShardingAttrName);
   dist::MeshOp mesh =
       sharding ? dist::lookupMesh(param, sharding.getMesh()) : nullptr;
-  SmallVector<int64_t> shape(type.getShape());
-  for (int64_t d = 0; mesh && d < int64_t(sharding.getRank()); ++d)
-    for (StringRef axis : sharding.getDimAxes(d))
-      shape[d] /= mesh.getAxisSize(axis).value_or(1);
-  return type.clone(shape);
+  if (!mesh)
+    return type;
+  return type.clone(
+      sharding.getLocalShape(type.getShape(), [&](StringRef axis) {
+        return mesh.getAxisSize(axis).value_or(1);
+      }));
 }
 
 void ConvertTriaxToKernelsPass::runOnOperation() {

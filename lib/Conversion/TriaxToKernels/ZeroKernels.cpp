@@ -228,37 +228,32 @@ struct ScatterBucket {
   Value allocPart(KernelBuilder &k) const {
     return k.alloc(MemRefType::get({layout.part}, element));
   }
-};
 
-/// A bucket's gradients packed into `packed` [g, part] for one
-/// reduce-scatter: member i's part holds chunk i of every input (padded
-/// with zeros), one after the other. One parallel nest per input over
-/// (member, element of its chunk), each iteration writing its own element
-/// (the GPU mapping's race analysis proves that), reading input j's
-/// element member * k_j + t.
-static void packChunks(KernelBuilder &k, OpBuilder &b, Location loc,
-                       ValueRange inputs, const BucketLayout &layout, int64_t g,
-                       Value packed) {
-  SmallVector<Value> flats;
-  SmallVector<int64_t> numels;
-  for (Value input : inputs) {
-    flats.push_back(k.flat(input));
-    numels.push_back(cast<MemRefType>(input.getType()).getNumElements());
+  /// The bucket's gradients `inputs` packed into `packed` (allocPacked):
+  /// member i's part holds chunk i of every input (padded with zeros), one
+  /// after the other. One parallel nest per input over (member, element of
+  /// its chunk), each iteration writing its own element (the GPU mapping's
+  /// race analysis proves that), reading input j's element member * k_j +
+  /// t.
+  void pack(KernelBuilder &k, OpBuilder &b, Location loc, ValueRange inputs,
+            Value packed) const {
+    for (auto [j, kj] : llvm::enumerate(layout.chunks)) {
+      Value flat = k.flat(inputs[j]);
+      int64_t numel = cast<MemRefType>(inputs[j].getType()).getNumElements();
+      k.parallel({g, kj}, [&](KernelBuilder &k, ValueRange iv) {
+        Value member = iv[0], t = iv[1];
+        Value src = k.addi(k.muli(member, k.index(kj)), t);
+        Value last = k.index(numel - 1);
+        Value inside = k.cmpi(arith::CmpIPredicate::ule, src, last);
+        Value v = k.load(flat, {arith::MinUIOp::create(b, loc, src, last)});
+        Value zero =
+            arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType()));
+        k.store(k.select(inside, v, zero), packed,
+                {member, k.addi(t, k.index(layout.offsets[j]))});
+      });
+    }
   }
-  for (auto [j, kj] : llvm::enumerate(layout.chunks)) {
-    k.parallel({g, kj}, [&](KernelBuilder &k, ValueRange iv) {
-      Value member = iv[0], t = iv[1];
-      Value src = k.addi(k.muli(member, k.index(kj)), t);
-      Value last = k.index(numels[j] - 1);
-      Value inside = k.cmpi(arith::CmpIPredicate::ule, src, last);
-      Value v = k.load(flats[j], {arith::MinUIOp::create(b, loc, src, last)});
-      Value zero =
-          arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType()));
-      k.store(k.select(inside, v, zero), packed,
-              {member, k.addi(t, k.index(layout.offsets[j]))});
-    });
-  }
-}
+};
 
 /// A bucket's reduce-scatter: the inputs packed, one collective, and each
 /// result's chunk copied out of this member's part.
@@ -274,8 +269,7 @@ struct ReduceScatterBucketLowering
     Location loc = op.getLoc();
     KernelBuilder k(rewriter, loc);
     Value packed = sb->allocPacked(k);
-    packChunks(k, rewriter, loc, adaptor.getInputs(), sb->layout, sb->g,
-               packed);
+    sb->pack(k, rewriter, loc, adaptor.getInputs(), packed);
     Value part = sb->allocPart(k);
     callFlatCollective(k, rewriter, loc, sb->callee, packed, part,
                        abiReduction(op.getReduction()), sb->mask);
@@ -330,8 +324,7 @@ struct ReduceScatterBucketAccumulateLowering
     Value part = sb->allocPart(k);
     func::CallOp::create(rewriter, loc, ::triax::rt::kCommGradsBegin,
                          TypeRange{}, ValueRange{});
-    packChunks(k, rewriter, loc, adaptor.getInputs(), sb->layout, sb->g,
-               packed);
+    sb->pack(k, rewriter, loc, adaptor.getInputs(), packed);
     callFlatCollective(k, rewriter, loc, sb->callee, packed, part,
                        abiReduction(op.getReduction()), sb->mask);
     SmallVector<Value> buffers;

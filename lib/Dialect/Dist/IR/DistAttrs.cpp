@@ -79,6 +79,16 @@ SmallVector<StringRef> ShardingAttr::getDimAxes(unsigned dim) const {
   return axes;
 }
 
+SmallVector<int64_t>
+ShardingAttr::getLocalShape(ArrayRef<int64_t> global,
+                            function_ref<int64_t(StringRef)> axisSize) const {
+  SmallVector<int64_t> local(global);
+  for (unsigned d = 0; d < getRank() && d < local.size(); ++d)
+    for (StringRef axis : getDimAxes(d))
+      local[d] /= axisSize(axis);
+  return local;
+}
+
 LogicalResult
 mlir::dist::verifySharding(ShardingAttr sharding, RankedTensorType type,
                            MeshOp mesh,

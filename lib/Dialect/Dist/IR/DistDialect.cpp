@@ -92,12 +92,9 @@ static std::optional<SmallVector<int64_t>> shardedPiece(Operation *op) {
   MeshOp mesh = lookupMesh(op, sharding.getMesh());
   if (!mesh)
     return std::nullopt;
-  SmallVector<int64_t> local(global.getShape());
-  for (unsigned d = 0; d < sharding.getRank(); ++d)
-    for (StringRef axis : sharding.getDimAxes(d))
-      if (std::optional<int64_t> size = mesh.getAxisSize(axis))
-        local[d] /= *size;
-  return local;
+  return sharding.getLocalShape(global.getShape(), [&](StringRef axis) {
+    return mesh.getAxisSize(axis).value_or(1);
+  });
 }
 
 /// Every op that names a sharded parameter (shardedPiece) and has one ranked

@@ -23,6 +23,13 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
     /// The axes splitting dimension `dim`, major to minor.
     ::llvm::SmallVector<::llvm::StringRef> getDimAxes(unsigned dim) const;
     unsigned getRank() const { return getDims().size(); }
+    /// The piece of a tensor of shape `global` one device holds: each
+    /// dimension divided by the sizes of the axes that split it
+    /// (`axisSize(name)`, which says 1 for an axis the mesh lacks).
+    ::llvm::SmallVector<int64_t>
+    getLocalShape(::llvm::ArrayRef<int64_t> global,
+                  ::llvm::function_ref<int64_t(::llvm::StringRef)> axisSize)
+        const;
   }];
 }
 
