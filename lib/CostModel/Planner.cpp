@@ -560,9 +560,16 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     mem.params = double(st.params);
     mem.grads = double(st.grads);
     mem.optim = double(st.optim);
-    // [M5] ZeRO-3 gathers one unit whole while the next is prefetched.
-    if (plan.zeroStage == 3)
-      mem.zeroGather = double(per.params) * (biggest + perLayer);
+    // [M5] ZeRO-3 gathers one unit whole while the next is prefetched, a
+    // block's in buckets of 25 MiB: while one is gathered, its members'
+    // chunks packed (B / g) and the members' packs received (B) beside
+    // the wholes.
+    if (plan.zeroStage == 3) {
+      const double bucket =
+          std::min(double(per.params) * perLayer, double(kBucketBytes));
+      mem.zeroGather = double(per.params) * (biggest + perLayer) +
+                       bucket * (1.0 + 1.0 / double(D * cp));
+    }
     // [A10] bf16 compute over f32 parameters: the kernel conversion makes
     // one bf16 copy of each parameter a call reads, at the call's start
     // (forward_backward, or each stage function), kept until its last
@@ -986,20 +993,27 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
     };
     // The groups the gradients are averaged over: with ep, the experts'
     // over dp, the others' over dp x ep.
+    // Of each group's elements and tensors, one block's (each block's
+    // parameters are ZeRO-3's unit of gathering).
     struct Group {
       int64_t elems, tensors, size, span;
       std::string axes;
+      double blockElems, blockTensors;
     };
     llvm::SmallVector<Group, 2> groups;
+    const double layerTensors = double(model.layerTensors) / Ld,
+                 expertLayerTensors = double(model.layerExpertTensors) / Ld;
     if (e > 1) {
       int64_t expertTensors =
           int64_t(double(model.layerExpertTensors) * maxElemsLayers / Ld);
       groups.push_back({P - Pexp, maxTensors - expertTensors, data.size,
-                        data.span, data.names});
+                        data.span, data.names, perLayer - expertsOn,
+                        layerTensors - expertLayerTensors});
       groups.push_back({Pexp, expertTensors, expertData.size, expertData.span,
-                        expertData.names});
+                        expertData.names, expertsOn, expertLayerTensors});
     } else {
-      groups.push_back({P, maxTensors, data.size, data.span, data.names});
+      groups.push_back({P, maxTensors, data.size, data.span, data.names,
+                        perLayer, layerTensors});
     }
     for (const Group &g : groups) {
       if (g.size < 2)
@@ -1027,11 +1041,21 @@ Candidate triax::cost::evaluatePlan(const ModelShape &model,
                   buckets(g.elems, paramB, g.tensors), g.size, g.span)});
       } else {
         // [C4] ZeRO-3: every micro-batch gathers the parameters for the
-        // forward and again for the backward, one per tensor, and
+        // forward and again for the backward (a bound: the backward
+        // gathers only what it reads), each block's in 25 MiB buckets
+        // for its forward and again for its backward, the parameters
+        // outside the blocks one by one in the forward; and it
         // reduce-scatters the gradients in 25 MiB buckets.
-        c.comm.push_back({"all_gather " + g.axes,
-                          load(2 * m * allGatherBytes(ch, paramB, g.size),
-                               2 * m * g.tensors, g.size, g.span)});
+        const int64_t blockTensors = int64_t(std::llround(g.blockTensors));
+        const int64_t perBlock =
+            buckets(int64_t(std::llround(g.blockElems)), paramB, blockTensors);
+        const int64_t blocks = int64_t(std::llround(maxElemsLayers));
+        const int64_t outside =
+            std::max<int64_t>(g.tensors - blocks * blockTensors, 0);
+        c.comm.push_back(
+            {"all_gather " + g.axes,
+             load(2 * m * allGatherBytes(ch, paramB, g.size),
+                  m * (2 * blocks * perBlock + outside), g.size, g.span)});
         c.comm.push_back(
             {"reduce_scatter " + g.axes,
              load(m * reduceScatterBytes(ch, gradB, g.size),

@@ -54,6 +54,10 @@ static int64_t findVocab(ModelOp model) {
       tableValue = convert.getInput();
     if (auto gather = tableValue.getDefiningOp<mlir::dist::AllGatherFlatOp>())
       tableValue = gather.getInput();
+    else if (auto bucket =
+                 tableValue.getDefiningOp<mlir::dist::AllGatherBucketOp>())
+      tableValue =
+          bucket.getInputs()[cast<OpResult>(tableValue).getResultNumber()];
     auto table = tableValue.getDefiningOp<GetParamOp>();
     if (!table)
       continue;

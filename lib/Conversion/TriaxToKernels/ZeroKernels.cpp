@@ -4,8 +4,9 @@
 // padded reduce-scatter and all-gather on contiguous buffers (RuntimeABI.h);
 // dist.all_gather_params gathers ZeRO-1/2 parameters' updated chunks in
 // place in the runtime's parameter buffers (a bucket of several in one
-// message); dist.reduce_scatter_bucket packs its tensors' chunks for one
-// reduce-scatter; dist.all_reduce_grads reduces a bucket of gradient
+// message); dist.all_gather_bucket (ZeRO-3's gathers of a block's
+// parameters) and dist.reduce_scatter_bucket pack their tensors' chunks for
+// one collective; dist.all_reduce_grads reduces a bucket of gradient
 // buffers in one message; a ZeRO-2 gradient's (or bucket's) reduce-scatter
 // and the accumulation of its chunks form a gradient region.
 //
@@ -114,10 +115,42 @@ static void eachRange(KernelBuilder &k, ArrayRef<int64_t> sizes,
   }
 }
 
+/// A bucket's gather in one message over a group of g: this member's
+/// `chunks` (1-D, chunks[j] of ceil(numels[j] / g) elements) packed one
+/// after the other (`part` elements), the parts gathered (g * part,
+/// member-major), and each tensor's elements copied out of the members'
+/// parts into `wholes[j]` (flat, numels[j] elements).
+static void gatherBucket(KernelBuilder &k, OpBuilder &b, Location loc,
+                         StringRef callee, int64_t mask, int64_t g,
+                         ValueRange chunks, ValueRange wholes,
+                         ArrayRef<int64_t> numels, Type element) {
+  SmallVector<int64_t> chunkSizes;
+  for (int64_t n : numels)
+    chunkSizes.push_back(trx_zero_chunk(n, g));
+  BucketLayout layout(chunkSizes);
+  Value part = k.alloc(MemRefType::get({layout.part}, element));
+  eachRange(k, layout.chunks,
+            [&](KernelBuilder &k, size_t j, Value t, Value e) {
+              k.store(k.load(chunks[j], {t}), part, {e});
+            });
+  Value parts = k.alloc(MemRefType::get({g * layout.part}, element));
+  callFlatCollective(k, b, loc, callee, part, parts, std::nullopt, mask);
+  // Element e of tensor j: member e / k_j's part, at the tensor's offset in
+  // it plus e mod k_j.
+  eachRange(k, numels, [&](KernelBuilder &k, size_t j, Value e, Value) {
+    Value kj = k.index(layout.chunks[j]);
+    Value member = arith::DivUIOp::create(b, loc, e, kj);
+    Value at =
+        k.addi(k.muli(member, k.index(layout.part)),
+               k.addi(k.index(layout.offsets[j]),
+                      arith::RemUIOp::create(b, loc, e, kj).getResult()));
+    k.store(k.load(parts, {at}), wholes[j], {e});
+  });
+}
+
 /// One parameter's updated chunks gathered in place by the runtime; a
-/// bucket of several in one message: this member's chunks packed one after
-/// the other (`part` elements), the parts gathered, and each parameter's
-/// elements copied out of the members' parts into its buffer.
+/// bucket of several in one message (gatherBucket) from the parameters'
+/// chunk views into their buffers.
 struct AllGatherParamsLowering : ParamPattern<dist::AllGatherParamsOp> {
   using ParamPattern::ParamPattern;
   LogicalResult
@@ -156,38 +189,56 @@ struct AllGatherParamsLowering : ParamPattern<dist::AllGatherParamsOp> {
       return failure();
     const int64_t g =
         dist::lookupMesh(op, op.getMeshAttr()).getGroupSize(op.getAxes());
-    SmallVector<int64_t> chunkSizes;
-    for (int64_t n : numels)
-      chunkSizes.push_back(trx_zero_chunk(n, g));
-    BucketLayout layout(chunkSizes);
     SmallVector<Value> chunks, wholes;
-    for (auto [index, local, c] : llvm::zip(indices, locals, chunkSizes)) {
+    for (auto [index, local, n] : llvm::zip(indices, locals, numels)) {
       chunks.push_back(
-          k.stateChunk(TRX_STATE_PARAM, index, MemRefType::get({c}, element)));
+          k.stateChunk(TRX_STATE_PARAM, index,
+                       MemRefType::get({trx_zero_chunk(n, g)}, element)));
       wholes.push_back(k.flat(
           k.state(TRX_STATE_PARAM, index,
                   MemRefType::get(local.getShape(), local.getElementType()))));
     }
-    Value part = k.alloc(MemRefType::get({layout.part}, element));
-    eachRange(k, layout.chunks,
-              [&](KernelBuilder &k, size_t j, Value t, Value e) {
-                k.store(k.load(chunks[j], {t}), part, {e});
-              });
-    Value parts = k.alloc(MemRefType::get({g * layout.part}, element));
-    callFlatCollective(k, rewriter, loc, *callee, part, parts, std::nullopt,
-                       *mask);
-    // Element e of parameter j: member e / k_j's part, at the parameter's
-    // offset in it plus e mod k_j.
-    eachRange(k, numels, [&](KernelBuilder &k, size_t j, Value e, Value) {
-      Value kj = k.index(layout.chunks[j]);
-      Value member = arith::DivUIOp::create(rewriter, loc, e, kj);
-      Value at = k.addi(
-          k.muli(member, k.index(layout.part)),
-          k.addi(k.index(layout.offsets[j]),
-                 arith::RemUIOp::create(rewriter, loc, e, kj).getResult()));
-      k.store(k.load(parts, {at}), wholes[j], {e});
-    });
+    gatherBucket(k, rewriter, loc, *callee, *mask, g, chunks, wholes, numels,
+                 element);
     rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// ZeRO-3's gather of a block's parameters: one input, the runtime's
+/// gather straight into the result; more, gatherBucket into fresh result
+/// buffers.
+struct AllGatherBucketLowering : OpConversionPattern<dist::AllGatherBucketOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::AllGatherBucketOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getInputs().size() == 1)
+      return lowerFlatCollective(op, ::triax::rt::kAllGatherF32,
+                                 ::triax::rt::kAllGatherBf16,
+                                 adaptor.getInputs()[0], op.getMeshAttr(),
+                                 op.getAxes(), std::nullopt, rewriter);
+    Type element = getElementTypeOrSelf(op.getInputs()[0].getType());
+    FailureOr<StringRef> callee = collectiveEntry(
+        op, element, ::triax::rt::kAllGatherF32, ::triax::rt::kAllGatherBf16);
+    FailureOr<int64_t> mask = axisMask(op, op.getMeshAttr(), op.getAxes());
+    if (failed(callee) || failed(mask))
+      return failure();
+    const int64_t g =
+        dist::lookupMesh(op, op.getMeshAttr()).getGroupSize(op.getAxes());
+    KernelBuilder k(rewriter, op.getLoc());
+    SmallVector<Value> results, wholes;
+    SmallVector<int64_t> numels;
+    for (Value r : op.getResults()) {
+      auto type = cast<RankedTensorType>(r.getType());
+      results.push_back(
+          k.alloc(MemRefType::get(type.getShape(), type.getElementType())));
+      wholes.push_back(k.flat(results.back()));
+      numels.push_back(type.getNumElements());
+    }
+    gatherBucket(k, rewriter, op.getLoc(), *callee, *mask, g,
+                 adaptor.getInputs(), wholes, numels, element);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -436,7 +487,8 @@ void mlir::triax::kernels::populateZeroPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,
                                                 const ParamIndex &params) {
   patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering,
-               ReduceScatterBucketLowering>(converter, patterns.getContext());
+               ReduceScatterBucketLowering, AllGatherBucketLowering>(
+      converter, patterns.getContext());
   patterns.add<AllGatherParamsLowering, AllReduceGradsLowering,
                ReduceScatterAccumulateLowering,
                ReduceScatterBucketAccumulateLowering>(

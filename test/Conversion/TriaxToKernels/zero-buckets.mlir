@@ -4,6 +4,7 @@
 // part 4160, the message 2 x 4160.
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=1 dp=2 bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z1
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2 bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z2
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=3 dp=2 prefetch=false bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z3
 
 // Stage 1, the reduce-scatter: one nest per gradient over (member, element
 // of its chunk) writes its elements of the packed [2, 4160] once (member
@@ -69,3 +70,37 @@
 // Z2: memref.load %[[PART]]
 // Z2: arith.addf
 // Z2: call @trx_comm_grads_end() : () -> ()
+
+// Stage 3, a block's first bucket of gathers: ln_1's weight and bias, q's
+// weight and bias and k's weight, chunks of 32, 32, 2048, 32 and 2048
+// elements (part 4192). The five whole results are allocated first; this
+// member's chunks (the parameter state's views) are copied into the part,
+// one loop each at offsets 0, 32, 64, 2112 and 2144; one all-gather of the
+// part into the 2 x 4192 message; and element e of a result is read from
+// member e / k_j's part at the result's offset plus e mod k_j.
+// Z3-LABEL: func.func @triax_forward_backward(
+// Z3: %[[LNW:.*]] = memref.alloc() : memref<64xf32>
+// Z3: %[[PART:.*]] = memref.alloc() : memref<4192xf32>
+// Z3: scf.parallel (%[[T:.*]]) = ({{.*}}) to (%c32{{.*}})
+// Z3: %[[E:.*]] = arith.addi %[[T]], %c0
+// Z3: memref.store %{{.*}}, %[[PART]][%[[E]]] : memref<4192xf32>
+// Z3: scf.parallel
+// Z3: arith.addi %{{.*}}, %c32
+// Z3: scf.parallel
+// Z3: arith.addi %{{.*}}, %c64
+// Z3: scf.parallel
+// Z3: arith.addi %{{.*}}, %c2112
+// Z3: scf.parallel
+// Z3: arith.addi %{{.*}}, %c2144
+// Z3: %[[PARTS:.*]] = memref.alloc() : memref<8384xf32>
+// Z3: %[[IN:.*]] = memref.cast %[[PART]] : memref<4192xf32> to memref<?xf32>
+// Z3: %[[OUT:.*]] = memref.cast %[[PARTS]] : memref<8384xf32> to memref<?xf32>
+// Z3: call @trx_all_gather_f32(%[[IN]], %[[OUT]], %c1_i64{{.*}})
+// Z3: scf.parallel (%[[U:.*]]) = ({{.*}}) to (%c64{{.*}})
+// Z3: %[[MEMBER:.*]] = arith.divui %[[U]], %c32
+// Z3: %[[OFF:.*]] = arith.remui %[[U]], %c32
+// Z3: %[[AT:.*]] = arith.addi %c0{{.*}}, %[[OFF]]
+// Z3: %[[ROW:.*]] = arith.muli %[[MEMBER]], %c4192
+// Z3: %[[SRC:.*]] = arith.addi %[[ROW]], %[[AT]]
+// Z3: %[[V:.*]] = memref.load %[[PARTS]][%[[SRC]]] : memref<8384xf32>
+// Z3: memref.store %[[V]], %[[LNW]][%[[U]]] : memref<64xf32>

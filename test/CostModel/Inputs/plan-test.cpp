@@ -435,13 +435,19 @@ int main() {
     expectNear("D params", c.memory.params, 4.0 * 55136);
     expectNear("D optim", c.memory.optim, 8.0 * 55136);
     // [M5] the largest unit (a layer, 49,984 > the embeddings' 20,480)
-    // and the next layer, whole: 4 x 99,968 = 399,872.
-    expectNear("M5 gathered", c.memory.zeroGather, 399872);
+    // and the next layer, whole: 4 x 99,968 = 399,872; and while a
+    // layer's bucket (4 x 49,984 = 199,936 bytes < 25 MiB) is gathered,
+    // its packed chunks (199,936 / 4) and the received packs (199,936):
+    // 249,920; 649,792 in all.
+    expectNear("M5 gathered", c.memory.zeroGather, 649792);
     // [C4] ZeRO-3: 2 m all_gathers of (4 - 1) x 55,136 x 4 = 661,632:
-    // 5,293,056 in 2 x 4 x 68 calls; m reduce_scatters: 2,646,528.
+    // 5,293,056; each micro-batch gathers each of the 4 layers in one
+    // bucket (16 tensors, 199,936 bytes) for its forward and again for its
+    // backward, and the 4 tensors outside the layers one by one in the
+    // forward: 4 x (2 x 4 + 4) = 48 calls. m reduce_scatters: 2,646,528.
     expectNear("C4 zero-3 all_gather", commBytes(c, "all_gather dp"), 5293056);
     expectNear("C4 zero-3 all_gather calls", commCalls(c, "all_gather dp"),
-               544);
+               48);
     expectNear("C4 zero-3 reduce_scatter", commBytes(c, "reduce_scatter dp"),
                2646528);
     // Each micro-batch's gradients (882,176 bytes) are one bucket.

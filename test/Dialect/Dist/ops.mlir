@@ -99,3 +99,13 @@ func.func @context_parallel(%tokens: tensor<2x8xi32>, %q: tensor<2x4x8xf32>, %kv
   %dq, %dk, %dv = triax.attention_grad %q, %kv, %kv, %a heads = 2 context_parallel over @cluster ["dp"] : (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>)
   return %t : tensor<2x4xi32>
 }
+
+// ZeRO's buckets: several tensors' chunks in one collective each way.
+// CHECK-LABEL: func.func @zero_buckets
+// CHECK: %{{.*}}:2 = dist.reduce_scatter_bucket avg %{{.*}}, %{{.*}} over @cluster ["dp"] : tensor<5x3xf32>, tensor<3xf32> -> tensor<8xf32>, tensor<2xf32>
+// CHECK: %{{.*}}:2 = dist.all_gather_bucket %{{.*}}, %{{.*}} over @cluster ["dp"] : tensor<8xf32>, tensor<2xf32> -> tensor<5x3xf32>, tensor<3xf32>
+func.func @zero_buckets(%w: tensor<5x3xf32>, %b: tensor<3xf32>) -> (tensor<5x3xf32>, tensor<3xf32>) {
+  %cw, %cb = dist.reduce_scatter_bucket avg %w, %b over @cluster ["dp"] : tensor<5x3xf32>, tensor<3xf32> -> tensor<8xf32>, tensor<2xf32>
+  %w2, %b2 = dist.all_gather_bucket %cw, %cb over @cluster ["dp"] : tensor<8xf32>, tensor<2xf32> -> tensor<5x3xf32>, tensor<3xf32>
+  return %w2, %b2 : tensor<5x3xf32>, tensor<3xf32>
+}

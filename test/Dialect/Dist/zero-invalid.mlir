@@ -169,3 +169,48 @@ func.func @f() {
   "dist.reduce_scatter_bucket"() <{axes = ["dp"], mesh = @mesh, reduction = 1 : i32}> : () -> ()
   return
 }
+
+// -----
+
+dist.mesh @mesh <["dp"=2]>
+func.func @f(%a: tensor<3xf32>, %b: tensor<3xf32>) -> (tensor<5xf32>, tensor<4x2xf32>) {
+  // expected-error @+1 {{chunk 'tensor<3xf32>' must have ceil(8 / 2) = 4 elements}}
+  %a2, %b2 = dist.all_gather_bucket %a, %b over @mesh ["dp"] : tensor<3xf32>, tensor<3xf32> -> tensor<5xf32>, tensor<4x2xf32>
+  return %a2, %b2 : tensor<5xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+dist.mesh @mesh <["dp"=2]>
+func.func @f(%a: tensor<3xf32>, %b: tensor<2xbf16>) -> (tensor<5xf32>, tensor<4xbf16>) {
+  // expected-error @+1 {{inputs of element types 'f32' and 'bf16' in one bucket (one message has one element type)}}
+  %a2, %b2 = dist.all_gather_bucket %a, %b over @mesh ["dp"] : tensor<3xf32>, tensor<2xbf16> -> tensor<5xf32>, tensor<4xbf16>
+  return %a2, %b2 : tensor<5xf32>, tensor<4xbf16>
+}
+
+// -----
+
+dist.mesh @mesh <["dp"=2]>
+func.func @f(%a: tensor<3xf32>, %b: tensor<2xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{has 2 inputs but 1 results (one whole tensor per chunk)}}
+  %a2 = dist.all_gather_bucket %a, %b over @mesh ["dp"] : tensor<3xf32>, tensor<2xf32> -> tensor<5xf32>
+  return %a2 : tensor<5xf32>
+}
+
+// -----
+
+dist.mesh @mesh <["dp"=2]>
+func.func @f() {
+  // expected-error @+1 {{needs at least one input}}
+  "dist.all_gather_bucket"() <{axes = ["dp"], mesh = @mesh}> : () -> ()
+  return
+}
+
+// -----
+
+dist.mesh @mesh <["dp"=2]>
+func.func @f(%a: tensor<3xf32>, %b: tensor<2xf32>) -> (tensor<5xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{unknown axis "tp" in mesh @mesh}}
+  %a2, %b2 = dist.all_gather_bucket %a, %b over @mesh ["tp"] : tensor<3xf32>, tensor<2xf32> -> tensor<5xf32>, tensor<4xf32>
+  return %a2, %b2 : tensor<5xf32>, tensor<4xf32>
+}

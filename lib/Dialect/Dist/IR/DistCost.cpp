@@ -76,6 +76,19 @@ int64_t ReduceScatterOp::getScratchBytes() {
   return isGroupMajor(in, getDim(), n) ? 0 : bytesOf(in);
 }
 
+// A bucket of several tensors packs this member's chunks (k elements) and
+// receives the members' packs (g k) before copying the results out of
+// them (ZeroKernels.cpp); one tensor is gathered straight into its result.
+int64_t AllGatherBucketOp::getScratchBytes() {
+  if (getInputs().size() < 2)
+    return 0;
+  int64_t part = 0;
+  for (Value chunk : getInputs())
+    part += bytesOf(cast<RankedTensorType>(chunk.getType()));
+  MeshOp mesh = lookupMesh(*this, getMeshAttr());
+  return mesh ? part * (1 + mesh.getGroupSize(getAxes())) : 0;
+}
+
 int64_t AllToAllOp::getScratchBytes() {
   RankedTensorType in = getInput().getType();
   MeshOp mesh = lookupMesh(*this, getMeshAttr());
@@ -114,6 +127,18 @@ void ReduceScatterBucketOp::getCollectives(SmallVectorImpl<Collective> &out) {
   auto element =
       cast<RankedTensorType>(getResults().front().getType()).getElementType();
   out.push_back(Collective::on(Collective::Kind::ReduceScatter,
+                               RankedTensorType::get({elements}, element)));
+}
+
+/// One all-gather whose block is the concatenation of the inputs (this
+/// member's chunks).
+void AllGatherBucketOp::getCollectives(SmallVectorImpl<Collective> &out) {
+  int64_t elements = 0;
+  for (Value chunk : getInputs())
+    elements += cast<RankedTensorType>(chunk.getType()).getNumElements();
+  auto element =
+      cast<RankedTensorType>(getInputs().front().getType()).getElementType();
+  out.push_back(Collective::on(Collective::Kind::AllGather,
                                RankedTensorType::get({elements}, element)));
 }
 

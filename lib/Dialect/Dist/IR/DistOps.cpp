@@ -368,6 +368,7 @@ DEFINE_VERIFY_GROUP(ReduceScatterFlatOp)
 DEFINE_VERIFY_GROUP(AllGatherFlatOp)
 DEFINE_VERIFY_GROUP(AllGatherParamsOp)
 DEFINE_VERIFY_GROUP(ReduceScatterBucketOp)
+DEFINE_VERIFY_GROUP(AllGatherBucketOp)
 #undef DEFINE_VERIFY_GROUP
 
 LogicalResult
@@ -420,7 +421,7 @@ AllGatherParamsOp::verifySymbolUses(SymbolTableCollection &table) {
 }
 
 //===----------------------------------------------------------------------===//
-// ReduceScatterBucketOp
+// ReduceScatterBucketOp, AllGatherBucketOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult
@@ -443,6 +444,32 @@ ReduceScatterBucketOp::verifySymbolUses(SymbolTableCollection &table) {
              << element << " and " << whole.getElementType()
              << " in one bucket (one message has one element type)";
     if (failed(verifyChunk(*this, whole, cast<RankedTensorType>(out.getType()),
+                           *group)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult
+AllGatherBucketOp::verifySymbolUses(SymbolTableCollection &table) {
+  FailureOr<int64_t> group = verifyGroup(table);
+  if (failed(group))
+    return failure();
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  if (getInputs().size() != getResults().size())
+    return emitOpError("has ")
+           << getInputs().size() << " inputs but " << getResults().size()
+           << " results (one whole tensor per chunk)";
+  Type element =
+      cast<RankedTensorType>(getInputs()[0].getType()).getElementType();
+  for (auto [in, out] : llvm::zip(getInputs(), getResults())) {
+    auto chunk = cast<RankedTensorType>(in.getType());
+    if (chunk.getElementType() != element)
+      return emitOpError("inputs of element types ")
+             << element << " and " << chunk.getElementType()
+             << " in one bucket (one message has one element type)";
+    if (failed(verifyChunk(*this, cast<RankedTensorType>(out.getType()), chunk,
                            *group)))
       return failure();
   }

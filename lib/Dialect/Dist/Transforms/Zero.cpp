@@ -61,6 +61,8 @@ struct ZeroPass : public mlir::dist::impl::DistZeroBase<ZeroPass> {
   /// Stages 1 and 2: the updated chunks gathered in buckets after the last
   /// update of their block.
   void gatherUpdated(tx::ModelOp model, func::FuncOp step);
+  /// Stage 3: the parameter gathers of each `triax.block` in buckets.
+  void bucketGathers(tx::ModelOp model);
   /// Whether a bucket holding `bytes` is full.
   bool full(double bytes) const {
     return bucketMb > 0 && bytes >= bucketMb * 1024.0 * 1024.0;
@@ -136,6 +138,16 @@ LogicalResult ZeroPass::check(tx::ModelOp model) {
   return failure(found.wasInterrupted());
 }
 
+/// A ZeRO-3 gather of parameters (one, or a bucket): every operand is a
+/// parameter's chunk.
+static bool isParamGather(Operation *op) {
+  if (!isa<AllGatherFlatOp, AllGatherBucketOp>(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [](Value chunk) {
+    return chunk.getDefiningOp<tx::GetParamOp>() != nullptr;
+  });
+}
+
 /// ZeRO-3 prefetch: in each sequence of `triax.block`s of one region (the
 /// forward blocks, then the backward blocks), the parameter gathers of
 /// block k+1 are issued right before block k instead of inside block k+1,
@@ -152,19 +164,21 @@ static void prefetchGathers(Region &region) {
     for (size_t k = 1; k < blocks.size(); ++k) {
       tx::BlockOp next = blocks[k];
       Block &body = next.getBody().front();
-      SmallVector<AllGatherFlatOp> gathers;
+      SmallVector<Operation *> gathers;
       for (Operation &op : body)
-        if (auto gather = dyn_cast<AllGatherFlatOp>(op))
-          if (gather.getInput().getDefiningOp<tx::GetParamOp>())
-            gathers.push_back(gather);
-      for (AllGatherFlatOp gather : gathers) {
-        gather.getInput().getDefiningOp()->moveBefore(blocks[k - 1]);
+        if (isParamGather(&op))
+          gathers.push_back(&op);
+      for (Operation *gather : gathers) {
+        for (Value chunk : gather->getOperands())
+          chunk.getDefiningOp()->moveBefore(blocks[k - 1]);
         gather->moveBefore(blocks[k - 1]);
-        next.getInputsMutable().append(gather.getResult());
-        Value arg = body.addArgument(gather.getType(), gather.getLoc());
-        gather.getResult().replaceUsesWithIf(arg, [&](OpOperand &use) {
-          return next->isProperAncestor(use.getOwner());
-        });
+        for (Value whole : gather->getResults()) {
+          next.getInputsMutable().append(whole);
+          Value arg = body.addArgument(whole.getType(), gather->getLoc());
+          whole.replaceUsesWithIf(arg, [&](OpOperand &use) {
+            return next->isProperAncestor(use.getOwner());
+          });
+        }
       }
     }
   }
@@ -397,6 +411,56 @@ void ZeroPass::gatherUpdated(tx::ModelOp model, func::FuncOp step) {
     flush(bucket);
 }
 
+void ZeroPass::bucketGathers(tx::ModelOp model) {
+  OpBuilder b(&getContext());
+  SmallVector<tx::BlockOp> blocks;
+  model.walk([&](tx::BlockOp block) { blocks.push_back(block); });
+  // A block's parameters are used together (the unit FSDP wraps), so its
+  // gathers join in buckets keyed by group and element type, each issued
+  // where its first gather was; parameters read outside blocks are
+  // gathered one by one where they are read.
+  using Buckets = OpenBuckets<AllGatherFlatOp>;
+  for (tx::BlockOp block : blocks) {
+    Block &body = block.getBody().front();
+    Buckets buckets;
+    auto flush = [&](Buckets::Bucket &bucket) {
+      if (bucket.members.size() > 1) {
+        AllGatherFlatOp first = bucket.members.front();
+        b.setInsertionPoint(first);
+        SmallVector<Value> chunks;
+        SmallVector<Type> wholes;
+        for (AllGatherFlatOp gather : bucket.members) {
+          gather.getInput().getDefiningOp()->moveBefore(first);
+          chunks.push_back(gather.getInput());
+          wholes.push_back(gather.getType());
+        }
+        auto merged = AllGatherBucketOp::create(b, first.getLoc(), wholes,
+                                                chunks, meshRef, bucket.axes);
+        for (auto [gather, whole] :
+             llvm::zip(bucket.members, merged.getResults())) {
+          gather.getResult().replaceAllUsesWith(whole);
+          gather.erase();
+        }
+      }
+      bucket.members.clear();
+      bucket.bytes = 0;
+    };
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      auto gather = dyn_cast<AllGatherFlatOp>(op);
+      if (!gather || !isParamGather(gather))
+        continue;
+      Buckets::Bucket &bucket = buckets.of(
+          &body, gather.getAxes(), getElementTypeOrSelf(gather.getType()));
+      bucket.members.push_back(gather);
+      bucket.bytes += tensorBytes(gather.getType());
+      if (full(bucket.bytes) || bucketMb <= 0)
+        flush(bucket);
+    }
+    for (Buckets::Bucket &bucket : buckets.open)
+      flush(bucket);
+  }
+}
+
 void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
   OpBuilder b(&getContext());
   for (tx::ParamOp param : model.getParams())
@@ -420,6 +484,7 @@ void ZeroPass::shard(tx::ModelOp model, MeshOp mesh) {
                                             read.getResult(), meshRef, g.axes);
       read.getResult().replaceAllUsesExcept(gather.getResult(), gather);
     }
+    bucketGathers(model);
     if (prefetch)
       for (func::FuncOp fn : model.getOps<func::FuncOp>())
         prefetchGathers(fn.getBody());

@@ -67,6 +67,29 @@
 // S3-NOT: all_gather
 // S3: return
 
+// Stage 3's gathers at 0.02 MiB (20,971 bytes of whole tensors): a
+// block's gathers in buckets closed at the tensor that fills one, each
+// bucket where its first gather was (the block's parameters are read in
+// its order, so a later bucket follows the first uses); a bucket of one is
+// a plain all_gather_flat; the parameters outside the blocks are gathered
+// one by one (test/Dialect/Dist/Transforms/zero-prefetch.mlir has the
+// default, a whole block in one bucket, issued a block early).
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=3 dp=3 prefetch=false bucket-mb=0.02" | FileCheck %s --check-prefix=B3
+// B3-LABEL: func.func @forward_backward
+// B3: triax.get_param @wte.weight : tensor<5462xf32>
+// B3-NEXT: dist.all_gather_flat
+// B3: triax.block "h.0"
+// B3: %[[L1W:.*]] = triax.get_param @h.0.ln_1.weight : tensor<22xf32>
+// B3: %[[KW:.*]] = triax.get_param @h.0.attn.k.weight : tensor<1366xf32>
+// B3-NEXT: %[[G1:.*]]:5 = dist.all_gather_bucket %[[L1W]], %{{.*}}, %{{.*}}, %{{.*}}, %[[KW]] over @mesh ["dp"] : tensor<22xf32>, tensor<22xf32>, tensor<1366xf32>, tensor<22xf32>, tensor<1366xf32> -> tensor<64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32>
+// B3-NEXT: triax.layer_norm %{{.*}}, %[[G1]]#0, %[[G1]]#1
+// B3: dist.all_gather_bucket {{.*}} : tensor<22xf32>, tensor<1366xf32>, tensor<22xf32>, tensor<1366xf32> -> tensor<64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32>
+// B3: dist.all_gather_bucket {{.*}} -> tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64x256xf32>
+// B3: dist.all_gather_bucket {{.*}} -> tensor<256xf32>, tensor<256x64xf32>
+// B3: triax.get_param @h.0.mlp.c_proj.bias : tensor<22xf32>
+// B3-NEXT: dist.all_gather_flat
+// B3: triax.yield
+
 // Buckets (bucket-mb): whole tensors' bytes, each bucket closed at the
 // tensor that fills it. At 0.02 MiB (20,971 bytes): wte's 65,536 bytes
 // alone (one tensor: a plain reduce_scatter_flat), then wpe (16,384), the

@@ -55,4 +55,32 @@ def Dist_ReduceScatterBucketOp : Dist_CollectiveOp<"reduce_scatter_bucket", [
   }];
 }
 
+def Dist_AllGatherBucketOp : Dist_CollectiveOp<"all_gather_bucket", [
+    Pure, DeclareOpInterfaceMethods<CostOpInterface, ["getCollectives",
+                                                       "getScratchBytes"]>]> {
+  let summary = "Reassembles a bucket of tensors from every member's flat "
+                "chunks in one collective";
+  let description = [{
+    Result j is what `dist.all_gather_flat` of input j would give (the
+    members' flat chunks of k_j = ceil(numel_j / g) elements concatenated
+    in group order, the padding dropped, laid out row-major in result j's
+    shape), but the bucket is one message: each member packs its chunks
+    one after the other (k = k_1 + ... + k_n elements), the packs are
+    gathered (g * k elements, member-major), and each result's elements
+    are copied out of the members' packs. ZeRO 3 gathers a block's
+    parameters this way (`dist-zero{bucket-mb}`). The inputs have one
+    element type.
+    ```mlir
+    %w, %b = dist.all_gather_bucket %cw, %cb over @mesh ["dp"] : tensor<800xf32>, tensor<13xf32> -> tensor<64x25xf32>, tensor<25xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<1DTensorOf<[AnyFloat]>>:$inputs,
+                       FlatSymbolRefAttr:$mesh, StrArrayAttr:$axes);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $inputs `over` $mesh $axes attr-dict `:` type($inputs) `->`
+    type($results)
+  }];
+}
+
 #endif // TRIAX_DIALECT_DIST_IR_DISTBUCKETOPS_TD

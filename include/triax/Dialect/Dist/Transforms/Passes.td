@@ -488,8 +488,10 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     - Stage 3 (+ parameters sharded): each rank stores only its chunk of
       each parameter; every `triax.get_param` (forward, each backward block,
       `@forward`) becomes a read of the chunk and a `dist.all_gather_flat`
-      of the whole parameter, which is freed after its last use. No
-      parameter gather follows the update. With `prefetch` (the default),
+      of the whole parameter, which is freed after its last use; the
+      gathers of one `triax.block` join in buckets
+      (`dist.all_gather_bucket`, below). No parameter gather follows the
+      update. With `prefetch` (the default),
       the gathers of each `triax.block` after the first of a sequence
       (forward blocks, then backward blocks) are issued one block early,
       right before the previous block, and passed to their block as extra
@@ -514,9 +516,10 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
 
     Buckets (`bucket-mb`, default 25 MiB of whole tensors, as
     `dist-data-parallel`): the gradients' reduce-scatters and the
-    parameter gathers of stages 1 and 2 go in buckets, each one message
-    (`dist.reduce_scatter_bucket`, `dist.all_gather_params`), so a step
-    makes a few large collectives instead of two per parameter. A bucket
+    parameter gathers go in buckets, each one message
+    (`dist.reduce_scatter_bucket`, `dist.all_gather_params` at stages 1
+    and 2, `dist.all_gather_bucket` at stage 3), so a step makes a few
+    large collectives instead of two per parameter. A bucket
     holds tensors of one block of ops, one group and one element type (a
     MoE layer's experts and the rest of the layer fill two buckets side by
     side), closed at the tensor that fills `bucket-mb`: stage 1's
@@ -526,9 +529,13 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     each bucket reduced right after its last gradient is produced and
     followed by its accumulations; the gathers in the updates' order. The chunks are the same as one collective per tensor (each
     member's part of the message packs its chunk of every tensor), so the
-    state's layout and checkpoints do not change. `bucket-mb=0`: one
-    collective per tensor. Stage 3's gathers stay one per parameter
-    (issued a block early: `prefetch`).
+    state's layout and checkpoints do not change. Stage 3 gathers each
+    block's parameters (a layer's, used together: the unit FSDP wraps) in
+    buckets of one group and element type, each issued where its first
+    gather was (all of them a block early with `prefetch`); the
+    parameters read outside the blocks (embeddings, final norm) are
+    gathered one by one where they are read. `bucket-mb=0`: one collective
+    per tensor.
 
     Before (after `triax-autodiff`):
     ```mlir
@@ -566,9 +573,9 @@ def DistZero : Pass<"dist-zero", "::mlir::ModuleOp"> {
     Option<"prefetch", "prefetch", "bool", /*default=*/"true",
            "Stage 3: issue each block's parameter gathers one block early">,
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
-           "The gradient reduce-scatters, and the parameter gathers of "
-           "stages 1 and 2, in buckets of this many MiB of whole tensors "
-           "(0: one collective per tensor)">
+           "The gradient reduce-scatters and the parameter gathers (at "
+           "stage 3, each block's) in buckets of this many MiB of whole "
+           "tensors (0: one collective per tensor)">
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
