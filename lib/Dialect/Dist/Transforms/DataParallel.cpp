@@ -9,6 +9,7 @@
 
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+#include "triax/Dialect/Dist/Transforms/OpenBuckets.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -55,44 +56,62 @@ static ArrayAttr averagingAxes(mlir::triax::ModelOp model, Attribute param,
             : Builder(model.getContext()).getStrArrayAttr(dataAxes);
 }
 
-/// Groups parameters into buckets of about `bucketBytes`, in the order
-/// they are added; a bucket holds parameters averaged over one group of
-/// axes, and `emit` is called with each (never with an empty group).
-class Buckets {
-public:
-  Buckets(double bucketBytes,
-          std::function<void(ArrayRef<Attribute>, ArrayAttr)> emit)
-      : bucketBytes(bucketBytes), emit(emit) {}
-  /// Whether `axes` differs from the open bucket's group.
-  bool changes(ArrayAttr axes) const {
-    return !bucket.empty() && axes != bucketAxes;
+/// The bytes of a tensor of `type`.
+static double tensorBytes(RankedTensorType type) {
+  return double(type.getNumElements()) *
+         double(type.getElementTypeBitWidth() / 8);
+}
+
+/// Data parallelism's buckets of parameters (OpenBuckets keyed by block,
+/// averaging axes and gradient element type), each closed when it holds
+/// `bucketBytes` and the rest at the end; `emit` is called with each
+/// closed bucket whose group is not empty.
+struct GradBuckets {
+  /// A gradient's accumulation or read, and its parameter.
+  struct Member {
+    Operation *op;
+    Attribute param;
+  };
+  using Buckets = OpenBuckets<Member>;
+  using Emit = std::function<void(const Buckets::Bucket &)>;
+  GradBuckets(double bucketBytes, Emit emit)
+      : bucketBytes(bucketBytes), emit(std::move(emit)) {}
+  /// Adds the gradient of `param`, accumulated or read by `op`.
+  void add(Operation *op, Attribute param, ArrayAttr axes,
+           RankedTensorType grad) {
+    Buckets::Bucket &bucket =
+        buckets.of(op->getBlock(), axes, grad.getElementType());
+    bucket.members.push_back({op, param});
+    bucket.bytes += tensorBytes(grad);
+    if (bucket.bytes >= bucketBytes)
+      flush(bucket);
   }
-  /// Adds `param` (averaged over `axes`), after closing the open bucket
-  /// when its group differs; with `last`, closes the bucket.
-  void add(Attribute param, ArrayAttr axes, RankedTensorType type, bool last) {
-    if (changes(axes))
-      flush();
-    bucket.push_back(param);
-    bucketAxes = axes;
-    bytes += double(type.getNumElements()) *
-             double(type.getElementTypeBitWidth() / 8);
-    if (last || bytes >= bucketBytes)
-      flush();
-  }
-  void flush() {
-    if (!bucket.empty() && !bucketAxes.empty())
-      emit(bucket, bucketAxes);
-    bucket.clear();
-    bytes = 0;
+  /// Closes every open bucket, in the order they were opened.
+  void finish() {
+    for (Buckets::Bucket &bucket : buckets.open)
+      flush(bucket);
   }
 
 private:
+  void flush(Buckets::Bucket &bucket) {
+    if (!bucket.members.empty() && !bucket.axes.empty())
+      emit(bucket);
+    bucket.members.clear();
+    bucket.bytes = 0;
+  }
   double bucketBytes;
-  std::function<void(ArrayRef<Attribute>, ArrayAttr)> emit;
-  SmallVector<Attribute> bucket;
-  ArrayAttr bucketAxes;
-  double bytes = 0;
+  Emit emit;
+  Buckets buckets;
 };
+
+/// The parameters of `bucket`.
+static ArrayAttr paramsOf(OpBuilder &b,
+                          const GradBuckets::Buckets::Bucket &bucket) {
+  SmallVector<Attribute> params;
+  for (const GradBuckets::Member &member : bucket.members)
+    params.push_back(member.param);
+  return b.getArrayAttr(params);
+}
 
 /// Under pipeline parallelism (the model has @pipeline_step): in each stage
 /// case of @optimizer_step, before the gradients are read, one
@@ -113,17 +132,18 @@ static LogicalResult averageAfterFlush(mlir::triax::ModelOp model, MeshOp mesh,
   for (Region &region : sw.getCaseRegions()) {
     Block &block = region.front();
     b.setInsertionPointToStart(&block);
-    Buckets buckets(bucketBytes, [&](ArrayRef<Attribute> params,
-                                     ArrayAttr axes) {
-      AllReduceGradsOp::create(b, sw.getLoc(), ReductionKind::avg,
-                               b.getArrayAttr(params), mesh.getSymName(), axes);
-    });
-    auto reads = llvm::to_vector(block.getOps<mlir::triax::GetGradOp>());
-    for (auto [i, read] : llvm::enumerate(reads))
-      buckets.add(read.getParamAttr(),
+    GradBuckets buckets(
+        bucketBytes, [&](const GradBuckets::Buckets::Bucket &bucket) {
+          AllReduceGradsOp::create(b, sw.getLoc(), ReductionKind::avg,
+                                   paramsOf(b, bucket), mesh.getSymName(),
+                                   bucket.axes);
+        });
+    for (mlir::triax::GetGradOp read :
+         llvm::to_vector(block.getOps<mlir::triax::GetGradOp>()))
+      buckets.add(read, read.getParamAttr(),
                   averagingAxes(model, read.getParamAttr(), dataAxes),
-                  cast<RankedTensorType>(read.getType()),
-                  i + 1 == reads.size());
+                  cast<RankedTensorType>(read.getType()));
+    buckets.finish();
   }
   return success();
 }
@@ -170,26 +190,24 @@ void DataParallelPass::runOnOperation() {
     }
     auto fn = model.getForwardBackward();
     // Buckets in the order the gradients are produced (last layer first),
-    // each closed when it holds bucket-mb and reduced right after its last
-    // gradient is accumulated.
+    // one open per group (a MoE layer's experts, averaged over dp, and the
+    // rest, over dp x ep, fill two side by side), each closed when it
+    // holds bucket-mb and reduced right after its last gradient is
+    // accumulated.
     SmallVector<mlir::triax::AccumulateGradOp> accs;
     fn.walk([&](mlir::triax::AccumulateGradOp op) { accs.push_back(op); });
-    mlir::triax::AccumulateGradOp last;
-    Buckets buckets(bucketBytes, [&](ArrayRef<Attribute> params,
-                                     ArrayAttr axes) {
-      b.setInsertionPointAfter(last);
-      AllReduceGradsOp::create(b, last.getLoc(), ReductionKind::avg,
-                               b.getArrayAttr(params), mesh.getSymName(), axes);
-    });
-    for (auto [i, acc] : llvm::enumerate(accs)) {
-      // A bucket closed by a change of axes ends at the previous gradient.
-      ArrayAttr axes = averagingAxes(model, acc.getParamAttr(), dataAxes);
-      if (buckets.changes(axes))
-        buckets.flush();
-      last = acc;
-      buckets.add(acc.getParamAttr(), axes,
-                  cast<RankedTensorType>(acc.getGrad().getType()),
-                  i + 1 == accs.size());
-    }
+    GradBuckets buckets(
+        bucketBytes, [&](const GradBuckets::Buckets::Bucket &bucket) {
+          Operation *last = bucket.members.back().op;
+          b.setInsertionPointAfter(last);
+          AllReduceGradsOp::create(b, last->getLoc(), ReductionKind::avg,
+                                   paramsOf(b, bucket), mesh.getSymName(),
+                                   bucket.axes);
+        });
+    for (mlir::triax::AccumulateGradOp acc : accs)
+      buckets.add(acc, acc.getParamAttr(),
+                  averagingAxes(model, acc.getParamAttr(), dataAxes),
+                  cast<RankedTensorType>(acc.getGrad().getType()));
+    buckets.finish();
   }
 }

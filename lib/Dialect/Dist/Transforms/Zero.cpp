@@ -11,6 +11,7 @@
 #include "triax/Dialect/Dist/IR/Dist.h"
 #include "triax/Dialect/Dist/IR/MeshShape.h"
 #include "triax/Dialect/Dist/Transforms/MeshAxis.h"
+#include "triax/Dialect/Dist/Transforms/OpenBuckets.h"
 #include "triax/Dialect/Triax/IR/Triax.h"
 #include "triax_abi.h"
 
@@ -221,36 +222,6 @@ static double tensorBytes(Type type) {
 static Operation *inBlock(Block *block, Operation *op) {
   return block->findAncestorOpInBlock(*op);
 }
-
-namespace {
-/// ZeRO's open buckets, one per key: the block of ops the members are in,
-/// their group's axes and their element type (one message has one
-/// group and one type). A member joins its key's bucket whatever was added
-/// in between (a MoE layer's experts and the rest of the layer fill two
-/// buckets side by side); a bucket is closed when it holds the cap, the
-/// others at the end, in the order they were opened.
-template <typename Member> struct OpenBuckets {
-  struct Bucket {
-    Block *block;
-    ArrayAttr axes;
-    Type element;
-    SmallVector<Member> members;
-    double bytes = 0;
-    /// The last op the previous bucket of this key placed (its last
-    /// accumulation): the next one goes after it.
-    Operation *previous = nullptr;
-  };
-  SmallVector<Bucket> open;
-
-  Bucket &of(Block *block, ArrayAttr axes, Type element) {
-    for (Bucket &b : open)
-      if (b.block == block && b.axes == axes && b.element == element)
-        return b;
-    open.push_back(Bucket{block, axes, element, {}, 0, nullptr});
-    return open.back();
-  }
-};
-} // namespace
 
 DenseMap<Value, Value>
 ZeroPass::reduceScatterStep(tx::ModelOp model, ArrayRef<Value> grads,

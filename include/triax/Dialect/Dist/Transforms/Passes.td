@@ -55,8 +55,11 @@ def DistDataParallel : Pass<"dist-data-parallel", "::mlir::ModuleOp"> {
     In `@forward_backward` (where `triax-autodiff` put each
     `triax.accumulate_grad` right after the op that makes its gradient)
     the gradients are grouped, in the order they are produced (last
-    layer first), into buckets of `bucket-mb` MiB. After the last
-    accumulation of each bucket comes one
+    layer first), into buckets of `bucket-mb` MiB, one open bucket per
+    group of axes and element type (under expert parallelism the experts'
+    gradients, averaged over dp, and the others', over dp and ep, fill two
+    buckets side by side). After the last accumulation of each bucket
+    comes one
     `dist.all_reduce_grads avg [@p, @q, ...] over @mesh ["dp"]`: the
     bucket's gradient buffers packed into one message and averaged in
     place, while the backward pass of the layers below is still to run (on
