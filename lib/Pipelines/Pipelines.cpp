@@ -208,6 +208,7 @@ void ::triax::buildLowerCPUPipeline(OpPassManager &pm,
   // are freed after their last use. Target-neutral up to here.
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = options.fuseOptimizer;
+  kernels.fuseBucketCopies = options.fuseOptimizer;
   kernels.geluEpilogue = options.geluEpilogue;
   kernels.fuseProjectionsOption = options.fuseProjections;
   kernels.attention = options.attention.empty() ? "flash" : options.attention;
@@ -421,6 +422,7 @@ void ::triax::buildLowerCUDAPipeline(OpPassManager &pm,
   // many as kFusedLaunchParamBytes of kernel parameters hold.
   mlir::triax::ConvertTriaxToKernelsOptions kernels;
   kernels.fuseOptimizer = true;
+  kernels.fuseBucketCopies = true;
   kernels.kernelParamBytes = kFusedLaunchParamBytes;
   kernels.geluEpilogue = options.geluEpilogue;
   kernels.fuseProjectionsOption = options.fuseProjections;

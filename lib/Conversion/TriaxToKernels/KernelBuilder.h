@@ -429,8 +429,14 @@ void populateCollectivePatterns(TypeConverter &converter,
 /// computed into its gradient buffer.
 void populateMoEPatterns(TypeConverter &converter, RewritePatternSet &patterns,
                          const ParamIndex *params = nullptr);
+/// fuseBucketCopies: a ZeRO bucket's copies (packing, unpacking,
+/// accumulating its chunks) as one parallel loop over its tensors'
+/// concatenated elements per launch of at most kernelParamBytes of kernel
+/// parameters (0: no limit), not one loop per tensor.
 void populateZeroPatterns(TypeConverter &converter, RewritePatternSet &patterns,
-                          const ParamIndex &params);
+                          const ParamIndex &params,
+                          bool fuseBucketCopies = false,
+                          int64_t kernelParamBytes = 4352);
 /// fuseOptimizer: a run of consecutive triax.adamw ops of one step becomes
 /// one parallel loop over their concatenated elements (one GPU launch),
 /// and the global norm's partial sums over all gradients one loop over

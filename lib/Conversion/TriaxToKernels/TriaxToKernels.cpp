@@ -1087,7 +1087,8 @@ void ConvertTriaxToKernelsPass::runOnOperation() {
   populateCollectivePatterns(converter, patterns);
   populateMoEPatterns(converter, patterns,
                       accumulateInGemm ? &params : nullptr);
-  populateZeroPatterns(converter, patterns, params);
+  populateZeroPatterns(converter, patterns, params, fuseBucketCopies,
+                       kernelParamBytes);
   populatePipelinePatterns(converter, patterns);
   populateViewPatterns(converter, patterns);
   if (failed(applyPartialConversion(module, target, std::move(patterns))))

@@ -100,18 +100,51 @@ struct BucketLayout {
   }
 };
 
-/// One parallel loop per range of `sizes` (the bucket's tensors), running
-/// body(k, j, e - offset_j, e) for element e of the concatenation: each
-/// loop a plain copy the vectorizer takes (one loop over the concatenation
-/// would find each element's tensor by a tree of compares first).
-static void eachRange(KernelBuilder &k, ArrayRef<int64_t> sizes,
+/// How a bucket's copies loop over its tensors. By default one parallel
+/// loop per tensor: on the CPU each is a plain copy the vectorizer takes
+/// (one loop over the whole bucket, finding each element's tensor by a
+/// tree of compares, made tiny's ZeRO-1 step 10% slower). `fuse`
+/// (fuse-bucket-copies, the GPU): one loop over the concatenation of as
+/// many tensors as one launch's `paramBytes` of kernel parameters hold
+/// (each tensor's buffer a 40-byte descriptor, plus the bucket's shared
+/// one; 0: no limit), one launch where there were n.
+struct CopyForm {
+  bool fuse = false;
+  int64_t paramBytes = 0;
+};
+
+/// Runs body(k, j, e - offset_j, e) for each element e of the
+/// concatenation of ranges of `sizes` (the bucket's tensors), in `form`.
+static void eachRange(KernelBuilder &k, const CopyForm &form,
+                      ArrayRef<int64_t> sizes,
                       KernelBuilder::ConcatBodyFn body) {
   int64_t offset = 0;
-  for (auto [j, n] : llvm::enumerate(sizes)) {
-    k.parallel({n}, [&](KernelBuilder &k, ValueRange iv) {
-      body(k, j, iv[0], k.addi(iv[0], k.index(offset)));
-    });
-    offset += n;
+  if (!form.fuse) {
+    for (auto [j, n] : llvm::enumerate(sizes)) {
+      k.parallel({n}, [&](KernelBuilder &k, ValueRange iv) {
+        body(k, j, iv[0], k.addi(iv[0], k.index(offset)));
+      });
+      offset += n;
+    }
+    return;
+  }
+  constexpr int64_t kBufferBytes = 40;
+  for (size_t first = 0; first < sizes.size();) {
+    size_t end = first + 1;
+    while (end < sizes.size() &&
+           (form.paramBytes <= 0 ||
+            int64_t(end + 1 - first + 1) * kBufferBytes <= form.paramBytes))
+      ++end;
+    ArrayRef<int64_t> run = sizes.slice(first, end - first);
+    const int64_t base = offset;
+    k.parallelConcat(
+        run, [&](KernelBuilder &k, size_t m, Value local, Value global) {
+          body(k, first + m, local,
+               base == 0 ? global : k.addi(global, k.index(base)));
+        });
+    for (int64_t n : run)
+      offset += n;
+    first = end;
   }
 }
 
@@ -121,15 +154,15 @@ static void eachRange(KernelBuilder &k, ArrayRef<int64_t> sizes,
 /// member-major), and each tensor's elements copied out of the members'
 /// parts into `wholes[j]` (flat, numels[j] elements).
 static void gatherBucket(KernelBuilder &k, OpBuilder &b, Location loc,
-                         StringRef callee, int64_t mask, int64_t g,
-                         ValueRange chunks, ValueRange wholes,
+                         const CopyForm &form, StringRef callee, int64_t mask,
+                         int64_t g, ValueRange chunks, ValueRange wholes,
                          ArrayRef<int64_t> numels, Type element) {
   SmallVector<int64_t> chunkSizes;
   for (int64_t n : numels)
     chunkSizes.push_back(trx_zero_chunk(n, g));
   BucketLayout layout(chunkSizes);
   Value part = k.alloc(MemRefType::get({layout.part}, element));
-  eachRange(k, layout.chunks,
+  eachRange(k, form, layout.chunks,
             [&](KernelBuilder &k, size_t j, Value t, Value e) {
               k.store(k.load(chunks[j], {t}), part, {e});
             });
@@ -137,7 +170,7 @@ static void gatherBucket(KernelBuilder &k, OpBuilder &b, Location loc,
   callFlatCollective(k, b, loc, callee, part, parts, std::nullopt, mask);
   // Element e of tensor j: member e / k_j's part, at the tensor's offset in
   // it plus e mod k_j.
-  eachRange(k, numels, [&](KernelBuilder &k, size_t j, Value e, Value) {
+  eachRange(k, form, numels, [&](KernelBuilder &k, size_t j, Value e, Value) {
     Value kj = k.index(layout.chunks[j]);
     Value member = arith::DivUIOp::create(b, loc, e, kj);
     Value at =
@@ -152,7 +185,10 @@ static void gatherBucket(KernelBuilder &k, OpBuilder &b, Location loc,
 /// bucket of several in one message (gatherBucket) from the parameters'
 /// chunk views into their buffers.
 struct AllGatherParamsLowering : ParamPattern<dist::AllGatherParamsOp> {
-  using ParamPattern::ParamPattern;
+  AllGatherParamsLowering(TypeConverter &converter, MLIRContext *ctx,
+                          const ParamIndex &params, CopyForm form)
+      : ParamPattern(converter, ctx, params), form(form) {}
+  CopyForm form;
   LogicalResult
   matchAndRewrite(dist::AllGatherParamsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -198,8 +234,8 @@ struct AllGatherParamsLowering : ParamPattern<dist::AllGatherParamsOp> {
           k.state(TRX_STATE_PARAM, index,
                   MemRefType::get(local.getShape(), local.getElementType()))));
     }
-    gatherBucket(k, rewriter, loc, *callee, *mask, g, chunks, wholes, numels,
-                 element);
+    gatherBucket(k, rewriter, loc, form, *callee, *mask, g, chunks, wholes,
+                 numels, element);
     rewriter.eraseOp(op);
     return success();
   }
@@ -209,7 +245,10 @@ struct AllGatherParamsLowering : ParamPattern<dist::AllGatherParamsOp> {
 /// gather straight into the result; more, gatherBucket into fresh result
 /// buffers.
 struct AllGatherBucketLowering : OpConversionPattern<dist::AllGatherBucketOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AllGatherBucketLowering(TypeConverter &converter, MLIRContext *ctx,
+                          CopyForm form)
+      : OpConversionPattern(converter, ctx), form(form) {}
+  CopyForm form;
   LogicalResult
   matchAndRewrite(dist::AllGatherBucketOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -236,7 +275,7 @@ struct AllGatherBucketLowering : OpConversionPattern<dist::AllGatherBucketOp> {
       wholes.push_back(k.flat(results.back()));
       numels.push_back(type.getNumElements());
     }
-    gatherBucket(k, rewriter, op.getLoc(), *callee, *mask, g,
+    gatherBucket(k, rewriter, op.getLoc(), form, *callee, *mask, g,
                  adaptor.getInputs(), wholes, numels, element);
     rewriter.replaceOp(op, results);
     return success();
@@ -310,7 +349,10 @@ struct ScatterBucket {
 /// result's chunk copied out of this member's part.
 struct ReduceScatterBucketLowering
     : OpConversionPattern<dist::ReduceScatterBucketOp> {
-  using OpConversionPattern::OpConversionPattern;
+  ReduceScatterBucketLowering(TypeConverter &converter, MLIRContext *ctx,
+                              CopyForm form)
+      : OpConversionPattern(converter, ctx), form(form) {}
+  CopyForm form;
   LogicalResult
   matchAndRewrite(dist::ReduceScatterBucketOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -327,7 +369,7 @@ struct ReduceScatterBucketLowering
     SmallVector<Value> results;
     for (int64_t c : sb->layout.chunks)
       results.push_back(k.alloc(MemRefType::get({c}, sb->element)));
-    eachRange(k, sb->layout.chunks,
+    eachRange(k, form, sb->layout.chunks,
               [&](KernelBuilder &k, size_t j, Value t, Value e) {
                 k.store(k.load(part, {e}), results[j], {t});
               });
@@ -345,8 +387,9 @@ struct ReduceScatterBucketAccumulateLowering
     : ParamPattern<dist::ReduceScatterBucketOp> {
   ReduceScatterBucketAccumulateLowering(TypeConverter &converter,
                                         MLIRContext *ctx,
-                                        const ParamIndex &params)
-      : ParamPattern(converter, ctx, params, /*benefit=*/2) {}
+                                        const ParamIndex &params, CopyForm form)
+      : ParamPattern(converter, ctx, params, /*benefit=*/2), form(form) {}
+  CopyForm form;
   LogicalResult
   matchAndRewrite(dist::ReduceScatterBucketOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -382,7 +425,7 @@ struct ReduceScatterBucketAccumulateLowering
     for (auto [index, c] : llvm::zip(indices, sb->layout.chunks))
       buffers.push_back(
           k.state(TRX_STATE_GRAD, index, MemRefType::get({c}, sb->element)));
-    eachRange(k, sb->layout.chunks,
+    eachRange(k, form, sb->layout.chunks,
               [&](KernelBuilder &k, size_t j, Value t, Value e) {
                 k.store(k.add(k.load(buffers[j], {t}), k.load(part, {e})),
                         buffers[j], {t});
@@ -485,12 +528,17 @@ struct AllReduceGradsLowering : ParamPattern<dist::AllReduceGradsOp> {
 
 void mlir::triax::kernels::populateZeroPatterns(TypeConverter &converter,
                                                 RewritePatternSet &patterns,
-                                                const ParamIndex &params) {
-  patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering,
-               ReduceScatterBucketLowering, AllGatherBucketLowering>(
-      converter, patterns.getContext());
-  patterns.add<AllGatherParamsLowering, AllReduceGradsLowering,
-               ReduceScatterAccumulateLowering,
-               ReduceScatterBucketAccumulateLowering>(
-      converter, patterns.getContext(), params);
+                                                const ParamIndex &params,
+                                                bool fuseBucketCopies,
+                                                int64_t kernelParamBytes) {
+  MLIRContext *ctx = patterns.getContext();
+  CopyForm form{fuseBucketCopies, kernelParamBytes};
+  patterns.add<ReduceScatterFlatLowering, AllGatherFlatLowering>(converter,
+                                                                 ctx);
+  patterns.add<ReduceScatterBucketLowering, AllGatherBucketLowering>(converter,
+                                                                     ctx, form);
+  patterns.add<AllReduceGradsLowering, ReduceScatterAccumulateLowering>(
+      converter, ctx, params);
+  patterns.add<AllGatherParamsLowering, ReduceScatterBucketAccumulateLowering>(
+      converter, ctx, params, form);
 }

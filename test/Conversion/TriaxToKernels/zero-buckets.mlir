@@ -5,6 +5,7 @@
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=1 dp=2 bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z1
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=2 dp=2 bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z2
 // RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=3 dp=2 prefetch=false bucket-mb=0.02" --convert-triax-to-kernels | FileCheck %s --check-prefix=Z3
+// RUN: triax-model tiny --layers 1 | triax-opt --triax-autodiff --dist-zero="stage=3 dp=2 prefetch=false bucket-mb=0.02" --convert-triax-to-kernels="fuse-bucket-copies=true kernel-param-bytes=160" | FileCheck %s --check-prefix=FUSED
 
 // Stage 1, the reduce-scatter: one nest per gradient over (member, element
 // of its chunk) writes its elements of the packed [2, 4160] once (member
@@ -104,3 +105,33 @@
 // Z3: %[[SRC:.*]] = arith.addi %[[ROW]], %[[AT]]
 // Z3: %[[V:.*]] = memref.load %[[PARTS]][%[[SRC]]] : memref<8384xf32>
 // Z3: memref.store %[[V]], %[[LNW]][%[[U]]] : memref<64xf32>
+
+// fuse-bucket-copies (the CUDA pipeline's; triaxc --fuse-optimizer on the
+// CPU): the same copies as one parallel loop over the concatenated
+// elements per launch, each element dispatched to its tensor by a tree of
+// compares. At kernel-param-bytes=160 a launch passes 4 buffers: the part
+// and 3 tensors' chunks, so the 5 chunks of the first bucket are packed by
+// 2 loops (32 + 32 + 2048 elements, then 32 + 2048 at offset 2112), and
+// the 5 results unpacked by 2 (64 + 64 + 4096, then 64 + 4096).
+// FUSED-LABEL: func.func @triax_forward_backward(
+// FUSED: %[[PART:.*]] = memref.alloc() : memref<4192xf32>
+// FUSED-NEXT: %{{.*}} = arith.constant 0 : index
+// FUSED-NEXT: %{{.*}} = arith.constant 2112 : index
+// FUSED: scf.parallel (%[[E:.*]]) =
+// FUSED: arith.cmpi ult, %[[E]], %c32
+// FUSED: memref.store %{{.*}}, %[[PART]][%[[E]]] : memref<4192xf32>
+// FUSED: scf.parallel (%[[E2:.*]]) = ({{.*}}) to (%c2080)
+// FUSED: %[[AT:.*]] = arith.addi %[[E2]], %c2112
+// FUSED: memref.store %{{.*}}, %[[PART]][%[[AT]]] : memref<4192xf32>
+// FUSED: call @trx_all_gather_f32
+// FUSED: scf.parallel (%{{.*}}) = ({{.*}}) to (%c4224)
+// FUSED: arith.divui
+// FUSED: scf.parallel (%{{.*}}) = ({{.*}}) to (%c4160)
+// The next bucket (k's bias, v's weight and bias, c_proj's weight) packed
+// by 2 loops too.
+// FUSED: trx_sgemm_bias
+// FUSED: scf.parallel (%{{.*}}) = ({{.*}}) to (%c2112
+// FUSED-NEXT: arith.constant 32 : index
+// FUSED: scf.parallel (%{{.*}}) = ({{.*}}) to (%c2048)
+// FUSED-NOT: scf.parallel
+// FUSED: call @trx_all_gather_f32
