@@ -11,6 +11,8 @@
 
 #include "triax/Dialect/Dist/IR/Dist.h"
 
+#include "mlir/IR/TypeUtilities.h"
+
 using namespace mlir;
 using namespace mlir::dist;
 using mlir::triax::Collective;
@@ -119,27 +121,26 @@ void AllGatherParamsOp::getCollectives(SmallVectorImpl<Collective> &out) {
   out.push_back(c);
 }
 
+/// The 1-D concatenation of `chunks` (a bucket's message part).
+static RankedTensorType concatenation(ValueRange chunks) {
+  int64_t elements = 0;
+  for (Value chunk : chunks)
+    elements += cast<RankedTensorType>(chunk.getType()).getNumElements();
+  return RankedTensorType::get({elements},
+                               getElementTypeOrSelf(chunks.front().getType()));
+}
+
 /// One reduce-scatter whose chunk is the concatenation of the results.
 void ReduceScatterBucketOp::getCollectives(SmallVectorImpl<Collective> &out) {
-  int64_t elements = 0;
-  for (Value chunk : getResults())
-    elements += cast<RankedTensorType>(chunk.getType()).getNumElements();
-  auto element =
-      cast<RankedTensorType>(getResults().front().getType()).getElementType();
   out.push_back(Collective::on(Collective::Kind::ReduceScatter,
-                               RankedTensorType::get({elements}, element)));
+                               concatenation(getResults())));
 }
 
 /// One all-gather whose block is the concatenation of the inputs (this
 /// member's chunks).
 void AllGatherBucketOp::getCollectives(SmallVectorImpl<Collective> &out) {
-  int64_t elements = 0;
-  for (Value chunk : getInputs())
-    elements += cast<RankedTensorType>(chunk.getType()).getNumElements();
-  auto element =
-      cast<RankedTensorType>(getInputs().front().getType()).getElementType();
-  out.push_back(Collective::on(Collective::Kind::AllGather,
-                               RankedTensorType::get({elements}, element)));
+  out.push_back(
+      Collective::on(Collective::Kind::AllGather, concatenation(getInputs())));
 }
 
 /// One packed all_reduce of the bucket, at the accumulation boundary only:

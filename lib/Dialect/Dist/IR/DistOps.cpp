@@ -424,30 +424,40 @@ AllGatherParamsOp::verifySymbolUses(SymbolTableCollection &table) {
 // ReduceScatterBucketOp, AllGatherBucketOp
 //===----------------------------------------------------------------------===//
 
+/// A bucket op's operands: at least one input, one result per input, one
+/// element type, and each (whole, chunk) pair of `wholes` and `chunks` a
+/// tensor and its flat chunk over a group of `group`; `perInput` names
+/// what each input has one of.
+static LogicalResult verifyBucket(Operation *op, int64_t group,
+                                  ValueRange inputs, ValueRange results,
+                                  ValueRange wholes, ValueRange chunks,
+                                  StringRef perInput) {
+  if (inputs.empty())
+    return op->emitOpError("needs at least one input");
+  if (inputs.size() != results.size())
+    return op->emitOpError("has ")
+           << inputs.size() << " inputs but " << results.size() << " results ("
+           << perInput << ")";
+  Type element = getElementTypeOrSelf(inputs[0].getType());
+  for (Value in : inputs)
+    if (getElementTypeOrSelf(in.getType()) != element)
+      return op->emitOpError("inputs of element types ")
+             << element << " and " << getElementTypeOrSelf(in.getType())
+             << " in one bucket (one message has one element type)";
+  for (auto [whole, chunk] : llvm::zip(wholes, chunks))
+    if (failed(verifyChunk(op, cast<RankedTensorType>(whole.getType()),
+                           cast<RankedTensorType>(chunk.getType()), group)))
+      return failure();
+  return success();
+}
+
 LogicalResult
 ReduceScatterBucketOp::verifySymbolUses(SymbolTableCollection &table) {
   FailureOr<int64_t> group = verifyGroup(table);
   if (failed(group))
     return failure();
-  if (getInputs().empty())
-    return emitOpError("needs at least one input");
-  if (getInputs().size() != getResults().size())
-    return emitOpError("has ")
-           << getInputs().size() << " inputs but " << getResults().size()
-           << " results (one chunk per input)";
-  Type element =
-      cast<RankedTensorType>(getInputs()[0].getType()).getElementType();
-  for (auto [in, out] : llvm::zip(getInputs(), getResults())) {
-    auto whole = cast<RankedTensorType>(in.getType());
-    if (whole.getElementType() != element)
-      return emitOpError("inputs of element types ")
-             << element << " and " << whole.getElementType()
-             << " in one bucket (one message has one element type)";
-    if (failed(verifyChunk(*this, whole, cast<RankedTensorType>(out.getType()),
-                           *group)))
-      return failure();
-  }
-  return success();
+  return verifyBucket(*this, *group, getInputs(), getResults(), getInputs(),
+                      getResults(), "one chunk per input");
 }
 
 LogicalResult
@@ -455,25 +465,8 @@ AllGatherBucketOp::verifySymbolUses(SymbolTableCollection &table) {
   FailureOr<int64_t> group = verifyGroup(table);
   if (failed(group))
     return failure();
-  if (getInputs().empty())
-    return emitOpError("needs at least one input");
-  if (getInputs().size() != getResults().size())
-    return emitOpError("has ")
-           << getInputs().size() << " inputs but " << getResults().size()
-           << " results (one whole tensor per chunk)";
-  Type element =
-      cast<RankedTensorType>(getInputs()[0].getType()).getElementType();
-  for (auto [in, out] : llvm::zip(getInputs(), getResults())) {
-    auto chunk = cast<RankedTensorType>(in.getType());
-    if (chunk.getElementType() != element)
-      return emitOpError("inputs of element types ")
-             << element << " and " << chunk.getElementType()
-             << " in one bucket (one message has one element type)";
-    if (failed(verifyChunk(*this, cast<RankedTensorType>(out.getType()), chunk,
-                           *group)))
-      return failure();
-  }
-  return success();
+  return verifyBucket(*this, *group, getInputs(), getResults(), getResults(),
+                      getInputs(), "one whole tensor per chunk");
 }
 
 //===----------------------------------------------------------------------===//
